@@ -1,0 +1,48 @@
+# AgenticOS — two commands on a fresh machine: `make run` and `make test`.
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+TEST_DATA_DIR := $(CURDIR)/.agenticos-test
+
+.PHONY: install run test lint services-start services-stop browser vendor bench clean
+
+$(STAMP): pyproject.toml
+	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "Python 3.11 is required ($(PYTHON) not found)"; exit 1; }
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: install
+	$(PY) -m agenticos.launcher
+
+services-start: install
+	$(PY) -m agenticos.devservices start
+
+services-stop: install
+	$(PY) -m agenticos.devservices stop
+
+# Debian's chromium for the Playwright browser tests (a test tool's own browser download cannot work here).
+browser:
+	@if [ ! -x /usr/bin/chromium ]; then \
+		if [ "$$(id -u)" = "0" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+		else echo "chromium missing: run 'sudo apt-get install chromium' (browser tests will be skipped)"; fi; \
+	fi
+
+test: install browser
+	AGENTICOS_DATA_DIR=$(TEST_DATA_DIR) $(PY) -m agenticos.devservices start >/dev/null
+	AGENTICOS_DATA_DIR=$(TEST_DATA_DIR) AGENTICOS_TESTING=true $(PY) -m pytest -n 2 $(PYTEST_ARGS)
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy agenticos agents capabilities governance knowledge embeds channelbots
+
+bench: install
+	$(PY) bench/turn_overhead.py
+
+clean:
+	-AGENTICOS_DATA_DIR=$(TEST_DATA_DIR) $(PY) -m agenticos.devservices stop
+	rm -rf $(TEST_DATA_DIR)

@@ -1,0 +1,111 @@
+"""`make run`: embedded services, migrate, bootstrap, then daphne + Celery worker + beat in one console.
+
+The launcher stays the parent of every process it starts; Ctrl-C (or SIGTERM) stops them all, and
+each child runs in its own process group so nothing is orphaned.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from agenticos import devservices
+
+ROOT = Path(__file__).resolve().parent.parent
+COLORS = ["\033[36m", "\033[35m", "\033[33m", "\033[32m"]
+RESET = "\033[0m"
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.setdefault("DJANGO_SETTINGS_MODULE", "agenticos.settings")
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def _manage(*args: str) -> None:
+    subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=_env(), check=True)
+
+
+def _relay(name: str, color: str, proc: subprocess.Popen) -> None:
+    assert proc.stdout is not None
+    tty = sys.stdout.isatty()
+    label = f"{color}{name:>7}{RESET} | " if tty else f"{name:>7} | "
+    for line in iter(proc.stdout.readline, b""):
+        sys.stdout.write(label + line.decode(errors="replace"))
+        sys.stdout.flush()
+
+
+def commands(port: int) -> dict[str, list[str]]:
+    py = sys.executable
+    return {
+        "web": [py, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "agenticos.asgi:application"],
+        # Agent runs are I/O-bound (model streams, HTTP tools): a thread pool holds many at once.
+        "worker": [
+            py, "-m", "celery", "-A", "agenticos", "worker", "-Q", "runs,default,cpu",
+            "-P", "threads", "-c", os.environ.get("RUN_WORKER_CONCURRENCY", "32"), "-l", "INFO",
+        ],
+        "beat": [py, "-m", "celery", "-A", "agenticos", "beat", "-l", "INFO"],
+    }
+
+
+def main() -> int:
+    port = int(os.environ.get("PORT", "8000"))
+    try:
+        urls = devservices.start()
+    except devservices.ServiceError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    for key, value in urls.items():
+        print(f"embedded service: {key}={value}")
+    _manage("migrate", "--noinput")
+    _manage("platform_bootstrap")
+
+    procs: dict[str, subprocess.Popen] = {}
+    for index, (name, cmd) in enumerate(commands(port).items()):
+        proc = subprocess.Popen(
+            cmd, cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        procs[name] = proc
+        threading.Thread(target=_relay, args=(name, COLORS[index % len(COLORS)], proc), daemon=True).start()
+    print(f"\nAgenticOS is up: http://127.0.0.1:{port}/  (admin: /admin/, API docs: /api/docs/)  Ctrl-C stops.\n")
+
+    stopping = threading.Event()
+
+    def _stop(*_):
+        stopping.set()
+
+    signal.signal(signal.SIGINT, _stop)
+    signal.signal(signal.SIGTERM, _stop)
+    exit_code = 0
+    while not stopping.is_set():
+        for name, proc in procs.items():
+            if proc.poll() is not None:
+                print(f"{name} exited with code {proc.returncode}; stopping everything.", file=sys.stderr)
+                exit_code = proc.returncode or 1
+                stopping.set()
+        time.sleep(0.3)
+    _shutdown(procs)
+    return exit_code
+
+
+def _shutdown(procs: dict[str, subprocess.Popen]) -> None:
+    for proc in procs.values():
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+    deadline = time.monotonic() + 10
+    for proc in procs.values():
+        try:
+            proc.wait(max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+    print("stopped web, worker and beat (the embedded servers keep their data; `make services-stop` stops them).")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

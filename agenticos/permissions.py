@@ -1,0 +1,87 @@
+"""Permissions as data: the catalog, and which roles hold which permissions.
+
+Views and services declare what they need ("agents:edit"); nothing compares role names directly.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+
+
+class Role(models.TextChoices):
+    OWNER = "owner", "Owner"
+    ADMIN = "admin", "Admin"
+    BUILDER = "builder", "Builder"
+    MEMBER = "member", "Member"
+    VIEWER = "viewer", "Viewer"
+
+
+# Higher outranks lower. Nobody may change the role of someone who outranks them.
+ROLE_RANK: dict[str, int] = {
+    Role.OWNER: 50,
+    Role.ADMIN: 40,
+    Role.BUILDER: 30,
+    Role.MEMBER: 20,
+    Role.VIEWER: 10,
+}
+
+PERMISSIONS: dict[str, str] = {
+    "agents:view": "See agents, their versions and environments",
+    "agents:edit": "Create agents and edit drafts",
+    "agents:publish": "Publish versions and promote environments",
+    "agents:run": "Run agents (chat, API)",
+    "agents:edit_any": "Edit any agent of the organization, not only owned or granted ones",
+    "secrets:view": "See secrets (never their values) and use them in agents",
+    "secrets:manage": "Create, rotate and delete secrets",
+    "models:manage": "Create and edit model profiles",
+    "approvals:decide": "Approve or reject parked tool calls",
+    "budgets:manage": "Change the organization's budget",
+    "members:manage": "Invite, change roles and remove members",
+    "runs:view": "See every run of the organization",
+    "audit:read": "Read the audit log",
+    "apikeys:manage": "Create and revoke one's own API keys",
+    "embeds:manage": "Create and change embeds",
+    "bots:manage": "Register channel bots and bindings",
+    "knowledge:manage": "Manage collections, documents, context files and skills",
+    "skills:edit": "Accept or discard skill edits proposed by agents",
+}
+
+_VIEWER = {"agents:view", "secrets:view"}
+_MEMBER = _VIEWER | {"agents:run", "apikeys:manage"}
+_BUILDER = _MEMBER | {
+    "agents:edit",
+    "agents:publish",
+    "models:manage",
+    "embeds:manage",
+    "bots:manage",
+    "knowledge:manage",
+    "skills:edit",
+}
+_ADMIN = _BUILDER | {
+    "agents:edit_any",
+    "secrets:manage",
+    "approvals:decide",
+    "budgets:manage",
+    "members:manage",
+    "runs:view",
+    "audit:read",
+}
+ROLE_PERMISSIONS: dict[str, frozenset[str]] = {
+    Role.OWNER: frozenset(_ADMIN),
+    Role.ADMIN: frozenset(_ADMIN),
+    Role.BUILDER: frozenset(_BUILDER),
+    Role.MEMBER: frozenset(_MEMBER),
+    Role.VIEWER: frozenset(_VIEWER),
+}
+
+assert all(p in PERMISSIONS for perms in ROLE_PERMISSIONS.values() for p in perms)
+
+
+def role_has(role: str | None, permission: str) -> bool:
+    if permission not in PERMISSIONS:
+        raise KeyError(f"unknown permission {permission!r}")
+    return role is not None and permission in ROLE_PERMISSIONS.get(role, frozenset())
+
+
+def outranks(role_a: str, role_b: str) -> bool:
+    return ROLE_RANK[role_a] > ROLE_RANK[role_b]

@@ -1,0 +1,303 @@
+"""One settings module, driven by environment variables (django-environ).
+
+Safe defaults for a fresh machine; a bad value raises ImproperlyConfigured with a readable message.
+"""
+
+from __future__ import annotations
+
+import secrets
+from datetime import timedelta
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from urllib.parse import quote
+
+import environ
+from django.core.exceptions import ImproperlyConfigured
+
+from agenticos import devservices
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+env = environ.Env()
+environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
+
+
+def _bool(name: str, default: bool) -> bool:
+    raw = env.str(name, default=str(default)).strip().lower()
+    if raw in {"1", "true", "yes", "on"}:
+        return True
+    if raw in {"0", "false", "no", "off"}:
+        return False
+    raise ImproperlyConfigured(f"{name}={raw!r} is not a boolean: use true or false.")
+
+
+def _int(name: str, default: int, *, minimum: int | None = None) -> int:
+    raw = env.str(name, default=str(default))
+    try:
+        value = int(raw)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not a whole number.") from exc
+    if minimum is not None and value < minimum:
+        raise ImproperlyConfigured(f"{name}={value} must be at least {minimum}.")
+    return value
+
+
+def _decimal_or_none(name: str, default: str) -> Decimal | None:
+    raw = env.str(name, default=default).strip()
+    if raw == "":
+        return None
+    try:
+        value = Decimal(raw)
+    except InvalidOperation as exc:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not a number (leave it empty for no cap).") from exc
+    if value < 0:
+        raise ImproperlyConfigured(f"{name} cannot be negative.")
+    return value
+
+
+DATA_DIR = devservices.data_dir()
+DEBUG = _bool("DEBUG", True)
+TESTING = _bool("AGENTICOS_TESTING", False)
+
+
+def _generated_secret(name: str, length: int) -> str:
+    """In dev, generate once into the data dir; with DEBUG=false the variable is required."""
+    value = env.str(name, default="")
+    if value:
+        return value
+    if not DEBUG:
+        raise ImproperlyConfigured(f"{name} must be set when DEBUG=false.")
+    path = DATA_DIR / name.lower()
+    if not path.exists():
+        path.write_text(secrets.token_urlsafe(length))
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+SECRET_KEY = _generated_secret("SECRET_KEY", 50)
+VAULT_MASTER_KEY = _generated_secret("VAULT_MASTER_KEY", 32)
+VAULT_KEY_VERSION = _int("VAULT_KEY_VERSION", 1, minimum=1)
+# Older master keys by version, so rows sealed before a rotation still open: "1:oldkey,2:otherkey".
+VAULT_PREVIOUS_KEYS = {
+    int(item.split(":", 1)[0]): item.split(":", 1)[1]
+    for item in env.list("VAULT_PREVIOUS_KEYS", default=[])
+    if ":" in item
+}
+
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["*"] if DEBUG else [])
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+PORT = _int("PORT", 8000)
+FRONTEND_URL = env.str("FRONTEND_URL", default=f"http://127.0.0.1:{PORT}").rstrip("/")
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "channels",
+    "guardian",
+    "django_celery_beat",
+    "agenticos",
+    "agents",
+    "capabilities",
+    "governance",
+    "knowledge",
+    "embeds",
+    "channelbots",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.locale.LocaleMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "agenticos.tenancy.CurrentOrganizationMiddleware",
+]
+
+ROOT_URLCONF = "agenticos.urls"
+ASGI_APPLICATION = "agenticos.asgi.application"
+WSGI_APPLICATION = None
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "agenticos.tenancy.organization_context",
+            ],
+        },
+    },
+]
+
+# ------------------------------------------------------------------ data stores
+_services = devservices.read_services_env(DATA_DIR)
+DATABASE_URL = env.str("DATABASE_URL", default=_services.get("DATABASE_URL", ""))
+REDIS_URL = env.str("REDIS_URL", default=_services.get("REDIS_URL", ""))
+if TESTING and env.str("PYTEST_XDIST_WORKER", default=""):
+    # Parallel test workers each get their own Redis database so counters never collide.
+    _worker_db = int(env.str("PYTEST_XDIST_WORKER").lstrip("gw") or 0) + 1
+    REDIS_URL = REDIS_URL.split("?")[0] + f"?db={_worker_db}" if REDIS_URL.startswith("unix://") else (
+        REDIS_URL.rsplit("/", 1)[0] + f"/{_worker_db}"
+    )
+if not DATABASE_URL:
+    raise ImproperlyConfigured(
+        "DATABASE_URL is not set and the embedded PostgreSQL is not running: "
+        "run `python -m agenticos.devservices start` (make run does it) or set DATABASE_URL."
+    )
+if not REDIS_URL:
+    raise ImproperlyConfigured(
+        "REDIS_URL is not set and the embedded Redis is not running: "
+        "run `python -m agenticos.devservices start` (make run does it) or set REDIS_URL."
+    )
+
+try:
+    DATABASES = {"default": env.db_url_config(DATABASE_URL)}
+except Exception as exc:  # environ raises several kinds on a malformed URL
+    raise ImproperlyConfigured(f"DATABASE_URL is not a valid database URL: {exc}") from exc
+DATABASES["default"]["ENGINE"] = "django.db.backends.postgresql"
+# libpq spells a unix socket directory as ?host=/path; Django wants it in HOST.
+for _key in ("host", "port"):
+    if _key in DATABASES["default"].get("OPTIONS", {}):
+        DATABASES["default"][_key.upper()] = str(DATABASES["default"]["OPTIONS"].pop(_key))
+DATABASES["default"]["CONN_MAX_AGE"] = _int("DB_CONN_MAX_AGE", 0, minimum=0)
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+DATABASES["default"].setdefault("TEST", {})["NAME"] = env.str("TEST_DATABASE_NAME", default="test_agenticos")
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+
+def _celery_redis_url(url: str) -> str:
+    # kombu spells a unix socket "redis+socket://"; redis-py and channels-redis spell it "unix://".
+    if url.startswith("unix://"):
+        return "redis+socket://" + quote(url[len("unix://") :], safe="/")
+    return url
+
+
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": REDIS_URL,
+        "KEY_PREFIX": "agenticos",
+    }
+}
+CHANNEL_LAYERS = {
+    "default": {
+        "BACKEND": "channels_redis.core.RedisChannelLayer",
+        "CONFIG": {"hosts": [REDIS_URL], "capacity": 1500, "expiry": 60},
+    }
+}
+
+CELERY_BROKER_URL = _celery_redis_url(REDIS_URL)
+CELERY_RESULT_BACKEND = _celery_redis_url(REDIS_URL)
+CELERY_TASK_ACKS_LATE = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_DEFAULT_QUEUE = "default"
+CELERY_TASK_ROUTES = {
+    "agents.tasks.execute_run": {"queue": "runs"},
+    "knowledge.tasks.*": {"queue": "cpu"},
+}
+CELERY_TASK_ALWAYS_EAGER = _bool("CELERY_TASK_ALWAYS_EAGER", False)
+CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+CELERY_TIMEZONE = "UTC"
+
+# ------------------------------------------------------------------ auth
+AUTH_USER_MODEL = "agenticos.User"
+AUTHENTICATION_BACKENDS = [
+    "django.contrib.auth.backends.ModelBackend",
+    "guardian.backends.ObjectPermissionBackend",
+]
+LOGIN_URL = "/login/"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/login/"
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+if TESTING:
+    PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+GUARDIAN_RAISE_403 = False
+ANONYMOUS_USER_NAME = None
+SESSION_COOKIE_SECURE = not DEBUG
+CSRF_COOKIE_SECURE = not DEBUG
+
+EMAIL_BACKEND = env.str("EMAIL_BACKEND", default="django.core.mail.backends.console.EmailBackend")
+DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="AgenticOS <noreply@localhost>")
+
+LANGUAGE_CODE = "en"
+LANGUAGES = [("en", "English"), ("es", "Español")]
+LOCALE_PATHS = [BASE_DIR / "locale"]
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "/static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = Path(env.str("STATIC_ROOT", default=str(BASE_DIR / "staticfiles")))
+MEDIA_URL = "/media/"
+MEDIA_ROOT = Path(env.str("MEDIA_ROOT", default=str(DATA_DIR / "media")))
+if env.str("AWS_STORAGE_BUCKET_NAME", default=""):
+    STORAGES = {
+        "default": {"BACKEND": "storages.backends.s3.S3Storage"},
+        "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    }
+    AWS_STORAGE_BUCKET_NAME = env.str("AWS_STORAGE_BUCKET_NAME")
+    AWS_S3_ENDPOINT_URL = env.str("AWS_S3_ENDPOINT_URL", default=None)
+
+# ------------------------------------------------------------------ API
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "agenticos.authentication.ApiKeyAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "agenticos.errors.exception_handler",
+    "DEFAULT_PAGINATION_CLASS": "agenticos.pagination.Pagination",
+    "PAGE_SIZE": 50,
+    "UNAUTHENTICATED_USER": None,
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "AgenticOS API",
+    "DESCRIPTION": "Agents as data: build, publish and run agents on every surface.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "COMPONENT_SPLIT_REQUEST": True,
+}
+
+# ------------------------------------------------------------------ product limits
+DEFAULT_ORG_MONTHLY_BUDGET_USD = _decimal_or_none("DEFAULT_ORG_MONTHLY_BUDGET_USD", "100")
+DEFAULT_GRANTED_SCOPES = env.list(
+    "DEFAULT_GRANTED_SCOPES",
+    default=["web:read", "code:execute", "conversations:read", "files:read", "files:write", "memory:write"],
+)
+RATE_LIMIT_RUN_PER_MINUTE = _int("RATE_LIMIT_RUN_PER_MINUTE", 30, minimum=1)
+RUN_STALE_AFTER = timedelta(seconds=_int("RUN_STALE_AFTER_SECONDS", 1800, minimum=60))
+APPROVAL_EXPIRY_HOURS = _int("APPROVAL_EXPIRY_HOURS", 72, minimum=1)
+QUESTION_EXPIRY_HOURS = _int("QUESTION_EXPIRY_HOURS", 24, minimum=1)
+MAX_MESSAGE_CHARS = _int("MAX_MESSAGE_CHARS", 32000, minimum=100)
+WEB_HISTORY_TURNS = _int("WEB_HISTORY_TURNS", 100, minimum=1)
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+    "loggers": {
+        "django.channels.server": {"level": "WARNING"},
+        "daphne": {"level": "WARNING"},
+    },
+}

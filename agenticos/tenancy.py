@@ -1,0 +1,140 @@
+"""One request → one organization. Every org-scoped read goes through `Actor` and `org_get`.
+
+Session requests use the session's current organization (or the person's first one); API calls
+may name it with X-Organization-Id; an API key is bound to its own organization. Not a member → 404,
+so an outsider cannot learn that an organization exists.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from django.db import models
+
+from agenticos.errors import Forbidden, NotFound
+from agenticos.models import ApiKey, Membership, Organization
+from agenticos.permissions import role_has
+
+if TYPE_CHECKING:
+    from agenticos.models import User
+
+SESSION_KEY = "current_organization_id"
+HEADER = "HTTP_X_ORGANIZATION_ID"
+
+M = TypeVar("M", bound=models.Model)
+
+
+@dataclass
+class Actor:
+    """Who is acting, in which organization, with which role (and through which API key, if any)."""
+
+    user: User | None
+    organization: Organization
+    role: str | None
+    api_key: ApiKey | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def has(self, permission: str) -> bool:
+        return role_has(self.role, permission)
+
+    def require(self, permission: str) -> None:
+        if not self.has(permission):
+            raise Forbidden(
+                "Your role does not allow this.", details={"permission": permission, "role": self.role}
+            )
+
+    @property
+    def user_id(self):
+        return self.user.pk if self.user else None
+
+
+def _parse_uuid(value: str | None) -> uuid.UUID | None:
+    if not value:
+        return None
+    try:
+        return uuid.UUID(str(value))
+    except ValueError:
+        return None
+
+
+def membership_for(user, organization_id) -> Membership | None:
+    if user is None or not getattr(user, "is_authenticated", False):
+        return None
+    org_uuid = _parse_uuid(organization_id)
+    if org_uuid is None:
+        return None
+    return (
+        Membership.objects.select_related("organization")
+        .filter(user=user, organization_id=org_uuid, is_suspended=False, user__is_active=True)
+        .first()
+    )
+
+
+def actor_for_membership(membership: Membership, api_key: ApiKey | None = None) -> Actor:
+    return Actor(user=membership.user, organization=membership.organization, role=membership.role, api_key=api_key)
+
+
+def resolve_actor(request, *, user, api_key: ApiKey | None = None, header_org: str | None = None) -> Actor:
+    """The organization a request acts in. Raises NotFound when the caller is not a member."""
+    if api_key is not None:
+        if header_org and _parse_uuid(header_org) != api_key.organization_id:
+            raise NotFound("Organization not found.")
+        membership = membership_for(user, api_key.organization_id)
+        if membership is None:
+            raise NotFound("Organization not found.")
+        return actor_for_membership(membership, api_key)
+    org_id = header_org
+    if not org_id and hasattr(request, "session"):
+        org_id = request.session.get(SESSION_KEY)
+    if not org_id:
+        first = (
+            Membership.objects.filter(user=user, is_suspended=False).order_by("created_at").values("organization_id").first()
+        )
+        org_id = str(first["organization_id"]) if first else None
+    membership = membership_for(user, org_id)
+    if membership is None:
+        raise NotFound("Organization not found.")
+    return actor_for_membership(membership)
+
+
+def org_queryset(actor: Actor, model: type[M]) -> models.QuerySet[M]:
+    return model._default_manager.filter(organization=actor.organization)
+
+
+def org_get(actor: Actor, model: type[M], pk: Any, queryset: models.QuerySet[M] | None = None) -> M:
+    """Load one object of the actor's organization, or 404 — whether it is foreign or missing."""
+    qs = queryset if queryset is not None else org_queryset(actor, model)
+    try:
+        return qs.get(pk=pk)
+    except (model.DoesNotExist, ValueError, TypeError, Exception) as exc:  # bad uuid strings raise ValidationError
+        if isinstance(exc, model.MultipleObjectsReturned):
+            raise
+        raise NotFound(f"{model._meta.verbose_name.capitalize()} not found.") from None
+
+
+class CurrentOrganizationMiddleware:
+    """Attaches `request.actor` for signed-in console requests (None otherwise)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        request.actor = None
+        user = getattr(request, "user", None)
+        if user is not None and user.is_authenticated and not request.path.startswith("/api/"):
+            try:
+                request.actor = resolve_actor(request, user=user)
+                request.session[SESSION_KEY] = str(request.actor.organization.pk)
+            except NotFound:
+                request.actor = None
+        return self.get_response(request)
+
+
+def organization_context(request) -> dict:
+    actor = getattr(request, "actor", None)
+    if actor is None:
+        return {}
+    memberships = Membership.objects.filter(user=actor.user, is_suspended=False).select_related("organization")
+    return {"actor": actor, "current_organization": actor.organization, "my_memberships": memberships}

@@ -1,0 +1,285 @@
+"""Agents as data, their frozen versions and environments, model profiles, and the run ledger + transcript."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVectorField
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from agenticos.models import Organization, Secret
+
+
+class Provider(models.TextChoices):
+    DEMO = "demo", "Offline demo model"
+    OPENAI = "openai", "OpenAI"
+    ANTHROPIC = "anthropic", "Anthropic"
+    OPENROUTER = "openrouter", "OpenRouter"
+    OLLAMA = "ollama", "Ollama"
+    OPENAI_COMPATIBLE = "openai_compatible", "OpenAI-compatible server"
+
+
+PROVIDERS_NEEDING_KEY = {Provider.OPENAI, Provider.ANTHROPIC, Provider.OPENROUTER}
+PROVIDERS_NEEDING_BASE_URL = {Provider.OPENAI_COMPATIBLE}
+
+
+class ModelProfile(models.Model):
+    class Kind(models.TextChoices):
+        CHAT = "chat", "Chat"
+        EMBEDDING = "embedding", "Embedding"
+        TRANSCRIPTION = "transcription", "Speech to text"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="model_profiles")
+    label = models.CharField(max_length=120)
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.CHAT)
+    provider = models.CharField(max_length=32, choices=Provider.choices)
+    model = models.CharField(max_length=200)
+    secret = models.ForeignKey(Secret, on_delete=models.PROTECT, null=True, blank=True, related_name="+")
+    base_url = models.URLField(max_length=500, blank=True)
+    context_window = models.PositiveIntegerField(null=True, blank=True)
+    settings = models.JSONField(default=dict, blank=True)
+    fallbacks = models.ManyToManyField("self", symmetrical=False, blank=True, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["label"]
+        constraints = [
+            models.UniqueConstraint(fields=["organization", "label"], name="modelprofile_unique_label_per_org"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.label} ({self.provider}:{self.model})"
+
+
+class Visibility(models.TextChoices):
+    ORGANIZATION = "organization", "Everyone in the organization"
+    PRIVATE = "private", "Owner and people it is shared with"
+
+
+class Agent(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="agents")
+    slug = models.SlugField(max_length=80)
+    name = models.CharField(max_length=200)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+")
+    visibility = models.CharField(max_length=16, choices=Visibility.choices, default=Visibility.ORGANIZATION)
+    draft_spec = models.JSONField(default=dict)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [models.UniqueConstraint(fields=["organization", "slug"], name="agent_unique_slug_per_org")]
+        permissions = [
+            ("use_agent", "Can use (run) agent"),
+            ("edit_agent", "Can edit agent draft"),
+            ("publish_agent", "Can publish agent"),
+        ]
+        default_permissions = ("view",)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class AgentVersion(models.Model):
+    """A frozen spec. Updating one is refused here and by a database trigger."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveIntegerField()
+    spec = models.JSONField()
+    note = models.CharField(max_length=500, blank=True)
+    published_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["agent", "-number"]
+        constraints = [models.UniqueConstraint(fields=["agent", "number"], name="agentversion_unique_number")]
+
+    def __str__(self) -> str:
+        return f"{self.agent} v{self.number}"
+
+    def save(self, *args, **kwargs):
+        if not self._state.adding:
+            raise ValueError("Agent versions are immutable; publish a new version instead.")
+        super().save(*args, **kwargs)
+
+
+class Environment(models.Model):
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="environments")
+    name = models.SlugField(max_length=40)
+    version = models.ForeignKey(AgentVersion, on_delete=models.PROTECT, related_name="+")
+    tracks_latest = models.BooleanField(default=False)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["agent", "name"]
+        constraints = [models.UniqueConstraint(fields=["agent", "name"], name="environment_unique_name")]
+
+    def __str__(self) -> str:
+        return f"{self.agent}:{self.name} → v{self.version.number}"
+
+
+class Surface(models.TextChoices):
+    WEB = "web", "Web chat"
+    EMBED = "embed", "Embed"
+    API = "api", "REST API"
+    SLACK = "slack", "Slack"
+    TELEGRAM = "telegram", "Telegram"
+    MATTERMOST = "mattermost", "Mattermost"
+    SCHEDULE = "schedule", "Schedule"
+
+
+class RunStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    COMPLETED = "completed", "Completed"
+    FAILED = "failed", "Failed"
+    CANCELLED = "cancelled", "Cancelled"
+    AWAITING_APPROVAL = "awaiting_approval", "Awaiting approval"
+    AWAITING_ANSWER = "awaiting_answer", "Awaiting answer"
+    BUDGET_EXCEEDED = "budget_exceeded", "Budget exceeded"
+    GUARDRAIL_BLOCKED = "guardrail_blocked", "Blocked by a guardrail"
+
+
+TERMINAL_STATUSES = {
+    RunStatus.COMPLETED,
+    RunStatus.FAILED,
+    RunStatus.CANCELLED,
+    RunStatus.BUDGET_EXCEEDED,
+    RunStatus.GUARDRAIL_BLOCKED,
+}
+
+
+class Conversation(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="conversations")
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="conversations")
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    surface = models.CharField(max_length=16, choices=Surface.choices, default=Surface.WEB)
+    title = models.CharField(max_length=200, blank=True)
+    # Surface-specific keys (embed visitor, channel thread…).
+    external_key = models.CharField(max_length=200, blank=True, db_index=True)
+    # The plan (planning capability) and other per-conversation state owned by capabilities.
+    state = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    last_active_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        ordering = ["-last_active_at"]
+        indexes = [models.Index(fields=["organization", "owner", "-last_active_at"], name="conv_org_owner_active")]
+
+    def __str__(self) -> str:
+        return self.title or f"Conversation {self.pk}"
+
+
+class Run(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="runs")
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="runs")
+    version = models.ForeignKey(AgentVersion, on_delete=models.PROTECT, related_name="runs")
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, null=True, blank=True, related_name="runs")
+    surface = models.CharField(max_length=16, choices=Surface.choices)
+    # Whose authority the run has (None = anonymous visitor with the publisher's authority in `acting_as`).
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    acting_role = models.CharField(max_length=16, blank=True)
+    api_key = models.ForeignKey("agenticos.ApiKey", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    embed_id = models.UUIDField(null=True, blank=True)
+    chat_account = models.CharField(max_length=200, blank=True)
+    prompt = models.TextField(blank=True)
+    status = models.CharField(max_length=24, choices=RunStatus.choices, default=RunStatus.QUEUED)
+    output = models.TextField(blank=True)
+    error = models.JSONField(default=dict, blank=True)
+    input_tokens = models.PositiveIntegerField(default=0)
+    output_tokens = models.PositiveIntegerField(default=0)
+    requests = models.PositiveIntegerField(default=0)
+    cost_usd = models.DecimalField(max_digits=14, decimal_places=8, default=0)
+    cost_is_partial = models.BooleanField(default=False)
+    # pydantic-ai message history at the point the run parked (approval / question), to resume from.
+    parked_state = models.JSONField(null=True, blank=True)
+    cancel_requested = models.BooleanField(default=False)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [
+            models.Index(fields=["organization", "-created_at"], name="run_org_time"),
+            models.Index(fields=["agent", "created_at"], name="run_agent_time"),
+            models.Index(fields=["status", "heartbeat_at"], name="run_status_heartbeat"),
+        ]
+        constraints = [models.CheckConstraint(condition=Q(status__in=RunStatus.values), name="run_status_valid")]
+
+    def __str__(self) -> str:
+        return f"Run {self.pk} ({self.status})"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in TERMINAL_STATUSES
+
+
+class Message(models.Model):
+    class Role(models.TextChoices):
+        USER = "user", "User"
+        ASSISTANT = "assistant", "Assistant"
+        SYSTEM = "system", "System"
+
+    id = models.BigAutoField(primary_key=True)
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="messages")
+    run = models.ForeignKey(Run, on_delete=models.SET_NULL, null=True, blank=True, related_name="messages")
+    version = models.ForeignKey(AgentVersion, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    role = models.CharField(max_length=16, choices=Role.choices)
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    author_label = models.CharField(max_length=200, blank=True)
+    content = models.TextField(blank=True)
+    thinking = models.TextField(blank=True)
+    # [{type: text|thinking, text} | {type: tool, tool_call_id}] in streamed order.
+    parts = models.JSONField(default=list, blank=True)
+    attachments = models.JSONField(default=list, blank=True)
+    search_vector = SearchVectorField(null=True, editable=False)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [
+            models.Index(fields=["conversation", "-id"], name="message_conv_newest"),
+            GinIndex(fields=["search_vector"], name="message_search_gin"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.role}: {self.content[:60]}"
+
+
+class ToolCall(models.Model):
+    class Status(models.TextChoices):
+        RUNNING = "running", "Running"
+        OK = "ok", "OK"
+        ERROR = "error", "Error"
+        PARKED = "parked", "Parked"
+        UNFINISHED = "unfinished", "Unfinished"
+
+    id = models.BigAutoField(primary_key=True)
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="tool_calls")
+    message = models.ForeignKey(Message, on_delete=models.SET_NULL, null=True, blank=True, related_name="tool_calls")
+    tool_call_id = models.CharField(max_length=200)
+    tool_name = models.CharField(max_length=200)
+    capability_id = models.CharField(max_length=80, blank=True)
+    args = models.JSONField(default=dict, blank=True)
+    result = models.JSONField(null=True, blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.RUNNING)
+    started_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [models.UniqueConstraint(fields=["run", "tool_call_id"], name="toolcall_unique_per_run")]
+
+    def __str__(self) -> str:
+        return f"{self.tool_name} ({self.status})"

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class ChannelbotsConfig(AppConfig):
+    name = "channelbots"
+    default_auto_field = "django.db.models.BigAutoField"

@@ -1,0 +1,1 @@
+"""Models arrive with this app's issue."""

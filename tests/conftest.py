@@ -1,0 +1,71 @@
+"""Shared fixtures: real PostgreSQL and Redis (the embedded test servers), and an outsider in every setup."""
+
+from __future__ import annotations
+
+import pytest
+from rest_framework.test import APIClient
+
+from tests import factories
+
+
+@pytest.fixture(autouse=True)
+def _clean_redis(settings):
+    """Rate-limit and dedup counters must not leak between tests."""
+    import redis
+
+    client = redis.Redis.from_url(settings.REDIS_URL)
+    client.flushdb()
+    yield
+
+
+@pytest.fixture
+def org(db):
+    return factories.organization(name="Acme")
+
+
+@pytest.fixture
+def owner(org):
+    return factories.member(org, "owner")
+
+
+@pytest.fixture
+def admin_user(org):
+    return factories.member(org, "admin")
+
+
+@pytest.fixture
+def builder(org):
+    return factories.member(org, "builder")
+
+
+@pytest.fixture
+def member(org):
+    return factories.member(org, "member")
+
+
+@pytest.fixture
+def viewer(org):
+    return factories.member(org, "viewer")
+
+
+@pytest.fixture
+def outsider_org(db):
+    return factories.organization(name="Other Corp")
+
+
+@pytest.fixture
+def outsider(outsider_org):
+    return factories.member(outsider_org, "owner")
+
+
+def _client_for(user, org=None) -> APIClient:
+    client = APIClient()
+    client.force_authenticate(user)
+    if org is not None:
+        client.credentials(HTTP_X_ORGANIZATION_ID=str(org.pk))
+    return client
+
+
+@pytest.fixture
+def api_as():
+    return _client_for
