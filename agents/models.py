@@ -203,6 +203,9 @@ class Run(models.Model):
     # pydantic-ai message history at the point the run parked (approval / question), to resume from.
     parked_state = models.JSONField(null=True, blank=True)
     cancel_requested = models.BooleanField(default=False)
+    # How the surface asked for the run: history window, extra instructions (placement note, visitor
+    # variables, channel prompt), whether someone can answer ask_user, the embed's frame filter, etc.
+    options = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
