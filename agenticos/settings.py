@@ -212,6 +212,10 @@ CELERY_TASK_ROUTES = {
 CELERY_TASK_ALWAYS_EAGER = _bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_TIMEZONE = "UTC"
+CELERY_BEAT_SCHEDULE = {
+    "sweep-stale-runs": {"task": "agents.tasks.sweep_stale_runs", "schedule": 60.0},
+    "expire-parked-runs": {"task": "agents.tasks.expire_parked", "schedule": 300.0},
+}
 
 # ------------------------------------------------------------------ auth
 AUTH_USER_MODEL = "agenticos.User"

@@ -1,0 +1,102 @@
+"""Assemble a run from its frozen version: model, capabilities, instructions, history.
+
+Everything here is synchronous ORM work, called on the run's DB thread.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+
+from agents.models import ModelProfile, Run
+from agents.runner.history import get_recent_messages, to_model_messages
+from agents.spec import AgentSpec
+
+
+class AssemblyError(Exception):
+    """The run cannot be assembled (missing model profile, unloadable version…). Readable message."""
+
+
+@dataclass
+class BuiltSetup:
+    toolsets: list[Any] = field(default_factory=list)
+    capabilities: list[Any] = field(default_factory=list)
+    # tool name the model sees → "required" | "never" | "default"
+    approval: dict[str, str] = field(default_factory=dict)
+    # tool name the model sees → capability id (for the transcript and the approval rows)
+    tool_capabilities: dict[str, str] = field(default_factory=dict)
+    # tool name the model sees → stable tool id
+    tool_ids: dict[str, str] = field(default_factory=dict)
+    setup_text: str = ""
+    extra_instructions: list[str] = field(default_factory=list)
+
+
+def model_profile(run: Run, spec: AgentSpec) -> ModelProfile:
+    if not spec.model_profile_id:
+        raise AssemblyError("This agent version names no model profile; choose one in the Builder and publish.")
+    profile = (
+        ModelProfile.objects.select_related("secret")
+        .filter(organization_id=run.organization_id, pk=spec.model_profile_id)
+        .first()
+    )
+    if profile is None:
+        raise AssemblyError("The model profile this version names no longer exists; choose another and publish.")
+    return profile
+
+
+def build_model(profile: ModelProfile):
+    from agents.providers import build_model as provider_build_model
+
+    return provider_build_model(profile)
+
+
+def model_settings(profile: ModelProfile, spec: AgentSpec):
+    from agents.providers import model_settings_for
+
+    return model_settings_for(profile, spec.model_settings)
+
+
+def build_capabilities(spec: AgentSpec, deps, run: Run) -> BuiltSetup:
+    from capabilities import registry
+
+    built = registry.build_for_run(spec, deps, str(run.organization_id))
+    return BuiltSetup(
+        toolsets=list(built.toolsets),
+        capabilities=list(built.capabilities),
+        approval={name: info.approval for name, info in built.tools.items()},
+        tool_capabilities={name: info.capability_id for name, info in built.tools.items()},
+        tool_ids={name: info.tool_id for name, info in built.tools.items()},
+        setup_text=built.setup_text,
+        extra_instructions=list(getattr(built, "instructions", []) or []),
+    )
+
+
+def instructions(spec: AgentSpec, run: Run, built: BuiltSetup) -> str:
+    sections = [spec.instructions.strip()] if spec.instructions.strip() else []
+    if built.setup_text:
+        sections.append(built.setup_text)
+    sections.extend(text for text in built.extra_instructions if text)
+    extra = (run.options or {}).get("extra_instructions")
+    if extra:
+        sections.append(extra)
+    return "\n\n".join(sections)
+
+
+def history(run: Run) -> list:
+    if run.conversation_id is None:
+        return []
+    limit = int((run.options or {}).get("history_limit") or settings.WEB_HISTORY_TURNS)
+    # The person's message of this run is already in the transcript; the prompt carries it.
+    current = run.messages.filter(role="user").order_by("-id").values_list("id", flat=True).first()
+    return to_model_messages(get_recent_messages(run.conversation_id, limit, before_id=current))
+
+
+def on_run_failed(run: Run) -> None:
+    """Capability state that must not survive a failed run (an in-progress plan step returns to pending)."""
+    try:
+        from capabilities.planning import reset_in_progress_steps
+    except ImportError:
+        return
+    reset_in_progress_steps(str(run.conversation_id))

@@ -1,0 +1,385 @@
+"""`execute(run_id)`: the one place every run of every surface executes.
+
+Assemble from the frozen version → stream pydantic-ai events as frames → write the transcript,
+tokens, cost and status. Database work runs on one dedicated thread per run (one connection, closed
+at the end) so the event loop never blocks on the ORM.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from typing import Any
+
+from django.db import close_old_connections, connection
+from django.utils import timezone
+from pydantic_ai import Agent, CancellationToken
+from pydantic_ai.exceptions import RunCancelled, UsageLimitExceeded
+from pydantic_ai.messages import (
+    FinalResultEvent,
+    FunctionToolCallEvent,
+    FunctionToolResultEvent,
+    ModelMessagesTypeAdapter,
+    PartDeltaEvent,
+    PartStartEvent,
+    TextPart,
+    TextPartDelta,
+    ThinkingPart,
+    ThinkingPartDelta,
+    ToolCallPart,
+    ToolCallPartDelta,
+)
+from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults, ToolDenied
+from pydantic_ai.toolsets.approval_required import ApprovalRequiredToolset
+from pydantic_ai.usage import UsageLimits
+
+from agents.models import ModelProfile, Run, RunStatus
+from agents.runner import assembly
+from agents.runner.deps import RunDeps
+from agents.runner.frames import ChannelLayerSink, CollectingSink, Sink, frame
+from agents.runner.guard import BudgetGuard
+from agents.runner.transcript import Transcript, jsonable
+from agents.spec import AgentSpec, load_spec
+from governance.budgets import BudgetExceeded
+
+logger = logging.getLogger(__name__)
+
+CANCEL_POLL_SECONDS = 0.5
+RESUMABLE = {RunStatus.QUEUED}
+
+
+class RunExecution:
+    def __init__(self, run_id: Any, sink: Sink | None):
+        self.run_id = run_id
+        self.sink: Sink = sink or ChannelLayerSink(run_id)
+        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"run-db-{str(run_id)[:8]}")
+        self.run: Run
+        self.spec: AgentSpec
+        self.free_model = False
+        self.transcript: Transcript
+        self.token = CancellationToken()
+        self.tool_approval: dict[str, str] = {}
+        self.tool_ids: dict[str, str] = {}
+        self._response_no = 0
+        self._tools_announced = False
+        self._text_streamed = False
+
+    # ------------------------------------------------------------- plumbing
+
+    async def db(self, fn, *args, **kwargs):
+        return await asyncio.get_running_loop().run_in_executor(self.executor, partial(fn, *args, **kwargs))
+
+    async def emit(self, payload: dict) -> None:
+        try:
+            await self.sink.send(payload)
+        except Exception:  # a lost channel layer must not lose the run
+            logger.warning("could not publish a frame for run %s", self.run_id, exc_info=True)
+
+    def _close_db(self) -> None:
+        connection.close()
+
+    # ------------------------------------------------------------- lifecycle
+
+    async def execute(self) -> None:
+        try:
+            loaded = await self.db(self._load_and_start)
+            if not loaded:
+                return
+            await self._run()
+        finally:
+            await self.db(self._close_db)
+            self.executor.shutdown(wait=True)
+
+    def _load_and_start(self) -> bool:
+        close_old_connections()
+        run = (
+            Run.objects.select_related("agent", "version", "organization", "conversation", "user")
+            .filter(pk=self.run_id)
+            .first()
+        )
+        if run is None or run.status not in RESUMABLE:
+            return False
+        if run.cancel_requested:
+            Run.objects.filter(pk=run.pk).update(status=RunStatus.CANCELLED, finished_at=timezone.now())
+            return False
+        now = timezone.now()
+        updated = Run.objects.filter(pk=run.pk, status=RunStatus.QUEUED).update(
+            status=RunStatus.RUNNING, started_at=run.started_at or now, heartbeat_at=now
+        )
+        if not updated:  # another worker took it
+            return False
+        run.status = RunStatus.RUNNING
+        self.run = run
+        return True
+
+    async def _run(self) -> None:
+        run = self.run
+        try:
+            setup = await self.db(self._assemble)
+        except assembly.AssemblyError as exc:
+            await self._fail({"type": "AssemblyError", "message": str(exc)}, str(exc))
+            return
+        agent, run_kwargs = setup
+        watcher = asyncio.create_task(self._watch_cancel())
+        try:
+            result = await agent.run(
+                event_stream_handler=self._on_events,
+                cancellation_token=self.token,
+                usage_limits=UsageLimits(request_limit=self.spec.max_steps),
+                **run_kwargs,
+            )
+        except BudgetExceeded as exc:
+            await self._end(RunStatus.BUDGET_EXCEEDED, error={"type": "BudgetExceeded", "message": str(exc)},
+                            error_frame=str(exc), code="budget_exceeded")
+            return
+        except RunCancelled:
+            await self._end(RunStatus.CANCELLED, error={"type": "Cancelled", "message": "Stopped by request."},
+                            error_frame="The run was stopped.", code="cancelled")
+            return
+        except UsageLimitExceeded as exc:
+            message = f"The run reached its step limit ({self.spec.max_steps} model requests)."
+            await self._fail({"type": "UsageLimitExceeded", "message": message, "detail": str(exc)[:200]}, message)
+            return
+        except Exception as exc:
+            from agents.providers import describe_provider_error
+
+            summary = describe_provider_error(exc)
+            logger.warning("run %s failed: %s", run.pk, summary)
+            await self._fail(summary, "The model provider returned an error; the run was stopped.")
+            return
+        finally:
+            watcher.cancel()
+        output = result.output
+        if isinstance(output, DeferredToolRequests):
+            await self._park(output, result.all_messages())
+        else:
+            await self._complete(str(output))
+
+    # ------------------------------------------------------------- assembly
+
+    def _assemble(self) -> tuple[Agent, dict[str, Any]]:
+        run = self.run
+        try:
+            self.spec = load_spec(run.version.spec)
+        except Exception as exc:
+            raise assembly.AssemblyError(f"The published version cannot be loaded: {exc}") from exc
+        profile = assembly.model_profile(run, self.spec)
+        self.free_model = profile.provider == "demo"
+        deps = RunDeps(
+            run_id=str(run.pk),
+            organization_id=str(run.organization_id),
+            agent_id=str(run.agent_id),
+            version_id=str(run.version_id),
+            surface=run.surface,
+            conversation_id=str(run.conversation_id) if run.conversation_id else None,
+            user_id=run.user_id,
+            can_ask_user=bool(run.options.get("can_ask_user")),
+        )
+        built = assembly.build_capabilities(self.spec, deps, run)
+        self.tool_approval = built.approval
+        self.tool_ids = built.tool_ids
+        self.transcript = Transcript(run, built.tool_capabilities)
+        toolsets = [
+            ApprovalRequiredToolset(ts, approval_required_func=self._needs_approval) for ts in built.toolsets
+        ]
+        model = assembly.build_model(profile)
+        agent = Agent(
+            model,
+            output_type=[str, DeferredToolRequests],
+            instructions=assembly.instructions(self.spec, run, built),
+            deps_type=RunDeps,
+            toolsets=toolsets,
+            capabilities=[BudgetGuard(execution=self), *built.capabilities],
+            model_settings=assembly.model_settings(profile, self.spec),
+            retries=2,
+        )
+        kwargs: dict[str, Any] = {"deps": deps}
+        if run.parked_state:
+            kwargs["message_history"] = ModelMessagesTypeAdapter.validate_python(run.parked_state["messages"])
+            kwargs["deferred_tool_results"] = self._deferred_results()
+        else:
+            kwargs["user_prompt"] = run.prompt
+            kwargs["message_history"] = assembly.history(run)
+        return agent, kwargs
+
+    def _needs_approval(self, ctx, tool_def, tool_args) -> bool:
+        return self.tool_approval.get(tool_def.name) == "required"
+
+    def _deferred_results(self) -> DeferredToolResults:
+        from governance.models import Approval, Question
+
+        approvals: dict[str, Any] = {}
+        for approval in Approval.objects.filter(run=self.run):
+            if approval.status == Approval.Status.APPROVED:
+                approvals[approval.tool_call_id] = True
+            elif approval.status == Approval.Status.REJECTED:
+                note = f" Their note: {approval.note}" if approval.note else ""
+                approvals[approval.tool_call_id] = ToolDenied(
+                    f"A person rejected this call; do not retry it.{note}"
+                )
+            else:
+                approvals[approval.tool_call_id] = ToolDenied("Nobody approved this call in time; it was not run.")
+        calls: dict[str, Any] = {}
+        for question in Question.objects.filter(run=self.run):
+            if question.status == Question.Status.ANSWERED:
+                calls[question.tool_call_id] = json.dumps(question.answers)
+            else:
+                calls[question.tool_call_id] = "The person did not answer."
+        return DeferredToolResults(approvals=approvals, calls=calls)
+
+    # ------------------------------------------------------------- streaming
+
+    async def _on_events(self, ctx, events) -> None:
+        async for event in events:
+            await self._on_event(event)
+
+    async def _on_event(self, event) -> None:
+        tr = self.transcript
+        if isinstance(event, PartStartEvent):
+            if event.index == 0:
+                self._response_no += 1
+            key = (self._response_no, event.index)
+            part = event.part
+            if isinstance(part, TextPart):
+                await self.emit(frame("part_start", index=event.index, part_type="text"))
+                if part.content:
+                    tr.add_text("text", part.content, key)
+                    self._text_streamed = True
+                    await self.emit(frame("text_delta", index=event.index, content=part.content))
+            elif isinstance(part, ThinkingPart):
+                await self.emit(frame("part_start", index=event.index, part_type="thinking"))
+                if part.content:
+                    tr.add_text("thinking", part.content, key)
+                    await self.emit(frame("thinking_delta", index=event.index, content=part.content))
+            elif isinstance(part, ToolCallPart):
+                await self.emit(frame("part_start", index=event.index, part_type="tool-call"))
+        elif isinstance(event, PartDeltaEvent):
+            key = (self._response_no, event.index)
+            delta = event.delta
+            if isinstance(delta, TextPartDelta) and delta.content_delta:
+                tr.add_text("text", delta.content_delta, key)
+                self._text_streamed = True
+                await self.emit(frame("text_delta", index=event.index, content=delta.content_delta))
+            elif isinstance(delta, ThinkingPartDelta) and delta.content_delta:
+                tr.add_text("thinking", delta.content_delta, key)
+                await self.emit(frame("thinking_delta", index=event.index, content=delta.content_delta))
+            elif isinstance(delta, ToolCallPartDelta) and delta.args_delta:
+                args_delta = delta.args_delta if isinstance(delta.args_delta, str) else json.dumps(delta.args_delta)
+                await self.emit(frame("tool_call_delta", index=event.index, args_delta=args_delta))
+        elif isinstance(event, FinalResultEvent):
+            await self.emit(frame("final_result_start", tool_name=event.tool_name))
+        elif isinstance(event, FunctionToolCallEvent):
+            part = event.part
+            if event.args_valid is None and self.run.parked_state:
+                # A resumed deferred call: it was announced before the park.
+                return
+            if not self._tools_announced:
+                self._tools_announced = True
+                await self.emit(frame("call_tools_start"))
+            args = part.args_as_dict() if hasattr(part, "args_as_dict") else part.args
+            tr.add_tool(part.tool_call_id)
+            await self.db(tr.tool_started, part.tool_call_id, part.tool_name, args)
+            await self.emit(frame("tool_call", tool_call_id=part.tool_call_id, tool_name=part.tool_name,
+                                  args=jsonable(args)))
+        elif isinstance(event, FunctionToolResultEvent):
+            self._tools_announced = False
+            part = event.part
+            content = getattr(part, "content", None)
+            ok = getattr(part, "part_kind", "") == "tool-return" and getattr(part, "outcome", "success") in (
+                "success", None)
+            if self.run.parked_state and not any(
+                p.get("tool_call_id") == part.tool_call_id for p in tr.parts if p["type"] == "tool"
+            ):
+                tr.add_tool(part.tool_call_id)
+            await self.db(tr.tool_finished, part.tool_call_id, content, ok=ok)
+            await self.emit(frame("tool_result", tool_call_id=part.tool_call_id, content=jsonable(content)))
+
+    async def _watch_cancel(self) -> None:
+        while True:
+            await asyncio.sleep(CANCEL_POLL_SECONDS)
+            cancel = await self.db(self._heartbeat)
+            if cancel:
+                self.token.cancel()
+                return
+
+    def _heartbeat(self) -> bool:
+        Run.objects.filter(pk=self.run.pk).update(heartbeat_at=timezone.now())
+        return Run.objects.filter(pk=self.run.pk, cancel_requested=True).exists()
+
+    # ------------------------------------------------------------- endings
+
+    async def _complete(self, output: str) -> None:
+        if not self._text_streamed and output:
+            # A provider that did not stream deltas: the final output is the only copy of the answer.
+            self.transcript.add_text("text", output, (self._response_no + 1, 0))
+        message_id = await self.db(self._finish, RunStatus.COMPLETED, output=output)
+        if message_id:
+            await self.emit(frame("message_saved", message_id=message_id, role="assistant"))
+        await self.emit(frame("final_result", output=output))
+        await self.emit(await self.db(self._complete_frame))
+
+    async def _park(self, requests: DeferredToolRequests, messages) -> None:
+        from agents.runner import parking
+
+        status, frames = await self.db(parking.park, self, requests, messages)
+        for payload in frames:
+            await self.emit(payload)
+        await self.emit(frame("final_result", output=""))
+        await self.emit(await self.db(self._complete_frame))
+
+    async def _fail(self, error: dict, message: str) -> None:
+        await self._end(RunStatus.FAILED, error=error, error_frame=message, code="run_failed")
+
+    async def _end(self, status: str, *, error: dict, error_frame: str, code: str) -> None:
+        await self.db(self._finish, status, error=error)
+        await self.emit(frame("error", message=error_frame, code=code, run_id=str(self.run.pk), status=status))
+
+    def _finish(self, status: str, *, output: str = "", error: dict | None = None) -> int | None:
+        from django.db import transaction
+
+        transcript = getattr(self, "transcript", None)
+        with transaction.atomic():
+            message = transcript.save_answer() if transcript is not None else None
+            Run.objects.filter(pk=self.run.pk).update(
+                status=status,
+                output=output or (transcript.text if transcript is not None else ""),
+                error=error or {},
+                finished_at=timezone.now(),
+                parked_state=None,
+            )
+            if status in (RunStatus.FAILED, RunStatus.CANCELLED) and self.run.conversation_id:
+                assembly.on_run_failed(self.run)
+        return message.pk if message else None
+
+    def _complete_frame(self) -> dict:
+        run = Run.objects.get(pk=self.run.pk)
+        return frame(
+            "complete",
+            run_id=str(run.pk),
+            status=run.status,
+            usage={
+                "input_tokens": run.input_tokens,
+                "output_tokens": run.output_tokens,
+                "requests": run.requests,
+                "cost_usd": str(run.cost_usd),
+                "cost_is_partial": run.cost_is_partial,
+            },
+        )
+
+
+def execute(run_id: Any, sink: Sink | None = None) -> None:
+    """Run one queued run to its end (or its next park). Safe to call twice: a second call is a no-op."""
+    asyncio.run(RunExecution(run_id, sink).execute())
+
+
+def execute_collecting(run_id: Any) -> list[dict]:
+    """Execute and return the frames (also published to the group). For the API's wait mode and tests."""
+    sink = CollectingSink(forward=ChannelLayerSink(run_id))
+    execute(run_id, sink)
+    return sink.frames
+
+
+__all__ = ["execute", "execute_collecting", "RunExecution", "ModelProfile"]

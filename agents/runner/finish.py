@@ -1,0 +1,72 @@
+"""Endings that happen outside a live execution: stop a queued/parked run, sweep stale and expired ones."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from agents.models import Run, RunStatus, ToolCall
+from governance.models import Approval, Question
+
+PARKED = (RunStatus.AWAITING_APPROVAL, RunStatus.AWAITING_ANSWER)
+
+
+def cancel_parked_or_queued(run_id) -> bool:
+    with transaction.atomic():
+        run = Run.objects.select_for_update().filter(pk=run_id).first()
+        if run is None or run.status not in (RunStatus.QUEUED, *PARKED):
+            return False
+        _close(run, RunStatus.CANCELLED, {"type": "Cancelled", "message": "Stopped by request."})
+    return True
+
+
+def _close(run: Run, status: str, error: dict) -> None:
+    Run.objects.filter(pk=run.pk).update(status=status, error=error, finished_at=timezone.now(), parked_state=None)
+    ToolCall.objects.filter(run=run, status__in=[ToolCall.Status.PARKED, ToolCall.Status.RUNNING]).update(
+        status=ToolCall.Status.UNFINISHED, finished_at=timezone.now()
+    )
+    Approval.objects.filter(run=run, status=Approval.Status.PENDING).update(
+        status=Approval.Status.EXPIRED, decided_at=timezone.now()
+    )
+    Question.objects.filter(run=run, status=Question.Status.PENDING).update(status=Question.Status.EXPIRED)
+
+
+def sweep_stale_runs() -> int:
+    """A dead worker never leaves a run "running" forever."""
+    cutoff = timezone.now() - settings.RUN_STALE_AFTER
+    stale = Run.objects.filter(status=RunStatus.RUNNING, heartbeat_at__lt=cutoff)
+    count = 0
+    for run in stale:
+        with transaction.atomic():
+            _close(run, RunStatus.FAILED, {"type": "WorkerLost", "message": "The worker running this run stopped answering."})
+        count += 1
+    return count
+
+
+def expire_approvals() -> int:
+    cutoff = timezone.now() - timedelta(hours=settings.APPROVAL_EXPIRY_HOURS)
+    runs = Run.objects.filter(
+        status=RunStatus.AWAITING_APPROVAL, approvals__status=Approval.Status.PENDING, approvals__created_at__lt=cutoff
+    ).distinct()
+    count = 0
+    for run in runs:
+        with transaction.atomic():
+            _close(run, RunStatus.CANCELLED, {"type": "ApprovalExpired", "message": "Nobody decided in time."})
+        count += 1
+    return count
+
+
+def expire_questions() -> int:
+    cutoff = timezone.now() - timedelta(hours=settings.QUESTION_EXPIRY_HOURS)
+    runs = Run.objects.filter(
+        status=RunStatus.AWAITING_ANSWER, questions__status=Question.Status.PENDING, questions__created_at__lt=cutoff
+    ).distinct()
+    count = 0
+    for run in runs:
+        with transaction.atomic():
+            _close(run, RunStatus.CANCELLED, {"type": "QuestionExpired", "message": "The question was not answered in time."})
+        count += 1
+    return count

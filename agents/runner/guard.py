@@ -1,0 +1,87 @@
+"""BudgetGuard: a pydantic-ai capability around every model request.
+
+Before each request it checks every cap that meters the run (agent, organization, embed) and
+refuses — naming the cap that bound — without calling the model. After each request it prices the
+response with genai-prices and records the spend, so a run that fails later keeps what it spent.
+Twenty runs racing a nearly spent cap overshoot by at most the requests already in flight.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from django.db.models import F
+from pydantic_ai.capabilities import AbstractCapability
+
+from agents.models import Run
+from agents.runner.frames import frame
+from governance import budgets
+from governance.models import SpendEntry
+
+if TYPE_CHECKING:
+    from agents.runner.execute import RunExecution
+
+
+def price(response, *, free: bool) -> tuple[Decimal, bool]:
+    """(cost, is_partial). The offline demo model is free; an unpriced model is recorded as partial."""
+    if free:
+        return Decimal("0"), False
+    try:
+        return Decimal(str(response.cost().total_price)), False
+    except Exception:  # genai-prices does not know this model, or usage is missing
+        return Decimal("0"), True
+
+
+@dataclass
+class BudgetGuard(AbstractCapability[Any]):
+    execution: RunExecution = field(repr=False)
+
+    async def wrap_model_request(self, ctx, *, request_context, handler):
+        ex = self.execution
+        await ex.db(self._check)
+        await ex.emit(frame("model_request_start"))
+        response = await handler(request_context)
+        await ex.db(self._record, response)
+        return response
+
+    def _check(self) -> None:
+        ex = self.execution
+        run = ex.run
+        caps = budgets.caps_for(
+            organization=run.organization,
+            agent_id=run.agent_id,
+            agent_budget=ex.spec.budget.monthly_usd,
+            embed_id=run.embed_id,
+        )
+        bound = budgets.first_exhausted(caps)
+        if bound is not None:
+            raise budgets.BudgetExceeded(bound)
+
+    def _record(self, response) -> None:
+        ex = self.execution
+        run = ex.run
+        cost, partial = price(response, free=ex.free_model)
+        usage = response.usage
+        SpendEntry.objects.create(
+            organization_id=run.organization_id,
+            agent_id=run.agent_id,
+            run=run,
+            embed_id=run.embed_id,
+            surface=run.surface,
+            model=response.model_name or "",
+            input_tokens=usage.input_tokens or 0,
+            output_tokens=usage.output_tokens or 0,
+            cost_usd=cost,
+            is_partial=partial,
+        )
+        updates: dict[str, Any] = {
+            "input_tokens": F("input_tokens") + (usage.input_tokens or 0),
+            "output_tokens": F("output_tokens") + (usage.output_tokens or 0),
+            "requests": F("requests") + 1,
+            "cost_usd": F("cost_usd") + cost,
+        }
+        if partial:
+            updates["cost_is_partial"] = True
+        Run.objects.filter(pk=run.pk).update(**updates)

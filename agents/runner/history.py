@@ -1,0 +1,35 @@
+"""The next turn's history: the newest N transcript messages, as pydantic-ai messages."""
+
+from __future__ import annotations
+
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
+
+from agents.models import Conversation, Message
+
+
+def get_recent_messages(conversation: Conversation | str, limit: int, *, before_id: int | None = None) -> list[Message]:
+    """The newest `limit` messages of a conversation, oldest first.
+
+    Reads from the newest end (index conversation, -id) so a 10,000-message thread costs what a
+    10-message one does.
+    """
+    conversation_id = conversation.pk if isinstance(conversation, Conversation) else conversation
+    qs = Message.objects.filter(conversation_id=conversation_id)
+    if before_id is not None:
+        qs = qs.filter(id__lt=before_id)
+    newest = list(qs.order_by("-id").only("id", "role", "content", "created_at")[:limit])
+    newest.reverse()
+    return newest
+
+
+def to_model_messages(messages: list[Message]) -> list[ModelMessage]:
+    """Earlier turns as plain text: what was said, not how the tools got there."""
+    history: list[ModelMessage] = []
+    for message in messages:
+        if not message.content:
+            continue
+        if message.role == Message.Role.USER:
+            history.append(ModelRequest(parts=[UserPromptPart(content=message.content)]))
+        elif message.role == Message.Role.ASSISTANT:
+            history.append(ModelResponse(parts=[TextPart(content=message.content)]))
+    return history

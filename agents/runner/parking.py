@@ -1,0 +1,75 @@
+"""Parking a run: a gated tool call waits for a person's decision, an ask_user call for an answer.
+
+The pydantic-ai conversation state is stored on the run so `resume` continues the same version
+from the call where it stopped.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from django.db import transaction
+from django.utils import timezone
+from pydantic_ai.messages import ModelMessagesTypeAdapter
+from pydantic_ai.tools import DeferredToolRequests
+
+from agents.models import Run, RunStatus
+from agents.runner.frames import frame
+from agents.runner.transcript import jsonable
+from governance.models import Approval, Question
+
+if TYPE_CHECKING:
+    from agents.runner.execute import RunExecution
+
+
+def park(ex: RunExecution, requests: DeferredToolRequests, messages) -> tuple[str, list[dict[str, Any]]]:
+    run = ex.run
+    frames: list[dict[str, Any]] = []
+    with transaction.atomic():
+        for call in requests.approvals:
+            args = call.args_as_dict()
+            approval, _ = Approval.objects.get_or_create(
+                run=run,
+                tool_call_id=call.tool_call_id,
+                defaults={
+                    "organization_id": run.organization_id,
+                    "tool_id": ex.tool_ids.get(call.tool_name, call.tool_name),
+                    "tool_name": call.tool_name,
+                    "capability_id": ex.transcript.tool_capabilities.get(call.tool_name, ""),
+                    "args": jsonable(args),
+                },
+            )
+            ex.transcript.tool_parked(call.tool_call_id)
+            frames.append(
+                frame(
+                    "tool_approval_required",
+                    run_id=str(run.pk),
+                    approval_id=str(approval.pk),
+                    tool_call_id=call.tool_call_id,
+                    tool_name=call.tool_name,
+                    args=jsonable(args),
+                )
+            )
+        for call in requests.calls:
+            args = call.args_as_dict()
+            question = Question.objects.create(
+                organization_id=run.organization_id,
+                run=run,
+                asked_user_id=run.user_id,
+                tool_call_id=call.tool_call_id,
+                questions=jsonable(args.get("questions", args)),
+            )
+            ex.transcript.tool_parked(call.tool_call_id)
+            frames.append(
+                frame("ask_user", run_id=str(run.pk), question_id=str(question.pk), questions=question.questions)
+            )
+        status = RunStatus.AWAITING_APPROVAL if requests.approvals else RunStatus.AWAITING_ANSWER
+        message = ex.transcript.save_answer()
+        Run.objects.filter(pk=run.pk).update(
+            status=status,
+            parked_state={"messages": ModelMessagesTypeAdapter.dump_python(messages, mode="json")},
+            heartbeat_at=timezone.now(),
+        )
+    if message is not None:
+        frames.insert(0, frame("message_saved", message_id=message.pk, role="assistant"))
+    return status, frames

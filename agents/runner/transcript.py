@@ -1,0 +1,110 @@
+"""What the runner writes while a run streams: tool calls as they happen, the answer's parts in order.
+
+`parts` is `[{type: text|thinking, text} | {type: tool, tool_call_id}]` in streamed order — the same
+order the frames went out — so a reopened turn renders exactly as it did live.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.utils import timezone
+
+from agents.models import Conversation, Message, Run, ToolCall
+
+MAX_RESULT_CHARS = 50_000
+
+
+def jsonable(value: Any) -> Any:
+    try:
+        json.dumps(value)
+        return value
+    except (TypeError, ValueError):
+        return json.loads(json.dumps(value, default=str))
+
+
+def result_for_storage(content: Any) -> Any:
+    value = jsonable(content)
+    if isinstance(value, str) and len(value) > MAX_RESULT_CHARS:
+        return value[:MAX_RESULT_CHARS] + f"\n[… cut: {len(value) - MAX_RESULT_CHARS} more characters]"
+    return value
+
+
+class Transcript:
+    def __init__(self, run: Run, tool_capabilities: dict[str, str] | None = None):
+        self.run = run
+        self.parts: list[dict[str, Any]] = []
+        self.tool_capabilities = tool_capabilities or {}
+        self._open_key: tuple[int, int] | None = None
+
+    # ---- streamed parts (in memory until the turn ends)
+
+    def add_text(self, kind: str, text: str, key: tuple[int, int]) -> None:
+        if not text:
+            return
+        if self.parts and self._open_key == key and self.parts[-1]["type"] == kind:
+            self.parts[-1]["text"] += text
+        else:
+            self.parts.append({"type": kind, "text": text})
+            self._open_key = key
+
+    def add_tool(self, tool_call_id: str) -> None:
+        self.parts.append({"type": "tool", "tool_call_id": tool_call_id})
+        self._open_key = None
+
+    @property
+    def text(self) -> str:
+        return "".join(p["text"] for p in self.parts if p["type"] == "text")
+
+    @property
+    def thinking(self) -> str:
+        return "\n\n".join(p["text"] for p in self.parts if p["type"] == "thinking")
+
+    # ---- database writes (called through the run's DB executor)
+
+    def tool_started(self, tool_call_id: str, tool_name: str, args: Any) -> None:
+        ToolCall.objects.update_or_create(
+            run=self.run,
+            tool_call_id=tool_call_id,
+            defaults={
+                "tool_name": tool_name,
+                "capability_id": self.tool_capabilities.get(tool_name, ""),
+                "args": jsonable(args) if isinstance(args, dict) else {"raw": str(args)},
+                "status": ToolCall.Status.RUNNING,
+                "started_at": timezone.now(),
+            },
+        )
+
+    def tool_finished(self, tool_call_id: str, content: Any, *, ok: bool) -> None:
+        ToolCall.objects.filter(run=self.run, tool_call_id=tool_call_id).update(
+            result=result_for_storage(content),
+            status=ToolCall.Status.OK if ok else ToolCall.Status.ERROR,
+            finished_at=timezone.now(),
+        )
+
+    def tool_parked(self, tool_call_id: str) -> None:
+        ToolCall.objects.filter(run=self.run, tool_call_id=tool_call_id).update(status=ToolCall.Status.PARKED)
+
+    def save_answer(self) -> Message | None:
+        """Write the assistant message for this turn (even a partial one) and link its tool calls."""
+        if self.run.conversation_id is None:
+            return None
+        if not self.parts:
+            return None
+        message = Message.objects.create(
+            conversation_id=self.run.conversation_id,
+            run=self.run,
+            version_id=self.run.version_id,
+            role=Message.Role.ASSISTANT,
+            author_label=self.run.agent.name,
+            content=self.text,
+            thinking=self.thinking,
+            parts=self.parts,
+        )
+        ToolCall.objects.filter(run=self.run, message__isnull=True).update(message=message)
+        ToolCall.objects.filter(run=self.run, status=ToolCall.Status.RUNNING).update(
+            status=ToolCall.Status.UNFINISHED, finished_at=timezone.now()
+        )
+        Conversation.objects.filter(pk=self.run.conversation_id).update(last_active_at=timezone.now())
+        return message

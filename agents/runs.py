@@ -1,0 +1,113 @@
+"""`start_run`: the one door every surface uses to run an agent.
+
+It admits nothing by itself — the surface has already admitted its caller — but it enforces the
+limits every surface shares (message length, the run right on the agent), records the person's
+words in the transcript, creates the Run (queued) and enqueues its execution after commit.
+Frames of a run go to the channel-layer group `run-<id>` (see `agents.runner.frames`).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from agenticos.errors import Invalid
+from agents.models import Agent, AgentVersion, Conversation, Message, Run, RunStatus
+
+
+def group_name(run_id: Any) -> str:
+    return f"run-{run_id}"
+
+
+def check_prompt(prompt: str) -> str:
+    text = (prompt or "").strip()
+    if not text:
+        raise Invalid("The message is empty.", details={"field": "text"})
+    if len(text) > settings.MAX_MESSAGE_CHARS:
+        raise Invalid(
+            f"The message is too long ({len(text)} characters; the limit is {settings.MAX_MESSAGE_CHARS}).",
+            details={"field": "text", "limit": settings.MAX_MESSAGE_CHARS},
+        )
+    return text
+
+
+def start_run(
+    *,
+    agent: Agent,
+    version: AgentVersion,
+    surface: str,
+    prompt: str,
+    user=None,
+    acting_role: str = "",
+    conversation: Conversation | None = None,
+    api_key=None,
+    embed_id=None,
+    chat_account: str = "",
+    author_label: str = "",
+    options: dict[str, Any] | None = None,
+    run_id: uuid.UUID | None = None,
+    attachments: list[dict] | None = None,
+    enqueue: bool = True,
+) -> Run:
+    """Create a queued run (and the person's message, when there is a conversation).
+
+    `user`/`acting_role` are whose authority the run has (for an anonymous embed visitor: the
+    publisher, with the role they hold now). `options` carries surface choices the runner honours:
+    `history_limit`, `extra_instructions`, `can_ask_user`, `recorded_prompt` (what the person wrote
+    when `prompt` was assembled around it).
+    """
+    text = check_prompt(prompt)
+    options = dict(options or {})
+    with transaction.atomic():
+        run = Run.objects.create(
+            id=run_id or uuid.uuid4(),
+            organization_id=agent.organization_id,
+            agent=agent,
+            version=version,
+            conversation=conversation,
+            surface=surface,
+            user=user,
+            acting_role=acting_role,
+            api_key=api_key,
+            embed_id=embed_id,
+            chat_account=chat_account,
+            prompt=text,
+            status=RunStatus.QUEUED,
+            options=options,
+        )
+        if conversation is not None:
+            recorded = options.get("recorded_prompt") or text
+            Message.objects.create(
+                conversation=conversation,
+                run=run,
+                version=version,
+                role=Message.Role.USER,
+                author=user if surface != "embed" else None,
+                author_label=author_label or (str(user) if user and surface != "embed" else ""),
+                content=recorded,
+                parts=[{"type": "text", "text": recorded}],
+                attachments=attachments or [],
+            )
+            Conversation.objects.filter(pk=conversation.pk).update(last_active_at=timezone.now())
+        if enqueue:
+            transaction.on_commit(lambda: enqueue_run(run.pk))
+    return run
+
+
+def enqueue_run(run_id: Any) -> None:
+    from agents.tasks import execute_run
+
+    execute_run.delay(str(run_id))
+
+
+def request_stop(run: Run) -> None:
+    """Ask a running run to stop; a queued or parked one is cancelled at once."""
+    Run.objects.filter(pk=run.pk).update(cancel_requested=True)
+    if run.status in (RunStatus.QUEUED, RunStatus.AWAITING_APPROVAL, RunStatus.AWAITING_ANSWER):
+        from agents.runner.finish import cancel_parked_or_queued
+
+        cancel_parked_or_queued(run.pk)

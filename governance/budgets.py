@@ -1,0 +1,94 @@
+"""Budgets: what a run may still spend, checked before every model request, recorded after it.
+
+Three caps meter a run: the agent's monthly cap (that agent's runs this month), the organization's
+monthly cap (every run of the organization) and, for embed runs, the embed's own monthly cap. The
+ledger is `SpendEntry`; a cap binds when this month's spend has reached it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+
+from django.db.models import Sum
+from django.utils import timezone
+
+from governance.models import SpendEntry
+
+
+def month_start(now: datetime | None = None) -> datetime:
+    now = now or timezone.now()
+    return now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+
+
+def _spent(**filters) -> Decimal:
+    total = SpendEntry.objects.filter(created_at__gte=month_start(), **filters).aggregate(t=Sum("cost_usd"))["t"]
+    return total or Decimal("0")
+
+
+def organization_spent(organization_id) -> Decimal:
+    return _spent(organization_id=organization_id)
+
+
+def agent_spent(agent_id) -> Decimal:
+    return _spent(agent_id=agent_id)
+
+
+def embed_spent(embed_id) -> Decimal:
+    return _spent(embed_id=embed_id)
+
+
+@dataclass(frozen=True)
+class Cap:
+    label: str  # "the agent's monthly budget"
+    limit: Decimal
+    spent: Decimal
+
+    @property
+    def exhausted(self) -> bool:
+        return self.spent >= self.limit
+
+    @property
+    def fraction(self) -> float:
+        return float(self.spent / self.limit) if self.limit else 1.0
+
+
+class BudgetExceeded(Exception):
+    def __init__(self, cap: Cap):
+        self.cap = cap
+        super().__init__(
+            f"This run was stopped before calling the model: {cap.label} of ${cap.limit:.2f} is used up "
+            f"(${cap.spent:.2f} spent this month)."
+        )
+
+
+def caps_for(*, organization, agent_id, agent_budget: Decimal | None, embed_id=None) -> list[Cap]:
+    caps: list[Cap] = []
+    if agent_budget is not None:
+        caps.append(Cap("the agent's monthly budget", Decimal(agent_budget), agent_spent(agent_id)))
+    if organization.monthly_budget_usd is not None:
+        caps.append(
+            Cap("the organization's monthly budget", organization.monthly_budget_usd, organization_spent(organization.pk))
+        )
+    if embed_id is not None:
+        embed_cap = _embed_cap(embed_id)
+        if embed_cap is not None:
+            caps.append(Cap("this embed's monthly budget", embed_cap, embed_spent(embed_id)))
+    return caps
+
+
+def _embed_cap(embed_id) -> Decimal | None:
+    try:
+        from embeds.services import embed_budget_state
+    except ImportError:
+        return None
+    cap, _spent_ = embed_budget_state(embed_id)
+    return cap
+
+
+def first_exhausted(caps: list[Cap]) -> Cap | None:
+    for cap in caps:
+        if cap.exhausted:
+            return cap
+    return None
