@@ -2,4 +2,6 @@
 
 from __future__ import annotations
 
-websocket_urlpatterns: list = []
+from agents.routing import websocket_urlpatterns as agent_routes
+
+websocket_urlpatterns: list = [*agent_routes]

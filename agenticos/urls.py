@@ -7,6 +7,8 @@ from agenticos import health
 api_v1 = [
     path("", include("agenticos.api_urls")),
     path("", include("agents.urls")),
+    path("", include("agents.urls_runs")),
+    path("", include("governance.urls")),
 ]
 
 urlpatterns = [

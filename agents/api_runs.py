@@ -1,0 +1,286 @@
+"""REST: run an agent, the run ledger, stop/resume/answer, conversations and their messages."""
+
+from __future__ import annotations
+
+import uuid
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.utils.dateparse import parse_datetime
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers, status
+from rest_framework.response import Response
+
+from agenticos.api_base import OrgAPIView
+from agenticos.errors import Invalid
+from agents.chat import member_run, own_conversation, start_member_run
+from agents.models import Conversation, Message, Run, RunStatus, ToolCall
+from agents.runs import group_name, request_stop
+from governance import services as governance
+from governance.models import Question
+
+WAIT_TIMEOUT_SECONDS = 300
+PARKED = (RunStatus.AWAITING_APPROVAL, RunStatus.AWAITING_ANSWER)
+
+
+class RunRequestSerializer(serializers.Serializer):
+    prompt = serializers.CharField(allow_blank=True, trim_whitespace=False)
+    conversation_id = serializers.UUIDField(required=False, allow_null=True)
+    environment = serializers.SlugField(required=False, default="production")
+
+
+class ToolCallSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = ToolCall
+        fields = ["tool_call_id", "tool_name", "capability_id", "args", "result", "status", "started_at", "finished_at"]
+
+
+class RunSerializer(serializers.ModelSerializer):
+    run_id = serializers.UUIDField(source="id")
+    agent_id = serializers.UUIDField()
+    version = serializers.IntegerField(source="version.number")
+    conversation_id = serializers.UUIDField(allow_null=True)
+
+    class Meta:
+        model = Run
+        fields = [
+            "run_id", "agent_id", "version", "conversation_id", "surface", "status", "prompt", "output", "error",
+            "input_tokens", "output_tokens", "requests", "cost_usd", "cost_is_partial", "created_at",
+            "started_at", "finished_at",
+        ]
+
+
+class RunDetailSerializer(RunSerializer):
+    tool_calls = ToolCallSerializer(many=True)
+
+    class Meta(RunSerializer.Meta):
+        fields = [*RunSerializer.Meta.fields, "tool_calls"]
+
+
+class RunResultSerializer(serializers.Serializer):
+    run_id = serializers.UUIDField()
+    status = serializers.CharField()
+    output = serializers.CharField(allow_blank=True)
+    input_tokens = serializers.IntegerField()
+    output_tokens = serializers.IntegerField()
+    cost_usd = serializers.DecimalField(max_digits=14, decimal_places=8)
+    cost_is_partial = serializers.BooleanField()
+    conversation_id = serializers.UUIDField(allow_null=True)
+
+
+def run_result(run: Run) -> dict:
+    return {
+        "run_id": str(run.pk),
+        "status": run.status,
+        "output": run.output if run.status not in PARKED else "",
+        "input_tokens": run.input_tokens,
+        "output_tokens": run.output_tokens,
+        "cost_usd": str(run.cost_usd),
+        "cost_is_partial": run.cost_is_partial,
+        "conversation_id": str(run.conversation_id) if run.conversation_id else None,
+        "error": run.error or None,
+    }
+
+
+def _wait_for_end(run_id: uuid.UUID, start) -> None:
+    """Join the run's group before it can start, then wait for its last frame."""
+    layer = get_channel_layer()
+
+    async def _wait():
+        channel = await layer.new_channel()
+        await layer.group_add(group_name(run_id), channel)
+        try:
+            await _start()
+            import asyncio
+
+            deadline = asyncio.get_running_loop().time() + WAIT_TIMEOUT_SECONDS
+            while True:
+                remaining = deadline - asyncio.get_running_loop().time()
+                if remaining <= 0:
+                    return
+                try:
+                    message = await asyncio.wait_for(layer.receive(channel), timeout=remaining)
+                except TimeoutError:
+                    return
+                if message.get("frame", {}).get("type") in ("complete", "error"):
+                    return
+        finally:
+            await layer.group_discard(group_name(run_id), channel)
+
+    from asgiref.sync import sync_to_async
+
+    _start = sync_to_async(start)
+    async_to_sync(_wait)()
+
+
+class AgentRunView(OrgAPIView):
+    permission_map = {"POST": "agents:run"}
+    serializer_class = RunRequestSerializer
+
+    @extend_schema(
+        request=RunRequestSerializer,
+        responses={200: RunResultSerializer, 202: RunResultSerializer},
+        parameters=[OpenApiParameter("wait", bool, description="false → 202 at once with the run id")],
+        summary="Run an agent",
+    )
+    def post(self, request, agent_id):
+        data = RunRequestSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        wait = request.query_params.get("wait", "true").lower() not in ("false", "0", "no")
+        run_id = uuid.uuid4()
+        started: dict = {}
+
+        def start():
+            started["run"], _ = start_member_run(
+                actor=self.actor,
+                agent_id=agent_id,
+                text=data.validated_data["prompt"],
+                surface="api",
+                conversation_id=data.validated_data.get("conversation_id"),
+                create_conversation=False,
+                environment=data.validated_data.get("environment") or "production",
+                run_id=run_id,
+            )
+
+        if not wait:
+            start()
+            return Response(run_result(started["run"]), status=status.HTTP_202_ACCEPTED)
+        _wait_for_end(run_id, start)
+        run = Run.objects.get(pk=run_id)
+        return Response(run_result(run), status=status.HTTP_200_OK if run.is_terminal or run.status in PARKED else 202)
+
+
+class RunListView(OrgAPIView):
+    serializer_class = RunSerializer
+    permission_map = {"GET": "agents:view"}
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("agent", str), OpenApiParameter("surface", str), OpenApiParameter("status", str),
+            OpenApiParameter("since", str, description="ISO date-time"), OpenApiParameter("until", str),
+        ],
+        summary="List runs",
+    )
+    def get(self, request):
+        qs = Run.objects.filter(organization=self.actor.organization).select_related("version")
+        if not self.actor.has("runs:view"):
+            qs = qs.filter(user_id=self.actor.user_id)
+        params = request.query_params
+        if params.get("agent"):
+            qs = qs.filter(agent_id=_uuid(params["agent"], "agent"))
+        for name in ("surface", "status"):
+            if params.get(name):
+                qs = qs.filter(**{name: params[name]})
+        for name, lookup in (("since", "created_at__gte"), ("until", "created_at__lt")):
+            if params.get(name):
+                when = parse_datetime(params[name])
+                if when is None:
+                    raise Invalid(f"{name} must be an ISO date-time.", details={"field": name})
+                qs = qs.filter(**{lookup: when})
+        page = self.paginate_queryset(qs.order_by("-created_at"))
+        return self.get_paginated_response(RunSerializer(page, many=True).data)
+
+
+def _uuid(value: str, field: str) -> uuid.UUID:
+    try:
+        return uuid.UUID(value)
+    except ValueError:
+        raise Invalid(f"{field} must be a UUID.", details={"field": field}) from None
+
+
+class RunDetailView(OrgAPIView):
+    serializer_class = RunDetailSerializer
+    permission_map = {"GET": "agents:view"}
+
+    def get(self, request, run_id):
+        run = member_run(self.actor, run_id)
+        run = Run.objects.prefetch_related("tool_calls").select_related("version").get(pk=run.pk)
+        return Response(RunDetailSerializer(run).data)
+
+
+class RunStopView(OrgAPIView):
+    serializer_class = RunSerializer
+    permission_map = {"POST": "agents:run"}
+
+    def post(self, request, run_id):
+        run = member_run(self.actor, run_id)
+        request_stop(run)
+        run.refresh_from_db()
+        return Response(run_result(run))
+
+
+class RunResumeView(OrgAPIView):
+    serializer_class = RunSerializer
+    permission_map = {"POST": "agents:run"}
+
+    def post(self, request, run_id):
+        run = member_run(self.actor, run_id)
+        run = governance.resume_run(actor=self.actor, run=run)
+        return Response(run_result(run), status=status.HTTP_202_ACCEPTED)
+
+
+class QuestionSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Question
+        fields = ["id", "tool_call_id", "questions", "answers", "status", "created_at", "answered_at"]
+
+
+class RunQuestionsView(OrgAPIView):
+    serializer_class = QuestionSerializer
+    permission_map = {"GET": "agents:run"}
+
+    def get(self, request, run_id):
+        run = member_run(self.actor, run_id)
+        return Response(QuestionSerializer(run.questions.order_by("created_at"), many=True).data)
+
+
+class AnswersSerializer(serializers.Serializer):
+    answers = serializers.ListField(child=serializers.JSONField(), min_length=1, max_length=10)
+
+
+class RunAnswersView(OrgAPIView):
+    serializer_class = AnswersSerializer
+    permission_map = {"POST": "agents:run"}
+
+    def post(self, request, run_id):
+        data = AnswersSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        run = member_run(self.actor, run_id)
+        run = governance.answer_questions(actor=self.actor, run=run, answers=data.validated_data["answers"])
+        return Response(run_result(run), status=status.HTTP_202_ACCEPTED)
+
+
+class ConversationSerializer(serializers.ModelSerializer):
+    agent_id = serializers.UUIDField()
+
+    class Meta:
+        model = Conversation
+        fields = ["id", "agent_id", "title", "surface", "created_at", "last_active_at"]
+
+
+class MessageSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Message
+        fields = ["id", "role", "author_label", "content", "thinking", "parts", "attachments", "run_id", "created_at"]
+
+
+class ConversationListView(OrgAPIView):
+    serializer_class = ConversationSerializer
+    permission_map = {"GET": "agents:run"}
+
+    def get(self, request):
+        qs = Conversation.objects.filter(organization=self.actor.organization, owner_id=self.actor.user_id)
+        if request.query_params.get("agent"):
+            qs = qs.filter(agent_id=_uuid(request.query_params["agent"], "agent"))
+        page = self.paginate_queryset(qs.order_by("-last_active_at"))
+        return self.get_paginated_response(ConversationSerializer(page, many=True).data)
+
+
+class ConversationMessagesView(OrgAPIView):
+    serializer_class = MessageSerializer
+    permission_map = {"GET": "agents:run"}
+
+    def get(self, request, conversation_id):
+        conversation = own_conversation(self.actor, conversation_id)
+        page = self.paginate_queryset(conversation.messages.order_by("id"))
+        return self.get_paginated_response(MessageSerializer(page, many=True).data)

@@ -1,0 +1,93 @@
+"""Member runs (web chat and the REST API): admission shared by the socket and the endpoint."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from django.conf import settings
+
+from agenticos import ratelimit
+from agenticos.errors import NotFound, RateLimited
+from agenticos.tenancy import Actor, org_get
+from agents.models import Agent, Conversation, Run
+from agents.runs import check_prompt, start_run
+from agents.services import version_for
+from governance.grants import USE
+
+
+@dataclass
+class Admitted:
+    agent: Agent
+    conversation: Conversation | None
+    created_conversation: bool
+
+
+def check_run_rate(actor: Actor) -> None:
+    identity = f"key:{actor.api_key.pk}" if actor.api_key else f"user:{actor.user_id}"
+    allowed, retry_after = ratelimit.hit("run", identity, settings.RATE_LIMIT_RUN_PER_MINUTE)
+    if not allowed:
+        raise RateLimited(
+            f"Too many runs: the limit is {settings.RATE_LIMIT_RUN_PER_MINUTE} per minute.", retry_after=retry_after
+        )
+
+
+def own_conversation(actor: Actor, conversation_id, agent: Agent | None = None) -> Conversation:
+    qs = Conversation.objects.filter(organization=actor.organization, owner_id=actor.user_id)
+    if agent is not None:
+        qs = qs.filter(agent=agent)
+    conversation = org_get(actor, Conversation, conversation_id, queryset=qs)
+    return conversation
+
+
+def start_member_run(
+    *,
+    actor: Actor,
+    agent_id,
+    text: str,
+    surface: str,
+    conversation_id=None,
+    create_conversation: bool,
+    environment: str = "production",
+    run_id: uuid.UUID | None = None,
+    can_ask_user: bool = False,
+) -> tuple[Run, Admitted]:
+    actor.require("agents:run")
+    text = check_prompt(text)
+    agent = org_get(actor, Agent, agent_id)
+    version = version_for(actor=actor, agent=agent, environment=environment, level=USE)
+    conversation = None
+    created = False
+    if conversation_id:
+        conversation = own_conversation(actor, conversation_id, agent)
+    elif create_conversation:
+        conversation = Conversation.objects.create(
+            organization=actor.organization, agent=agent, owner=actor.user, surface=surface, title=text[:80]
+        )
+        created = True
+    if surface == "api":
+        check_run_rate(actor)
+    run = start_run(
+        agent=agent,
+        version=version,
+        surface=surface,
+        prompt=text,
+        user=actor.user,
+        acting_role=actor.role or "",
+        conversation=conversation,
+        api_key=actor.api_key,
+        run_id=run_id,
+        options={"can_ask_user": can_ask_user},
+    )
+    return run, Admitted(agent, conversation, created)
+
+
+def member_run(actor: Actor, run_id) -> Run:
+    """A run the actor may see: their own, or any of the organization's with runs:view."""
+    qs = Run.objects.filter(organization=actor.organization).select_related("agent", "version")
+    if not actor.has("runs:view"):
+        qs = qs.filter(user_id=actor.user_id)
+    try:
+        return org_get(actor, Run, run_id, queryset=qs)
+    except NotFound:
+        raise NotFound("Run not found.") from None

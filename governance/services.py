@@ -1,0 +1,79 @@
+"""Approvals and parked questions: deciding, answering, resuming."""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.utils import timezone
+
+from agenticos import audit
+from agenticos.errors import Conflict, Forbidden, Invalid
+from agenticos.tenancy import Actor
+from agents.models import Run, RunStatus
+from governance.models import Approval, Question
+
+MAX_QUESTIONS = 10
+
+
+def decide_approval(*, actor: Actor, approval: Approval, decision: str, note: str = "") -> Approval:
+    actor.require("approvals:decide")
+    if decision not in ("approve", "reject"):
+        raise Invalid("decision must be approve or reject.", details={"field": "decision"})
+    with transaction.atomic():
+        locked = Approval.objects.select_for_update().get(pk=approval.pk)
+        if locked.status != Approval.Status.PENDING:
+            raise Conflict(f"This call was already {locked.status}.", details={"status": locked.status})
+        locked.status = Approval.Status.APPROVED if decision == "approve" else Approval.Status.REJECTED
+        locked.decided_by = actor.user
+        locked.note = note[:1000]
+        locked.decided_at = timezone.now()
+        locked.save(update_fields=["status", "decided_by", "note", "decided_at"])
+        audit.record(
+            actor=actor.user,
+            organization=actor.organization,
+            action=f"approval.{locked.status}",
+            target=locked,
+            target_name=f"{locked.tool_name} on run {locked.run_id}",
+            details={"run_id": str(locked.run_id), "tool_id": locked.tool_id, "note": locked.note},
+        )
+    return locked
+
+
+def resume_run(*, actor: Actor, run: Run) -> Run:
+    """Continue a parked run on the same version once every parked call has an outcome."""
+    with transaction.atomic():
+        locked = Run.objects.select_for_update().get(pk=run.pk)
+        if locked.status not in (RunStatus.AWAITING_APPROVAL, RunStatus.AWAITING_ANSWER):
+            raise Conflict(f"This run is {locked.status}; only a parked run can be resumed.")
+        if locked.approvals.filter(status=Approval.Status.PENDING).exists():
+            raise Conflict("Some parked calls still wait for a decision.")
+        if locked.questions.filter(status=Question.Status.PENDING).exists():
+            raise Conflict("Some questions still wait for an answer.")
+        locked.status = RunStatus.QUEUED
+        locked.save(update_fields=["status"])
+        audit.record(actor=actor.user, organization=actor.organization, action="run.resumed", target=locked,
+                     target_name=f"run {locked.pk}")
+        from agents.runs import enqueue_run
+
+        transaction.on_commit(lambda: enqueue_run(locked.pk))
+    return locked
+
+
+def answer_questions(*, actor: Actor, run: Run, answers: list) -> Run:
+    """Only the person asked may answer; answering resumes the run."""
+    with transaction.atomic():
+        pending = list(Question.objects.select_for_update().filter(run=run, status=Question.Status.PENDING))
+        if not pending:
+            raise Conflict("There is no open question on this run.")
+        if any(q.asked_user_id != actor.user_id for q in pending):
+            raise Forbidden("Only the person who was asked can answer.")
+        if not isinstance(answers, list) or not answers:
+            raise Invalid("answers must be a non-empty list.", details={"field": "answers"})
+        question = pending[0]
+        expected = len(question.questions) if isinstance(question.questions, list) else 1
+        if len(answers) != expected:
+            raise Invalid(f"Expected {expected} answers, got {len(answers)}.", details={"field": "answers"})
+        question.answers = answers
+        question.status = Question.Status.ANSWERED
+        question.answered_at = timezone.now()
+        question.save(update_fields=["answers", "status", "answered_at"])
+    return resume_run(actor=actor, run=run)
