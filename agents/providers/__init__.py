@@ -1,0 +1,208 @@
+"""Model providers: turn a `ModelProfile` row into a pydantic-ai `Model`.
+
+`build_model` is synchronous on purpose: it reads the profile's secret and fallbacks through the ORM,
+so the runner calls it before entering its async part. Keys come from the vault (`vault.reveal`) and go
+straight into the provider's SDK client; nothing here logs them or puts them into an exception message.
+
+Provider → pydantic-ai model:
+
+| provider            | model class          | key              | base_url                              |
+|---------------------|----------------------|------------------|---------------------------------------|
+| `demo`              | `DemoModel` (offline) | —               | —                                     |
+| `openai`            | `OpenAIChatModel`    | required         | optional (default api.openai.com)     |
+| `anthropic`         | `AnthropicModel`     | required         | optional (default api.anthropic.com)  |
+| `openrouter`        | `OpenRouterModel`    | required         | ignored (OpenRouter's own)            |
+| `ollama`            | `OllamaModel`        | optional         | optional (default `OLLAMA_BASE_URL`)  |
+| `openai_compatible` | `OpenAIChatModel`    | optional         | required                              |
+
+Every provider is given its key (or a placeholder) and its base URL explicitly, so the SDKs never fall back
+to the operator's environment (`OPENAI_API_KEY`, `OPENAI_BASE_URL`, …): one tenant's profile pointing at its
+own server must never receive the operator's key.
+
+Each provider creates and owns its HTTP client (httpx2, pydantic-ai's default). It is closed when the run
+enters the model (`async with agent:`), and replaced automatically if the model is reused on another event loop.
+
+Fallbacks: `profile.fallbacks` (same organization, chat kind) in label order, one level deep (a fallback's own
+fallbacks are not followed, so cycles are impossible). A fallback that cannot be built (no key, a key the
+vault cannot open) is skipped with a warning instead of breaking the primary. The FallbackModel moves on for
+any `ModelAPIError` (HTTP errors incl. 401/5xx, timeouts, connection errors), pydantic-ai's default.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.conf import settings as django_settings
+from pydantic_ai.exceptions import FallbackExceptionGroup
+from pydantic_ai.models import Model
+from pydantic_ai.models.fallback import FallbackModel
+from pydantic_ai.settings import ModelSettings
+
+from agenticos.errors import Invalid
+from agents.models import PROVIDERS_NEEDING_BASE_URL, PROVIDERS_NEEDING_KEY, ModelProfile, Provider
+from agents.spec import ModelSettingsSpec
+
+from .errors import describe_provider_error
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "ModelConfigurationError",
+    "build_model",
+    "describe_provider_error",
+    "model_settings_for",
+    "FallbackExceptionGroup",
+]
+
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+ANTHROPIC_BASE_URL = "https://api.anthropic.com"
+DEFAULT_OLLAMA_BASE_URL = "http://localhost:11434/v1"
+# Sent when a keyless server (Ollama, a local OpenAI-compatible server) needs *some* bearer value; an explicit
+# placeholder also stops the SDK from reading the operator's OPENAI_API_KEY from the environment.
+KEYLESS_PLACEHOLDER = "no-key"
+
+# Profile settings that are not ModelSettings keys are dropped (a typo must not reach the provider's SDK),
+# except provider-specific settings, which pydantic-ai prefixes with the provider's name.
+_SETTING_KEYS = frozenset(ModelSettings.__optional_keys__) | frozenset(ModelSettings.__required_keys__)
+_PROVIDER_SETTING_PREFIXES = ("openai_", "anthropic_", "openrouter_", "ollama_")
+
+
+class ModelConfigurationError(Invalid):
+    """The profile cannot be turned into a model (missing key or base URL, unknown provider)."""
+
+    code = "model_misconfigured"
+
+
+def model_settings_for(profile: ModelProfile, spec_settings: ModelSettingsSpec | None = None) -> ModelSettings:
+    """The profile's default settings, overridden by the agent spec's settings where the spec sets a value.
+
+    `timeout_secs` (spec and profile) becomes pydantic-ai's per-request `timeout`.
+    """
+    merged: dict[str, Any] = {}
+    for key, value in (profile.settings or {}).items():
+        if key == "timeout_secs":
+            key = "timeout"
+        if key in _SETTING_KEYS or key.startswith(_PROVIDER_SETTING_PREFIXES):
+            merged[key] = value
+    if spec_settings is not None:
+        for field in ("temperature", "max_tokens", "top_p"):
+            value = getattr(spec_settings, field)
+            if value is not None:
+                merged[field] = value
+        if spec_settings.timeout_secs is not None:
+            merged["timeout"] = spec_settings.timeout_secs
+    return ModelSettings(**merged)  # type: ignore[typeddict-item]
+
+
+def build_model(profile: ModelProfile) -> Model:
+    """The pydantic-ai model for a profile, wrapped in a FallbackModel when it has fallbacks. Sync (ORM)."""
+    primary = _build_one(profile)
+    fallbacks: list[Model] = []
+    candidates = (
+        profile.fallbacks.filter(organization_id=profile.organization_id, kind=ModelProfile.Kind.CHAT)
+        .exclude(pk=profile.pk)
+        .select_related("secret")
+        .order_by("label")
+    )
+    for candidate in candidates:
+        try:
+            fallbacks.append(_build_one(candidate))
+        except ModelConfigurationError as exc:
+            logger.warning("Skipping fallback model profile %s: %s", candidate.pk, exc.message)
+    if not fallbacks:
+        return primary
+    return FallbackModel(primary, *fallbacks)
+
+
+def _build_one(profile: ModelProfile) -> Model:
+    provider = profile.provider
+    model_name = profile.model
+    settings = model_settings_for(profile)
+    if provider == Provider.DEMO:
+        from .demo import demo_model
+
+        return demo_model(model_name=model_name or None, settings=settings)
+    if provider not in Provider.values:
+        raise ModelConfigurationError(f"Unknown model provider {provider!r}.", details={"field": "provider"})
+    if not model_name:
+        raise ModelConfigurationError("The model profile has no model name.", details={"field": "model"})
+    if provider in PROVIDERS_NEEDING_BASE_URL and not profile.base_url:
+        raise ModelConfigurationError(
+            f"The model profile “{profile.label}” needs a base URL.", details={"field": "base_url"}
+        )
+    api_key = _api_key(profile)
+    if provider in PROVIDERS_NEEDING_KEY and not api_key:
+        raise ModelConfigurationError(
+            f"The model profile “{profile.label}” needs an API key. Add one in Settings → Model profiles.",
+            details={"field": "secret"},
+        )
+
+    if provider == Provider.OPENAI:
+        from pydantic_ai.models.openai import OpenAIChatModel
+        from pydantic_ai.providers.openai import OpenAIProvider
+
+        return OpenAIChatModel(
+            model_name,
+            provider=OpenAIProvider(base_url=profile.base_url or OPENAI_BASE_URL, api_key=api_key),
+            settings=settings,
+        )
+    if provider == Provider.ANTHROPIC:
+        try:
+            from pydantic_ai.models.anthropic import AnthropicModel
+            from pydantic_ai.providers.anthropic import AnthropicProvider
+        except ImportError as exc:  # the `anthropic` SDK is an optional extra of pydantic-ai-slim
+            raise ModelConfigurationError(
+                "The Anthropic provider needs the `anthropic` package on the server.", details={"field": "provider"}
+            ) from exc
+
+        return AnthropicModel(
+            model_name,
+            provider=AnthropicProvider(api_key=api_key, base_url=profile.base_url or ANTHROPIC_BASE_URL),
+            settings=settings,
+        )
+    if provider == Provider.OPENROUTER:
+        from pydantic_ai.models.openrouter import OpenRouterModel
+        from pydantic_ai.providers.openrouter import OpenRouterProvider
+
+        return OpenRouterModel(model_name, provider=OpenRouterProvider(api_key=api_key), settings=settings)
+    if provider == Provider.OLLAMA:
+        from pydantic_ai.models.ollama import OllamaModel
+        from pydantic_ai.providers.ollama import OllamaProvider
+
+        base_url = profile.base_url or getattr(django_settings, "OLLAMA_BASE_URL", "") or DEFAULT_OLLAMA_BASE_URL
+        return OllamaModel(
+            model_name,
+            provider=OllamaProvider(base_url=base_url, api_key=api_key or KEYLESS_PLACEHOLDER),
+            settings=settings,
+        )
+    # Provider.OPENAI_COMPATIBLE
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    return OpenAIChatModel(
+        model_name,
+        provider=OpenAIProvider(base_url=profile.base_url, api_key=api_key or KEYLESS_PLACEHOLDER),
+        settings=settings,
+    )
+
+
+def _api_key(profile: ModelProfile) -> str:
+    """The profile's key from the vault, or "" when it has none. Never logged."""
+    if profile.secret_id is None:
+        return ""
+    from agenticos.vault import VaultError, reveal
+
+    secret = profile.secret
+    if secret is None or secret.organization_id != profile.organization_id:
+        raise ModelConfigurationError(
+            f"The key of model profile “{profile.label}” belongs to another organization.",
+            details={"field": "secret"},
+        )
+    try:
+        return reveal(secret).strip()
+    except VaultError as exc:
+        raise ModelConfigurationError(
+            f"The key of model profile “{profile.label}” cannot be opened; enter it again.",
+            details={"field": "secret"},
+        ) from exc
