@@ -1,0 +1,277 @@
+"""Kernel REST endpoints: me, organizations, members and invitations, API keys, secrets. Thin views."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import QuerySet
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import mixins, status
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.throttling import UserRateThrottle
+from rest_framework.views import APIView
+
+from agenticos import services
+from agenticos.api_base import OrgAPIView
+from agenticos.models import ApiKey, Invitation, Membership, Secret
+from agenticos.serializers import (
+    AcceptInvitationSerializer,
+    ApiKeyCreatedSerializer,
+    ApiKeyCreateSerializer,
+    ApiKeySerializer,
+    ErrorSerializer,
+    InvitationSerializer,
+    InviteSerializer,
+    MemberSerializer,
+    MemberUpdateSerializer,
+    MeSerializer,
+    MyOrganizationSerializer,
+    OrganizationCreateSerializer,
+    OrganizationSerializer,
+    SecretCreateSerializer,
+    SecretRotateSerializer,
+    SecretSerializer,
+)
+
+ERRORS = {
+    code: OpenApiResponse(ErrorSerializer, description=text)
+    for code, text in {
+        401: "Not authenticated, or a bad or revoked API key.",
+        403: "Your role or access level is too weak.",
+        404: "Not found (or not in your organization).",
+    }.items()
+}
+WRITE_ERRORS = {
+    **ERRORS,
+    400: OpenApiResponse(ErrorSerializer, description="Malformed input."),
+    409: OpenApiResponse(ErrorSerializer, description="Conflicts with existing data; details.field names it."),
+    422: OpenApiResponse(ErrorSerializer, description="Breaks a rule; details.problems lists field paths."),
+}
+
+
+class ApiKeyScheme(OpenApiAuthenticationExtension):
+    """Documents `Authorization: Bearer <api key>` in /api/schema/ (registered on import)."""
+
+    target_class = "agenticos.authentication.ApiKeyAuthentication"
+    name = "ApiKey"
+
+    def get_security_definition(self, auto_schema):
+        return {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "An API key (aos_…) created at /api/v1/api-keys/. It acts in its own organization.",
+        }
+
+
+class BaseOrgView(OrgAPIView):
+    """OrgAPIView plus the request's IP on the actor, so services can put it in audit rows."""
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)
+        self.actor.extra["ip"] = self.client_ip()
+
+    def valid(self, serializer_class, data=None) -> dict:
+        serializer = serializer_class(data=self.request.data if data is None else data)
+        serializer.is_valid(raise_exception=True)
+        return serializer.validated_data
+
+
+class WriteThrottle(UserRateThrottle):
+    """Invitations send email: cap them per person (Redis cache)."""
+
+    scope = "invitations"
+    rate = "30/hour"
+
+
+def _my_memberships(user) -> QuerySet[Membership]:
+    return Membership.objects.filter(user=user, is_suspended=False).select_related("organization")
+
+
+class MeView(APIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(responses={200: MeSerializer, 401: ERRORS[401]}, summary="Who am I, and in which organizations")
+    def get(self, request: Request) -> Response:
+        return Response(MeSerializer({"user": request.user, "organizations": _my_memberships(request.user)}).data)
+
+
+class OrganizationListView(APIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(responses={200: MyOrganizationSerializer(many=True), 401: ERRORS[401]}, summary="My organizations")
+    def get(self, request: Request) -> Response:
+        return Response(MyOrganizationSerializer(_my_memberships(request.user), many=True).data)
+
+    @extend_schema(request=OrganizationCreateSerializer, responses={201: OrganizationSerializer, **WRITE_ERRORS},
+                   summary="Create an organization (you become its owner)")
+    def post(self, request: Request) -> Response:
+        serializer = OrganizationCreateSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        org = services.create_organization(actor=request.user, **serializer.validated_data)
+        return Response(OrganizationSerializer(org).data, status=status.HTTP_201_CREATED)
+
+
+class AcceptInvitationView(APIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(request=AcceptInvitationSerializer, responses={200: MyOrganizationSerializer, **WRITE_ERRORS},
+                   summary="Accept an invitation sent to your email address")
+    def post(self, request: Request) -> Response:
+        serializer = AcceptInvitationSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        membership = services.accept_invitation(actor=request.user, token=serializer.validated_data["token"])
+        return Response(MyOrganizationSerializer(membership).data)
+
+
+# ------------------------------------------------------------------ members
+
+
+class MemberListView(mixins.ListModelMixin, BaseOrgView):
+    serializer_class = MemberSerializer
+
+    def get_queryset(self):
+        return self.org_queryset(Membership).select_related("user").order_by("user__email")
+
+    @extend_schema(responses={200: MemberSerializer(many=True), **ERRORS}, summary="Members of the organization")
+    def get(self, request: Request) -> Response:
+        return self.list(request)
+
+
+class MemberDetailView(BaseOrgView):
+    serializer_class = MemberSerializer
+    permission_map = {"PATCH": "members:manage"}
+
+    def _membership(self, pk) -> Membership:
+        return self.org_get(Membership, pk, self.org_queryset(Membership).select_related("user"))
+
+    @extend_schema(request=MemberUpdateSerializer, responses={200: MemberSerializer, **WRITE_ERRORS},
+                   summary="Change a member's role or suspend them")
+    def patch(self, request: Request, pk: int) -> Response:
+        data = self.valid(MemberUpdateSerializer)
+        membership = self._membership(pk)
+        if "role" in data:
+            membership = services.change_member_role(actor=self.actor, membership=membership, role=data["role"])
+        if "is_suspended" in data:
+            membership = services.set_member_suspended(
+                actor=self.actor, membership=membership, suspended=data["is_suspended"]
+            )
+        return Response(MemberSerializer(membership).data)
+
+    @extend_schema(responses={204: None, **WRITE_ERRORS}, summary="Remove a member (or leave)")
+    def delete(self, request: Request, pk: int) -> Response:
+        services.remove_member(actor=self.actor, membership=self._membership(pk))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class InvitationListView(mixins.ListModelMixin, BaseOrgView):
+    serializer_class = InvitationSerializer
+    permission_map = {"*": "members:manage"}
+
+    def get_throttles(self):
+        return [WriteThrottle()] if self.request.method == "POST" else []
+
+    def get_queryset(self):
+        return self.org_queryset(Invitation).filter(accepted_at__isnull=True).select_related("invited_by")
+
+    @extend_schema(responses={200: InvitationSerializer(many=True), **ERRORS}, summary="Pending invitations")
+    def get(self, request: Request) -> Response:
+        return self.list(request)
+
+    @extend_schema(request=InviteSerializer, responses={201: InvitationSerializer, **WRITE_ERRORS,
+                   429: OpenApiResponse(ErrorSerializer, description="Too many invitations.")},
+                   summary="Invite someone by email")
+    def post(self, request: Request) -> Response:
+        invitation, _raw = services.invite_member(actor=self.actor, **self.valid(InviteSerializer))
+        return Response(InvitationSerializer(invitation).data, status=status.HTTP_201_CREATED)
+
+
+class InvitationDetailView(BaseOrgView):
+    serializer_class = InvitationSerializer
+    permission_map = {"*": "members:manage"}
+
+    @extend_schema(responses={204: None, **ERRORS}, summary="Revoke a pending invitation")
+    def delete(self, request: Request, pk: int) -> Response:
+        services.revoke_invitation(actor=self.actor, invitation=self.org_get(Invitation, pk))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+# ------------------------------------------------------------------ API keys
+
+
+class ApiKeyListView(mixins.ListModelMixin, BaseOrgView):
+    serializer_class = ApiKeySerializer
+    permission_map = {"*": "apikeys:manage"}
+
+    def get_queryset(self):
+        return services.api_keys_for(self.actor)
+
+    @extend_schema(responses={200: ApiKeySerializer(many=True), **ERRORS},
+                   summary="API keys (yours; everyone's for member managers)")
+    def get(self, request: Request) -> Response:
+        return self.list(request)
+
+    @extend_schema(request=ApiKeyCreateSerializer, responses={201: ApiKeyCreatedSerializer, **WRITE_ERRORS},
+                   summary="Create an API key (the raw key is returned once)")
+    def post(self, request: Request) -> Response:
+        key, raw = services.create_api_key(actor=self.actor, **self.valid(ApiKeyCreateSerializer))
+        return Response(ApiKeyCreatedSerializer(key, context={"raw_key": raw}).data, status=status.HTTP_201_CREATED)
+
+
+class ApiKeyDetailView(BaseOrgView):
+    serializer_class = ApiKeySerializer
+    permission_map = {"*": "apikeys:manage"}
+
+    @extend_schema(responses={200: ApiKeySerializer, **ERRORS}, summary="Revoke an API key")
+    def delete(self, request: Request, pk: int) -> Response:
+        key = services.revoke_api_key(actor=self.actor, api_key=self.org_get(ApiKey, pk))
+        return Response(ApiKeySerializer(key).data)
+
+
+# ------------------------------------------------------------------ secrets
+
+
+class SecretListView(mixins.ListModelMixin, BaseOrgView):
+    serializer_class = SecretSerializer
+    permission_map = {"GET": "secrets:view", "POST": "secrets:manage"}
+
+    def get_queryset(self):
+        return self.org_queryset(Secret).defer("wrapped_key", "ciphertext")
+
+    @extend_schema(responses={200: SecretSerializer(many=True), **ERRORS}, summary="Secrets (never their values)")
+    def get(self, request: Request) -> Response:
+        return self.list(request)
+
+    @extend_schema(request=SecretCreateSerializer, responses={201: SecretSerializer, **WRITE_ERRORS},
+                   summary="Seal a new secret in the vault")
+    def post(self, request: Request) -> Response:
+        secret = services.create_secret(actor=self.actor, **self.valid(SecretCreateSerializer))
+        return Response(SecretSerializer(secret).data, status=status.HTTP_201_CREATED)
+
+
+class SecretDetailView(BaseOrgView):
+    serializer_class = SecretSerializer
+    permission_map = {"GET": "secrets:view", "DELETE": "secrets:manage"}
+
+    @extend_schema(responses={200: SecretSerializer, **ERRORS}, summary="One secret (never its value)")
+    def get(self, request: Request, pk) -> Response:
+        return Response(SecretSerializer(self.org_get(Secret, pk)).data)
+
+    @extend_schema(responses={204: None, **WRITE_ERRORS}, summary="Delete a secret")
+    def delete(self, request: Request, pk) -> Response:
+        services.delete_secret(actor=self.actor, secret=self.org_get(Secret, pk))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class SecretRotateView(BaseOrgView):
+    serializer_class = SecretSerializer
+    permission_map = {"*": "secrets:manage"}
+
+    @extend_schema(request=SecretRotateSerializer, responses={200: SecretSerializer, **WRITE_ERRORS},
+                   summary="Replace a secret's value")
+    def post(self, request: Request, pk) -> Response:
+        data = self.valid(SecretRotateSerializer)
+        secret = services.rotate_secret(actor=self.actor, secret=self.org_get(Secret, pk), value=data["value"])
+        return Response(SecretSerializer(secret).data)

@@ -1,0 +1,123 @@
+"""Shapes of the kernel API. Output serializers never carry a secret value or a key hash."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from agenticos.models import ApiKey, Invitation, Membership, Organization, Secret, SecretKind, User
+from agenticos.permissions import ROLE_PERMISSIONS, Role
+
+
+class UserSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = User
+        fields = ["id", "email", "display_name"]
+
+
+class OrganizationSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Organization
+        fields = ["id", "name", "slug", "monthly_budget_usd", "created_at"]
+
+
+class MyOrganizationSerializer(serializers.Serializer):
+    organization = OrganizationSerializer()
+    role = serializers.CharField()
+    permissions = serializers.SerializerMethodField()
+
+    def get_permissions(self, obj: Membership) -> list[str]:
+        return sorted(ROLE_PERMISSIONS.get(obj.role, frozenset()))
+
+
+class MeSerializer(serializers.Serializer):
+    user = UserSerializer()
+    organizations = MyOrganizationSerializer(many=True)
+
+
+class OrganizationCreateSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=200)
+    slug = serializers.SlugField(max_length=80, required=False)
+
+
+class MemberSerializer(serializers.ModelSerializer):
+    user = UserSerializer(read_only=True)
+
+    class Meta:
+        model = Membership
+        fields = ["id", "user", "role", "is_suspended", "created_at"]
+
+
+class MemberUpdateSerializer(serializers.Serializer):
+    role = serializers.ChoiceField(choices=Role.choices, required=False)
+    is_suspended = serializers.BooleanField(required=False)
+
+
+class InvitationSerializer(serializers.ModelSerializer):
+    invited_by = serializers.EmailField(source="invited_by.email", read_only=True, default=None)
+
+    class Meta:
+        model = Invitation
+        fields = ["id", "email", "role", "invited_by", "created_at", "accepted_at"]
+
+
+class InviteSerializer(serializers.Serializer):
+    email = serializers.EmailField()
+    role = serializers.ChoiceField(choices=Role.choices, default=Role.MEMBER)
+
+
+class AcceptInvitationSerializer(serializers.Serializer):
+    token = serializers.CharField()
+
+
+class ApiKeySerializer(serializers.ModelSerializer):
+    user = serializers.EmailField(source="user.email", read_only=True)
+    is_active = serializers.BooleanField(read_only=True)
+
+    class Meta:
+        model = ApiKey
+        fields = ["id", "name", "prefix", "user", "is_active", "created_at", "last_used_at", "revoked_at"]
+
+
+class ApiKeyCreatedSerializer(ApiKeySerializer):
+    key = serializers.SerializerMethodField(help_text="The raw key. Shown once; store it now.")
+
+    class Meta(ApiKeySerializer.Meta):
+        fields = [*ApiKeySerializer.Meta.fields, "key"]
+
+    def get_key(self, obj) -> str:
+        return self.context["raw_key"]
+
+
+class ApiKeyCreateSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=100)
+
+
+class SecretSerializer(serializers.ModelSerializer):
+    hint = serializers.CharField(read_only=True, help_text="At most the last 4 characters; empty for short values.")
+
+    class Meta:
+        model = Secret
+        fields = ["id", "name", "kind", "description", "hint", "created_at", "rotated_at"]
+
+
+class SecretCreateSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=120)
+    value = serializers.CharField(write_only=True, trim_whitespace=False, style={"input_type": "password"})
+    kind = serializers.ChoiceField(choices=SecretKind.choices, default=SecretKind.API_KEY)
+    description = serializers.CharField(max_length=300, required=False, allow_blank=True, default="")
+
+
+class SecretRotateSerializer(serializers.Serializer):
+    value = serializers.CharField(write_only=True, trim_whitespace=False, style={"input_type": "password"})
+
+
+class ErrorDetailSerializer(serializers.Serializer):
+    code = serializers.CharField()
+    message = serializers.CharField()
+    details = serializers.JSONField()
+
+
+class ErrorSerializer(serializers.Serializer):
+    """The error envelope every endpoint uses."""
+
+    error = ErrorDetailSerializer()

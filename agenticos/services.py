@@ -1,0 +1,354 @@
+"""Kernel state changes: organizations, members and invitations, API keys, secrets.
+
+Every function takes a keyword-only `actor=`, runs in one transaction and writes its audit row there.
+Side effects (email) happen after commit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets as pysecrets
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+from django.conf import settings
+from django.core.mail import send_mail
+from django.db import IntegrityError, models, transaction
+from django.utils import timezone
+from django.utils.text import slugify
+
+from agenticos import audit, vault
+from agenticos.authentication import generate_key, hash_key
+from agenticos.errors import Conflict, Forbidden, Invalid, NotFound
+from agenticos.models import ApiKey, Invitation, Membership, Organization, Secret, SecretKind
+from agenticos.permissions import ROLE_RANK, Role, outranks
+
+if TYPE_CHECKING:
+    from agenticos.models import User
+    from agenticos.tenancy import Actor
+
+INVITATION_TTL = timedelta(days=7)
+
+
+def _record(actor: Actor, action: str, target=None, **kwargs) -> None:
+    details = kwargs.pop("details", None) or {}
+    if actor.api_key is not None:
+        details = {**details, "api_key": actor.api_key.prefix}
+    audit.record(
+        actor=actor.user,
+        organization=actor.organization,
+        action=action,
+        target=target,
+        details=details,
+        ip_address=actor.extra.get("ip"),
+        **kwargs,
+    )
+
+
+def problem(field: str, message: str) -> dict[str, str]:
+    return {"field": field, "message": message}
+
+
+def invalid(message: str, *problems: dict[str, str]) -> Invalid:
+    return Invalid(message, details={"problems": list(problems)})
+
+
+# ------------------------------------------------------------------ organizations
+
+
+def _unique_org_slug(name: str) -> str:
+    base = slugify(name)[:70] or "org"
+    slug, n = base, 1
+    while Organization.objects.filter(slug=slug).exists():
+        n += 1
+        slug = f"{base}-{n}"
+    return slug
+
+
+def create_organization(*, actor: User, name: str, slug: str | None = None) -> Organization:
+    """A new organization with `actor` as its owner."""
+    name = (name or "").strip()
+    if not name:
+        raise invalid("An organization needs a name.", problem("name", "This field is required."))
+    with transaction.atomic():
+        if slug and Organization.objects.filter(slug=slug).exists():
+            raise Conflict("An organization with this slug already exists.", details={"field": "slug"})
+        org = Organization.objects.create(name=name, slug=slug or _unique_org_slug(name))
+        Membership.objects.create(organization=org, user=actor, role=Role.OWNER)
+        audit.record(actor=actor, organization=org, action="organization.created", target=org)
+    return org
+
+
+# ------------------------------------------------------------------ members
+
+
+def _check_can_manage(actor: Actor, membership: Membership) -> None:
+    """Nobody changes someone who outranks them. Raises NotFound for a foreign membership."""
+    if membership.organization_id != actor.organization.pk:
+        raise NotFound("Member not found.")
+    actor.require("members:manage")
+    if actor.role is None or outranks(membership.role, actor.role):
+        raise Forbidden("You cannot change a member who outranks you.", details={"role": membership.role})
+
+
+def _check_assignable(actor: Actor, role: str) -> None:
+    if role not in ROLE_RANK:
+        raise invalid("Unknown role.", problem("role", f"Must be one of {list(Role.values)}."))
+    if actor.role is None or outranks(role, actor.role):
+        raise Forbidden("You cannot give a role above your own.", details={"role": role})
+
+
+def _keep_an_owner(organization: Organization, losing: Membership) -> None:
+    """An organization always keeps one active owner. Locks the owner rows to serialize concurrent changes."""
+    if losing.role != Role.OWNER or losing.is_suspended:
+        return
+    owners = list(
+        Membership.objects.select_for_update()
+        .filter(organization=organization, role=Role.OWNER, is_suspended=False)
+        .values_list("pk", flat=True)
+    )
+    if [pk for pk in owners if pk != losing.pk] == []:
+        raise Conflict("An organization must keep at least one owner.", code="last_owner")
+
+
+def _hash_token(raw: str) -> str:
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+def invite_member(*, actor: Actor, email: str, role: str = Role.MEMBER) -> tuple[Invitation, str]:
+    """Create an invitation and email its link. Returns (invitation, raw token); only the hash is stored."""
+    actor.require("members:manage")
+    _check_assignable(actor, role)
+    email = (email or "").strip().lower()
+    if not email or "@" not in email:
+        raise invalid("The email address is invalid.", problem("email", "Enter a valid email address."))
+    if Membership.objects.filter(organization=actor.organization, user__email__iexact=email).exists():
+        raise Conflict("This person is already a member.", details={"field": "email"})
+    raw = pysecrets.token_urlsafe(32)
+    with transaction.atomic():
+        invitation = Invitation.objects.create(
+            organization=actor.organization,
+            email=email,
+            role=role,
+            token_hash=_hash_token(raw),
+            invited_by=actor.user,
+        )
+        _record(actor, "member.invited", target_type="invitation", target_id=str(invitation.pk),
+                target_name=email, details={"role": role})
+        org_name = actor.organization.name
+        link = f"{settings.FRONTEND_URL}/invitations/{raw}"
+        transaction.on_commit(
+            lambda: send_mail(
+                subject=f"You are invited to {org_name} on AgenticOS",
+                message=f"Join {org_name} as {role}: {link}\nThe link is valid for {INVITATION_TTL.days} days.",
+                from_email=None,
+                recipient_list=[email],
+                fail_silently=True,
+            )
+        )
+    return invitation, raw
+
+
+def revoke_invitation(*, actor: Actor, invitation: Invitation) -> None:
+    actor.require("members:manage")
+    if invitation.organization_id != actor.organization.pk or invitation.accepted_at is not None:
+        raise NotFound("Invitation not found.")
+    with transaction.atomic():
+        _record(actor, "member.invitation_revoked", target_type="invitation", target_id=str(invitation.pk),
+                target_name=invitation.email)
+        invitation.delete()
+
+
+def accept_invitation(*, actor: User, token: str) -> Membership:
+    """`actor` (signed in, with the invited email) joins the organization. Unknown/expired/foreign → NotFound."""
+    with transaction.atomic():
+        invitation = (
+            Invitation.objects.select_for_update()
+            .select_related("organization")
+            .filter(token_hash=_hash_token(token or ""), accepted_at__isnull=True)
+            .first()
+        )
+        if (
+            invitation is None
+            or invitation.email.lower() != actor.email.lower()
+            or invitation.created_at < timezone.now() - INVITATION_TTL
+        ):
+            raise NotFound("Invitation not found or expired.")
+        membership, created = Membership.objects.get_or_create(
+            organization=invitation.organization, user=actor, defaults={"role": invitation.role}
+        )
+        invitation.accepted_at = timezone.now()
+        invitation.save(update_fields=["accepted_at"])
+        audit.record(
+            actor=actor,
+            organization=invitation.organization,
+            action="member.joined",
+            target=membership,
+            target_name=actor.email,
+            details={"role": membership.role, "already_member": not created},
+        )
+    return membership
+
+
+def change_member_role(*, actor: Actor, membership: Membership, role: str) -> Membership:
+    _check_can_manage(actor, membership)
+    _check_assignable(actor, role)
+    with transaction.atomic():
+        membership = Membership.objects.select_for_update().select_related("user").get(pk=membership.pk)
+        before = membership.role
+        if before == role:
+            return membership
+        if role != Role.OWNER:
+            _keep_an_owner(actor.organization, membership)
+        membership.role = role
+        membership.save(update_fields=["role"])
+        _record(actor, "member.role_changed", target=membership, target_name=membership.user.email,
+                details={"from": before, "to": role})
+    return membership
+
+
+def set_member_suspended(*, actor: Actor, membership: Membership, suspended: bool) -> Membership:
+    _check_can_manage(actor, membership)
+    if membership.user_id == actor.user_id and suspended:
+        raise Forbidden("You cannot suspend yourself.")
+    with transaction.atomic():
+        membership = Membership.objects.select_for_update().select_related("user").get(pk=membership.pk)
+        if membership.is_suspended == suspended:
+            return membership
+        if suspended:
+            _keep_an_owner(actor.organization, membership)
+        membership.is_suspended = suspended
+        membership.save(update_fields=["is_suspended"])
+        _record(actor, "member.suspended" if suspended else "member.reinstated", target=membership,
+                target_name=membership.user.email)
+    return membership
+
+
+def remove_member(*, actor: Actor, membership: Membership) -> None:
+    """Remove someone (or leave, when it is yourself). Their API keys in this organization are revoked."""
+    from governance.grants import drop_grants_for_member
+
+    if membership.user_id != actor.user_id:
+        _check_can_manage(actor, membership)
+    elif membership.organization_id != actor.organization.pk:
+        raise NotFound("Member not found.")
+    with transaction.atomic():
+        membership = Membership.objects.select_for_update().select_related("user").get(pk=membership.pk)
+        _keep_an_owner(actor.organization, membership)
+        ApiKey.objects.filter(
+            organization=actor.organization, user_id=membership.user_id, revoked_at__isnull=True
+        ).update(revoked_at=timezone.now())
+        drop_grants_for_member(actor.organization, membership.user_id)
+        _record(actor, "member.removed", target=membership, target_name=membership.user.email,
+                details={"role": membership.role})
+        membership.delete()
+
+
+# ------------------------------------------------------------------ API keys
+
+
+def create_api_key(*, actor: Actor, name: str) -> tuple[ApiKey, str]:
+    """A key acting with the actor's rights in the actor's organization. The raw key is returned once."""
+    actor.require("apikeys:manage")
+    name = (name or "").strip()
+    if not name:
+        raise invalid("An API key needs a name.", problem("name", "This field is required."))
+    raw, prefix = generate_key()
+    with transaction.atomic():
+        key = ApiKey.objects.create(
+            organization=actor.organization, user=actor.user, name=name[:100], prefix=prefix, key_hash=hash_key(raw)
+        )
+        _record(actor, "api_key.created", target=key, details={"prefix": prefix})
+    return key, raw
+
+
+def api_keys_for(actor: Actor) -> models.QuerySet[ApiKey]:
+    """The actor's own keys; people who manage members see everyone's."""
+    qs = ApiKey.objects.filter(organization=actor.organization).select_related("user")
+    return qs if actor.has("members:manage") else qs.filter(user_id=actor.user_id)
+
+
+def revoke_api_key(*, actor: Actor, api_key: ApiKey) -> ApiKey:
+    if api_key.organization_id != actor.organization.pk or not api_keys_for(actor).filter(pk=api_key.pk).exists():
+        raise NotFound("API key not found.")
+    with transaction.atomic():
+        if api_key.revoked_at is None:
+            api_key.revoked_at = timezone.now()
+            api_key.save(update_fields=["revoked_at"])
+            _record(actor, "api_key.revoked", target=api_key, details={"prefix": api_key.prefix})
+    return api_key
+
+
+# ------------------------------------------------------------------ secrets
+
+
+def _check_secret_value(value: str) -> None:
+    if not isinstance(value, str) or not value:
+        raise invalid("A secret needs a value.", problem("value", "This field is required."))
+
+
+def create_secret(
+    *, actor: Actor, name: str, value: str, kind: str = SecretKind.API_KEY, description: str = ""
+) -> Secret:
+    actor.require("secrets:manage")
+    name = (name or "").strip()
+    problems = []
+    if not name:
+        problems.append(problem("name", "This field is required."))
+    if kind not in SecretKind.values:
+        problems.append(problem("kind", f"Must be one of {list(SecretKind.values)}."))
+    if not isinstance(value, str) or not value:
+        problems.append(problem("value", "This field is required."))
+    if problems:
+        raise invalid("The secret is invalid.", *problems)
+    sealed = vault.seal(actor.organization.pk, value)
+    try:
+        with transaction.atomic():
+            secret = Secret.objects.create(
+                organization=actor.organization,
+                name=name[:120],
+                kind=kind,
+                description=description[:300],
+                hint=sealed.hint,
+                key_version=sealed.key_version,
+                wrapped_key=sealed.wrapped_key,
+                ciphertext=sealed.ciphertext,
+                created_by=actor.user,
+            )
+            _record(actor, "secret.created", target=secret, details={"kind": kind})
+    except IntegrityError:
+        raise Conflict("A secret with this name already exists.", details={"field": "name"}) from None
+    return secret
+
+
+def rotate_secret(*, actor: Actor, secret: Secret, value: str) -> Secret:
+    actor.require("secrets:manage")
+    if secret.organization_id != actor.organization.pk:
+        raise NotFound("Secret not found.")
+    _check_secret_value(value)
+    sealed = vault.seal(actor.organization.pk, value)
+    with transaction.atomic():
+        secret.hint = sealed.hint
+        secret.key_version = sealed.key_version
+        secret.wrapped_key = sealed.wrapped_key
+        secret.ciphertext = sealed.ciphertext
+        secret.rotated_at = timezone.now()
+        secret.save(update_fields=["hint", "key_version", "wrapped_key", "ciphertext", "rotated_at"])
+        _record(actor, "secret.rotated", target=secret)
+    return secret
+
+
+def delete_secret(*, actor: Actor, secret: Secret) -> None:
+    actor.require("secrets:manage")
+    if secret.organization_id != actor.organization.pk:
+        raise NotFound("Secret not found.")
+    try:
+        with transaction.atomic():
+            _record(actor, "secret.deleted", target=secret)
+            secret.delete()
+    except models.ProtectedError:
+        raise Conflict(
+            "This secret is used by a model profile; point the profile elsewhere first.",
+            details={"field": "secret"},
+            code="in_use",
+        ) from None

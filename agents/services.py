@@ -1,0 +1,629 @@
+"""Agent state changes: model profiles, agents and drafts, publish, environments, diff, YAML.
+
+Every function that acts for someone takes keyword-only `actor=`, checks access through
+`governance.grants.require_agent_access`, runs in one transaction and writes its audit row there.
+
+Reads the runner needs:
+- `environment_version(agent, "production")` → the AgentVersion an environment points at (or None);
+- `version_for(actor=..., agent=..., environment="production" | version=<number>)` → same, access-checked.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from django.apps import apps
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.core.validators import URLValidator
+from django.db import IntegrityError, models, transaction
+from django.db.models import Max
+from django.utils import timezone
+from django.utils.text import slugify
+from pydantic import ValidationError
+
+from agenticos import audit
+from agenticos.errors import Conflict, Invalid, NotFound
+from agenticos.models import Secret
+from agents import yaml_io
+from agents.diff import diff_specs, format_path
+from agents.models import (
+    PROVIDERS_NEEDING_BASE_URL,
+    PROVIDERS_NEEDING_KEY,
+    Agent,
+    AgentVersion,
+    Environment,
+    ModelProfile,
+    Provider,
+    Visibility,
+)
+from agents.spec import AgentSpec, dump_spec
+from governance.grants import EDIT, PUBLISH, USE, VIEW, drop_grants_for_agent, require_agent_access
+
+if TYPE_CHECKING:
+    from agenticos.tenancy import Actor
+
+PRODUCTION = "production"
+DEV = "dev"
+SLUG_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+ENV_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
+
+# Spec reference lists → the model that must hold each id in the same organization. A model that does
+# not exist yet (its app's issue has not landed) holds nothing, so every id in that list is dangling.
+REFERENCE_MODELS: dict[str, tuple[str, str, str]] = {
+    "collection_ids": ("knowledge", "Collection", "collection"),
+    "context_ids": ("knowledge", "ContextFile", "context file"),
+    "skill_ids": ("knowledge", "Skill", "skill"),
+    "custom_tool_ids": ("capabilities", "CustomTool", "custom tool"),
+}
+
+Problem = dict[str, str]
+
+
+def _problem(field: str, message: str) -> Problem:
+    return {"field": field, "message": message}
+
+
+def _invalid(message: str, problems: list[Problem]) -> Invalid:
+    return Invalid(message, details={"problems": problems})
+
+
+def _record(actor: Actor, action: str, target=None, **kwargs) -> None:
+    details = kwargs.pop("details", None) or {}
+    if actor.api_key is not None:
+        details = {**details, "api_key": actor.api_key.prefix}
+    audit.record(
+        actor=actor.user,
+        organization=actor.organization,
+        action=action,
+        target=target,
+        details=details,
+        ip_address=actor.extra.get("ip"),
+        **kwargs,
+    )
+
+
+def _as_uuid(value: Any) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(str(value))
+    except (ValueError, TypeError, AttributeError):
+        return None
+
+
+# ------------------------------------------------------------------ model profiles
+
+PROFILE_FIELDS = ("label", "kind", "provider", "model", "secret_id", "base_url", "context_window", "settings",
+                  "fallback_ids")
+
+
+def _profile_problems(actor: Actor, data: dict[str, Any], profile: ModelProfile | None) -> list[Problem]:
+    problems: list[Problem] = []
+    label = (data.get("label") or "").strip()
+    if not label:
+        problems.append(_problem("label", "This field is required."))
+    if data.get("kind") not in ModelProfile.Kind.values:
+        problems.append(_problem("kind", f"Must be one of {list(ModelProfile.Kind.values)}."))
+    provider = data.get("provider")
+    if provider not in Provider.values:
+        problems.append(_problem("provider", f"Must be one of {list(Provider.values)}."))
+    if not (data.get("model") or "").strip():
+        problems.append(_problem("model", "This field is required."))
+    secret_id = data.get("secret_id")
+    if secret_id:
+        if not Secret.objects.filter(organization=actor.organization, pk=_as_uuid(secret_id)).exists():
+            problems.append(_problem("secret_id", "No such secret in this organization."))
+        elif not actor.has("secrets:view"):
+            problems.append(_problem("secret_id", "Your role cannot use secrets."))
+    elif provider in PROVIDERS_NEEDING_KEY:
+        problems.append(_problem("secret_id", f"The {provider} provider needs an API key secret."))
+    base_url = data.get("base_url") or ""
+    if base_url:
+        try:
+            URLValidator(schemes=["http", "https"])(base_url)
+        except DjangoValidationError:
+            problems.append(_problem("base_url", "Enter a valid http(s) URL."))
+    elif provider in PROVIDERS_NEEDING_BASE_URL:
+        problems.append(_problem("base_url", f"The {provider} provider needs a base URL."))
+    context_window = data.get("context_window")
+    if context_window is not None and (not isinstance(context_window, int) or context_window <= 0):
+        problems.append(_problem("context_window", "Must be a positive integer."))
+    if not isinstance(data.get("settings") or {}, dict):
+        problems.append(_problem("settings", "Must be an object."))
+    fallback_ids = data.get("fallback_ids") or []
+    wanted = {_as_uuid(f) for f in fallback_ids}
+    if None in wanted or (profile is not None and profile.pk in wanted):
+        problems.append(_problem("fallback_ids", "A fallback must be another model profile."))
+    elif len(wanted) != ModelProfile.objects.filter(organization=actor.organization, pk__in=wanted).count():
+        problems.append(_problem("fallback_ids", "No such model profile in this organization."))
+    return problems
+
+
+def _save_profile(actor: Actor, profile: ModelProfile, data: dict[str, Any], action: str) -> ModelProfile:
+    profile.label = data["label"].strip()
+    profile.kind = data["kind"]
+    profile.provider = data["provider"]
+    profile.model = data["model"].strip()
+    profile.secret_id = _as_uuid(data["secret_id"]) if data.get("secret_id") else None
+    profile.base_url = data.get("base_url") or ""
+    profile.context_window = data.get("context_window")
+    profile.settings = data.get("settings") or {}
+    try:
+        with transaction.atomic():
+            profile.save()
+            profile.fallbacks.set([_as_uuid(f) for f in data.get("fallback_ids") or []])
+            _record(actor, action, target=profile, target_name=profile.label,
+                    details={"provider": profile.provider, "model": profile.model})
+    except IntegrityError:
+        raise Conflict("A model profile with this label already exists.", details={"field": "label"}) from None
+    return profile
+
+
+def create_model_profile(
+    *,
+    actor: Actor,
+    label: str,
+    provider: str,
+    model: str,
+    kind: str = ModelProfile.Kind.CHAT,
+    secret_id: Any = None,
+    base_url: str = "",
+    context_window: int | None = None,
+    settings: dict | None = None,
+    fallback_ids: list | None = None,
+) -> ModelProfile:
+    actor.require("models:manage")
+    data = {
+        "label": label, "kind": kind, "provider": provider, "model": model, "secret_id": secret_id,
+        "base_url": base_url, "context_window": context_window, "settings": settings or {},
+        "fallback_ids": fallback_ids or [],
+    }
+    problems = _profile_problems(actor, data, None)
+    if problems:
+        raise _invalid("The model profile is invalid.", problems)
+    return _save_profile(actor, ModelProfile(organization=actor.organization), data, "model_profile.created")
+
+
+def update_model_profile(*, actor: Actor, profile: ModelProfile, **changes: Any) -> ModelProfile:
+    actor.require("models:manage")
+    if profile.organization_id != actor.organization.pk:
+        raise NotFound("Model profile not found.")
+    unknown = [k for k in changes if k not in PROFILE_FIELDS]
+    if unknown:
+        raise _invalid("Unknown fields.", [_problem(k, "Unknown field.") for k in unknown])
+    data = {
+        "label": profile.label, "kind": profile.kind, "provider": profile.provider, "model": profile.model,
+        "secret_id": str(profile.secret_id) if profile.secret_id else None, "base_url": profile.base_url,
+        "context_window": profile.context_window, "settings": profile.settings,
+        "fallback_ids": [str(pk) for pk in profile.fallbacks.values_list("pk", flat=True)],
+    }
+    data.update(changes)
+    problems = _profile_problems(actor, data, profile)
+    if problems:
+        raise _invalid("The model profile is invalid.", problems)
+    return _save_profile(actor, profile, data, "model_profile.updated")
+
+
+def delete_model_profile(*, actor: Actor, profile: ModelProfile) -> None:
+    actor.require("models:manage")
+    if profile.organization_id != actor.organization.pk:
+        raise NotFound("Model profile not found.")
+    pid = str(profile.pk)
+    in_use = Agent.objects.filter(organization=actor.organization, draft_spec__model_profile_id=pid).exists() or (
+        AgentVersion.objects.filter(agent__organization=actor.organization, spec__model_profile_id=pid).exists()
+    )
+    if in_use:
+        raise Conflict("Agents use this model profile; point them elsewhere first.", code="in_use",
+                       details={"field": "model_profile_id"})
+    with transaction.atomic():
+        _record(actor, "model_profile.deleted", target=profile, target_name=profile.label)
+        profile.delete()
+
+
+# ------------------------------------------------------------------ spec validation
+
+
+def structural_problems(data: Any) -> tuple[AgentSpec | None, list[Problem]]:
+    """Parse a spec; every pydantic problem with a readable path (`capabilities[clock].approval`)."""
+    if not isinstance(data, dict):
+        return None, [_problem("spec", "The spec must be an object.")]
+    try:
+        return AgentSpec.model_validate(data), []
+    except ValidationError as exc:
+        return None, [
+            _problem(format_path(err["loc"], data) or "spec",
+                     "Unknown field." if err["type"] == "extra_forbidden" else err["msg"])
+            for err in exc.errors()
+        ]
+
+
+def _model_exists(app_label: str, model_name: str) -> type[models.Model] | None:
+    try:
+        return apps.get_model(app_label, model_name)
+    except LookupError:
+        return None
+
+
+def reference_problems(
+    actor: Actor, data: dict[str, Any], *, agent: Agent | None = None, require_model: bool = True
+) -> list[Problem]:
+    """Dangling references in a (possibly invalid) spec dict: model profile, secrets, knowledge, sub-agents."""
+    org = actor.organization
+    problems: list[Problem] = []
+    profile_id = data.get("model_profile_id")
+    if profile_id:
+        profile = ModelProfile.objects.filter(organization=org, pk=_as_uuid(profile_id)).only("kind").first()
+        if profile is None:
+            problems.append(_problem("model_profile_id", f"No model profile {profile_id} in this organization."))
+        elif profile.kind != ModelProfile.Kind.CHAT:
+            problems.append(_problem("model_profile_id", "The model profile must be a chat model."))
+    elif require_model:
+        problems.append(_problem("model_profile_id", "Choose a model profile before publishing."))
+
+    bindings = data.get("capabilities") if isinstance(data.get("capabilities"), list) else []
+    seen: set[str] = set()
+    secret_refs: dict[str, str] = {}
+    for index, binding in enumerate(bindings):
+        if not isinstance(binding, dict):
+            continue
+        path = format_path(("capabilities", index), data)
+        cap_id = binding.get("id")
+        if isinstance(cap_id, str):
+            if cap_id in seen:
+                problems.append(_problem(path, f"The capability {cap_id} is bound twice."))
+            seen.add(cap_id)
+        if binding.get("secret_id"):
+            secret_refs[f"{path}.secret_id"] = str(binding["secret_id"])
+    if secret_refs:
+        found = {
+            str(pk)
+            for pk in Secret.objects.filter(
+                organization=org, pk__in=[u for u in map(_as_uuid, secret_refs.values()) if u]
+            ).values_list("pk", flat=True)
+        }
+        for path, secret_id in secret_refs.items():
+            if str(_as_uuid(secret_id)) not in found:
+                problems.append(_problem(path, f"No secret {secret_id} in this organization."))
+            elif not actor.has("secrets:view"):
+                problems.append(_problem(path, "Your role cannot use secrets."))
+
+    for field, (app_label, model_name, noun) in REFERENCE_MODELS.items():
+        ids = data.get(field) if isinstance(data.get(field), list) else []
+        if not ids:
+            continue
+        model = _model_exists(app_label, model_name)
+        found = set()
+        if model is not None:
+            valid = [u for u in map(_as_uuid, ids) if u]
+            found = {str(pk) for pk in model._default_manager.filter(organization=org, pk__in=valid)
+                     .values_list("pk", flat=True)}
+        for index, ref in enumerate(ids):
+            if str(_as_uuid(ref)) not in found:
+                problems.append(_problem(f"{field}[{index}]", f"No {noun} {ref} in this organization."))
+
+    subagents = data.get("subagents") if isinstance(data.get("subagents"), list) else []
+    for index, sub in enumerate(subagents):
+        if not isinstance(sub, dict) or not sub.get("agent_id"):
+            continue
+        path = f"{format_path(('subagents', index), data)}.agent_id"
+        target_id = _as_uuid(sub["agent_id"])
+        if agent is not None and target_id == agent.pk:
+            problems.append(_problem(path, "An agent cannot be its own sub-agent."))
+        elif not Environment.objects.filter(agent__organization=org, agent_id=target_id, name=PRODUCTION).exists():
+            problems.append(_problem(path, f"No published agent {sub['agent_id']} in this organization."))
+    return problems
+
+
+def _can_view_secret(actor: Actor) -> Callable[[Any], bool]:
+    def check(secret_id: Any) -> bool:
+        return actor.has("secrets:view") and Secret.objects.filter(
+            organization=actor.organization, pk=_as_uuid(secret_id)
+        ).exists()
+
+    return check
+
+
+def capability_problems(actor: Actor, spec: AgentSpec) -> list[Problem]:
+    """The capability registry's checks, when it exists (it arrives with the runner issue)."""
+    try:
+        from capabilities.registry import validate_bindings  # type: ignore[import-not-found]
+    except (ImportError, AttributeError):
+        return []
+    found = validate_bindings(spec, organization=actor.organization, can_view_secret=_can_view_secret(actor)) or []
+    data = dump_spec(spec)
+    problems = []
+    for item in found:
+        if isinstance(item, dict):
+            field = str(item.get("field") or item.get("path") or "capabilities")
+            problems.append(_problem(_keyed_path(field, data), str(item.get("message") or item)))
+        else:
+            problems.append(_problem("capabilities", str(item)))
+    return problems
+
+
+def _keyed_path(field: str, data: dict) -> str:
+    """"capabilities.3.config.x" → "capabilities[clock].config.x" (the registry reports positions)."""
+    parts: list[Any] = [int(p) if p.isdigit() else p for p in re.split(r"\.|\[|\]\.?", field) if p != ""]
+    return format_path(tuple(parts), data) if parts else field
+
+
+def publish_problems(actor: Actor, data: Any, *, agent: Agent | None = None) -> list[Problem]:
+    """Everything wrong with a spec, all at once, each with its field path."""
+    spec, problems = structural_problems(data)
+    from_registry = capability_problems(actor, spec) if spec is not None else []
+    if isinstance(data, dict):
+        # The registry knows capabilities best; keep ours only where it said nothing about that field.
+        claimed = {p["field"] for p in from_registry}
+        problems += [p for p in reference_problems(actor, data, agent=agent) if p["field"] not in claimed]
+    return problems + from_registry
+
+
+# ------------------------------------------------------------------ agents
+
+
+def _check_slug(slug: str) -> list[Problem]:
+    if not slug or len(slug) > 80 or not SLUG_RE.match(slug):
+        return [_problem("slug", "Use lowercase letters, digits and single hyphens (at most 80).")]
+    return []
+
+
+def _unique_slug(actor: Actor, name: str) -> str:
+    base = slugify(name)[:70].strip("-") or "agent"
+    slug, n = base, 1
+    while Agent.objects.filter(organization=actor.organization, slug=slug).exists():
+        n += 1
+        slug = f"{base}-{n}"
+    return slug
+
+
+def _duplicate_slug() -> Conflict:
+    return Conflict("An agent with this slug already exists.", details={"field": "slug"}, code="duplicate")
+
+
+def create_agent(
+    *,
+    actor: Actor,
+    name: str | None = None,
+    slug: str | None = None,
+    visibility: str = Visibility.ORGANIZATION,
+    spec: dict[str, Any] | None = None,
+) -> Agent:
+    """A new agent with a draft spec (structurally valid; references are checked at publish)."""
+    actor.require("agents:edit")
+    data = dict(spec or {})
+    name = (name or data.get("name") or "").strip()
+    data["name"] = name
+    parsed, problems = structural_problems(data)
+    if slug is not None:
+        problems += _check_slug(slug)
+    if visibility not in Visibility.values:
+        problems.append(_problem("visibility", f"Must be one of {list(Visibility.values)}."))
+    if problems or parsed is None:
+        raise _invalid("The agent is invalid.", problems)
+    slug = slug or _unique_slug(actor, name)
+    if Agent.objects.filter(organization=actor.organization, slug=slug).exists():
+        raise _duplicate_slug()
+    try:
+        with transaction.atomic():
+            agent = Agent.objects.create(
+                organization=actor.organization,
+                slug=slug,
+                name=parsed.name,
+                owner=actor.user,
+                visibility=visibility,
+                draft_spec=dump_spec(parsed),
+            )
+            _record(actor, "agent.created", target=agent, details={"slug": slug})
+    except IntegrityError:
+        raise _duplicate_slug() from None
+    return agent
+
+
+def update_agent(
+    *,
+    actor: Actor,
+    agent: Agent,
+    name: str | None = None,
+    slug: str | None = None,
+    visibility: str | None = None,
+    spec: dict[str, Any] | None = None,
+) -> Agent:
+    """Edit the draft (edit access); renaming the slug or changing visibility needs publish access."""
+    require_agent_access(actor, agent, PUBLISH if (slug is not None or visibility is not None) else EDIT)
+    problems: list[Problem] = []
+    data = dict(spec) if spec is not None else dict(agent.draft_spec or {})
+    if name is not None:
+        data["name"] = name.strip()
+    parsed, spec_problems = structural_problems(data)
+    problems += [{**p, "field": f"spec.{p['field']}" if spec is not None else p["field"]} for p in spec_problems]
+    if slug is not None:
+        problems += _check_slug(slug)
+    if visibility is not None and visibility not in Visibility.values:
+        problems.append(_problem("visibility", f"Must be one of {list(Visibility.values)}."))
+    if problems or parsed is None:
+        raise _invalid("The agent is invalid.", problems)
+    if slug is not None and slug != agent.slug and Agent.objects.filter(
+        organization=actor.organization, slug=slug
+    ).exists():
+        raise _duplicate_slug()
+    before = {"name": agent.name, "slug": agent.slug, "visibility": agent.visibility}
+    agent.draft_spec = dump_spec(parsed)
+    agent.name = parsed.name
+    agent.slug = slug or agent.slug
+    agent.visibility = visibility or agent.visibility
+    agent.updated_at = timezone.now()
+    after = {"name": agent.name, "slug": agent.slug, "visibility": agent.visibility}
+    try:
+        with transaction.atomic():
+            agent.save(update_fields=["draft_spec", "name", "slug", "visibility", "updated_at"])
+            _record(actor, "agent.updated", target=agent, details={
+                "changed": sorted(k for k in after if after[k] != before[k]) + (["spec"] if spec is not None else []),
+            })
+    except IntegrityError:
+        raise _duplicate_slug() from None
+    return agent
+
+
+def delete_agent(*, actor: Actor, agent: Agent) -> None:
+    require_agent_access(actor, agent, PUBLISH)
+    with transaction.atomic():
+        _record(actor, "agent.deleted", target=agent, details={"slug": agent.slug})
+        drop_grants_for_agent(agent)
+        # Environments point at versions with PROTECT; remove them before the versions go.
+        Environment.objects.filter(agent=agent).delete()
+        try:
+            agent.delete()
+        except models.ProtectedError:
+            raise Conflict("This agent has runs; it cannot be deleted.", code="in_use") from None
+
+
+# ------------------------------------------------------------------ publish and environments
+
+
+def publish_agent(*, actor: Actor, agent: Agent, note: str = "") -> AgentVersion:
+    """Freeze the draft into version N+1. The first publish creates `production` on it; `dev` (and any
+    environment with tracks_latest) follows every publish. Raises Invalid listing every problem."""
+    require_agent_access(actor, agent, PUBLISH)
+    with transaction.atomic():
+        agent = Agent.objects.select_for_update().get(pk=agent.pk)
+        problems = publish_problems(actor, agent.draft_spec, agent=agent)
+        if problems:
+            raise _invalid("The agent cannot be published.", problems)
+        spec = dump_spec(AgentSpec.model_validate(agent.draft_spec))
+        number = (agent.versions.aggregate(n=Max("number"))["n"] or 0) + 1
+        version = AgentVersion.objects.create(
+            agent=agent, number=number, spec=spec, note=(note or "")[:500], published_by=actor.user
+        )
+        now = timezone.now()
+        Environment.objects.get_or_create(agent=agent, name=PRODUCTION, defaults={"version": version})
+        Environment.objects.get_or_create(agent=agent, name=DEV, defaults={"version": version, "tracks_latest": True})
+        moved = list(
+            Environment.objects.filter(agent=agent, tracks_latest=True).exclude(version=version)
+            .values_list("name", flat=True)
+        )
+        Environment.objects.filter(agent=agent, tracks_latest=True).update(version=version, updated_at=now)
+        _record(actor, "agent.published", target=agent, details={
+            "version": number, "version_id": str(version.pk), "note": version.note, "moved": moved,
+        })
+    return version
+
+
+def _version(agent: Agent, number: Any) -> AgentVersion:
+    try:
+        return AgentVersion.objects.get(agent=agent, number=int(number))
+    except (AgentVersion.DoesNotExist, ValueError, TypeError):
+        raise NotFound(f"Version {number} not found.") from None
+
+
+def promote_environment(*, actor: Actor, agent: Agent, environment: str, version: int) -> Environment:
+    """Point an environment at a version (an older one = rollback). Creates the environment if new.
+    The versions themselves never change, so the history stays."""
+    require_agent_access(actor, agent, PUBLISH)
+    if not ENV_NAME_RE.match(environment or ""):
+        raise _invalid("Invalid environment name.", [_problem("environment", "Lowercase letters, digits, - and _.")])
+    target = _version(agent, version)
+    with transaction.atomic():
+        env = Environment.objects.select_for_update().filter(agent=agent, name=environment).first()
+        before = None
+        if env is None:
+            env = Environment.objects.create(agent=agent, name=environment, version=target)
+        else:
+            before = AgentVersion.objects.filter(pk=env.version_id).values_list("number", flat=True).first()
+            env.version = target
+            env.updated_at = timezone.now()
+            env.save(update_fields=["version", "updated_at"])
+        action = "agent.rolled_back" if before is not None and target.number < before else "agent.promoted"
+        _record(actor, action, target=agent,
+                details={"environment": environment, "from_version": before, "to_version": target.number})
+    return env
+
+
+def environment_version(agent: Agent, name: str = PRODUCTION) -> AgentVersion | None:
+    """The version an environment points at, or None when it does not exist (agent never published)."""
+    env = Environment.objects.select_related("version").filter(agent=agent, name=name).first()
+    return env.version if env else None
+
+
+def version_for(
+    *, actor: Actor, agent: Agent, environment: str | None = PRODUCTION, version: int | None = None,
+    level: str = USE,
+) -> AgentVersion:
+    """The version to run: a number if given, else the environment's. Checks `level` access first."""
+    require_agent_access(actor, agent, level)
+    if version is not None:
+        return _version(agent, version)
+    found = environment_version(agent, environment or PRODUCTION)
+    if found is None:
+        raise NotFound(f"The agent has no {environment} environment; publish it first.")
+    return found
+
+
+# ------------------------------------------------------------------ diff and YAML
+
+
+def _spec_ref(agent: Agent, ref: Any) -> tuple[str, dict]:
+    """"draft", a version number, or an environment name → (label, spec dict)."""
+    ref = str(ref or "").strip()
+    if ref == "draft":
+        return "draft", agent.draft_spec
+    if ref.isdigit():
+        v = _version(agent, ref)
+        return f"v{v.number}", v.spec
+    found = environment_version(agent, ref) if ENV_NAME_RE.match(ref) else None
+    if found is None:
+        raise NotFound(f"Unknown version {ref!r}: use a number, 'draft' or an environment name.")
+    return f"v{found.number}", found.spec
+
+
+def _normalized(spec: dict) -> dict:
+    # Old versions lack newer fields; compare through the current schema so defaults are not "changes".
+    parsed, _ = structural_problems(spec)
+    return dump_spec(parsed) if parsed is not None else spec
+
+
+def diff_versions(*, actor: Actor, agent: Agent, from_ref: Any, to_ref: Any) -> dict:
+    require_agent_access(actor, agent, VIEW)
+    from_label, before = _spec_ref(agent, from_ref)
+    to_label, after = _spec_ref(agent, to_ref)
+    result = diff_specs(_normalized(before), _normalized(after), from_label=from_label, to_label=to_label)
+    return {"from": from_label, "to": to_label, **result}
+
+
+def export_agent_yaml(*, actor: Actor, agent: Agent, version: int | None = None) -> str:
+    """The draft (or a version) as YAML. References by id; never a secret value (specs hold none)."""
+    require_agent_access(actor, agent, VIEW)
+    if version is None:
+        return yaml_io.dump_agent_yaml(slug=agent.slug, visibility=agent.visibility, spec=agent.draft_spec)
+    v = _version(agent, version)
+    return yaml_io.dump_agent_yaml(slug=agent.slug, visibility=agent.visibility, spec=v.spec, version=v.number)
+
+
+def import_agent_yaml(*, actor: Actor, text: str, agent: Agent | None = None) -> Agent:
+    """Create an agent from YAML, or replace `agent`'s draft with it. Refuses unknown fields and
+    dangling references (model profile, secrets, collections, …), naming every one."""
+    doc = yaml_io.parse_agent_yaml(text)
+    spec_data = doc["spec"]
+    _, problems = structural_problems(spec_data)
+    problems = [{**p, "field": f"spec.{p['field']}"} for p in problems]
+    problems += [
+        {**p, "field": f"spec.{p['field']}"}
+        for p in reference_problems(actor, spec_data, agent=agent, require_model=False)
+    ]
+    if problems:
+        raise _invalid("The YAML document cannot be imported.", problems)
+    if agent is not None:
+        return update_agent(actor=actor, agent=agent, spec=spec_data)
+    return create_agent(
+        actor=actor,
+        slug=doc.get("slug") or None,
+        visibility=doc.get("visibility") or Visibility.ORGANIZATION,
+        spec=spec_data,
+    )
+
+
+def reject_foreign(actor: Actor, agent: Agent) -> None:
+    """Defensive check for callers that loaded an agent outside the tenant helpers."""
+    if agent.organization_id != actor.organization.pk:
+        raise NotFound("Agent not found.")
+
