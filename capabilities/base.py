@@ -1,0 +1,178 @@
+"""What a capability declares: the unit an author switches on, its tools, its config, its needs.
+
+A declaration is data the catalog endpoint and the publish check read without building anything;
+`build` is the only part that runs, once per run, and returns pydantic-ai toolsets/capabilities.
+
+Tool descriptions follow one shape everywhere (spec: "Qué le dice una herramienta al modelo"): the one
+pydantic-ai renders from a docstring, `<summary>` prose then a `<returns>` block. A tool written here
+declares itself from its own function (`ToolDecl.from_function`) so declaration and offer cannot drift;
+a library tool gets its text through `tool_text`, which draws the same shape.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.tools import Tool
+from pydantic_ai.toolsets import AbstractToolset, FunctionToolset
+
+if TYPE_CHECKING:
+    from agents.runner.deps import RunDeps
+    from agents.spec import CapabilityBinding
+
+Category = Literal["knowledge", "research", "analysis", "reasoning", "utility", "channels"]
+# How a capability takes part in a voice call (catalog field `voice`).
+Voice = Literal["live", "hand_off", "never"]
+
+Built = AbstractToolset[Any] | AbstractCapability[Any]
+
+
+def tool_text(*, what: str, when: str, args: str = "", returns: str) -> str:
+    """A description in the shape pydantic-ai gives a docstring tool: four parts, summary + returns.
+
+    `what` is one sentence (the Builder shows it next to the approval box), `when` says when to use it
+    and when to use something else, `args` each argument with its default and cap, and `returns` the
+    shape of the answer, what a failure looks like and where it is a truncated slice.
+    """
+    summary = "\n\n".join(part.strip() for part in (what, when, args) if part.strip())
+    return f"<summary>{summary}</summary>\n<returns>\n<description>{returns.strip()}</description>\n</returns>"
+
+
+@dataclass(frozen=True)
+class ToolDecl:
+    """One tool a capability may offer. `id` is stable: approvals and overrides reference it, never
+    the name the model sees (a rename must not drop an approval gate)."""
+
+    id: str
+    description: str
+    name: str = ""  # default name the model sees; empty = the id
+    side_effecting: bool = False
+    # Executed by the model provider (a native tool): nothing runs here, so nothing can be gated.
+    provider_executed: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            object.__setattr__(self, "name", self.id)
+
+    @classmethod
+    def from_function(
+        cls, function: Callable[..., Any], *, id: str | None = None, side_effecting: bool = False
+    ) -> ToolDecl:
+        """Declare a tool written in this repository from its own docstring (Args/Returns sections)."""
+        tool_id = id or function.__name__
+        tool = Tool(function, name=tool_id)
+        return cls(id=tool_id, description=tool.tool_def.description or "", side_effecting=side_effecting)
+
+    def summary(self) -> str:
+        """The first sentence of the description (what the Builder shows beside the approval box)."""
+        text = self.description.removeprefix("<summary>").split("</summary>")[0]
+        return text.split("\n\n")[0].strip()
+
+
+@dataclass(frozen=True)
+class KeyRequirement:
+    """A secret the binding must name (`secret_id`) when `required_when(config)` holds."""
+
+    kind: str  # agenticos.models.SecretKind value
+    description: str
+    required_when: Callable[[BaseModel], bool] = lambda config: True
+    # Shown in the catalog: "always" or a sentence saying when.
+    when: str = "always"
+
+    def applies(self, config: BaseModel) -> bool:
+        return bool(self.required_when(config))
+
+
+class NoConfig(BaseModel):
+    """For capabilities without settings: anything but an empty object is a publish error."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+@dataclass
+class BuildContext:
+    """What `build` gets for one run. Identifiers only, plus a lazy way to the bound secret.
+
+    `secret_value` reveals the bound secret from the vault when called (sync ORM: from async code wrap it
+    in `sync_to_async`). It is None when the binding names no secret. Never log or return its result.
+    """
+
+    binding: CapabilityBinding
+    config: BaseModel
+    deps: RunDeps
+    organization_id: str
+    secret_value: Callable[[], str] | None = None
+    granted_scopes: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class Capability:
+    """One catalog entry. Adding one touches one package folder and one line in `registry.BUILTIN`."""
+
+    id: str
+    name: str
+    category: Category
+    description: str
+    build: Callable[[BuildContext], list[Built]]
+    # tools=() says "no tools on purpose" (thinking); it is never omitted.
+    tools: tuple[ToolDecl, ...] = ()
+    scopes: tuple[str, ...] = ()
+    key: KeyRequirement | None = None
+    config_model: type[BaseModel] = NoConfig
+    voice: Voice = "live"
+    selectable: bool = True
+    # Enabled in the starter template (badge "Recommended" in the Builder).
+    recommended: bool = False
+    # One of the run-tuning capabilities folded under "Advanced" in the Builder.
+    advanced: bool = False
+    # What enabling it gives, in one line, for "Your setup" when an agent lacks it.
+    offers: str = ""
+    examples: tuple[str, ...] = field(default=())
+
+    def tool(self, tool_id: str) -> ToolDecl | None:
+        return next((t for t in self.tools if t.id == tool_id), None)
+
+    def tool_ids(self) -> set[str]:
+        return {t.id for t in self.tools}
+
+    def config_schema(self) -> dict[str, Any]:
+        return self.config_model.model_json_schema()
+
+    def catalog_entry(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "category": self.category,
+            "description": self.description,
+            "offers": self.offers,
+            "examples": list(self.examples),
+            "tools": [
+                {
+                    "id": t.id,
+                    "name": t.name,
+                    "summary": t.summary(),
+                    "description": t.description,
+                    "side_effecting": t.side_effecting,
+                    "provider_executed": t.provider_executed,
+                }
+                for t in self.tools
+            ],
+            "scopes": list(self.scopes),
+            "key": None
+            if self.key is None
+            else {"kind": self.key.kind, "description": self.key.description, "required_when": self.key.when},
+            "config_schema": self.config_schema(),
+            "voice": self.voice,
+            "selectable": self.selectable,
+            "recommended": self.recommended,
+            "advanced": self.advanced,
+        }
+
+
+def function_toolset(functions: Sequence[Callable[..., Any]], *, max_retries: int = 1) -> FunctionToolset[Any]:
+    """A toolset of this repository's tool functions, each registered under its function name (= its id)."""
+    return FunctionToolset(list(functions), max_retries=max_retries)

@@ -1,0 +1,5 @@
+"""charts — draw numbers the model already has."""
+
+from capabilities.charts.capability import CAPABILITY
+
+__all__ = ["CAPABILITY"]

@@ -1,0 +1,476 @@
+"""The capability registry: what exists in this deployment, the publish check, and per-run assembly.
+
+Adding a capability = one package folder + one line in `BUILTIN`.
+
+- `catalog_json()` is what `GET /api/v1/agents/capabilities` serves.
+- `validate_bindings(spec, organization=..., can_view_secret=...)` is the publish check: every problem at
+  once, each with its field path.
+- `build_for_run(spec, deps, organization_id)` turns a frozen spec's bindings into pydantic-ai toolsets and
+  capabilities, applies tool overrides by stable id, and says which approval gate each visible tool name has.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+import threading
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from django.conf import settings
+from pydantic import BaseModel, ValidationError
+from pydantic_ai.capabilities import AbstractCapability, WrapperCapability
+from pydantic_ai.tools import ToolDefinition
+from pydantic_ai.toolsets import AbstractToolset, PreparedToolset, RenamedToolset
+from pydantic_ai.toolsets._dynamic import DynamicToolset
+
+from capabilities.base import BuildContext, Capability, ToolDecl
+
+if TYPE_CHECKING:
+    from agenticos.models import Organization
+    from agents.runner.deps import RunDeps
+    from agents.spec import AgentSpec, ApprovalMode, CapabilityBinding
+
+# One line per capability package; each module exposes `CAPABILITY`.
+BUILTIN: tuple[str, ...] = (
+    "capabilities.clock",
+    "capabilities.thinking",
+    "capabilities.charts",
+    "capabilities.code_execution",
+    "capabilities.planning",
+    "capabilities.ask_user",
+)
+
+# A name every provider accepts for a function tool.
+TOOL_NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+_registry: dict[str, Capability] = {}
+_loaded = False
+_lock = threading.Lock()
+
+
+class UnknownCapability(KeyError):
+    pass
+
+
+# ------------------------------------------------------------------ the registry itself
+
+
+def register(cap: Capability) -> Capability:
+    """Add a capability. Registering a second, different one under an existing id is a bug."""
+    existing = _registry.get(cap.id)
+    if existing is not None and existing is not cap:
+        raise ValueError(f"capability {cap.id!r} is already registered")
+    ids = [t.id for t in cap.tools]
+    if len(ids) != len(set(ids)):
+        raise ValueError(f"capability {cap.id!r} declares a tool id twice")
+    for tool in cap.tools:
+        if not TOOL_NAME_RE.match(tool.name):
+            raise ValueError(f"capability {cap.id!r}: default tool name {tool.name!r} is not callable")
+    _registry[cap.id] = cap
+    return cap
+
+
+def unregister(capability_id: str) -> None:
+    """For tests that register a throwaway capability."""
+    _ensure_loaded()
+    _registry.pop(capability_id, None)
+
+
+def _ensure_loaded() -> None:
+    global _loaded
+    if _loaded:
+        return
+    with _lock:
+        if _loaded:
+            return
+        for module_path in BUILTIN:
+            register(importlib.import_module(module_path).CAPABILITY)
+        _loaded = True
+
+
+def get(capability_id: str) -> Capability:
+    _ensure_loaded()
+    try:
+        return _registry[capability_id]
+    except KeyError:
+        raise UnknownCapability(capability_id) from None
+
+
+def find(capability_id: str) -> Capability | None:
+    _ensure_loaded()
+    return _registry.get(capability_id)
+
+
+def all_capabilities() -> list[Capability]:
+    _ensure_loaded()
+    return list(_registry.values())
+
+
+def granted_scopes() -> frozenset[str]:
+    """Scopes this deployment grants (per-organization scope management is roadmap work)."""
+    return frozenset(settings.DEFAULT_GRANTED_SCOPES)
+
+
+def catalog_json() -> dict[str, Any]:
+    """The catalog as the API serves it: every capability with its JSON Schema and flags."""
+    granted = granted_scopes()
+    entries = []
+    for cap in all_capabilities():
+        entry = cap.catalog_entry()
+        entry["available"] = all(scope in granted for scope in cap.scopes)
+        entries.append(entry)
+    return {"capabilities": entries, "granted_scopes": sorted(granted)}
+
+
+# ------------------------------------------------------------------ shared helpers
+
+
+def effective_approval(binding: CapabilityBinding, tool_id: str) -> ApprovalMode:
+    """`tool_approval[tool id]` overrides the binding's `approval` for that one tool."""
+    return binding.tool_approval.get(tool_id, binding.approval)
+
+
+def effective_name(binding: CapabilityBinding, tool: ToolDecl) -> str:
+    override = binding.tool_overrides.get(tool.id)
+    return override.name if override is not None and override.name else tool.name
+
+
+def effective_description(binding: CapabilityBinding, tool: ToolDecl) -> str:
+    override = binding.tool_overrides.get(tool.id)
+    return override.description if override is not None and override.description else tool.description
+
+
+def validate_config(cap: Capability, binding: CapabilityBinding) -> BaseModel:
+    """Raises pydantic.ValidationError."""
+    return cap.config_model.model_validate(binding.config)
+
+
+# ------------------------------------------------------------------ publish check
+
+
+def validate_bindings(
+    spec: AgentSpec,
+    *,
+    organization: Organization,
+    can_view_secret: Callable[[str], bool],
+) -> list[dict[str, str]]:
+    """Every problem with the spec's capability bindings, all at once, each as {"field", "message"}.
+
+    Refuses: an unknown capability, a config its schema rejects, unknown tool ids in `tool_approval` /
+    `tool_overrides`, override names no model could call or that collide with another tool, a missing or
+    foreign secret (indistinguishable on purpose) or one the publisher cannot view when the key requirement
+    applies, scopes the deployment does not grant, and approval required on a provider-executed tool.
+    Disabled bindings are checked too (they keep their config), except for name collisions.
+    """
+    from agenticos.models import Secret
+
+    problems: list[dict[str, str]] = []
+    granted = granted_scopes()
+    seen: dict[str, int] = {}
+    # visible tool name -> field path of whoever claims it, for collisions among enabled bindings
+    names: dict[str, str] = {}
+
+    def problem(path: str, message: str) -> None:
+        problems.append({"field": path, "message": message})
+
+    for i, binding in enumerate(spec.capabilities):
+        base = f"capabilities.{i}"
+        cap = find(binding.id)
+        if cap is None:
+            problem(f"{base}.id", f"Unknown capability {binding.id!r}.")
+            continue
+        if binding.id in seen:
+            problem(f"{base}.id", f"Capability {binding.id!r} is bound twice (also at capabilities.{seen[binding.id]}).")
+            continue
+        seen[binding.id] = i
+
+        config: BaseModel | None = None
+        try:
+            config = validate_config(cap, binding)
+        except ValidationError as exc:
+            for err in exc.errors():
+                loc = ".".join(str(p) for p in err["loc"])
+                problem(f"{base}.config" + (f".{loc}" if loc else ""), err["msg"])
+
+        declared = cap.tool_ids()
+        for tool_id, mode in binding.tool_approval.items():
+            tool = cap.tool(tool_id)
+            if tool is None:
+                problem(f"{base}.tool_approval.{tool_id}", _unknown_tool(cap, tool_id, declared))
+            elif mode == "required" and tool.provider_executed:
+                problem(
+                    f"{base}.tool_approval.{tool_id}",
+                    f"{tool_id!r} runs at the model provider, so nothing here can stop it for approval.",
+                )
+        if binding.approval == "required":
+            for tool in cap.tools:
+                if tool.provider_executed and tool.id not in binding.tool_approval:
+                    problem(
+                        f"{base}.approval",
+                        f"{tool.id!r} runs at the model provider, so nothing here can stop it for approval; "
+                        f'set tool_approval.{tool.id} to "never" or "default".',
+                    )
+
+        for tool_id, override in binding.tool_overrides.items():
+            if cap.tool(tool_id) is None:
+                problem(f"{base}.tool_overrides.{tool_id}", _unknown_tool(cap, tool_id, declared))
+            elif override.name is not None and not TOOL_NAME_RE.match(override.name):
+                problem(
+                    f"{base}.tool_overrides.{tool_id}.name",
+                    f"{override.name!r} is not a name a model can call: use 1-64 letters, digits, '_' or '-'.",
+                )
+            if override.description is not None and not override.description.strip():
+                problem(f"{base}.tool_overrides.{tool_id}.description", "A tool description cannot be empty.")
+
+        if binding.enabled:
+            for tool in cap.tools:
+                name = effective_name(binding, tool)
+                path = (
+                    f"{base}.tool_overrides.{tool.id}.name" if tool.id in binding.tool_overrides else f"{base}.id"
+                )
+                if name in names:
+                    problem(path, f"Tool name {name!r} is already used by another tool ({names[name]}).")
+                else:
+                    names[name] = path
+
+        missing_scopes = [s for s in cap.scopes if s not in granted]
+        if missing_scopes:
+            problem(
+                f"{base}.id",
+                f"{cap.name} needs the scope(s) {', '.join(missing_scopes)}, which this deployment does not grant.",
+            )
+
+        needs_key = cap.key is not None and config is not None and cap.key.applies(config)
+        if binding.secret_id or needs_key:
+            _check_secret(problem, base, cap, binding, organization, can_view_secret, Secret)
+    return problems
+
+
+def _unknown_tool(cap: Capability, tool_id: str, declared: set[str]) -> str:
+    known = ", ".join(sorted(declared)) or "none"
+    return f"{cap.name} has no tool with id {tool_id!r} (its tools: {known})."
+
+
+def _check_secret(problem, base, cap, binding, organization, can_view_secret, secret_model) -> None:
+    path = f"{base}.secret_id"
+    if not binding.secret_id:
+        kind = cap.key.kind if cap.key else "key"
+        problem(path, f"{cap.name} needs a {kind} secret: choose one of this organization's secrets.")
+        return
+    try:
+        secret_pk = uuid.UUID(str(binding.secret_id))
+    except ValueError:  # a malformed id is just "not found"
+        exists = False
+    else:
+        exists = secret_model.objects.filter(pk=secret_pk, organization=organization).exists()
+    if not exists:
+        # Missing and foreign read the same, so a spec cannot probe another organization's secrets.
+        problem(path, "No such secret in this organization.")
+    elif not can_view_secret(str(binding.secret_id)):
+        problem(path, "You cannot use this secret: ask someone who can view it to publish.")
+
+
+# ------------------------------------------------------------------ per-run assembly
+
+
+@dataclass(frozen=True)
+class ToolRoute:
+    """One visible tool name → where it comes from and its approval gate.
+
+    `approval` is the binding's effective mode for that stable tool id: "required" (park for a person),
+    "never" (run without asking), "default" (run without asking; reserved for a policy default).
+    A renamed tool keeps its gate because this is keyed by the name the model calls and resolved from the
+    stable id.
+    """
+
+    name: str
+    capability_id: str
+    tool_id: str
+    approval: ApprovalMode
+    side_effecting: bool
+    provider_executed: bool
+
+    @property
+    def requires_approval(self) -> bool:
+        return self.approval == "required"
+
+
+@dataclass
+class BuiltCapabilities:
+    """Everything `build_for_run` assembled. Pass `toolsets` and `capabilities` to `pydantic_ai.Agent`,
+    add `instructions` to the run's instructions, and gate tool calls with `tools[name]`."""
+
+    toolsets: list[AbstractToolset[Any]] = field(default_factory=list)
+    capabilities: list[AbstractCapability[Any]] = field(default_factory=list)
+    # visible tool name → route (every declared tool of every built capability, renamed names applied)
+    tools: dict[str, ToolRoute] = field(default_factory=dict)
+    # "Your setup": what this agent has, and what it lacks and what enabling it would give
+    instructions: str = ""
+    # capability ids that contributed something to this run
+    active: list[str] = field(default_factory=list)
+    # capability id → why a bound, enabled capability was left out of this run
+    skipped: dict[str, str] = field(default_factory=dict)
+
+    def route(self, tool_name: str) -> ToolRoute | None:
+        return self.tools.get(tool_name)
+
+    def approval_for(self, tool_name: str) -> ApprovalMode:
+        """The gate for a visible tool name; a tool no capability declares (custom tools, MCP) → "default"."""
+        route = self.tools.get(tool_name)
+        return route.approval if route is not None else "default"
+
+
+def build_for_run(spec: AgentSpec, deps: RunDeps, organization_id: str | None = None) -> BuiltCapabilities:
+    """Assemble the run's capabilities from a frozen spec. Pure: no database query happens here.
+
+    For each enabled binding: validate its config (an invalid one is skipped, with the reason, rather than
+    failing the run), check scopes and key requirement, call `build`, apply `tool_overrides` (rename and
+    redescribe by stable id) and record each visible tool's approval gate.
+    """
+    org_id = str(organization_id or deps.organization_id)
+    granted = granted_scopes()
+    built = BuiltCapabilities()
+    for binding in spec.enabled_bindings():
+        cap = find(binding.id)
+        if cap is None:
+            built.skipped[binding.id] = "this deployment has no such capability"
+            continue
+        try:
+            config = validate_config(cap, binding)
+        except ValidationError:
+            built.skipped[cap.id] = "its saved settings are no longer valid; republish the agent"
+            continue
+        missing = [s for s in cap.scopes if s not in granted]
+        if missing:
+            built.skipped[cap.id] = f"this deployment does not grant {', '.join(missing)}"
+            continue
+        if cap.key is not None and cap.key.applies(config) and not binding.secret_id:
+            built.skipped[cap.id] = f"it needs a {cap.key.kind} secret and none is bound"
+            continue
+        ctx = BuildContext(
+            binding=binding,
+            config=config,
+            deps=deps,
+            organization_id=org_id,
+            secret_value=_lazy_secret(org_id, binding.secret_id) if binding.secret_id else None,
+            granted_scopes=granted,
+        )
+        items = cap.build(ctx)
+        if not items:
+            continue
+        built.active.append(cap.id)
+        renames = {
+            t.name: effective_name(binding, t) for t in cap.tools if effective_name(binding, t) != t.name
+        }
+        descriptions = {t.name: effective_description(binding, t) for t in cap.tools}
+        for item in items:
+            if isinstance(item, AbstractToolset):
+                built.toolsets.append(_override_toolset(item, renames, descriptions))
+            else:
+                built.capabilities.append(
+                    _ToolOverrides(wrapped=item, renames=renames, descriptions=descriptions)
+                    if cap.tools
+                    else item
+                )
+        for tool in cap.tools:
+            name = effective_name(binding, tool)
+            built.tools[name] = ToolRoute(
+                name=name,
+                capability_id=cap.id,
+                tool_id=tool.id,
+                approval=effective_approval(binding, tool.id),
+                side_effecting=tool.side_effecting,
+                provider_executed=tool.provider_executed,
+            )
+    built.instructions = your_setup(built.active, built.skipped)
+    return built
+
+
+def _lazy_secret(organization_id: str, secret_id: str) -> Callable[[], str]:
+    cache: list[str] = []
+
+    def reveal() -> str:
+        if not cache:
+            from agenticos import vault
+            from agenticos.models import Secret
+
+            secret = Secret.objects.get(pk=secret_id, organization_id=organization_id)
+            cache.append(vault.reveal(secret))
+        return cache[0]
+
+    return reveal
+
+
+def _override_toolset(
+    toolset: AbstractToolset[Any], renames: dict[str, str], descriptions: dict[str, str]
+) -> AbstractToolset[Any]:
+    """Redescribe (by default name) then rename: the model sees the binding's name and text."""
+
+    def prepare(ctx: Any, tool_defs: list[ToolDefinition]) -> list[ToolDefinition]:
+        out = []
+        for tool_def in tool_defs:
+            text = descriptions.get(tool_def.name)
+            out.append(tool_def if text is None or text == tool_def.description else _with_description(tool_def, text))
+        return out
+
+    wrapped: AbstractToolset[Any] = PreparedToolset(toolset, prepare) if descriptions else toolset
+    if renames:
+        wrapped = RenamedToolset(wrapped, name_map={new: old for old, new in renames.items()})
+    return wrapped
+
+
+def _with_description(tool_def: ToolDefinition, text: str) -> ToolDefinition:
+    from dataclasses import replace
+
+    return replace(tool_def, description=text)
+
+
+@dataclass
+class _ToolOverrides(WrapperCapability[Any]):
+    """Applies a binding's tool overrides to a library capability's own toolset (Planning, AskUser)."""
+
+    renames: dict[str, str] = field(default_factory=dict)
+    descriptions: dict[str, str] = field(default_factory=dict)
+
+    def get_toolset(self):  # type: ignore[override]
+        toolset = super().get_toolset()
+        if toolset is None:
+            return None
+        if not isinstance(toolset, AbstractToolset):
+            toolset = DynamicToolset(toolset_func=toolset)
+        return _override_toolset(toolset, self.renames, self.descriptions)
+
+
+def your_setup(active: Iterable[str], skipped: dict[str, str] | None = None) -> str:
+    """The "Your setup" instruction block: what this agent has and what it lacks (and what to enable)."""
+    skipped = skipped or {}
+    active_ids = list(active)
+    lines = ["## Your setup", ""]
+    have = [find(cid) for cid in active_ids]
+    have_caps = [c for c in have if c is not None]
+    if have_caps:
+        lines.append("Capabilities you have in this agent:")
+        for cap in have_caps:
+            lines.append(f"- {cap.name} ({cap.id}): {cap.description}")
+    else:
+        lines.append("You have no capabilities beyond conversation in this agent.")
+    if skipped:
+        lines += ["", "Bound but unavailable in this run (do not claim to use them):"]
+        for cid, reason in skipped.items():
+            cap = find(cid)
+            lines.append(f"- {cap.name if cap else cid} ({cid}): {reason}.")
+    lacking = [
+        c for c in all_capabilities() if c.selectable and c.id not in active_ids and c.id not in skipped
+    ]
+    if lacking:
+        lines += [
+            "",
+            "Capabilities this agent does not have. Do not pretend to do what they do; when a request needs "
+            "one, say which and that someone who can edit this agent can enable it:",
+        ]
+        for cap in lacking:
+            lines.append(f"- {cap.name} ({cap.id}): {cap.offers or cap.description}")
+    return "\n".join(lines)
