@@ -1,0 +1,78 @@
+"""Operator console for governance: the spend ledger, parked approvals and parked questions (all read-only:
+spend is written by the runner, approvals and questions are decided where the run can resume)."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+
+from agenticos.admin import ReadOnlyAdmin, UUIDSearchMixin, admin_link
+from governance.models import Approval, Question, SpendEntry
+
+
+class _RunLinks(UUIDSearchMixin):
+    uuid_search_fields = ("id", "run__id")
+
+    @admin.display(description="organization", ordering="organization__name")
+    def organization_link(self, obj) -> str:
+        return admin_link(obj.organization)
+
+    @admin.display(description="run")
+    def run_link(self, obj) -> str:
+        return admin_link(obj.run, str(obj.run_id)[:8] if obj.run_id else None)
+
+
+@admin.register(SpendEntry)
+class SpendEntryAdmin(_RunLinks, ReadOnlyAdmin):
+    list_display = (
+        "created_at", "organization_link", "agent_link", "run_link", "surface", "kind", "model",
+        "input_tokens", "output_tokens", "cost_usd", "is_partial",
+    )
+    list_filter = ("surface", "kind", "is_partial", "created_at", "organization")
+    search_fields = ("model", "kind", "agent__name")
+    list_select_related = ("organization", "agent", "run")
+    date_hierarchy = "created_at"
+    fields = (
+        "created_at", "organization", "agent", "run", "embed_id", "surface", "kind", "model",
+        "input_tokens", "output_tokens", "cost_usd", "is_partial",
+    )
+
+    @admin.display(description="agent", ordering="agent__name")
+    def agent_link(self, obj: SpendEntry) -> str:
+        return admin_link(obj.agent)
+
+
+@admin.register(Approval)
+class ApprovalAdmin(_RunLinks, ReadOnlyAdmin):
+    list_display = (
+        "created_at", "organization_link", "run_link", "tool_name", "capability_id", "status",
+        "decided_by_link", "decided_at",
+    )
+    list_filter = ("status", "capability_id", "created_at", "organization")
+    search_fields = ("tool_name", "tool_id", "capability_id", "tool_call_id")
+    list_select_related = ("organization", "run", "decided_by")
+    date_hierarchy = "created_at"
+    fields = (
+        "id", "organization", "run", "tool_call_id", "tool_id", "tool_name", "capability_id", "args",
+        "status", "decided_by", "note", "created_at", "decided_at",
+    )
+
+    @admin.display(description="decided by")
+    def decided_by_link(self, obj: Approval) -> str:
+        return admin_link(obj.decided_by)
+
+
+@admin.register(Question)
+class QuestionAdmin(_RunLinks, ReadOnlyAdmin):
+    list_display = ("created_at", "organization_link", "run_link", "asked_user_link", "status", "answered_at")
+    list_filter = ("status", "created_at", "organization")
+    search_fields = ("asked_user__email", "tool_call_id")
+    list_select_related = ("organization", "run", "asked_user")
+    date_hierarchy = "created_at"
+    fields = (
+        "id", "organization", "run", "asked_user", "tool_call_id", "questions", "answers", "status",
+        "created_at", "answered_at",
+    )
+
+    @admin.display(description="asked")
+    def asked_user_link(self, obj: Question) -> str:
+        return admin_link(obj.asked_user)
