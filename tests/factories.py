@@ -72,3 +72,33 @@ def model_profile(
         settings=settings or {},
         **extra,
     )
+
+
+def published_agent(org: Organization, owner: User, *, name: str = "Helper", **spec):
+    """An agent on the offline demo model, published once (so it has `production` and `dev`)."""
+    from agenticos.models import Membership
+    from agenticos.tenancy import actor_for_membership
+    from agents import services as agent_services
+    from agents.models import ModelProfile
+
+    actor = actor_for_membership(
+        Membership.objects.select_related("user", "organization").get(user=owner, organization=org)
+    )
+    profile, _ = ModelProfile.objects.get_or_create(
+        organization=org, label="Demo", defaults={"provider": "demo", "model": "demo"}
+    )
+    data = {"name": name, "instructions": "You are a helpful test agent.", "model_profile_id": str(profile.pk), **spec}
+    agent = agent_services.create_agent(actor=actor, name=name, spec=data)
+    agent_services.publish_agent(actor=actor, agent=agent, note="test")
+    return agent
+
+
+def embed(agent, *, kind: str = "widget", created_by=None, **fields):
+    """An Embed row written directly (the management API has its own tests)."""
+    from embeds.models import Embed
+
+    if kind != "page":
+        fields.setdefault("allowed_origins", ["https://shop.example.com"])
+    return Embed.objects.create(
+        organization_id=agent.organization_id, agent=agent, kind=kind, created_by=created_by, **fields
+    )

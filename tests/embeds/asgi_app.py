@@ -1,0 +1,29 @@
+"""Test ASGI app: the project's own stack (auth middleware, URL router) with this app's routes added,
+until agenticos/routing.py includes them. Also what the daphne subprocess serves in the live tests."""
+
+from __future__ import annotations
+
+import os
+
+import django
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agenticos.settings")
+django.setup()
+
+from channels.auth import AuthMiddlewareStack  # noqa: E402
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from django.conf import settings  # noqa: E402
+from django.core.asgi import get_asgi_application  # noqa: E402
+
+from agenticos.routing import websocket_urlpatterns as project_routes  # noqa: E402
+from embeds.routing import websocket_urlpatterns as embed_routes  # noqa: E402
+
+if os.environ.get("EMBEDS_TEST_URLCONF"):
+    settings.ROOT_URLCONF = "tests.embeds.urls"
+
+application = ProtocolTypeRouter(
+    {
+        "http": get_asgi_application(),
+        "websocket": AuthMiddlewareStack(URLRouter([*embed_routes, *project_routes])),
+    }
+)

@@ -1,0 +1,139 @@
+"""Embeds fixtures: the test URLconf/ASGI app, published agents, sockets through the full ASGI stack,
+and (for end-to-end tests) a real Celery worker running the real runner on the offline demo model."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+from urllib.parse import urlencode
+
+import pytest
+from channels.testing import WebsocketCommunicator
+
+from tests import factories
+
+FRONTEND = "https://app.example.com"
+SHOP = "https://shop.example.com"
+
+runner_available = importlib.util.find_spec("agents.runner.execute") is not None
+
+
+@pytest.fixture(autouse=True)
+def _embeds_settings(settings):
+    settings.ROOT_URLCONF = "tests.embeds.urls"
+    settings.FRONTEND_URL = FRONTEND
+    settings.RATE_LIMIT_EMBED_PER_MINUTE = 1000
+    settings.RATE_LIMIT_HOSTED_PAGE_PER_MINUTE = 1000
+    settings.EMBED_SLOW_READER_SECONDS = 30
+    settings.MEDIA_ROOT = str(settings.DATA_DIR / "media-test-embeds")
+
+
+@pytest.fixture
+def agent(org, owner):
+    return factories.published_agent(org, owner, name="Shop Helper")
+
+
+@pytest.fixture
+def widget(agent, builder):
+    return factories.embed(agent, kind="widget", created_by=builder, title="Ask us")
+
+
+@pytest.fixture
+def page(agent, builder):
+    return factories.embed(agent, kind="page", created_by=builder)
+
+
+@pytest.fixture
+def dispatched(monkeypatch):
+    """Runs are created for real but not executed: the test publishes the runner's frames itself.
+    (Executing them would race the frames the test sends.) Returns the ids that would have run."""
+    ids: list[str] = []
+    monkeypatch.setattr("agents.runs.enqueue_run", lambda run_id: ids.append(str(run_id)))
+    return ids
+
+
+def application():
+    from tests.embeds.asgi_app import application as app
+
+    return app
+
+
+def ws_path(key: str, **query: str) -> str:
+    path = f"/api/v1/embed/{key}/ws"
+    return f"{path}?{urlencode(query)}" if query else path
+
+
+def communicator(key: str, *, origin: str | None = SHOP, address: str = "203.0.113.7", cls=WebsocketCommunicator, **query):
+    headers = [(b"origin", origin.encode())] if origin is not None else []
+    comm = cls(application(), ws_path(key, **query), headers=headers)
+    comm.scope["client"] = (address, 50000)
+    return comm
+
+
+async def connect_and_close_code(comm) -> int | None:
+    """Connect; return the close code when the server closes, or None when it stays open (then disconnect)."""
+    connected, _ = await comm.connect(timeout=3)
+    assert connected  # refusals are delivered after accept, so a client can read the code
+    message = await comm.receive_output(timeout=3)
+    if message["type"] == "websocket.close":
+        return message.get("code")
+    await comm.disconnect()
+    return None
+
+
+async def next_frame(comm, timeout: float = 3) -> dict:
+    message = await comm.receive_output(timeout=timeout)
+    assert message["type"] == "websocket.send", message
+    return json.loads(message["text"])
+
+
+async def frames_until_end(comm, timeout: float = 10) -> list[dict]:
+    out: list[dict] = []
+    while True:
+        frame = await next_frame(comm, timeout)
+        out.append(frame)
+        if frame["type"] in ("complete", "error"):
+            return out
+
+
+async def wait_for(predicate, timeout: float = 5):
+    from channels.db import database_sync_to_async
+
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        value = await database_sync_to_async(predicate)()
+        if value:
+            return value
+        if loop.time() > deadline:
+            raise AssertionError("condition not reached in time")
+        await asyncio.sleep(0.05)
+
+
+@pytest.fixture(scope="session")
+def celery_worker_session(django_db_setup, django_db_blocker):
+    """One real worker consuming `runs` for the embeds end-to-end tests (threads pool, real Redis)."""
+    if not runner_available:
+        pytest.skip("the runner has not landed")
+    from celery.contrib.testing.worker import start_worker
+
+    from agenticos.celery import app as celery_app
+
+    celery_app.conf.task_always_eager = False
+    with django_db_blocker.unblock():
+        with start_worker(
+            celery_app,
+            pool="threads",
+            concurrency=4,
+            perform_ping_check=False,
+            queues=["runs", "default"],
+            loglevel="WARNING",
+            shutdown_timeout=30,
+        ) as worker:
+            yield worker
+
+
+@pytest.fixture
+def celery_worker(celery_worker_session, transactional_db):
+    return celery_worker_session
