@@ -1,0 +1,270 @@
+"""`WS /api/v1/embed/<key>/ws`: admit a visitor, turn `message` frames into runs, relay filtered frames.
+
+Admission refuses with one close code and one message whatever the cause (4003), tells "too fast" apart
+(4029), and stops writing to a client that does not read (1011). Agent, model and environment come only
+from the embed row; a frame cannot choose them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import secrets
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qs
+
+from channels.db import database_sync_to_async
+from channels.exceptions import StopConsumer
+from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from agenticos.errors import DomainError
+from agents import runs
+from embeds import ratelimit, services
+from embeds.frames import Toggles, TurnFilter
+from embeds.models import Embed, EmbedFile
+
+logger = logging.getLogger(__name__)
+
+REFUSED_CODE = 4003
+RATE_LIMITED_CODE = 4029
+SLOW_READER_CODE = 1011
+REFUSED_MESSAGE = "Refused. Do not retry: the answer will not change."
+RATE_LIMITED_MESSAGE = "Too many connections from this address in the last minute. Wait and retry."
+SLOW_READER_MESSAGE = "This client was not reading. Reconnect."
+STALE_TURN_SECONDS = 15 * 60
+
+
+def slow_reader_seconds() -> float:
+    return float(getattr(settings, "EMBED_SLOW_READER_SECONDS", 30))
+
+
+@dataclass
+class Turn:
+    run_id: uuid.UUID
+    group: str
+    filter: TurnFilter
+    started: float
+
+
+class TurnRefused(Exception):
+    """A message that gets an `error` frame instead of a run (the socket stays open)."""
+
+    def __init__(self, message: str, code: str = "refused"):
+        super().__init__(message)
+        self.message = message
+        self.code = code
+
+
+class EmbedConsumer(AsyncWebsocketConsumer):
+    embed: Embed
+    visitor: str
+    visitor_sub: str | None
+    address: str
+    turn: Turn | None = None
+    gone: bool = False
+
+    # ------------------------------------------------------------------ connect
+
+    async def connect(self) -> None:
+        key = self.scope["url_route"]["kwargs"]["key"]
+        query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
+        headers = {k.lower(): v.decode("latin-1") for k, v in self.scope.get("headers", [])}
+        client = self.scope.get("client") or ("unknown", 0)
+        self.address = ratelimit.client_address(client[0], headers.get(b"x-forwarded-for"))
+        outcome = await database_sync_to_async(self._admit)(
+            key,
+            headers.get(b"origin"),
+            (query.get("token") or [None])[0],
+            (query.get("visitor") or [None])[0],
+        )
+        # A refusal before accept would be an HTTP 403 with no code a client can read: accept, then close.
+        await self.accept()
+        if outcome == "rate_limited":
+            await self.close(code=RATE_LIMITED_CODE, reason=RATE_LIMITED_MESSAGE)
+            return
+        if outcome == "refused":
+            await self.close(code=REFUSED_CODE, reason=REFUSED_MESSAGE)
+            return
+        history = outcome
+        await self.send_frame({"type": "ready", "data": {"visitor": self.visitor_sub is not None}})
+        if self.embed.kind == Embed.Kind.PAGE:
+            await self.send_frame({"type": "history", "data": {"messages": history}})
+
+    def _admit(self, key: str, origin: str | None, token: str | None, visitor: str | None) -> Any:
+        limit = int(getattr(settings, "RATE_LIMIT_EMBED_PER_MINUTE", 30))
+        allowed, _ = ratelimit.hit("embed-ws", self.address, limit)
+        if not allowed:
+            return "rate_limited"
+        try:
+            admission = services.admit(key, origin, token)
+        except services.Refused as exc:
+            logger.info("embed socket refused (%s) from %s", exc, self.address)
+            return "refused"
+        self.embed = admission.embed
+        self.visitor_sub = admission.visitor_sub
+        self.visitor = services.clean_visitor_key(visitor) or secrets.token_hex(16)
+        if self.embed.kind == Embed.Kind.PAGE:
+            return services.history_messages(services.find_conversation(self.embed, self.visitor))
+        return []
+
+    # ------------------------------------------------------------------ inbound
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        if self.gone:
+            return
+        try:
+            payload = json.loads(text_data or "")
+        except (ValueError, TypeError):
+            await self.send_error("That frame is not JSON.", "bad_frame")
+            return
+        # Unknown types and fields are ignored: a cached client may be older than this server.
+        if not isinstance(payload, dict) or payload.get("type") != "message":
+            return
+        if self.turn is not None and time.monotonic() - self.turn.started < STALE_TURN_SECONDS:
+            await self.send_error("Wait for the answer to finish before sending another message.", "busy")
+            return
+        await self._drop_turn()
+        run_id = uuid.uuid4()
+        try:
+            prepared = await database_sync_to_async(self._prepare)(payload)
+        except services.Refused:
+            await self._refuse_and_close()
+            return
+        except TurnRefused as exc:
+            await self.send_error(exc.message, exc.code)
+            return
+        group = runs.group_name(run_id)
+        # Join before the run exists, so not a single frame can be published before we listen.
+        await self.channel_layer.group_add(group, self.channel_name)
+        self.turn = Turn(run_id=run_id, group=group, filter=TurnFilter(Toggles.of(self.embed)), started=time.monotonic())
+        try:
+            await database_sync_to_async(self._start)(prepared, run_id)
+        except TurnRefused as exc:
+            await self._drop_turn()
+            await self.send_error(exc.message, exc.code)
+        except DomainError as exc:
+            await self._drop_turn()
+            await self.send_error(exc.message, exc.code)
+
+    def _prepare(self, payload: dict) -> dict:
+        embed = Embed.objects.select_related("agent", "organization", "created_by").filter(pk=self.embed.pk).first()
+        if embed is None or embed.is_paused:
+            raise services.Refused("paused or deleted while connected")
+        self.embed = embed
+        identity = f"{embed.pk}:{self.visitor_sub or self.address}"
+        allowed, retry = ratelimit.hit("embed-msg", identity, embed.rate_limit_per_minute)
+        if not allowed:
+            raise TurnRefused(f"You are sending messages too fast. Try again in {retry} seconds.", "rate_limited")
+        text = payload.get("text")
+        text = text.strip() if isinstance(text, str) else ""
+        if not text:
+            raise TurnRefused("The message is empty.", "empty")
+        version = services.resolve_version(embed)
+        if version is None:
+            raise TurnRefused("This assistant is not available right now.", "unavailable")
+        file_ids = payload.get("file_ids") or []
+        if file_ids and not (embed.kind == Embed.Kind.PAGE and embed.allow_uploads):
+            raise TurnRefused("Files are not accepted here.", "files_not_accepted")
+        if not isinstance(file_ids, list) or len(file_ids) > services.MAX_FILES_PER_MESSAGE:
+            raise TurnRefused(f"At most {services.MAX_FILES_PER_MESSAGE} files per message.", "too_many_files")
+        variables = services.visitor_variables(embed, payload.get("context"))
+        return {"text": text, "version": version, "file_ids": [str(f) for f in file_ids], "variables": variables}
+
+    def _start(self, prepared: dict, run_id: uuid.UUID) -> None:
+        embed = self.embed
+        user, role = services.publisher_authority(embed)
+        with transaction.atomic():
+            files = self._claim_files(embed, prepared["file_ids"])
+            conversation = services.get_or_create_conversation(embed, self.visitor)
+            run = runs.start_run(
+                agent=embed.agent,
+                version=prepared["version"],
+                surface="embed",
+                prompt=prepared["text"],
+                user=user,
+                acting_role=role,
+                conversation=conversation,
+                embed_id=embed.pk,
+                author_label=f"visitor {self.visitor_sub}" if self.visitor_sub else "",
+                options={
+                    "history_limit": services.HISTORY_LIMIT,
+                    "extra_instructions": services.extra_instructions(embed, prepared["variables"]),
+                    "can_ask_user": False,
+                    "recorded_prompt": prepared["text"],
+                    "embed_kind": embed.kind,
+                },
+                run_id=run_id,
+                attachments=[
+                    {"file_id": str(f.pk), "name": f.name, "mime": f.mime, "size": f.size, "path": f.path}
+                    for f in files
+                ],
+            )
+            if files:
+                message = run.messages.order_by("id").first()
+                EmbedFile.objects.filter(pk__in=[f.pk for f in files]).update(
+                    message=message, attached_at=timezone.now()
+                )
+
+    def _claim_files(self, embed: Embed, file_ids: list[str]) -> list[EmbedFile]:
+        if not file_ids:
+            return []
+        if embed.created_by_id is None:
+            raise TurnRefused("Files are not available on this page.", "files_not_accepted")
+        try:
+            ids = [uuid.UUID(f) for f in file_ids]
+        except ValueError:
+            raise TurnRefused("One of those files is not available.", "file_not_found") from None
+        files = list(
+            EmbedFile.objects.select_for_update().filter(
+                pk__in=ids, embed=embed, user_id=embed.created_by_id, attached_at__isnull=True
+            )
+        )
+        if len(files) != len(set(ids)):
+            raise TurnRefused("One of those files is not available.", "file_not_found")
+        return files
+
+    # ------------------------------------------------------------------ outbound
+
+    async def run_frame(self, event: dict) -> None:
+        turn = self.turn
+        if turn is None or self.gone:
+            return
+        for frame in turn.filter.apply(event.get("frame") or {}):
+            await self.send_frame(frame)
+        if turn.filter.finished:
+            await self._drop_turn()
+
+    async def send_frame(self, frame: dict) -> None:
+        try:
+            await asyncio.wait_for(self.send(text_data=json.dumps(frame, default=str)), slow_reader_seconds())
+        except TimeoutError:
+            # Stop writing rather than hold the turn's stream open once per frame for a client that
+            # is not reading; the run goes on and writes its transcript, a page resumes its thread.
+            self.gone = True
+            await self._drop_turn()
+            await self.close(code=SLOW_READER_CODE, reason=SLOW_READER_MESSAGE)
+            raise StopConsumer() from None
+
+    async def send_error(self, message: str, code: str) -> None:
+        await self.send_frame({"type": "error", "data": {"message": message, "code": code}})
+
+    async def _refuse_and_close(self) -> None:
+        self.gone = True
+        await self._drop_turn()
+        await self.close(code=REFUSED_CODE, reason=REFUSED_MESSAGE)
+
+    async def _drop_turn(self) -> None:
+        turn, self.turn = self.turn, None
+        if turn is not None:
+            await self.channel_layer.group_discard(turn.group, self.channel_name)
+
+    async def disconnect(self, code: int) -> None:
+        self.gone = True
+        await self._drop_turn()

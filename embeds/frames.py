@@ -1,0 +1,117 @@
+"""What leaves the server on a public socket: the runner's frames, filtered by the page's toggles.
+
+A filter on what the server sends, not on what the page draws: reasoning hidden with CSS is reasoning
+sitting in a stranger's devtools. A frame type not listed here never leaves (allow-list).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+PARKED_MESSAGE = (
+    "This needs a decision from a person before it can go on, so the answer will not arrive here. "
+    "Please try again later."
+)
+
+STEP_PART_TYPES = {"tool-call", "builtin-tool-call", "builtin-tool-return", "tool_call", "builtin_tool_call"}
+THINKING_PART_TYPES = {"thinking"}
+
+
+@dataclass(frozen=True)
+class Toggles:
+    show_tool_steps: bool = True
+    show_tool_results: bool = False
+    show_thinking: bool = False
+
+    @classmethod
+    def of(cls, embed: Any) -> Toggles:
+        steps = bool(embed.show_tool_steps)
+        # Results without steps are impossible whatever the row says: there is no step to open.
+        return cls(
+            show_tool_steps=steps,
+            show_tool_results=steps and bool(embed.show_tool_results),
+            show_thinking=bool(embed.show_thinking),
+        )
+
+
+@dataclass
+class TurnFilter:
+    toggles: Toggles
+    hidden_parts: set[int] = field(default_factory=set)
+    parked: bool = False
+    finished: bool = False
+
+    def apply(self, frame: dict) -> list[dict]:
+        """The frames (zero or more) a visitor receives for one runner frame."""
+        kind = frame.get("type")
+        data = frame.get("data") or {}
+        t = self.toggles
+        if self.finished:
+            return []
+        if kind == "model_request_start":
+            return [_frame(kind, {})]
+        if kind == "part_start":
+            index = data.get("index")
+            part_type = str(data.get("part_type", ""))
+            visible = part_type == "text" or (
+                (part_type in THINKING_PART_TYPES and t.show_thinking)
+                or (part_type in STEP_PART_TYPES and t.show_tool_steps)
+            )
+            if not visible:
+                # Not even the announcement: it alone says the agent reasoned.
+                if isinstance(index, int):
+                    self.hidden_parts.add(index)
+                return []
+            return [_frame(kind, {"index": index, "part_type": part_type})]
+        if kind == "text_delta":
+            if data.get("index") in self.hidden_parts:
+                return []
+            return [_frame(kind, {"index": data.get("index"), "content": str(data.get("content", ""))})]
+        if kind == "thinking_delta":
+            if not t.show_thinking or data.get("index") in self.hidden_parts:
+                return []
+            return [_frame(kind, {"index": data.get("index"), "content": str(data.get("content", ""))})]
+        if kind == "call_tools_start":
+            return [_frame(kind, {})] if t.show_tool_steps else []
+        if kind == "tool_call":
+            if not t.show_tool_steps:
+                return []
+            out = {"tool_call_id": data.get("tool_call_id"), "tool_name": data.get("tool_name")}
+            if t.show_tool_results:
+                out["args"] = data.get("args")
+            return [_frame(kind, out)]
+        if kind == "tool_call_delta":
+            if not t.show_tool_results or data.get("index") in self.hidden_parts:
+                return []
+            return [_frame(kind, {"index": data.get("index"), "args_delta": data.get("args_delta")})]
+        if kind == "tool_result":
+            if not t.show_tool_results:
+                return []
+            return [_frame(kind, {"tool_call_id": data.get("tool_call_id"), "content": data.get("content")})]
+        if kind == "final_result_start":
+            return [_frame(kind, {"tool_name": data.get("tool_name")})] if t.show_tool_steps else [_frame(kind, {})]
+        if kind == "final_result":
+            return [_frame(kind, {"output": "" if self.parked else data.get("output", "")})]
+        if kind == "tool_approval_required":
+            # A visitor cannot approve a side effect on someone else's organization: the run parks.
+            self.parked = True
+            return []
+        if kind == "complete":
+            self.finished = True
+            if self.parked or (data.get("status") == "awaiting_approval"):
+                return [_frame("error", {"message": PARKED_MESSAGE, "code": "needs_approval"})]
+            return [_frame("complete", {})]  # never usage: what a run cost is the operator's business
+        if kind == "error":
+            self.finished = True
+            out = {"message": str(data.get("message") or "Something went wrong.")}
+            if data.get("code"):
+                out["code"] = str(data["code"])
+            return [_frame("error", out)]
+        # user_prompt_processed (the assembled prompt is operator text), ask_user, message_saved,
+        # subagent_* and anything new: never on a public socket.
+        return []
+
+
+def _frame(kind: str, data: dict) -> dict:
+    return {"type": kind, "data": data}

@@ -1,0 +1,241 @@
+"""Public endpoints: no session, no cookie. The script, the hosted page, its config and logo, uploads.
+
+Every one of them is reachable by a stranger, so every one is rate-limited in Redis and answers
+an unknown key, a paused embed and a key of the wrong kind the same way.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_GET, require_POST
+
+from agenticos.errors import json_error
+from embeds import files, ratelimit, services
+from embeds.api import max_embed_upload_bytes
+from embeds.models import Embed, EmbedFile
+
+STATIC_DIR = Path(__file__).resolve().parent / "static" / "embeds"
+# What a multipart envelope may add around the file itself before we call the body oversized.
+MULTIPART_OVERHEAD = 64 * 1024
+
+
+def _address(request: HttpRequest) -> str:
+    return ratelimit.client_address(request.META.get("REMOTE_ADDR"), request.META.get("HTTP_X_FORWARDED_FOR"))
+
+
+def _rate_limited(retry_after: int) -> JsonResponse:
+    response = json_error(429, "rate_limited", "Too many requests. Wait and retry.", {"retry_after": retry_after})
+    response["Retry-After"] = str(retry_after)
+    return response
+
+
+def _not_available() -> JsonResponse:
+    return json_error(404, "not_available", "Not available.")
+
+
+@lru_cache(maxsize=8)
+def _static_text(name: str) -> str:
+    return (STATIC_DIR / name).read_text(encoding="utf-8")
+
+
+def static_text(name: str) -> str:
+    # Re-read on every request in DEBUG so an edited script shows up without a restart.
+    if settings.DEBUG:
+        return (STATIC_DIR / name).read_text(encoding="utf-8")
+    return _static_text(name)
+
+
+def widget_source(config: dict) -> str:
+    return (
+        "(function(){\n"
+        + static_text("markdown.js")
+        + "\nvar AOS_CONFIG = "
+        + json.dumps(config).replace("</", "<\\/")
+        + ";\n"
+        + static_text("widget.js")
+        + "\n})();\n"
+    )
+
+
+@require_GET
+def widget_js(request: HttpRequest, key: str) -> HttpResponse:
+    limit = int(getattr(settings, "RATE_LIMIT_EMBED_PER_MINUTE", 30))
+    # Its own counter: a page load spends both the script and the admission that follows it.
+    allowed, retry = ratelimit.hit("embed-script", _address(request), limit)
+    if not allowed:
+        response = HttpResponse("/* rate limited */", status=429, content_type="application/javascript")
+        response["Retry-After"] = str(retry)
+        return response
+    embed = services.find_embed(key)
+    if embed is None or embed.kind != Embed.Kind.WIDGET:
+        return HttpResponse("/* not available */", status=404, content_type="application/javascript")
+    config = {
+        "key": embed.public_key,
+        "title": embed.title or embed.agent.name,
+        "subtitle": embed.subtitle,
+        "greeting": embed.greeting,
+        "emptyText": embed.empty_text or "Ask a question…",
+        "launcherText": embed.launcher_text or "Chat",
+        "accent": embed.accent_color,
+        "corner": embed.corner,
+    }
+    response = HttpResponse(widget_source(config), content_type="application/javascript; charset=utf-8")
+    response["Cache-Control"] = "public, max-age=300"
+    response["X-Content-Type-Options"] = "nosniff"
+    response["Cross-Origin-Resource-Policy"] = "cross-origin"
+    return response
+
+
+def _page_embed(key: str) -> Embed | None:
+    embed = services.find_embed(key)
+    if embed is None or embed.kind != Embed.Kind.PAGE:
+        return None
+    return embed
+
+
+def _page_limit(embed_key: str) -> tuple[bool, int]:
+    # Per page, not per address: the config is fetched by a frontend server, whose address would put
+    # every visitor of the deployment into one bucket.
+    limit = int(getattr(settings, "RATE_LIMIT_HOSTED_PAGE_PER_MINUTE", 120))
+    return ratelimit.hit("embed-page", embed_key, limit)
+
+
+def has_logo(embed: Embed) -> bool:
+    if embed.logo_source != Embed.Logo.UPLOADED or not embed.logo_path:
+        return False
+    data = files.read_stored(embed.logo_path)
+    return data is not None and files.sniff_image(data[:64]) is not None
+
+
+def page_config(embed: Embed) -> dict[str, Any]:
+    return {
+        "key": embed.public_key,
+        "agentName": embed.agent.name,
+        "title": embed.title or embed.agent.name,
+        "welcome": embed.welcome,
+        "accent": embed.accent_color,
+        "logoUrl": f"/api/v1/embed/{embed.public_key}/logo" if has_logo(embed) else None,
+        "showToolSteps": embed.show_tool_steps,
+        "showToolResults": embed.show_tool_steps and embed.show_tool_results,
+        "showThinking": embed.show_thinking,
+        "allowNewThread": embed.allow_new_thread,
+        "allowMicrophone": embed.allow_microphone,
+        "allowUploads": embed.allow_uploads and embed.created_by_id is not None,
+        "urlVariables": [v["name"] for v in embed.variables if v.get("url_safe")],
+        "paused": embed.is_paused,
+    }
+
+
+@require_GET
+def page_config_json(request: HttpRequest, key: str) -> HttpResponse:
+    embed = _page_embed(key)
+    if embed is None:
+        return _not_available()
+    allowed, retry = _page_limit(embed.public_key)
+    if not allowed:
+        return _rate_limited(retry)
+    return JsonResponse(page_config(embed))
+
+
+@require_GET
+def hosted_page(request: HttpRequest, key: str) -> HttpResponse:
+    embed = _page_embed(key)
+    if embed is None:
+        response = render(request, "embeds/unavailable.html", status=404)
+    else:
+        allowed, retry = _page_limit(embed.public_key)
+        if not allowed:
+            response = render(request, "embeds/unavailable.html", {"rate_limited": True}, status=429)
+            response["Retry-After"] = str(retry)
+        else:
+            config = page_config(embed)
+            response = render(
+                request,
+                "embeds/page.html",
+                {
+                    "config": config,
+                    "script": static_text("markdown.js") + "\n" + static_text("page.js"),
+                },
+            )
+    # A secret link is not a page to index; a crawler following one has published it.
+    response["X-Robots-Tag"] = "noindex, nofollow"
+    response["Referrer-Policy"] = "no-referrer"
+    return response
+
+
+@require_GET
+def logo(request: HttpRequest, key: str) -> HttpResponse:
+    embed = _page_embed(key)
+    if embed is None or embed.logo_source != Embed.Logo.UPLOADED:
+        return HttpResponse(status=404)
+    data = files.read_stored(embed.logo_path)
+    sniffed = files.sniff_image(data[:64]) if data else None
+    if data is None or sniffed is None or len(data) > files.LOGO_MAX_BYTES:
+        # An .html or .svg stored by any route is served as nothing at all, never as a script.
+        return HttpResponse(status=404)
+    response = HttpResponse(data, content_type=sniffed[0])
+    response["X-Content-Type-Options"] = "nosniff"
+    response["Content-Security-Policy"] = "default-src 'none'; sandbox"
+    response["Cache-Control"] = "public, max-age=300"
+    return response
+
+
+@csrf_exempt
+@require_POST
+def upload(request: HttpRequest, key: str) -> HttpResponse:
+    limit_bytes = max_embed_upload_bytes()
+    # Refuse an oversized body before reading a byte of it.
+    try:
+        declared = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        declared = 0
+    if declared > limit_bytes + MULTIPART_OVERHEAD:
+        return json_error(413, "too_large", "The file is too large.", {"limit_bytes": limit_bytes})
+    embed = _page_embed(key)
+    if embed is None or embed.is_paused or not embed.allow_uploads or embed.created_by_id is None:
+        # Includes a page whose publisher has no account any more: nobody to store the file under.
+        return _not_available()
+    origin = services.normalize_origin(request.META.get("HTTP_ORIGIN", ""))
+    if origin != services.deployment_origin():
+        return _not_available()
+    visitor = services.clean_visitor_key(request.headers.get("X-Visitor") or request.GET.get("visitor"))
+    if visitor is None:
+        return json_error(400, "bad_request", "A visitor key is required.")
+    per_minute = int(getattr(settings, "RATE_LIMIT_EMBED_UPLOAD_PER_MINUTE", 10))
+    # Both must allow it: the visitor key is minted by the browser, and an address can be shared.
+    ok_address, retry_a = ratelimit.hit("embed-upload-addr", f"{embed.pk}:{_address(request)}", per_minute)
+    ok_visitor, retry_v = ratelimit.hit("embed-upload-visitor", f"{embed.pk}:{visitor}", per_minute)
+    if not (ok_address and ok_visitor):
+        return _rate_limited(max(retry_a, retry_v))
+    upload_file = request.FILES.get("file")
+    if upload_file is None:
+        return json_error(400, "bad_request", "Send the file as the multipart field 'file'.")
+    if upload_file.size > limit_bytes:
+        return json_error(413, "too_large", "The file is too large.", {"limit_bytes": limit_bytes})
+    data = upload_file.read(limit_bytes + 1)
+    if len(data) > limit_bytes:
+        return json_error(413, "too_large", "The file is too large.", {"limit_bytes": limit_bytes})
+    sniffed = files.sniff_upload(data[:4096], upload_file.content_type or "")
+    if sniffed is None:
+        return json_error(415, "unsupported_type", "This kind of file is not accepted.")
+    mime, ext = sniffed
+    path = files.store(files.upload_path_for(embed.pk, ext), data)
+    name = Path(upload_file.name or f"file.{ext}").name[:255]
+    row = EmbedFile.objects.create(
+        organization_id=embed.organization_id,
+        embed=embed,
+        user_id=embed.created_by_id,
+        name=name,
+        mime=mime,
+        size=len(data),
+        path=path,
+    )
+    return JsonResponse({"id": str(row.pk), "name": row.name, "mime": row.mime, "size": row.size}, status=201)
