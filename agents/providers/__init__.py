@@ -34,7 +34,7 @@ import logging
 from typing import Any
 
 from django.conf import settings as django_settings
-from pydantic_ai.exceptions import FallbackExceptionGroup
+from pydantic_ai.exceptions import FallbackExceptionGroup, UserError
 from pydantic_ai.models import Model
 from pydantic_ai.models.fallback import FallbackModel
 from pydantic_ai.settings import ModelSettings
@@ -116,6 +116,17 @@ def build_model(profile: ModelProfile) -> Model:
 
 
 def _build_one(profile: ModelProfile) -> Model:
+    try:
+        return _construct(profile)
+    except UserError as exc:
+        # pydantic-ai's own configuration checks (e.g. OpenRouter names need an "upstream/" prefix). Their
+        # messages describe names and settings, never key values.
+        raise ModelConfigurationError(
+            f"The model profile “{profile.label}” is not valid: {exc.message}", details={"field": "model"}
+        ) from exc
+
+
+def _construct(profile: ModelProfile) -> Model:
     provider = profile.provider
     model_name = profile.model
     settings = model_settings_for(profile)
