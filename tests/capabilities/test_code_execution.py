@@ -1,0 +1,128 @@
+"""code_execution: run_python in a locked-down subprocess."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from capabilities.code_execution import sandbox
+from capabilities.code_execution.capability import CodeExecutionConfig
+from tests.capabilities.helpers import run, spec
+
+CODE = spec({"id": "code_execution", "config": {"timeout_secs": 3, "max_memory_mb": 128}})
+
+
+async def _run_python(code: str, the_spec=CODE):
+    return await run(the_spec, [("run_python", {"code": code})])
+
+
+async def test_it_prints_and_shows_a_trailing_expression_like_a_repl():
+    outcome = await _run_python("import math\nprint(math.comb(10, 3))\n2**70")
+    assert outcome.returns == ["120\n1180591620717411303424\n"]
+
+
+async def test_a_name_error_in_the_models_code_is_a_retry_with_the_traceback():
+    outcome = await _run_python("x = undefined_name + 1")
+    assert "raised NameError" in outcome.retries[0]
+    assert "name 'undefined_name' is not defined" in outcome.retries[0]
+    assert 'File "main.py", line 1' in outcome.retries[0]
+
+
+async def test_the_network_is_refused_and_not_retried():
+    outcome = await _run_python("import socket\nsocket.create_connection(('127.0.0.1', 5432), timeout=2)")
+    assert outcome.retries == []
+    assert outcome.returns[0].startswith("Refused:") and "no network" in outcome.returns[0]
+
+
+async def test_writing_outside_the_scratch_directory_is_refused(tmp_path: Path):
+    target = tmp_path / "escape.txt"
+    outcome = await _run_python(f"open({str(target)!r}, 'w').write('x')")
+    assert outcome.returns[0].startswith("Refused:")
+    assert not target.exists()
+
+
+async def test_reading_the_hosts_files_is_refused():
+    outcome = await _run_python("print(open('/etc/hostname').read())")
+    assert outcome.returns[0].startswith("Refused:")
+
+
+async def test_starting_a_process_is_refused():
+    outcome = await _run_python("import subprocess\nsubprocess.run(['id'])")
+    assert outcome.returns[0].startswith("Refused:")
+
+
+async def test_the_scratch_directory_is_writable_and_the_environment_holds_no_secrets():
+    outcome = await _run_python(
+        "open('notes.txt', 'w').write('kept')\nimport os\nprint(open('notes.txt').read(), sorted(os.environ))"
+    )
+    assert outcome.returns[0] == "kept ['HOME', 'LANG', 'PATH', 'TMPDIR']\n"
+
+
+async def test_an_endless_loop_is_stopped_at_the_time_limit_and_retried():
+    outcome = await _run_python("while True:\n    pass")
+    assert "ran past the time limit of 3 seconds" in outcome.retries[0]
+
+
+async def test_a_sleeping_program_is_stopped_by_the_wall_clock():
+    outcome = await _run_python("import time\ntime.sleep(60)")
+    assert "time limit" in outcome.retries[0]
+
+
+async def test_a_program_past_the_memory_cap_is_retried_naming_the_cap():
+    outcome = await _run_python("block = bytearray(512 * 1024 * 1024)")
+    assert "memory limit of 128 MB" in outcome.retries[0]
+
+
+async def test_output_is_cut_at_8000_characters_with_a_visible_marker():
+    outcome = await _run_python("print('x' * 20000)")
+    text = outcome.returns[0]
+    assert text.startswith("x" * 8000)
+    assert "…[output truncated: 12001 more characters not shown]" in text
+    assert len(text) < 8100
+
+
+async def test_a_flood_of_output_is_not_read_into_memory_whole():
+    outcome = await _run_python("import sys\nfor _ in range(2000):\n    sys.stdout.write('y' * 1000)")
+    assert "more characters not shown" in outcome.returns[0]
+
+
+async def test_a_non_zero_exit_is_bad_news_returned_as_the_result():
+    outcome = await _run_python("print('partial')\nraise SystemExit(4)")
+    assert outcome.retries == []
+    assert outcome.returns[0].startswith("The program exited with code 4.")
+    assert "partial" in outcome.returns[0]
+
+
+async def test_a_second_failing_attempt_returns_the_traceback_instead_of_ending_the_run():
+    outcome = await run(CODE, [("run_python", {"code": "1/0"}), ("run_python", {"code": "1/0"})])
+    assert len(outcome.retries) == 1
+    assert "ZeroDivisionError" in outcome.returns[0]
+    assert outcome.output == "done"
+
+
+def test_the_audit_hook_alone_still_refuses_the_network_where_no_namespace_is_available(monkeypatch):
+    monkeypatch.setattr(sandbox, "isolation_prefix", lambda: ())
+    outcome = sandbox.run_program(
+        "import socket\nsocket.create_connection(('127.0.0.1', 5432), timeout=2)", timeout_secs=5, max_memory_mb=128
+    )
+    assert outcome.status == "refused"
+    escape = "/tmp/run_python_escape_probe"
+    outcome = sandbox.run_program(f"open({escape!r}, 'w')", timeout_secs=5, max_memory_mb=128)
+    assert outcome.status == "refused" and not os.path.exists(escape)
+
+
+@pytest.mark.skipif(not sandbox.network_isolated(), reason="this host cannot create a network namespace")
+def test_with_a_namespace_the_child_has_no_network_interface_to_use():
+    # Even with the tripwire out of the way (a raw fd-level check), the namespace has no route.
+    code = "import os\nprint(sorted(os.listdir('/sys/class/net')) if os.path.exists('/sys/class/net') else [])"
+    outcome = sandbox.run_program(code, timeout_secs=5, max_memory_mb=128)
+    assert outcome.status in {"ok", "refused"}
+
+
+def test_the_limits_are_bounded_as_the_catalog_says():
+    assert CodeExecutionConfig().timeout_secs == 10 and CodeExecutionConfig().max_memory_mb == 256
+    for bad in ({"timeout_secs": 0}, {"timeout_secs": 121}, {"max_memory_mb": 15}, {"max_memory_mb": 4097}):
+        with pytest.raises(ValueError):
+            CodeExecutionConfig(**bad)
