@@ -9,7 +9,7 @@ import secrets
 from datetime import timedelta
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit, urlunsplit
 
 import environ
 from django.core.exceptions import ImproperlyConfigured
@@ -150,9 +150,11 @@ REDIS_URL = env.str("REDIS_URL", default=_services.get("REDIS_URL", ""))
 if TESTING and env.str("PYTEST_XDIST_WORKER", default=""):
     # Parallel test workers each get their own Redis database so counters never collide.
     _worker_db = int(env.str("PYTEST_XDIST_WORKER").lstrip("gw") or 0) + 1
-    REDIS_URL = REDIS_URL.split("?")[0] + f"?db={_worker_db}" if REDIS_URL.startswith("unix://") else (
-        REDIS_URL.rsplit("/", 1)[0] + f"/{_worker_db}"
-    )
+    if REDIS_URL.startswith("unix://"):
+        REDIS_URL = REDIS_URL.split("?")[0] + f"?db={_worker_db}"
+    else:
+        _parts = urlsplit(REDIS_URL)
+        REDIS_URL = urlunsplit((_parts.scheme, _parts.netloc, f"/{_worker_db}", _parts.query, ""))
 if not DATABASE_URL:
     raise ImproperlyConfigured(
         "DATABASE_URL is not set and the embedded PostgreSQL is not running: "
@@ -182,7 +184,9 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 def _celery_redis_url(url: str) -> str:
     # kombu spells a unix socket "redis+socket://"; redis-py and channels-redis spell it "unix://".
     if url.startswith("unix://"):
-        return "redis+socket://" + quote(url[len("unix://") :], safe="/")
+        path, _, query = url[len("unix://") :].partition("?")
+        db = dict(part.split("=", 1) for part in query.split("&") if "=" in part).get("db")
+        return "redis+socket://" + quote(path, safe="/") + (f"?virtual_host={db}" if db else "")
     return url
 
 

@@ -52,6 +52,13 @@ def build_model(profile: ModelProfile):
     return provider_build_model(profile)
 
 
+def is_free(model) -> bool:
+    """The offline demo model costs nothing; anything else is priced (or marked partial)."""
+    from agents.providers.demo import DemoModel
+
+    return isinstance(model, DemoModel)
+
+
 def model_settings(profile: ModelProfile, spec: AgentSpec):
     from agents.providers import model_settings_for
 
@@ -65,11 +72,10 @@ def build_capabilities(spec: AgentSpec, deps, run: Run) -> BuiltSetup:
     return BuiltSetup(
         toolsets=list(built.toolsets),
         capabilities=list(built.capabilities),
-        approval={name: info.approval for name, info in built.tools.items()},
-        tool_capabilities={name: info.capability_id for name, info in built.tools.items()},
-        tool_ids={name: info.tool_id for name, info in built.tools.items()},
-        setup_text=built.setup_text,
-        extra_instructions=list(getattr(built, "instructions", []) or []),
+        approval={name: route.approval for name, route in built.tools.items()},
+        tool_capabilities={name: route.capability_id for name, route in built.tools.items()},
+        tool_ids={name: route.tool_id for name, route in built.tools.items()},
+        setup_text=built.instructions,
     )
 
 

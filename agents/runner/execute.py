@@ -167,7 +167,6 @@ class RunExecution:
         except Exception as exc:
             raise assembly.AssemblyError(f"The published version cannot be loaded: {exc}") from exc
         profile = assembly.model_profile(run, self.spec)
-        self.free_model = profile.provider == "demo"
         deps = RunDeps(
             run_id=str(run.pk),
             organization_id=str(run.organization_id),
@@ -186,6 +185,7 @@ class RunExecution:
             ApprovalRequiredToolset(ts, approval_required_func=self._needs_approval) for ts in built.toolsets
         ]
         model = assembly.build_model(profile)
+        self.free_model = assembly.is_free(model)
         agent = Agent(
             model,
             output_type=[str, DeferredToolRequests],
