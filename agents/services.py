@@ -271,7 +271,7 @@ def reference_problems(
         cap_id = binding.get("id")
         if isinstance(cap_id, str):
             if cap_id in seen:
-                problems.append(_problem(path, f"The capability {cap_id} is bound twice."))
+                problems.append(_problem(f"{path}.id", f"The capability {cap_id} is bound twice."))
             seen.add(cap_id)
         if binding.get("secret_id"):
             secret_refs[f"{path}.secret_id"] = str(binding["secret_id"])
