@@ -25,7 +25,13 @@ NOBODY_TO_ASK = (
 
 
 async def ask_user_question(ctx: RunContext[Any], questions: Questions) -> str:
-    """Where nobody can answer: same name and schema as the harness tool, answered at once."""
+    """Where nobody can answer: same name and schema as the harness tool, answered at once.
+
+    Args:
+        ctx: Framework-provided run context.
+        questions: One to ten questions, each with a unique `header`, two to six options,
+            and `multi_select` when several answers are allowed.
+    """
     return NOBODY_TO_ASK
 
 

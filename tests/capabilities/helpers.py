@@ -47,9 +47,11 @@ class Script:
 
     calls: list[tuple[str, dict[str, Any]]]
     requests: list[AgentInfo] = field(default_factory=list)
+    sent: list[list[ModelMessage]] = field(default_factory=list)
 
     def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         self.requests.append(info)
+        self.sent.append(list(messages))
         step = len(self.requests) - 1
         if step < len(self.calls):
             name, args = self.calls[step]
