@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import secrets as pysecrets
-import sys
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -62,7 +61,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         as_json: bool = options["json"]
         # In --json mode stdout carries only the JSON document; human notes go to stderr.
-        say = (lambda msg: sys.stderr.write(msg + "\n")) if as_json else (lambda msg: self.stdout.write(msg))
+        say = (lambda msg: self.stderr.write(msg, style_func=str)) if as_json else self.stdout.write
 
         with transaction.atomic():
             org, owner, password = self._org_and_owner()
