@@ -206,15 +206,15 @@ def estimate_input_tokens(messages: list[ModelMessage]) -> int:
     for message in messages:
         if isinstance(message, ModelRequest):
             total += _words(message.instructions or "")
-            for part in message.parts:
-                if isinstance(part, SystemPromptPart):
-                    total += _words(part.content)
-                elif isinstance(part, UserPromptPart):
-                    total += _words(_prompt_text(part))
-                elif isinstance(part, ToolReturnPart):
-                    total += _words(part.model_response_str())
-                elif isinstance(part, RetryPromptPart):
-                    total += _words(str(part.content))
+            for request_part in message.parts:
+                if isinstance(request_part, SystemPromptPart):
+                    total += _words(request_part.content)
+                elif isinstance(request_part, UserPromptPart):
+                    total += _words(_prompt_text(request_part))
+                elif isinstance(request_part, ToolReturnPart):
+                    total += _words(request_part.model_response_str())
+                elif isinstance(request_part, RetryPromptPart):
+                    total += _words(str(request_part.content))
         elif isinstance(message, ModelResponse):
             for part in message.parts:
                 if isinstance(part, TextPart):

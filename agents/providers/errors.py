@@ -11,6 +11,8 @@ from typing import Any
 
 from pydantic_ai import exceptions as pai
 
+from agenticos.errors import DomainError
+
 # Most specific first: the first class the exception is an instance of wins.
 _CATEGORIES: list[tuple[type[BaseException], str, str]] = [
     (pai.ModelAuthenticationError, "authentication", "The model provider rejected the API key."),
@@ -49,9 +51,18 @@ def _status_of(exc: BaseException) -> int | None:
 
 
 def _category_of(exc: BaseException, status: int | None) -> tuple[str, str]:
+    if isinstance(exc, DomainError):
+        # Our own configuration errors (ModelConfigurationError…): hand-written messages, safe to show.
+        return exc.code, exc.message
     for klass, category, message in _CATEGORIES:
         if isinstance(exc, klass):
             return category, message
+    # SDK or HTTP client exceptions used directly (embeddings, transcription): judged by class name and status.
+    name = type(exc).__name__
+    if "Timeout" in name:
+        return "timeout", "The model provider did not answer in time."
+    if "Connect" in name:
+        return "connection", "The model provider could not be reached."
     if status == 401 or status == 403:
         return "authentication", "The model provider rejected the API key."
     if status is not None and status >= 500:
@@ -71,7 +82,7 @@ def describe_provider_error(exc: BaseException) -> dict[str, Any]:
             "type": type(exc).__name__,
             "status": last["status"],
             "category": last["category"],
-            "message": "Every configured model failed. " + last["message"],
+            "message": f"Every configured model failed. {last['message']}",
             "attempts": attempts,
         }
     status = _status_of(exc)

@@ -137,3 +137,14 @@ def test_an_unknown_exception_is_summarized_by_its_type_only():
 
     assert summary == {"type": "ValueError", "status": None, "category": "error",
                        "message": "The model request failed."}
+
+
+def test_a_configuration_error_is_summarized_with_its_own_safe_message(org):
+    profile = factories.model_profile(org, provider="openai", model="m", label="Main")
+
+    with pytest.raises(ModelConfigurationError) as caught:
+        build_model(profile)
+
+    summary = describe_provider_error(caught.value)
+    assert summary["category"] == "model_misconfigured"
+    assert "needs an API key" in summary["message"]

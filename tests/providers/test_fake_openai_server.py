@@ -7,6 +7,7 @@ import asyncio
 import openai
 import pytest
 
+from agents.providers import describe_provider_error
 from tests.fakes.openai_server import FakeOpenAIServer, Reply, embedding_for
 
 
@@ -109,3 +110,23 @@ def test_streamed_tool_calls_arrive_as_deltas_with_a_final_usage_chunk(fake_open
     assert names == ["a", "b"]
     assert [c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason] == ["tool_calls"]
     assert chunks[-1].choices == [] and chunks[-1].usage.total_tokens > 0
+
+
+def test_sdk_errors_used_directly_are_summarized_safely(fake_openai):
+    fake_openai.queue(Reply.error(401), Reply.slow(2.0), route="embeddings")
+
+    async def go(timeout=None):
+        async with openai.AsyncOpenAI(base_url=fake_openai.base_url, api_key="sk-direct-key-000000",
+                                      max_retries=0, timeout=timeout) as client:
+            await client.embeddings.create(model="emb", input="x")
+
+    with pytest.raises(openai.AuthenticationError) as rejected:
+        asyncio.run(go())
+    with pytest.raises(openai.APITimeoutError) as slow:
+        asyncio.run(go(timeout=0.2))
+
+    assert describe_provider_error(rejected.value) == {
+        "type": "AuthenticationError", "status": 401, "category": "authentication",
+        "message": "The model provider rejected the API key.",
+    }
+    assert describe_provider_error(slow.value)["category"] == "timeout"
