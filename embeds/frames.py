@@ -50,9 +50,13 @@ class TurnFilter:
         if self.finished:
             return []
         if kind == "model_request_start":
+            # Part indices count from zero again in every model response.
+            self.hidden_parts.clear()
             return [_frame(kind, {})]
         if kind == "part_start":
             index = data.get("index")
+            if index == 0:
+                self.hidden_parts.clear()  # a new model response
             part_type = str(data.get("part_type", ""))
             visible = part_type == "text" or (
                 (part_type in THINKING_PART_TYPES and t.show_thinking)

@@ -239,8 +239,8 @@ def _apply(embed: Embed, data: dict) -> None:
 
 
 def _set_jwt_secret(embed: Embed, plaintext: Any, *, actor: Actor) -> None:
-    if not isinstance(plaintext, str) or len(plaintext) < 16:
-        raise Invalid("jwt_secret must be at least 16 characters.", details={"field": "jwt_secret"})
+    if not isinstance(plaintext, str) or len(plaintext) < 32:
+        raise Invalid("jwt_secret must be at least 32 characters (HS256 wants 256 bits).", details={"field": "jwt_secret"})
     sealed = vault.seal(embed.organization_id, plaintext)
     name = f"embed-{embed.pk}-jwt"
     Secret.objects.update_or_create(

@@ -53,6 +53,15 @@ def dispatched(monkeypatch):
     return ids
 
 
+class SlowReaderCommunicator(WebsocketCommunicator):
+    """A client that does not read, at the ASGI level: the server's `send` does not complete while the
+    client's buffer is full (the backpressure a server such as uvicorn applies) — a bounded output queue."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._output_queue = asyncio.Queue(maxsize=1)
+
+
 def application():
     from tests.embeds.asgi_app import application as app
 

@@ -1,0 +1,188 @@
+"""Socket admission through the full ASGI app: one refusal (4003) whatever the cause, 4029 for too many
+connections from an address (counted in Redis), origin and JWT rules, pause on the next connect."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import jwt
+import pytest
+import redis
+from channels.db import database_sync_to_async
+
+from agenticos.tenancy import actor_for_membership
+from embeds import services
+from embeds.consumers import REFUSED_MESSAGE
+from tests import factories
+from tests.embeds.conftest import FRONTEND, SHOP, communicator, connect_and_close_code, next_frame
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+SIGNING = "integrator-signing-secret-0123456789"
+
+
+@pytest.fixture
+def jwt_widget(agent, builder, org):
+    return factories.embed(
+        agent, kind="widget", created_by=builder, auth_mode="jwt", jwt_secret=factories.secret(org, value=SIGNING)
+    )
+
+
+def token(secret: str = SIGNING, **claims) -> str:
+    now = int(time.time())
+    body = {"sub": "customer-42", "iat": now}
+    body.update(claims)
+    return jwt.encode({k: v for k, v in body.items() if v is not None}, secret, algorithm="HS256")
+
+
+async def close_of(comm) -> dict:
+    connected, _ = await comm.connect(timeout=3)
+    assert connected
+    return await comm.receive_output(timeout=3)
+
+
+async def test_an_allowed_origin_is_admitted_and_told_it_is_anonymous(widget):
+    comm = communicator(widget.public_key, origin=SHOP)
+    connected, _ = await comm.connect(timeout=3)
+    assert connected
+    assert await next_frame(comm) == {"type": "ready", "data": {"visitor": False}}
+    assert await comm.receive_nothing(timeout=0.2)
+    await comm.disconnect()
+
+
+@pytest.mark.parametrize(
+    "origin", ["https://evil.example.com", None, "null", "https://shop.example.com.evil.net", "http://shop.example.com"]
+)
+async def test_an_origin_not_on_the_list_is_refused_with_4003(widget, origin):
+    message = await close_of(communicator(widget.public_key, origin=origin))
+    assert message["type"] == "websocket.close" and message["code"] == 4003
+
+
+async def test_every_refusal_carries_the_same_message(widget, jwt_widget):
+    refusals = [
+        communicator(widget.public_key, origin="https://evil.example.com"),
+        communicator("no-such-key", origin=SHOP),
+        communicator(jwt_widget.public_key, origin=SHOP),
+        communicator(jwt_widget.public_key, origin=SHOP, token=token(secret="another-signing-secret-0123456789abcdef")),
+    ]
+    seen = set()
+    for comm in refusals:
+        message = await close_of(comm)
+        seen.add((message["code"], message.get("reason")))
+    assert seen == {(4003, REFUSED_MESSAGE)}
+
+
+async def test_a_page_is_admitted_only_from_the_deployments_own_origin(page):
+    assert await connect_and_close_code(communicator(page.public_key, origin=SHOP)) == 4003
+    comm = communicator(page.public_key, origin=FRONTEND)
+    connected, _ = await comm.connect(timeout=3)
+    assert connected
+    assert (await next_frame(comm))["type"] == "ready"
+    assert await next_frame(comm) == {"type": "history", "data": {"messages": []}}
+    await comm.disconnect()
+
+
+async def test_a_valid_token_identifies_the_visitor(jwt_widget):
+    comm = communicator(jwt_widget.public_key, token=token())
+    connected, _ = await comm.connect(timeout=3)
+    assert connected
+    assert await next_frame(comm) == {"type": "ready", "data": {"visitor": True}}
+    await comm.disconnect()
+
+
+@pytest.mark.parametrize(
+    "claims",
+    [
+        {"sub": None},
+        {"iat": None},
+        {"iat": int(time.time()) - 13 * 3600},
+        # exp may shorten the window, never extend it past 12 hours.
+        {"iat": int(time.time()) - 13 * 3600, "exp": int(time.time()) + 3600},
+        {"exp": int(time.time()) - 120},
+        {"iat": int(time.time()) + 3600},
+        {"sub": ""},
+        {"sub": 42},
+    ],
+    ids=["no-sub", "no-iat", "iat-too-old", "exp-cannot-extend", "expired", "iat-in-future", "empty-sub", "int-sub"],
+)
+async def test_a_token_breaking_a_rule_is_refused(jwt_widget, claims):
+    if claims.get("sub") == 42:
+        raw = jwt.encode({"sub": 42, "iat": int(time.time())}, SIGNING, algorithm="HS256")
+    else:
+        raw = token(**claims)
+    assert await connect_and_close_code(communicator(jwt_widget.public_key, token=raw)) == 4003
+
+
+async def test_an_exp_that_shortens_the_window_is_honoured(jwt_widget):
+    raw = token(exp=int(time.time()) + 600)
+    assert await connect_and_close_code(communicator(jwt_widget.public_key, token=raw)) is None
+
+
+async def test_a_token_signed_with_another_algorithm_is_refused(jwt_widget):
+    raw = jwt.encode({"sub": "x", "iat": int(time.time())}, SIGNING, algorithm="HS512")
+    assert await connect_and_close_code(communicator(jwt_widget.public_key, token=raw)) == 4003
+    unsigned = jwt.encode({"sub": "x", "iat": int(time.time())}, None, algorithm="none")
+    assert await connect_and_close_code(communicator(jwt_widget.public_key, token=unsigned)) == 4003
+
+
+async def test_pausing_takes_effect_on_the_next_connect(widget, builder, org):
+    first = communicator(widget.public_key)
+    connected, _ = await first.connect(timeout=3)
+    assert connected and (await next_frame(first))["type"] == "ready"
+
+    def pause():
+        from agenticos.models import Membership
+
+        actor = actor_for_membership(Membership.objects.select_related("user", "organization").get(user=builder))
+        services.set_paused(actor=actor, embed=widget, paused=True)
+
+    await database_sync_to_async(pause)()
+    assert await connect_and_close_code(communicator(widget.public_key)) == 4003
+    await first.disconnect()
+
+
+async def test_too_many_connections_from_one_address_get_4029_across_consumer_instances(widget, settings):
+    settings.RATE_LIMIT_EMBED_PER_MINUTE = 2
+    # Two separate consumer instances spend the address's allowance…
+    assert await connect_and_close_code(communicator(widget.public_key, address="198.51.100.1")) is None
+    assert await connect_and_close_code(communicator(widget.public_key, address="198.51.100.1")) is None
+    # …so a third is told to wait (not refused), while another address is unaffected.
+    message = await close_of(communicator(widget.public_key, address="198.51.100.1"))
+    assert message["code"] == 4029
+    assert await connect_and_close_code(communicator(widget.public_key, address="198.51.100.2")) is None
+
+
+async def test_the_connection_counter_lives_in_redis_shared_by_every_worker(widget, settings):
+    settings.RATE_LIMIT_EMBED_PER_MINUTE = 3
+    # Another web process admitting three sockets from this address writes the same counter.
+    from embeds import ratelimit
+
+    other_process = redis.Redis.from_url(settings.REDIS_URL)
+    slot = int(time.time()) // 60
+    other_process.set(f"agenticos:rl:embed-ws:198.51.100.9:{slot}", 3, ex=65)
+    assert ratelimit.client() is not other_process
+    assert await connect_and_close_code(communicator(widget.public_key, address="198.51.100.9")) == 4029
+
+
+async def test_refused_connections_also_count_towards_the_address_limit(widget, settings):
+    settings.RATE_LIMIT_EMBED_PER_MINUTE = 1
+    assert await connect_and_close_code(communicator(widget.public_key, origin="https://evil.example")) == 4003
+    assert await connect_and_close_code(communicator(widget.public_key)) == 4029
+
+
+async def test_a_malformed_frame_gets_an_error_and_an_unknown_type_is_ignored(widget):
+    comm = communicator(widget.public_key)
+    await comm.connect(timeout=3)
+    await next_frame(comm)
+    await comm.send_to(text_data="{not json")
+    assert (await next_frame(comm))["type"] == "error"
+    await comm.send_to(text_data=json.dumps({"type": "typing", "whatever": 1}))
+    assert await comm.receive_nothing(timeout=0.3)
+    await comm.disconnect()
+
+
+def test_the_page_origin_is_derived_from_frontend_url(settings):
+    settings.FRONTEND_URL = "https://Chat.Example.org:8443/"
+    assert services.deployment_origin() == "https://chat.example.org:8443"
+    assert settings.FRONTEND_URL != FRONTEND
