@@ -250,6 +250,8 @@ def remove_member(*, actor: Actor, membership: Membership) -> None:
 def create_api_key(*, actor: Actor, name: str) -> tuple[ApiKey, str]:
     """A key acting with the actor's rights in the actor's organization. The raw key is returned once."""
     actor.require("apikeys:manage")
+    if actor.user is None:
+        raise Forbidden("API keys belong to a person.")
     name = (name or "").strip()
     if not name:
         raise invalid("An API key needs a name.", problem("name", "This field is required."))

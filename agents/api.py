@@ -125,7 +125,7 @@ class AgentListView(AgentView):
         )
         page = self.paginate_queryset(qs)
         levels = grants.grant_levels(self.actor.user_id, [a.pk for a in page])
-        context = {"access": lambda a: grants.agent_access(self.actor, a, granted=levels.get(str(a.pk)))}
+        context = {"access": lambda a: grants.agent_access(self.actor, a, known_grants=levels)}
         return self.get_paginated_response(AgentSerializer(page, many=True, context=context).data)
 
     @extend_schema(request=AgentCreateSerializer, responses={201: AgentDetailSerializer, **WRITE_ERRORS},

@@ -92,6 +92,16 @@ def _as_uuid(value: Any) -> uuid.UUID | None:
         return None
 
 
+def _uuids(values: Any) -> list[uuid.UUID]:
+    """The well-formed ids among `values` (a malformed one cannot match a row anyway)."""
+    return [u for u in (_as_uuid(v) for v in values or []) if u is not None]
+
+
+def _list(data: dict[str, Any], key: str) -> list[Any]:
+    value = data.get(key)
+    return value if isinstance(value, list) else []
+
+
 # ------------------------------------------------------------------ model profiles
 
 PROFILE_FIELDS = ("label", "kind", "provider", "model", "secret_id", "base_url", "context_window", "settings",
@@ -112,7 +122,7 @@ def _profile_problems(actor: Actor, data: dict[str, Any], profile: ModelProfile 
         problems.append(_problem("model", "This field is required."))
     secret_id = data.get("secret_id")
     if secret_id:
-        if not Secret.objects.filter(organization=actor.organization, pk=_as_uuid(secret_id)).exists():
+        if not Secret.objects.filter(organization=actor.organization, pk__in=_uuids([secret_id])).exists():
             problems.append(_problem("secret_id", "No such secret in this organization."))
         elif not actor.has("secrets:view"):
             problems.append(_problem("secret_id", "Your role cannot use secrets."))
@@ -132,8 +142,8 @@ def _profile_problems(actor: Actor, data: dict[str, Any], profile: ModelProfile 
     if not isinstance(data.get("settings") or {}, dict):
         problems.append(_problem("settings", "Must be an object."))
     fallback_ids = data.get("fallback_ids") or []
-    wanted = {_as_uuid(f) for f in fallback_ids}
-    if None in wanted or (profile is not None and profile.pk in wanted):
+    wanted = set(_uuids(fallback_ids))
+    if len(wanted) != len(set(map(str, fallback_ids))) or (profile is not None and profile.pk in wanted):
         problems.append(_problem("fallback_ids", "A fallback must be another model profile."))
     elif len(wanted) != ModelProfile.objects.filter(organization=actor.organization, pk__in=wanted).count():
         problems.append(_problem("fallback_ids", "No such model profile in this organization."))
@@ -152,7 +162,9 @@ def _save_profile(actor: Actor, profile: ModelProfile, data: dict[str, Any], act
     try:
         with transaction.atomic():
             profile.save()
-            profile.fallbacks.set([_as_uuid(f) for f in data.get("fallback_ids") or []])
+            profile.fallbacks.set(list(ModelProfile.objects.filter(
+                organization=actor.organization, pk__in=_uuids(data.get("fallback_ids"))
+            )))
             _record(actor, action, target=profile, target_name=profile.label,
                     details={"provider": profile.provider, "model": profile.model})
     except IntegrityError:
@@ -253,7 +265,7 @@ def reference_problems(
     problems: list[Problem] = []
     profile_id = data.get("model_profile_id")
     if profile_id:
-        profile = ModelProfile.objects.filter(organization=org, pk=_as_uuid(profile_id)).only("kind").first()
+        profile = ModelProfile.objects.filter(organization=org, pk__in=_uuids([profile_id])).only("kind").first()
         if profile is None:
             problems.append(_problem("model_profile_id", f"No model profile {profile_id} in this organization."))
         elif profile.kind != ModelProfile.Kind.CHAT:
@@ -261,7 +273,7 @@ def reference_problems(
     elif require_model:
         problems.append(_problem("model_profile_id", "Choose a model profile before publishing."))
 
-    bindings = data.get("capabilities") if isinstance(data.get("capabilities"), list) else []
+    bindings = _list(data, "capabilities")
     seen: set[str] = set()
     secret_refs: dict[str, str] = {}
     for index, binding in enumerate(bindings):
@@ -279,7 +291,7 @@ def reference_problems(
         found = {
             str(pk)
             for pk in Secret.objects.filter(
-                organization=org, pk__in=[u for u in map(_as_uuid, secret_refs.values()) if u]
+                organization=org, pk__in=_uuids(secret_refs.values())
             ).values_list("pk", flat=True)
         }
         for path, secret_id in secret_refs.items():
@@ -289,28 +301,27 @@ def reference_problems(
                 problems.append(_problem(path, "Your role cannot use secrets."))
 
     for field, (app_label, model_name, noun) in REFERENCE_MODELS.items():
-        ids = data.get(field) if isinstance(data.get(field), list) else []
+        ids = _list(data, field)
         if not ids:
             continue
         model = _model_exists(app_label, model_name)
         found = set()
         if model is not None:
-            valid = [u for u in map(_as_uuid, ids) if u]
-            found = {str(pk) for pk in model._default_manager.filter(organization=org, pk__in=valid)
+            found = {str(pk) for pk in model._default_manager.filter(organization=org, pk__in=_uuids(ids))
                      .values_list("pk", flat=True)}
         for index, ref in enumerate(ids):
             if str(_as_uuid(ref)) not in found:
                 problems.append(_problem(f"{field}[{index}]", f"No {noun} {ref} in this organization."))
 
-    subagents = data.get("subagents") if isinstance(data.get("subagents"), list) else []
+    subagents = _list(data, "subagents")
     for index, sub in enumerate(subagents):
         if not isinstance(sub, dict) or not sub.get("agent_id"):
             continue
         path = f"{format_path(('subagents', index), data)}.agent_id"
-        target_id = _as_uuid(sub["agent_id"])
-        if agent is not None and target_id == agent.pk:
+        target_ids = _uuids([sub["agent_id"]])
+        if agent is not None and agent.pk in target_ids:
             problems.append(_problem(path, "An agent cannot be its own sub-agent."))
-        elif not Environment.objects.filter(agent__organization=org, agent_id=target_id, name=PRODUCTION).exists():
+        elif not Environment.objects.filter(agent__organization=org, agent_id__in=target_ids, name=PRODUCTION).exists():
             problems.append(_problem(path, f"No published agent {sub['agent_id']} in this organization."))
     return problems
 
@@ -318,7 +329,7 @@ def reference_problems(
 def _can_view_secret(actor: Actor) -> Callable[[Any], bool]:
     def check(secret_id: Any) -> bool:
         return actor.has("secrets:view") and Secret.objects.filter(
-            organization=actor.organization, pk=_as_uuid(secret_id)
+            organization=actor.organization, pk__in=_uuids([secret_id])
         ).exists()
 
     return check

@@ -90,16 +90,16 @@ def role_level(actor: Actor, agent: Agent) -> str | None:
     return None
 
 
-def agent_access(actor: Actor, agent: Agent, *, granted: str | None | bool = False) -> str | None:
+def agent_access(actor: Actor, agent: Agent, *, known_grants: dict[str, str] | None = None) -> str | None:
     """The actor's effective level on `agent` ("view" | "use" | "edit" | "publish"), or None.
 
-    `granted` lets list code pass a level it already fetched in bulk (False = look it up).
+    `known_grants` lets list code pass what `grant_levels` already fetched in bulk (else one query).
     """
     if agent.organization_id != actor.organization.pk:
         return None
-    if granted is False:
-        granted = grant_levels(actor.user_id, [agent.pk]).get(str(agent.pk))
-    return stronger(role_level(actor, agent), granted or None)
+    if known_grants is None:
+        known_grants = grant_levels(actor.user_id, [agent.pk])
+    return stronger(role_level(actor, agent), known_grants.get(str(agent.pk)))
 
 
 def require_agent_access(actor: Actor, agent: Agent, level: str) -> str:

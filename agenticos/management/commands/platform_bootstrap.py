@@ -165,8 +165,8 @@ class Command(BaseCommand):
             say(f"Published {AGENT_NAME} v1.")
             return agent
         if profile is not None and agent.draft_spec.get("model_profile_id") != str(profile.pk):
-            spec = {**agent.draft_spec, "model_profile_id": str(profile.pk)}
-            agent = agents.update_agent(actor=actor, agent=agent, spec=spec)
+            draft = {**agent.draft_spec, "model_profile_id": str(profile.pk)}
+            agent = agents.update_agent(actor=actor, agent=agent, spec=draft)
             version = agents.publish_agent(actor=actor, agent=agent, note=f"Model: {profile.label}")
             agents.promote_environment(actor=actor, agent=agent, environment="production", version=version.number)
             say(f"Published {AGENT_NAME} v{version.number} on {profile.label}.")
