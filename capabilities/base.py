@@ -39,7 +39,9 @@ def tool_text(*, what: str, when: str, args: str = "", returns: str) -> str:
     shape of the answer, what a failure looks like and where it is a truncated slice.
     """
     summary = "\n\n".join(part.strip() for part in (what, when, args) if part.strip())
-    return f"<summary>{summary}</summary>\n<returns>\n<description>{returns.strip()}</description>\n</returns>"
+    return (
+        f"<summary>{summary}</summary>\n<returns>\n<description>{returns.strip()}</description>\n</returns>"
+    )
 
 
 @dataclass(frozen=True)
@@ -173,6 +175,8 @@ class Capability:
         }
 
 
-def function_toolset(functions: Sequence[Callable[..., Any]], *, max_retries: int = 1) -> FunctionToolset[Any]:
+def function_toolset(
+    functions: Sequence[Callable[..., Any]], *, max_retries: int = 1
+) -> FunctionToolset[Any]:
     """A toolset of this repository's tool functions, each registered under its function name (= its id)."""
     return FunctionToolset(list(functions), max_retries=max_retries)

@@ -56,7 +56,9 @@ def transient(ctx: RunContext[Any], message: str) -> str:
     """
     if retries_left(ctx):
         raise ModelRetry(f"{message} This looks temporary; calling again may work.")
-    return f"{LAST_ATTEMPT_PREFIX}: {message} The service behind this tool is not answering right now; say so."
+    return (
+        f"{LAST_ATTEMPT_PREFIX}: {message} The service behind this tool is not answering right now; say so."
+    )
 
 
 def bad_news(message: str) -> str:

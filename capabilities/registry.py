@@ -16,7 +16,7 @@ import re
 import threading
 import uuid
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
@@ -183,7 +183,10 @@ def validate_bindings(
             problem(f"{base}.id", f"Unknown capability {binding.id!r}.")
             continue
         if binding.id in seen:
-            problem(f"{base}.id", f"Capability {binding.id!r} is bound twice (also at capabilities.{seen[binding.id]}).")
+            problem(
+                f"{base}.id",
+                f"Capability {binding.id!r} is bound twice (also at capabilities.{seen[binding.id]}).",
+            )
             continue
         seen[binding.id] = i
 
@@ -229,7 +232,9 @@ def validate_bindings(
             for tool in cap.tools:
                 name = effective_name(binding, tool)
                 path = (
-                    f"{base}.tool_overrides.{tool.id}.name" if tool.id in binding.tool_overrides else f"{base}.id"
+                    f"{base}.tool_overrides.{tool.id}.name"
+                    if tool.id in binding.tool_overrides
+                    else f"{base}.id"
                 )
                 if name in names:
                     problem(path, f"Tool name {name!r} is already used by another tool ({names[name]}).")
@@ -413,18 +418,36 @@ def _override_toolset(
         out = []
         for tool_def in tool_defs:
             text = descriptions.get(tool_def.name)
-            out.append(tool_def if text is None or text == tool_def.description else _with_description(tool_def, text))
+            out.append(
+                tool_def
+                if text is None or text == tool_def.description
+                else _with_description(tool_def, text)
+            )
         return out
 
     wrapped: AbstractToolset[Any] = PreparedToolset(toolset, prepare) if descriptions else toolset
     if renames:
-        wrapped = RenamedToolset(wrapped, name_map={new: old for old, new in renames.items()})
+        wrapped = _VisibleNameRenamedToolset(wrapped, name_map={new: old for old, new in renames.items()})
     return wrapped
 
 
-def _with_description(tool_def: ToolDefinition, text: str) -> ToolDefinition:
-    from dataclasses import replace
+@dataclass
+class _VisibleNameRenamedToolset(RenamedToolset[Any]):
+    """pydantic-ai's RenamedToolset, except the call keeps the name the model used in `ctx.tool_name`.
 
+    The stock wrapper swaps `ctx.tool_name` back to the original name; a capability-contributed tool that
+    emits a capability event (Planning, AskUser) then cannot be found under that name in the tool manager,
+    which is keyed by the visible name, and the emit fails the run. The wrapped toolset dispatches on the
+    `name` argument, so only that needs the original.
+    """
+
+    async def call_tool(self, name: str, tool_args: dict[str, Any], ctx: Any, tool: Any) -> Any:
+        original_name = self.name_map.get(name, name)
+        tool = replace(tool, tool_def=replace(tool.tool_def, name=original_name))
+        return await self.wrapped.call_tool(original_name, tool_args, ctx, tool)
+
+
+def _with_description(tool_def: ToolDefinition, text: str) -> ToolDefinition:
     return replace(tool_def, description=text)
 
 

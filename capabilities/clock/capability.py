@@ -76,7 +76,8 @@ async def get_current_time(ctx: RunContext[Any], timezone: str | None = None) ->
     zone = _zone(name)
     if zone is None:
         return failures.retry(
-            ctx, f"{name!r} is not an IANA timezone name. Call again with one such as Europe/Warsaw, or omit it."
+            ctx,
+            f"{name!r} is not an IANA timezone name. Call again with one such as Europe/Warsaw, or omit it.",
         )
     return describe(datetime.now(zone))
 

@@ -56,7 +56,9 @@ async def run_python(ctx: RunContext[Any], code: str) -> str:
         return failures.retry(ctx, "The program is empty: pass the Python code to run.")
     try:
         outcome = await anyio.to_thread.run_sync(
-            lambda: sandbox.run_program(code, timeout_secs=limits.timeout_secs, max_memory_mb=limits.max_memory_mb)
+            lambda: sandbox.run_program(
+                code, timeout_secs=limits.timeout_secs, max_memory_mb=limits.max_memory_mb
+            )
         )
     except OSError as exc:
         return failures.transient(ctx, f"The Python sandbox could not start ({type(exc).__name__}).")
@@ -67,14 +69,20 @@ def render(ctx: RunContext[Any], outcome: sandbox.Outcome, limits: CodeExecution
     """Map a sandbox outcome onto retry / result / refusal (see capabilities.failures)."""
     output = outcome.output
     if outcome.status == "ok":
-        return output if output.strip() else "The program ran and printed nothing. End with an expression or print()."
+        return (
+            output
+            if output.strip()
+            else "The program ran and printed nothing. End with an expression or print()."
+        )
     if outcome.status == "refused":
         return failures.refuse(
             "run_python has no network, cannot start processes and can only write in its scratch directory.\n"
             + output
         )
     if outcome.status == "error":
-        return failures.retry(ctx, f"The program raised {outcome.error_type}. Fix the code and call again.\n{output}")
+        return failures.retry(
+            ctx, f"The program raised {outcome.error_type}. Fix the code and call again.\n{output}"
+        )
     if outcome.status == "timeout":
         return failures.retry(
             ctx,
@@ -90,7 +98,9 @@ def render(ctx: RunContext[Any], outcome: sandbox.Outcome, limits: CodeExecution
         )
     if outcome.status == "exit":
         return failures.bad_news(f"The program exited with code {outcome.exit_code}.\n{output}".rstrip())
-    return failures.bad_news(f"The program was killed by signal {-(outcome.exit_code or 0)}.\n{output}".rstrip())
+    return failures.bad_news(
+        f"The program was killed by signal {-(outcome.exit_code or 0)}.\n{output}".rstrip()
+    )
 
 
 def build(ctx: BuildContext) -> list[Built]:

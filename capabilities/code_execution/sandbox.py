@@ -85,9 +85,10 @@ def run_program(code: str, *, timeout_secs: int, max_memory_mb: int) -> Outcome:
     """Blocking: call from a thread. Raises OSError only when the sandbox itself cannot start."""
     prefix = list(isolation_prefix())
     drops_privileges = any("setpriv" in part for part in prefix)
-    with tempfile.TemporaryDirectory(prefix="run_python_") as workdir, tempfile.TemporaryDirectory(
-        prefix="run_python_out_"
-    ) as outdir:
+    with (
+        tempfile.TemporaryDirectory(prefix="run_python_") as workdir,
+        tempfile.TemporaryDirectory(prefix="run_python_out_") as outdir,
+    ):
         Path(workdir, "main.py").write_text(code, encoding="utf-8")
         if drops_privileges:
             os.chown(workdir, NOBODY, NOBODY)

@@ -134,7 +134,9 @@ def build(ctx: BuildContext) -> list[Built]:
     assert isinstance(ctx.config, PlanningConfig)
     conversation_id = ctx.deps.conversation_id
     store = ConversationPlanStore(conversation_id, ctx.organization_id) if conversation_id else None
-    planning = Planning(store=store, enable_subtasks=ctx.config.enable_subtasks, cache_ttl=ctx.config.cache_ttl)
+    planning = Planning(
+        store=store, enable_subtasks=ctx.config.enable_subtasks, cache_ttl=ctx.config.cache_ttl
+    )
     renames = {t: o.name for t, o in ctx.binding.tool_overrides.items() if o.name}
     if renames:
         # The library's guidance names its tools; a renamed tool must be named as the model sees it.

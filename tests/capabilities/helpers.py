@@ -70,7 +70,9 @@ class Outcome:
     output: Any
 
     def parts(self, kind: type) -> list[Any]:
-        return [p for m in self.messages if isinstance(m, ModelRequest) for p in m.parts if isinstance(p, kind)]
+        return [
+            p for m in self.messages if isinstance(m, ModelRequest) for p in m.parts if isinstance(p, kind)
+        ]
 
     @property
     def returns(self) -> list[Any]:
@@ -102,7 +104,9 @@ def agent_for(
     )
 
 
-async def run(the_spec: AgentSpec, calls: list[tuple[str, dict[str, Any]]], run_deps: RunDeps | None = None, **kw):
+async def run(
+    the_spec: AgentSpec, calls: list[tuple[str, dict[str, Any]]], run_deps: RunDeps | None = None, **kw
+):
     run_deps = run_deps or deps()
     script = Script(calls)
     agent = agent_for(the_spec, run_deps, script, **kw)

@@ -44,7 +44,9 @@ async def test_where_someone_can_answer_the_run_parks_and_resumes_with_the_answe
         deps=run_deps,
     )
     assert resumed.output == "done"
-    returns = [p for m in resumed.all_messages() for p in getattr(m, "parts", []) if p.part_kind == "tool-return"]
+    returns = [
+        p for m in resumed.all_messages() for p in getattr(m, "parts", []) if p.part_kind == "tool-return"
+    ]
     assert returns[-1].content == {"Format": ["Slides"]}
 
 
@@ -62,3 +64,13 @@ async def test_both_paths_offer_the_same_tool_schema():
     assert a.name == b.name == "ask_user_question"
     assert a.parameters_json_schema == b.parameters_json_schema
     assert a.description == b.description
+
+
+async def test_a_renamed_ask_user_tool_still_parks_the_run():
+    the_spec = spec({"id": "ask_user", "tool_overrides": {"ask_user_question": {"name": "ask_the_customer"}}})
+    run_deps = deps(can_ask_user=True, surface="web")
+    script = Script([("ask_the_customer", {"questions": [_question()]})])
+    agent = agent_for(the_spec, run_deps, script, output_type=[str, DeferredToolRequests])
+    parked = await agent.run("go", deps=run_deps)
+    assert isinstance(parked.output, DeferredToolRequests)
+    assert [c.tool_name for c in parked.output.calls] == ["ask_the_customer"]

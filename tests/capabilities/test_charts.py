@@ -40,7 +40,10 @@ async def test_a_chart_without_series_is_a_retry_naming_series():
 
 async def test_a_short_series_is_a_retry_naming_the_series_and_the_counts():
     outcome = await run(CHARTS, [_chart(series=[{"name": "Costs", "values": [1, 2]}])])
-    assert "series 'Costs' has 2 values but x_values has 3 points (fewer numbers than points)" in outcome.retries[0]
+    assert (
+        "series 'Costs' has 2 values but x_values has 3 points (fewer numbers than points)"
+        in outcome.retries[0]
+    )
 
 
 async def test_a_long_series_is_a_retry_too():

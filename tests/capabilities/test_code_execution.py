@@ -105,7 +105,9 @@ async def test_a_second_failing_attempt_returns_the_traceback_instead_of_ending_
 def test_the_audit_hook_alone_still_refuses_the_network_where_no_namespace_is_available(monkeypatch):
     monkeypatch.setattr(sandbox, "isolation_prefix", lambda: ())
     outcome = sandbox.run_program(
-        "import socket\nsocket.create_connection(('127.0.0.1', 5432), timeout=2)", timeout_secs=5, max_memory_mb=128
+        "import socket\nsocket.create_connection(('127.0.0.1', 5432), timeout=2)",
+        timeout_secs=5,
+        max_memory_mb=128,
     )
     assert outcome.status == "refused"
     escape = "/tmp/run_python_escape_probe"
@@ -116,7 +118,9 @@ def test_the_audit_hook_alone_still_refuses_the_network_where_no_namespace_is_av
 @pytest.mark.skipif(not sandbox.network_isolated(), reason="this host cannot create a network namespace")
 def test_with_a_namespace_the_child_has_no_network_interface_to_use():
     # Even with the tripwire out of the way (a raw fd-level check), the namespace has no route.
-    code = "import os\nprint(sorted(os.listdir('/sys/class/net')) if os.path.exists('/sys/class/net') else [])"
+    code = (
+        "import os\nprint(sorted(os.listdir('/sys/class/net')) if os.path.exists('/sys/class/net') else [])"
+    )
     outcome = sandbox.run_program(code, timeout_secs=5, max_memory_mb=128)
     assert outcome.status in {"ok", "refused"}
 

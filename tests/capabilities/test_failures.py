@@ -27,7 +27,9 @@ def _agent_calling(tool, times: int, retries: int = 1) -> tuple[Agent, list]:
 
 def _parts(result, kind):
     """Retry requests are ToolReturnPart(outcome="retried") in pydantic-ai 2.62; answers are the other returns."""
-    parts = [p for m in result.all_messages() for p in getattr(m, "parts", []) if isinstance(p, ToolReturnPart)]
+    parts = [
+        p for m in result.all_messages() for p in getattr(m, "parts", []) if isinstance(p, ToolReturnPart)
+    ]
     if kind is RetryPromptPart:
         return [p for p in parts if is_retry(p)]
     return [p for p in parts if not is_retry(p)]

@@ -32,7 +32,9 @@ def conversation(transactional_db):
 
 
 def _deps(conversation: Conversation, **extra):
-    return deps(organization_id=str(conversation.organization_id), conversation_id=str(conversation.pk), **extra)
+    return deps(
+        organization_id=str(conversation.organization_id), conversation_id=str(conversation.pk), **extra
+    )
 
 
 def _reminders(script) -> list[str]:
@@ -57,10 +59,16 @@ async def test_a_flat_plan_offers_six_tools_and_subtasks_offer_all_nine():
 
 
 async def test_the_plan_is_stored_on_the_conversation_and_seeded_into_the_next_turn(conversation):
-    await run(PLANNING, [("write_plan", _steps(("Collect data", "in_progress"), ("Write summary", "pending")))],
-              _deps(conversation))
+    await run(
+        PLANNING,
+        [("write_plan", _steps(("Collect data", "in_progress"), ("Write summary", "pending")))],
+        _deps(conversation),
+    )
     stored = await _stored(conversation)
-    assert [(s.content, s.status.value) for s in stored] == [("Collect data", "in_progress"), ("Write summary", "pending")]
+    assert [(s.content, s.status.value) for s in stored] == [
+        ("Collect data", "in_progress"),
+        ("Write summary", "pending"),
+    ]
 
     next_turn = await run(PLANNING, [("read_plan", {})], _deps(conversation))
     assert "Collect data" in next_turn.returns[0]
@@ -68,8 +76,11 @@ async def test_the_plan_is_stored_on_the_conversation_and_seeded_into_the_next_t
 
 
 async def test_a_finished_plan_is_not_seeded_but_the_row_keeps_it(conversation):
-    await run(PLANNING, [("write_plan", _steps(("Collect data", "completed"), ("Old idea", "cancelled")))],
-              _deps(conversation))
+    await run(
+        PLANNING,
+        [("write_plan", _steps(("Collect data", "completed"), ("Old idea", "cancelled")))],
+        _deps(conversation),
+    )
     next_turn = await run(PLANNING, [("read_plan", {})], _deps(conversation))
     assert next_turn.returns[0].startswith("No plan yet")
     assert not any("Collect data" in text for text in _reminders(next_turn.script))
@@ -78,11 +89,22 @@ async def test_a_finished_plan_is_not_seeded_but_the_row_keeps_it(conversation):
 
 async def test_a_plan_with_a_blocked_step_is_still_seeded(conversation):
     subtasks = spec({"id": "planning", "config": {"enable_subtasks": True}})
-    await run(subtasks, [("write_plan", {"items": [
-        {"id": "a1", "content": "Build", "status": "completed"},
-        {"id": "b2", "content": "Ship", "status": "blocked", "depends_on": ["c3"]},
-        {"id": "c3", "content": "Review", "status": "cancelled"},
-    ]})], _deps(conversation))
+    await run(
+        subtasks,
+        [
+            (
+                "write_plan",
+                {
+                    "items": [
+                        {"id": "a1", "content": "Build", "status": "completed"},
+                        {"id": "b2", "content": "Ship", "status": "blocked", "depends_on": ["c3"]},
+                        {"id": "c3", "content": "Review", "status": "cancelled"},
+                    ]
+                },
+            )
+        ],
+        _deps(conversation),
+    )
     stored = await _stored(conversation)
     assert any(s.status.value in {"blocked", "pending"} for s in stored)
     next_turn = await run(subtasks, [("read_plan", {})], _deps(conversation))
@@ -96,8 +118,11 @@ async def test_a_new_plan_replaces_a_finished_one(conversation):
 
 
 async def test_a_failed_run_returns_in_progress_steps_to_pending(conversation):
-    await run(PLANNING, [("write_plan", _steps(("Collect data", "in_progress"), ("Write", "pending")))],
-              _deps(conversation))
+    await run(
+        PLANNING,
+        [("write_plan", _steps(("Collect data", "in_progress"), ("Write", "pending")))],
+        _deps(conversation),
+    )
     from asgiref.sync import sync_to_async
 
     moved = await sync_to_async(reset_in_progress_steps)(str(conversation.pk))
@@ -115,7 +140,9 @@ async def test_without_a_conversation_the_plan_lives_for_the_run_only(conversati
 
 async def test_another_organizations_run_cannot_see_or_write_the_plan(conversation):
     await run(PLANNING, [("write_plan", _steps(("Secret step", "pending")))], _deps(conversation))
-    intruder = deps(organization_id="00000000-0000-0000-0000-00000000beef", conversation_id=str(conversation.pk))
+    intruder = deps(
+        organization_id="00000000-0000-0000-0000-00000000beef", conversation_id=str(conversation.pk)
+    )
     outcome = await run(PLANNING, [("read_plan", {}), ("add_task", {"content": "Injected"})], intruder)
     assert outcome.returns[0].startswith("No plan yet")
     assert [s.content for s in await _stored(conversation)] == ["Secret step"]

@@ -1,0 +1,225 @@
+"""Outbound HTTP for tools whose URL someone else chose: SSRF checks with the resolved address pinned.
+
+Shared by custom REST tools, web fetch, web search providers and MCP connections. The checks are
+pydantic-ai's own (`pydantic_ai._ssrf`: metadata and private ranges, IPv6 transition forms, IDNA domain
+keys); what this module adds is what `safe_download` cannot do: any method with a body, and a per-host
+operator allowance (`TOOL_ALLOWED_PRIVATE_HOSTS`) instead of an all-or-nothing `allow_local`, because
+internal APIs are a real need for custom tools.
+
+Every hop (the first request and every redirect):
+1. the host is resolved once; every answer is checked (metadata: always refused; private/loopback/
+   link-local: refused unless the operator lists the host or the address);
+2. the request is sent to the first checked address with the original `Host` header (the pin), so a
+   DNS answer that changes between the check and the connect is never used;
+3. credentials are dropped when a redirect leaves the origin;
+4. the body is read as a stream and cut at `max_bytes`; encodings that cannot be bounded are refused.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlencode, urlparse, urlunparse
+
+import httpx2
+from django.conf import settings
+from pydantic_ai import _ssrf
+
+DEFAULT_MAX_BYTES = 10 * 1024 * 1024
+MAX_REDIRECTS = 5
+_BODY_KEEPING_REDIRECTS = {307, 308}
+
+
+class Refused(ValueError):
+    """The address, domain or response is not one this deployment will talk to / read. Message is safe to show."""
+
+
+class AddressRefused(Refused):
+    pass
+
+
+class DomainRefused(Refused):
+    pass
+
+
+class TooLarge(Refused):
+    pass
+
+
+@dataclass
+class Fetched:
+    status: int
+    headers: httpx2.Headers
+    content: bytes
+    url: str  # the final URL after redirects (never carries an injected credential: see `safe_request`)
+    hops: list[str] = field(default_factory=list)
+
+    @property
+    def media_type(self) -> str:
+        return self.headers.get("content-type", "").split(";")[0].strip().lower()
+
+    @property
+    def ok(self) -> bool:
+        return 200 <= self.status < 300
+
+    def text(self) -> str:
+        charset = "utf-8"
+        ctype = self.headers.get("content-type", "")
+        for part in ctype.split(";")[1:]:
+            key, _, value = part.strip().partition("=")
+            if key.lower() == "charset" and value:
+                charset = value.strip('"')
+        try:
+            return self.content.decode(charset, errors="replace")
+        except LookupError:
+            return self.content.decode("utf-8", errors="replace")
+
+
+async def resolve(hostname: str) -> list[str]:
+    """DNS, in one place (tests replace it to prove the pin)."""
+    return await _ssrf.resolve_hostname(hostname)
+
+
+def domain_key(host: str) -> str:
+    """The one spelling a host is compared in: lowercase, no root label, IDNA-encoded."""
+    return _ssrf._domain_key(host)
+
+
+def _allowed_private(hostname: str, ip: str) -> bool:
+    entries = list(getattr(settings, "TOOL_ALLOWED_PRIVATE_HOSTS", []) or [])
+    host_key = domain_key(hostname)
+    address = ipaddress.ip_address(ip.split("%")[0])
+    for entry in entries:
+        entry = str(entry).strip()
+        if not entry:
+            continue
+        try:
+            if address in ipaddress.ip_network(entry, strict=False):
+                return True
+            continue
+        except ValueError:
+            pass
+        if domain_key(entry) == host_key:
+            return True
+    return False
+
+
+@dataclass
+class Pinned:
+    hostname: str
+    ip: str
+    port: int
+    is_https: bool
+    path: str
+
+
+async def check_url(url: str) -> Pinned:
+    """Validate one URL and pick the address to connect to. Raises `AddressRefused`."""
+    try:
+        hostname, path, port, is_https = _ssrf.extract_host_and_port(url)
+    except ValueError as exc:
+        raise AddressRefused(str(exc)) from None
+    literal = hostname.strip("[]")
+    try:
+        ipaddress.ip_address(literal.split("%")[0])
+        ips = [literal]
+    except ValueError:
+        try:
+            ips = await resolve(hostname)
+        except ValueError as exc:
+            raise AddressRefused(f"The host {hostname!r} does not resolve.") from exc
+    for ip in ips:
+        if _ssrf.is_cloud_metadata_ip(ip):
+            raise AddressRefused(f"{hostname} resolves to a cloud metadata address ({ip}); that is always refused.")
+        if _ssrf.is_private_ip(ip) and not _allowed_private(hostname, ip):
+            raise AddressRefused(
+                f"{hostname} resolves to a private or local address ({ip}). Only hosts the operator lists "
+                "in TOOL_ALLOWED_PRIVATE_HOSTS may be reached on internal addresses."
+            )
+    return Pinned(hostname=hostname, ip=ips[0], port=port, is_https=is_https, path=path)
+
+
+def check_domain(hostname: str, allowed: list[str] | None, blocked: list[str] | None) -> None:
+    key = domain_key(hostname)
+    if allowed is not None and key not in {domain_key(d) for d in allowed}:
+        raise DomainRefused(f"{hostname} is not among the domains this agent may read.")
+    if blocked and key in {domain_key(d) for d in blocked}:
+        raise DomainRefused(f"{hostname} is blocked for this agent.")
+
+
+def _with_params(url: str, params: dict[str, Any] | None) -> str:
+    if not params:
+        return url
+    parsed = urlparse(url)
+    extra = urlencode([(k, v) for k, v in params.items() if v is not None], doseq=True)
+    query = f"{parsed.query}&{extra}" if parsed.query else extra
+    return urlunparse(parsed._replace(query=query))
+
+
+async def safe_request(
+    method: str,
+    url: str,
+    *,
+    headers: dict[str, str] | None = None,
+    params: dict[str, Any] | None = None,
+    json_body: Any = None,
+    timeout: float = 30,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    max_redirects: int = MAX_REDIRECTS,
+    allowed_domains: list[str] | None = None,
+    blocked_domains: list[str] | None = None,
+    sensitive_headers: frozenset[str] = frozenset(),
+) -> Fetched:
+    """Send one request with every hop checked and pinned. Non-2xx responses are returned, not raised.
+
+    Raises `Refused` (address, domain, size), `httpx2.TimeoutException` and `httpx2.RequestError`.
+    `sensitive_headers` (lowercase names) are dropped, with Authorization/Cookie, when a redirect leaves
+    the origin. A credential carried in `params` is never forwarded to a redirect target (the target's
+    URL is the server's, not ours).
+    """
+    current = _with_params(url, params)
+    method = method.upper()
+    body = json_body
+    send_headers = dict(headers or {})
+    drop = {"authorization", "cookie", "proxy-authorization"} | set(sensitive_headers)
+    hops: list[str] = []
+    async with httpx2.AsyncClient(timeout=httpx2.Timeout(timeout, connect=min(timeout, 5)),
+                                  follow_redirects=False, trust_env=False) as client:
+        for _ in range(max_redirects + 1):
+            pinned = await check_url(current)
+            check_domain(pinned.hostname, allowed_domains, blocked_domains)
+            hops.append(current)
+            resolved = _ssrf.ResolvedUrl(pinned.ip, pinned.hostname, pinned.port, pinned.is_https, pinned.path)
+            request_url = _ssrf.build_url_with_ip(resolved)
+            request_headers = {k: v for k, v in send_headers.items() if k.lower() != "host"}
+            default_port = 443 if pinned.is_https else 80
+            request_headers["Host"] = pinned.hostname if pinned.port == default_port else f"{pinned.hostname}:{pinned.port}"
+            request_headers.setdefault("Accept-Encoding", _ssrf._BOUNDED_ACCEPT_ENCODING)
+            extensions = {"sni_hostname": pinned.hostname} if pinned.is_https else {}
+            request = client.build_request(
+                method, request_url, headers=request_headers, json=body, extensions=extensions
+            )
+            response = await client.send(request, stream=True)
+            try:
+                if response.is_redirect:
+                    location = response.headers.get("location")
+                    if not location:
+                        raise Refused("A redirect arrived without a Location header.")
+                    previous = current
+                    current = _ssrf.resolve_redirect_url(current, location)
+                    if response.status_code not in _BODY_KEEPING_REDIRECTS:
+                        method, body = ("GET" if method != "HEAD" else "HEAD"), None
+                    if not _ssrf._keeps_credentials(previous, current):
+                        send_headers = {k: v for k, v in send_headers.items() if k.lower() not in drop}
+                    continue
+                try:
+                    content = await _ssrf._read_capped_body(response, max_bytes)
+                except ValueError as exc:
+                    raise TooLarge(str(exc)) from None
+                # The final URL as the caller sees it: the first hop is the URL it asked for.
+                return Fetched(status=response.status_code, headers=response.headers, content=content,
+                               url=url if len(hops) == 1 else current, hops=hops)
+            finally:
+                await response.aclose()
+    raise Refused(f"Too many redirects (more than {max_redirects}).")
