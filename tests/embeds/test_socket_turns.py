@@ -15,7 +15,7 @@ from channels.layers import get_channel_layer
 from agenticos.models import Membership
 from agents.models import Conversation, Message, Run
 from embeds import services
-from embeds.models import Embed
+from embeds.models import Embed, EmbedFile
 from tests import factories
 from tests.embeds.conftest import (
     FRONTEND,
@@ -358,3 +358,36 @@ async def test_a_client_that_stops_reading_is_closed_with_1011(widget, dispatche
             break
     assert seen[-1]["code"] == 1011
     assert len(seen) < 6  # it stopped writing instead of queueing every frame
+
+
+def _file(embed, user, name="a.txt"):
+    return EmbedFile.objects.create(
+        organization_id=embed.organization_id, embed=embed, user=user, name=name, mime="text/plain", size=1,
+        path=f"embeds/{embed.pk}/files/{name}",
+    )
+
+
+async def test_a_message_may_name_only_unattached_files_of_this_pages_owner(agent, builder, owner, dispatched):
+    page = await database_sync_to_async(factories.embed)(agent, kind="page", created_by=builder, allow_uploads=True)
+    other_page = await database_sync_to_async(factories.embed)(agent, kind="page", created_by=builder, allow_uploads=True)
+    mine = await database_sync_to_async(_file)(page, builder)
+    foreign = await database_sync_to_async(_file)(other_page, builder)
+    comm = await open_socket(page)
+
+    await comm.send_json_to({"type": "message", "text": "see", "file_ids": [str(foreign.pk)]})
+    assert (await next_frame(comm))["data"]["code"] == "file_not_found"
+    four = [str((await database_sync_to_async(_file)(page, builder, f"f{n}.txt")).pk) for n in range(4)]
+    await comm.send_json_to({"type": "message", "text": "see", "file_ids": four})
+    assert (await next_frame(comm))["data"]["code"] == "too_many_files"
+
+    run_id = await ask(comm, dispatched, text="see attached", file_ids=[str(mine.pk)])
+    message = await database_sync_to_async(Message.objects.get)(run_id=run_id)
+    assert [a["file_id"] for a in message.attachments] == [str(mine.pk)]
+    await database_sync_to_async(mine.refresh_from_db)()
+    assert mine.attached_at is not None and mine.message_id == message.pk
+    await publish(run_id, "complete", status="completed")
+    await next_frame(comm)
+    # Attached once: the same id cannot be replayed into a second turn.
+    await comm.send_json_to({"type": "message", "text": "again", "file_ids": [str(mine.pk)]})
+    assert (await next_frame(comm))["data"]["code"] == "file_not_found"
+    await comm.disconnect()
