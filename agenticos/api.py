@@ -86,8 +86,12 @@ class WriteThrottle(UserRateThrottle):
     rate = "30/hour"
 
 
-def _my_memberships(user) -> QuerySet[Membership]:
-    return Membership.objects.filter(user=user, is_suspended=False).select_related("organization")
+def _my_memberships(request: Request) -> QuerySet[Membership]:
+    qs = Membership.objects.filter(user=request.user, is_suspended=False).select_related("organization")
+    if isinstance(request.auth, ApiKey):
+        # A key lives in one organization; it does not reveal the others its person belongs to.
+        qs = qs.filter(organization_id=request.auth.organization_id)
+    return qs
 
 
 class MeView(APIView):
@@ -95,7 +99,7 @@ class MeView(APIView):
 
     @extend_schema(responses={200: MeSerializer, 401: ERRORS[401]}, summary="Who am I, and in which organizations")
     def get(self, request: Request) -> Response:
-        return Response(MeSerializer({"user": request.user, "organizations": _my_memberships(request.user)}).data)
+        return Response(MeSerializer({"user": request.user, "organizations": _my_memberships(request)}).data)
 
 
 class OrganizationListView(APIView):
@@ -103,7 +107,7 @@ class OrganizationListView(APIView):
 
     @extend_schema(responses={200: MyOrganizationSerializer(many=True), 401: ERRORS[401]}, summary="My organizations")
     def get(self, request: Request) -> Response:
-        return Response(MyOrganizationSerializer(_my_memberships(request.user), many=True).data)
+        return Response(MyOrganizationSerializer(_my_memberships(request), many=True).data)
 
     @extend_schema(request=OrganizationCreateSerializer, responses={201: OrganizationSerializer, **WRITE_ERRORS},
                    summary="Create an organization (you become its owner)")

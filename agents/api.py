@@ -134,9 +134,6 @@ class AgentListView(AgentView):
         agent = services.create_agent(actor=self.actor, **self.valid(AgentCreateSerializer))
         return Response(self.detail(agent), status=status.HTTP_201_CREATED)
 
-    # Only for the schema: the list is paginated like every other list.
-    pagination_class = BaseOrgView.pagination_class
-
 
 class AgentDetailView(AgentView):
     permission_map = {"GET": "agents:view"}
@@ -205,6 +202,7 @@ class AgentDiffView(AgentView):
 
 
 class AgentEnvironmentListView(AgentView):
+    pagination_class = None  # a handful per agent
     @extend_schema(responses={200: EnvironmentSerializer(many=True), **ERRORS}, summary="Environments")
     def get(self, request: Request, pk) -> Response:
         agent = self.agent(pk)
@@ -269,6 +267,7 @@ class AgentImportView(AgentView):
 
 
 class AgentGrantListView(AgentView):
+    pagination_class = None
     @extend_schema(responses={200: GrantSerializer(many=True), **ERRORS}, summary="Who the agent is shared with")
     def get(self, request: Request, pk) -> Response:
         return Response(GrantSerializer(grants.agent_grants(self.agent(pk)), many=True).data)

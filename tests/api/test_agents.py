@@ -183,3 +183,13 @@ def test_the_agents_list_runs_a_fixed_number_of_queries(org, owner, builder, dem
     assert len(results) == 18
     assert {r["access"] for r in results if r["name"].startswith("A")} == {"use"}
     assert {r["access"] for r in results if r["name"].startswith("C")} == {"publish"}
+
+
+def test_an_agent_with_runs_cannot_be_deleted_and_says_why(org, owner, published_agent, api_as):
+    from agents.models import AgentVersion, Run
+
+    Run.objects.create(organization=org, agent=published_agent, version=AgentVersion.objects.get(agent=published_agent),
+                       surface="api")
+    response = api_as(owner, org).delete(f"/api/v1/agents/{published_agent.pk}/")
+    assert response.status_code == 409 and response.json()["error"]["code"] == "in_use"
+    assert Agent.objects.filter(pk=published_agent.pk).exists()

@@ -76,3 +76,12 @@ def test_members_cannot_revoke_each_others_keys_but_admins_can(org, member, buil
     body = _create(api_as, member, org)
     assert api_as(builder, org).delete(f"/api/v1/api-keys/{body['id']}/").status_code == 404
     assert api_as(admin_user, org).delete(f"/api/v1/api-keys/{body['id']}/").status_code == 200
+
+
+def test_me_through_a_key_shows_only_the_keys_organization(org, member, outsider_org, api_as):
+    from agenticos.models import Membership
+
+    Membership.objects.create(organization=outsider_org, user=member, role="viewer")
+    raw = _create(api_as, member, org)["key"]
+    body = _bearer(raw).get("/api/v1/me/").json()
+    assert [o["organization"]["id"] for o in body["organizations"]] == [str(org.pk)]

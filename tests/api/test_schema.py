@@ -1,0 +1,22 @@
+"""The OpenAPI document describes the platform endpoints, with the API key scheme."""
+
+from __future__ import annotations
+
+
+def test_the_schema_lists_the_platform_endpoints_and_the_bearer_scheme(client, db):
+    response = client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json")
+    assert response.status_code == 200
+    doc = response.json()
+    for path in [
+        "/api/v1/me/", "/api/v1/members/{id}/", "/api/v1/api-keys/", "/api/v1/secrets/{id}/rotate/",
+        "/api/v1/model-profiles/{id}/", "/api/v1/agents/", "/api/v1/agents/{id}/publish/",
+        "/api/v1/agents/{id}/diff/", "/api/v1/agents/{id}/environments/{name}/promote/",
+        "/api/v1/agents/{id}/export/", "/api/v1/agents/import/", "/api/v1/agents/{id}/grants/{user_id}/",
+    ]:
+        assert path in doc["paths"], path
+    assert doc["components"]["securitySchemes"]["ApiKey"] == {
+        "type": "http", "scheme": "bearer",
+        "description": "An API key (aos_…) created at /api/v1/api-keys/. It acts in its own organization.",
+    }
+    secret_props = doc["components"]["schemas"]["Secret"]["properties"]
+    assert "value" not in secret_props and "ciphertext" not in secret_props
