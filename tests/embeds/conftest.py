@@ -146,3 +146,80 @@ def celery_worker_session(django_db_setup, django_db_blocker):
 @pytest.fixture
 def celery_worker(celery_worker_session, transactional_db):
     return celery_worker_session
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _test_database_url() -> str:
+    from urllib.parse import quote
+
+    from django.db import connection
+
+    s = connection.settings_dict
+    auth = quote(s["USER"] or "postgres")
+    if s.get("PASSWORD"):
+        auth += ":" + quote(s["PASSWORD"])
+    host = s.get("HOST") or ""
+    if host.startswith("/"):
+        return f"postgres://{auth}@/{s['NAME']}?host={host}&port={s.get('PORT') or 5432}"
+    return f"postgres://{auth}@{host}:{s.get('PORT') or 5432}/{s['NAME']}"
+
+
+@pytest.fixture(scope="session")
+def daphne_server(django_db_setup, django_db_blocker):
+    """daphne in a subprocess serving the test ASGI app against this session's test database and Redis.
+    Yields its base URL (which is also its FRONTEND_URL, so a hosted page is admitted from it)."""
+    import os
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    import httpx
+
+    root = Path(__file__).resolve().parents[2]
+    port = _free_port()
+    base = f"http://127.0.0.1:{port}"
+    with django_db_blocker.unblock():
+        database_url = _test_database_url()
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "agenticos.settings",
+        "DATABASE_URL": database_url,
+        "FRONTEND_URL": base,
+        "EMBEDS_TEST_URLCONF": "1",
+        "PYTHONPATH": str(root),
+        "DEBUG": "true",
+    }
+    log_path = root / "test-artifacts" / "embeds-daphne.log"
+    log_path.parent.mkdir(exist_ok=True)
+    log = open(log_path, "w")  # noqa: SIM115 — closed after the server stops
+    process = subprocess.Popen(
+        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "tests.embeds.asgi_app:application"],
+        cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"daphne did not start; see {log_path}")
+            time.sleep(0.2)
+        yield base
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        log.close()
