@@ -175,6 +175,11 @@ class Capability:
         }
 
 
+def enum_labels(labels: dict[str, str]) -> dict[str, Any]:
+    """`json_schema_extra` for a Literal field: the Builder shows these labels instead of raw values."""
+    return {"x-enum-labels": dict(labels)}
+
+
 def function_toolset(
     functions: Sequence[Callable[..., Any]], *, max_retries: int = 1
 ) -> FunctionToolset[Any]:

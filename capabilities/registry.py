@@ -483,8 +483,8 @@ def your_setup(active: Iterable[str], skipped: dict[str, str] | None = None) -> 
     if skipped:
         lines += ["", "Bound but unavailable in this run (do not claim to use them):"]
         for cid, reason in skipped.items():
-            cap = find(cid)
-            lines.append(f"- {cap.name if cap else cid} ({cid}): {reason}.")
+            known = find(cid)
+            lines.append(f"- {known.name if known else cid} ({cid}): {reason}.")
     lacking = [
         c for c in all_capabilities() if c.selectable and c.id not in active_ids and c.id not in skipped
     ]

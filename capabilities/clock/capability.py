@@ -58,7 +58,7 @@ def describe(now: datetime) -> dict[str, str]:
     }
 
 
-async def get_current_time(ctx: RunContext[Any], timezone: str | None = None) -> dict[str, str]:
+async def get_current_time(ctx: RunContext[Any], timezone: str | None = None) -> dict[str, str] | str:
     """Read the current date and time from the clock, optionally in another timezone.
 
     Use it when the exact current time matters (a deadline, "how long until", another city's time).

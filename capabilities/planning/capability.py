@@ -14,7 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic_ai_harness.planning import Planning
 
-from capabilities.base import BuildContext, Built, Capability, ToolDecl, tool_text
+from capabilities.base import BuildContext, Built, Capability, ToolDecl, enum_labels, tool_text
 from capabilities.planning.store import ConversationPlanStore
 
 _STATUSES = "pending, in_progress, completed or cancelled (blocked too when subtasks are on)"
@@ -126,7 +126,7 @@ class PlanningConfig(BaseModel):
     cache_ttl: Literal["5m", "1h"] = Field(
         default="5m",
         description="How long the prompt before the plan reminder may be cached.",
-        json_schema_extra={"x-enum-labels": TTL_LABELS},
+        json_schema_extra=enum_labels(TTL_LABELS),
     )
 
 

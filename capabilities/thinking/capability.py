@@ -12,7 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic_ai.capabilities.thinking import Thinking
 
-from capabilities.base import BuildContext, Built, Capability
+from capabilities.base import BuildContext, Built, Capability, enum_labels
 
 Effort = Literal["minimal", "low", "medium", "high", "xhigh", "max"]
 
@@ -33,7 +33,7 @@ class ThinkingConfig(BaseModel):
         default=None,
         description="How hard the model thinks. Unset = the provider's default; a level the provider "
         "lacks maps to its nearest one.",
-        json_schema_extra={"x-enum-labels": EFFORT_LABELS},
+        json_schema_extra=enum_labels(EFFORT_LABELS),
     )
 
 

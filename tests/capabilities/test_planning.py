@@ -25,7 +25,18 @@ ALL_NINE = [
 
 
 @pytest.fixture
-def conversation(transactional_db):
+async def _close_thread_connections():
+    """The store reaches the database from asgiref's worker thread; close that connection afterwards so
+    the test database can be dropped."""
+    yield
+    from asgiref.sync import sync_to_async
+    from django.db import connections
+
+    await sync_to_async(connections.close_all)()
+
+
+@pytest.fixture
+def conversation(transactional_db, _close_thread_connections):
     org = factories.organization(name="Planners")
     agent = Agent.objects.create(organization=org, slug="planner", name="Planner")
     return Conversation.objects.create(organization=org, agent=agent)
