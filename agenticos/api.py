@@ -153,7 +153,7 @@ class MemberDetailView(BaseOrgView):
 
     @extend_schema(request=MemberUpdateSerializer, responses={200: MemberSerializer, **WRITE_ERRORS},
                    summary="Change a member's role or suspend them")
-    def patch(self, request: Request, pk: int) -> Response:
+    def patch(self, request: Request, pk: str) -> Response:
         data = self.valid(MemberUpdateSerializer)
         membership = self._membership(pk)
         if "role" in data:
@@ -165,7 +165,7 @@ class MemberDetailView(BaseOrgView):
         return Response(MemberSerializer(membership).data)
 
     @extend_schema(responses={204: None, **WRITE_ERRORS}, summary="Remove a member (or leave)")
-    def delete(self, request: Request, pk: int) -> Response:
+    def delete(self, request: Request, pk: str) -> Response:
         services.remove_member(actor=self.actor, membership=self._membership(pk))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -197,7 +197,7 @@ class InvitationDetailView(BaseOrgView):
     permission_map = {"*": "members:manage"}
 
     @extend_schema(responses={204: None, **ERRORS}, summary="Revoke a pending invitation")
-    def delete(self, request: Request, pk: int) -> Response:
+    def delete(self, request: Request, pk: str) -> Response:
         services.revoke_invitation(actor=self.actor, invitation=self.org_get(Invitation, pk))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -229,7 +229,7 @@ class ApiKeyDetailView(BaseOrgView):
     permission_map = {"*": "apikeys:manage"}
 
     @extend_schema(responses={200: ApiKeySerializer, **ERRORS}, summary="Revoke an API key")
-    def delete(self, request: Request, pk: int) -> Response:
+    def delete(self, request: Request, pk: str) -> Response:
         key = services.revoke_api_key(actor=self.actor, api_key=self.org_get(ApiKey, pk))
         return Response(ApiKeySerializer(key).data)
 

@@ -175,9 +175,11 @@ class AgentVersionListView(AgentView):
 
 class AgentVersionDetailView(AgentView):
     @extend_schema(responses={200: VersionDetailSerializer, **ERRORS}, summary="One version with its frozen spec")
-    def get(self, request: Request, pk, number: int) -> Response:
+    def get(self, request: Request, pk, number: str) -> Response:
         agent = self.agent(pk)
-        version = AgentVersion.objects.select_related("published_by").filter(agent=agent, number=number).first()
+        version = None
+        if number.isdigit():
+            version = AgentVersion.objects.select_related("published_by").filter(agent=agent, number=int(number)).first()
         if version is None:
             raise NotFound(f"Version {number} not found.")
         return Response(VersionDetailSerializer(version).data)
@@ -282,6 +284,9 @@ class AgentGrantListView(AgentView):
 
 class AgentGrantDetailView(AgentView):
     @extend_schema(responses={204: OpenApiResponse(description="Revoked"), **ERRORS}, summary="Revoke a grant")
-    def delete(self, request: Request, pk, user_id: int) -> Response:
-        grants.revoke_agent_grant(actor=self.actor, agent=self.agent(pk), user_id=user_id)
+    def delete(self, request: Request, pk, user_id: str) -> Response:
+        agent = self.agent(pk)
+        if not user_id.isdigit():
+            raise NotFound("Grant not found.")
+        grants.revoke_agent_grant(actor=self.actor, agent=agent, user_id=int(user_id))
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -148,3 +148,14 @@ def test_anonymous_requests_get_401_with_the_envelope(world, client):
     response = client.get("/api/v1/agents/")
     assert response.status_code == 401
     assert response.json()["error"]["code"] == "not_authenticated"
+
+
+@pytest.mark.parametrize("path", [
+    "agents/not-a-uuid/", "agents/{agent}/versions/abc/", "agents/{agent}/grants/abc/", "secrets/123/",
+    "model-profiles/xyz/", "members/abc/", "api-keys/abc/",
+])
+def test_malformed_ids_get_the_404_envelope(world, org, owner, api_as, path):
+    method = "delete" if path.split("/")[0] in {"members", "api-keys"} or "grants" in path else "get"
+    response = _call(api_as(owner, org), method, path, None, world)
+    assert response.status_code == 404
+    assert response.json()["error"]["code"] == "not_found"
