@@ -1,0 +1,37 @@
+# AgenticOS production image: one image for web (daphne), worker and beat (see docker-compose.yml).
+FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    DJANGO_SETTINGS_MODULE=agenticos.settings \
+    AGENTICOS_DATA_DIR=/data \
+    STATIC_ROOT=/app/staticfiles
+
+WORKDIR /app
+
+# libpq-free: psycopg[binary] ships its own; curl-free: the healthcheck uses Python.
+RUN groupadd --system app && useradd --system --gid app --home-dir /app app \
+    && mkdir -p /data/media && chown -R app:app /data
+
+# Everything the app needs at run time; .dockerignore keeps out the venv, data, tests and VCS.
+COPY . .
+
+RUN pip install .
+
+# Settings need their production variables even at build time; these throwaway values only let
+# collectstatic import them (nothing connects to the database or Redis here).
+RUN DEBUG=false SECRET_KEY=collectstatic-only VAULT_MASTER_KEY=collectstatic-only-0000000000 \
+    DATABASE_URL=postgres://build@localhost:5432/build REDIS_URL=redis://localhost:6379/0 \
+    AGENTICOS_DATA_DIR=/tmp/build-data \
+    python manage.py collectstatic --noinput \
+    && rm -rf /tmp/build-data
+
+USER app
+EXPOSE 8000
+VOLUME ["/data"]
+
+# Commands run from /app with `python -m`, so the source tree here (with templates/ and static/)
+# is what gets imported.
+CMD ["python", "-m", "daphne", "-b", "0.0.0.0", "-p", "8000", "--proxy-headers", "agenticos.asgi:application"]
