@@ -208,3 +208,42 @@ def test_a_capability_bound_without_anything_to_offer_attaches_nothing():
         assert built.toolsets == [] and built.capabilities == [] and built.active == []
     finally:
         registry.unregister(cap.id)
+
+
+async def test_a_gate_over_the_assembled_toolset_also_parks_tools_that_library_capabilities_bring():
+    # ApprovalRequiredToolset around `built.toolsets` alone misses Planning's and AskUser's own toolsets;
+    # a capability's get_wrapper_toolset sees every tool of the run, under the names the model calls.
+    from dataclasses import dataclass
+
+    from pydantic_ai.capabilities import AbstractCapability
+
+    built = registry.build_for_run(
+        spec(
+            {
+                "id": "planning",
+                "tool_approval": {"write_plan": "required"},
+                "tool_overrides": {"write_plan": {"name": "set_checklist"}},
+            }
+        ),
+        deps(),
+    )
+
+    @dataclass
+    class Gate(AbstractCapability):
+        def get_wrapper_toolset(self, toolset):
+            return ApprovalRequiredToolset(
+                toolset,
+                approval_required_func=lambda ctx, td, args: built.approval_for(td.name) == "required",
+            )
+
+    script = Script([("set_checklist", {"items": [{"content": "x", "status": "pending"}]})])
+    agent = Agent(
+        FunctionModel(script),
+        deps_type=RunDeps,
+        toolsets=built.toolsets,
+        capabilities=[Gate(), *built.capabilities],
+        output_type=[str, DeferredToolRequests],
+    )
+    result = await agent.run("go", deps=deps())
+    assert isinstance(result.output, DeferredToolRequests)
+    assert [call.tool_name for call in result.output.approvals] == ["set_checklist"]

@@ -72,3 +72,11 @@ def test_a_role_without_agents_view_gets_403(api_as, org, viewer, monkeypatch):
     response = api_as(viewer, org).get(URL)
     assert response.status_code == 403
     assert response.json()["error"]["details"]["permission"] == "agents:view"
+
+
+def test_the_catalog_costs_one_query_whatever_its_size(api_as, org, viewer, django_assert_num_queries):
+    client = api_as(viewer, org)
+    # The membership that resolves the organization, and its user (agenticos.tenancy loads it lazily);
+    # the catalog itself is code and costs nothing, however many capabilities there are.
+    with django_assert_num_queries(2):
+        assert client.get(URL).status_code == 200
