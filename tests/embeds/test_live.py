@@ -89,3 +89,26 @@ async def test_a_hosted_page_thread_is_replayed_after_reconnecting_through_daphn
         history = json.loads(await ws.recv())
     roles = [(m["role"], m["text"][:12]) for m in history["data"]["messages"]]
     assert roles[0] == ("user", "Remember me?") and roles[1][0] == "assistant"
+
+
+async def test_the_embeds_own_monthly_budget_stops_a_run_before_the_model(agent, builder, celery_worker):
+    from decimal import Decimal
+
+    from governance.models import SpendEntry
+
+    widget = await database_sync_to_async(factories.embed)(
+        agent, kind="widget", created_by=builder, monthly_budget_usd=Decimal("0.50")
+    )
+    await database_sync_to_async(SpendEntry.objects.create)(
+        organization_id=agent.organization_id, agent=agent, embed_id=widget.pk, surface="embed",
+        cost_usd=Decimal("0.50"),
+    )
+    comm = communicator(widget.public_key)
+    await comm.connect(timeout=5)
+    await next_frame(comm)
+    await comm.send_json_to({"type": "message", "text": "Hello?"})
+    frames = await frames_until_end(comm, timeout=30)
+    assert frames[-1]["type"] == "error", frames
+    assert "embed" in frames[-1]["data"]["message"] and "budget" in frames[-1]["data"]["message"]
+    assert "text_delta" not in [f["type"] for f in frames]
+    await comm.disconnect()
