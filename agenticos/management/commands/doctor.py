@@ -52,14 +52,16 @@ def check_vault() -> tuple[bool, str]:
 
 
 def stale_secret_versions() -> list[int]:
-    """Key versions still used by sealed rows that no configured master key can open."""
+    """Key versions still used by sealed rows (secrets, sealed DSNs…) that no configured master key opens."""
     from django.conf import settings
 
-    from agenticos.models import Secret
+    from agenticos.management.commands.vault_rewrap import sealed_models
 
     usable = {settings.VAULT_KEY_VERSION, *settings.VAULT_PREVIOUS_KEYS}
+    used: set[int] = set()
     try:
-        used = set(Secret.objects.values_list("key_version", flat=True).distinct())
+        for model in sealed_models():
+            used |= set(model._default_manager.values_list("key_version", flat=True).distinct())  # type: ignore[attr-defined]
     except Exception:  # an unmigrated database: the model check reports it
         return []
     return sorted(used - usable)
