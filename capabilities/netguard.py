@@ -18,6 +18,8 @@ Every hop (the first request and every redirect):
 from __future__ import annotations
 
 import ipaddress
+import logging
+import re
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode, urlparse, urlunparse
@@ -27,6 +29,21 @@ from django.conf import settings
 from pydantic_ai import _ssrf
 
 DEFAULT_MAX_BYTES = 10 * 1024 * 1024
+_QUERY_IN_LOG = re.compile(r"(https?://[^\s?\"']+)\?[^\s\"']*")
+
+
+class _NoQueryStrings(logging.Filter):
+    """httpx2 logs every request URL at INFO; a query string may carry a credential (the query auth family)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.args:
+            record.msg = record.getMessage()
+            record.args = None
+        record.msg = _QUERY_IN_LOG.sub(r"\1?[query hidden]", str(record.msg))
+        return True
+
+
+logging.getLogger("httpx2").addFilter(_NoQueryStrings())
 MAX_REDIRECTS = 5
 _BODY_KEEPING_REDIRECTS = {307, 308}
 
@@ -163,7 +180,7 @@ async def safe_request(
     *,
     headers: dict[str, str] | None = None,
     params: dict[str, Any] | None = None,
-    json_body: Any = None,
+    content: bytes | None = None,
     timeout: float = 30,
     max_bytes: int = DEFAULT_MAX_BYTES,
     max_redirects: int = MAX_REDIRECTS,
@@ -180,7 +197,7 @@ async def safe_request(
     """
     current = _with_params(url, params)
     method = method.upper()
-    body = json_body
+    body = content
     send_headers = dict(headers or {})
     drop = {"authorization", "cookie", "proxy-authorization"} | set(sensitive_headers)
     hops: list[str] = []
@@ -198,7 +215,7 @@ async def safe_request(
             request_headers.setdefault("Accept-Encoding", _ssrf._BOUNDED_ACCEPT_ENCODING)
             extensions = {"sni_hostname": pinned.hostname} if pinned.is_https else {}
             request = client.build_request(
-                method, request_url, headers=request_headers, json=body, extensions=extensions
+                method, request_url, headers=request_headers, content=body, extensions=extensions
             )
             response = await client.send(request, stream=True)
             try:
@@ -210,6 +227,7 @@ async def safe_request(
                     current = _ssrf.resolve_redirect_url(current, location)
                     if response.status_code not in _BODY_KEEPING_REDIRECTS:
                         method, body = ("GET" if method != "HEAD" else "HEAD"), None
+                        send_headers = {k: v for k, v in send_headers.items() if k.lower() != "content-type"}
                     if not _ssrf._keeps_credentials(previous, current):
                         send_headers = {k: v for k, v in send_headers.items() if k.lower() not in drop}
                     continue

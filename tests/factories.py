@@ -102,3 +102,42 @@ def embed(agent, *, kind: str = "widget", created_by=None, **fields):
     return Embed.objects.create(
         organization_id=agent.organization_id, agent=agent, kind=kind, created_by=created_by, **fields
     )
+
+
+def custom_tool(org, *, url: str, alias: str | None = None, method: str = "GET", parameters=None, auth=None,
+                credential=None, warnings=None, **fields):
+    """A CustomTool row written directly (the REST API and services have their own tests)."""
+    from capabilities.models import CustomTool
+
+    n = next(_seq)
+    return CustomTool.objects.create(
+        organization=org, name=fields.pop("name", f"Tool {n}"), alias=alias or f"tool_{n}", method=method, url=url,
+        parameters=parameters or [], auth=auth or {"family": "none"}, credential=credential,
+        warnings=warnings or [], **fields,
+    )
+
+
+def collection(org: Organization, name: str | None = None, *, embedding_profile=None, **extra):
+    from knowledge.models import Collection
+
+    return Collection.objects.create(
+        organization=org, name=name or f"collection-{next(_seq)}", embedding_profile=embedding_profile, **extra
+    )
+
+
+def document(collection, name: str, data: bytes, **extra):
+    """A Document row with its file stored (not yet ingested: call knowledge.services.ingest)."""
+    import hashlib
+
+    from django.core.files.base import ContentFile
+
+    from knowledge.models import Document
+    from knowledge.parsers import kind_for
+
+    doc = Document(
+        organization_id=collection.organization_id, collection=collection, name=name, kind=kind_for(name),
+        size=len(data), sha256=hashlib.sha256(data).hexdigest(), **extra,
+    )
+    doc.file.save(name, ContentFile(data), save=False)
+    doc.save()
+    return doc

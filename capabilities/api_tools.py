@@ -1,0 +1,301 @@
+"""REST for tools from outside the code: custom tools, templates, builder sessions/kits/drafts,
+database connections and MCP connections. Thin views: org-scoped loads, services do the rest."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import status
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from agenticos.api import BaseOrgView
+from agenticos.errors import Invalid
+from capabilities.custom_tools import services, templates
+from capabilities.models import (
+    CustomTool,
+    DatabaseConnection,
+    McpConnection,
+    ToolBuilderSession,
+    ToolDraft,
+    ToolKit,
+)
+
+READ = "agents:view"
+WRITE = "agents:edit"
+
+
+def _body(request: Request) -> dict[str, Any]:
+    if not isinstance(request.data, dict):
+        raise Invalid("The body must be a JSON object.")
+    return dict(request.data)
+
+
+def tool_json(tool: CustomTool) -> dict[str, Any]:
+    return {
+        "id": str(tool.pk), "name": tool.name, "alias": tool.alias, "description": tool.description,
+        "usage_notes": tool.usage_notes, "method": tool.method, "url": tool.url, "parameters": tool.parameters,
+        "auth": tool.auth, "credential_id": str(tool.credential_id) if tool.credential_id else None,
+        "tags": tool.tags, "warnings": tool.warnings, "sample_outputs": tool.sample_outputs,
+        "timeout_secs": tool.timeout_secs, "kit_name": tool.kit_name, "template_key": tool.template_key,
+        "created_at": tool.created_at.isoformat(), "updated_at": tool.updated_at.isoformat(),
+    }
+
+
+def draft_json(draft: ToolDraft) -> dict[str, Any]:
+    return {
+        "id": str(draft.pk), "kit_id": str(draft.kit_id), "name": draft.name, "state": draft.state,
+        "definition": draft.definition, "warnings": draft.warnings, "sample_outputs": draft.sample_outputs,
+        "test": {"ok": draft.test_ok, "status": draft.test_status, "preview": draft.test_preview,
+                 "error": draft.test_error, "args": draft.test_args,
+                 "at": draft.tested_at.isoformat() if draft.tested_at else None},
+        "created_tool_id": str(draft.created_tool_id) if draft.created_tool_id else None,
+    }
+
+
+def kit_json(kit: ToolKit) -> dict[str, Any]:
+    return {"id": str(kit.pk), "session_id": str(kit.session_id), "name": kit.name, "provider": kit.provider,
+            "credential_id": str(kit.credential_id) if kit.credential_id else None, "warnings": kit.warnings,
+            "status": kit.status, "drafts": [draft_json(d) for d in kit.drafts.all()]}
+
+
+def session_json(session: ToolBuilderSession, *, kits: bool = True) -> dict[str, Any]:
+    data: dict[str, Any] = {"id": str(session.pk), "title": session.title,
+                            "conversation_id": str(session.conversation_id) if session.conversation_id else None,
+                            "created_at": session.created_at.isoformat()}
+    if kits:
+        data["kits"] = [kit_json(k) for k in session.kits.prefetch_related("drafts")]
+    return data
+
+
+# ------------------------------------------------------------------ custom tools
+
+
+class ToolListView(BaseOrgView):
+    permission_map = {"GET": READ, "POST": WRITE}
+
+    def get(self, request: Request) -> Response:
+        return Response({"results": [tool_json(t) for t in self.org_queryset(CustomTool).order_by("name")]})
+
+    def post(self, request: Request) -> Response:
+        data = _body(request)
+        definition = {k: v for k, v in data.items() if k in services.DEFINITION_FIELDS}
+        tool = services.create_tool(actor=self.actor, definition=definition, credential_id=data.get("credential_id"),
+                                    warnings=data.get("warnings"))
+        return Response(tool_json(tool), status=status.HTTP_201_CREATED)
+
+
+class ToolDetailView(BaseOrgView):
+    permission_map = {"GET": READ, "PATCH": WRITE, "DELETE": WRITE}
+
+    def get(self, request: Request, pk: Any) -> Response:
+        return Response(tool_json(self.org_get(CustomTool, pk)))
+
+    def patch(self, request: Request, pk: Any) -> Response:
+        tool = self.org_get(CustomTool, pk)
+        return Response(tool_json(services.update_tool(actor=self.actor, tool=tool, changes=_body(request))))
+
+    def delete(self, request: Request, pk: Any) -> Response:
+        services.delete_tool(actor=self.actor, tool=self.org_get(CustomTool, pk))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class ToolTestView(BaseOrgView):
+    permission_map = {"POST": WRITE}
+
+    def post(self, request: Request, pk: Any) -> Response:
+        tool = self.org_get(CustomTool, pk, CustomTool.objects.select_related("credential")
+                            .filter(organization=self.actor.organization))
+        args = _body(request).get("args") or {}
+        return Response(services.test_tool(actor=self.actor, tool=tool, args=args))
+
+
+# ------------------------------------------------------------------ templates
+
+
+class TemplateListView(BaseOrgView):
+    permission_map = {"GET": READ}
+
+    def get(self, request: Request) -> Response:
+        return Response({"results": templates.catalog()})
+
+
+class TemplateInstallView(BaseOrgView):
+    permission_map = {"POST": WRITE}
+
+    def post(self, request: Request, key: str) -> Response:
+        data = _body(request)
+        tool = templates.install(actor=self.actor, key=key, alias=data.get("alias"),
+                                 credential_id=data.get("credential_id"))
+        return Response(tool_json(tool), status=status.HTTP_201_CREATED)
+
+
+# ------------------------------------------------------------------ builder sessions, kits, drafts
+
+
+class SessionListView(BaseOrgView):
+    permission_map = {"GET": READ, "POST": WRITE}
+
+    def get(self, request: Request) -> Response:
+        return Response({"results": [session_json(s, kits=False) for s in self.org_queryset(ToolBuilderSession)]})
+
+    def post(self, request: Request) -> Response:
+        session = services.create_session(actor=self.actor, title=str(_body(request).get("title") or ""))
+        return Response(session_json(session), status=status.HTTP_201_CREATED)
+
+
+class SessionDetailView(BaseOrgView):
+    permission_map = {"GET": READ}
+
+    def get(self, request: Request, pk: Any) -> Response:
+        return Response(session_json(self.org_get(ToolBuilderSession, pk)))
+
+
+class SessionRestartView(BaseOrgView):
+    permission_map = {"POST": WRITE}
+
+    def post(self, request: Request, pk: Any) -> Response:
+        session = self.org_get(ToolBuilderSession, pk)
+        services.restart_session(actor=self.actor, session=session)
+        return Response(session_json(session))
+
+
+class KitListView(BaseOrgView):
+    permission_map = {"POST": WRITE}
+
+    def post(self, request: Request, pk: Any) -> Response:
+        session = self.org_get(ToolBuilderSession, pk)
+        data = _body(request)
+        kit = services.create_kit(actor=self.actor, session=session, name=str(data.get("name") or ""),
+                                  provider=str(data.get("provider") or ""), credential_id=data.get("credential_id"),
+                                  warnings=data.get("warnings"))
+        return Response(kit_json(kit), status=status.HTTP_201_CREATED)
+
+
+class KitDraftListView(BaseOrgView):
+    permission_map = {"POST": WRITE}
+
+    def post(self, request: Request, pk: Any) -> Response:
+        kit = self.org_get(ToolKit, pk)
+        draft = services.add_draft(actor=self.actor, kit=kit, name=str(_body(request).get("name") or ""))
+        return Response(draft_json(draft), status=status.HTTP_201_CREATED)
+
+
+class KitFinalizeView(BaseOrgView):
+    permission_map = {"POST": WRITE}
+
+    def post(self, request: Request, pk: Any) -> Response:
+        created = services.finalize_kit(actor=self.actor, kit=self.org_get(ToolKit, pk))
+        return Response({"tools": [tool_json(t) for t in created]}, status=status.HTTP_201_CREATED)
+
+
+class DraftActionView(BaseOrgView):
+    permission_map = {"GET": READ, "POST": WRITE}
+
+    def get(self, request: Request, pk: Any, action: str = "") -> Response:
+        return Response(draft_json(services.get_draft(self.actor, pk)))
+
+    def post(self, request: Request, pk: Any, action: str = "") -> Response:
+        draft = services.get_draft(self.actor, pk)
+        data = _body(request)
+        if action == "configure":
+            draft = services.configure_draft(actor=self.actor, draft=draft, definition=data.get("definition") or {})
+        elif action == "test":
+            draft = services.test_draft(actor=self.actor, draft=draft, args=data.get("args") or {})
+        elif action == "warnings":
+            draft = services.attach_warning(actor=self.actor, draft=draft, level=str(data.get("level") or "warning"),
+                                            text=str(data.get("text") or ""))
+        elif action == "samples":
+            draft = services.attach_sample(actor=self.actor, draft=draft, label=str(data.get("label") or ""),
+                                           content=data.get("content"))
+        else:
+            raise Invalid(f"Unknown draft action {action!r}.")
+        return Response(draft_json(draft))
+
+
+# ------------------------------------------------------------------ database and MCP connections
+
+
+def connection_json(conn: DatabaseConnection) -> dict[str, Any]:
+    return {"id": str(conn.pk), "name": conn.name, "engine": conn.engine, "permission": conn.permission,
+            "statement_timeout_ms": conn.statement_timeout_ms, "row_cap": conn.row_cap,
+            "created_at": conn.created_at.isoformat()}
+
+
+class DbConnectionListView(BaseOrgView):
+    permission_map = {"GET": READ, "POST": WRITE}
+
+    def get(self, request: Request) -> Response:
+        return Response({"results": [connection_json(c) for c in self.org_queryset(DatabaseConnection)]})
+
+    def post(self, request: Request) -> Response:
+        from capabilities.db_connections import services as db_services
+
+        data = _body(request)
+        conn = db_services.create_connection(actor=self.actor, name=str(data.get("name") or ""),
+                                             dsn=str(data.get("dsn") or ""),
+                                             permission=str(data.get("permission") or "read"),
+                                             engine=str(data.get("engine") or "postgresql"))
+        return Response(connection_json(conn), status=status.HTTP_201_CREATED)
+
+
+class DbConnectionDetailView(BaseOrgView):
+    permission_map = {"GET": READ, "PATCH": WRITE, "DELETE": WRITE}
+
+    def get(self, request: Request, pk: Any) -> Response:
+        return Response(connection_json(self.org_get(DatabaseConnection, pk)))
+
+    def patch(self, request: Request, pk: Any) -> Response:
+        from capabilities.db_connections import services as db_services
+
+        conn = db_services.update_connection(actor=self.actor, connection=self.org_get(DatabaseConnection, pk),
+                                             changes=_body(request))
+        return Response(connection_json(conn))
+
+    def delete(self, request: Request, pk: Any) -> Response:
+        from capabilities.db_connections import services as db_services
+
+        db_services.delete_connection(actor=self.actor, connection=self.org_get(DatabaseConnection, pk))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+def mcp_json(conn: McpConnection) -> dict[str, Any]:
+    return {"id": str(conn.pk), "name": conn.name, "url": conn.url, "transport": conn.transport,
+            "auth_header": conn.auth_header, "auth_secret_id": str(conn.auth_secret_id) if conn.auth_secret_id else None,
+            "tools": conn.tools, "checked_at": conn.checked_at.isoformat() if conn.checked_at else None}
+
+
+class McpConnectionListView(BaseOrgView):
+    permission_map = {"GET": READ, "POST": WRITE}
+
+    def get(self, request: Request) -> Response:
+        return Response({"results": [mcp_json(c) for c in self.org_queryset(McpConnection)]})
+
+    def post(self, request: Request) -> Response:
+        from capabilities.mcp import services as mcp_services
+
+        conn = mcp_services.create_connection(actor=self.actor, **mcp_services.clean_input(_body(request)))
+        return Response(mcp_json(conn), status=status.HTTP_201_CREATED)
+
+
+class McpConnectionDetailView(BaseOrgView):
+    permission_map = {"GET": READ, "DELETE": WRITE}
+
+    def get(self, request: Request, pk: Any) -> Response:
+        return Response(mcp_json(self.org_get(McpConnection, pk)))
+
+    def delete(self, request: Request, pk: Any) -> Response:
+        from capabilities.mcp import services as mcp_services
+
+        mcp_services.delete_connection(actor=self.actor, connection=self.org_get(McpConnection, pk))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class McpConnectionCheckView(BaseOrgView):
+    permission_map = {"POST": WRITE}
+
+    def post(self, request: Request, pk: Any) -> Response:
+        from capabilities.mcp import services as mcp_services
+
+        conn = mcp_services.check_connection(actor=self.actor, connection=self.org_get(McpConnection, pk))
+        return Response(mcp_json(conn))
