@@ -1,0 +1,15 @@
+"""/api/v1/ knowledge endpoints: collections, documents, context files, skills, memory."""
+
+from django.urls import path
+
+from knowledge import api
+
+urlpatterns = [
+    path("collections/", api.CollectionListView.as_view(), name="api-collections"),
+    path("collections/<uuid:pk>/", api.CollectionDetailView.as_view(), name="api-collection"),
+    path("collections/<uuid:pk>/documents/", api.DocumentListView.as_view(), name="api-collection-documents"),
+    path("documents/<uuid:pk>/", api.DocumentDetailView.as_view(), name="api-document"),
+    path("documents/<uuid:pk>/reingest/", api.DocumentReingestView.as_view(), name="api-document-reingest"),
+    path("context/", api.ContextFileListView.as_view(), name="api-context-files"),
+    path("context/<uuid:pk>/", api.ContextFileDetailView.as_view(), name="api-context-file"),
+]
