@@ -16,7 +16,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.auth.admin import UserAdmin as BaseUserAdmin
 from django.contrib.auth.forms import AdminUserCreationForm, UserChangeForm
-from django.db import transaction
+from django.db import models, transaction
 from django.db.models import Count, DecimalField, OuterRef, Q, QuerySet, Subquery, Sum, Value
 from django.db.models.functions import Coalesce
 from django.http import HttpRequest
@@ -57,10 +57,10 @@ def admin_link(obj: Any, label: object | None = None) -> str:
     return format_html('<a href="{}">{}</a>', admin_url(obj), label if label is not None else obj)
 
 
-def changelist_link(model: type, label: object, **filters: object) -> str:
+def changelist_link(model: type[models.Model], label: object, **filters: object) -> str:
     meta = model._meta
     url = reverse(f"admin:{meta.app_label}_{meta.model_name}_changelist")
-    return format_html('<a href="{}?{}">{}</a>', url, urlencode(filters), label)
+    return format_html('<a href="{}?{}">{}</a>', url, urlencode({k: str(v) for k, v in filters.items()}), label)
 
 
 def month_start(now: datetime | None = None) -> datetime:
