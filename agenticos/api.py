@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.models import QuerySet
+from django.urls import URLPattern, path
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import mixins, status
@@ -52,6 +53,12 @@ WRITE_ERRORS = {
 }
 
 
+def route(pattern: str, view: type[APIView], name: str) -> list[URLPattern]:
+    """URL patterns for a view: the canonical path has no trailing slash (like the rest of /api/v1/);
+    the slash form answers too but stays out of the schema."""
+    return [path(pattern, view.as_view(), name=name), path(f"{pattern}/", view.as_view(schema=None))]
+
+
 class ApiKeyScheme(OpenApiAuthenticationExtension):
     """Documents `Authorization: Bearer <api key>` in /api/schema/ (registered on import)."""
 
@@ -62,12 +69,15 @@ class ApiKeyScheme(OpenApiAuthenticationExtension):
         return {
             "type": "http",
             "scheme": "bearer",
-            "description": "An API key (aos_…) created at /api/v1/api-keys/. It acts in its own organization.",
+            "description": "An API key (aos_…) created at /api/v1/api-keys. It acts in its own organization.",
         }
 
 
 class BaseOrgView(OrgAPIView):
-    """OrgAPIView plus the request's IP on the actor, so services can put it in audit rows."""
+    """Acts in the organization named by `X-Organization-Id` (an API key acts in its own organization).
+    An organization you do not belong to answers 404. Errors use `{"error": {"code", "message", "details"}}`."""
+
+    # (Code note: also puts the request's IP on the actor so services can write it in audit rows.)
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)

@@ -1,20 +1,19 @@
 """/api/v1/ kernel endpoints."""
 
-from django.urls import path
-
 from agenticos import api
+from agenticos.api import route
 
 urlpatterns = [
-    path("me/", api.MeView.as_view(), name="api-me"),
-    path("organizations/", api.OrganizationListView.as_view(), name="api-organizations"),
-    path("invitations/accept/", api.AcceptInvitationView.as_view(), name="api-invitation-accept"),
-    path("invitations/", api.InvitationListView.as_view(), name="api-invitations"),
-    path("invitations/<str:pk>/", api.InvitationDetailView.as_view(), name="api-invitation"),
-    path("members/", api.MemberListView.as_view(), name="api-members"),
-    path("members/<str:pk>/", api.MemberDetailView.as_view(), name="api-member"),
-    path("api-keys/", api.ApiKeyListView.as_view(), name="api-api-keys"),
-    path("api-keys/<str:pk>/", api.ApiKeyDetailView.as_view(), name="api-api-key"),
-    path("secrets/", api.SecretListView.as_view(), name="api-secrets"),
-    path("secrets/<str:pk>/", api.SecretDetailView.as_view(), name="api-secret"),
-    path("secrets/<str:pk>/rotate/", api.SecretRotateView.as_view(), name="api-secret-rotate"),
+    *route("me", api.MeView, "api-me"),
+    *route("organizations", api.OrganizationListView, "api-organizations"),
+    *route("invitations/accept", api.AcceptInvitationView, "api-invitation-accept"),
+    *route("invitations", api.InvitationListView, "api-invitations"),
+    *route("invitations/<int:pk>", api.InvitationDetailView, "api-invitation"),
+    *route("members", api.MemberListView, "api-members"),
+    *route("members/<int:pk>", api.MemberDetailView, "api-member"),
+    *route("api-keys", api.ApiKeyListView, "api-api-keys"),
+    *route("api-keys/<int:pk>", api.ApiKeyDetailView, "api-api-key"),
+    *route("secrets", api.SecretListView, "api-secrets"),
+    *route("secrets/<uuid:pk>", api.SecretDetailView, "api-secret"),
+    *route("secrets/<uuid:pk>/rotate", api.SecretRotateView, "api-secret-rotate"),
 ]

@@ -96,7 +96,11 @@ def _environments_prefetch() -> Prefetch:
 
 
 class AgentView(BaseOrgView):
-    """Loads one agent of the organization; the services decide access with governance.grants."""
+    """Agents of the organization named by `X-Organization-Id`. Your access to an agent is the stronger of
+    what your role gives and what was shared with you: view < use < edit < publish. An agent you cannot
+    see answers 404; too weak an access answers 403. Errors use `{"error": {"code", "message", "details"}}`."""
+
+    # Code note: loads go through org_get; every service decides access with governance.grants.
 
     serializer_class = AgentSerializer
     # Reads need at least agents:view from the role; writes are decided per object (grants may allow them).

@@ -1,26 +1,21 @@
 """/api/v1/ agent endpoints."""
 
-from django.urls import path
-
+from agenticos.api import route
 from agents import api
 
 urlpatterns = [
-    path("model-profiles/", api.ModelProfileListView.as_view(), name="api-model-profiles"),
-    path("model-profiles/<str:pk>/", api.ModelProfileDetailView.as_view(), name="api-model-profile"),
-    path("agents/", api.AgentListView.as_view(), name="api-agents"),
-    path("agents/import/", api.AgentImportView.as_view(), name="api-agents-import"),
-    path("agents/<str:pk>/", api.AgentDetailView.as_view(), name="api-agent"),
-    path("agents/<str:pk>/publish/", api.AgentPublishView.as_view(), name="api-agent-publish"),
-    path("agents/<str:pk>/versions/", api.AgentVersionListView.as_view(), name="api-agent-versions"),
-    path("agents/<str:pk>/versions/<str:number>/", api.AgentVersionDetailView.as_view(), name="api-agent-version"),
-    path("agents/<str:pk>/diff/", api.AgentDiffView.as_view(), name="api-agent-diff"),
-    path("agents/<str:pk>/environments/", api.AgentEnvironmentListView.as_view(), name="api-agent-environments"),
-    path(
-        "agents/<str:pk>/environments/<str:name>/promote/",
-        api.AgentPromoteView.as_view(),
-        name="api-agent-promote",
-    ),
-    path("agents/<str:pk>/export/", api.AgentExportView.as_view(), name="api-agent-export"),
-    path("agents/<str:pk>/grants/", api.AgentGrantListView.as_view(), name="api-agent-grants"),
-    path("agents/<str:pk>/grants/<str:user_id>/", api.AgentGrantDetailView.as_view(), name="api-agent-grant"),
+    *route("model-profiles", api.ModelProfileListView, "api-model-profiles"),
+    *route("model-profiles/<uuid:pk>", api.ModelProfileDetailView, "api-model-profile"),
+    *route("agents", api.AgentListView, "api-agents"),
+    *route("agents/import", api.AgentImportView, "api-agents-import"),
+    *route("agents/<uuid:pk>", api.AgentDetailView, "api-agent"),
+    *route("agents/<uuid:pk>/publish", api.AgentPublishView, "api-agent-publish"),
+    *route("agents/<uuid:pk>/versions", api.AgentVersionListView, "api-agent-versions"),
+    *route("agents/<uuid:pk>/versions/<str:number>", api.AgentVersionDetailView, "api-agent-version"),
+    *route("agents/<uuid:pk>/diff", api.AgentDiffView, "api-agent-diff"),
+    *route("agents/<uuid:pk>/environments", api.AgentEnvironmentListView, "api-agent-environments"),
+    *route("agents/<uuid:pk>/environments/<str:name>/promote", api.AgentPromoteView, "api-agent-promote"),
+    *route("agents/<uuid:pk>/export", api.AgentExportView, "api-agent-export"),
+    *route("agents/<uuid:pk>/grants", api.AgentGrantListView, "api-agent-grants"),
+    *route("agents/<uuid:pk>/grants/<str:user_id>", api.AgentGrantDetailView, "api-agent-grant"),
 ]

@@ -56,10 +56,10 @@ def test_json_prints_working_credentials_and_mints_a_fresh_key_each_call(db):
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {second['api_key']}",
                        HTTP_X_ORGANIZATION_ID=second["organization_id"])
-    agent = client.get(f"/api/v1/agents/{second['agent_id']}/")
+    agent = client.get(f"/api/v1/agents/{second['agent_id']}")
     assert agent.status_code == 200
     assert agent.json()["slug"] == "getting-started" and agent.json()["access"] == "publish"
-    assert client.get(f"/api/v1/model-profiles/{second['model_profile_id']}/").json()["provider"] == "demo"
+    assert client.get(f"/api/v1/model-profiles/{second['model_profile_id']}").json()["provider"] == "demo"
 
 
 def test_a_real_key_creates_a_sealed_profile_and_points_the_agent_at_it(db):

@@ -17,13 +17,13 @@ def _envs(agent) -> dict[str, int]:
 
 def _set_instructions(client, agent, text):
     spec = {**agent.draft_spec, "instructions": text}
-    assert client.patch(f"/api/v1/agents/{agent.pk}/", {"spec": spec}, format="json").status_code == 200
+    assert client.patch(f"/api/v1/agents/{agent.pk}", {"spec": spec}, format="json").status_code == 200
     agent.refresh_from_db()
 
 
 def test_the_first_publish_creates_v1_with_production_and_dev_on_it(org, builder, demo_profile, api_as):
     agent = make_agent(builder, org, profile=demo_profile)
-    response = api_as(builder, org).post(f"/api/v1/agents/{agent.pk}/publish/", {"note": "first"}, format="json")
+    response = api_as(builder, org).post(f"/api/v1/agents/{agent.pk}/publish", {"note": "first"}, format="json")
     assert response.status_code == 201, response.content
     body = response.json()
     assert body["number"] == 1 and body["note"] == "first" and body["spec"]["instructions"] == "Be helpful."
@@ -36,9 +36,9 @@ def test_the_first_publish_creates_v1_with_production_and_dev_on_it(org, builder
 def test_later_publishes_move_dev_but_production_waits_for_promotion(org, owner, published_agent, api_as):
     client = api_as(owner, org)
     _set_instructions(client, published_agent, "Second.")
-    assert client.post(f"/api/v1/agents/{published_agent.pk}/publish/", {}, format="json").json()["number"] == 2
+    assert client.post(f"/api/v1/agents/{published_agent.pk}/publish", {}, format="json").json()["number"] == 2
     assert _envs(published_agent) == {"production": 1, "dev": 2}
-    promoted = client.post(f"/api/v1/agents/{published_agent.pk}/environments/production/promote/", {"version": 2},
+    promoted = client.post(f"/api/v1/agents/{published_agent.pk}/environments/production/promote", {"version": 2},
                            format="json")
     assert promoted.status_code == 200 and promoted.json()["version"] == 2
     assert services.environment_version(published_agent, "production").spec["instructions"] == "Second."
@@ -47,18 +47,18 @@ def test_later_publishes_move_dev_but_production_waits_for_promotion(org, owner,
 def test_rollback_promotes_an_older_version_and_history_stays(org, owner, published_agent, api_as):
     client = api_as(owner, org)
     _set_instructions(client, published_agent, "Second.")
-    client.post(f"/api/v1/agents/{published_agent.pk}/publish/", {}, format="json")
-    client.post(f"/api/v1/agents/{published_agent.pk}/environments/production/promote/", {"version": 2}, format="json")
-    back = client.post(f"/api/v1/agents/{published_agent.pk}/environments/production/promote/", {"version": 1},
+    client.post(f"/api/v1/agents/{published_agent.pk}/publish", {}, format="json")
+    client.post(f"/api/v1/agents/{published_agent.pk}/environments/production/promote", {"version": 2}, format="json")
+    back = client.post(f"/api/v1/agents/{published_agent.pk}/environments/production/promote", {"version": 1},
                        format="json")
     assert back.status_code == 200 and back.json()["version"] == 1
-    versions = client.get(f"/api/v1/agents/{published_agent.pk}/versions/").json()["results"]
+    versions = client.get(f"/api/v1/agents/{published_agent.pk}/versions").json()["results"]
     assert [v["number"] for v in versions] == [2, 1]
     event = AuditEvent.objects.get(action="agent.rolled_back")
     assert event.details == {"environment": "production", "from_version": 2, "to_version": 1}
     # dev still follows the next publish after a rollback of production.
     _set_instructions(client, published_agent, "Third.")
-    client.post(f"/api/v1/agents/{published_agent.pk}/publish/", {}, format="json")
+    client.post(f"/api/v1/agents/{published_agent.pk}/publish", {}, format="json")
     assert _envs(published_agent) == {"production": 1, "dev": 3}
 
 
@@ -66,10 +66,10 @@ def test_promoting_to_a_missing_version_is_404_and_a_new_environment_can_be_crea
     org, owner, published_agent, api_as
 ):
     client = api_as(owner, org)
-    url = f"/api/v1/agents/{published_agent.pk}/environments/staging/promote/"
+    url = f"/api/v1/agents/{published_agent.pk}/environments/staging/promote"
     assert client.post(url, {"version": 9}, format="json").status_code == 404
     assert client.post(url, {"version": 1}, format="json").status_code == 200
-    envs = client.get(f"/api/v1/agents/{published_agent.pk}/environments/").json()
+    envs = client.get(f"/api/v1/agents/{published_agent.pk}/environments").json()
     assert [(e["name"], e["version"], e["tracks_latest"]) for e in envs] == [
         ("dev", 1, True), ("production", 1, False), ("staging", 1, False)
     ]
@@ -101,7 +101,7 @@ def test_publish_reports_every_problem_at_once_with_paths(org, builder, outsider
         collection_ids=["11111111-1111-1111-1111-111111111111"],
         subagents=[{"name": "helper", "agent_id": "22222222-2222-2222-2222-222222222222"}],
     )
-    response = api_as(builder, org).post(f"/api/v1/agents/{agent.pk}/publish/", {}, format="json")
+    response = api_as(builder, org).post(f"/api/v1/agents/{agent.pk}/publish", {}, format="json")
     assert response.status_code == 422
     problems = response.json()["error"]["details"]["problems"]
     fields = {p["field"] for p in problems}
@@ -116,13 +116,13 @@ def test_publish_reports_every_problem_at_once_with_paths(org, builder, outsider
 
 def test_publish_without_a_model_profile_names_the_field(org, builder, api_as):
     agent = make_agent(builder, org)
-    response = api_as(builder, org).post(f"/api/v1/agents/{agent.pk}/publish/", {}, format="json")
+    response = api_as(builder, org).post(f"/api/v1/agents/{agent.pk}/publish", {}, format="json")
     assert response.status_code == 422
     assert {p["field"] for p in response.json()["error"]["details"]["problems"]} == {"model_profile_id"}
 
 
 def test_a_member_cannot_publish(org, member, published_agent, api_as):
-    response = api_as(member, org).post(f"/api/v1/agents/{published_agent.pk}/publish/", {}, format="json")
+    response = api_as(member, org).post(f"/api/v1/agents/{published_agent.pk}/publish", {}, format="json")
     assert response.status_code == 403
 
 
@@ -145,5 +145,5 @@ def test_versions_are_immutable_in_the_database_even_with_raw_sql(published_agen
 
 def test_editing_the_draft_never_changes_a_published_version(org, owner, published_agent, api_as):
     _set_instructions(api_as(owner, org), published_agent, "Draft only.")
-    detail = api_as(owner, org).get(f"/api/v1/agents/{published_agent.pk}/versions/1/").json()
+    detail = api_as(owner, org).get(f"/api/v1/agents/{published_agent.pk}/versions/1").json()
     assert detail["spec"]["instructions"] == "Be helpful."

@@ -8,15 +8,23 @@ def test_the_schema_lists_the_platform_endpoints_and_the_bearer_scheme(client, d
     assert response.status_code == 200
     doc = response.json()
     for path in [
-        "/api/v1/me/", "/api/v1/members/{id}/", "/api/v1/api-keys/", "/api/v1/secrets/{id}/rotate/",
-        "/api/v1/model-profiles/{id}/", "/api/v1/agents/", "/api/v1/agents/{id}/publish/",
-        "/api/v1/agents/{id}/diff/", "/api/v1/agents/{id}/environments/{name}/promote/",
-        "/api/v1/agents/{id}/export/", "/api/v1/agents/import/", "/api/v1/agents/{id}/grants/{user_id}/",
+        "/api/v1/me", "/api/v1/members/{id}", "/api/v1/api-keys", "/api/v1/secrets/{id}/rotate",
+        "/api/v1/model-profiles/{id}", "/api/v1/agents", "/api/v1/agents/{id}/publish",
+        "/api/v1/agents/{id}/diff", "/api/v1/agents/{id}/environments/{name}/promote",
+        "/api/v1/agents/{id}/export", "/api/v1/agents/import", "/api/v1/agents/{id}/grants/{user_id}",
     ]:
         assert path in doc["paths"], path
     assert doc["components"]["securitySchemes"]["ApiKey"] == {
         "type": "http", "scheme": "bearer",
-        "description": "An API key (aos_…) created at /api/v1/api-keys/. It acts in its own organization.",
+        "description": "An API key (aos_…) created at /api/v1/api-keys. It acts in its own organization.",
     }
     secret_props = doc["components"]["schemas"]["Secret"]["properties"]
     assert "value" not in secret_props and "ciphertext" not in secret_props
+
+
+def test_the_trailing_slash_form_answers_too_but_is_not_in_the_schema(org, owner, api_as):
+    client = api_as(owner, org)
+    assert client.get("/api/v1/agents/").status_code == 200
+    assert client.post("/api/v1/agents/", {"name": "Slash"}, format="json").status_code == 201
+    doc = client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
+    assert "/api/v1/agents/" not in doc["paths"] and "/api/v1/agents" in doc["paths"]

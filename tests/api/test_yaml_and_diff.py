@@ -10,7 +10,7 @@ from tests.api.conftest import actor_of, make_agent
 
 
 def _import(client, text, **extra):
-    return client.post("/api/v1/agents/import/", {"yaml": text, **extra}, format="json")
+    return client.post("/api/v1/agents/import", {"yaml": text, **extra}, format="json")
 
 
 def test_export_then_import_round_trips_the_spec(org, owner, demo_profile, api_as):
@@ -23,7 +23,7 @@ def test_export_then_import_round_trips_the_spec(org, owner, demo_profile, api_a
         model_settings={"temperature": 0.3},
     )
     client = api_as(owner, org)
-    exported = client.get(f"/api/v1/agents/{agent.pk}/export/")
+    exported = client.get(f"/api/v1/agents/{agent.pk}/export")
     assert exported.status_code == 200 and exported["Content-Type"].startswith("application/yaml")
     text = exported.content.decode()
     assert "secret-value" not in text
@@ -40,15 +40,15 @@ def test_export_then_import_round_trips_the_spec(org, owner, demo_profile, api_a
 def test_a_raw_yaml_body_is_accepted_too(org, owner, api_as):
     agent = make_agent(owner, org, slug="raw")
     client = api_as(owner, org)
-    text = client.get(f"/api/v1/agents/{agent.pk}/export/").content.decode().replace("slug: raw", "slug: raw-2")
-    response = client.post("/api/v1/agents/import/", text.encode(), content_type="application/yaml")
+    text = client.get(f"/api/v1/agents/{agent.pk}/export").content.decode().replace("slug: raw", "slug: raw-2")
+    response = client.post("/api/v1/agents/import", text.encode(), content_type="application/yaml")
     assert response.status_code == 201, response.content
 
 
 def test_importing_the_same_slug_again_is_a_409_naming_slug(org, owner, api_as):
     agent = make_agent(owner, org, slug="once")
     client = api_as(owner, org)
-    text = client.get(f"/api/v1/agents/{agent.pk}/export/").content.decode()
+    text = client.get(f"/api/v1/agents/{agent.pk}/export").content.decode()
     response = _import(client, text)
     assert response.status_code == 409 and response.json()["error"]["details"] == {"field": "slug"}
 
@@ -56,7 +56,7 @@ def test_importing_the_same_slug_again_is_a_409_naming_slug(org, owner, api_as):
 def test_import_into_an_existing_agent_replaces_its_draft(org, owner, api_as):
     agent = make_agent(owner, org, slug="target")
     client = api_as(owner, org)
-    doc = yaml.safe_load(client.get(f"/api/v1/agents/{agent.pk}/export/").content)
+    doc = yaml.safe_load(client.get(f"/api/v1/agents/{agent.pk}/export").content)
     doc["spec"]["instructions"] = "Replaced."
     response = _import(client, yaml.safe_dump(doc), agent_id=str(agent.pk))
     assert response.status_code == 200
@@ -119,24 +119,24 @@ def test_the_diff_names_the_changed_fields(org, owner, published_agent, api_as):
         "capabilities": [{"id": "clock", "config": {"timezone": "Europe/Madrid"}}],
         "model_settings": {"temperature": 0.2},
     }
-    client.patch(f"/api/v1/agents/{published_agent.pk}/", {"spec": spec}, format="json")
-    client.post(f"/api/v1/agents/{published_agent.pk}/publish/", {}, format="json")
+    client.patch(f"/api/v1/agents/{published_agent.pk}", {"spec": spec}, format="json")
+    client.post(f"/api/v1/agents/{published_agent.pk}/publish", {}, format="json")
     spec["capabilities"] = [{"id": "clock", "config": {"timezone": "UTC"}}]
-    client.patch(f"/api/v1/agents/{published_agent.pk}/", {"spec": spec}, format="json")
-    client.post(f"/api/v1/agents/{published_agent.pk}/publish/", {}, format="json")
+    client.patch(f"/api/v1/agents/{published_agent.pk}", {"spec": spec}, format="json")
+    client.post(f"/api/v1/agents/{published_agent.pk}/publish", {}, format="json")
 
-    first = client.get(f"/api/v1/agents/{published_agent.pk}/diff/?from=1&to=2").json()
+    first = client.get(f"/api/v1/agents/{published_agent.pk}/diff?from=1&to=2").json()
     assert first["from"] == "v1" and first["to"] == "v2"
     assert set(first["changed_paths"]) == {"instructions", "capabilities[clock]", "model_settings.temperature"}
     assert first["text_diffs"][0]["path"] == "instructions"
     assert "+Answer in Spanish." in first["text_diffs"][0]["diff"]
 
-    second = client.get(f"/api/v1/agents/{published_agent.pk}/diff/?from=2&to=3").json()
+    second = client.get(f"/api/v1/agents/{published_agent.pk}/diff?from=2&to=3").json()
     assert second["changes"] == [
         {"path": "capabilities[clock].config.timezone", "before": "Europe/Madrid", "after": "UTC"}
     ]
     # Environment names and "draft" work as ends too: production is still on v1.
-    against_draft = client.get(f"/api/v1/agents/{published_agent.pk}/diff/?from=production&to=draft").json()
+    against_draft = client.get(f"/api/v1/agents/{published_agent.pk}/diff?from=production&to=draft").json()
     assert against_draft["from"] == "v1" and against_draft["to"] == "draft"
     assert set(against_draft["changed_paths"]) == {"instructions", "capabilities[clock]", "model_settings.temperature"}
-    assert client.get(f"/api/v1/agents/{published_agent.pk}/diff/?from=1&to=7").status_code == 404
+    assert client.get(f"/api/v1/agents/{published_agent.pk}/diff?from=1&to=7").status_code == 404
