@@ -98,6 +98,7 @@ def test_an_admin_can_change_a_builders_role_and_it_is_audited(org, admin_user, 
     assert response.status_code == 200 and response.json()["role"] == "viewer"
     event = AuditEvent.objects.get(action="member.role_changed")
     assert event.details == {"from": "builder", "to": "viewer"} and event.target_name == builder.email
+    assert event.actor == admin_user and event.ip_address == "127.0.0.1"
 
 
 def test_nobody_can_change_the_role_of_someone_who_outranks_them(org, owner, admin_user, api_as):
