@@ -76,7 +76,8 @@ def test_rotating_the_master_key_rewraps_every_secret_and_they_open_without_the_
         assert value not in out and value not in caplog.text
 
     event = AuditEvent.objects.get(action="vault.rewrap")
-    assert event.details == {"to_version": 2, "rewrapped": {"agenticos.Secret": 3}}
+    assert event.details["to_version"] == 2
+    assert event.details["rewrapped"]["agenticos.Secret"] == 3
     assert "already at version 2: 3" in rewrap()
     assert AuditEvent.objects.filter(action="vault.rewrap").count() == 1
 
@@ -103,6 +104,14 @@ def test_a_rotation_without_the_old_key_changes_nothing_and_says_how_to_fix_it(o
     first.refresh_from_db()
     assert first.key_version == 1
     assert not AuditEvent.objects.filter(action="vault.rewrap").exists()
+
+
+def test_every_model_holding_sealed_values_is_rotated():
+    from agenticos.management.commands.vault_rewrap import sealed_models
+
+    labels = [m._meta.label for m in sealed_models()]
+    assert "agenticos.Secret" in labels
+    assert all({"organization", "key_version", "wrapped_key", "ciphertext"} <= {f.name for f in m._meta.get_fields()} for m in sealed_models())
 
 
 def test_a_dry_run_counts_without_changing_anything(on_old_key):
