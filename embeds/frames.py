@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+EMPTY_TURN_MESSAGE = "The assistant did not produce an answer. Please try again."
 PARKED_MESSAGE = (
     "This needs a decision from a person before it can go on, so the answer will not arrive here. "
     "Please try again later."
@@ -41,6 +42,7 @@ class TurnFilter:
     hidden_parts: set[int] = field(default_factory=set)
     parked: bool = False
     finished: bool = False
+    answered: bool = False
 
     def apply(self, frame: dict) -> list[dict]:
         """The frames (zero or more) a visitor receives for one runner frame."""
@@ -71,6 +73,7 @@ class TurnFilter:
         if kind == "text_delta":
             if data.get("index") in self.hidden_parts:
                 return []
+            self.answered = self.answered or bool(data.get("content"))
             return [_frame(kind, {"index": data.get("index"), "content": str(data.get("content", ""))})]
         if kind == "thinking_delta":
             if not t.show_thinking or data.get("index") in self.hidden_parts:
@@ -96,6 +99,7 @@ class TurnFilter:
         if kind == "final_result_start":
             return [_frame(kind, {"tool_name": data.get("tool_name")})] if t.show_tool_steps else [_frame(kind, {})]
         if kind == "final_result":
+            self.answered = self.answered or bool(data.get("output"))
             return [_frame(kind, {"output": "" if self.parked else data.get("output", "")})]
         if kind == "tool_approval_required":
             # A visitor cannot approve a side effect on someone else's organization: the run parks.
@@ -105,6 +109,9 @@ class TurnFilter:
             self.finished = True
             if self.parked or (data.get("status") == "awaiting_approval"):
                 return [_frame("error", {"message": PARKED_MESSAGE, "code": "needs_approval"})]
+            if not self.answered:
+                # A turn that produced nothing is something the visitor should be told, not a blank bubble.
+                return [_frame("error", {"message": EMPTY_TURN_MESSAGE, "code": "empty_turn"})]
             return [_frame("complete", {})]  # never usage: what a run cost is the operator's business
         if kind == "error":
             self.finished = True

@@ -33,6 +33,11 @@ async def publish(rid: str, type_: str, **data) -> None:
     await get_channel_layer().group_send(f"run-{rid}", {"type": "run.frame", "frame": {"type": type_, "data": data}})
 
 
+async def answer(rid: str) -> None:
+    await publish(rid, "text_delta", index=0, content="Sure.")
+    await publish(rid, "complete", status="completed")
+
+
 async def open_socket(embed: Embed, **kwargs):
     origin = FRONTEND if embed.kind == "page" else "https://shop.example.com"
     comm = communicator(embed.public_key, origin=origin, **kwargs)
@@ -174,6 +179,17 @@ async def test_a_gated_tool_ends_the_turn_with_an_error_saying_a_person_must_dec
     await comm.disconnect()
 
 
+async def test_a_turn_that_produced_nothing_ends_with_an_error(widget, dispatched):
+    comm = await open_socket(widget)
+    run_id = await ask(comm, dispatched)
+    await publish(run_id, "model_request_start")
+    await publish(run_id, "final_result", output="")
+    await publish(run_id, "complete", status="completed", usage={})
+    frames = await frames_until_end(comm)
+    assert frames[-1]["type"] == "error" and frames[-1]["data"]["code"] == "empty_turn"
+    await comm.disconnect()
+
+
 async def test_a_runner_error_reaches_the_visitor_as_its_message(widget, dispatched):
     comm = await open_socket(widget)
     run_id = await ask(comm, dispatched)
@@ -199,8 +215,8 @@ async def test_a_second_message_during_a_turn_is_told_to_wait(widget, dispatched
     run_id = await ask(comm, dispatched)
     await comm.send_json_to({"type": "message", "text": "again"})
     assert (await next_frame(comm))["data"]["code"] == "busy"
-    await publish(run_id, "complete", status="completed")
-    assert (await next_frame(comm))["type"] == "complete"
+    await answer(run_id)
+    assert (await frames_until_end(comm))[-1]["type"] == "complete"
     await ask(comm, dispatched, text="now it is my turn")
     await comm.disconnect()
 
@@ -209,8 +225,8 @@ async def test_the_per_visitor_message_limit_answers_with_an_error(widget, dispa
     await database_sync_to_async(lambda: Embed.objects.filter(pk=widget.pk).update(rate_limit_per_minute=1))()
     comm = await open_socket(widget)
     run_id = await ask(comm, dispatched)
-    await publish(run_id, "complete", status="completed")
-    await next_frame(comm)
+    await answer(run_id)
+    assert (await frames_until_end(comm))[-1]["type"] == "complete"
     await comm.send_json_to({"type": "message", "text": "one more"})
     frame = await next_frame(comm)
     assert frame["type"] == "error" and frame["data"]["code"] == "rate_limited"
@@ -268,8 +284,8 @@ async def test_variables_are_read_from_each_frame(widget, dispatched):
     )()
     comm = await open_socket(widget)
     first = await ask(comm, dispatched, context={"plan": "free"})
-    await publish(first, "complete", status="completed")
-    await next_frame(comm)
+    await answer(first)
+    assert (await frames_until_end(comm))[-1]["type"] == "complete"
     second = await ask(comm, dispatched, text="and now?", context={"plan": "pro"})
     run = await database_sync_to_async(Run.objects.get)(pk=second)
     assert 'plan: "pro"' in run.options["extra_instructions"]
@@ -385,8 +401,8 @@ async def test_a_message_may_name_only_unattached_files_of_this_pages_owner(agen
     assert [a["file_id"] for a in message.attachments] == [str(mine.pk)]
     await database_sync_to_async(mine.refresh_from_db)()
     assert mine.attached_at is not None and mine.message_id == message.pk
-    await publish(run_id, "complete", status="completed")
-    await next_frame(comm)
+    await answer(run_id)
+    assert (await frames_until_end(comm))[-1]["type"] == "complete"
     # Attached once: the same id cannot be replayed into a second turn.
     await comm.send_json_to({"type": "message", "text": "again", "file_ids": [str(mine.pk)]})
     assert (await next_frame(comm))["data"]["code"] == "file_not_found"
