@@ -4,6 +4,9 @@ spend is written by the runner, approvals and questions are decided where the ru
 from __future__ import annotations
 
 from django.contrib import admin
+from django.urls import NoReverseMatch, reverse
+from django.utils.html import format_html
+from guardian.models import UserObjectPermission
 
 from agenticos.admin import ReadOnlyAdmin, UUIDSearchMixin, admin_link
 from governance.models import Approval, Question, SpendEntry
@@ -76,3 +79,33 @@ class QuestionAdmin(_RunLinks, ReadOnlyAdmin):
     @admin.display(description="asked")
     def asked_user_link(self, obj: Question) -> str:
         return admin_link(obj.asked_user)
+
+
+# ------------------------------------------------------------------ grants (django-guardian rows)
+
+
+@admin.register(UserObjectPermission)
+class GrantAdmin(ReadOnlyAdmin):
+    """Per-object grants, read-only: sharing and revoking go through governance.grants (audited)."""
+
+    list_display = ("user_link", "permission_codename", "content_type", "object_link")
+    list_filter = ("permission__codename", "content_type")
+    search_fields = ("user__email", "object_pk")
+    list_select_related = ("user", "permission", "content_type")
+
+    @admin.display(description="user", ordering="user__email")
+    def user_link(self, obj: UserObjectPermission) -> str:
+        return admin_link(obj.user)
+
+    @admin.display(description="level", ordering="permission__codename")
+    def permission_codename(self, obj: UserObjectPermission) -> str:
+        return obj.permission.codename
+
+    @admin.display(description="object")
+    def object_link(self, obj: UserObjectPermission) -> str:
+        meta = obj.content_type
+        try:
+            url = reverse(f"admin:{meta.app_label}_{meta.model}_change", args=[obj.object_pk])
+        except NoReverseMatch:
+            return f"{meta.app_label}.{meta.model}:{obj.object_pk}"
+        return format_html('<a href="{}">{}.{} {}</a>', url, meta.app_label, meta.model, obj.object_pk)

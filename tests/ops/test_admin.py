@@ -13,6 +13,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
+from guardian.models import UserObjectPermission
 
 from agenticos import vault
 from agenticos.admin import month_start
@@ -23,7 +24,7 @@ from tests.ops import world
 
 OUR_APPS = ("agenticos", "agents", "governance")
 REGISTERED = sorted(admin.site._registry, key=lambda m: m._meta.label)
-LEDGERS = [AuditEvent, AgentVersion, SpendEntry, Message, ToolCall, Run, Approval, Question]
+LEDGERS = [AuditEvent, AgentVersion, SpendEntry, Message, ToolCall, Run, Approval, Question, UserObjectPermission]
 
 
 def changelist(model) -> str:
@@ -96,6 +97,13 @@ def test_ledger_rows_cannot_be_added_changed_or_deleted_through_the_console(mode
 
     obj.refresh_from_db()
     assert {f.attname: getattr(obj, f.attname) for f in obj._meta.concrete_fields} == before
+
+
+def test_a_grant_links_to_the_agent_it_shares(console, make_world):
+    w = make_world()
+    html = console.get(changelist(UserObjectPermission)).content.decode()
+    assert change(w.agent) in html
+    assert "use_agent" in html
 
 
 def test_the_version_list_offers_no_bulk_delete(console, make_world):

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from django.utils import timezone
+from guardian.shortcuts import assign_perm
 
 from agenticos import audit, vault
 from agenticos.models import ApiKey, Invitation, Membership, Organization, Secret, User
@@ -119,5 +120,6 @@ def build(name: str = "World", secret_value: str | None = None) -> World:
     ApiKey.objects.create(organization=org, user=member, name=f"key {n}", prefix=f"ak_{n:05d}", key_hash=f"{n:064d}")
     Invitation.objects.create(organization=org, email=f"new{n}@example.com", token_hash=f"{n:064x}", invited_by=owner)
     audit.record(actor=owner, organization=org, action="secret.create", target=sealed)
+    assign_perm("agents.use_agent", member, agent)
     assert Membership.objects.filter(organization=org).count() == 2
     return World(org, owner, value, sealed, profile, agent, version, run_row)
