@@ -4,7 +4,6 @@ scripted with a FunctionModel."""
 from __future__ import annotations
 
 import itertools
-import uuid
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -19,10 +18,17 @@ from tests.capabilities.helpers import Outcome, Script
 _ids = itertools.count(1)
 
 
-def deps_for(agent, *, surface: str = "web", user=None, run=None, conversation=None, **extra) -> RunDeps:
+def deps_for(agent, *, surface: str = "web", user=None, run=None, conversation=None, options=None,
+             **extra) -> RunDeps:
+    """Deps for a real Run row of the agent's latest version (created unless `run=` is given)."""
+    from agents.models import Run
+
     version = agent.versions.order_by("-number").first()
+    if run is None:
+        run = Run.objects.create(organization_id=agent.organization_id, agent=agent, version=version,
+                                 conversation=conversation, surface=surface, user=user, options=options or {})
     return RunDeps(
-        run_id=str(run.pk) if run is not None else str(uuid.uuid4()),
+        run_id=str(run.pk),
         organization_id=str(agent.organization_id),
         agent_id=str(agent.pk),
         version_id=str(version.pk),
@@ -50,3 +56,9 @@ async def run_agent(agent, calls: list[tuple[str, dict[str, Any]]], run_deps: Ru
     )
     result = await agent_.run("go", deps=run_deps)
     return Outcome(messages=result.all_messages(), script=script, output=result.output), built
+
+
+async def arun(agent, calls, *, model_function=None, **deps_kwargs):
+    """`run_agent` with the deps built on a DB thread (deps_for reads the agent's latest version)."""
+    run_deps = await sync_to_async(deps_for)(agent, **deps_kwargs)
+    return await run_agent(agent, calls, run_deps, model_function=model_function)
