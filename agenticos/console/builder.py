@@ -1,0 +1,323 @@
+"""Agents and the Builder: list, New agent, basics, the Toolbox, versions, YAML, availability.
+
+Every change goes through `agents.services` (which checks access with `require_agent_access`); the page
+shows the draft's publish problems at the field they belong to, all the time, so nothing waits for a failed
+publish to be explained.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from django.conf import settings
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.urls import reverse
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_POST
+
+from agenticos.console import selectors
+from agenticos.console.base import console_view, problems_by_field, screen
+from agenticos.console.schema_forms import config_from_post, fields_for
+from agenticos.errors import Invalid, NotFound
+from agenticos.models import Secret
+from agenticos.tenancy import Actor, org_get
+from agents import services as agent_services
+from agents.models import Agent, Environment, ModelProfile
+from capabilities import registry
+from governance.grants import EDIT, PUBLISH, at_least, require_agent_access
+
+STARTER_SLUG = "getting-started"
+APPROVAL_MODES = ("default", "required", "never")
+
+
+# ------------------------------------------------------------------ list, new, import
+
+
+@console_view("agents:view")
+def agent_list(request: HttpRequest, actor: Actor, import_errors: dict[str, str] | None = None) -> HttpResponse:
+    return screen(request, "console/agents.html", {
+        "nav": "agents", "rows": selectors.agent_rows(actor), "import_errors": import_errors or {},
+    }, status=422 if import_errors else 200)
+
+
+def starter_spec(actor: Actor, name: str) -> dict[str, Any]:
+    """The starter template: the organization's Getting Started agent when it has one (its instructions and
+    budget), the catalog's Recommended capabilities bound with their defaults, and a chat model profile."""
+    from agenticos.management.commands.platform_bootstrap import STARTER_INSTRUCTIONS
+
+    starter = Agent.objects.filter(organization=actor.organization, slug=STARTER_SLUG).only("draft_spec").first()
+    template = starter.draft_spec if starter is not None else {}
+    profile = (
+        ModelProfile.objects.filter(organization=actor.organization, kind=ModelProfile.Kind.CHAT)
+        .order_by("created_at").values_list("pk", flat=True).first()
+    )
+    recommended = [c["id"] for c in registry.catalog_json()["capabilities"] if c["recommended"] and c["available"]]
+    bound = {b["id"]: b for b in template.get("capabilities", []) if isinstance(b, dict)}
+    return {
+        "name": name,
+        "instructions": template.get("instructions") or STARTER_INSTRUCTIONS,
+        "model_profile_id": template.get("model_profile_id") or (str(profile) if profile else None),
+        "capabilities": [{**bound.get(cap_id, {}), "id": cap_id, "enabled": True} for cap_id in recommended],
+        "budget": template.get("budget") or {},
+    }
+
+
+@require_POST
+@console_view("agents:edit")
+def new_agent(request: HttpRequest, actor: Actor) -> HttpResponse:
+    name = (request.POST.get("name") or "").strip() or _("New agent")
+    agent = agent_services.create_agent(actor=actor, name=name, spec=starter_spec(actor, name))
+    messages.success(request, _("Created %(name)s from the starter template.") % {"name": agent.name})
+    return redirect("console:builder", agent_id=agent.pk)
+
+
+@require_POST
+@console_view("agents:edit")
+def import_agent(request: HttpRequest, actor: Actor) -> HttpResponse:
+    try:
+        agent = agent_services.import_agent_yaml(actor=actor, text=_uploaded_yaml(request))
+    except Invalid as exc:
+        return agent_list.__wrapped__(request, actor, import_errors=problems_by_field(exc) or {"yaml": exc.message})
+    messages.success(request, _("Imported %(name)s.") % {"name": agent.name})
+    return redirect("console:builder", agent_id=agent.pk)
+
+
+def _uploaded_yaml(request: HttpRequest) -> str:
+    upload = request.FILES.get("file")
+    if upload is not None:
+        return upload.read(512_000).decode("utf-8", errors="replace")
+    return request.POST.get("yaml", "")
+
+
+# ------------------------------------------------------------------ the Builder page
+
+
+def _agent(actor: Actor, agent_id: Any) -> tuple[Agent, str]:
+    agent = org_get(actor, Agent, agent_id)
+    return agent, require_agent_access(actor, agent, "view")
+
+
+def _capability_cards(actor: Actor, spec: dict[str, Any], problems: dict[str, str]) -> list[dict[str, Any]]:
+    bindings = {b.get("id"): b for b in spec.get("capabilities", []) if isinstance(b, dict)}
+    secrets = list(Secret.objects.filter(organization=actor.organization).only("pk", "name", "kind", "hint")
+                   ) if actor.has("secrets:view") else []
+    cards = []
+    for entry in registry.catalog_json()["capabilities"]:
+        if not entry["selectable"]:
+            continue
+        cap_id = entry["id"]
+        binding = bindings.get(cap_id) or {}
+        prefix = f"capabilities[{cap_id}]"
+        mine = {path[len(prefix) + 1:]: msg for path, msg in problems.items() if path.startswith(prefix + ".")}
+        config_errors = {path[len("config."):]: msg for path, msg in mine.items() if path.startswith("config.")}
+        config = binding.get("config") or {}
+        fields = fields_for(entry["config_schema"], config, prefix=f"cap-{cap_id}", errors=config_errors)
+        tool_approval = binding.get("tool_approval") or {}
+        overrides = binding.get("tool_overrides") or {}
+        tools = [
+            {
+                **tool,
+                "approval": tool_approval.get(tool["id"], "default"),
+                "override_name": (overrides.get(tool["id"]) or {}).get("name") or "",
+                "override_description": (overrides.get(tool["id"]) or {}).get("description") or "",
+                "error": next((m for p, m in mine.items() if p.startswith(f"tool_approval.{tool['id']}")
+                               or p.startswith(f"tool_overrides.{tool['id']}")), ""),
+            }
+            for tool in entry["tools"]
+        ]
+        key = entry["key"]
+        placed = {f"config.{f['name']}" for f in fields if f["error"]}
+        cards.append({
+            **entry,
+            "bound": bool(binding),
+            "enabled": bool(binding) and binding.get("enabled", True),
+            "approval": binding.get("approval", "default"),
+            "fields": fields,
+            "basic_fields": [f for f in fields if not f["advanced"]],
+            "advanced_fields": [f for f in fields if f["advanced"]],
+            "advanced_open": any(f["advanced"] and (f["is_set"] or f["error"]) for f in fields),
+            "tools": tools,
+            "secret_id": binding.get("secret_id") or "",
+            "secrets": [s for s in secrets if key and s.kind == key["kind"]],
+            "secret_error": mine.get("secret_id", ""),
+            "other_errors": [m for p, m in mine.items()
+                             if p not in placed and p != "secret_id" and not p.startswith(("tool_approval.",
+                                                                                              "tool_overrides."))],
+        })
+    return cards
+
+
+def builder_context(actor: Actor, agent: Agent, level: str, *, diff: dict | None = None) -> dict[str, Any]:
+    spec = agent.draft_spec or {}
+    problems = {p["field"]: p["message"] for p in agent_services.publish_problems(actor, spec, agent=agent)}
+    cards = _capability_cards(actor, spec, problems)
+    versions = list(agent.versions.select_related("published_by").order_by("-number")[:50])
+    environments = list(Environment.objects.filter(agent=agent).select_related("version").order_by("name"))
+    budget = (spec.get("budget") or {}).get("monthly_usd")
+    return {
+        "nav": "agents",
+        "agent": agent,
+        "spec": spec,
+        "level": level,
+        "can_edit": at_least(level, EDIT),
+        "can_publish": at_least(level, PUBLISH),
+        "problems": problems,
+        "basics_errors": {k.replace(".", "_"): v for k, v in problems.items() if not k.startswith("capabilities")},
+        "cards": [c for c in cards if not c["advanced"]],
+        "advanced_cards": [c for c in cards if c["advanced"]],
+        "advanced_open": any(c["enabled"] for c in cards if c["advanced"]),
+        "approval_modes": APPROVAL_MODES,
+        "model_profiles": ModelProfile.objects.filter(organization=actor.organization, kind=ModelProfile.Kind.CHAT),
+        "budget": "" if budget is None else budget,
+        "versions": versions,
+        "environments": environments,
+        "diff": diff,
+        "api_url": f"{settings.FRONTEND_URL}/api/v1/agents/{agent.pk}/run",
+        "can_run": actor.has("agents:run"),
+    }
+
+
+@console_view("agents:view")
+def builder(request: HttpRequest, actor: Actor, agent_id: Any) -> HttpResponse:
+    agent, level = _agent(actor, agent_id)
+    return screen(request, "console/builder.html", builder_context(actor, agent, level))
+
+
+def _back(agent: Agent, anchor: str = "") -> HttpResponse:
+    return redirect(reverse("console:builder", args=[agent.pk]) + (f"#{anchor}" if anchor else ""))
+
+
+def _render_invalid(request: HttpRequest, actor: Actor, agent: Agent, exc: Invalid) -> HttpResponse:
+    messages.error(request, exc.message)
+    agent.refresh_from_db()
+    context = builder_context(actor, agent, require_agent_access(actor, agent, "view"))
+    for field, message in problems_by_field(exc).items():
+        context["basics_errors"][field.removeprefix("spec.").replace(".", "_")] = message
+    return screen(request, "console/builder.html", context, status=422)
+
+
+@require_POST
+@console_view("agents:view")
+def save_basics(request: HttpRequest, actor: Actor, agent_id: Any) -> HttpResponse:
+    agent, _level = _agent(actor, agent_id)
+    post = request.POST
+    spec = dict(agent.draft_spec or {})
+    spec["name"] = post.get("name", spec.get("name", "")).strip()
+    spec["description"] = post.get("description", "")
+    spec["instructions"] = post.get("instructions", "")
+    spec["model_profile_id"] = post.get("model_profile_id") or None
+    raw_budget = (post.get("budget") or "").strip()
+    try:
+        spec["budget"] = {"monthly_usd": str(Decimal(raw_budget)) if raw_budget else None}
+    except InvalidOperation:
+        spec["budget"] = {"monthly_usd": raw_budget}
+    try:
+        agent_services.update_agent(actor=actor, agent=agent, spec=spec)
+    except Invalid as exc:
+        return _render_invalid(request, actor, agent, exc)
+    messages.success(request, _("Draft saved."))
+    return _back(agent, "basics")
+
+
+@require_POST
+@console_view("agents:view")
+def save_capability(request: HttpRequest, actor: Actor, agent_id: Any, capability_id: str) -> HttpResponse:
+    agent, _level = _agent(actor, agent_id)
+    entry = registry.find(capability_id)
+    if entry is None or not entry.selectable:
+        raise NotFound(_("Unknown capability."))
+    post = request.POST
+    spec = dict(agent.draft_spec or {})
+    bindings = [b for b in spec.get("capabilities", []) if isinstance(b, dict)]
+    existing = next((b for b in bindings if b.get("id") == capability_id), None)
+    enabled = post.get("enabled") == "on"
+    binding: dict[str, Any] = {"id": capability_id, "enabled": enabled,
+                               "config": config_from_post(entry.config_schema(), post)}
+    approval = post.get("approval", "default")
+    binding["approval"] = approval if approval in APPROVAL_MODES else approval
+    binding["tool_approval"] = {
+        t.id: post.get(f"tool.{t.id}.approval") for t in entry.tools
+        if post.get(f"tool.{t.id}.approval", "default") != "default"
+    }
+    overrides = {}
+    for tool in entry.tools:
+        name = (post.get(f"tool.{tool.id}.name") or "").strip()
+        description = (post.get(f"tool.{tool.id}.description") or "").strip()
+        if name or description:
+            overrides[tool.id] = {"name": name or None, "description": description or None}
+    binding["tool_overrides"] = overrides
+    binding["secret_id"] = post.get("secret_id") or None
+    if existing is None and not enabled:
+        return _back(agent, f"cap-{capability_id}")
+    if existing is None:
+        bindings.append(binding)
+    else:
+        bindings[bindings.index(existing)] = binding
+    spec["capabilities"] = bindings
+    try:
+        agent_services.update_agent(actor=actor, agent=agent, spec=spec)
+    except Invalid as exc:
+        return _render_invalid(request, actor, agent, exc)
+    messages.success(request, _("%(name)s saved in the draft.") % {"name": entry.name})
+    return _back(agent, f"cap-{capability_id}")
+
+
+# ------------------------------------------------------------------ versions
+
+
+@require_POST
+@console_view("agents:view")
+def publish(request: HttpRequest, actor: Actor, agent_id: Any) -> HttpResponse:
+    agent, _level = _agent(actor, agent_id)
+    try:
+        version = agent_services.publish_agent(actor=actor, agent=agent, note=request.POST.get("note", ""))
+    except Invalid as exc:
+        return _render_invalid(request, actor, agent, exc)
+    messages.success(request, _("Published version %(n)s.") % {"n": version.number})
+    return _back(agent, "versions")
+
+
+@require_POST
+@console_view("agents:view")
+def promote(request: HttpRequest, actor: Actor, agent_id: Any) -> HttpResponse:
+    agent, _level = _agent(actor, agent_id)
+    environment = request.POST.get("environment", "production")
+    version = request.POST.get("version", "")
+    env = agent_services.promote_environment(actor=actor, agent=agent, environment=environment,
+                                             version=int(version) if version.isdigit() else -1)
+    messages.success(request, _("%(env)s now runs version %(n)s.") % {"env": env.name, "n": env.version.number})
+    return _back(agent, "versions")
+
+
+@console_view("agents:view")
+def diff(request: HttpRequest, actor: Actor, agent_id: Any) -> HttpResponse:
+    agent, level = _agent(actor, agent_id)
+    result = agent_services.diff_versions(actor=actor, agent=agent, from_ref=request.GET.get("from", ""),
+                                          to_ref=request.GET.get("to", "draft"))
+    return screen(request, "console/builder.html", builder_context(actor, agent, level, diff=result))
+
+
+@console_view("agents:view")
+def export_yaml(request: HttpRequest, actor: Actor, agent_id: Any) -> HttpResponse:
+    agent, _level = _agent(actor, agent_id)
+    version = request.GET.get("version")
+    text = agent_services.export_agent_yaml(actor=actor, agent=agent,
+                                            version=int(version) if version and version.isdigit() else None)
+    response = HttpResponse(text, content_type="application/yaml; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{agent.slug}.yaml"'
+    return response
+
+
+@require_POST
+@console_view("agents:view")
+def import_into(request: HttpRequest, actor: Actor, agent_id: Any) -> HttpResponse:
+    agent, _level = _agent(actor, agent_id)
+    try:
+        agent_services.import_agent_yaml(actor=actor, text=_uploaded_yaml(request), agent=agent)
+    except Invalid as exc:
+        return _render_invalid(request, actor, agent, exc)
+    messages.success(request, _("The draft was replaced from YAML."))
+    return _back(agent)

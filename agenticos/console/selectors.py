@@ -1,0 +1,296 @@
+"""Reads for the console screens, each list in a fixed number of queries (no N+1)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from django.db.models import Count, Q, QuerySet, Sum
+from django.utils import timezone
+
+from agenticos.tenancy import Actor
+from agents.models import Agent, Conversation, Environment, Message, Run, Surface, ToolCall
+from governance import budgets
+from governance.grants import EDIT, PUBLISH, USE, at_least, grant_levels, role_level, stronger, visible_agents
+from governance.models import Approval, Question, SpendEntry
+
+PRODUCTION = "production"
+
+
+# ------------------------------------------------------------------ agents
+
+
+def agents_with_access(actor: Actor) -> list[tuple[Agent, str]]:
+    """Every agent the actor can see with their effective level, in two queries."""
+    agents = list(visible_agents(actor).select_related("owner").order_by("name"))
+    grants = grant_levels(actor.user_id, [a.pk for a in agents])
+    result = []
+    for agent in agents:
+        level = stronger(role_level(actor, agent), grants.get(str(agent.pk)))
+        if level is not None:
+            result.append((agent, level))
+    return result
+
+
+def production_versions(agent_ids: list[Any]) -> dict[str, Environment]:
+    envs = Environment.objects.filter(agent_id__in=agent_ids, name=PRODUCTION).select_related("version")
+    return {str(env.agent_id): env for env in envs}
+
+
+def agent_rows(actor: Actor) -> list[dict[str, Any]]:
+    pairs = agents_with_access(actor)
+    production = production_versions([a.pk for a, _ in pairs])
+    spent = agent_spend_this_month(actor)
+    rows = []
+    for agent, level in pairs:
+        env = production.get(str(agent.pk))
+        rows.append({
+            "agent": agent,
+            "level": level,
+            "can_edit": at_least(level, EDIT) and actor.has("agents:edit"),
+            "can_use": at_least(level, USE) and actor.has("agents:run"),
+            "version": env.version.number if env else None,
+            "budget": ((env.version.spec if env else agent.draft_spec).get("budget") or {}).get("monthly_usd"),
+            "spent": spent.get(str(agent.pk), Decimal("0")),
+        })
+    return rows
+
+
+def chat_agents(actor: Actor) -> list[dict[str, Any]]:
+    """Agents the actor may chat with: published, with use access. Includes each agent's budget state."""
+    if not actor.has("agents:run"):
+        return []
+    pairs = [(a, lvl) for a, lvl in agents_with_access(actor) if at_least(lvl, USE)]
+    production = production_versions([a.pk for a, _ in pairs])
+    spent = agent_spend_this_month(actor)
+    result = []
+    for agent, _level in pairs:
+        env = production.get(str(agent.pk))
+        if env is None:
+            continue
+        cap = (env.version.spec.get("budget") or {}).get("monthly_usd")
+        result.append({
+            "id": str(agent.pk),
+            "name": agent.name,
+            "version": env.version.number,
+            "budget": {
+                "limit": str(cap) if cap is not None else None,
+                "spent": str(spent.get(str(agent.pk), Decimal("0"))),
+            },
+        })
+    return result
+
+
+def agent_spend_this_month(actor: Actor) -> dict[str, Decimal]:
+    rows = (
+        SpendEntry.objects.filter(organization=actor.organization, created_at__gte=budgets.month_start())
+        .values("agent_id")
+        .annotate(total=Sum("cost_usd"))
+    )
+    return {str(r["agent_id"]): r["total"] or Decimal("0") for r in rows if r["agent_id"]}
+
+
+def organization_budget(actor: Actor) -> dict[str, Any]:
+    org = actor.organization
+    spent = budgets.organization_spent(org.pk)
+    limit = org.monthly_budget_usd
+    fraction = float(spent / limit) if limit else None
+    return {
+        "limit": limit,
+        "spent": spent,
+        "fraction": fraction,
+        "percent": min(100, round((fraction or 0) * 100)),
+    }
+
+
+# ------------------------------------------------------------------ dashboard
+
+
+def dashboard(actor: Actor) -> dict[str, Any]:
+    since = budgets.month_start()
+    runs = visible_runs(actor).filter(created_at__gte=since)
+    totals = runs.aggregate(count=Count("id"), cost=Sum("cost_usd"))
+    per_surface = dict(runs.values_list("surface").annotate(n=Count("id")).values_list("surface", "n"))
+    surfaces = [
+        {"id": value, "label": label, "count": per_surface.get(value, 0)} for value, label in Surface.choices
+    ]
+    peak = max([s["count"] for s in surfaces] + [1])
+    for s in surfaces:
+        s["percent"] = round(s["count"] * 100 / peak)
+    agent_gauges = []
+    for row in agent_rows(actor):
+        cap = row["budget"]
+        if cap is None:
+            continue
+        limit = Decimal(str(cap))
+        fraction = float(row["spent"] / limit) if limit else 1.0
+        agent_gauges.append({"agent": row["agent"], "limit": limit, "spent": row["spent"],
+                             "percent": min(100, round(fraction * 100))})
+    return {
+        "run_count": totals["count"] or 0,
+        "spend": totals["cost"] or Decimal("0"),
+        "surfaces": surfaces,
+        "org_budget": organization_budget(actor),
+        "agent_gauges": agent_gauges,
+        "since": since,
+    }
+
+
+# ------------------------------------------------------------------ runs
+
+
+def visible_runs(actor: Actor) -> QuerySet[Run]:
+    """The same rule as the run API: everyone's runs with runs:view, else one's own."""
+    qs = Run.objects.filter(organization=actor.organization)
+    if not actor.has("runs:view"):
+        qs = qs.filter(user_id=actor.user_id)
+    return qs
+
+
+def filtered_runs(actor: Actor, *, agent: str = "", surface: str = "", status: str = "",
+                  since: datetime | None = None, until: datetime | None = None) -> QuerySet[Run]:
+    qs = visible_runs(actor).select_related("agent", "version", "user")
+    if agent:
+        qs = qs.filter(agent_id=agent)
+    if surface:
+        qs = qs.filter(surface=surface)
+    if status:
+        qs = qs.filter(status=status)
+    if since:
+        qs = qs.filter(created_at__gte=since)
+    if until:
+        qs = qs.filter(created_at__lt=until)
+    return qs.order_by("-created_at")
+
+
+# ------------------------------------------------------------------ chat
+
+
+def conversations_for(actor: Actor) -> QuerySet[Conversation]:
+    """Own conversations and threads the person wrote in (channel threads), newest first."""
+    took_part = Message.objects.filter(author_id=actor.user_id, conversation__organization=actor.organization)
+    return (
+        Conversation.objects.filter(organization=actor.organization)
+        .filter(Q(owner_id=actor.user_id) | Q(pk__in=took_part.values("conversation_id")))
+        .select_related("agent")
+        .order_by("-last_active_at")
+    )
+
+
+def tool_call_json(call: ToolCall | None, tool_call_id: str) -> dict[str, Any]:
+    if call is None:
+        return {"id": tool_call_id, "name": "", "args": {}, "result": None, "status": "unfinished"}
+    return {
+        "id": call.tool_call_id,
+        "name": call.tool_name,
+        "args": call.args,
+        "result": call.result,
+        "status": call.status,
+    }
+
+
+def _reconstructed_parts(message: Message, calls: list[ToolCall]) -> list[dict[str, Any]]:
+    """Turns written before `parts` existed: reasoning, then every tool, then the answer (a guess, kept only
+    for them)."""
+    parts: list[dict[str, Any]] = []
+    if message.thinking:
+        parts.append({"type": "thinking", "text": message.thinking})
+    parts += [{"type": "tool", "tool_call_id": c.tool_call_id} for c in calls]
+    if message.content:
+        parts.append({"type": "text", "text": message.content})
+    return parts
+
+
+def conversation_turns(conversation: Conversation) -> list[dict[str, Any]]:
+    """The transcript as the chat client renders it, live and reopened alike.
+
+    Consecutive assistant messages of one run are one turn (avatar and name once); a message without a run is
+    never grouped. Four queries whatever the length.
+    """
+    messages = list(conversation.messages.order_by("id"))
+    calls: dict[tuple[str, str], ToolCall] = {}
+    calls_by_message: dict[int, list[ToolCall]] = {}
+    for call in ToolCall.objects.filter(run__conversation=conversation).order_by("id"):
+        calls[(str(call.run_id), call.tool_call_id)] = call
+        if call.message_id:
+            calls_by_message.setdefault(call.message_id, []).append(call)
+    runs = {
+        str(r["id"]): r
+        for r in Run.objects.filter(conversation=conversation).values(
+            "id", "status", "input_tokens", "output_tokens", "cost_usd", "cost_is_partial"
+        )
+    }
+    turns: list[dict[str, Any]] = []
+    for message in messages:
+        run_id = str(message.run_id) if message.run_id else None
+        if message.role == Message.Role.USER:
+            turns.append({"role": "user", "text": message.content, "author": message.author_label,
+                          "message_id": message.pk, "run_id": run_id,
+                          "at": message.created_at.isoformat()})
+            continue
+        if message.role != Message.Role.ASSISTANT:
+            continue
+        raw_parts = message.parts or _reconstructed_parts(message, calls_by_message.get(message.pk, []))
+        parts = []
+        for part in raw_parts:
+            if part.get("type") == "tool":
+                parts.append({"type": "tool",
+                              "call": tool_call_json(calls.get((run_id or "", part["tool_call_id"])),
+                                                     part["tool_call_id"])})
+            elif part.get("type") in ("text", "thinking"):
+                parts.append({"type": part["type"], "text": part.get("text", "")})
+        previous = turns[-1] if turns else None
+        if previous and previous["role"] == "assistant" and run_id and previous["run_id"] == run_id:
+            # A resumed run writes the parked call again in its continuation: one turn shows it once.
+            seen = {p["call"]["id"] for p in previous["parts"] if p["type"] == "tool"}
+            previous["parts"] += [p for p in parts if p["type"] != "tool" or p["call"]["id"] not in seen]
+            continue
+        run = runs.get(run_id or "")
+        turns.append({
+            "role": "assistant",
+            "run_id": run_id,
+            "agent": message.author_label or conversation.agent.name,
+            "parts": parts,
+            "at": message.created_at.isoformat(),
+            "usage": None if run is None else {
+                "input_tokens": run["input_tokens"],
+                "output_tokens": run["output_tokens"],
+                "cost_usd": str(run["cost_usd"]),
+                "cost_is_partial": run["cost_is_partial"],
+                "status": run["status"],
+            },
+        })
+    return turns
+
+
+def open_requests(actor: Actor, conversation: Conversation) -> dict[str, list[dict[str, Any]]]:
+    """Pending approvals and questions of this conversation's runs, so they return when it is reopened."""
+    approvals = [
+        {"approval_id": str(a.pk), "run_id": str(a.run_id), "tool_call_id": a.tool_call_id,
+         "tool_name": a.tool_name, "args": a.args}
+        for a in Approval.objects.filter(organization=actor.organization, run__conversation=conversation,
+                                         status=Approval.Status.PENDING).order_by("created_at")
+    ]
+    questions = [
+        {"question_id": str(q.pk), "run_id": str(q.run_id), "questions": q.questions}
+        for q in Question.objects.filter(organization=actor.organization, run__conversation=conversation,
+                                         status=Question.Status.PENDING, asked_user_id=actor.user_id)
+        .order_by("created_at")
+    ]
+    return {"approvals": approvals, "questions": questions}
+
+
+def latest_usage(turns: list[dict[str, Any]]) -> dict[str, Any] | None:
+    for turn in reversed(turns):
+        if turn["role"] == "assistant" and turn.get("usage"):
+            return turn["usage"]
+    return None
+
+
+def can_publish(level: str | None) -> bool:
+    return at_least(level, PUBLISH)
+
+
+def now() -> datetime:
+    return timezone.now()

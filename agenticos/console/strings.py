@@ -1,0 +1,72 @@
+"""Words the chat client shows, translated on the server and handed to the JS as JSON.
+
+The narration rail names what a call did, in the present while it runs and in the past once done
+("Drawing a chart" → "Drew a chart"), never the function name when a phrase exists.
+"""
+
+from __future__ import annotations
+
+from django.utils.translation import gettext as _
+
+
+def tool_phrases() -> dict[str, dict[str, str]]:
+    return {
+        "get_current_time": {"running": _("Checking the time"), "done": _("Checked the time")},
+        "create_chart": {"running": _("Drawing a chart"), "done": _("Drew a chart")},
+        "run_python": {"running": _("Running a calculation"), "done": _("Ran a calculation")},
+        "write_plan": {"running": _("Writing the plan"), "done": _("Wrote the plan")},
+        "read_plan": {"running": _("Reading the plan"), "done": _("Read the plan")},
+        "add_task": {"running": _("Adding a step to the plan"), "done": _("Added a step to the plan")},
+        "update_task_status": {"running": _("Updating the plan"), "done": _("Updated the plan")},
+        "update_task_statuses": {"running": _("Updating the plan"), "done": _("Updated the plan")},
+        "remove_task": {"running": _("Removing a step"), "done": _("Removed a step")},
+        "ask_user_question": {"running": _("Asking you"), "done": _("Asked you")},
+        "ask_user": {"running": _("Asking you"), "done": _("Asked you")},
+        "search_documents": {"running": _("Searching the documents"), "done": _("Searched the documents")},
+        "web_search": {"running": _("Searching the web"), "done": _("Searched the web")},
+        "web_fetch": {"running": _("Reading a web page"), "done": _("Read a web page")},
+    }
+
+
+def chat_strings() -> dict[str, str]:
+    return {
+        "running_tool": _("Running %(name)s"),
+        "ran_tool": _("Ran %(name)s"),
+        "failed_tool": _("%(phrase)s — failed"),
+        "waiting_approval": _("%(phrase)s — waiting for approval"),
+        "waiting_answer": _("Waiting for your answer"),
+        "earlier_step": _("1 earlier step"),
+        "earlier_steps": _("%(n)s earlier steps"),
+        "hide_steps": _("Hide earlier steps"),
+        "raw": _("Raw arguments and result"),
+        "arguments": _("Arguments"),
+        "result": _("Result"),
+        "no_result": _("No result yet."),
+        "you": _("You"),
+        "thinking": _("Reasoning"),
+        "approve": _("Approve"),
+        "reject": _("Reject"),
+        "approval_title": _("The agent wants to run %(name)s"),
+        "approval_cannot": _("An admin of the organization must approve this call."),
+        "approved": _("Approved — the turn continues."),
+        "rejected": _("Rejected — the agent is told."),
+        "question_of": _("Question %(i)s of %(n)s"),
+        "own_answer": _("Or write your own answer"),
+        "next": _("Next"),
+        "back": _("Back"),
+        "review": _("Review your answers"),
+        "send_answers": _("Send answers"),
+        "tokens": _("%(input)s input tokens · %(output)s output tokens"),
+        "cost": _("Cost: $%(cost)s"),
+        "cost_partial": _("Cost: at least $%(cost)s (some prices unknown)"),
+        "agent_budget": _("This agent: $%(spent)s of $%(limit)s this month"),
+        "agent_no_budget": _("This agent has no monthly cap"),
+        "org_budget": _("Organization: %(percent)s%% of $%(limit)s used this month"),
+        "error": _("Error: %(message)s"),
+        "stopped": _("Stopped."),
+        "disconnected": _("Connection lost. Reload the page to reconnect."),
+        "choose_agent": _("Choose an agent first."),
+        "chart": _("Chart"),
+        "status_parked": _("waiting"),
+        "budget_exceeded": _("The budget is used up."),
+    }

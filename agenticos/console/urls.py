@@ -1,0 +1,65 @@
+"""Console routes. Included last in agenticos.urls: `path("", include("agenticos.console.urls"))`."""
+
+from django.contrib.auth import views as auth_views
+from django.urls import path, reverse_lazy
+
+from agenticos.console import builder, settings_views, views
+
+app_name = "console"
+
+urlpatterns = [
+    # Sign in / out and password reset (emails go through EMAIL_BACKEND: the console in dev).
+    path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path(
+        "password-reset/",
+        auth_views.PasswordResetView.as_view(
+            success_url=reverse_lazy("console:password_reset_done"),
+            email_template_name="registration/password_reset_email.txt",
+            subject_template_name="registration/password_reset_subject.txt",
+        ),
+        name="password_reset",
+    ),
+    path("password-reset/sent/", auth_views.PasswordResetDoneView.as_view(), name="password_reset_done"),
+    path(
+        "password-reset/<uidb64>/<token>/",
+        auth_views.PasswordResetConfirmView.as_view(success_url=reverse_lazy("console:password_reset_complete")),
+        name="password_reset_confirm",
+    ),
+    path("password-reset/done/", auth_views.PasswordResetCompleteView.as_view(), name="password_reset_complete"),
+    path("organizations/switch/", views.switch_organization, name="switch-organization"),
+    path("invitations/<str:token>", views.accept_invitation, name="invitation"),
+    # Screens
+    path("", views.home, name="home"),
+    path("chat/", views.chat, name="chat"),
+    path("chat/<uuid:conversation_id>/", views.chat, name="chat-conversation"),
+    path("chat/<uuid:conversation_id>/turns.json", views.chat_turns, name="chat-turns"),
+    path("approvals/", views.approvals, name="approvals"),
+    path("approvals/<uuid:approval_id>/decide", views.approval_decide, name="approval-decide"),
+    path("activity/", views.activity, name="activity"),
+    path("activity/runs/<uuid:run_id>/", views.run_detail, name="run-detail"),
+    # Agents and the Builder
+    path("agents/", builder.agent_list, name="agents"),
+    path("agents/new", builder.new_agent, name="agent-new"),
+    path("agents/import", builder.import_agent, name="agent-import"),
+    path("agents/<uuid:agent_id>/", builder.builder, name="builder"),
+    path("agents/<uuid:agent_id>/basics", builder.save_basics, name="builder-basics"),
+    path("agents/<uuid:agent_id>/toolbox/<str:capability_id>", builder.save_capability, name="builder-capability"),
+    path("agents/<uuid:agent_id>/publish", builder.publish, name="builder-publish"),
+    path("agents/<uuid:agent_id>/promote", builder.promote, name="builder-promote"),
+    path("agents/<uuid:agent_id>/diff", builder.diff, name="builder-diff"),
+    path("agents/<uuid:agent_id>/export.yaml", builder.export_yaml, name="builder-export"),
+    path("agents/<uuid:agent_id>/import", builder.import_into, name="builder-import"),
+    # Settings
+    path("settings/", settings_views.profile, name="settings"),
+    path("settings/chat-accounts/", settings_views.chat_accounts, name="settings-chat-accounts"),
+    path("settings/api-keys/", settings_views.api_keys, name="settings-api-keys"),
+    path("settings/api-keys/<int:key_id>/revoke", settings_views.revoke_api_key, name="settings-api-key-revoke"),
+    path("settings/secrets/", settings_views.secrets, name="settings-secrets"),
+    path("settings/secrets/<uuid:secret_id>/rotate", settings_views.rotate_secret, name="settings-secret-rotate"),
+    path("settings/secrets/<uuid:secret_id>/delete", settings_views.delete_secret, name="settings-secret-delete"),
+    path("settings/models/", settings_views.model_profiles, name="settings-models"),
+    path("settings/members/", settings_views.members, name="settings-members"),
+    path("settings/members/<int:membership_id>", settings_views.change_member, name="settings-member"),
+    path("settings/budget/", settings_views.budget, name="settings-budget"),
+]

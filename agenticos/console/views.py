@@ -1,0 +1,230 @@
+"""Console screens: home, chat, approvals, activity, organization switching and invitations.
+
+The Builder lives in `builder.py`, Settings in `settings_views.py`. Every view calls the services the API
+calls; permissions are decided there (the templates only hide what a role cannot do).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect
+from django.urls import reverse
+from django.utils.dateparse import parse_date
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_POST
+
+from agenticos import services as kernel
+from agenticos.console import selectors
+from agenticos.console.base import console_view, screen
+from agenticos.console.strings import chat_strings, tool_phrases
+from agenticos.errors import Conflict, DomainError, NotFound
+from agenticos.models import Membership
+from agenticos.tenancy import SESSION_KEY, Actor, membership_for, org_get
+from agents.chat import member_run
+from agents.models import Conversation, Run, RunStatus, Surface
+from governance import services as governance
+from governance.models import Approval
+
+# ------------------------------------------------------------------ organizations and invitations
+
+
+@require_POST
+@login_required
+def switch_organization(request: HttpRequest) -> HttpResponse:
+    membership = membership_for(request.user, request.POST.get("organization"))
+    if membership is None:
+        raise Http404(_("Organization not found."))
+    request.session[SESSION_KEY] = str(membership.organization_id)
+    return redirect("console:home")
+
+
+def accept_invitation(request: HttpRequest, token: str) -> HttpResponse:
+    if not request.user.is_authenticated:
+        return screen(request, "console/invitation.html", {"token": token, "needs_sign_in": True})
+    if request.method != "POST":
+        return screen(request, "console/invitation.html", {"token": token})
+    try:
+        membership: Membership = kernel.accept_invitation(actor=request.user, token=token)
+    except NotFound:
+        return screen(request, "console/invitation.html", {"token": token, "invalid": True}, status=404)
+    request.session[SESSION_KEY] = str(membership.organization_id)
+    messages.success(request, _("You joined %(org)s.") % {"org": membership.organization.name})
+    return redirect("console:home")
+
+
+# ------------------------------------------------------------------ home
+
+
+@console_view()
+def home(request: HttpRequest, actor: Actor) -> HttpResponse:
+    return screen(request, "console/home.html", {"data": selectors.dashboard(actor), "nav": "home"})
+
+
+# ------------------------------------------------------------------ chat
+
+
+@console_view()
+def chat(request: HttpRequest, actor: Actor, conversation_id: str | None = None) -> HttpResponse:
+    conversations = list(selectors.conversations_for(actor)[:100])
+    agents = selectors.chat_agents(actor)
+    conversation = None
+    turns: list[dict[str, Any]] = []
+    pending: dict[str, list] = {"approvals": [], "questions": []}
+    read_only = False
+    if conversation_id is not None:
+        conversation = org_get(actor, Conversation, conversation_id,
+                               queryset=selectors.conversations_for(actor))
+        read_only = conversation.owner_id != actor.user_id
+        turns = selectors.conversation_turns(conversation)
+        pending = selectors.open_requests(actor, conversation)
+    selected = str(conversation.agent_id) if conversation else request.GET.get("agent", "")
+    if not selected and agents:
+        selected = agents[0]["id"]
+    org_budget = selectors.organization_budget(actor)
+    state = {
+        "conversation_id": str(conversation.pk) if conversation else None,
+        "agent_id": selected,
+        "agents": agents,
+        "turns": turns,
+        "pending": pending,
+        "usage": selectors.latest_usage(turns),
+        "can_decide": actor.has("approvals:decide"),
+        "read_only": read_only,
+        "org_budget": {
+            "limit": str(org_budget["limit"]) if org_budget["limit"] is not None else None,
+            "spent": str(org_budget["spent"]),
+        },
+        "urls": {
+            "socket": "/ws/chat/",
+            "chat": reverse("console:chat"),
+            "turns": reverse("console:chat-turns", args=["00000000-0000-0000-0000-000000000000"]),
+            "decide": reverse("console:approval-decide", args=["00000000-0000-0000-0000-000000000000"]),
+        },
+        "strings": chat_strings(),
+        "phrases": tool_phrases(),
+    }
+    return screen(request, "console/chat.html", {
+        "nav": "chat",
+        "conversations": conversations,
+        "conversation": conversation,
+        "agents": agents,
+        "selected_agent": selected,
+        "state": state,
+        "can_run": actor.has("agents:run"),
+        "read_only": read_only,
+    })
+
+
+@console_view("agents:run")
+def chat_turns(request: HttpRequest, actor: Actor, conversation_id: str) -> HttpResponse:
+    """The stored transcript of a conversation (the client reconciles a live turn with it when it ends)."""
+    conversation = org_get(actor, Conversation, conversation_id, queryset=selectors.conversations_for(actor))
+    turns = selectors.conversation_turns(conversation)
+    return JsonResponse({"turns": turns, "pending": selectors.open_requests(actor, conversation),
+                         "usage": selectors.latest_usage(turns)})
+
+
+# ------------------------------------------------------------------ approvals
+
+
+@console_view("approvals:decide")
+def approvals(request: HttpRequest, actor: Actor) -> HttpResponse:
+    status = request.GET.get("status", Approval.Status.PENDING)
+    if status not in Approval.Status.values:
+        status = Approval.Status.PENDING
+    qs = (
+        Approval.objects.filter(organization=actor.organization, status=status)
+        .select_related("run", "run__agent", "decided_by")
+        .order_by("-created_at")
+    )
+    page = Paginator(qs, 50).get_page(request.GET.get("page"))
+    rows = [{"approval": a, "args_json": json.dumps(a.args, indent=2, ensure_ascii=False)} for a in page]
+    return screen(request, "console/approvals.html", {
+        "nav": "approvals", "page": page, "rows": rows, "status": status, "statuses": Approval.Status.choices,
+    })
+
+
+@require_POST
+@console_view("approvals:decide")
+def approval_decide(request: HttpRequest, actor: Actor, approval_id: str) -> HttpResponse:
+    """Decide (same service as POST /api/v1/approvals/<id>), then continue the run once nothing waits."""
+    approval = org_get(actor, Approval, approval_id)
+    decision = request.POST.get("decision", "")
+    wants_json = request.headers.get("Accept", "").startswith("application/json")
+    try:
+        approval = governance.decide_approval(actor=actor, approval=approval, decision=decision,
+                                              note=request.POST.get("note", ""))
+        run = member_run(actor, approval.run_id)
+        if run.status == RunStatus.AWAITING_APPROVAL and not run.approvals.filter(
+            status=Approval.Status.PENDING
+        ).exists():
+            governance.resume_run(actor=actor, run=run)
+    except Conflict as exc:
+        if wants_json:
+            return JsonResponse({"error": {"code": exc.code, "message": exc.message}}, status=409)
+        messages.error(request, exc.message)
+        return redirect("console:approvals")
+    if wants_json:
+        return JsonResponse({"status": approval.status, "run_id": str(approval.run_id)})
+    messages.success(request, _("Decision recorded."))
+    return redirect(request.POST.get("next") or reverse("console:approvals"))
+
+
+# ------------------------------------------------------------------ activity
+
+
+@console_view("agents:view")
+def activity(request: HttpRequest, actor: Actor) -> HttpResponse:
+    params = request.GET
+    since = parse_date(params.get("since", "") or "")
+    until = parse_date(params.get("until", "") or "")
+    agent_id = params.get("agent", "")
+    try:
+        qs = selectors.filtered_runs(
+            actor, agent=agent_id, surface=params.get("surface", ""), status=params.get("status", ""),
+            since=_day(since), until=_day(until, end=True),
+        )
+        page = Paginator(qs, 50).get_page(params.get("page"))
+    except (ValueError, DomainError):
+        raise Http404(_("Unknown filter.")) from None
+    return screen(request, "console/activity.html", {
+        "nav": "activity",
+        "page": page,
+        "agents": [a for a, _level in selectors.agents_with_access(actor)],
+        "surfaces": Surface.choices,
+        "statuses": RunStatus.choices,
+        "filters": {k: params.get(k, "") for k in ("agent", "surface", "status", "since", "until")},
+    })
+
+
+def _day(value, *, end: bool = False):
+    if value is None:
+        return None
+    from datetime import datetime, time, timedelta
+
+    from django.utils import timezone
+
+    moment = datetime.combine(value, time.min, tzinfo=timezone.get_current_timezone())
+    return moment + timedelta(days=1) if end else moment
+
+
+@console_view("agents:view")
+def run_detail(request: HttpRequest, actor: Actor, run_id: str) -> HttpResponse:
+    run = member_run(actor, run_id)
+    run = Run.objects.select_related("agent", "version", "user", "conversation").get(pk=run.pk)
+    calls = [
+        {"call": c, "args_json": json.dumps(c.args, indent=2, ensure_ascii=False),
+         "result_json": json.dumps(c.result, indent=2, ensure_ascii=False, default=str)}
+        for c in run.tool_calls.order_by("id")
+    ]
+    transcript = list(run.messages.order_by("id"))
+    return screen(request, "console/run_detail.html", {
+        "nav": "activity", "run": run, "calls": calls, "transcript": transcript,
+        "can_open_chat": run.conversation_id is not None and run.conversation.owner_id == actor.user_id,
+    })

@@ -1,0 +1,525 @@
+// The web chat (/chat). One model of a turn, drawn by one renderer, live from socket frames and reopened
+// from messages.parts — so a reopened turn looks exactly like the live one.
+(function () {
+  "use strict";
+
+  var root = document.querySelector("[data-chat]");
+  var stateNode = document.getElementById("chat-state");
+  if (!root || !stateNode) return;
+  var S = JSON.parse(stateNode.textContent);
+  var T = S.strings;
+  var transcriptEl = root.querySelector("[data-transcript]");
+  var requestsEl = root.querySelector("[data-requests]");
+  var usageEl = root.querySelector("[data-usage]");
+  var composer = root.querySelector("[data-composer]");
+  var textarea = root.querySelector("[data-composer-text]");
+  var stopButton = root.querySelector("[data-stop]");
+  var picker = root.querySelector("[data-agent-picker]");
+
+  var turns = S.turns || [];
+  var pending = S.pending || {approvals: [], questions: []};
+  var activeRunId = null;
+  var pendingKind = null; // a new part starts at the next delta (part_start)
+  var openSteps = {};     // tool call id -> true/false chosen by the reader (or opened by the client)
+  var expandedRails = {}; // first call id of a rail -> true when "N earlier steps" was opened
+  var questionIndex = {}; // question id -> index being answered; "summary" for the review
+  var answers = {};       // question id -> [answers]
+  var lastUsage = S.usage || null;
+  var renderQueued = false;
+
+  // ---------------------------------------------------------------- helpers
+
+  function fill(template, values) {
+    return template.replace(/%\((\w+)\)s/g, function (_, key) { return values[key] !== undefined ? values[key] : ""; })
+      .replace(/%%/g, "%");
+  }
+  function h(tag, attrs, children) {
+    var node = document.createElement(tag);
+    Object.keys(attrs || {}).forEach(function (k) {
+      if (k === "text") node.textContent = attrs[k];
+      else if (k === "html") node.innerHTML = attrs[k];
+      else if (attrs[k] !== null && attrs[k] !== undefined && attrs[k] !== false) node.setAttribute(k, attrs[k]);
+    });
+    (children || []).forEach(function (c) { if (c) node.appendChild(typeof c === "string" ? document.createTextNode(c) : c); });
+    return node;
+  }
+  function markdown(text) {
+    var html = window.marked ? window.marked.parse(text || "", {gfm: true, breaks: true}) : text;
+    return window.DOMPurify ? window.DOMPurify.sanitize(html) : (text || "");
+  }
+  function pretty(value) {
+    if (value === null || value === undefined) return "";
+    if (typeof value === "string") return value;
+    try { return JSON.stringify(value, null, 2); } catch (e) { return String(value); }
+  }
+  function humanize(name) { return (name || "").replace(/[_-]+/g, " ").trim(); }
+  function csrf() {
+    var m = document.cookie.match(/(?:^|; )csrftoken=([^;]+)/);
+    return m ? decodeURIComponent(m[1]) : "";
+  }
+  function money(value) {
+    var n = Number(value || 0);
+    return n < 0.01 && n > 0 ? n.toFixed(4) : n.toFixed(2);
+  }
+  function currentAgent() {
+    var id = S.agent_id;
+    for (var i = 0; i < S.agents.length; i++) if (S.agents[i].id === id) return S.agents[i];
+    return null;
+  }
+
+  // ---------------------------------------------------------------- the narration rail
+
+  function isChartCall(call) { return window.AgenticCharts && window.AgenticCharts.isChart(call.result); }
+
+  function stepLine(call) {
+    var phrases = S.phrases[call.name];
+    var running = call.status === "running";
+    var phrase = phrases ? (running ? phrases.running : phrases.done)
+                         : fill(running ? T.running_tool : T.ran_tool, {name: humanize(call.name)});
+    var subject = call.args && (call.args.title || call.args.timezone);
+    if (subject && typeof subject === "string") phrase += ": " + subject;
+    if (call.status === "error") return fill(T.failed_tool, {phrase: phrase});
+    if (call.status === "parked") {
+      if (call.name === "ask_user" || call.name === "ask_user_question") return T.waiting_answer;
+      return fill(T.waiting_approval, {phrase: phrase});
+    }
+    return phrase;
+  }
+
+  function resultView(call) {
+    if (isChartCall(call)) {
+      return h("figure", {class: "chart", "data-chart": ""}, [window.AgenticCharts.render(call.result),
+        h("figcaption", {class: "visually-hidden", text: call.result.title || T.chart})]);
+    }
+    if (call.result === null || call.result === undefined) return h("p", {class: "muted", text: T.no_result});
+    if (typeof call.result === "object" && !Array.isArray(call.result)) {
+      var dl = h("dl", {class: "result-fields"});
+      Object.keys(call.result).slice(0, 12).forEach(function (key) {
+        var v = call.result[key];
+        dl.appendChild(h("dt", {text: humanize(key)}));
+        dl.appendChild(h("dd", {text: typeof v === "object" ? JSON.stringify(v) : String(v)}));
+      });
+      return dl;
+    }
+    return h("pre", {class: "result-text", text: pretty(call.result)});
+  }
+
+  function step(call) {
+    var open = openSteps[call.id] === undefined ? isChartCall(call) : openSteps[call.id];
+    if (isChartCall(call)) open = true; // a chart is an answer: it is shown wherever it is
+    var details = h("details", {class: "step status-" + call.status, "data-step": call.id,
+                                "data-status": call.status, open: open ? "" : null}, [
+      h("summary", {}, [h("span", {class: "step-dot", "aria-hidden": "true"}),
+                        h("span", {class: "step-line", "data-step-line": "", text: stepLine(call)})]),
+      h("div", {class: "step-body"}, [
+        resultView(call),
+        h("details", {class: "raw", "data-raw": ""}, [
+          h("summary", {text: T.raw}),
+          h("h4", {text: T.arguments}), h("pre", {class: "raw-args", text: pretty(call.args)}),
+          h("h4", {text: T.result}), h("pre", {class: "raw-result", text: pretty(call.result)}),
+        ]),
+      ]),
+    ]);
+    details.addEventListener("toggle", function () {
+      if (!isChartCall(call)) openSteps[call.id] = details.open;
+    });
+    return details;
+  }
+
+  function rail(calls) {
+    var key = calls[0].id;
+    var keepAll = calls.some(function (c) { return c.status === "error" || c.status === "parked" || isChartCall(c); });
+    var node = h("div", {class: "rail", "data-part": "rail", "data-rail": key});
+    if (calls.length > 1 && !keepAll) {
+      var expanded = !!expandedRails[key];
+      var toggle = h("button", {type: "button", class: "rail-fold", "aria-expanded": expanded ? "true" : "false",
+        "data-fold": "", text: expanded ? T.hide_steps : calls.length === 2 ? T.earlier_step : fill(T.earlier_steps, {n: calls.length - 1})});
+      toggle.addEventListener("click", function () { expandedRails[key] = !expanded; renderTranscript(); });
+      node.appendChild(toggle);
+      if (!expanded) { node.appendChild(step(calls[calls.length - 1])); return node; }
+    }
+    calls.forEach(function (c) { node.appendChild(step(c)); });
+    return node;
+  }
+
+  // ---------------------------------------------------------------- turns
+
+  function userTurn(turn) {
+    return h("article", {class: "turn turn-user", "data-turn": "user"}, [
+      h("h3", {class: "visually-hidden", text: T.you}),
+      h("div", {class: "bubble", text: turn.text}),
+    ]);
+  }
+
+  function assistantTurn(turn) {
+    var body = h("div", {class: "turn-body"});
+    var batch = [];
+    function flush() { if (batch.length) { body.appendChild(rail(batch)); batch = []; } }
+    turn.parts.forEach(function (part) {
+      if (part.type === "tool") { batch.push(part.call); return; }
+      flush();
+      if (part.type === "text") body.appendChild(h("div", {class: "answer markdown", "data-part": "text", html: markdown(part.text)}));
+      else if (part.type === "thinking") {
+        body.appendChild(h("details", {class: "thinking", "data-part": "thinking"}, [
+          h("summary", {text: T.thinking}), h("div", {class: "thinking-text", text: part.text})]));
+      }
+    });
+    flush();
+    var name = turn.agent || "";
+    var article = h("article", {class: "turn turn-assistant", "data-turn": "assistant", "data-run-id": turn.run_id || ""}, [
+      h("header", {class: "turn-head"}, [h("span", {class: "avatar", "aria-hidden": "true", text: name.charAt(0).toUpperCase()}),
+                                         h("h3", {class: "agent-name", text: name})]),
+      body,
+    ]);
+    if (turn.error) article.appendChild(h("p", {class: "turn-error", role: "alert", text: fill(T.error, {message: turn.error})}));
+    if (turn.usage && turn.usage.status && turn.usage.status !== "running" && turn.usage.status !== "queued") {
+      var cost = fill(turn.usage.cost_is_partial ? T.cost_partial : T.cost, {cost: money(turn.usage.cost_usd)});
+      article.appendChild(h("p", {class: "turn-usage", "data-turn-usage": ""}, [
+        h("span", {"data-tokens": "", text: fill(T.tokens, {input: turn.usage.input_tokens, output: turn.usage.output_tokens})}),
+        " · ", h("span", {"data-cost": "", text: cost}),
+      ]));
+    }
+    return article;
+  }
+
+  function renderTranscript() {
+    renderQueued = false;
+    var atBottom = transcriptEl.scrollHeight - transcriptEl.scrollTop - transcriptEl.clientHeight < 80;
+    transcriptEl.innerHTML = "";
+    turns.forEach(function (turn) { transcriptEl.appendChild(turn.role === "user" ? userTurn(turn) : assistantTurn(turn)); });
+    if (atBottom) transcriptEl.scrollTop = transcriptEl.scrollHeight;
+    renderRequests();
+    renderUsage();
+  }
+  function schedule() {
+    if (renderQueued) return;
+    renderQueued = true;
+    window.requestAnimationFrame(renderTranscript);
+  }
+
+  // ---------------------------------------------------------------- approvals and questions
+
+  function approvalPanel(item) {
+    var panel = h("section", {class: "approval-panel", "data-approval": item.approval_id,
+                              "aria-label": fill(T.approval_title, {name: item.tool_name})}, [
+      h("h3", {text: fill(T.approval_title, {name: item.tool_name})}),
+      h("pre", {class: "approval-args", text: pretty(item.args)}),
+    ]);
+    if (!S.can_decide) { panel.appendChild(h("p", {class: "muted", text: T.approval_cannot})); return panel; }
+    var actions = h("div", {class: "actions"});
+    [["approve", T.approve, "button primary"], ["reject", T.reject, "button danger"]].forEach(function (d) {
+      var b = h("button", {type: "button", class: d[2], "data-decision": d[0], text: d[1]});
+      b.addEventListener("click", function () { decide(item, d[0], panel); });
+      actions.appendChild(b);
+    });
+    panel.appendChild(actions);
+    return panel;
+  }
+
+  function decide(item, decision, panel) {
+    panel.querySelectorAll("button").forEach(function (b) { b.disabled = true; });
+    var body = new URLSearchParams({decision: decision});
+    fetch(S.urls.decide.replace("00000000-0000-0000-0000-000000000000", item.approval_id), {
+      method: "POST", body: body, credentials: "same-origin",
+      headers: {"X-CSRFToken": csrf(), "Accept": "application/json"},
+    }).then(function (r) { return r.json().then(function (data) { return {ok: r.ok, data: data}; }); })
+      .then(function (res) {
+        pending.approvals = pending.approvals.filter(function (a) { return a.approval_id !== item.approval_id; });
+        if (!res.ok) { showNotice(res.data.error ? res.data.error.message : "error"); schedule(); return; }
+        showNotice(decision === "approve" ? T.approved : T.rejected);
+        activeRunId = item.run_id;
+        watchRun(item.run_id);
+        schedule();
+      });
+  }
+
+  function questionCard(item) {
+    var qs = Array.isArray(item.questions) ? item.questions : [item.questions];
+    var at = questionIndex[item.question_id] === undefined ? 0 : questionIndex[item.question_id];
+    var given = answers[item.question_id] || (answers[item.question_id] = []);
+    var card = h("section", {class: "question-card", "data-question": item.question_id, "aria-live": "polite"});
+    if (at === "summary") {
+      card.appendChild(h("h3", {text: T.review}));
+      var list = h("dl", {class: "answers-summary"});
+      qs.forEach(function (q, i) {
+        list.appendChild(h("dt", {text: q.question || q.header || ""}));
+        list.appendChild(h("dd", {text: given[i] || ""}));
+      });
+      card.appendChild(list);
+      var back = h("button", {type: "button", class: "button", text: T.back});
+      back.addEventListener("click", function () { questionIndex[item.question_id] = qs.length - 1; schedule(); });
+      var send = h("button", {type: "button", class: "button primary", "data-send-answers": "", text: T.send_answers});
+      send.addEventListener("click", function () {
+        socketSend({type: "ask_user_response", run_id: item.run_id, answers: given.slice(0, qs.length)});
+        pending.questions = pending.questions.filter(function (q) { return q.question_id !== item.question_id; });
+        activeRunId = item.run_id;
+        setBusy(true);
+        schedule();
+      });
+      card.appendChild(h("div", {class: "actions"}, [back, send]));
+      return card;
+    }
+    var q = qs[at] || {};
+    var form = h("form", {class: "question-form"});
+    var legendId = "q-" + item.question_id + "-" + at;
+    form.appendChild(h("p", {class: "muted", text: fill(T.question_of, {i: at + 1, n: qs.length})}));
+    var fieldset = h("fieldset", {}, [h("legend", {id: legendId, text: (q.header ? q.header + " — " : "") + (q.question || "")})]);
+    (q.options || []).forEach(function (opt, oi) {
+      var label = typeof opt === "string" ? opt : opt.label;
+      var id = legendId + "-o" + oi;
+      var input = h("input", {type: q.multi_select ? "checkbox" : "radio", name: "choice", id: id, value: label,
+                              checked: (given[at] || "").split(", ").indexOf(label) >= 0 ? "" : null});
+      fieldset.appendChild(h("div", {class: "option"}, [input, h("label", {for: id, text: label}),
+        opt.description ? h("span", {class: "muted", text: " " + opt.description}) : null]));
+    });
+    var ownId = legendId + "-own";
+    fieldset.appendChild(h("label", {for: ownId, class: "own-label", text: T.own_answer}));
+    fieldset.appendChild(h("input", {type: "text", id: ownId, name: "own", class: "own-answer"}));
+    form.appendChild(fieldset);
+    var actions = h("div", {class: "actions"});
+    if (at > 0) {
+      var prev = h("button", {type: "button", class: "button", text: T.back});
+      prev.addEventListener("click", function () { questionIndex[item.question_id] = at - 1; schedule(); });
+      actions.appendChild(prev);
+    }
+    actions.appendChild(h("button", {type: "submit", class: "button primary", "data-next": "",
+                                     text: at === qs.length - 1 ? T.review : T.next}));
+    form.appendChild(actions);
+    form.addEventListener("submit", function (event) {
+      event.preventDefault();
+      var own = form.querySelector(".own-answer").value.trim();
+      var chosen = Array.prototype.map.call(form.querySelectorAll("input[name=choice]:checked"), function (i) { return i.value; });
+      var answer = own || chosen.join(", ");
+      if (!answer) return;
+      given[at] = answer;
+      questionIndex[item.question_id] = at === qs.length - 1 ? "summary" : at + 1;
+      schedule();
+    });
+    card.appendChild(form);
+    return card;
+  }
+
+  function renderRequests() {
+    if (!requestsEl) return;
+    var focused = document.activeElement && requestsEl.contains(document.activeElement);
+    requestsEl.innerHTML = "";
+    pending.approvals.forEach(function (a) { requestsEl.appendChild(approvalPanel(a)); });
+    pending.questions.slice(0, 1).forEach(function (q) { requestsEl.appendChild(questionCard(q)); });
+    if (focused) {
+      var first = requestsEl.querySelector("input, button");
+      if (first) first.focus();
+    }
+  }
+
+  // ---------------------------------------------------------------- usage strip
+
+  function renderUsage() {
+    if (!usageEl) return;
+    usageEl.innerHTML = "";
+    var agent = currentAgent();
+    if (agent) {
+      usageEl.appendChild(h("span", {"data-agent-budget": "", text: agent.budget.limit === null ? T.agent_no_budget :
+        fill(T.agent_budget, {spent: money(agent.budget.spent), limit: money(agent.budget.limit)})}));
+    }
+    var org = S.org_budget;
+    if (org.limit !== null && Number(org.limit) > 0 && Number(org.spent) / Number(org.limit) >= 0.8) {
+      usageEl.appendChild(h("span", {"data-org-budget": "", text: fill(T.org_budget, {
+        percent: Math.round(Number(org.spent) / Number(org.limit) * 100), limit: money(org.limit)})}));
+    }
+    if (lastUsage) {
+      usageEl.appendChild(h("span", {"data-last-usage": "", text: fill(T.tokens, {input: lastUsage.input_tokens,
+        output: lastUsage.output_tokens}) + " · " + fill(T.cost, {cost: money(lastUsage.cost_usd)})}));
+    }
+  }
+
+  function showNotice(text) {
+    if (!requestsEl) return;
+    var note = h("p", {class: "notice", role: "status", text: text});
+    requestsEl.parentNode.insertBefore(note, requestsEl);
+    setTimeout(function () { note.remove(); }, 4000);
+  }
+
+  // ---------------------------------------------------------------- the socket
+
+  var socket = null, queue = [];
+  function connect() {
+    socket = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + S.urls.socket);
+    socket.addEventListener("open", function () { queue.splice(0).forEach(function (m) { socket.send(m); }); });
+    socket.addEventListener("message", function (event) { onFrame(JSON.parse(event.data)); });
+    socket.addEventListener("close", function () { socket = null; });
+  }
+  function socketSend(payload) {
+    var text = JSON.stringify(payload);
+    if (!socket) connect();
+    if (socket.readyState === 1) socket.send(text); else queue.push(text);
+  }
+
+  function liveTurn() {
+    var last = turns[turns.length - 1];
+    if (last && last.role === "assistant" && last.run_id === activeRunId) return last;
+    var agent = currentAgent();
+    var turn = {role: "assistant", run_id: activeRunId, agent: agent ? agent.name : "", parts: [], usage: null, live: true};
+    turns.push(turn);
+    return turn;
+  }
+  function findCall(id) {
+    for (var i = turns.length - 1; i >= 0; i--) {
+      var parts = turns[i].parts || [];
+      for (var j = 0; j < parts.length; j++) if (parts[j].type === "tool" && parts[j].call.id === id) return parts[j].call;
+    }
+    return null;
+  }
+  function addText(kind, content) {
+    if (!content) return;
+    var turn = liveTurn();
+    var last = turn.parts[turn.parts.length - 1];
+    if (last && last.type === kind && pendingKind !== kind) last.text += content;
+    else turn.parts.push({type: kind, text: content});
+    pendingKind = null;
+  }
+
+  var lastFrameAt = 0;
+  function onFrame(frame) {
+    var d = frame.data || {};
+    lastFrameAt = Date.now();
+    if (["model_request_start", "part_start", "text_delta", "tool_call"].indexOf(frame.type) >= 0) setBusy(true);
+    switch (frame.type) {
+      case "conversation_created":
+        S.conversation_id = d.conversation_id;
+        if (window.history && history.replaceState) history.replaceState(null, "", S.urls.chat + d.conversation_id + "/");
+        break;
+      case "run_started":
+        activeRunId = d.run_id;
+        liveTurn();
+        setBusy(true);
+        break;
+      case "part_start":
+        if (d.part_type === "text" || d.part_type === "thinking") pendingKind = d.part_type;
+        break;
+      case "text_delta": addText("text", d.content); break;
+      case "thinking_delta": addText("thinking", d.content); break;
+      case "tool_call":
+        if (!findCall(d.tool_call_id)) {
+          liveTurn().parts.push({type: "tool", call: {id: d.tool_call_id, name: d.tool_name, args: d.args || {},
+                                                      result: null, status: "running"}});
+        }
+        pendingKind = null;
+        break;
+      case "tool_result":
+        var call = findCall(d.tool_call_id);
+        if (!call) {
+          call = {id: d.tool_call_id, name: "", args: {}, result: null, status: "running"};
+          liveTurn().parts.push({type: "tool", call: call});
+        }
+        call.result = d.content;
+        call.status = d.ok === false ? "error" : "ok";
+        if (openSteps[call.id] === undefined) openSteps[call.id] = true; // what just finished is what one looks at
+        break;
+      case "tool_approval_required":
+        activeRunId = d.run_id;
+        var parked = findCall(d.tool_call_id);
+        if (parked) parked.status = "parked";
+        if (!pending.approvals.some(function (a) { return a.approval_id === d.approval_id; })) pending.approvals.push(d);
+        break;
+      case "ask_user":
+        activeRunId = d.run_id;
+        if (!pending.questions.some(function (q) { return q.question_id === d.question_id; })) pending.questions.push(d);
+        break;
+      case "complete":
+        var turn = liveTurn();
+        turn.usage = Object.assign({status: d.status}, d.usage || {});
+        lastUsage = turn.usage;
+        var agent = currentAgent();
+        if (agent && d.usage) agent.budget.spent = String(Number(agent.budget.spent) + Number(d.usage.cost_usd || 0));
+        setBusy(false);
+        reconcile();
+        break;
+      case "error":
+        if (activeRunId) liveTurn().error = d.message;
+        else showNotice(fill(T.error, {message: d.message}));
+        setBusy(false);
+        if (activeRunId) reconcile(d.message);
+        break;
+    }
+    schedule();
+  }
+
+  // When a turn ends, the stored transcript is the truth (statuses of failed calls, grouping of a resumed run).
+  function reconcile(errorText) {
+    if (!S.conversation_id) return;
+    var runId = activeRunId;
+    fetch(S.urls.turns.replace("00000000-0000-0000-0000-000000000000", S.conversation_id), {credentials: "same-origin"})
+      .then(function (r) { return r.json(); })
+      .then(function (data) {
+        turns = data.turns;
+        if (errorText) turns.forEach(function (t) { if (t.run_id === runId && t.role === "assistant") t.error = errorText; });
+        pending = data.pending;
+        lastUsage = data.usage || lastUsage;
+        schedule();
+      });
+  }
+
+  // A decision made on a reopened conversation: this socket never joined that run, so follow it by reading.
+  function watchRun(runId) {
+    var started = Date.now();
+    function tick() {
+      if (Date.now() - lastFrameAt < 1500) { setTimeout(tick, 1000); return; }
+      fetch(S.urls.turns.replace("00000000-0000-0000-0000-000000000000", S.conversation_id), {credentials: "same-origin"})
+        .then(function (r) { return r.json(); })
+        .then(function (data) {
+          var done = data.turns.some(function (t) {
+            return t.run_id === runId && t.usage && ["queued", "running"].indexOf(t.usage.status) < 0 &&
+                   (t.usage.status !== "awaiting_approval" || data.pending.approvals.length);
+          });
+          if (Date.now() - lastFrameAt >= 1500) { turns = data.turns; pending = data.pending; lastUsage = data.usage || lastUsage; schedule(); }
+          if (done) { setBusy(false); return; }
+          if (Date.now() - started < 120000) setTimeout(tick, 1000);
+        });
+    }
+    setTimeout(tick, 1000);
+  }
+
+  function setBusy(busy) {
+    transcriptEl.setAttribute("aria-busy", busy ? "true" : "false");
+    if (stopButton) stopButton.hidden = !busy;
+  }
+
+  // ---------------------------------------------------------------- composer
+
+  if (composer) {
+    composer.addEventListener("submit", function (event) {
+      event.preventDefault();
+      var text = textarea.value.trim();
+      if (!text) return;
+      if (!S.agent_id) { showNotice(T.choose_agent); return; }
+      var message = {type: "message", agent_id: S.agent_id, text: text};
+      if (S.conversation_id) message.conversation_id = S.conversation_id;
+      turns.push({role: "user", text: text});
+      textarea.value = "";
+      schedule();
+      socketSend(message);
+    });
+    textarea.addEventListener("keydown", function (event) {
+      if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+        event.preventDefault();
+        composer.requestSubmit();
+      }
+    });
+  }
+  if (stopButton) {
+    stopButton.addEventListener("click", function () {
+      socketSend({type: "stop", run_id: activeRunId});
+    });
+  }
+  if (picker) {
+    picker.addEventListener("change", function () { S.agent_id = picker.value; renderUsage(); });
+  }
+
+  // A reopened conversation opens exactly one past step: the last call of the latest turn that used a tool.
+  for (var i = turns.length - 1; i >= 0; i--) {
+    var calls = (turns[i].parts || []).filter(function (p) { return p.type === "tool"; });
+    if (calls.length) { openSteps[calls[calls.length - 1].call.id] = true; break; }
+  }
+  if (S.agents.length || S.conversation_id) connect();
+  renderTranscript();
+})();

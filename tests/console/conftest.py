@@ -1,0 +1,101 @@
+"""Console fixtures: signed-in clients per role, the console routes, and (for browser tests) a live daphne
+server serving HTTP + WebSocket on the test database with a real Celery worker in this process."""
+
+from __future__ import annotations
+
+import os
+from functools import partial
+from pathlib import Path
+
+import pytest
+from django.test import Client
+
+from tests import factories
+from tests.runner.conftest import celery_worker, celery_worker_session  # noqa: F401  (re-exported fixtures)
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "console"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+
+
+@pytest.fixture(autouse=True)
+def _console_urls(settings):
+    settings.ROOT_URLCONF = "tests.console.urls"
+
+
+@pytest.fixture
+def client_as():
+    def make(user, org=None) -> Client:
+        from agenticos.tenancy import SESSION_KEY
+
+        client = Client()
+        client.force_login(user)
+        if org is not None:
+            session = client.session
+            session[SESSION_KEY] = str(org.pk)
+            session.save()
+        return client
+
+    return make
+
+
+@pytest.fixture
+def agent(org, owner):
+    return factories.published_agent(org, owner, name="Helper", capabilities=[{"id": "clock"}, {"id": "charts"}])
+
+
+@pytest.fixture
+def outsider_agent(outsider_org, outsider):
+    return factories.published_agent(outsider_org, outsider, name="Foreign")
+
+
+# ------------------------------------------------------------------ the live server
+
+
+def _use_test_database_and_console_urls() -> None:
+    from django.conf import settings
+
+    settings.DATABASES["default"]["NAME"] = settings.DATABASES["default"]["TEST"]["NAME"]
+    settings.ROOT_URLCONF = "tests.console.urls"
+
+
+def _application():
+    from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
+
+    from agenticos.asgi import application
+
+    return ASGIStaticFilesHandler(application)
+
+
+@pytest.fixture
+def live_server_url(transactional_db, celery_worker):  # noqa: F811
+    from daphne.testing import DaphneProcess
+
+    process = DaphneProcess("127.0.0.1", partial(_application), setup=_use_test_database_and_console_urls)
+    process.start()
+    if not process.ready.wait(timeout=30):
+        process.terminate()
+        raise RuntimeError("daphne did not start")
+    try:
+        yield f"http://127.0.0.1:{process.port.value}"
+    finally:
+        process.terminate()
+        process.join(timeout=10)
+
+
+@pytest.fixture
+def browser(monkeypatch):
+    # Playwright's sync API keeps an event loop on this thread; the test's own ORM calls are still sync.
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    if not os.path.exists(CHROMIUM):
+        pytest.skip("Debian chromium is not installed (make browser)")
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        instance = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            yield instance
+        finally:
+            instance.close()
