@@ -156,6 +156,31 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 # ------------------------------------------------------------------ people
 
 
+def _is_last_active_owner(membership: Membership) -> bool:
+    """An organization always keeps one active owner; the console may not take away the last one."""
+    if membership.pk is None or membership.role != Role.OWNER or membership.is_suspended:
+        return False
+    return not (
+        Membership.objects.filter(organization_id=membership.organization_id, role=Role.OWNER, is_suspended=False)
+        .exclude(pk=membership.pk)
+        .exists()
+    )
+
+
+class MembershipForm(forms.ModelForm):
+    class Meta:
+        model = Membership
+        fields = ("organization", "user", "role", "is_suspended")
+
+    def clean(self):
+        cleaned = super().clean()
+        stored = Membership.objects.filter(pk=self.instance.pk).first() if self.instance.pk else None
+        loses_owner = cleaned.get("role") != Role.OWNER or cleaned.get("is_suspended")
+        if stored is not None and loses_owner and _is_last_active_owner(stored):
+            raise forms.ValidationError("This is the organization's last active owner: make someone else owner first.")
+        return cleaned
+
+
 class ConsoleUserCreationForm(AdminUserCreationForm):
     class Meta:
         model = User
@@ -220,6 +245,7 @@ class UserAdmin(AuditedAdmin, BaseUserAdmin):
 
 class MembershipInline(admin.TabularInline):
     model = Membership
+    form = MembershipForm
     extra = 0
     fields = ("user", "role", "is_suspended", "created_at")
     readonly_fields = ("created_at",)
@@ -316,6 +342,7 @@ class OrganizationAdmin(AuditedAdmin):
 
 @admin.register(Membership)
 class MembershipAdmin(AuditedAdmin):
+    form = MembershipForm
     list_display = ("user_link", "organization_link", "role", "is_suspended", "created_at")
     list_filter = ("role", "is_suspended", "organization")
     search_fields = ("user__email", "user__display_name", "organization__name", "organization__slug")
@@ -323,6 +350,24 @@ class MembershipAdmin(AuditedAdmin):
     autocomplete_fields = ("user", "organization")
     readonly_fields = ("created_at",)
     actions = ["suspend", "unsuspend"]
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        if isinstance(obj, Membership) and _is_last_active_owner(obj):
+            return False
+        return super().has_delete_permission(request, obj)
+
+    def delete_queryset(self, request, queryset):
+        # One by one, so deleting two owners of one organization together cannot remove both.
+        kept = 0
+        for membership in queryset.select_related("user", "organization"):
+            if _is_last_active_owner(membership):
+                kept += 1
+                continue
+            self.delete_model(request, membership)
+        if kept:
+            self.message_user(
+                request, f"Kept {kept} membership(s): an organization must keep one active owner.", messages.WARNING
+            )
 
     @admin.display(description="user", ordering="user__email")
     def user_link(self, obj: Membership) -> str:
@@ -339,12 +384,8 @@ class MembershipAdmin(AuditedAdmin):
             for membership in queryset.select_related("user", "organization").select_for_update(of=("self",)):
                 if membership.is_suspended:
                     continue
-                if membership.role == Role.OWNER and not (
-                    Membership.objects.filter(organization_id=membership.organization_id, role=Role.OWNER, is_suspended=False)
-                    .exclude(pk=membership.pk)
-                    .exists()
-                ):
-                    skipped += 1  # an organization always keeps one active owner
+                if _is_last_active_owner(membership):
+                    skipped += 1
                     continue
                 membership.is_suspended = True
                 membership.save(update_fields=["is_suspended"])

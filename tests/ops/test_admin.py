@@ -322,3 +322,25 @@ def test_a_user_can_be_created_in_the_console_with_an_email_and_password(console
     )
     assert response.status_code == 302, [str(e) for e in response.context["adminform"].form.errors.items()]
     assert User.objects.get(email="new-operator@example.com").check_password("a-long-pass-9!")
+
+
+def test_the_last_active_owner_keeps_the_owner_role_and_cannot_be_deleted(console, make_world):
+    w = make_world()
+    owner = Membership.objects.get(organization=w.org, role="owner")
+    response = console.post(
+        change(owner),
+        {"organization": str(w.org.pk), "user": str(owner.user_id), "role": "member"},
+    )
+    assert response.status_code == 200
+    assert b"last active owner" in response.content
+    owner.refresh_from_db()
+    assert owner.role == "owner"
+    assert console.post(delete(owner), {"post": "yes"}).status_code == 403
+
+    member = Membership.objects.get(organization=w.org, role="member")
+    bulk = {"action": "delete_selected", "_selected_action": [owner.pk, member.pk], "post": "yes"}
+    console.post(changelist(Membership), bulk)  # refused as a whole: it would remove the last owner
+    assert sorted(Membership.objects.filter(organization=w.org).values_list("role", flat=True)) == ["member", "owner"]
+    console.post(changelist(Membership), {**bulk, "_selected_action": [member.pk]})
+    assert list(Membership.objects.filter(organization=w.org).values_list("role", flat=True)) == ["owner"]
+    assert AuditEvent.objects.filter(action="admin.membership.delete", target_id=str(member.pk)).exists()
