@@ -12,11 +12,10 @@ from agenticos.tenancy import HEADER, Actor, org_get, org_queryset, resolve_acto
 
 
 class OrgAPIView(generics.GenericAPIView):
-    """Every org-scoped endpoint derives from this.
-
-    `permission_map` maps an HTTP method to the permission it needs ("*" for any method); the actor is
-    available as `self.actor` and every read goes through `self.org_queryset` / `self.org_get`.
-    """
+    # Every org-scoped endpoint derives from this (a comment, not a docstring: drf-spectacular would
+    # show a docstring as every endpoint's description). `permission_map` maps an HTTP method to the
+    # permission it needs ("*" for any method); the actor is `self.actor`; every read goes through
+    # `self.org_queryset` / `self.org_get`.
 
     permission_map: dict[str, str] = {}
     actor: Actor

@@ -200,7 +200,9 @@ CACHES = {
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
-        "CONFIG": {"hosts": [REDIS_URL], "capacity": 1500, "expiry": 60},
+        # redis-py 8 defaults socket_timeout to 5 s, the same as channels-redis' blocking pop: an idle
+        # consumer would time out and close its socket with 1011. Give the pop room.
+        "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 30}], "capacity": 1500, "expiry": 60},
     }
 }
 
@@ -283,6 +285,14 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
+    "ENUM_NAME_OVERRIDES": {
+        "MemberRoleEnum": "agenticos.permissions.Role",
+        "MessageRoleEnum": "agents.models.Message.Role",
+        "SecretKindEnum": "agenticos.models.SecretKind",
+        "ModelProfileKindEnum": "agents.models.ModelProfile.Kind",
+        "RunStatusEnum": "agents.models.RunStatus",
+        "ApprovalStatusEnum": "governance.models.Approval.Status",
+    },
 }
 
 # ------------------------------------------------------------------ product limits

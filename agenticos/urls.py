@@ -3,12 +3,14 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from agenticos import health
+from agenticos.errors import json_error
 
 api_v1 = [
     path("", include("agenticos.api_urls")),
     path("", include("agents.urls")),
     path("", include("agents.urls_runs")),
     path("", include("governance.urls")),
+    path("", include("capabilities.urls")),
 ]
 
 urlpatterns = [
@@ -18,3 +20,12 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/v1/", include(api_v1)),
 ]
+
+
+def handler404(request, exception=None):
+    """API paths answer with the error envelope; console paths with Django's page."""
+    if request.path.startswith("/api/"):
+        return json_error(404, "not_found", "Not found.")
+    from django.views.defaults import page_not_found
+
+    return page_not_found(request, exception)

@@ -6,6 +6,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from tests import factories
+from tests.fakes.openai_server import fake_openai  # noqa: F401  (fixture)
 
 
 @pytest.fixture(autouse=True)

@@ -1,0 +1,192 @@
+"""Turn overhead: the full path (WebSocket → Celery → runner → PostgreSQL transcript → frames) against
+the floor (the same demo model behind a minimal consumer, no database), at 1 and 50 concurrent sockets,
+plus a turn in a 10,000-message conversation against one in a 10-message conversation.
+
+    .venv/bin/python bench/turn_overhead.py [--turns 20] [--sockets 1,50]
+
+Runs against the embedded dev services (`python -m agenticos.devservices start`), starting its own daphne
+servers and one Celery worker (threads pool) on free ports, and prints p50/p95 latency and turns/s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agenticos.settings")
+
+import django  # noqa: E402
+
+django.setup()
+
+import websockets  # noqa: E402
+from django.conf import settings  # noqa: E402
+from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY  # noqa: E402
+from importlib import import_module  # noqa: E402
+
+from agenticos.models import Membership, Organization, User  # noqa: E402
+from agenticos.tenancy import SESSION_KEY as ORG_KEY  # noqa: E402
+from agenticos.tenancy import actor_for_membership  # noqa: E402
+from agents import services  # noqa: E402
+from agents.models import Agent, Conversation, Message, ModelProfile  # noqa: E402
+
+PROMPT = "Tell me briefly what you can do."
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def setup_bench_tenant() -> tuple[str, str, str]:
+    org, _ = Organization.objects.get_or_create(slug="bench", defaults={"name": "Bench", "monthly_budget_usd": None})
+    user, created = User.objects.get_or_create(email="bench@example.com")
+    if created:
+        user.set_unusable_password()
+        user.save()
+    membership, _ = Membership.objects.get_or_create(organization=org, user=user, defaults={"role": "owner"})
+    actor = actor_for_membership(membership)
+    profile, _ = ModelProfile.objects.get_or_create(organization=org, label="Demo", defaults={"provider": "demo", "model": "demo"})
+    agent = Agent.objects.filter(organization=org, slug="bench").first()
+    if agent is None:
+        agent = services.create_agent(actor=actor, name="Bench", slug="bench", spec={
+            "name": "Bench", "instructions": "You are a helpful test agent.", "model_profile_id": str(profile.pk)})
+        services.publish_agent(actor=actor, agent=agent)
+    engine = import_module(settings.SESSION_ENGINE)
+    session = engine.SessionStore()
+    session[SESSION_KEY] = str(user.pk)
+    session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+    session[HASH_SESSION_KEY] = user.get_session_auth_hash()
+    session[ORG_KEY] = str(org.pk)
+    session.save()
+    return f"{settings.SESSION_COOKIE_NAME}={session.session_key}", str(agent.pk), str(user.pk)
+
+
+def conversation_with(agent_id: str, user_id: str, size: int) -> str:
+    agent = Agent.objects.get(pk=agent_id)
+    conversation = Conversation.objects.create(organization=agent.organization, agent=agent, owner_id=user_id)
+    Message.objects.bulk_create(
+        (Message(conversation=conversation, role="user" if i % 2 == 0 else "assistant", content=f"message {i} " * 8)
+         for i in range(size)),
+        batch_size=2000,
+    )
+    return str(conversation.pk)
+
+
+async def one_turn(url: str, payload: dict, headers: dict) -> float:
+    async with websockets.connect(url, additional_headers=headers, max_size=None) as ws:
+        started = time.perf_counter()
+        await ws.send(json.dumps(payload))
+        while True:
+            frame = json.loads(await ws.recv())
+            if frame["type"] in ("complete", "error"):
+                if frame["type"] == "error":
+                    raise RuntimeError(frame["data"])
+                return time.perf_counter() - started
+
+
+async def socket_worker(url, payload, headers, turns, out):
+    async with websockets.connect(url, additional_headers=headers, max_size=None) as ws:
+        for _ in range(turns):
+            started = time.perf_counter()
+            await ws.send(json.dumps(payload))
+            while True:
+                frame = json.loads(await ws.recv())
+                if frame["type"] == "error":
+                    raise RuntimeError(frame["data"])
+                if frame["type"] == "complete":
+                    out.append(time.perf_counter() - started)
+                    break
+
+
+async def measure(url, payload, headers, sockets, turns_per_socket):
+    latencies: list[float] = []
+    started = time.perf_counter()
+    await asyncio.gather(*(socket_worker(url, payload, headers, turns_per_socket, latencies) for _ in range(sockets)))
+    elapsed = time.perf_counter() - started
+    latencies.sort()
+    p = lambda q: latencies[min(len(latencies) - 1, int(q * len(latencies)))]  # noqa: E731
+    return {"p50": p(0.5), "p95": p(0.95), "tps": len(latencies) / elapsed, "n": len(latencies)}
+
+
+def start(cmd, env, name):
+    log = open(f"/tmp/agenticos-bench-{name}.log", "wb")  # noqa: SIM115 - lives as long as the process
+    return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def wait_port(port, timeout=30):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)
+    raise RuntimeError(f"port {port} did not open")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--turns", type=int, default=20, help="turns per socket")
+    parser.add_argument("--sockets", default="1,50")
+    parser.add_argument("--worker-concurrency", type=int, default=64)
+    args = parser.parse_args()
+    cookie, agent_id, user_id = setup_bench_tenant()
+    env = dict(os.environ, PYTHONUNBUFFERED="1", LOG_LEVEL="WARNING")
+    full_port, floor_port = free_port(), free_port()
+    procs = [
+        start([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(full_port), "agenticos.asgi:application"], env, "web"),
+        start([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(floor_port), "bench.floor_app:application"], env, "floor"),
+        start([sys.executable, "-m", "celery", "-A", "agenticos", "worker", "-Q", "runs,default", "-P", "threads",
+               "-c", str(args.worker_concurrency), "-l", "WARNING"], env, "worker"),
+    ]
+    try:
+        wait_port(full_port)
+        wait_port(floor_port)
+        time.sleep(3)  # let the worker connect
+        full_url = f"ws://127.0.0.1:{full_port}/ws/chat/"
+        floor_url = f"ws://127.0.0.1:{floor_port}/ws/floor/"
+        headers = {"Cookie": cookie, "Origin": f"http://127.0.0.1:{full_port}"}
+        payload = {"type": "message", "agent_id": agent_id, "text": PROMPT}
+        asyncio.run(one_turn(full_url, payload, headers))  # warm up both paths
+        asyncio.run(one_turn(floor_url, {"type": "message", "text": PROMPT}, {}))
+        print(f"machine: {platform.node()} {platform.machine()} {os.cpu_count()} cores, Python {platform.python_version()}")
+        print(f"{'sockets':>7} {'path':>6} {'p50 ms':>8} {'p95 ms':>8} {'turns/s':>8}")
+        results = {}
+        for sockets in [int(s) for s in args.sockets.split(",")]:
+            floor = asyncio.run(measure(floor_url, {"type": "message", "text": PROMPT}, {}, sockets, args.turns))
+            full = asyncio.run(measure(full_url, payload, headers, sockets, args.turns))
+            results[sockets] = (floor, full)
+            for name, r in (("floor", floor), ("full", full)):
+                print(f"{sockets:>7} {name:>6} {r['p50']*1000:>8.1f} {r['p95']*1000:>8.1f} {r['tps']:>8.1f}")
+            print(f"{sockets:>7} ratio  p50 full/floor = {full['p50']/floor['p50']:.2f}x, "
+                  f"throughput full/floor = {full['tps']/floor['tps']:.2f}x")
+        small = conversation_with(agent_id, user_id, 10)
+        large = conversation_with(agent_id, user_id, 10_000)
+        small_r = asyncio.run(measure(full_url, {**payload, "conversation_id": small}, headers, 1, args.turns))
+        large_r = asyncio.run(measure(full_url, {**payload, "conversation_id": large}, headers, 1, args.turns))
+        print(f"10-message conversation p50 {small_r['p50']*1000:.1f} ms; 10,000-message conversation p50 "
+              f"{large_r['p50']*1000:.1f} ms; ratio {large_r['p50']/small_r['p50']:.2f}x")
+    finally:
+        for proc in procs:
+            try:
+                os.killpg(proc.pid, 15)
+            except ProcessLookupError:
+                pass
+        for proc in procs:
+            proc.wait(10)
+
+
+if __name__ == "__main__":
+    main()
