@@ -80,6 +80,8 @@ def test_each_change_form_of_our_models_opens(model, console, make_world):
     assert console.get(change(obj)).status_code == 200
     assert console.get(changelist(model), {"q": "no-such-thing"}).status_code == 200
     assert console.get(changelist(model), {"q": "7a0c9f9e-7d4a-4c2a-9d55-3b1f1e0f0a01"}).status_code == 200
+    can_add = admin.site._registry[model].has_add_permission(console.get(changelist(model)).wsgi_request)
+    assert console.get(add(model)).status_code == (200 if can_add else 403)
 
 
 @pytest.mark.parametrize("model", LEDGERS, ids=lambda m: m._meta.label)
