@@ -116,6 +116,9 @@ def _handler(state: FakeState):
                 self._send(200, {"ok": True, "family": path.split("/")[-1],
                                  "echo_headers": dict(self.headers.items()), "echo_query": query})
                 return
+            if path.startswith("/search/"):
+                self._search(path, query, body)
+                return
             if path == "/echo" or path.startswith("/echo/"):
                 try:
                     parsed_body = json.loads(body) if body else None
@@ -217,6 +220,36 @@ def _handler(state: FakeState):
                 self._send(200, raw=b"\x1b\x00", ctype="text/plain", headers={"Content-Encoding": "br"})
                 return
             self._send(404, {"error": "not found"})
+
+        def _search(self, path: str, query, body: bytes) -> None:
+            """Paid web-search providers, each with its own auth header and response shape."""
+            secret = state.secret
+            data = json.loads(body) if body else {}
+            hits = [{"title": f"Result {i}", "url": f"https://example.com/{i}", "text": f"Snippet {i}"}
+                    for i in range(1, 11)]
+            if path == "/search/tavily":
+                if self.headers.get("Authorization") != f"Bearer {secret}":
+                    self._send(401, {"detail": "bad key"})
+                    return
+                n = int(data.get("max_results", 5))
+                self._send(200, {"query": data.get("query"), "results": [
+                    {"title": h["title"], "url": h["url"], "content": h["text"], "score": 0.9} for h in hits[:n]]})
+            elif path == "/search/brave":
+                if self.headers.get("X-Subscription-Token") != secret:
+                    self._send(401, {"error": "bad token"})
+                    return
+                n = int((query.get("count") or ["5"])[0])
+                self._send(200, {"web": {"results": [
+                    {"title": h["title"], "url": h["url"], "description": h["text"]} for h in hits[:n]]}})
+            elif path == "/search/exa":
+                if self.headers.get("x-api-key") != secret:
+                    self._send(401, {"error": "bad key"})
+                    return
+                n = int(data.get("numResults", 5))
+                self._send(200, {"results": [{"title": h["title"], "url": h["url"], "text": h["text"]}
+                                             for h in hits[:n]]})
+            else:
+                self._send(404, {"error": "not found"})
 
         do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = _handle
 
