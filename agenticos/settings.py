@@ -77,13 +77,23 @@ def _generated_secret(name: str, length: int) -> str:
 SECRET_KEY = _generated_secret("SECRET_KEY", 50)
 VAULT_MASTER_KEY = _generated_secret("VAULT_MASTER_KEY", 32)
 VAULT_KEY_VERSION = _int("VAULT_KEY_VERSION", 1, minimum=1)
-# Older master keys by version, so rows sealed before a rotation still open: "1:oldkey,2:otherkey".
-VAULT_PREVIOUS_KEYS = {
-    int(item.split(":", 1)[0]): item.split(":", 1)[1]
-    for item in env.list("VAULT_PREVIOUS_KEYS", default=[])
-    if ":" in item
-}
 
+
+def _previous_vault_keys() -> dict[int, str]:
+    """Older master keys by version, so rows sealed before a rotation still open: "1:oldkey,2:otherkey"."""
+    keys: dict[int, str] = {}
+    for item in env.list("VAULT_PREVIOUS_KEYS", default=[]):
+        version, sep, key = item.partition(":")
+        if not sep or not version.strip().isdigit() or not key:
+            raise ImproperlyConfigured("VAULT_PREVIOUS_KEYS must look like '1:<old key>,2:<other key>'.")
+        keys[int(version)] = key
+    return keys
+
+
+VAULT_PREVIOUS_KEYS = _previous_vault_keys()
+
+if _bool("TRUST_X_FORWARDED_PROTO", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["*"] if DEBUG else [])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 PORT = _int("PORT", 8000)

@@ -15,7 +15,7 @@ def execute_run(run_id: str) -> None:
 
 @shared_task(name="agents.tasks.sweep_stale_runs", ignore_result=True)
 def sweep_stale_runs() -> int:
-    return finish.sweep_stale_runs()
+    return finish.sweep_stale_runs() + finish.requeue_lost_runs()
 
 
 @shared_task(name="agents.tasks.expire_parked", ignore_result=True)

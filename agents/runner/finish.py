@@ -46,6 +46,27 @@ def sweep_stale_runs() -> int:
     return count
 
 
+def requeue_lost_runs() -> int:
+    """A run queued while the broker was unreachable would wait forever: enqueue it again.
+
+    Safe to repeat: only one worker moves a run from queued to running."""
+    from agents.runs import enqueue_run
+
+    cutoff = timezone.now() - timedelta(minutes=2)
+    lost = list(Run.objects.filter(status=RunStatus.QUEUED, started_at__isnull=True, created_at__lt=cutoff,
+                                   created_at__gte=timezone.now() - settings.RUN_STALE_AFTER)
+                .values_list("pk", flat=True)[:500])
+    for run_id in lost:
+        enqueue_run(run_id)
+    # Older than the stale limit: nobody is going to run it now.
+    expired = Run.objects.filter(status=RunStatus.QUEUED, started_at__isnull=True,
+                                 created_at__lt=timezone.now() - settings.RUN_STALE_AFTER)
+    for run in expired:
+        with transaction.atomic():
+            _close(run, RunStatus.FAILED, {"type": "NeverStarted", "message": "No worker picked this run up."})
+    return len(lost)
+
+
 def expire_approvals() -> int:
     cutoff = timezone.now() - timedelta(hours=settings.APPROVAL_EXPIRY_HOURS)
     runs = Run.objects.filter(

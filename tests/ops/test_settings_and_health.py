@@ -72,10 +72,6 @@ def test_production_mode_starts_when_its_keys_are_set():
     assert "loaded False" in result.stdout
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="settings.py parses VAULT_PREVIOUS_KEYS without validation (patch in the ops report)",
-)
 @pytest.mark.parametrize("value", ["one:oldkey", "oldkey-without-version"])
 def test_a_malformed_previous_vault_key_is_refused(value):
     result = load_settings(VAULT_PREVIOUS_KEYS=value)

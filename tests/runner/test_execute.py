@@ -287,3 +287,24 @@ def test_an_outsider_run_is_never_executed_under_another_organization(org, owner
     run = start(org, owner, agent, version)
     assert run.organization_id == org.pk
     time.sleep(0)
+
+
+def test_a_run_lost_in_the_queue_is_enqueued_again_and_an_ancient_one_fails(org, owner, monkeypatch):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from agents.runner.finish import requeue_lost_runs
+
+    enqueued: list = []
+    monkeypatch.setattr("agents.runs.enqueue_run", lambda run_id: enqueued.append(run_id))
+    agent, version = publish(org, owner)
+    lost = start(org, owner, agent, version)
+    Run.objects.filter(pk=lost.pk).update(created_at=timezone.now() - timedelta(minutes=5))
+    ancient = start(org, owner, agent, version)
+    Run.objects.filter(pk=ancient.pk).update(created_at=timezone.now() - timedelta(days=2))
+    fresh = start(org, owner, agent, version)
+    assert requeue_lost_runs() == 1
+    assert enqueued == [lost.pk]
+    assert Run.objects.get(pk=ancient.pk).status == "failed"
+    assert Run.objects.get(pk=fresh.pk).status == "queued"
