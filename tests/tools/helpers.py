@@ -14,11 +14,13 @@ from capabilities import registry
 from tests.capabilities.helpers import Outcome, Script, deps
 
 
-def run_sync(spec: AgentSpec, calls: list[tuple[str, dict[str, Any]]], *, org_id: str, **deps_kw: Any) -> Outcome:
+def run_sync(spec: AgentSpec, calls: list[tuple[str, dict[str, Any]]], *, org_id: str,
+             agent_kwargs: dict[str, Any] | None = None, **deps_kw: Any) -> Outcome:
     run_deps: RunDeps = deps(organization_id=org_id, **deps_kw)
     built = registry.build_for_run(spec, run_deps, org_id)
     script = Script(calls)
     agent = Agent(FunctionModel(script), deps_type=RunDeps, toolsets=built.toolsets,
-                  capabilities=built.capabilities, instructions=built.instructions, retries=2)
+                  capabilities=built.capabilities, instructions=built.instructions, retries=2,
+                  **(agent_kwargs or {}))
     result = asyncio.run(agent.run("go", deps=run_deps))
     return Outcome(messages=result.all_messages(), script=script, output=result.output)

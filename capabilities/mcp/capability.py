@@ -1,0 +1,98 @@
+"""The `mcp` capability: each bound connection's tools through pydantic-ai's `MCPToolset`, allow-listed
+per binding, prefixed with the connection's name (`<name>_<tool>`), so approvals and renames key on the
+prefixed id. With `tool_search` bound, these toolsets are marked for deferred loading at run time.
+
+Config `{connections: [{connection_id, allowed_tools, tool_approval}]}`: one capability binding carries
+every server (a capability is bound once per agent). Approval per prefixed tool name, else the binding's.
+The address is re-checked (netguard) when the run is assembled; the MCP client then connects itself, so
+the DNS pin does not cover MCP traffic (the server is an operator-registered endpoint, not model-chosen).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from dataclasses import replace
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic_ai import RunContext
+from pydantic_ai.mcp import MCPToolset
+from pydantic_ai.tools import ToolDefinition
+from pydantic_ai.toolsets import PreparedToolset
+from pydantic_ai.toolsets.approval_required import ApprovalRequiredToolset
+
+from capabilities import netguard
+from capabilities.base import BuildContext, Built, Capability
+
+
+class McpBinding(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    connection_id: str
+    allowed_tools: list[str] | None = Field(default=None, description="Server tool names (unprefixed); null = all.")
+    tool_approval: dict[str, str] = Field(default_factory=dict, description="Per prefixed tool name.")
+
+
+class McpConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    connections: list[McpBinding] = Field(default_factory=list)
+
+
+def _defer_when_searching(ctx: RunContext[Any], tool_defs: list[ToolDefinition]) -> list[ToolDefinition]:
+    """Deferral is half of the tool_search decision: only when that capability is bound in this run."""
+    if not ctx.deps.scratch.get("tool_search_active"):
+        return tool_defs
+    return [replace(td, defer_loading=True) for td in tool_defs]
+
+
+def _address_ok(url: str) -> bool:
+    try:
+        asyncio.run(netguard.check_url(url))
+    except netguard.Refused:
+        return False
+    return True
+
+
+def build(ctx: BuildContext) -> list[Built]:
+    from capabilities.mcp.services import headers_for
+    from capabilities.models import McpConnection
+
+    assert isinstance(ctx.config, McpConfig)
+    wanted: dict[uuid.UUID, McpBinding] = {}
+    for entry in ctx.config.connections:
+        try:
+            wanted[uuid.UUID(entry.connection_id)] = entry
+        except ValueError:
+            continue
+    rows = McpConnection.objects.filter(organization_id=ctx.organization_id, pk__in=list(wanted)).select_related(
+        "auth_secret")
+    out: list[Built] = []
+    default = ctx.binding.approval
+    for row in rows:
+        entry = wanted[row.pk]
+        if not _address_ok(row.url):
+            continue
+        toolset: Any = MCPToolset(row.url, headers=headers_for(row), id=f"mcp_{row.name}", max_retries=2)
+        if entry.allowed_tools is not None:
+            allowed = set(entry.allowed_tools)
+            toolset = toolset.filtered(lambda run_ctx, td, allowed=allowed: td.name in allowed)
+        toolset = toolset.prefixed(row.name)
+        approvals = dict(entry.tool_approval)
+        toolset = ApprovalRequiredToolset(
+            toolset, approval_required_func=lambda c, td, a, approvals=approvals: approvals.get(td.name, default) == "required")
+        out.append(PreparedToolset(toolset, _defer_when_searching))
+    return out
+
+
+CAPABILITY = Capability(
+    id="mcp",
+    name="MCP servers",
+    category="utility",
+    description="Tools from the MCP servers connected to this organization, named <server>_<tool>.",
+    offers="tools from your connected MCP servers",
+    tools=(),
+    config_model=McpConfig,
+    build=build,
+)

@@ -1,0 +1,96 @@
+"""A local MCP server over streamable HTTP (the `mcp` package's MCPServer under uvicorn, in a thread).
+
+Tools: add(a, b), echo(text), weather(city), plus `extra_tools` generated ones (tool_01 … tool_N) to make
+a server big enough for tool search. When `token` is set, every request must carry
+`Authorization: Bearer <token>`; requests are recorded (headers only) in `seen_auth`.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import uvicorn
+from mcp.server.mcpserver import MCPServer
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class FakeMCPServer:
+    def __init__(self, *, token: str | None = None, extra_tools: int = 0):
+        self.token = token
+        self.seen_auth: list[str | None] = []
+        self.calls: list[tuple[str, dict]] = []
+        self.port = _free_port()
+        server = MCPServer("fake-mcp")
+
+        @server.tool()
+        def add(a: int, b: int) -> int:
+            """Add two integers."""
+            self.calls.append(("add", {"a": a, "b": b}))
+            return a + b
+
+        @server.tool()
+        def echo(text: str) -> str:
+            """Echo the text back."""
+            self.calls.append(("echo", {"text": text}))
+            return f"echo: {text}"
+
+        @server.tool()
+        def weather(city: str) -> str:
+            """Current weather for a city."""
+            self.calls.append(("weather", {"city": city}))
+            return f"Sunny in {city}"
+
+        for i in range(1, extra_tools + 1):
+            name = f"tool_{i:02d}"
+
+            def make(n: str):
+                def fn(x: str = "") -> str:
+                    return f"{n}:{x}"
+
+                fn.__name__ = n
+                fn.__doc__ = f"Generated tool number {n[-2:]} about topic{n[-2:]} invoices."
+                return fn
+
+            server.tool()(make(name))
+
+        app = server.streamable_http_app(stateless_http=True, json_response=True)
+        outer = self
+
+        async def guarded(scope, receive, send):
+            if scope["type"] == "http":
+                headers = {k.decode().lower(): v.decode() for k, v in scope.get("headers", [])}
+                auth = headers.get("authorization")
+                outer.seen_auth.append(auth)
+                if outer.token and auth != f"Bearer {outer.token}":
+                    await send({"type": "http.response.start", "status": 401,
+                                "headers": [(b"content-type", b"application/json")]})
+                    await send({"type": "http.response.body", "body": b'{"error":"unauthorized"}'})
+                    return
+            await app(scope, receive, send)
+
+        config = uvicorn.Config(guarded, host="127.0.0.1", port=self.port, log_level="warning", lifespan="on")
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/mcp"
+
+    def start(self) -> FakeMCPServer:
+        self.thread.start()
+        for _ in range(200):
+            if self.server.started:
+                return self
+            time.sleep(0.02)
+        raise RuntimeError("the fake MCP server did not start")
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=5)
