@@ -202,3 +202,157 @@ class ContextFileDetailView(BaseOrgView):
 
         context_services.delete_context_file(actor=self.actor, item=self.org_get(ContextFile, pk))
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+# ------------------------------------------------------------------ Settings → Memory
+
+
+class MemoryNoteSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    agent_id = serializers.UUIDField()
+    agent_name = serializers.CharField(source="agent.name")
+    name = serializers.CharField()
+    content = serializers.CharField()
+    status = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+
+
+class MyMemoryView(BaseOrgView):
+    """Everything agents here wrote about me. No permission: the answer is the same for a Viewer and an Owner."""
+
+    serializer_class = MemoryNoteSerializer
+    permission_map: dict[str, str] = {}
+
+    @extend_schema(responses={200: MemoryNoteSerializer(many=True), **ERRORS}, summary="My memory")
+    def get(self, request: Request) -> Response:
+        from knowledge.mem0 import endpoints_for_agent
+        from knowledge.models import MemoryNote
+
+        notes = MemoryNote.objects.filter(organization=self.actor.organization, owner_user=self.actor.user,
+                                          chat_key="").select_related("agent").order_by("agent__name", "-updated_at")
+        from agents.models import Agent
+
+        mem0_agents = [a.name for a in Agent.objects.filter(organization=self.actor.organization)
+                       .prefetch_related("versions") if endpoints_for_agent(a)]
+        return Response({
+            "notes": MemoryNoteSerializer(notes, many=True).data,
+            # mem0 answers "what matches a question", not "what is stored": these agents cannot be listed here.
+            "not_listed_mem0_agents": mem0_agents,
+        })
+
+
+class MyMemoryNoteView(BaseOrgView):
+    serializer_class = MemoryNoteSerializer
+    permission_map: dict[str, str] = {}
+
+    def note(self, pk):
+        from knowledge.models import MemoryNote
+
+        mine = MemoryNote.objects.filter(organization=self.actor.organization, owner_user=self.actor.user,
+                                         chat_key="").select_related("agent")
+        return self.org_get(MemoryNote, pk, mine)
+
+    @extend_schema(responses={204: None, **ERRORS}, summary="Delete one of my notes")
+    def delete(self, request: Request, pk) -> Response:
+        from knowledge import memory
+
+        memory.delete(actor=self.actor, note=self.note(pk))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class MyMemoryNoteActionView(MyMemoryNoteView):
+    @extend_schema(request=None, responses={200: MemoryNoteSerializer, **ERRORS},
+                   summary="Suspend or restore one of my notes")
+    def post(self, request: Request, pk, action: str) -> Response:
+        from knowledge import memory
+
+        note = self.note(pk)
+        if action == "suspend":
+            note = memory.suspend(actor=self.actor, note=note)
+        elif action == "restore":
+            note = memory.restore(actor=self.actor, note=note)
+        else:
+            from agenticos.errors import NotFound
+
+            raise NotFound("Unknown action.")
+        return Response(MemoryNoteSerializer(note).data)
+
+
+class ClearMemorySerializer(serializers.Serializer):
+    user_id = serializers.IntegerField(required=False, allow_null=True, default=None)
+
+
+class ClearMemoryView(BaseOrgView):
+    """Clear everything agents remember about a person: oneself always; another member with members:manage."""
+
+    serializer_class = ClearMemorySerializer
+    permission_map: dict[str, str] = {}
+
+    @extend_schema(request=ClearMemorySerializer, responses={200: None, **WRITE_ERRORS}, summary="Clear memory")
+    def post(self, request: Request) -> Response:
+        from agenticos.errors import DomainError, NotFound
+        from agenticos.models import Membership
+        from knowledge import memory
+        from knowledge.mem0 import Mem0Error
+
+        user_id = self.valid(ClearMemorySerializer)["user_id"] or self.actor.user_id
+        if user_id != self.actor.user_id:
+            self.actor.require("members:manage")
+            if not Membership.objects.filter(organization=self.actor.organization, user_id=user_id).exists():
+                raise NotFound("Member not found.")
+        try:
+            result = memory.clear_person(actor=self.actor, user_id=user_id)
+        except Mem0Error as exc:
+            raise DomainError(f"Memory was not cleared: {exc}", code="mem0_unavailable") from exc
+        return Response(result)
+
+
+class PersonMemoryView(BaseOrgView):
+    """Deployment administrators only: read another person's notes in a named tenant, with a reason.
+
+    Audited with actor, tenant, subject and reason, never the content. An organization role (even Owner)
+    or an edit grant on the agent does not open it."""
+
+    serializer_class = MemoryNoteSerializer
+    permission_map: dict[str, str] = {}
+
+    def initial(self, request: Request, *args, **kwargs) -> None:
+        # Deliberately not the org-resolving base: the administrator need not be a member of the tenant.
+        from rest_framework.generics import GenericAPIView
+
+        GenericAPIView.initial(self, request, *args, **kwargs)
+
+    @extend_schema(responses={200: MemoryNoteSerializer(many=True), **ERRORS}, summary="A person's memory (admins)")
+    def get(self, request: Request, user_id: int) -> Response:
+        from agenticos import audit
+        from agenticos.errors import Forbidden, Invalid, NotFound
+        from agenticos.models import Membership, Organization
+        from knowledge.models import MemoryNote
+
+        if not getattr(request.user, "is_superuser", False):
+            raise Forbidden("Only a deployment administrator can read another person's memory.")
+        reason = (request.query_params.get("reason") or "").strip()
+        tenant_id = request.query_params.get("organization_id") or ""
+        if not reason or not tenant_id:
+            raise Invalid("Name the tenant (organization_id) and a reason.",
+                          details={"fields": ["organization_id", "reason"]})
+        organization = Organization.objects.filter(pk=tenant_id).first() if _is_uuid(tenant_id) else None
+        if organization is None or not Membership.objects.filter(organization=organization, user_id=user_id).exists():
+            raise NotFound("No such person in that organization.")
+        notes = MemoryNote.objects.filter(organization=organization, owner_user_id=user_id, chat_key="").select_related(
+            "agent").order_by("agent__name", "-updated_at")
+        audit.record(actor=request.user, organization=organization, action="memory.admin_read",
+                     target_type="user", target_id=str(user_id), details={"reason": reason[:500]},
+                     ip_address=request.META.get("REMOTE_ADDR"))
+        return Response(MemoryNoteSerializer(notes, many=True).data)
+
+
+def _is_uuid(value: str) -> bool:
+    import uuid
+
+    try:
+        uuid.UUID(value)
+    except ValueError:
+        return False
+    return True

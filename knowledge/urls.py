@@ -13,3 +13,11 @@ urlpatterns = [
     path("context/", api.ContextFileListView.as_view(), name="api-context-files"),
     path("context/<uuid:pk>/", api.ContextFileDetailView.as_view(), name="api-context-file"),
 ]
+
+urlpatterns += [
+    path("memory/", api.MyMemoryView.as_view(), name="api-memory"),
+    path("memory/clear/", api.ClearMemoryView.as_view(), name="api-memory-clear"),
+    path("memory/notes/<int:pk>/", api.MyMemoryNoteView.as_view(), name="api-memory-note"),
+    path("memory/notes/<int:pk>/<slug:action>/", api.MyMemoryNoteActionView.as_view(), name="api-memory-note-action"),
+    path("memory/person/<int:user_id>/", api.PersonMemoryView.as_view(), name="api-memory-person"),
+]
