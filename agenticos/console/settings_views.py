@@ -1,10 +1,200 @@
-"""Settings (filled in below)."""
-from django.http import HttpResponse
+"""Settings: profile, chat accounts, API keys, secrets, model profiles, members and roles, budget.
+
+Same services and permissions as the REST API (agenticos/api.py, agents/api.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_POST
+
+from agenticos import services as kernel
+from agenticos.console import actions, selectors
+from agenticos.console.base import console_view, problems_by_field, screen
+from agenticos.errors import Conflict, Invalid
+from agenticos.models import ApiKey, Invitation, Membership, Secret, SecretKind
+from agenticos.permissions import Role
+from agenticos.tenancy import Actor, org_get, org_queryset
+from agents import services as agent_services
+from agents.models import ModelProfile, Provider
 
 
-def _todo(request, *args, **kwargs):
-    return HttpResponse(status=501)
+def _page(request: HttpRequest, template: str, tab: str, context: dict[str, Any], status: int = 200) -> HttpResponse:
+    return screen(request, template, {"nav": "settings", "tab": tab, **context}, status=status)
 
 
-profile = chat_accounts = api_keys = revoke_api_key = secrets = rotate_secret = delete_secret = _todo
-model_profiles = members = change_member = budget = _todo
+@console_view()
+def profile(request: HttpRequest, actor: Actor) -> HttpResponse:
+    if request.method == "POST":
+        actions.update_profile(actor=actor, display_name=request.POST.get("display_name", ""))
+        messages.success(request, _("Profile saved."))
+        return redirect("console:settings")
+    return _page(request, "console/settings/profile.html", "profile", {})
+
+
+@console_view()
+def chat_accounts(request: HttpRequest, actor: Actor) -> HttpResponse:
+    # Linked Slack / Telegram / Mattermost identities arrive with the channel bots issue; no rows exist yet.
+    return _page(request, "console/settings/chat_accounts.html", "chat_accounts", {})
+
+
+# ------------------------------------------------------------------ API keys
+
+
+@console_view("apikeys:manage")
+def api_keys(request: HttpRequest, actor: Actor) -> HttpResponse:
+    errors: dict[str, str] = {}
+    raw_key = None
+    if request.method == "POST":
+        try:
+            _key, raw_key = kernel.create_api_key(actor=actor, name=request.POST.get("name", ""))
+        except Invalid as exc:
+            errors = problems_by_field(exc)
+    keys = kernel.api_keys_for(actor).order_by("-created_at")
+    return _page(request, "console/settings/api_keys.html", "api_keys",
+                 {"keys": keys, "raw_key": raw_key, "errors": errors}, status=422 if errors else 200)
+
+
+@require_POST
+@console_view("apikeys:manage")
+def revoke_api_key(request: HttpRequest, actor: Actor, key_id: int) -> HttpResponse:
+    key = org_get(actor, ApiKey, key_id, queryset=kernel.api_keys_for(actor))
+    kernel.revoke_api_key(actor=actor, api_key=key)
+    messages.success(request, _("The key was revoked."))
+    return redirect("console:settings-api-keys")
+
+
+# ------------------------------------------------------------------ secrets
+
+
+@console_view("secrets:view")
+def secrets(request: HttpRequest, actor: Actor) -> HttpResponse:
+    errors: dict[str, str] = {}
+    if request.method == "POST":
+        try:
+            kernel.create_secret(actor=actor, name=request.POST.get("name", ""), value=request.POST.get("value", ""),
+                                 kind=request.POST.get("kind", SecretKind.API_KEY),
+                                 description=request.POST.get("description", ""))
+            messages.success(request, _("The secret was sealed in the vault."))
+            return redirect("console:settings-secrets")
+        except (Invalid, Conflict) as exc:
+            errors = problems_by_field(exc) or {"__all__": exc.message}
+    rows = org_queryset(actor, Secret).defer("wrapped_key", "ciphertext").select_related("created_by")
+    return _page(request, "console/settings/secrets.html", "secrets",
+                 {"secrets": rows, "kinds": SecretKind.choices, "errors": errors}, status=422 if errors else 200)
+
+
+@require_POST
+@console_view("secrets:manage")
+def rotate_secret(request: HttpRequest, actor: Actor, secret_id: Any) -> HttpResponse:
+    secret = org_get(actor, Secret, secret_id)
+    try:
+        kernel.rotate_secret(actor=actor, secret=secret, value=request.POST.get("value", ""))
+        messages.success(request, _("The secret was rotated."))
+    except Invalid as exc:
+        messages.error(request, exc.message)
+    return redirect("console:settings-secrets")
+
+
+@require_POST
+@console_view("secrets:manage")
+def delete_secret(request: HttpRequest, actor: Actor, secret_id: Any) -> HttpResponse:
+    secret = org_get(actor, Secret, secret_id)
+    try:
+        kernel.delete_secret(actor=actor, secret=secret)
+        messages.success(request, _("The secret was deleted."))
+    except Conflict as exc:
+        messages.error(request, exc.message)
+    return redirect("console:settings-secrets")
+
+
+# ------------------------------------------------------------------ model profiles
+
+
+@console_view("agents:view")
+def model_profiles(request: HttpRequest, actor: Actor) -> HttpResponse:
+    errors: dict[str, str] = {}
+    if request.method == "POST":
+        try:
+            if request.POST.get("delete"):
+                profile = org_get(actor, ModelProfile, request.POST["delete"])
+                agent_services.delete_model_profile(actor=actor, profile=profile)
+                messages.success(request, _("The model profile was deleted."))
+            else:
+                agent_services.create_model_profile(
+                    actor=actor, label=request.POST.get("label", ""), provider=request.POST.get("provider", ""),
+                    model=request.POST.get("model", ""), secret_id=request.POST.get("secret_id") or None,
+                    base_url=request.POST.get("base_url", ""),
+                )
+                messages.success(request, _("The model profile was created."))
+            return redirect("console:settings-models")
+        except (Invalid, Conflict) as exc:
+            errors = problems_by_field(exc) or {"__all__": exc.message}
+    profiles = org_queryset(actor, ModelProfile).select_related("secret")
+    secrets_list = org_queryset(actor, Secret).only("pk", "name", "hint") if actor.has("secrets:view") else []
+    return _page(request, "console/settings/models.html", "models", {
+        "profiles": profiles, "providers": Provider.choices, "secrets": secrets_list, "errors": errors,
+    }, status=422 if errors else 200)
+
+
+# ------------------------------------------------------------------ members
+
+
+@console_view()
+def members(request: HttpRequest, actor: Actor) -> HttpResponse:
+    errors: dict[str, str] = {}
+    if request.method == "POST":
+        try:
+            kernel.invite_member(actor=actor, email=request.POST.get("email", ""),
+                                 role=request.POST.get("role", Role.MEMBER))
+            messages.success(request, _("The invitation was sent."))
+            return redirect("console:settings-members")
+        except (Invalid, Conflict) as exc:
+            errors = problems_by_field(exc) or {"__all__": exc.message}
+    rows = org_queryset(actor, Membership).select_related("user").order_by("user__email")
+    invitations = (org_queryset(actor, Invitation).filter(accepted_at__isnull=True).select_related("invited_by")
+                   if actor.has("members:manage") else [])
+    return _page(request, "console/settings/members.html", "members", {
+        "memberships": rows, "invitations": invitations, "roles": Role.choices, "errors": errors,
+    }, status=422 if errors else 200)
+
+
+@require_POST
+@console_view()
+def change_member(request: HttpRequest, actor: Actor, membership_id: int) -> HttpResponse:
+    membership = org_get(actor, Membership, membership_id, queryset=org_queryset(actor, Membership).select_related("user"))
+    action = request.POST.get("action", "role")
+    try:
+        if action == "remove":
+            kernel.remove_member(actor=actor, membership=membership)
+        elif action in ("suspend", "reinstate"):
+            kernel.set_member_suspended(actor=actor, membership=membership, suspended=action == "suspend")
+        else:
+            kernel.change_member_role(actor=actor, membership=membership, role=request.POST.get("role", ""))
+        messages.success(request, _("Saved."))
+    except (Invalid, Conflict) as exc:
+        messages.error(request, exc.message)
+    return redirect("console:settings-members")
+
+
+# ------------------------------------------------------------------ budget
+
+
+@console_view()
+def budget(request: HttpRequest, actor: Actor) -> HttpResponse:
+    errors: dict[str, str] = {}
+    if request.method == "POST":
+        try:
+            actions.set_organization_budget(actor=actor, monthly_usd=request.POST.get("monthly_usd", ""))
+            messages.success(request, _("The budget was saved."))
+            return redirect("console:settings-budget")
+        except Invalid as exc:
+            errors = problems_by_field(exc)
+    return _page(request, "console/settings/budget.html", "budget", {
+        "org_budget": selectors.organization_budget(actor), "errors": errors,
+    }, status=422 if errors else 200)

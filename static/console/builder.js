@@ -14,3 +14,11 @@
   });
   if (group) group.addEventListener("toggle", function () { if (!input.value) wasOpen = group.open; });
 })();
+
+// Switching a capability on opens its settings, so what it needs is in view.
+document.addEventListener("change", function (event) {
+  var box = event.target;
+  if (!box.matches || !box.matches("[data-capability] header input[type=checkbox]")) return;
+  var settings = box.closest("[data-capability]").querySelector(".cap-settings");
+  if (settings && box.checked) settings.open = true;
+});

@@ -1,12 +1,17 @@
-"""The main flow in a real browser: chat streams, the rail folds, a chart renders, an approval continues the
-turn, Activity shows the run, and the reopened conversation shows the same turn."""
+"""The main flow in a real browser (Debian chromium via Playwright) against daphne + a real Celery worker:
+sign in → New agent → enable a capability and set a config value → publish → chat: the answer streams, tool
+steps fold on the rail, a chart renders → require approval on a tool → the approval panel, Approve → the turn
+continues → Activity shows the run with its cost → the reopened conversation shows the same turns.
+Screenshots of every screen go to test-artifacts/console/."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 
 from agenticos.models import Membership
-from agents.models import ModelProfile
+from agents.models import Agent, Run
 from tests import factories
 from tests.console.conftest import ARTIFACTS
 
@@ -25,6 +30,7 @@ TURN_SHAPE_JS = """() => Array.from(document.querySelectorAll('[data-transcript]
     fold: (p.querySelector('[data-fold]') || {}).textContent || '',
     charts: p.querySelectorAll('svg.chart-svg').length,
   })),
+  usage: (t.querySelector('[data-tokens]') || {}).textContent || '',
 }))"""
 
 
@@ -41,48 +47,139 @@ def send(page, text):
     page.get_by_role("button", name="Send").click()
 
 
+def wait_idle(page, answers):
+    page.wait_for_function(f"() => document.querySelectorAll('.turn-usage').length >= {answers}")
+    page.wait_for_function("() => document.querySelector('[data-transcript]').getAttribute('aria-busy') === 'false'")
+
+
 def shot(page, name):
-    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}-1440.png"), full_page=True)
+    page.set_viewport_size({"width": 375, "height": 812})
+    wide = page.evaluate("""() => Array.from(document.querySelectorAll('body *'))
+        .filter(e => e.getBoundingClientRect().right > 376 && !e.closest('.table-wrap, .sidenav'))
+        .slice(0, 5).map(e => e.tagName + '.' + e.className + '#' + e.id)""")
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= 375 + 1, f"{name} overflows: {wide}"
+    page.screenshot(path=str(ARTIFACTS / f"{name}-375.png"), full_page=True)
+    page.set_viewport_size({"width": 1440, "height": 900})
 
 
-def test_chat_streams_folds_charts_parks_for_approval_and_reopens_identically(live_server_url, browser):
+def save_capability(page, cap_id, name):
+    page.locator(f"#cap-{cap_id}").get_by_role("button", name=f"Save {name}").click()
+    page.wait_for_selector(".flash")
+
+
+def test_the_main_flow_from_new_agent_to_a_reopened_conversation(live_server_url, browser):
     org = factories.organization(name="Acme")
     owner = factories.user(email="owner@example.com", password=PASSWORD)
     Membership.objects.create(organization=org, user=owner, role="owner")
-    factories.published_agent(org, owner, name="Helper", capabilities=[
-        {"id": "clock"}, {"id": "code_execution"},
-        {"id": "charts", "tool_approval": {"create_chart": "required"}},
-    ])
-    assert ModelProfile.objects.filter(organization=org).exists()
+    viewer = factories.user(email="viewer@example.com", password=PASSWORD)
+    Membership.objects.create(organization=org, user=viewer, role="viewer")
+    factories.model_profile(org, label="Demo")
 
     page = browser.new_page(viewport={"width": 1440, "height": 900})
     page.set_default_timeout(TIMEOUT)
+    frames: list[dict] = []
+    page.on("websocket", lambda ws: ws.on("framereceived", lambda payload: frames.append(json.loads(payload))))
+
     sign_in(page, live_server_url, "owner@example.com")
-    page.goto(f"{live_server_url}/chat/")
+    shot(page, "home")
 
-    # Two tools in one batch: the rail shows the last and folds the earlier one.
+    # New agent from the starter template; enable Reasoning and set its effort; set a calculation timeout.
+    page.get_by_role("link", name="Agents").click()
+    page.get_by_label("Name").fill("Helper")
+    page.get_by_role("button", name="Create agent").click()
+    page.wait_for_selector("[data-capabilities]")
+    assert page.locator("[data-recommended]").count() >= 1
+    card = page.locator("#cap-thinking")
+    card.get_by_label("Reasoning").check()
+    card.get_by_label("Effort").select_option("low")
+    save_capability(page, "thinking", "Reasoning")
+    calculations = page.locator("#cap-code_execution")
+    calculations.get_by_text("Advanced settings").click()  # limits are folded until opened
+    calculations.get_by_label("Timeout Secs").fill("30")
+    save_capability(page, "code_execution", "Calculations")
+    agent = Agent.objects.get(organization=org, name="Helper")
+    bindings = {b["id"]: b for b in agent.draft_spec["capabilities"]}
+    assert bindings["thinking"]["config"] == {"effort": "low"} and bindings["thinking"]["enabled"]
+    assert bindings["code_execution"]["config"] == {"timeout_secs": 30}
+    page.get_by_label("Note for this version").fill("First version")
+    page.get_by_role("button", name="Publish").click()
+    page.wait_for_selector("[data-environment=production]")
+    shot(page, "builder")
+
+    # Chat: the answer streams word by word, two tools fold on one rail, a chart renders.
+    page.goto(f"{live_server_url}/chat/?agent={agent.pk}")
     send(page, "What time is it? And calculate 12 * 7")
-    page.wait_for_selector(".turn-usage [data-tokens]")
-    page.wait_for_selector("[data-fold]")
+    wait_idle(page, 1)
+    assert sum(1 for f in frames if f["type"] == "text_delta") > 3
     assert page.locator("[data-fold]").first.text_content().strip() == "1 earlier step"
-    assert page.locator(".answer").last.text_content().strip() != ""
-    shot(page, "chat-folded-rail")
+    page.locator("[data-fold]").first.click()
+    assert page.locator("[data-fold]").first.text_content().strip() == "Hide earlier steps"
+    assert page.locator(".rail").first.locator("[data-step]").count() == 2
+    page.locator("[data-fold]").first.click()
+    send(page, "Draw a chart please")
+    page.wait_for_selector("svg.chart-svg")
+    wait_idle(page, 2)
+    assert page.locator("[data-step-line]").last.text_content() == "Drew a chart: Demo chart"
+    shot(page, "chat")
 
-    # A gated chart: the approval panel appears; approving continues the turn and the chart renders.
+    # Require approval on create_chart, publish and promote to production.
+    page.goto(f"{live_server_url}/agents/{agent.pk}/")
+    page.locator("#cap-charts").get_by_label("Approval for create_chart").select_option("required")
+    save_capability(page, "charts", "Charts")
+    page.get_by_label("Note for this version").fill("Charts need approval")
+    page.get_by_role("button", name="Publish").click()
+    page.wait_for_selector("[data-version='2']")
+    page.get_by_label("Version", exact=True).select_option("2")
+    page.get_by_role("button", name="Promote or roll back").click()
+    page.wait_for_selector("text=production runs v2")
+
+    page.goto(f"{live_server_url}/chat/?agent={agent.pk}")
     send(page, "Draw a chart please")
     page.wait_for_selector("[data-approval]")
-    assert "x_values" in page.locator(".approval-args").text_content()
-    shot(page, "chat-approval-panel")
+    assert '"chart_type": "bar"' in page.locator(".approval-args").text_content()
+    shot(page, "chat-approval")
     page.get_by_role("button", name="Approve").click()
     page.wait_for_selector("svg.chart-svg")
-    page.wait_for_function("() => document.querySelectorAll('.turn-usage').length >= 2 && "
-                           "!document.querySelector('[data-approval]')")
-    page.wait_for_function("() => document.querySelector('[data-transcript]').getAttribute('aria-busy') === 'false'")
-    shot(page, "chat-chart")
+    wait_idle(page, 1)
+    page.wait_for_function("() => !document.querySelector('[data-approval]')")
     live = page.evaluate(TURN_SHAPE_JS)
+    conversation_url = page.url
+    run = Run.objects.filter(agent=agent).order_by("-created_at").first()
+    assert run.status == "completed"
 
-    page.reload()
+    # Activity shows the run with its cost, and its detail page the tool calls.
+    page.goto(f"{live_server_url}/activity/")
+    row = page.locator(f"[data-run-row='{run.pk}']")
+    assert row.locator("[data-run-cost]").text_content().startswith("$")
+    shot(page, "activity")
+    row.get_by_role("link").click()
+    page.wait_for_selector(f"[data-tool-call]")
+    assert page.locator("[data-run-cost]").text_content().startswith("$")
+    shot(page, "run-detail")
+    page.goto(f"{live_server_url}/approvals/?status=approved")
+    assert page.locator("[data-approval-args]").count() == 1
+    shot(page, "approvals")
+
+    # Reopen the conversation: the same turns, parts in the same order.
+    page.goto(conversation_url)
     page.wait_for_selector("svg.chart-svg")
-    reopened = page.evaluate(TURN_SHAPE_JS)
-    assert reopened == live
-    assert [t["role"] for t in live] == ["user", "assistant", "user", "assistant"]
+    assert page.evaluate(TURN_SHAPE_JS) == live
+    assert [p["type"] for p in live[1]["parts"]][-1] == "text"
+
+    for name, path in [("agents", "/agents/"), ("settings-profile", "/settings/"),
+                       ("settings-api-keys", "/settings/api-keys/"), ("settings-secrets", "/settings/secrets/"),
+                       ("settings-models", "/settings/models/"), ("settings-members", "/settings/members/"),
+                       ("settings-budget", "/settings/budget/"), ("settings-chat-accounts", "/settings/chat-accounts/")]:
+        page.goto(f"{live_server_url}{path}")
+        shot(page, name)
+
+    # A viewer's session: the Builder shows no edit controls.
+    viewer_page = browser.new_page(viewport={"width": 1440, "height": 900})
+    viewer_page.set_default_timeout(TIMEOUT)
+    sign_in(viewer_page, live_server_url, "viewer@example.com")
+    viewer_page.goto(f"{live_server_url}/agents/{agent.pk}/")
+    assert viewer_page.locator("main form[method=post]").count() == 0
+    assert viewer_page.get_by_role("button", name="Publish").count() == 0
+    assert viewer_page.get_by_role("button", name="Save the draft").count() == 0
+    shot(viewer_page, "builder-viewer")
