@@ -97,6 +97,8 @@ def _make_call(definition: Definition, secret: str | None):
 
 
 def build(ctx: BuildContext) -> list[Built]:
+    from pydantic_ai_harness.tool_output_limits import indented_json
+
     from agenticos import vault
     from capabilities.models import CustomTool
     from capabilities.tool_output_limits import limits_for_run
@@ -134,6 +136,8 @@ def build(ctx: BuildContext) -> list[Built]:
         ToolOutputLimitsConfig(action="spill", threshold=ctx.config.spill_over_chars,
                                max_chars=ctx.config.spill_over_chars),
         tool_filter=[t.name for t in tools],
+        # JSON one value per line, so read_tool_result can page and grep a spilled response by line.
+        serializer=indented_json,
     )
     return [toolset, limits]
 

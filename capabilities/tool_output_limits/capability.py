@@ -66,7 +66,8 @@ class ToolOutputLimitsConfig(BaseModel):
         return self.threshold or (15_000 if self.over_tokens else 60_000)
 
 
-def limits_for_run(deps: Any, config: ToolOutputLimitsConfig, tool_filter: Any = "all") -> ToolOutputLimits:
+def limits_for_run(deps: Any, config: ToolOutputLimitsConfig, tool_filter: Any = "all",
+                   serializer: Any = None) -> ToolOutputLimits:
     threshold = config.effective_threshold()
     max_chars = min(config.max_chars or 20_000, threshold)
     truncate = Truncate(strategy=TruncationStrategy(config.truncation_strategy), max_chars=max_chars)
@@ -79,6 +80,8 @@ def limits_for_run(deps: Any, config: ToolOutputLimitsConfig, tool_filter: Any =
     kwargs: dict[str, Any] = {}
     if config.summary_prompt:
         kwargs["summary_prompt"] = config.summary_prompt
+    if serializer is not None:
+        kwargs["serializer"] = serializer
     return ToolOutputLimits(
         bands=[Band(over=threshold, action=action)],
         over_tokens=config.over_tokens,

@@ -106,12 +106,39 @@ def test_a_slow_provider_times_out_as_a_transient_failure(db, org, rest_api):
 
 
 def test_a_big_response_reaches_the_agent_as_a_preview_and_a_handle_it_can_read(db, org, rest_api):
+    import re
+
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+    from pydantic_ai.models.function import FunctionModel
+
+    from agents.runner.deps import RunDeps
+    from capabilities import registry
+    from tests.capabilities.helpers import deps
+
     tool = factories.custom_tool(org, alias="big", url=f"{rest_api.base}/big?kb=200")
-    outcome = run_sync(spec(_binding(tool)), [("big", {}), ("read_tool_result", {"handle": "PLACEHOLDER"})],
-                       org_id=str(org.pk))
-    first = str(outcome.returns[0])
-    assert len(first) < 20_000
-    assert "read_tool_result" in first
+    seen: list[str] = []
+
+    def model(messages, info):
+        returns = [p for m in messages for p in getattr(m, "parts", []) if isinstance(p, ToolReturnPart)]
+        if not returns:
+            return ModelResponse(parts=[ToolCallPart("big", {}, tool_call_id="c1")])
+        seen.append(str(returns[-1].content))
+        if len(returns) == 1:
+            handle = re.search(r"handle '([^']+)'", seen[0]).group(1)
+            return ModelResponse(parts=[ToolCallPart("read_tool_result", {"handle": handle, "pattern": '"i": 1999'},
+                                                     tool_call_id="c2")])
+        return ModelResponse(parts=[TextPart("done")])
+
+    run_deps = deps(organization_id=str(org.pk))
+    built = registry.build_for_run(spec(_binding(tool)), run_deps, str(org.pk))
+    agent = Agent(FunctionModel(model), deps_type=RunDeps, toolsets=built.toolsets, capabilities=built.capabilities)
+    import asyncio
+
+    asyncio.run(agent.run("go", deps=run_deps))
+    preview, slice_ = seen
+    assert len(preview) < 25_000 and "read_tool_result" in preview
+    assert '"i": 1999' in slice_ and len(slice_) < 2_000
 
 
 def test_warnings_travel_in_the_description_the_agent_reads(db, org, rest_api):
