@@ -356,3 +356,126 @@ def _is_uuid(value: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+# ------------------------------------------------------------------ skills
+
+
+class SkillFileSerializer(serializers.Serializer):
+    path = serializers.CharField(max_length=300)
+    content = serializers.CharField(allow_blank=True)
+
+
+class SkillSerializer(serializers.Serializer):
+    id = serializers.UUIDField(read_only=True)
+    name = serializers.CharField(read_only=True)
+    description = serializers.CharField(read_only=True)
+    skill_md = serializers.SerializerMethodField()
+    files = serializers.SerializerMethodField()
+    updated_at = serializers.DateTimeField(read_only=True)
+
+    def get_skill_md(self, obj) -> str:
+        from knowledge.skills import skill_md_text
+
+        return skill_md_text(obj)
+
+    def get_files(self, obj) -> list[dict]:
+        return [{"path": f.path, "content": f.content} for f in obj.files.all()]
+
+
+class SkillWriteSerializer(serializers.Serializer):
+    skill_md = serializers.CharField()
+    files = SkillFileSerializer(many=True, required=False, default=list)
+
+
+class SkillListView(BaseOrgView):
+    serializer_class = SkillSerializer
+    permission_map = {"GET": "agents:view", "POST": "knowledge:manage"}
+
+    @extend_schema(responses={200: SkillSerializer(many=True), **ERRORS}, summary="Skills")
+    def get(self, request: Request) -> Response:
+        from knowledge.models import Skill
+
+        return Response(SkillSerializer(self.org_queryset(Skill).prefetch_related("files"), many=True).data)
+
+    @extend_schema(request=SkillWriteSerializer, responses={201: SkillSerializer, **WRITE_ERRORS}, summary="Add a skill")
+    def post(self, request: Request) -> Response:
+        from knowledge import skills
+
+        data = self.valid(SkillWriteSerializer)
+        skill = skills.create_skill(actor=self.actor, skill_md=data["skill_md"], files=data["files"])
+        return Response(SkillSerializer(skill).data, status=status.HTTP_201_CREATED)
+
+
+class SkillDetailView(BaseOrgView):
+    serializer_class = SkillSerializer
+    permission_map = {"GET": "agents:view", "PATCH": "knowledge:manage", "DELETE": "knowledge:manage"}
+
+    def _skill(self, pk):
+        from knowledge.models import Skill
+
+        return self.org_get(Skill, pk)
+
+    @extend_schema(responses={200: SkillSerializer, **ERRORS}, summary="One skill")
+    def get(self, request: Request, pk) -> Response:
+        return Response(SkillSerializer(self._skill(pk)).data)
+
+    @extend_schema(request=SkillWriteSerializer(partial=True), responses={200: SkillSerializer, **WRITE_ERRORS},
+                   summary="Change a skill")
+    def patch(self, request: Request, pk) -> Response:
+        from knowledge import skills
+
+        skill = self._skill(pk)
+        serializer = SkillWriteSerializer(data=request.data, partial=True)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        skill = skills.update_skill(actor=self.actor, skill=skill, skill_md=data.get("skill_md"),
+                                    files=data["files"] if "files" in request.data else None)
+        return Response(SkillSerializer(skill).data)
+
+    @extend_schema(responses={204: None, **WRITE_ERRORS}, summary="Delete a skill")
+    def delete(self, request: Request, pk) -> Response:
+        from knowledge import skills
+
+        skills.delete_skill(actor=self.actor, skill=self._skill(pk))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class SkillProposalSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    skill_id = serializers.UUIDField()
+    path = serializers.CharField()
+    content = serializers.CharField()
+    status = serializers.CharField()
+    created_at = serializers.DateTimeField()
+
+
+class SkillProposalListView(BaseOrgView):
+    serializer_class = SkillProposalSerializer
+    permission_map = {"GET": "skills:edit"}
+
+    @extend_schema(responses={200: SkillProposalSerializer(many=True), **ERRORS}, summary="Proposed skill edits")
+    def get(self, request: Request) -> Response:
+        from knowledge.models import SkillProposal
+
+        rows = SkillProposal.objects.filter(organization=self.actor.organization, status="pending")
+        return Response(SkillProposalSerializer(rows, many=True).data)
+
+
+class SkillProposalDecisionView(BaseOrgView):
+    serializer_class = SkillProposalSerializer
+    permission_map = {"POST": "skills:edit"}
+
+    @extend_schema(request=None, responses={200: SkillProposalSerializer, **WRITE_ERRORS},
+                   summary="Accept or discard a proposed skill edit")
+    def post(self, request: Request, pk, decision: str) -> Response:
+        from agenticos.errors import NotFound
+        from knowledge import skills
+        from knowledge.models import SkillProposal
+
+        if decision not in ("accept", "discard"):
+            raise NotFound("Unknown decision.")
+        proposal = self.org_get(SkillProposal, pk, SkillProposal.objects.filter(
+            organization=self.actor.organization).select_related("skill"))
+        proposal = skills.decide_proposal(actor=self.actor, proposal=proposal, accept=decision == "accept")
+        return Response(SkillProposalSerializer(proposal).data)

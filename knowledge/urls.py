@@ -21,3 +21,11 @@ urlpatterns += [
     path("memory/notes/<int:pk>/<slug:action>/", api.MyMemoryNoteActionView.as_view(), name="api-memory-note-action"),
     path("memory/person/<int:user_id>/", api.PersonMemoryView.as_view(), name="api-memory-person"),
 ]
+
+urlpatterns += [
+    path("skills/", api.SkillListView.as_view(), name="api-skills"),
+    path("skills/proposals/", api.SkillProposalListView.as_view(), name="api-skill-proposals"),
+    path("skills/proposals/<uuid:pk>/<slug:decision>/", api.SkillProposalDecisionView.as_view(),
+         name="api-skill-proposal-decision"),
+    path("skills/<uuid:pk>/", api.SkillDetailView.as_view(), name="api-skill"),
+]
