@@ -22,7 +22,7 @@ from pydantic_ai.toolsets import AbstractToolset, FunctionToolset
 
 if TYPE_CHECKING:
     from agents.runner.deps import RunDeps
-    from agents.spec import CapabilityBinding
+    from agents.spec import AgentSpec, CapabilityBinding
 
 Category = Literal["knowledge", "research", "analysis", "reasoning", "utility", "channels"]
 # How a capability takes part in a voice call (catalog field `voice`).
@@ -101,6 +101,7 @@ class BuildContext:
 
     `secret_value` reveals the bound secret from the vault when called (sync ORM: from async code wrap it
     in `sync_to_async`). It is None when the binding names no secret. Never log or return its result.
+    `build` runs synchronously on the run's assembly thread, so it may read the database (org-scoped).
     """
 
     binding: CapabilityBinding
@@ -109,6 +110,8 @@ class BuildContext:
     organization_id: str
     secret_value: Callable[[], str] | None = None
     granted_scopes: frozenset[str] = frozenset()
+    # The frozen spec being assembled (collections, context files, skills it references).
+    spec: AgentSpec | None = None
 
 
 @dataclass(frozen=True)
@@ -119,9 +122,9 @@ class Capability:
     name: str
     category: Category
     description: str
+    # Required on purpose: tools=() says "no tools on purpose" (thinking) instead of omitting the argument.
+    tools: tuple[ToolDecl, ...]
     build: Callable[[BuildContext], list[Built]]
-    # tools=() says "no tools on purpose" (thinking); it is never omitted.
-    tools: tuple[ToolDecl, ...] = ()
     scopes: tuple[str, ...] = ()
     key: KeyRequirement | None = None
     config_model: type[BaseModel] = NoConfig

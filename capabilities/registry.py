@@ -329,7 +329,8 @@ class BuiltCapabilities:
 
 
 def build_for_run(spec: AgentSpec, deps: RunDeps, organization_id: str | None = None) -> BuiltCapabilities:
-    """Assemble the run's capabilities from a frozen spec. Pure: no database query happens here.
+    """Assemble the run's capabilities from a frozen spec. Synchronous: call it from sync code (the run's
+    assembly/DB thread) — builds may read the database, always scoped to `organization_id`.
 
     For each enabled binding: validate its config (an invalid one is skipped, with the reason, rather than
     failing the run), check scopes and key requirement, call `build`, apply `tool_overrides` (rename and
@@ -362,6 +363,7 @@ def build_for_run(spec: AgentSpec, deps: RunDeps, organization_id: str | None = 
             organization_id=org_id,
             secret_value=_lazy_secret(org_id, binding.secret_id) if binding.secret_id else None,
             granted_scopes=granted,
+            spec=spec,
         )
         items = cap.build(ctx)
         if not items:

@@ -66,6 +66,7 @@ BROWSER = Capability(
     name="Probe browser",
     category="research",
     description="Needs a scope the test deployment does not grant.",
+    tools=(),
     scopes=("web:browse",),
     build=lambda ctx: [],
 )

@@ -180,6 +180,7 @@ def test_the_bound_secret_is_revealed_lazily_from_the_vault_of_the_runs_organiza
     assert "sk-live-123" not in built.instructions
     assert secret_reader["secret"]() == "sk-live-123"
     assert secret_reader["ctx"].organization_id == str(org.pk)
+    assert [b.id for b in secret_reader["ctx"].spec.capabilities] == ["probe_secret"]
 
 
 def test_another_organizations_secret_is_never_revealed(db, org, outsider_org, secret_reader):
@@ -200,6 +201,7 @@ def test_a_capability_bound_without_anything_to_offer_attaches_nothing():
             name="Probe empty",
             category="utility",
             description="test",
+            tools=(),
             build=lambda ctx: [],
         )
     )
