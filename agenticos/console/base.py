@@ -50,7 +50,7 @@ def problems_by_field(exc: DomainError) -> dict[str, str]:
     found: dict[str, str] = {}
     for item in details.get("problems") or []:
         if isinstance(item, dict):
-            found.setdefault(str(item.get("field") or "__all__"), str(item.get("message") or ""))
+            found.setdefault(str(item.get("field") or "all"), str(item.get("message") or ""))
     if not found and details.get("field"):
         found[str(details["field"])] = exc.message
     return found

@@ -83,7 +83,7 @@ def secrets(request: HttpRequest, actor: Actor) -> HttpResponse:
             messages.success(request, _("The secret was sealed in the vault."))
             return redirect("console:settings-secrets")
         except (Invalid, Conflict) as exc:
-            errors = problems_by_field(exc) or {"__all__": exc.message}
+            errors = problems_by_field(exc) or {"all": exc.message}
     rows = org_queryset(actor, Secret).defer("wrapped_key", "ciphertext").select_related("created_by")
     return _page(request, "console/settings/secrets.html", "secrets",
                  {"secrets": rows, "kinds": SecretKind.choices, "errors": errors}, status=422 if errors else 200)
@@ -134,7 +134,7 @@ def model_profiles(request: HttpRequest, actor: Actor) -> HttpResponse:
                 messages.success(request, _("The model profile was created."))
             return redirect("console:settings-models")
         except (Invalid, Conflict) as exc:
-            errors = problems_by_field(exc) or {"__all__": exc.message}
+            errors = problems_by_field(exc) or {"all": exc.message}
     profiles = org_queryset(actor, ModelProfile).select_related("secret")
     secrets_list = org_queryset(actor, Secret).only("pk", "name", "hint") if actor.has("secrets:view") else []
     return _page(request, "console/settings/models.html", "models", {
@@ -155,7 +155,7 @@ def members(request: HttpRequest, actor: Actor) -> HttpResponse:
             messages.success(request, _("The invitation was sent."))
             return redirect("console:settings-members")
         except (Invalid, Conflict) as exc:
-            errors = problems_by_field(exc) or {"__all__": exc.message}
+            errors = problems_by_field(exc) or {"all": exc.message}
     rows = org_queryset(actor, Membership).select_related("user").order_by("user__email")
     invitations = (org_queryset(actor, Invitation).filter(accepted_at__isnull=True).select_related("invited_by")
                    if actor.has("members:manage") else [])

@@ -73,7 +73,7 @@
 
   function stepLine(call) {
     var phrases = S.phrases[call.name];
-    var running = call.status === "running";
+    var running = call.status === "running" || call.status === "parked";
     var phrase = phrases ? (running ? phrases.running : phrases.done)
                          : fill(running ? T.running_tool : T.ran_tool, {name: humanize(call.name)});
     var subject = call.args && (call.args.title || call.args.timezone);

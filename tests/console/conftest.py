@@ -99,3 +99,30 @@ def browser(monkeypatch):
             yield instance
         finally:
             instance.close()
+
+
+def make_turn(org, user, agent, *, conversation=None, prompt="Chart my sales", tools=("create_chart",),
+              status="completed", cost="0.0012"):
+    """A finished web turn written the way the runner writes it: the person's message, one assistant message
+    with parts in streamed order, its tool calls, and the run's tokens and cost."""
+    from decimal import Decimal
+
+    from agents.models import Conversation, Environment, Message, Run, ToolCall
+    from agents.runs import start_run
+
+    version = Environment.objects.get(agent=agent, name="production").version
+    if conversation is None:
+        conversation = Conversation.objects.create(organization=org, agent=agent, owner=user, title=prompt)
+    run = start_run(agent=agent, version=version, surface="web", prompt=prompt, user=user, acting_role="owner",
+                    conversation=conversation, enqueue=False)
+    parts = [{"type": "text", "text": "Let me look."}]
+    parts += [{"type": "tool", "tool_call_id": f"call_{run.pk.hex[:6]}_{i}"} for i in range(len(tools))]
+    parts += [{"type": "text", "text": "Done."}]
+    message = Message.objects.create(conversation=conversation, run=run, version=version, role="assistant",
+                                     author_label=agent.name, content="Let me look.Done.", parts=parts)
+    for i, name in enumerate(tools):
+        ToolCall.objects.create(run=run, message=message, tool_call_id=f"call_{run.pk.hex[:6]}_{i}",
+                                tool_name=name, args={"title": "Sales"}, result={"ok": True}, status="ok")
+    Run.objects.filter(pk=run.pk).update(status=status, input_tokens=120, output_tokens=30, cost_usd=Decimal(cost))
+    run.refresh_from_db()
+    return conversation, run
