@@ -91,9 +91,14 @@ def is_retry(part: ToolReturnPart) -> bool:
 
 
 def agent_for(
-    the_spec: AgentSpec, run_deps: RunDeps, script: Script, profile: Any = None, **agent_kwargs: Any
+    the_spec: AgentSpec,
+    run_deps: RunDeps,
+    script: Script,
+    profile: Any = None,
+    built: registry.BuiltCapabilities | None = None,
+    **agent_kwargs: Any,
 ) -> Agent:
-    built = registry.build_for_run(the_spec, run_deps)
+    built = built or registry.build_for_run(the_spec, run_deps)
     return Agent(
         FunctionModel(script, profile=profile),
         deps_type=RunDeps,

@@ -7,7 +7,10 @@ entry in EXEMPT, with the reason, and an entry that is no longer needed fails to
 
 from __future__ import annotations
 
+import importlib
+
 import pytest
+from asgiref.sync import sync_to_async
 from pydantic_ai import DeferredToolRequests
 
 from capabilities import registry
@@ -24,14 +27,18 @@ REPRESENTATIVE: dict[str, dict] = {
 # capability id → {declared tool id: why it is not offered with the representative config}
 EXEMPT: dict[str, dict[str, str]] = {}
 
-BUILTIN_IDS = [module.rsplit(".", 1)[-1] for module in registry.BUILTIN]
+BUILTIN_IDS = [importlib.import_module(module).CAPABILITY.id for module in registry.BUILTIN]
+
+pytestmark = pytest.mark.django_db
 
 
 async def _offered(capability_id: str, **deps_overrides) -> dict[str, str]:
     the_spec = spec({"id": capability_id, "config": REPRESENTATIVE.get(capability_id, {})})
     script = Script([])
     run_deps = deps(**deps_overrides)
-    agent = agent_for(the_spec, run_deps, script, output_type=[str, DeferredToolRequests])
+    # Builds are synchronous and may read the database, as on the runner's assembly thread.
+    built = await sync_to_async(registry.build_for_run)(the_spec, run_deps)
+    agent = agent_for(the_spec, run_deps, script, built=built, output_type=[str, DeferredToolRequests])
     await agent.run("go", deps=run_deps)
     return {tool.name: tool.description or "" for tool in script.requests[0].function_tools}
 
