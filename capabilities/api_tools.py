@@ -160,6 +160,26 @@ class SessionRestartView(BaseOrgView):
         return Response(session_json(session))
 
 
+class SessionMessageView(BaseOrgView):
+    """POST a message to the AI builder: one run of the built-in builder agent in the session's conversation."""
+
+    permission_map = {"POST": WRITE}
+
+    def post(self, request: Request, pk: Any) -> Response:
+        from capabilities.custom_tools import builder
+
+        self.actor.require("agents:run")
+        session = self.org_get(ToolBuilderSession, pk)
+        data = _body(request)
+        prompt = str(data.get("prompt") or "").strip()
+        if not prompt:
+            raise Invalid("Say what to build.", details={"problems": [{"field": "prompt", "message": "Required."}]})
+        run = builder.say(actor=self.actor, session=session, prompt=prompt,
+                          model_profile_id=data.get("model_profile_id"))
+        return Response({"run_id": str(run.pk), "conversation_id": str(run.conversation_id)},
+                        status=status.HTTP_202_ACCEPTED)
+
+
 class KitListView(BaseOrgView):
     permission_map = {"POST": WRITE}
 

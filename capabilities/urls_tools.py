@@ -13,6 +13,7 @@ urlpatterns = [
     path("tool-kits/sessions/", api.SessionListView.as_view(), name="api-tool-sessions"),
     path("tool-kits/sessions/<uuid:pk>/", api.SessionDetailView.as_view(), name="api-tool-session"),
     path("tool-kits/sessions/<uuid:pk>/restart/", api.SessionRestartView.as_view(), name="api-tool-session-restart"),
+    path("tool-kits/sessions/<uuid:pk>/messages/", api.SessionMessageView.as_view(), name="api-tool-session-messages"),
     path("tool-kits/sessions/<uuid:pk>/kits/", api.KitListView.as_view(), name="api-tool-session-kits"),
     path("tool-kits/<uuid:pk>/drafts/", api.KitDraftListView.as_view(), name="api-tool-kit-drafts"),
     path("tool-kits/<uuid:pk>/finalize/", api.KitFinalizeView.as_view(), name="api-tool-kit-finalize"),

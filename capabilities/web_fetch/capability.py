@@ -170,8 +170,11 @@ async def web_fetch(ctx: RunContext[Any], url: str) -> Any:
     """
     config: WebFetchConfig = ctx.deps.scratch["web_fetch_config"]
     try:
-        return await fetch_page(url, max_chars=config.max_content_chars, allowed=config.allowed_domains,
+        page = await fetch_page(url, max_chars=config.max_content_chars, allowed=config.allowed_domains,
                                 blocked=config.blocked_domains)
+        # What was actually read this run (the tool builder configures only from pages it read).
+        ctx.deps.scratch.setdefault("fetched_urls", set()).add(url)
+        return page
     except ModelRetry as exc:
         # Retries are counted per tool, not per URL: on the last attempt the reason becomes the result.
         return failures.retry(ctx, str(exc))

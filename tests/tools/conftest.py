@@ -8,7 +8,8 @@ from capabilities import registry
 from tests.fakes.rest_api import FakeRestAPI
 
 MINE = ("capabilities.custom_tools", "capabilities.tool_output_limits", "capabilities.web_fetch",
-        "capabilities.web_research", "capabilities.db_connections", "capabilities.mcp", "capabilities.tool_search")
+        "capabilities.web_research", "capabilities.db_connections", "capabilities.mcp", "capabilities.tool_search",
+        "capabilities.custom_tools.builder")
 
 
 @pytest.fixture
