@@ -11,6 +11,7 @@ so someone who may bind a shared key without reading it must not be able to aim 
 
 from __future__ import annotations
 
+import ssl
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -52,7 +53,9 @@ class Mem0Client:
     def __init__(self, base_url: str, api_key: str):
         self.base_url = check_base_url(base_url)
         self._headers = {"Authorization": f"Token {api_key}"}
-        self._verify: Any = getattr(settings, "MEM0_CA_BUNDLE", "") or True
+        ca_bundle = getattr(settings, "MEM0_CA_BUNDLE", "")
+        # An extra CA to trust (a self-hosted mem0 behind a private CA); the system store otherwise.
+        self._verify: Any = ssl.create_default_context(cafile=ca_bundle) if ca_bundle else True
 
     def _request(self, method: str, path: str, **kwargs: Any) -> Any:
         try:
