@@ -1,0 +1,232 @@
+"""Management REST for channel bots, bindings and chat accounts (thin views over channelbots.services)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from rest_framework import status
+from rest_framework.parsers import JSONParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from agenticos.api_base import OrgAPIView
+from agenticos.errors import Invalid
+from agents.models import Agent
+from channelbots import services
+from channelbots.models import Binding, ChannelBot, ChannelIdentity, Platform, Transport
+
+
+def webhook_url(bot: ChannelBot) -> str | None:
+    base = settings.FRONTEND_URL.rstrip("/")
+    if bot.platform == Platform.SLACK:
+        return f"{base}/api/v1/slack/{bot.pk}/events"
+    if bot.platform == Platform.TELEGRAM:
+        return f"{base}/api/v1/telegram/{bot.pk}/webhook"
+    return f"{base}/api/v1/mattermost/{bot.pk}/webhook"
+
+
+def serialize_bot(bot: ChannelBot, flags: dict[str, bool] | None = None) -> dict[str, Any]:
+    try:
+        binding = bot.binding
+    except Binding.DoesNotExist:
+        binding = None
+    flags = flags if flags is not None else services.credential_flags(bot)
+    data: dict[str, Any] = {
+        "id": str(bot.pk),
+        "platform": bot.platform,
+        "name": bot.name,
+        "api_base_url": bot.api_base_url,
+        "transport": bot.transport,
+        "access_policy": bot.policy,
+        "stt_provider": bot.stt_provider or None,
+        "stt_model": bot.stt_model or None,
+        "is_paused": bot.is_paused,
+        "connection_state": bot.connection_state,
+        "connection_reason": bot.connection_reason,
+        # Never a credential nor a hint of one: only whether it is there.
+        **flags,
+        "agent_id": str(binding.agent_id) if binding else None,
+        "webhook_url": webhook_url(bot),
+        "created_at": bot.created_at.isoformat(),
+        "updated_at": bot.updated_at.isoformat(),
+    }
+    if bot.platform == Platform.MATTERMOST and bot.transport == Transport.WEBHOOK and not flags["webhook_secret_set"]:
+        data["warning"] = "No webhook token: every webhook call is refused."
+    if bot.platform == Platform.SLACK and not flags["signing_secret_set"] and bot.transport == Transport.WEBHOOK:
+        data["warning"] = "No signing secret: the events URL answers 500 to everything, the challenge included."
+    return data
+
+
+def serialize_binding(binding: Binding) -> dict[str, Any]:
+    return {
+        "id": str(binding.pk),
+        "agent_id": str(binding.agent_id),
+        "bot_id": str(binding.bot_id),
+        "platform": binding.bot.platform,
+        "environment": binding.environment,
+        "extra_prompt": binding.extra_prompt,
+        "workspace_scope": binding.workspace_scope or None,
+        "channel_tools": binding.channel_tools,
+        "footer_mode": binding.footer_mode,
+        "footer_every_n": binding.footer_every_n,
+        "created_at": binding.created_at.isoformat(),
+    }
+
+
+def _body(request: Request) -> dict:
+    if not isinstance(request.data, dict):
+        raise Invalid("The body must be a JSON object.")
+    return dict(request.data)
+
+
+class BotsView(OrgAPIView):
+    permission_map = {"*": "bots:manage"}
+    parser_classes = [JSONParser]
+
+    def get(self, request: Request) -> Response:
+        bots = list(self.org_queryset(ChannelBot).select_related("binding").order_by("name"))
+        from channelbots.models import BotCredential
+
+        kinds: dict[str, set[str]] = {}
+        for bot_id, kind in BotCredential.objects.filter(bot__in=bots).values_list("bot_id", "kind"):
+            kinds.setdefault(str(bot_id), set()).add(kind)
+        results = []
+        for bot in bots:
+            have = kinds.get(str(bot.pk), set())
+            flags = {f"{name}_set": kind in have for name, kind in services.CREDENTIAL_FIELDS.items()}
+            results.append(serialize_bot(bot, flags))
+        return Response({"results": results})
+
+    def post(self, request: Request) -> Response:
+        bot = services.create_bot(actor=self.actor, data=_body(request), ip_address=self.client_ip())
+        return Response(serialize_bot(bot), status=status.HTTP_201_CREATED)
+
+
+class BotDetailView(OrgAPIView):
+    permission_map = {"*": "bots:manage"}
+    parser_classes = [JSONParser]
+
+    def get(self, request: Request, bot_id: str) -> Response:
+        return Response(serialize_bot(self.org_get(ChannelBot, bot_id)))
+
+    def patch(self, request: Request, bot_id: str) -> Response:
+        bot = services.update_bot(
+            actor=self.actor, bot=self.org_get(ChannelBot, bot_id), data=_body(request), ip_address=self.client_ip()
+        )
+        return Response(serialize_bot(bot))
+
+    def delete(self, request: Request, bot_id: str) -> Response:
+        services.delete_bot(actor=self.actor, bot=self.org_get(ChannelBot, bot_id), ip_address=self.client_ip())
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class BotPauseView(OrgAPIView):
+    permission_map = {"*": "bots:manage"}
+    parser_classes = [JSONParser]
+    paused = True
+
+    def post(self, request: Request, bot_id: str) -> Response:
+        bot = services.set_paused(
+            actor=self.actor, bot=self.org_get(ChannelBot, bot_id), paused=self.paused, ip_address=self.client_ip()
+        )
+        return Response(serialize_bot(bot))
+
+
+class BotResumeView(BotPauseView):
+    paused = False
+
+
+class AgentBindingsView(OrgAPIView):
+    permission_map = {"GET": "agents:view", "POST": "bots:manage"}
+    parser_classes = [JSONParser]
+
+    def get(self, request: Request, agent_id: str) -> Response:
+        from governance.grants import VIEW, require_agent_access
+
+        agent = self.org_get(Agent, agent_id)
+        require_agent_access(self.actor, agent, VIEW)
+        rows = self.org_queryset(Binding).filter(agent=agent).select_related("bot")
+        return Response({"results": [serialize_binding(b) for b in rows]})
+
+    def post(self, request: Request, agent_id: str) -> Response:
+        agent = self.org_get(Agent, agent_id)
+        binding = services.create_binding(actor=self.actor, agent=agent, data=_body(request), ip_address=self.client_ip())
+        return Response(serialize_binding(binding), status=status.HTTP_201_CREATED)
+
+
+class BindingDetailView(OrgAPIView):
+    permission_map = {"GET": "agents:view", "*": "bots:manage"}
+    parser_classes = [JSONParser]
+
+    def _binding(self, binding_id: str) -> Binding:
+        return self.org_get(Binding, binding_id, self.org_queryset(Binding).select_related("bot", "agent"))
+
+    def get(self, request: Request, agent_id: str, binding_id: str) -> Response:
+        binding = self._binding(binding_id)
+        if str(binding.agent_id) != str(agent_id):
+            raise services.NotFound("Binding not found.")
+        return Response(serialize_binding(binding))
+
+    def patch(self, request: Request, agent_id: str, binding_id: str) -> Response:
+        binding = self._binding(binding_id)
+        if str(binding.agent_id) != str(agent_id):
+            raise services.NotFound("Binding not found.")
+        binding = services.update_binding(actor=self.actor, binding=binding, data=_body(request),
+                                          ip_address=self.client_ip())
+        return Response(serialize_binding(binding))
+
+    def delete(self, request: Request, agent_id: str, binding_id: str) -> Response:
+        binding = self._binding(binding_id)
+        if str(binding.agent_id) != str(agent_id):
+            raise services.NotFound("Binding not found.")
+        services.delete_binding(actor=self.actor, binding=binding, ip_address=self.client_ip())
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+def serialize_identity(identity: ChannelIdentity) -> dict[str, Any]:
+    return {
+        "id": identity.pk,
+        "platform": identity.platform,
+        "workspace": identity.workspace,
+        "account_id": identity.account_id,
+        "display_name": identity.display_name,
+        "linked_at": identity.linked_at.isoformat() if identity.linked_at else None,
+    }
+
+
+class ChatAccountsView(OrgAPIView):
+    """Settings → Chat accounts: the caller's own linked accounts."""
+
+    parser_classes = [JSONParser]
+
+    def get(self, request: Request) -> Response:
+        rows = self.org_queryset(ChannelIdentity).filter(user=self.actor.user)
+        return Response({"results": [serialize_identity(i) for i in rows]})
+
+
+class ChatAccountDetailView(OrgAPIView):
+    parser_classes = [JSONParser]
+
+    def delete(self, request: Request, identity_id: str) -> Response:
+        identity = self.org_get(ChannelIdentity, identity_id, self.org_queryset(ChannelIdentity).filter(
+            user=self.actor.user))
+        services.disconnect_identity(actor=self.actor, identity=identity, ip_address=self.client_ip())
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class LinkView(OrgAPIView):
+    """Open a link (GET: which chat account it would link) and confirm it (POST). Nothing is copied."""
+
+    parser_classes = [JSONParser]
+
+    def get(self, request: Request, token: str) -> Response:
+        link = services.find_link(token)
+        if link.organization_id != self.actor.organization.pk:
+            raise services.NotFound("This link is unknown, used or expired: send the bot `link` again.")
+        return Response({"chat_account": serialize_identity(link.identity), "bot": link.bot.name,
+                         "confirm": "POST this URL to link the chat account to you."})
+
+    def post(self, request: Request, token: str) -> Response:
+        identity = services.confirm_link(actor=self.actor, token=token, ip_address=self.client_ip())
+        return Response({"chat_account": serialize_identity(identity), "linked": True})

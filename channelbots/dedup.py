@@ -1,0 +1,62 @@
+"""Exactly-once answers: claim each delivery in Redis (SET NX, 15 minutes) before any work.
+
+Every entry path (three webhook routes, three streams) passes `router.accept`, which calls `claim`. The
+guarantee degrades open: no platform message id, or Redis unreachable → the message is processed anyway and
+a warning says the guarantee was off for that delivery (a duplicate answer is rarer and cheaper than a lost
+question).
+"""
+
+from __future__ import annotations
+
+import logging
+from enum import StrEnum
+
+import redis
+
+from agenticos import ratelimit
+
+logger = logging.getLogger(__name__)
+
+CLAIM_TTL_SECONDS = 15 * 60
+
+
+class Claim(StrEnum):
+    CLAIMED = "claimed"
+    DUPLICATE = "duplicate"
+    UNGUARDED = "unguarded"  # processed without the guarantee
+
+
+def client() -> redis.Redis:
+    return ratelimit.client()
+
+
+def key_for(bot_id: str, chat_id: str, message_id: str) -> str:
+    return f"agenticos:chdedup:{bot_id}:{chat_id}:{message_id}"
+
+
+def claim(bot_id: str, chat_id: str, message_id: str | None, *, via: str = "") -> Claim:
+    if not message_id:
+        logger.warning(
+            "channel bot %s: a message without a platform id arrived via %s; processed without the "
+            "exactly-once guarantee", bot_id, via or "?",
+        )
+        return Claim.UNGUARDED
+    try:
+        taken = client().set(key_for(bot_id, chat_id, message_id), "1", nx=True, ex=CLAIM_TTL_SECONDS)
+    except redis.RedisError as exc:
+        logger.warning(
+            "channel bot %s: Redis unreachable (%s); message %s processed without the exactly-once guarantee",
+            bot_id, type(exc).__name__, message_id,
+        )
+        return Claim.UNGUARDED
+    return Claim.CLAIMED if taken else Claim.DUPLICATE
+
+
+def release(bot_id: str, chat_id: str, message_id: str | None) -> None:
+    """A run this process could not finish gives its claim back, so the redelivery is answered."""
+    if not message_id:
+        return
+    try:
+        client().delete(key_for(bot_id, chat_id, message_id))
+    except redis.RedisError:
+        logger.warning("channel bot %s: could not release the claim on %s", bot_id, message_id)

@@ -1,0 +1,214 @@
+"""Live reply: a placeholder posted when the question arrives, edited about once a second with the
+answer so far and what the agent is doing, and the final answer at the end.
+
+Frames come from the run's channel-layer group. The subscription is made BEFORE the run starts (so no
+frame is missed) on a layer instance of this delivery's own: a Celery threads pool runs many deliveries
+at once, and a layer's receive machinery must not be shared across event loops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+
+from agents.runs import group_name
+from channelbots.platforms import PlatformClient, PlatformError
+
+logger = logging.getLogger(__name__)
+
+EDIT_INTERVAL_SECONDS = 1.0
+PLACEHOLDER = "…"
+ACTIVITY: dict[str, str] = {
+    "web_search": "Searching the web…",
+    "search_web": "Searching the web…",
+    "web_fetch": "Reading a web page…",
+    "create_chart": "Drawing a chart…",
+    "run_python": "Running code…",
+    "search_documents": "Searching the documents…",
+    "search_conversations": "Searching past conversations…",
+    "get_current_time": "Checking the time…",
+    "get_channel_info": "Looking at the channel…",
+    "list_channel_members": "Looking at who is here…",
+    "read_channel_history": "Reading the channel…",
+}
+
+
+def activity_for(tool_name: str) -> str:
+    return ACTIVITY.get(tool_name, f"Using {tool_name.replace('_', ' ')}…")
+
+
+@dataclass
+class Outcome:
+    kind: str  # completed | awaiting | failed | cancelled | lost
+    run_id: str
+    text: str = ""
+    status: str = ""
+    message: str = ""
+    usage: dict[str, Any] = field(default_factory=dict)
+
+
+def _layer():
+    from channels_redis.core import RedisChannelLayer
+
+    return RedisChannelLayer(**settings.CHANNEL_LAYERS["default"].get("CONFIG", {}))
+
+
+class Subscription:
+    """The run's group, joined before the run exists."""
+
+    def __init__(self, run_id: Any):
+        self.group = group_name(run_id)
+        self.layer = _layer()
+        self.channel = ""
+
+    def open(self) -> None:
+        async def go() -> None:
+            self.channel = await self.layer.new_channel()
+            await self.layer.group_add(self.group, self.channel)
+            await self.layer.close_pools()
+
+        asyncio.run(go())
+
+    def close(self) -> None:
+        async def go() -> None:
+            try:
+                await self.layer.group_discard(self.group, self.channel)
+            finally:
+                await self.layer.close_pools()
+
+        try:
+            asyncio.run(go())
+        except Exception:
+            logger.debug("could not leave %s", self.group, exc_info=True)
+
+
+class LiveReply:
+    """The message a person sees being written."""
+
+    def __init__(self, client: PlatformClient, chat_id: str, reply_to: str, *, interval: float = EDIT_INTERVAL_SECONDS):
+        self.client = client
+        self.chat_id = chat_id
+        self.reply_to = reply_to
+        self.interval = interval
+        self.ref = ""
+        self.text = ""
+        self.activity = ""
+        self.shown = ""
+        self.last_edit = 0.0
+        self.edits = 0
+
+    def start(self) -> None:
+        if not self.client.can_edit:
+            return
+        try:
+            self.ref = self.client.post(self.chat_id, PLACEHOLDER, reply_to=self.reply_to)
+            self.last_edit = time.monotonic()
+        except PlatformError as exc:
+            logger.warning("bot %s: no placeholder (%s); the answer will be posted at the end", self.client.bot.pk, exc)
+
+    def render(self) -> str:
+        body = self.text.strip()
+        if self.activity:
+            return f"{body}\n\n_{self.activity}_" if body else f"_{self.activity}_"
+        return body or PLACEHOLDER
+
+    def due(self) -> bool:
+        return bool(self.ref) and self.render() != self.shown and time.monotonic() - self.last_edit >= self.interval
+
+    def flush(self) -> None:
+        rendered = self.render()
+        try:
+            self.client.edit(self.chat_id, self.ref, rendered)
+            self.edits += 1
+            self.shown = rendered
+        except PlatformError as exc:
+            logger.info("bot %s: a live edit failed (%s)", self.client.bot.pk, exc)
+        self.last_edit = time.monotonic()
+
+    def finish(self, text: str) -> None:
+        """The final answer: edits the placeholder where one exists, posts otherwise."""
+        text = text.strip() or "(no answer)"
+        if self.ref:
+            try:
+                self.client.edit(self.chat_id, self.ref, text)
+                self.edits += 1
+                self.shown = text
+                return
+            except PlatformError as exc:
+                logger.warning("bot %s: final edit failed (%s); posting instead", self.client.bot.pk, exc)
+        self.client.post(self.chat_id, text, reply_to=self.reply_to)
+
+
+def follow(subscription: Subscription, live: LiveReply, run_id: str, *, silence_limit: float | None = None,
+           on_frame: Callable[[dict], None] | None = None) -> Outcome:
+    """Read the run's frames until its one `complete` or `error`, editing `live` along the way."""
+    limit = silence_limit or settings.RUN_STALE_AFTER.total_seconds()
+    return asyncio.run(_follow(subscription, live, run_id, limit, on_frame))
+
+
+async def _follow(subscription: Subscription, live: LiveReply, run_id: str, limit: float,
+                  on_frame: Callable[[dict], None] | None) -> Outcome:
+    layer = subscription.layer
+    queue: asyncio.Queue[dict] = asyncio.Queue()
+
+    async def reader() -> None:
+        while True:
+            message = await layer.receive(subscription.channel)
+            if message.get("type") == "run.frame":
+                await queue.put(message.get("frame") or {})
+
+    task = asyncio.create_task(reader())
+    last_frame = time.monotonic()
+    final_output: str | None = None
+    try:
+        while True:
+            try:
+                frame = await asyncio.wait_for(queue.get(), timeout=0.25)
+            except TimeoutError:
+                frame = None
+            if frame is None:
+                if time.monotonic() - last_frame > limit:
+                    return Outcome("lost", run_id, text=live.text)
+            else:
+                last_frame = time.monotonic()
+                if on_frame is not None:
+                    on_frame(frame)
+                kind, data = frame.get("type"), frame.get("data") or {}
+                if kind == "text_delta":
+                    live.text += str(data.get("content") or "")
+                    live.activity = ""
+                elif kind == "tool_call":
+                    live.activity = activity_for(str(data.get("tool_name") or "a tool"))
+                elif kind == "tool_result":
+                    live.activity = ""
+                elif kind == "final_result":
+                    final_output = str(data.get("output") or "")
+                elif kind == "complete":
+                    status = str(data.get("status") or "completed")
+                    text = final_output if final_output else live.text
+                    if status == "completed":
+                        return Outcome("completed", run_id, text=text, status=status, usage=data.get("usage") or {})
+                    return Outcome("awaiting", run_id, text=text, status=status, usage=data.get("usage") or {})
+                elif kind == "error":
+                    status = str(data.get("status") or "failed")
+                    return Outcome("cancelled" if status == "cancelled" else "failed", run_id, text=live.text,
+                                   status=status, message=str(data.get("message") or ""))
+            if live.due():
+                await asyncio.to_thread(live.flush)
+    finally:
+        task.cancel()
+        try:
+            await task
+        except (asyncio.CancelledError, Exception):  # the reader ends here by design
+            logger.debug("frame reader of %s stopped", run_id)
+        try:
+            await layer.group_discard(subscription.group, subscription.channel)
+        except Exception:
+            logger.debug("could not leave %s", subscription.group, exc_info=True)
+        await layer.close_pools()

@@ -1,0 +1,1 @@
+"""Mattermost adapter: WebSocket event stream, outgoing webhook, REST v4 client."""

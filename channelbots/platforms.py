@@ -1,0 +1,119 @@
+"""The one interface the router and delivery talk to; each adapter package implements it.
+
+A client holds the bot's revealed credential in memory for one unit of work and never logs it.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from channelbots.incoming import IncomingFile
+    from channelbots.models import ChannelBot
+
+
+class PlatformError(Exception):
+    """The platform refused or could not be reached. The message never carries a credential."""
+
+
+class CredentialRejected(PlatformError):
+    """The platform said the credential is wrong (or it is missing): retrying cannot help."""
+
+
+@dataclass
+class Identity:
+    user_id: str
+    username: str = ""
+
+
+@dataclass
+class ChannelInfo:
+    name: str = ""
+    purpose: str = ""
+    topic: str = ""
+    member_count: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Download:
+    data: bytes
+    content_type: str
+
+
+class PlatformClient(ABC):
+    platform: str = ""
+    can_edit: bool = True
+    # channel_tools this platform can answer (Telegram: info + admins only).
+    channel_tools: tuple[str, ...] = (
+        "get_channel_info",
+        "list_channel_members",
+        "search_channels",
+        "read_channel_history",
+        "send_channel_file",
+    )
+
+    def __init__(self, bot: ChannelBot, credentials: dict[str, str]):
+        self.bot = bot
+        self.credentials = credentials
+
+    @property
+    def token(self) -> str:
+        token = self.credentials.get("token") or ""
+        if not token:
+            raise CredentialRejected("The bot has no token.")
+        return token
+
+    @abstractmethod
+    def identity(self) -> Identity: ...
+
+    @abstractmethod
+    def post(self, chat_id: str, text: str, *, reply_to: str = "") -> str:
+        """Post a message; returns the platform's reference to it (for edits)."""
+
+    def edit(self, chat_id: str, ref: str, text: str) -> None:
+        raise PlatformError("This platform cannot edit a sent message.")
+
+    @abstractmethod
+    def is_member(self, chat_id: str, user_id: str) -> bool: ...
+
+    def channel_info(self, chat_id: str) -> ChannelInfo:
+        raise PlatformError("Not available on this platform.")
+
+    def members(self, chat_id: str, limit: int = 100) -> list[str]:
+        raise PlatformError("Not available on this platform.")
+
+    def search_channels(self, query: str, limit: int = 20) -> list[dict[str, str]]:
+        raise PlatformError("Not available on this platform.")
+
+    def history(self, chat_id: str, limit: int = 50) -> list[dict[str, Any]]:
+        raise PlatformError("Not available on this platform.")
+
+    def thread_history(self, chat_id: str, thread: str, limit: int = 50) -> list[dict[str, Any]]:
+        """Earlier messages of a thread, oldest first: [{speaker, text, files: [IncomingFile]}]."""
+        return []
+
+    @abstractmethod
+    def download(self, file: IncomingFile, max_bytes: int) -> Download: ...
+
+    def upload(self, chat_id: str, name: str, data: bytes, mime: str, *, reply_to: str = "") -> None:
+        raise PlatformError("This platform cannot receive files from the bot.")
+
+
+def client_for(bot: ChannelBot, credentials: dict[str, str] | None = None) -> PlatformClient:
+    from channelbots import services
+
+    creds = credentials if credentials is not None else services.reveal_credentials(bot)
+    if bot.platform == "slack":
+        from channelbots.slack.client import SlackClient
+
+        return SlackClient(bot, creds)
+    if bot.platform == "telegram":
+        from channelbots.telegram.client import TelegramClient
+
+        return TelegramClient(bot, creds)
+    from channelbots.mattermost.client import MattermostClient
+
+    return MattermostClient(bot, creds)

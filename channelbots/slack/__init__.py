@@ -1,0 +1,1 @@
+"""Slack adapter: Events API (signed webhooks), Socket Mode, and the Web API client."""

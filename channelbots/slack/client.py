@@ -1,0 +1,182 @@
+"""Slack Web API through slack-sdk's WebClient (base_url overridable: a proxy, or the test fake)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError, SlackClientError
+
+from channelbots.incoming import IncomingFile
+from channelbots.platforms import (
+    ChannelInfo,
+    CredentialRejected,
+    Download,
+    Identity,
+    PlatformClient,
+    PlatformError,
+)
+
+DEFAULT_BASE_URL = "https://slack.com/api/"
+REJECTED = {"invalid_auth", "not_authed", "account_inactive", "token_revoked", "token_expired", "no_permission"}
+
+
+def base_url_for(bot) -> str:
+    base = (bot.api_base_url or DEFAULT_BASE_URL).rstrip("/") + "/"
+    return base
+
+
+def file_from_event(f: dict[str, Any]) -> IncomingFile:
+    mime = f.get("mimetype") or ""
+    return IncomingFile(
+        ref=f.get("url_private_download") or f.get("url_private") or "",
+        name=f.get("name") or f.get("title") or "file",
+        mime=mime,
+        size=f.get("size"),
+        is_voice=mime.startswith("audio/") or f.get("subtype") == "slack_audio",
+    )
+
+
+class SlackClient(PlatformClient):
+    platform = "slack"
+
+    def __init__(self, bot, credentials):
+        super().__init__(bot, credentials)
+        self._web: WebClient | None = None
+
+    @property
+    def web(self) -> WebClient:
+        if self._web is None:
+            self._web = WebClient(token=self.token, base_url=base_url_for(self.bot), timeout=15)
+        return self._web
+
+    def _call(self, method: str, **kwargs) -> dict[str, Any]:
+        try:
+            response = self.web.api_call(method, params=kwargs) if method.startswith(
+                ("conversations.", "users.")) else self.web.api_call(method, json=kwargs)
+        except SlackApiError as exc:
+            error = str(exc.response.get("error") or "error")
+            if error in REJECTED:
+                raise CredentialRejected(f"Slack rejected the bot token ({error}).") from None
+            raise PlatformError(f"Slack answered {error} to {method}.") from None
+        except SlackClientError as exc:
+            raise PlatformError(f"Slack could not be reached ({type(exc).__name__}).") from None
+        except OSError as exc:
+            raise PlatformError(f"Slack could not be reached ({type(exc).__name__}).") from None
+        return dict(response.data) if isinstance(response.data, dict) else {}
+
+    def identity(self) -> Identity:
+        data = self._call("auth.test")
+        return Identity(user_id=str(data.get("user_id") or ""), username=str(data.get("user") or ""))
+
+    def post(self, chat_id: str, text: str, *, reply_to: str = "") -> str:
+        kwargs: dict[str, Any] = {"channel": chat_id, "text": text}
+        if reply_to:
+            kwargs["thread_ts"] = reply_to
+        return str(self._call("chat.postMessage", **kwargs).get("ts") or "")
+
+    def edit(self, chat_id: str, ref: str, text: str) -> None:
+        self._call("chat.update", channel=chat_id, ts=ref, text=text)
+
+    def is_member(self, chat_id: str, user_id: str) -> bool:
+        cursor = ""
+        for _ in range(20):
+            kwargs: dict[str, Any] = {"channel": chat_id, "limit": 200}
+            if cursor:
+                kwargs["cursor"] = cursor
+            data = self._call("conversations.members", **kwargs)
+            if user_id in (data.get("members") or []):
+                return True
+            cursor = (data.get("response_metadata") or {}).get("next_cursor") or ""
+            if not cursor:
+                return False
+        return False
+
+    def channel_info(self, chat_id: str) -> ChannelInfo:
+        channel = self._call("conversations.info", channel=chat_id, include_num_members=True).get("channel") or {}
+        return ChannelInfo(
+            name=str(channel.get("name") or ""),
+            purpose=str((channel.get("purpose") or {}).get("value") or ""),
+            topic=str((channel.get("topic") or {}).get("value") or ""),
+            member_count=channel.get("num_members"),
+        )
+
+    def _user_name(self, user_id: str, cache: dict[str, str]) -> str:
+        if user_id not in cache:
+            try:
+                user = self._call("users.info", user=user_id).get("user") or {}
+                profile = user.get("profile") or {}
+                cache[user_id] = profile.get("display_name") or user.get("real_name") or user.get("name") or user_id
+            except PlatformError:
+                cache[user_id] = user_id
+        return cache[user_id]
+
+    def members(self, chat_id: str, limit: int = 100) -> list[str]:
+        data = self._call("conversations.members", channel=chat_id, limit=min(limit, 200))
+        cache: dict[str, str] = {}
+        return [self._user_name(u, cache) for u in (data.get("members") or [])[:limit]]
+
+    def search_channels(self, query: str, limit: int = 20) -> list[dict[str, str]]:
+        data = self._call("conversations.list", limit=200, types="public_channel,private_channel")
+        query = query.lower().strip()
+        out = []
+        for channel in data.get("channels") or []:
+            name = str(channel.get("name") or "")
+            if query in name.lower():
+                out.append({"id": str(channel.get("id")), "name": name})
+        return out[:limit]
+
+    def _rows(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        cache: dict[str, str] = {}
+        rows = []
+        for m in messages:
+            speaker = self._user_name(m["user"], cache) if m.get("user") else (m.get("username") or "bot")
+            rows.append({
+                "speaker": speaker,
+                "text": str(m.get("text") or ""),
+                "files": [file_from_event(f) for f in m.get("files") or []],
+                "ts": m.get("ts"),
+            })
+        return rows
+
+    def history(self, chat_id: str, limit: int = 50) -> list[dict[str, Any]]:
+        data = self._call("conversations.history", channel=chat_id, limit=min(limit, 200))
+        return list(reversed(self._rows(data.get("messages") or [])))
+
+    def thread_history(self, chat_id: str, thread: str, limit: int = 50) -> list[dict[str, Any]]:
+        data = self._call("conversations.replies", channel=chat_id, ts=thread, limit=min(limit + 1, 200))
+        return self._rows(data.get("messages") or [])
+
+    def download(self, file: IncomingFile, max_bytes: int) -> Download:
+        import httpx
+
+        try:
+            with httpx.stream(
+                "GET", file.ref, headers={"Authorization": f"Bearer {self.token}"}, timeout=30, follow_redirects=True
+            ) as response:
+                if response.status_code != 200:
+                    raise PlatformError(f"Slack answered {response.status_code} for a file.")
+                content_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
+                if content_type == "text/html":
+                    # Slack answers a missing files:read scope with 200 and its login page.
+                    raise PlatformError("Slack sent its sign-in page instead of the file (is files:read granted?).")
+                chunks, total = [], 0
+                for chunk in response.iter_bytes():
+                    total += len(chunk)
+                    if total > max_bytes:
+                        raise PlatformError("The file is larger than the limit.")
+                    chunks.append(chunk)
+        except httpx.HTTPError as exc:
+            raise PlatformError(f"The file could not be downloaded ({type(exc).__name__}).") from None
+        return Download(b"".join(chunks), content_type)
+
+    def upload(self, chat_id: str, name: str, data: bytes, mime: str, *, reply_to: str = "") -> None:
+        try:
+            kwargs: dict[str, Any] = {"channel": chat_id, "filename": name, "content": data, "title": name}
+            if reply_to:
+                kwargs["thread_ts"] = reply_to
+            self.web.files_upload_v2(**kwargs)
+        except SlackApiError as exc:
+            raise PlatformError(f"Slack answered {exc.response.get('error')} to a file upload.") from None
+        except (SlackClientError, OSError) as exc:
+            raise PlatformError(f"Slack could not be reached ({type(exc).__name__}).") from None

@@ -1,0 +1,5 @@
+"""Placeholder replaced below."""
+
+
+def notify_changed(bot_id: str) -> None:
+    return None

@@ -1,0 +1,133 @@
+"""Telegram Bot API over HTTPS (base URL overridable: a self-hosted Bot API server, a proxy, the test fake).
+
+The token is part of every URL, so no URL is ever logged here and errors are reworded without it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from channelbots.incoming import IncomingFile
+from channelbots.platforms import (
+    ChannelInfo,
+    CredentialRejected,
+    Download,
+    Identity,
+    PlatformClient,
+    PlatformError,
+)
+
+DEFAULT_BASE_URL = "https://api.telegram.org"
+MAX_TEXT = 4096
+
+
+class TelegramClient(PlatformClient):
+    platform = "telegram"
+    channel_tools = ("get_channel_info", "list_channel_members")
+
+    @property
+    def base(self) -> str:
+        return (self.bot.api_base_url or DEFAULT_BASE_URL).rstrip("/")
+
+    def call(self, method: str, timeout: float = 15, **params: Any) -> Any:
+        try:
+            response = httpx.post(f"{self.base}/bot{self.token}/{method}", json=params, timeout=timeout)
+        except httpx.HTTPError as exc:
+            raise PlatformError(f"Telegram could not be reached ({type(exc).__name__}).") from None
+        try:
+            data = response.json()
+        except ValueError:
+            raise PlatformError(f"Telegram answered {response.status_code} to {method}.") from None
+        if response.status_code in (401, 404) and method in ("getMe", "getUpdates", "setWebhook"):
+            raise CredentialRejected("Telegram rejected the bot token.")
+        if not data.get("ok"):
+            if response.status_code == 401:
+                raise CredentialRejected("Telegram rejected the bot token.")
+            raise PlatformError(f"Telegram refused {method}: {str(data.get('description') or '')[:200]}")
+        return data.get("result")
+
+    def identity(self) -> Identity:
+        me = self.call("getMe") or {}
+        return Identity(user_id=str(me.get("id") or ""), username=str(me.get("username") or ""))
+
+    def post(self, chat_id: str, text: str, *, reply_to: str = "") -> str:
+        params: dict[str, Any] = {"chat_id": chat_id, "text": text[:MAX_TEXT]}
+        if reply_to:
+            params["reply_parameters"] = {"message_id": int(reply_to), "allow_sending_without_reply": True}
+        result = self.call("sendMessage", **params) or {}
+        return str(result.get("message_id") or "")
+
+    def edit(self, chat_id: str, ref: str, text: str) -> None:
+        try:
+            self.call("editMessageText", chat_id=chat_id, message_id=int(ref), text=text[:MAX_TEXT])
+        except PlatformError as exc:
+            if "not modified" not in str(exc):
+                raise
+
+    def is_member(self, chat_id: str, user_id: str) -> bool:
+        member = self.call("getChatMember", chat_id=chat_id, user_id=int(user_id)) or {}
+        return member.get("status") in ("creator", "administrator", "member", "restricted")
+
+    def channel_info(self, chat_id: str) -> ChannelInfo:
+        chat = self.call("getChat", chat_id=chat_id) or {}
+        try:
+            count = self.call("getChatMemberCount", chat_id=chat_id)
+        except PlatformError:
+            count = None
+        return ChannelInfo(name=str(chat.get("title") or chat.get("username") or ""),
+                           purpose=str(chat.get("description") or ""), topic="", member_count=count)
+
+    def members(self, chat_id: str, limit: int = 100) -> list[str]:
+        """Telegram lists administrators only; the rest of a group is not enumerable by a bot."""
+        admins = self.call("getChatAdministrators", chat_id=chat_id) or []
+        out = []
+        for admin in admins[:limit]:
+            user = admin.get("user") or {}
+            out.append(" ".join(p for p in (user.get("first_name"), user.get("last_name")) if p)
+                       or str(user.get("username") or user.get("id")))
+        return out
+
+    def download(self, file: IncomingFile, max_bytes: int) -> Download:
+        info = self.call("getFile", file_id=file.ref) or {}
+        size = info.get("file_size")
+        if isinstance(size, int) and size > max_bytes:
+            raise PlatformError("The file is larger than the limit.")
+        path = info.get("file_path")
+        if not path:
+            raise PlatformError("Telegram did not say where the file is.")
+        try:
+            response = httpx.get(f"{self.base}/file/bot{self.token}/{path}", timeout=30)
+        except httpx.HTTPError as exc:
+            raise PlatformError(f"The file could not be downloaded ({type(exc).__name__}).") from None
+        if response.status_code != 200:
+            raise PlatformError(f"Telegram answered {response.status_code} for a file.")
+        if len(response.content) > max_bytes:
+            raise PlatformError("The file is larger than the limit.")
+        return Download(response.content, response.headers.get("content-type", "").split(";")[0].strip().lower())
+
+    def upload(self, chat_id: str, name: str, data: bytes, mime: str, *, reply_to: str = "") -> None:
+        method, field = ("sendPhoto", "photo") if mime.startswith("image/") else ("sendDocument", "document")
+        form: dict[str, Any] = {"chat_id": chat_id}
+        if reply_to:
+            form["reply_to_message_id"] = reply_to
+        try:
+            response = httpx.post(f"{self.base}/bot{self.token}/{method}", data=form,
+                                  files={field: (name, data, mime)}, timeout=60)
+        except httpx.HTTPError as exc:
+            raise PlatformError(f"Telegram could not be reached ({type(exc).__name__}).") from None
+        if response.status_code != 200:
+            raise PlatformError(f"Telegram answered {response.status_code} to {method}.")
+
+    def set_webhook(self, url: str, secret: str) -> None:
+        self.call("setWebhook", url=url, secret_token=secret, allowed_updates=["message"])
+
+    def delete_webhook(self) -> None:
+        self.call("deleteWebhook")
+
+    def get_updates(self, offset: int | None, timeout: int = 25) -> list[dict[str, Any]]:
+        params: dict[str, Any] = {"timeout": timeout, "allowed_updates": ["message"]}
+        if offset is not None:
+            params["offset"] = offset
+        return self.call("getUpdates", timeout=timeout + 10, **params) or []

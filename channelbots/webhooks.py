@@ -1,0 +1,123 @@
+"""Webhook routes: verify, parse, claim, answer 200 — before any work. The work runs in Celery.
+
+An unknown bot id answers 200 and nothing (a prober learns only that the endpoint exists, which the URL
+already said). Credentials are compared in constant time and never echoed.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import uuid
+
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_POST
+
+from channelbots import router, services
+from channelbots.models import ChannelBot, CredentialKind, Platform
+
+logger = logging.getLogger(__name__)
+
+
+def _bot(bot_id: str, platform: str) -> ChannelBot | None:
+    try:
+        pk = uuid.UUID(str(bot_id))
+    except ValueError:
+        return None
+    return ChannelBot.objects.filter(pk=pk, platform=platform).first()
+
+
+def _ok() -> HttpResponse:
+    return HttpResponse(status=200)
+
+
+@csrf_exempt
+@require_POST
+def slack_events(request: HttpRequest, bot_id: str) -> HttpResponse:
+    from channelbots.slack import parse, verify
+
+    bot = _bot(bot_id, Platform.SLACK)
+    if bot is None:
+        return _ok()
+    creds = services.reveal_credentials(bot)
+    signing_secret = creds.get(CredentialKind.SIGNING_SECRET, "")
+    if not signing_secret:
+        logger.warning("slack bot %s has no signing secret: every event is refused (500)", bot.pk)
+        return HttpResponse("This bot has no signing secret.", status=500, content_type="text/plain")
+    body = request.body
+    if not verify.is_valid(signing_secret, body, request.headers.get("X-Slack-Request-Timestamp"),
+                           request.headers.get("X-Slack-Signature")):
+        return HttpResponse(status=401)
+    try:
+        payload = json.loads(body)
+    except ValueError:
+        return HttpResponse(status=400)
+    if payload.get("type") == "url_verification":
+        return JsonResponse({"challenge": str(payload.get("challenge") or "")})
+    if bot.is_paused:
+        return _ok()
+    incoming = parse.parse_incoming(payload, bot_id=str(bot.pk), bot_user_id=bot.platform_bot_user_id)
+    if incoming is None:
+        return _ok()
+    retry = request.headers.get("X-Slack-Retry-Num")
+    if retry:
+        incoming.retry_note = f"x-slack-retry-num={retry} reason={request.headers.get('X-Slack-Retry-Reason', '')}"
+    router.accept(incoming)
+    return _ok()
+
+
+@csrf_exempt
+@require_POST
+def telegram_webhook(request: HttpRequest, bot_id: str) -> HttpResponse:
+    from channelbots.telegram import parse
+
+    bot = _bot(bot_id, Platform.TELEGRAM)
+    if bot is None:
+        return _ok()
+    secret = services.reveal_credentials(bot).get(CredentialKind.WEBHOOK_SECRET, "")
+    given = request.headers.get("X-Telegram-Bot-Api-Secret-Token") or ""
+    if not secret or not hmac.compare_digest(secret.encode(), given.encode()):
+        return HttpResponse(status=403)
+    try:
+        update = json.loads(request.body)
+    except ValueError:
+        return HttpResponse(status=400)
+    if bot.is_paused:
+        return _ok()
+    incoming = parse.parse_incoming(update, bot_id=str(bot.pk), bot_username=bot.platform_bot_username,
+                                    bot_user_id=bot.platform_bot_user_id, via="webhook")
+    if incoming is not None:
+        router.accept(incoming)
+    return _ok()
+
+
+@csrf_exempt
+@require_POST
+def mattermost_webhook(request: HttpRequest, bot_id: str) -> HttpResponse:
+    from channelbots.mattermost import parse
+
+    bot = _bot(bot_id, Platform.MATTERMOST)
+    if bot is None:
+        return _ok()
+    if (request.content_type or "").startswith("application/json"):
+        try:
+            body = json.loads(request.body)
+        except ValueError:
+            return HttpResponse(status=400)
+    else:
+        body = request.POST.dict()
+    if not isinstance(body, dict):
+        return HttpResponse(status=400)
+    secret = services.reveal_credentials(bot).get(CredentialKind.WEBHOOK_SECRET, "")
+    given = str(body.get("token") or "")
+    if not secret or not hmac.compare_digest(secret.encode(), given.encode()):
+        return HttpResponse(status=403)
+    if bot.is_paused:
+        return JsonResponse({})
+    incoming = parse.parse_outgoing_webhook(body, bot_id=str(bot.pk), server=bot.api_base_url)
+    if incoming is not None:
+        router.accept(incoming)
+    # An empty object: Mattermost posts nothing itself; the answer comes through the REST API.
+    return JsonResponse({})
