@@ -1,58 +1,68 @@
 """Drift: for every capability, the tools it declares are the tools actually offered to the model.
 
-Built with a representative config through a real Agent; the model's view is read from the first
-request (FunctionModel's AgentInfo). A declared tool a capability does not offer in that config needs an
-entry in EXEMPT, with the reason, and an entry that is no longer needed fails too.
+Built with a representative setup through a real Agent; the model's view is read from its first request
+(FunctionModel's AgentInfo). A declared tool a capability does not offer with its representative setup
+needs an entry in EXEMPT, with the reason; an exemption for a tool that is offered after all fails too.
+
+A capability that offers tools only when bound to data (collections, files, connections) registers a
+SETUP that creates that data in the test organization and returns the binding config and spec fields.
 """
 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
+from typing import Any
 
 import pytest
-from asgiref.sync import sync_to_async
 from pydantic_ai import DeferredToolRequests
 
+from agenticos.models import Organization
+from agents.spec import AgentSpec
 from capabilities import registry
-from tests.capabilities.helpers import Script, agent_for, deps, spec
+from tests import factories
+from tests.capabilities.helpers import Script, agent_for, deps
 
 # capability id → representative config (default config when absent)
-REPRESENTATIVE: dict[str, dict] = {
+REPRESENTATIVE: dict[str, dict[str, Any]] = {
     "planning": {"enable_subtasks": True},
     "code_execution": {"timeout_secs": 5, "max_memory_mb": 128},
     "clock": {"timezone": "Europe/Warsaw"},
     "thinking": {"effort": "medium"},
 }
 
-# capability id → {declared tool id: why it is not offered with the representative config}
+# capability id → function(org) → (binding config, extra AgentSpec fields), for data-bound capabilities
+SETUPS: dict[str, Callable[[Organization], tuple[dict[str, Any], dict[str, Any]]]] = {}
+
+# capability id → {declared tool id: why it is not offered with the representative setup}
 EXEMPT: dict[str, dict[str, str]] = {}
 
 BUILTIN_IDS = [importlib.import_module(module).CAPABILITY.id for module in registry.BUILTIN]
 
-pytestmark = pytest.mark.django_db
 
-
-async def _offered(capability_id: str, **deps_overrides) -> dict[str, str]:
-    the_spec = spec({"id": capability_id, "config": REPRESENTATIVE.get(capability_id, {})})
+def _offered(capability_id: str, **deps_overrides: Any) -> dict[str, str]:
+    org = factories.organization(name="Drift")
+    config, spec_fields = REPRESENTATIVE.get(capability_id, {}), {}
+    if capability_id in SETUPS:
+        config, spec_fields = SETUPS[capability_id](org)
+    the_spec = AgentSpec(name="Drift", capabilities=[{"id": capability_id, "config": config}], **spec_fields)
+    run_deps = deps(organization_id=str(org.pk), **deps_overrides)
     script = Script([])
-    run_deps = deps(**deps_overrides)
-    # Builds are synchronous and may read the database, as on the runner's assembly thread.
-    built = await sync_to_async(registry.build_for_run)(the_spec, run_deps)
-    agent = agent_for(the_spec, run_deps, script, built=built, output_type=[str, DeferredToolRequests])
-    await agent.run("go", deps=run_deps)
+    agent = agent_for(the_spec, run_deps, script, output_type=[str, DeferredToolRequests])
+    agent.run_sync("go", deps=run_deps)
     return {tool.name: tool.description or "" for tool in script.requests[0].function_tools}
 
 
 @pytest.mark.parametrize("capability_id", BUILTIN_IDS)
-async def test_declared_tools_equal_offered_tools(capability_id):
+def test_declared_tools_equal_offered_tools(db, settings, capability_id):
     cap = registry.get(capability_id)
-    offered = await _offered(capability_id)
+    settings.DEFAULT_GRANTED_SCOPES = sorted({s for c in registry.all_capabilities() for s in c.scopes})
+    offered = _offered(capability_id)
     exempt = EXEMPT.get(capability_id, {})
     declared = {t.name: t.description for t in cap.tools if t.id not in exempt}
     assert set(offered) == set(declared), (
         f"{capability_id}: offered {sorted(offered)} vs declared {sorted(declared)}"
     )
-    # An exemption that is no longer needed (the tool is offered after all) is drift too.
     assert not set(exempt) & set(offered), (
         f"{capability_id}: stale exemption {sorted(set(exempt) & set(offered))}"
     )
@@ -63,16 +73,13 @@ async def test_declared_tools_equal_offered_tools(capability_id):
 
 
 @pytest.mark.parametrize("can_ask_user", [True, False])
-async def test_ask_user_offers_the_same_declared_tool_whoever_can_answer(can_ask_user):
-    offered = await _offered("ask_user", can_ask_user=can_ask_user)
+def test_ask_user_offers_the_same_declared_tool_whoever_can_answer(db, can_ask_user):
+    offered = _offered("ask_user", can_ask_user=can_ask_user)
     assert set(offered) == {t.name for t in registry.get("ask_user").tools}
 
 
-def test_every_exemption_names_a_declared_tool():
+def test_every_exemption_and_setup_names_a_registered_capability_and_declared_tool():
     for capability_id, tools in EXEMPT.items():
         declared = registry.get(capability_id).tool_ids()
         assert set(tools) <= declared, f"{capability_id}: exemption for a tool it no longer declares"
-
-
-def test_every_builtin_capability_is_registered_and_tested_here():
-    assert sorted(c.id for c in registry.all_capabilities() if c.id in BUILTIN_IDS) == sorted(BUILTIN_IDS)
+    assert set(SETUPS) | set(REPRESENTATIVE) <= set(BUILTIN_IDS)
