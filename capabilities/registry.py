@@ -163,7 +163,8 @@ def validate_bindings(
     `tool_overrides`, override names no model could call or that collide with another tool, a missing or
     foreign secret (indistinguishable on purpose) or one the publisher cannot view when the key requirement
     applies, scopes the deployment does not grant, and approval required on a provider-executed tool.
-    Disabled bindings are checked too (they keep their config), except for name collisions.
+    Disabled bindings keep their config, so it is checked too; they claim no tool names and need no scope or
+    key until switched on (a secret they do name must still be this organization's).
     """
     from agenticos.models import Secret
 
@@ -241,14 +242,15 @@ def validate_bindings(
                 else:
                     names[name] = path
 
-        missing_scopes = [s for s in cap.scopes if s not in granted]
+        # A disabled binding only keeps its config: it needs no scope and no key until it is switched on.
+        missing_scopes = [s for s in cap.scopes if s not in granted] if binding.enabled else []
         if missing_scopes:
             problem(
                 f"{base}.id",
                 f"{cap.name} needs the scope(s) {', '.join(missing_scopes)}, which this deployment does not grant.",
             )
 
-        needs_key = cap.key is not None and config is not None and cap.key.applies(config)
+        needs_key = binding.enabled and cap.key is not None and config is not None and cap.key.applies(config)
         if binding.secret_id or needs_key:
             _check_secret(problem, base, cap, binding, organization, can_view_secret, Secret)
     return problems

@@ -174,3 +174,11 @@ def test_approval_on_a_provider_executed_tool_is_refused(org):
         org, {"id": "probe_search", "approval": "required", "tool_approval": {"native_search": "never"}}
     )
     assert excused == []
+
+
+def test_a_disabled_binding_needs_no_scope_or_key_but_a_foreign_secret_is_still_refused(org, outsider_org):
+    assert _check(org, {"id": "probe_browser", "enabled": False}) == []
+    assert _check(org, {"id": "probe_search", "enabled": False, "config": {"provider": "paid"}}) == []
+    foreign = factories.secret(outsider_org)
+    problems = _check(org, {"id": "probe_search", "enabled": False, "secret_id": str(foreign.pk)})
+    assert _fields(problems) == {"capabilities.0.secret_id"}
