@@ -15,8 +15,8 @@ from pydantic_ai import RunContext
 
 from capabilities import failures
 from capabilities.base import BuildContext, Built, Capability, KeyRequirement, ToolDecl, function_toolset
-from knowledge import memory
 from knowledge import mem0 as mem0_client
+from knowledge import memory
 from knowledge.runtime import audience_for
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from capabilities import registry
+from tests.fakes.mem0_server import fake_mem0  # noqa: F401
 from tests.fakes.openai_server import fake_openai  # noqa: F401
 
 CAPABILITY_MODULES = (

@@ -9,7 +9,6 @@ from asgiref.sync import sync_to_async
 from knowledge import mem0 as mem0_client
 from knowledge.models import MemoryNote
 from tests import factories
-from tests.fakes.mem0_server import fake_mem0  # noqa: F401
 from tests.knowledge.helpers import arun
 
 
