@@ -127,9 +127,11 @@ def dashboard(actor: Actor) -> dict[str, Any]:
         fraction = float(row["spent"] / limit) if limit else 1.0
         agent_gauges.append({"agent": row["agent"], "limit": limit, "spent": row["spent"],
                              "percent": min(100, round(fraction * 100))})
+    # The ledger is what budgets count; someone who only sees their own runs sees what those cost.
+    spend = budgets.organization_spent(actor.organization.pk) if actor.has("runs:view") else totals["cost"]
     return {
         "run_count": totals["count"] or 0,
-        "spend": totals["cost"] or Decimal("0"),
+        "spend": spend or Decimal("0"),
         "surfaces": surfaces,
         "org_budget": organization_budget(actor),
         "agent_gauges": agent_gauges,

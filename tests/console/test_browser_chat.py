@@ -183,3 +183,42 @@ def test_the_main_flow_from_new_agent_to_a_reopened_conversation(live_server_url
     assert viewer_page.get_by_role("button", name="Publish").count() == 0
     assert viewer_page.get_by_role("button", name="Save the draft").count() == 0
     shot(viewer_page, "builder-viewer")
+
+
+def test_a_question_card_returns_on_reopen_and_is_answered_with_the_keyboard(live_server_url, browser):
+    org = factories.organization(name="Acme")
+    builder = factories.member(org, "builder")
+    factories.published_agent(org, builder, name="Chooser", capabilities=[{"id": "ask_user"}])
+    asker = factories.user(email="asker@example.com", password=PASSWORD)
+    Membership.objects.create(organization=org, user=asker, role="member")
+
+    page = browser.new_page(viewport={"width": 375, "height": 812})
+    page.set_default_timeout(TIMEOUT)
+    sign_in(page, live_server_url, "asker@example.com")
+    page.goto(f"{live_server_url}/chat/")
+    page.get_by_label("Message").focus()
+    page.keyboard.type("Help me choose: tea or coffee?")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("[data-question]")
+
+    page.reload()  # the open question comes back with the conversation
+    page.wait_for_selector("[data-question]")
+    assert page.locator("[data-question] legend").text_content().endswith("Which option do you prefer?")
+    page.get_by_label("tea", exact=True).focus()
+    assert page.evaluate("() => getComputedStyle(document.activeElement).outlineStyle") != "none"
+    page.keyboard.press("Space")
+    page.get_by_label("Or write your own answer").focus()
+    page.keyboard.type("Green tea")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("[data-send-answers]")
+    assert "Green tea" in page.locator(".answers-summary").text_content()
+    page.screenshot(path=str(ARTIFACTS / "chat-question-summary-375.png"), full_page=True)
+    page.locator("[data-send-answers]").focus()
+    page.keyboard.press("Enter")
+    page.wait_for_function("() => document.querySelectorAll('.turn-usage').length >= 1 && "
+                           "!document.querySelector('[data-question]') && "
+                           "document.querySelector('.answer:last-of-type') !== null")
+    page.wait_for_function("() => Array.from(document.querySelectorAll('.answer')).some(a => a.textContent.includes('Green tea'))")
+    page.reload()
+    page.wait_for_selector(".turn-assistant")
+    assert page.locator("[data-question]").count() == 0
