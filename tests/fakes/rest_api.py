@@ -257,7 +257,7 @@ def _handler(state: FakeState):
 
 
 class FakeRestAPI:
-    def __init__(self, secret: str = "sk-fake-provider-secret-123456"):
+    def __init__(self, secret: str = "sk-fake-provider-secret-1234567890abcdef"):
         self.state = FakeState(secret=secret)
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self.state))
         self.server.daemon_threads = True

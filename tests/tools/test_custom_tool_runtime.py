@@ -155,3 +155,22 @@ def test_another_organizations_tool_is_never_offered(db, org, outsider_org, rest
     foreign = factories.custom_tool(outsider_org, alias="foreign", url=f"{rest_api.base}/echo")
     outcome = run_sync(spec(_binding(foreign)), [], org_id=str(org.pk))
     assert "foreign" not in outcome.script.offered
+
+
+def test_a_tool_pointed_at_the_metadata_address_is_refused_without_a_request(db, org):
+    tool = factories.custom_tool(org, alias="meta", url="http://169.254.169.254/latest/meta-data/")
+    outcome = run_sync(spec(_binding(tool)), [("meta", {})], org_id=str(org.pk))
+    assert outcome.returns[0].startswith("Refused:") and "cloud metadata" in outcome.returns[0]
+
+
+def test_a_redirect_to_another_origin_does_not_carry_the_api_key_header(db, org, rest_api, settings):
+    settings.TOOL_ALLOWED_PRIVATE_HOSTS = ["127.0.0.1", "localhost"]
+    secret = factories.secret(org, value=rest_api.secret)
+    target = f"http://localhost:{rest_api.port}/echo"
+    tool = factories.custom_tool(org, alias="hop", url=f"{rest_api.base}/redirect?to={target}",
+                                 auth=FAMILIES["apikey"], credential=secret)
+    outcome = run_sync(spec(_binding(tool)), [("hop", {})], org_id=str(org.pk))
+    assert outcome.returns[0]["status"] == 200
+    first, second = rest_api.requests
+    assert first.headers["X-API-Key"] == rest_api.secret
+    assert "X-API-Key" not in second.headers
