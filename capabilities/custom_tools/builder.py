@@ -12,6 +12,7 @@ Tools act for the person running the builder (their role decides), in their orga
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal
 
 import anyio.to_thread
@@ -256,7 +257,7 @@ async def finalize_kit(ctx: RunContext[Any], kit_id: str) -> Any:
     return await _run(ctx, work)
 
 
-PHASE_TOOLS = [show_kits, start_kit, configure_drafts, test_drafts, attach_notes, finalize_kit]
+PHASE_TOOLS: list[Callable[..., Any]] = [show_kits, start_kit, configure_drafts, test_drafts, attach_notes, finalize_kit]
 
 
 def build(ctx: BuildContext) -> list[Built]:
@@ -322,6 +323,9 @@ def say(*, actor: Any, session: Any, prompt: str, model_profile_id: str | None =
 
     session = attach_conversation(actor=actor, session=session, model_profile_id=model_profile_id)
     agent = session.conversation.agent
-    return start_run(agent=agent, version=environment_version(agent), surface="web", prompt=prompt,
+    version = environment_version(agent)
+    if version is None:
+        raise DomainError("The tool builder agent has no published version.")
+    return start_run(agent=agent, version=version, surface="web", prompt=prompt,
                      user=actor.user, acting_role=actor.role or "", conversation=session.conversation,
                      enqueue=enqueue)

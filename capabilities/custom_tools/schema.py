@@ -14,7 +14,7 @@ PATH_PARAM_RE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 Location = Literal["path", "query", "header", "body"]
 ParamType = Literal["string", "integer", "number", "boolean", "array"]
 WarningLevel = Literal["info", "warning", "critical"]
-_JSON_TYPES = {"string": str, "integer": int, "number": (int, float), "boolean": bool, "array": list}
+_JSON_TYPES: dict[str, type | tuple[type, ...]] = {"string": str, "integer": int, "number": (int, float), "boolean": bool, "array": list}
 
 
 class _Strict(BaseModel):

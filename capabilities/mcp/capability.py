@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -47,6 +48,13 @@ def _defer_when_searching(ctx: RunContext[Any], tool_defs: list[ToolDefinition])
     return [replace(td, defer_loading=True) for td in tool_defs]
 
 
+def _approval(approvals: dict[str, str], default: str) -> Callable[[Any, ToolDefinition, dict[str, Any]], bool]:
+    def needs(ctx: Any, tool_def: ToolDefinition, args: dict[str, Any]) -> bool:
+        return approvals.get(tool_def.name, default) == "required"
+
+    return needs
+
+
 def _address_ok(url: str) -> bool:
     try:
         asyncio.run(netguard.check_url(url))
@@ -79,9 +87,7 @@ def build(ctx: BuildContext) -> list[Built]:
             allowed = set(entry.allowed_tools)
             toolset = toolset.filtered(lambda run_ctx, td, allowed=allowed: td.name in allowed)
         toolset = toolset.prefixed(row.name)
-        approvals = dict(entry.tool_approval)
-        toolset = ApprovalRequiredToolset(
-            toolset, approval_required_func=lambda c, td, a, approvals=approvals: approvals.get(td.name, default) == "required")
+        toolset = ApprovalRequiredToolset(toolset, approval_required_func=_approval(dict(entry.tool_approval), default))
         out.append(PreparedToolset(toolset, _defer_when_searching))
     return out
 

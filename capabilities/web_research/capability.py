@@ -27,7 +27,7 @@ ENDPOINTS = {
     "exa": "https://api.exa.ai/search",
 }
 TIMEOUT = 20
-LABELS = {"duckduckgo": "DuckDuckGo", "native": "Model provider", "tavily": "Tavily", "brave": "Brave Search",
+LABELS: dict[str, Any] = {"duckduckgo": "DuckDuckGo", "native": "Model provider", "tavily": "Tavily", "brave": "Brave Search",
           "exa": "Exa"}
 
 
