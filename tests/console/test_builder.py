@@ -116,3 +116,70 @@ def test_another_organizations_agent_is_a_404_on_every_builder_route(client_as, 
     assert client.get(f"{base}/diff", {"from": "1", "to": "draft"}).status_code == 404
     for route in ("basics", "toolbox/clock", "publish", "promote", "import"):
         assert client.post(f"{base}/{route}", {"name": "x"}).status_code == 404, route
+
+
+@pytest.fixture
+def extra_capabilities():
+    """Two throwaway catalog entries: one needing an API key, one run-tuning (Advanced)."""
+    from pydantic import BaseModel, Field
+
+    from capabilities.base import Capability, KeyRequirement
+
+    class TunedConfig(BaseModel):
+        max_chars: int | None = Field(default=None, ge=100, le=1000)
+        style: str = "plain"
+
+    keyed = Capability(id="test_keyed", name="Keyed service", category="research", description="Calls a paid API.",
+                       build=lambda ctx: [], tools=(), key=KeyRequirement(kind="api_key", description="an API key"))
+    tuned = Capability(id="test_tuned", name="Tuned runs", category="utility", description="Tunes a run.",
+                       build=lambda ctx: [], tools=(), advanced=True, config_model=TunedConfig)
+    registry.register(keyed)
+    registry.register(tuned)
+    yield
+    registry.unregister("test_keyed")
+    registry.unregister("test_tuned")
+
+
+def test_the_key_picker_lists_only_fitting_vault_secrets(client_as, org, builder, demo, extra_capabilities):
+    fitting = factories.secret(org, name="paid-api", kind="api_key")
+    factories.secret(org, name="telegram-bot", kind="bot_token")
+    agent = factories.published_agent(org, builder, name="Keyed")
+    page = client_as(builder, org).get(f"/agents/{agent.pk}/").content.decode()
+    card = page.split('id="cap-test_keyed"')[1].split("</article>")[0]
+    assert str(fitting.pk) in card and "paid-api" in card and "telegram-bot" not in card
+    assert "sk-test-secret" not in page  # never a value, only the hint
+
+
+def test_run_tuning_capabilities_stay_folded_under_advanced_until_one_is_enabled(
+    client_as, org, builder, demo, extra_capabilities
+):
+    client = client_as(builder, org)
+    agent = factories.published_agent(org, builder, name="Tuned")
+    page = client.get(f"/agents/{agent.pk}/").content.decode()
+    group = page.split("data-advanced-group")[1].split(">")[0]
+    assert "open" not in group and 'id="cap-test_tuned"' in page.split("data-advanced-group")[1]
+    client.post(f"/agents/{agent.pk}/toolbox/test_tuned", {"enabled": "on", "config.max_chars": "500"})
+    page = client.get(f"/agents/{agent.pk}/").content.decode()
+    assert "open" in page.split("data-advanced-group")[1].split(">")[0]
+    # A limit that is set opens its "Advanced settings" by itself; the plain setting stays outside it.
+    card = page.split('id="cap-test_tuned"')[1].split("</article>")[0]
+    advanced = card.split('class="advanced-settings"')[1]
+    assert advanced.split(">")[0].strip().endswith("open") and 'name="config.max_chars"' in advanced
+    assert 'name="config.style"' not in advanced
+
+
+def test_per_tool_approval_and_rename_are_saved_by_stable_tool_id(client_as, org, builder, demo):
+    client = client_as(builder, org)
+    agent = factories.published_agent(org, builder, name="Charts", capabilities=[{"id": "charts"}])
+    client.post(f"/agents/{agent.pk}/toolbox/charts", {
+        "enabled": "on", "approval": "default", "tool.create_chart.approval": "required",
+        "tool.create_chart.name": "draw_graph", "tool.create_chart.description": "Draw a graph.",
+    })
+    agent.refresh_from_db()
+    binding = agent.draft_spec["capabilities"][0]
+    assert binding["tool_approval"] == {"create_chart": "required"}
+    assert binding["tool_overrides"] == {"create_chart": {"name": "draw_graph", "description": "Draw a graph."}}
+    client.post(f"/agents/{agent.pk}/toolbox/charts", {"enabled": "on", "tool.create_chart.name": "bad name!"})
+    page = client.get(f"/agents/{agent.pk}/").content.decode()
+    tool_row = page.split('data-tool="create_chart"')[1].split("</article>")[0]
+    assert "data-field-error" in tool_row
