@@ -23,8 +23,7 @@ from django.conf import settings
 from pydantic import BaseModel, ValidationError
 from pydantic_ai.capabilities import AbstractCapability, WrapperCapability
 from pydantic_ai.tools import ToolDefinition
-from pydantic_ai.toolsets import AbstractToolset, PreparedToolset, RenamedToolset
-from pydantic_ai.toolsets._dynamic import DynamicToolset
+from pydantic_ai.toolsets import AbstractToolset, DynamicToolset, PreparedToolset, RenamedToolset
 
 from capabilities.base import BuildContext, Capability, ToolDecl
 
