@@ -148,7 +148,8 @@ class LiveReply:
 def follow(subscription: Subscription, live: LiveReply, run_id: str, *, silence_limit: float | None = None,
            on_frame: Callable[[dict], None] | None = None) -> Outcome:
     """Read the run's frames until its one `complete` or `error`, editing `live` along the way."""
-    limit = silence_limit or settings.RUN_STALE_AFTER.total_seconds()
+    limit = silence_limit or float(
+        getattr(settings, "CHANNELBOTS_SILENCE_SECONDS", 0) or settings.RUN_STALE_AFTER.total_seconds())
     return asyncio.run(_follow(subscription, live, run_id, limit, on_frame))
 
 

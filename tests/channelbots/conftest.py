@@ -23,6 +23,7 @@ def _channel_settings(settings, tmp_path):
     settings.ROOT_URLCONF = "tests.channelbots.urls"
     settings.FRONTEND_URL = FRONTEND
     settings.MEDIA_ROOT = str(tmp_path / "media")
+    settings.CHANNELBOTS_SILENCE_SECONDS = 20
 
 
 def actor(user, org):
