@@ -83,3 +83,13 @@ def check_permission_change(connection: Any, new_permission: str) -> None:
         if usage["total"] > MAX_SLOTS:
             raise Invalid(_message(usage, f"Agent {agent.name!r}"), code="tool_slots_exceeded",
                           details={"agent_id": str(agent.pk), "slots": usage["total"], "max": MAX_SLOTS})
+
+
+def slot_problems(spec: Any, organization_id: Any) -> list[dict[str, str]]:
+    """For the agent save / publish checks: [] or one problem naming the total (field `custom_tool_ids`)."""
+    if not isinstance(spec, dict):
+        return []
+    usage = slots(spec, organization_id)
+    if usage["total"] <= MAX_SLOTS:
+        return []
+    return [{"field": "custom_tool_ids", "message": _message(usage, "This agent")}]

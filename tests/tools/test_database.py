@@ -203,3 +203,15 @@ def test_assigning_a_26th_slot_is_refused_with_the_total(connect, org):
     spec_data["custom_tool_ids"].append(str(tools[18].pk))
     with pytest.raises(Invalid, match="would use 26 of 25 tool slots"):
         budget.check_spec(spec_data, org.pk)
+
+
+def test_slot_problems_name_the_field_and_the_total_for_the_publish_check(connect, org):
+    from capabilities.custom_tools import budget
+    from tests import factories
+
+    conn = connect("write")  # 5
+    ids = [str(factories.custom_tool(org, url="http://127.0.0.1/x").pk) for _ in range(21)]
+    data = {"custom_tool_ids": ids, "capabilities": [_db_binding(conn)]}
+    (problem,) = budget.slot_problems(data, org.pk)
+    assert problem["field"] == "custom_tool_ids" and "26 of 25" in problem["message"]
+    assert budget.slot_problems({"custom_tool_ids": ids[:20], "capabilities": [_db_binding(conn)]}, org.pk) == []
