@@ -212,7 +212,13 @@ CHANNEL_LAYERS = {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
         # redis-py 8 defaults socket_timeout to 5 s, the same as channels-redis' blocking pop: an idle
         # consumer would time out and close its socket with 1011. Give the pop room.
-        "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 30}], "capacity": 1500, "expiry": 60},
+        # Every socket of one web process shares that process's inbox, and channels-redis drops
+        # (silently) what exceeds `capacity`: 50 streaming sockets × ~150 word frames overflowed 1,500.
+        "CONFIG": {
+            "hosts": [{"address": REDIS_URL, "socket_timeout": 30}],
+            "capacity": _int("CHANNEL_LAYER_CAPACITY", 100_000, minimum=100),
+            "expiry": 120,
+        },
     }
 }
 
@@ -309,7 +315,10 @@ SPECTACULAR_SETTINGS = {
 DEFAULT_ORG_MONTHLY_BUDGET_USD = _decimal_or_none("DEFAULT_ORG_MONTHLY_BUDGET_USD", "100")
 DEFAULT_GRANTED_SCOPES = env.list(
     "DEFAULT_GRANTED_SCOPES",
-    default=["web:read", "code:execute", "conversations:read", "files:read", "files:write", "memory:write"],
+    default=[
+        "knowledge:read", "conversations:read", "web:read", "web:fetch", "web:browse", "code:execute",
+        "sandbox:execute", "agents:delegate", "files:read", "files:write", "memory:write",
+    ],
 )
 RATE_LIMIT_RUN_PER_MINUTE = _int("RATE_LIMIT_RUN_PER_MINUTE", 30, minimum=1)
 RUN_STALE_AFTER = timedelta(seconds=_int("RUN_STALE_AFTER_SECONDS", 1800, minimum=60))

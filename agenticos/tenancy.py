@@ -66,7 +66,7 @@ def membership_for(user, organization_id) -> Membership | None:
     if org_uuid is None:
         return None
     return (
-        Membership.objects.select_related("organization")
+        Membership.objects.select_related("organization", "user")
         .filter(user=user, organization_id=org_uuid, is_suspended=False, user__is_active=True)
         .first()
     )

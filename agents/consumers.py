@@ -11,8 +11,8 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from agenticos.errors import DomainError, NotFound
 from agenticos.tenancy import SESSION_KEY, resolve_actor
 from agents.chat import member_run, start_member_run
-from agents.runs import group_name, request_stop
 from agents.runner.frames import frame
+from agents.runs import group_name, request_stop
 from governance import services as governance
 
 logger = logging.getLogger(__name__)
@@ -116,3 +116,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
 
     async def run_frame(self, event):
         await self.send_json(event["frame"])
+
+    async def run_frames(self, event):
+        for payload in event["frames"]:
+            await self.send_json(payload)

@@ -16,7 +16,6 @@ import json
 import os
 import platform
 import socket
-import statistics
 import subprocess
 import sys
 import time
@@ -30,10 +29,11 @@ import django  # noqa: E402
 
 django.setup()
 
+from importlib import import_module  # noqa: E402
+
 import websockets  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY  # noqa: E402
-from importlib import import_module  # noqa: E402
 
 from agenticos.models import Membership, Organization, User  # noqa: E402
 from agenticos.tenancy import SESSION_KEY as ORG_KEY  # noqa: E402
@@ -97,28 +97,42 @@ async def one_turn(url: str, payload: dict, headers: dict) -> float:
                 return time.perf_counter() - started
 
 
-async def socket_worker(url, payload, headers, turns, out):
+TURN_TIMEOUT = 120
+
+
+async def socket_worker(url, payload, headers, turns, out, errors):
     async with websockets.connect(url, additional_headers=headers, max_size=None) as ws:
         for _ in range(turns):
             started = time.perf_counter()
             await ws.send(json.dumps(payload))
-            while True:
-                frame = json.loads(await ws.recv())
-                if frame["type"] == "error":
-                    raise RuntimeError(frame["data"])
-                if frame["type"] == "complete":
-                    out.append(time.perf_counter() - started)
-                    break
+            seen: list[str] = []
+            try:
+                async with asyncio.timeout(TURN_TIMEOUT):
+                    while True:
+                        frame = json.loads(await ws.recv())
+                        seen.append(frame["type"])
+                        if frame["type"] == "error":
+                            errors.append(frame["data"])
+                            break
+                        if frame["type"] == "complete":
+                            out.append(time.perf_counter() - started)
+                            break
+            except TimeoutError:
+                errors.append({"message": f"no complete frame within {TURN_TIMEOUT}s",
+                               "frames": len(seen), "last": seen[-3:]})
+                return
 
 
 async def measure(url, payload, headers, sockets, turns_per_socket):
     latencies: list[float] = []
+    errors: list[dict] = []
     started = time.perf_counter()
-    await asyncio.gather(*(socket_worker(url, payload, headers, turns_per_socket, latencies) for _ in range(sockets)))
+    await asyncio.gather(*(socket_worker(url, payload, headers, turns_per_socket, latencies, errors)
+                           for _ in range(sockets)))
     elapsed = time.perf_counter() - started
     latencies.sort()
-    p = lambda q: latencies[min(len(latencies) - 1, int(q * len(latencies)))]  # noqa: E731
-    return {"p50": p(0.5), "p95": p(0.95), "tps": len(latencies) / elapsed, "n": len(latencies)}
+    p = lambda q: latencies[min(len(latencies) - 1, int(q * len(latencies)))] if latencies else float("nan")  # noqa: E731
+    return {"p50": p(0.5), "p95": p(0.95), "tps": len(latencies) / elapsed, "n": len(latencies), "errors": errors}
 
 
 def start(cmd, env, name):
@@ -141,6 +155,7 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=20, help="turns per socket")
     parser.add_argument("--sockets", default="1,50")
     parser.add_argument("--worker-concurrency", type=int, default=64)
+    parser.add_argument("--skip-long-conversation", action="store_true")
     args = parser.parse_args()
     cookie, agent_id, user_id = setup_bench_tenant()
     env = dict(os.environ, PYTHONUNBUFFERED="1", LOG_LEVEL="WARNING")
@@ -169,9 +184,12 @@ def main() -> None:
             full = asyncio.run(measure(full_url, payload, headers, sockets, args.turns))
             results[sockets] = (floor, full)
             for name, r in (("floor", floor), ("full", full)):
-                print(f"{sockets:>7} {name:>6} {r['p50']*1000:>8.1f} {r['p95']*1000:>8.1f} {r['tps']:>8.1f}")
+                print(f"{sockets:>7} {name:>6} {r['p50']*1000:>8.1f} {r['p95']*1000:>8.1f} {r['tps']:>8.1f}"
+                      f"  ({r['n']} turns, {len(r['errors'])} errors{': ' + str(r['errors'][:2]) if r['errors'] else ''})")
             print(f"{sockets:>7} ratio  p50 full/floor = {full['p50']/floor['p50']:.2f}x, "
                   f"throughput full/floor = {full['tps']/floor['tps']:.2f}x")
+        if args.skip_long_conversation:
+            return
         small = conversation_with(agent_id, user_id, 10)
         large = conversation_with(agent_id, user_id, 10_000)
         small_r = asyncio.run(measure(full_url, {**payload, "conversation_id": small}, headers, 1, args.turns))

@@ -58,6 +58,32 @@ def resume_run(*, actor: Actor, run: Run) -> Run:
     return locked
 
 
+def normalize_answers(questions: list, answers: list) -> dict[str, list[str]]:
+    """One answer per question, in order: an option label, a list of labels (multi_select), or
+    {"custom": "written answer"}. Returns the tool result shape: {header: [labels or the written text]}."""
+    if len(answers) != len(questions):
+        raise Invalid(f"Expected {len(questions)} answers, got {len(answers)}.", details={"field": "answers"})
+    result: dict[str, list[str]] = {}
+    for index, (question, answer) in enumerate(zip(questions, answers, strict=True)):
+        field = f"answers.{index}"
+        header = str(question.get("header") or question.get("question") or index)
+        if isinstance(answer, dict) and isinstance(answer.get("custom"), str) and answer["custom"].strip():
+            result[header] = [answer["custom"].strip()[:2000]]
+            continue
+        labels = [answer] if isinstance(answer, str) else answer
+        if not isinstance(labels, list) or not labels or not all(isinstance(x, str) for x in labels):
+            raise Invalid("Each answer is an option label, a list of labels or {\"custom\": text}.",
+                          details={"field": field})
+        offered = {o.get("label") for o in question.get("options", []) if isinstance(o, dict)}
+        unknown = [label for label in labels if label not in offered]
+        if unknown:
+            raise Invalid(f"Not an option: {', '.join(unknown)}.", details={"field": field})
+        if len(labels) > 1 and not question.get("multi_select"):
+            raise Invalid("This question takes one choice.", details={"field": field})
+        result[header] = labels
+    return result
+
+
 def answer_questions(*, actor: Actor, run: Run, answers: list) -> Run:
     """Only the person asked may answer; answering resumes the run."""
     with transaction.atomic():
@@ -69,10 +95,7 @@ def answer_questions(*, actor: Actor, run: Run, answers: list) -> Run:
         if not isinstance(answers, list) or not answers:
             raise Invalid("answers must be a non-empty list.", details={"field": "answers"})
         question = pending[0]
-        expected = len(question.questions) if isinstance(question.questions, list) else 1
-        if len(answers) != expected:
-            raise Invalid(f"Expected {expected} answers, got {len(answers)}.", details={"field": "answers"})
-        question.answers = answers
+        question.answers = normalize_answers(question.questions, answers)
         question.status = Question.Status.ANSWERED
         question.answered_at = timezone.now()
         question.save(update_fields=["answers", "status", "answered_at"])

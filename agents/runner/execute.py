@@ -33,13 +33,13 @@ from pydantic_ai.messages import (
     ToolCallPartDelta,
 )
 from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults, ToolDenied
-from pydantic_ai.toolsets.approval_required import ApprovalRequiredToolset
 from pydantic_ai.usage import UsageLimits
 
 from agents.models import ModelProfile, Run, RunStatus
 from agents.runner import assembly
 from agents.runner.deps import RunDeps
 from agents.runner.frames import ChannelLayerSink, CollectingSink, Sink, frame
+from agents.runner.gate import ApprovalGate
 from agents.runner.guard import BudgetGuard
 from agents.runner.transcript import Transcript, jsonable
 from agents.spec import AgentSpec, load_spec
@@ -181,9 +181,6 @@ class RunExecution:
         self.tool_approval = built.approval
         self.tool_ids = built.tool_ids
         self.transcript = Transcript(run, built.tool_capabilities)
-        toolsets = [
-            ApprovalRequiredToolset(ts, approval_required_func=self._needs_approval) for ts in built.toolsets
-        ]
         model = assembly.build_model(profile)
         self.free_model = assembly.is_free(model)
         agent = Agent(
@@ -191,8 +188,8 @@ class RunExecution:
             output_type=[str, DeferredToolRequests],
             instructions=assembly.instructions(self.spec, run, built),
             deps_type=RunDeps,
-            toolsets=toolsets,
-            capabilities=[BudgetGuard(execution=self), *built.capabilities],
+            toolsets=built.toolsets,
+            capabilities=[BudgetGuard(execution=self), ApprovalGate(approval=built.approval), *built.capabilities],
             model_settings=assembly.model_settings(profile, self.spec),
             retries=2,
         )
@@ -204,9 +201,6 @@ class RunExecution:
             kwargs["user_prompt"] = run.prompt
             kwargs["message_history"] = assembly.history(run)
         return agent, kwargs
-
-    def _needs_approval(self, ctx, tool_def, tool_args) -> bool:
-        return self.tool_approval.get(tool_def.name) == "required"
 
     def _deferred_results(self) -> DeferredToolResults:
         from governance.models import Approval, Question
@@ -225,7 +219,7 @@ class RunExecution:
         calls: dict[str, Any] = {}
         for question in Question.objects.filter(run=self.run):
             if question.status == Question.Status.ANSWERED:
-                calls[question.tool_call_id] = json.dumps(question.answers)
+                calls[question.tool_call_id] = question.answers
             else:
                 calls[question.tool_call_id] = "The person did not answer."
         return DeferredToolResults(approvals=approvals, calls=calls)
@@ -350,7 +344,7 @@ class RunExecution:
                 finished_at=timezone.now(),
                 parked_state=None,
             )
-            if status in (RunStatus.FAILED, RunStatus.CANCELLED) and self.run.conversation_id:
+            if status in (RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.BUDGET_EXCEEDED) and self.run.conversation_id:
                 assembly.on_run_failed(self.run)
         return message.pk if message else None
 

@@ -6,11 +6,15 @@ public sockets, filter) them. A run ends with exactly one `complete` or `error` 
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from typing import Any, Protocol
 
 from channels.layers import get_channel_layer
 
 from agents.runs import group_name
+
+logger = logging.getLogger(__name__)
 
 PUBLIC_FRAME_TYPES = {
     "ready",
@@ -47,15 +51,51 @@ class Sink(Protocol):
 
 
 class ChannelLayerSink:
-    """Publishes to the run's group. Frames are small; a lost socket does not stop the run."""
+    """Publishes to the run's group, in order.
+
+    A web process pulls its sockets' channel-layer messages one Redis round trip at a time, so a
+    message per word would make delivery, not the model, the bottleneck under load. Frames queue
+    here and one background flusher sends whatever has piled up as a single `run.frames` message
+    (a lone frame still goes out at once, as `run.frame`). Consumers relay each frame separately,
+    so the client still sees word-by-word deltas.
+    """
 
     def __init__(self, run_id: Any):
         self.group = group_name(run_id)
         self.layer = get_channel_layer()
+        self._queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self._flusher: asyncio.Task | None = None
 
     async def send(self, frame: dict[str, Any]) -> None:
-        if self.layer is not None:
-            await self.layer.group_send(self.group, {"type": "run.frame", "frame": frame})
+        if self.layer is None:
+            return
+        self._queue.put_nowait(frame)
+        if self._flusher is None:
+            self._flusher = asyncio.create_task(self._flush_forever())
+        if frame["type"] in FINAL_FRAME_TYPES:
+            await self.drain()
+
+    async def _flush_forever(self) -> None:
+        while True:
+            batch = [await self._queue.get()]
+            while not self._queue.empty():
+                batch.append(self._queue.get_nowait())
+            try:
+                if len(batch) == 1:
+                    await self.layer.group_send(self.group, {"type": "run.frame", "frame": batch[0]})
+                else:
+                    await self.layer.group_send(self.group, {"type": "run.frames", "frames": batch})
+            except Exception:  # a lost channel layer must not lose the run (the transcript has it all)
+                logger.warning("could not publish %d frame(s) to %s", len(batch), self.group, exc_info=True)
+            finally:
+                for _ in batch:
+                    self._queue.task_done()
+
+    async def drain(self) -> None:
+        await self._queue.join()
+
+
+FINAL_FRAME_TYPES = {"complete", "error"}
 
 
 class CollectingSink:

@@ -211,3 +211,29 @@ def test_unanswered_questions_expire_and_cancel_the_run(org, owner, settings, sc
     run.refresh_from_db()
     assert run.status == RunStatus.CANCELLED
     assert Run.objects.get(pk=run.pk).error["type"] == "QuestionExpired"
+
+
+def test_answers_must_fit_the_questions(org, owner, api_as, scripted_model):
+    scripted_model(ask_model([]))
+    agent, version = publish(org, owner, capabilities=[{"id": "ask_user"}])
+    run = start(org, owner, agent, version, options={"can_ask_user": True})
+    run_now(run)
+    client = api_as(owner, org)
+    assert client.post(f"/api/v1/runs/{run.pk}/answers", {"answers": ["Green"]}, format="json").status_code == 422
+    assert client.post(f"/api/v1/runs/{run.pk}/answers", {"answers": [["Red", "Blue"]]},
+                       format="json").status_code == 422
+    response = client.post(f"/api/v1/runs/{run.pk}/answers", {"answers": [{"custom": "Teal, please"}]}, format="json")
+    assert response.status_code == 202
+    assert Question.objects.get(run=run).answers == {"Colour": ["Teal, please"]}
+
+
+def test_a_gate_on_a_library_capabilitys_tool_parks_it_too(org, owner, scripted_model):
+    seen: list = []
+    scripted_model(ask_model(seen))
+    agent, version = publish(org, owner, capabilities=[
+        {"id": "ask_user", "tool_approval": {"ask_user_question": "required"}}])
+    run = start(org, owner, agent, version, options={"can_ask_user": True})
+    run_now(run)
+    run.refresh_from_db()
+    assert run.status == RunStatus.AWAITING_APPROVAL
+    assert Approval.objects.get(run=run).tool_id == "ask_user_question"

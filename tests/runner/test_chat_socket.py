@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+from importlib import import_module
 
 import pytest
 from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.conf import settings as dj_settings
 from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
-from django.utils.module_loading import import_string
 from pydantic_ai.messages import ToolReturnPart
 from pydantic_ai.models.function import DeltaToolCall, FunctionModel
 
@@ -25,7 +25,7 @@ TIMEOUT = 20
 
 
 def session_cookie(user, org) -> str:
-    engine = import_string(dj_settings.SESSION_ENGINE)
+    engine = import_module(dj_settings.SESSION_ENGINE)
     session = engine.SessionStore()
     session[SESSION_KEY] = str(user.pk)
     session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"

@@ -22,8 +22,9 @@ def echo_model(scripted_model):
 
 
 def bearer(user, org):
-    from agenticos.services import create_api_key
     from rest_framework.test import APIClient
+
+    from agenticos.services import create_api_key
 
     _, raw = create_api_key(actor=actor_of(user, org), name="test")
     client = APIClient()
