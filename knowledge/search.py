@@ -4,8 +4,8 @@ Scope is decided by the caller before anything is searched: one organization and
 agent's spec binds (intersected with the organization's own collections here, so a foreign or deleted
 id matches nothing). Business filters only narrow that scope. Every query carries the organization id.
 
-- Lexical: `to_tsquery('simple', …)` built from the words of the query joined with OR (a question's
-  words are rarely all in one passage; `ts_rank_cd` rewards passages with more of them), GIN index.
+- Lexical: passages holding every word of the query (`plainto_tsquery('simple', …)`), then, when too
+  few, passages holding any of them (OR); `ts_rank_cd` orders them, over at most 2,000 matches per pass.
 - Vector: cosine distance on the HNSW partial index of the collection's embedding length, with
   pgvector's iterative scan so a collection filter still returns `k` rows.
 - Fusion: score = Σ 1 / (60 + rank) over every list a chunk appears in.
@@ -123,25 +123,49 @@ def _filter_sql(filters: Filters) -> tuple[str, list[Any]]:
     return "".join(f" AND {s}" for s in sql), params
 
 
-def lexical_candidates(scope: Scope, query: str, filters: Filters, limit: int = CANDIDATES_PER_LIST) -> list[int]:
-    if not scope.collections or not query.strip():
-        return []
-    extra, params = _filter_sql(filters)
-    sql = f"""
-        WITH q AS (
-            SELECT to_tsquery('simple', replace(plainto_tsquery('simple', %s)::text, ' & ', ' | ')) AS query
-        )
-        SELECT c.id
+LEXICAL_RANKED_MAX = 2_000
+
+LEXICAL_SQL = """
+    WITH q AS (SELECT {tsquery} AS query),
+    matches AS (
+        SELECT c.id, c.search_vector
         FROM knowledge_chunk c
         JOIN knowledge_document d ON d.id = c.document_id, q
         WHERE c.organization_id = %s AND c.collection_id = ANY(%s::uuid[]) AND d.status = 'ready'
           AND c.search_vector @@ q.query {extra}
-        ORDER BY ts_rank_cd(c.search_vector, q.query) DESC, c.id
         LIMIT %s
-    """  # noqa: S608 - `extra` is built from fixed column names; values are parameters
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [query, scope.organization_id, scope.collection_ids, *params, limit])
-        return [row[0] for row in cursor.fetchall()]
+    )
+    SELECT m.id FROM matches m, q
+    ORDER BY ts_rank_cd(m.search_vector, q.query) DESC, m.id
+    LIMIT %s
+"""
+ALL_WORDS = "plainto_tsquery('simple', %s)"
+ANY_WORD = "to_tsquery('simple', replace(plainto_tsquery('simple', %s)::text, ' & ', ' | '))"
+
+
+def lexical_candidates(scope: Scope, query: str, filters: Filters, limit: int = CANDIDATES_PER_LIST) -> list[int]:
+    """Passages with every word of the query first; when those are too few, passages with any of them.
+
+    A question's words are rarely all in one passage, so the second pass ORs them; with the `simple`
+    configuration nothing drops "the" or "what", so an OR can match most of a corpus. Ranking every match
+    would grow with the corpus: at most LEXICAL_RANKED_MAX matches are ranked (the vector side still sees
+    everything).
+    """
+    if not scope.collections or not query.strip():
+        return []
+    extra, params = _filter_sql(filters)
+    found: list[int] = []
+    for tsquery in (ALL_WORDS, ANY_WORD):
+        sql = LEXICAL_SQL.format(tsquery=tsquery, extra=extra)
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [query, scope.organization_id, scope.collection_ids, *params, LEXICAL_RANKED_MAX,
+                                 limit])
+            for (chunk_id,) in cursor.fetchall():
+                if chunk_id not in found:
+                    found.append(chunk_id)
+        if len(found) >= limit:
+            break
+    return found[:limit]
 
 
 def vector_candidates(
