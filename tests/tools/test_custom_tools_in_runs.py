@@ -85,3 +85,24 @@ def test_a_tool_that_requires_approval_parks_by_its_alias_and_is_not_called(org,
 
     assert Approval.objects.get(run=run).tool_name == "delete_contact"
     assert any(f["type"] == "tool_approval_required" for f in frames)
+
+
+def test_an_approved_call_runs_when_the_run_resumes(org, owner, rest_api, monkeypatch):
+    from agenticos.models import Membership
+    from agenticos.tenancy import actor_for_membership
+    from governance.models import Approval
+    from governance.services import decide_approval
+
+    tool = factories.custom_tool(org, alias="echo_it", method="POST", url=f"{rest_api.base}/echo",
+                                 parameters=[{"name": "note", "location": "body", "required": True}])
+    agent, version = publish(org, owner, custom_tool_ids=[str(tool.pk)], capabilities=[
+        {"id": "custom_tools", "config": {"tool_approval": {"echo_it": "required"}}}])
+    run, _ = _run(org, owner, agent, version, tool_then_text("echo_it", {"note": "hi"}), monkeypatch)
+    assert run.status == "awaiting_approval" and rest_api.requests == []
+    actor = actor_for_membership(Membership.objects.select_related("user", "organization").get(user=owner))
+    decide_approval(actor=actor, approval=Approval.objects.get(run=run), decision="approve")
+    Run.objects.filter(pk=run.pk).update(status="queued")  # what resume_run does, without the broker
+    execute(run.pk, CollectingSink())
+    run.refresh_from_db()
+    assert run.status == "completed", run.error
+    assert [(r.method, json.loads(r.body)) for r in rest_api.requests] == [("POST", {"note": "hi"})]
