@@ -15,11 +15,11 @@ from tests.capabilities.helpers import Outcome, Script, deps
 
 
 def run_sync(spec: AgentSpec, calls: list[tuple[str, dict[str, Any]]], *, org_id: str,
-             agent_kwargs: dict[str, Any] | None = None, **deps_kw: Any) -> Outcome:
+             agent_kwargs: dict[str, Any] | None = None, profile: Any = None, **deps_kw: Any) -> Outcome:
     run_deps: RunDeps = deps(organization_id=org_id, **deps_kw)
     built = registry.build_for_run(spec, run_deps, org_id)
     script = Script(calls)
-    agent = Agent(FunctionModel(script), deps_type=RunDeps, toolsets=built.toolsets,
+    agent = Agent(FunctionModel(script, profile=profile), deps_type=RunDeps, toolsets=built.toolsets,
                   capabilities=built.capabilities, instructions=built.instructions, retries=2,
                   **(agent_kwargs or {}))
     result = asyncio.run(agent.run("go", deps=run_deps))

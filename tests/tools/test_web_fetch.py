@@ -120,3 +120,16 @@ def test_approval_with_a_provider_executed_fetch_is_refused_and_not_assembled(me
     assert "web_fetch" not in built.active
     assert binding_problems(CapabilityBinding(id="web_fetch", config={"method": "local"}, approval="required"),
                             WebFetchConfig()) == []
+
+
+def test_auto_is_native_where_the_model_has_it_and_local_elsewhere(rest_api):
+    from pydantic_ai.profiles import ModelProfile
+
+    the_spec = spec({"id": "web_fetch", "config": {"method": "auto"}})
+    native = run_sync(the_spec, [], org_id=ORG)
+    assert native.script.offered == []
+    assert [t.kind for t in native.script.requests[0].model_request_parameters.native_tools] == ["web_fetch"]
+    local = run_sync(the_spec, [("web_fetch", {"url": f"{rest_api.base}/doc.md"})], org_id=ORG,
+                     profile=ModelProfile(supported_native_tools=frozenset()))
+    assert local.script.offered == ["web_fetch"]
+    assert local.returns[0]["content"] == "# Title\n\nSome *markdown*."
