@@ -75,7 +75,7 @@ def run_result(run: Run) -> dict:
         "output": run.output if run.status not in PARKED else "",
         "input_tokens": run.input_tokens,
         "output_tokens": run.output_tokens,
-        "cost_usd": str(run.cost_usd),
+        "cost_usd": f"{run.cost_usd:f}",
         "cost_is_partial": run.cost_is_partial,
         "conversation_id": str(run.conversation_id) if run.conversation_id else None,
         "error": run.error or None,

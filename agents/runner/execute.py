@@ -358,7 +358,7 @@ class RunExecution:
                 "input_tokens": run.input_tokens,
                 "output_tokens": run.output_tokens,
                 "requests": run.requests,
-                "cost_usd": str(run.cost_usd),
+                "cost_usd": f"{run.cost_usd:f}",
                 "cost_is_partial": run.cost_is_partial,
             },
         )
