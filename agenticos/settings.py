@@ -185,7 +185,8 @@ DATABASES["default"]["ENGINE"] = "django.db.backends.postgresql"
 for _key in ("host", "port"):
     if _key in DATABASES["default"].get("OPTIONS", {}):
         DATABASES["default"][_key.upper()] = str(DATABASES["default"]["OPTIONS"].pop(_key))
-DATABASES["default"]["CONN_MAX_AGE"] = _int("DB_CONN_MAX_AGE", 0, minimum=0)
+# Persistent connections (seconds); tests use 0 so the test database can be dropped at the end.
+DATABASES["default"]["CONN_MAX_AGE"] = 0 if TESTING else _int("DB_CONN_MAX_AGE", 60, minimum=0)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DATABASES["default"].setdefault("TEST", {})["NAME"] = env.str("TEST_DATABASE_NAME", default="test_agenticos")
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -320,12 +321,17 @@ DEFAULT_GRANTED_SCOPES = env.list(
         "sandbox:execute", "agents:delegate", "files:read", "files:write", "memory:write",
     ],
 )
+# Hosts (names, IPs/CIDRs, PostgreSQL socket dirs) that tools may reach although they are private.
+TOOL_ALLOWED_PRIVATE_HOSTS = env.list("TOOL_ALLOWED_PRIVATE_HOSTS", default=[])
+WEB_SEARCH_ENDPOINTS: dict[str, str] = {}
 RATE_LIMIT_RUN_PER_MINUTE = _int("RATE_LIMIT_RUN_PER_MINUTE", 30, minimum=1)
 RUN_STALE_AFTER = timedelta(seconds=_int("RUN_STALE_AFTER_SECONDS", 1800, minimum=60))
 APPROVAL_EXPIRY_HOURS = _int("APPROVAL_EXPIRY_HOURS", 72, minimum=1)
 QUESTION_EXPIRY_HOURS = _int("QUESTION_EXPIRY_HOURS", 24, minimum=1)
 MAX_MESSAGE_CHARS = _int("MAX_MESSAGE_CHARS", 32000, minimum=100)
 WEB_HISTORY_TURNS = _int("WEB_HISTORY_TURNS", 100, minimum=1)
+# Threads that do the runner's ORM work in each worker process (shared by all its runs).
+RUN_DB_THREADS = _int("RUN_DB_THREADS", 16, minimum=1)
 
 LOGGING = {
     "version": 1,

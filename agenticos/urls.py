@@ -11,6 +11,7 @@ api_v1 = [
     path("", include("agents.urls_runs")),
     path("", include("governance.urls")),
     path("", include("capabilities.urls")),
+    path("", include("capabilities.urls_tools")),
 ]
 
 urlpatterns = [

@@ -27,6 +27,7 @@ from pydantic import ValidationError
 from agenticos import audit
 from agenticos.errors import Conflict, Invalid, NotFound
 from agenticos.models import Secret
+from capabilities.custom_tools.budget import slot_problems
 from agents import yaml_io
 from agents.diff import diff_specs, format_path
 from agents.models import (
@@ -367,6 +368,7 @@ def publish_problems(actor: Actor, data: Any, *, agent: Agent | None = None) -> 
         # The registry knows capabilities best; keep ours only where it said nothing about that field.
         claimed = {p["field"] for p in from_registry}
         problems += [p for p in reference_problems(actor, data, agent=agent) if p["field"] not in claimed]
+        problems += slot_problems(data, actor.organization.pk)
     return problems + from_registry
 
 
@@ -448,6 +450,9 @@ def update_agent(
         data["name"] = name.strip()
     parsed, spec_problems = structural_problems(data)
     problems += [{**p, "field": f"spec.{p['field']}" if spec is not None else p["field"]} for p in spec_problems]
+    if spec is not None:
+        # Assigning tools is where the 25-slot budget binds, not only at publish.
+        problems += [{**p, "field": f"spec.{p['field']}"} for p in slot_problems(data, actor.organization.pk)]
     if slug is not None:
         problems += _check_slug(slug)
     if visibility is not None and visibility not in Visibility.values:

@@ -137,6 +137,8 @@ class Capability:
     # What enabling it gives, in one line, for "Your setup" when an agent lacks it.
     offers: str = ""
     examples: tuple[str, ...] = field(default=())
+    # Checks that need the binding as well as the config (e.g. approval with a provider-executed method).
+    binding_check: Callable[[Any, BaseModel], list[str]] | None = None
 
     def tool(self, tool_id: str) -> ToolDecl | None:
         return next((t for t in self.tools if t.id == tool_id), None)

@@ -40,6 +40,14 @@ BUILTIN: tuple[str, ...] = (
     "capabilities.code_execution",
     "capabilities.planning",
     "capabilities.ask_user",
+    "capabilities.custom_tools",
+    "capabilities.custom_tools.builder",
+    "capabilities.db_connections",
+    "capabilities.mcp",
+    "capabilities.tool_search",
+    "capabilities.tool_output_limits",
+    "capabilities.web_research",
+    "capabilities.web_fetch",
 )
 
 # A name every provider accepts for a function tool.
@@ -198,6 +206,10 @@ def validate_bindings(
                 loc = ".".join(str(p) for p in err["loc"])
                 problem(f"{base}.config" + (f".{loc}" if loc else ""), err["msg"])
 
+        if cap.binding_check is not None and config is not None:
+            for message in cap.binding_check(binding, config):
+                problem(f"{base}.approval", message)
+
         declared = cap.tool_ids()
         for tool_id, mode in binding.tool_approval.items():
             tool = cap.tool(tool_id)
@@ -340,7 +352,13 @@ def build_for_run(spec: AgentSpec, deps: RunDeps, organization_id: str | None = 
     org_id = str(organization_id or deps.organization_id)
     granted = granted_scopes()
     built = BuiltCapabilities()
-    for binding in spec.enabled_bindings():
+    bindings = list(spec.enabled_bindings())
+    if spec.custom_tool_ids and not any(b.id == "custom_tools" for b in spec.capabilities):
+        # Tools assigned by id need no separate switch: `custom_tool_ids` is the assignment.
+        from agents.spec import CapabilityBinding
+
+        bindings.append(CapabilityBinding(id="custom_tools"))
+    for binding in bindings:
         cap = find(binding.id)
         if cap is None:
             built.skipped[binding.id] = "this deployment has no such capability"

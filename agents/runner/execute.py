@@ -1,8 +1,9 @@
 """`execute(run_id)`: the one place every run of every surface executes.
 
 Assemble from the frozen version → stream pydantic-ai events as frames → write the transcript,
-tokens, cost and status. Database work runs on one dedicated thread per run (one connection, closed
-at the end) so the event loop never blocks on the ORM.
+tokens, cost and status. Database work runs on a small process-wide thread pool whose threads keep
+their connections (DB_CONN_MAX_AGE), so the event loop never blocks on the ORM and a run does not pay
+for a new PostgreSQL connection.
 """
 
 from __future__ import annotations
@@ -10,11 +11,13 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any
 
-from django.db import close_old_connections, connection
+from django.conf import settings
+from django.db import close_old_connections
 from django.utils import timezone
 from pydantic_ai import Agent, CancellationToken
 from pydantic_ai.exceptions import RunCancelled, UsageLimitExceeded
@@ -51,11 +54,23 @@ CANCEL_POLL_SECONDS = 0.5
 RESUMABLE = {RunStatus.QUEUED}
 
 
+_db_pool: ThreadPoolExecutor | None = None
+_db_pool_lock = threading.Lock()
+
+
+def db_pool() -> ThreadPoolExecutor:
+    global _db_pool
+    with _db_pool_lock:
+        if _db_pool is None:
+            _db_pool = ThreadPoolExecutor(max_workers=settings.RUN_DB_THREADS, thread_name_prefix="run-db")
+        return _db_pool
+
+
 class RunExecution:
     def __init__(self, run_id: Any, sink: Sink | None):
         self.run_id = run_id
         self.sink: Sink = sink or ChannelLayerSink(run_id)
-        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"run-db-{str(run_id)[:8]}")
+        self.executor = db_pool()
         self.run: Run
         self.spec: AgentSpec
         self.free_model = False
@@ -79,7 +94,8 @@ class RunExecution:
             logger.warning("could not publish a frame for run %s", self.run_id, exc_info=True)
 
     def _close_db(self) -> None:
-        connection.close()
+        # Keeps the thread's connection for the next run unless it is too old (CONN_MAX_AGE=0: closes).
+        close_old_connections()
 
     # ------------------------------------------------------------- lifecycle
 
@@ -91,7 +107,6 @@ class RunExecution:
             await self._run()
         finally:
             await self.db(self._close_db)
-            self.executor.shutdown(wait=True)
 
     def _load_and_start(self) -> bool:
         close_old_connections()

@@ -194,6 +194,7 @@ def build(ctx: BuildContext) -> list[Built]:
 
 
 CAPABILITY = Capability(
+    binding_check=binding_problems,
     id="web_fetch",
     name="Read web pages",
     category="research",

@@ -132,6 +132,7 @@ def build(ctx: BuildContext) -> list[Built]:
 
 
 CAPABILITY = Capability(
+    binding_check=binding_problems,
     id="web_research",
     name="Web search",
     category="research",
