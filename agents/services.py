@@ -27,7 +27,6 @@ from pydantic import ValidationError
 from agenticos import audit
 from agenticos.errors import Conflict, Invalid, NotFound
 from agenticos.models import Secret
-from capabilities.custom_tools.budget import slot_problems
 from agents import yaml_io
 from agents.diff import diff_specs, format_path
 from agents.models import (
@@ -41,6 +40,7 @@ from agents.models import (
     Visibility,
 )
 from agents.spec import AgentSpec, dump_spec
+from capabilities.custom_tools.budget import slot_problems
 from governance.grants import EDIT, PUBLISH, USE, VIEW, drop_grants_for_agent, require_agent_access
 
 if TYPE_CHECKING:
