@@ -181,6 +181,7 @@ async def _follow(subscription: Subscription, live: LiveReply, run_id: str, limi
                 if on_frame is not None:
                     on_frame(frame)
                 kind, data = frame.get("type"), frame.get("data") or {}
+                logger.debug("run %s frame %s", run_id, kind)
                 if kind == "text_delta":
                     live.text += str(data.get("content") or "")
                     live.activity = ""

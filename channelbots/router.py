@@ -272,7 +272,9 @@ class Turn:
         person_notes: list[str] = []
         for incoming_file in files:
             if incoming_file.is_voice:
-                prompt_notes.append(self.voice(incoming_file, person_notes))
+                note = self.voice(incoming_file, person_notes)
+                if note:
+                    prompt_notes.append(note)
                 continue
             try:
                 stored = file_rules.fetch_and_store(self.client, self.bot, incoming_file)
@@ -289,14 +291,14 @@ class Turn:
 
         if not self.bot.stt_provider:
             person_notes.append("I can't listen to voice messages here — please type your question.")
-            return "[Voice message: not transcribed, this bot has no speech-to-text model]"
+            return ""
         try:
             data = self.client.download(incoming_file, transcription.MAX_AUDIO_BYTES)
             text = transcription.transcribe(self.bot, data.data, filename=incoming_file.name or "voice.ogg",
                                             mime=incoming_file.mime or data.content_type)
         except (PlatformError, transcription.TranscriptionFailed) as exc:
             person_notes.append(f"I couldn't transcribe your voice message ({exc}).")
-            return "[Voice message: it could not be transcribed]"
+            return ""
         return f"[Voice message, transcribed]\n> {text}"
 
     def drop_files(self) -> None:

@@ -60,6 +60,6 @@ def agent(org, builder):
 
 
 @pytest.fixture
-def sender(client, org, builder, fake_slack):
+def sender(client, org, builder, fake_slack):  # noqa: F811
     bot = slack_bot(org, builder, fake=fake_slack)
     return SlackEventSender(client, str(bot.pk), SIGNING_SECRET)

@@ -1,0 +1,152 @@
+"""A local fake of the Telegram Bot API: /bot<token>/<method> (JSON or form) and /file/bot<token>/<path>.
+
+Scripted state: `token` (the valid one), `updates` (served by getUpdates from `offset`), `chat_members`,
+`chats`, `files[file_id] = (path, bytes)`, `fail_updates` (how many getUpdates answer 500 first).
+Recorded: `sent` (sendMessage / editMessageText with their texts), `calls`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+
+from tests.fakes.slack_api import FakeServer
+
+
+class FakeTelegram(FakeServer):
+    def __init__(self, token: str = "123456:ABCDEF-telegram", username: str = "acme_bot") -> None:
+        super().__init__()
+        self.token = token
+        self.username = username
+        self.updates: list[dict[str, Any]] = []
+        self.chat_members: dict[tuple[str, str], str] = {}
+        self.chats: dict[str, dict[str, Any]] = {}
+        self.files: dict[str, tuple[str, bytes]] = {}
+        self.messages: dict[tuple[str, int], dict[str, Any]] = {}
+        self.fail_updates = 0
+        self.webhook: dict[str, Any] = {}
+        self._ids = itertools.count(1000)
+        self.updates_served = threading.Event()
+
+    def sent(self, chat_id: str | None = None) -> list[dict[str, Any]]:
+        with self.lock:
+            return [m for (c, _), m in self.messages.items() if chat_id is None or c == str(chat_id)]
+
+    def push(self, message: dict[str, Any]) -> None:
+        with self.lock:
+            self.updates.append({"update_id": len(self.updates) + 1, "message": message})
+
+    def handle(self, method: str, path: str, headers: dict[str, str], body: bytes):
+        route = urlsplit(path).path
+        if route.startswith("/file/bot"):
+            token, _, file_path = route.removeprefix("/file/bot").partition("/")
+            if token != self.token:
+                return 401, {}, b""
+            for path_, data in self.files.values():
+                if path_ == file_path:
+                    return 200, {"Content-Type": "application/octet-stream"}, data
+            return 404, {}, b""
+        token, _, name = route.removeprefix("/bot").partition("/")
+        params = self.params(path, headers, body) if "multipart" not in headers.get("content-type", "") else {}
+        with self.lock:
+            self.calls.append((name, params))
+        if token != self.token:
+            return self.json_reply({"ok": False, "error_code": 401, "description": "Unauthorized"}, 401)
+        handler = getattr(self, "m_" + name, None)
+        if handler is None:
+            return self.json_reply({"ok": True, "result": True})
+        return handler(params)
+
+    def ok(self, result: Any):
+        return self.json_reply({"ok": True, "result": result})
+
+    def m_getMe(self, p):
+        return self.ok({"id": 777, "is_bot": True, "username": self.username, "first_name": "Acme"})
+
+    def m_deleteWebhook(self, p):
+        self.webhook = {}
+        return self.ok(True)
+
+    def m_setWebhook(self, p):
+        self.webhook = dict(p)
+        return self.ok(True)
+
+    def m_getUpdates(self, p):
+        if self.fail_updates > 0:
+            self.fail_updates -= 1
+            return self.json_reply({"ok": False, "error_code": 502, "description": "Bad Gateway"}, 502)
+        offset = int(p.get("offset") or 0)
+        with self.lock:
+            pending = [u for u in self.updates if u["update_id"] >= offset]
+        self.updates_served.set()
+        if not pending:
+            import time
+
+            time.sleep(min(float(p.get("timeout") or 0), 0.2))
+        return self.ok(pending)
+
+    def m_sendMessage(self, p):
+        message_id = next(self._ids)
+        with self.lock:
+            self.messages[(str(p["chat_id"]), message_id)] = {"text": p.get("text", ""), "edits": [],
+                                                              "reply": p.get("reply_parameters")}
+        return self.ok({"message_id": message_id, "chat": {"id": p["chat_id"]}, "text": p.get("text", "")})
+
+    def m_editMessageText(self, p):
+        with self.lock:
+            message = self.messages.get((str(p["chat_id"]), int(p["message_id"])))
+            if message is None:
+                return self.json_reply({"ok": False, "description": "Bad Request: message to edit not found"}, 400)
+            message["edits"].append(p.get("text", ""))
+        return self.ok(True)
+
+    def m_getChatMember(self, p):
+        status = self.chat_members.get((str(p["chat_id"]), str(p["user_id"])), "left")
+        return self.ok({"status": status, "user": {"id": p["user_id"]}})
+
+    def m_getChat(self, p):
+        chat = self.chats.get(str(p["chat_id"]))
+        if chat is None:
+            return self.json_reply({"ok": False, "description": "Bad Request: chat not found"}, 400)
+        return self.ok(chat)
+
+    def m_getChatMemberCount(self, p):
+        return self.ok(len([k for k in self.chat_members if k[0] == str(p["chat_id"])]))
+
+    def m_getChatAdministrators(self, p):
+        return self.ok([{"status": "creator", "user": {"id": 1, "first_name": "Ada"}}])
+
+    def m_getFile(self, p):
+        entry = self.files.get(p["file_id"])
+        if entry is None:
+            return self.json_reply({"ok": False, "description": "Bad Request: invalid file_id"}, 400)
+        return self.ok({"file_id": p["file_id"], "file_path": entry[0], "file_size": len(entry[1])})
+
+
+def telegram_message(text: str = "", *, chat_id: int = 42, chat_type: str = "private", user_id: int = 9,
+                     message_id: int | None = None, **extra: Any) -> dict[str, Any]:
+    message = {"message_id": message_id or next(_message_ids), "from": {"id": user_id, "is_bot": False,
+                                                                       "first_name": "Ada"},
+               "chat": {"id": chat_id, "type": chat_type}, "date": 1764000000, **extra}
+    if text:
+        message["text"] = text
+    return message
+
+
+_message_ids = itertools.count(1)
+
+
+@pytest.fixture
+def fake_telegram() -> Iterator[FakeTelegram]:
+    with FakeTelegram() as server:
+        yield server
+
+
+def as_json(update: dict) -> bytes:
+    return json.dumps(update).encode()
