@@ -45,7 +45,7 @@ class User(AbstractUser):
     display_name = models.CharField(max_length=150, blank=True)
 
     USERNAME_FIELD = "email"
-    REQUIRED_FIELDS: list[str] = []
+    REQUIRED_FIELDS: list[str] = []  # type: ignore[misc]
 
     objects = UserManager()  # type: ignore[assignment,misc]
 

@@ -11,6 +11,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from django.core.exceptions import MultipleObjectsReturned, ObjectDoesNotExist, ValidationError
 from django.db import models
 
 from agenticos.errors import Forbidden, NotFound
@@ -108,10 +109,10 @@ def org_get(actor: Actor, model: type[M], pk: Any, queryset: models.QuerySet[M] 
     qs = queryset if queryset is not None else org_queryset(actor, model)
     try:
         return qs.get(pk=pk)
-    except (model.DoesNotExist, ValueError, TypeError, Exception) as exc:  # bad uuid strings raise ValidationError
-        if isinstance(exc, model.MultipleObjectsReturned):
-            raise
-        raise NotFound(f"{model._meta.verbose_name.capitalize()} not found.") from None
+    except MultipleObjectsReturned:
+        raise
+    except (ObjectDoesNotExist, ValueError, TypeError, ValidationError):  # a malformed uuid is a ValidationError
+        raise NotFound(f"{str(model._meta.verbose_name).capitalize()} not found.") from None
 
 
 class CurrentOrganizationMiddleware:

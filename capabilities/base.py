@@ -138,7 +138,7 @@ class Capability:
     offers: str = ""
     examples: tuple[str, ...] = field(default=())
     # Checks that need the binding as well as the config (e.g. approval with a provider-executed method).
-    binding_check: Callable[[Any, BaseModel], list[str]] | None = None
+    binding_check: Callable[[Any, Any], list[str]] | None = None
 
     def tool(self, tool_id: str) -> ToolDecl | None:
         return next((t for t in self.tools if t.id == tool_id), None)

@@ -96,7 +96,7 @@ def history(run: Run) -> list:
     limit = int((run.options or {}).get("history_limit") or settings.WEB_HISTORY_TURNS)
     # The person's message of this run is already in the transcript; the prompt carries it.
     current = run.messages.filter(role="user").order_by("-id").values_list("id", flat=True).first()
-    return to_model_messages(get_recent_messages(run.conversation_id, limit, before_id=current))
+    return to_model_messages(get_recent_messages(str(run.conversation_id), limit, before_id=current))
 
 
 def on_run_failed(run: Run) -> None:

@@ -175,7 +175,7 @@ class RunExecution:
 
     # ------------------------------------------------------------- assembly
 
-    def _assemble(self) -> tuple[Agent, dict[str, Any]]:
+    def _assemble(self) -> tuple[Agent[RunDeps, Any], dict[str, Any]]:
         run = self.run
         try:
             self.spec = load_spec(run.version.spec)
@@ -281,30 +281,30 @@ class RunExecution:
         elif isinstance(event, FinalResultEvent):
             await self.emit(frame("final_result_start", tool_name=event.tool_name))
         elif isinstance(event, FunctionToolCallEvent):
-            part = event.part
+            call = event.part
             if event.args_valid is None and self.run.parked_state:
                 # A resumed deferred call: it was announced before the park.
                 return
             if not self._tools_announced:
                 self._tools_announced = True
                 await self.emit(frame("call_tools_start"))
-            args = part.args_as_dict() if hasattr(part, "args_as_dict") else part.args
-            tr.add_tool(part.tool_call_id)
-            await self.db(tr.tool_started, part.tool_call_id, part.tool_name, args)
-            await self.emit(frame("tool_call", tool_call_id=part.tool_call_id, tool_name=part.tool_name,
+            args = call.args_as_dict() if hasattr(call, "args_as_dict") else call.args
+            tr.add_tool(call.tool_call_id)
+            await self.db(tr.tool_started, call.tool_call_id, call.tool_name, args)
+            await self.emit(frame("tool_call", tool_call_id=call.tool_call_id, tool_name=call.tool_name,
                                   args=jsonable(args)))
         elif isinstance(event, FunctionToolResultEvent):
             self._tools_announced = False
-            part = event.part
-            content = getattr(part, "content", None)
-            ok = getattr(part, "part_kind", "") == "tool-return" and getattr(part, "outcome", "success") in (
-                "success", None)
+            returned = event.part
+            content = getattr(returned, "content", None)
+            ok = getattr(returned, "part_kind", "") == "tool-return" and getattr(
+                returned, "outcome", "success") in ("success", None)
             if self.run.parked_state and not any(
-                p.get("tool_call_id") == part.tool_call_id for p in tr.parts if p["type"] == "tool"
+                p.get("tool_call_id") == returned.tool_call_id for p in tr.parts if p["type"] == "tool"
             ):
-                tr.add_tool(part.tool_call_id)
-            await self.db(tr.tool_finished, part.tool_call_id, content, ok=ok)
-            await self.emit(frame("tool_result", tool_call_id=part.tool_call_id, content=jsonable(content)))
+                tr.add_tool(returned.tool_call_id)
+            await self.db(tr.tool_finished, returned.tool_call_id, content, ok=ok)
+            await self.emit(frame("tool_result", tool_call_id=returned.tool_call_id, content=jsonable(content)))
 
     async def _watch_cancel(self) -> None:
         while True:

@@ -55,7 +55,7 @@ def park(ex: RunExecution, requests: DeferredToolRequests, messages) -> tuple[st
             question = Question.objects.create(
                 organization_id=run.organization_id,
                 run=run,
-                asked_user_id=run.user_id,
+                asked_user_id=run.user_id,  # type: ignore[misc]  # nullable FK typed as int
                 tool_call_id=call.tool_call_id,
                 questions=jsonable(args.get("questions", args)),
             )
