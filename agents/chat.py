@@ -21,6 +21,7 @@ class Admitted:
     agent: Agent
     conversation: Conversation | None
     created_conversation: bool
+    user_message_id: int | None = None
 
 
 def check_run_rate(actor: Actor) -> None:
@@ -79,7 +80,8 @@ def start_member_run(
         run_id=run_id,
         options={"can_ask_user": can_ask_user},
     )
-    return run, Admitted(agent, conversation, created)
+    message_id = getattr(run, "user_message_id", None)
+    return run, Admitted(agent, conversation, created, message_id)
 
 
 def member_run(actor: Actor, run_id) -> Run:

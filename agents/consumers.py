@@ -93,11 +93,8 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             )
         await self.send_json(frame("run_started", run_id=str(run.pk),
                                    conversation_id=str(run.conversation_id) if run.conversation_id else None))
-        user_message_id = await database_sync_to_async(
-            lambda: run.messages.filter(role="user").values_list("id", flat=True).first()
-        )()
-        if user_message_id:
-            await self.send_json(frame("message_saved", message_id=user_message_id, role="user"))
+        if admitted.user_message_id:
+            await self.send_json(frame("message_saved", message_id=admitted.user_message_id, role="user"))
 
     async def _on_stop(self, content):
         run_id = content.get("run_id") or self.current_run_id

@@ -81,7 +81,7 @@ def start_run(
         )
         if conversation is not None:
             recorded = options.get("recorded_prompt") or text
-            Message.objects.create(
+            run.user_message_id = Message.objects.create(  # type: ignore[attr-defined]
                 conversation=conversation,
                 run=run,
                 version=version,
@@ -91,7 +91,7 @@ def start_run(
                 content=recorded,
                 parts=[{"type": "text", "text": recorded}],
                 attachments=attachments or [],
-            )
+            ).pk
             Conversation.objects.filter(pk=conversation.pk).update(last_active_at=timezone.now())
         if enqueue:
             transaction.on_commit(lambda: enqueue_run(run.pk))
