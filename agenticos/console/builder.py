@@ -37,10 +37,8 @@ APPROVAL_MODES = ("default", "required", "never")
 
 
 @console_view("agents:view")
-def agent_list(request: HttpRequest, actor: Actor, import_errors: dict[str, str] | None = None) -> HttpResponse:
-    return screen(request, "console/agents.html", {
-        "nav": "agents", "rows": selectors.agent_rows(actor), "import_errors": import_errors or {},
-    }, status=422 if import_errors else 200)
+def agent_list(request: HttpRequest, actor: Actor) -> HttpResponse:
+    return screen(request, "console/agents.html", {"nav": "agents", "rows": selectors.agent_rows(actor)})
 
 
 def starter_spec(actor: Actor, name: str) -> dict[str, Any]:
@@ -80,7 +78,9 @@ def import_agent(request: HttpRequest, actor: Actor) -> HttpResponse:
     try:
         agent = agent_services.import_agent_yaml(actor=actor, text=_uploaded_yaml(request))
     except Invalid as exc:
-        return agent_list.__wrapped__(request, actor, import_errors=problems_by_field(exc) or {"yaml": exc.message})
+        errors = problems_by_field(exc) or {"yaml": exc.message}
+        return screen(request, "console/agents.html", {
+            "nav": "agents", "rows": selectors.agent_rows(actor), "import_errors": errors}, status=422)
     messages.success(request, _("Imported %(name)s.") % {"name": agent.name})
     return redirect("console:builder", agent_id=agent.pk)
 
@@ -205,7 +205,7 @@ def save_basics(request: HttpRequest, actor: Actor, agent_id: Any) -> HttpRespon
     agent, _level = _agent(actor, agent_id)
     post = request.POST
     spec = dict(agent.draft_spec or {})
-    spec["name"] = post.get("name", spec.get("name", "")).strip()
+    spec["name"] = str(post["name"] if "name" in post else spec.get("name") or "").strip()
     spec["description"] = post.get("description", "")
     spec["instructions"] = post.get("instructions", "")
     spec["model_profile_id"] = post.get("model_profile_id") or None

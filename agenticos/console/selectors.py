@@ -112,12 +112,12 @@ def dashboard(actor: Actor) -> dict[str, Any]:
     runs = visible_runs(actor).filter(created_at__gte=since)
     totals = runs.aggregate(count=Count("id"), cost=Sum("cost_usd"))
     per_surface = dict(runs.values_list("surface").annotate(n=Count("id")).values_list("surface", "n"))
-    surfaces = [
-        {"id": value, "label": label, "count": per_surface.get(value, 0)} for value, label in Surface.choices
+    counts = {value: int(per_surface.get(value, 0)) for value, _label in Surface.choices}
+    peak = max([*counts.values(), 1])
+    surfaces: list[dict[str, Any]] = [
+        {"id": value, "label": label, "count": counts[value], "percent": round(counts[value] * 100 / peak)}
+        for value, label in Surface.choices
     ]
-    peak = max([s["count"] for s in surfaces] + [1])
-    for s in surfaces:
-        s["percent"] = round(s["count"] * 100 / peak)
     agent_gauges = []
     for row in agent_rows(actor):
         cap = row["budget"]
@@ -234,7 +234,7 @@ def conversation_turns(conversation: Conversation) -> list[dict[str, Any]]:
         if message.role != Message.Role.ASSISTANT:
             continue
         raw_parts = message.parts or _reconstructed_parts(message, calls_by_message.get(message.pk, []))
-        parts = []
+        parts: list[dict[str, Any]] = []
         for part in raw_parts:
             if part.get("type") == "tool":
                 parts.append({"type": "tool",

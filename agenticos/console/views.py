@@ -226,5 +226,5 @@ def run_detail(request: HttpRequest, actor: Actor, run_id: str) -> HttpResponse:
     transcript = list(run.messages.order_by("id"))
     return screen(request, "console/run_detail.html", {
         "nav": "activity", "run": run, "calls": calls, "transcript": transcript,
-        "can_open_chat": run.conversation_id is not None and run.conversation.owner_id == actor.user_id,
+        "can_open_chat": run.conversation is not None and run.conversation.owner_id == actor.user_id,
     })

@@ -23,7 +23,8 @@
   var openSteps = {};     // tool call id -> true/false chosen by the reader (or opened by the client)
   var expandedRails = {}; // first call id of a rail -> true when "N earlier steps" was opened
   var questionIndex = {}; // question id -> index being answered; "summary" for the review
-  var answers = {};       // question id -> [answers]
+  var answers = {};       // question id -> [answers as shown in the summary]
+  var answerValues = {};  // question id -> [answers as sent]
   var lastUsage = S.usage || null;
   var renderQueued = false;
 
@@ -237,6 +238,7 @@
     var qs = Array.isArray(item.questions) ? item.questions : [item.questions];
     var at = questionIndex[item.question_id] === undefined ? 0 : questionIndex[item.question_id];
     var given = answers[item.question_id] || (answers[item.question_id] = []);
+    var values = answerValues[item.question_id] || (answerValues[item.question_id] = []);
     var card = h("section", {class: "question-card", "data-question": item.question_id, "aria-live": "polite"});
     if (at === "summary") {
       card.appendChild(h("h3", {text: T.review}));
@@ -250,7 +252,7 @@
       back.addEventListener("click", function () { questionIndex[item.question_id] = qs.length - 1; schedule(); });
       var send = h("button", {type: "button", class: "button primary", "data-send-answers": "", text: T.send_answers});
       send.addEventListener("click", function () {
-        socketSend({type: "ask_user_response", run_id: item.run_id, answers: given.slice(0, qs.length)});
+        socketSend({type: "ask_user_response", run_id: item.run_id, answers: values.slice(0, qs.length)});
         pending.questions = pending.questions.filter(function (q) { return q.question_id !== item.question_id; });
         activeRunId = item.run_id;
         setBusy(true);
@@ -289,9 +291,10 @@
       event.preventDefault();
       var own = form.querySelector(".own-answer").value.trim();
       var chosen = Array.prototype.map.call(form.querySelectorAll("input[name=choice]:checked"), function (i) { return i.value; });
-      var answer = own || chosen.join(", ");
-      if (!answer) return;
-      given[at] = answer;
+      if (!own && !chosen.length) return;
+      given[at] = own || chosen.join(", ");
+      // The answer shape the service takes: a label, a list of labels (multi_select), or {custom: text}.
+      values[at] = own ? {custom: own} : (q.multi_select ? chosen : chosen[0]);
       questionIndex[item.question_id] = at === qs.length - 1 ? "summary" : at + 1;
       schedule();
     });

@@ -4,7 +4,10 @@ server serving HTTP + WebSocket on the test database with a real Celery worker i
 from __future__ import annotations
 
 import os
-from functools import partial
+import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -13,7 +16,8 @@ from django.test import Client
 from tests import factories
 from tests.runner.conftest import celery_worker, celery_worker_session  # noqa: F401  (re-exported fixtures)
 
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "console"
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "test-artifacts" / "console"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run"]
@@ -53,35 +57,42 @@ def outsider_agent(outsider_org, outsider):
 # ------------------------------------------------------------------ the live server
 
 
-def _use_test_database_and_console_urls() -> None:
-    from django.conf import settings
+def _redeclare_worker_queues() -> None:
+    """Each test flushes its Redis database (tests/conftest.py), which drops kombu's exchange bindings; the
+    session's worker declared them once, so declare them again or nothing published would reach it."""
+    from kombu import Exchange, Queue
 
-    settings.DATABASES["default"]["NAME"] = settings.DATABASES["default"]["TEST"]["NAME"]
-    settings.ROOT_URLCONF = "tests.console.urls"
+    from agenticos.celery import app as celery_app
 
-
-def _application():
-    from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
-
-    from agenticos.asgi import application
-
-    return ASGIStaticFilesHandler(application)
+    with celery_app.connection_for_write() as conn:
+        for name in ("runs", "default"):
+            Queue(name, Exchange(name, type="direct"), routing_key=name)(conn.default_channel).declare()
 
 
 @pytest.fixture
 def live_server_url(transactional_db, celery_worker):  # noqa: F811
-    from daphne.testing import DaphneProcess
-
-    process = DaphneProcess("127.0.0.1", partial(_application), setup=_use_test_database_and_console_urls)
-    process.start()
-    if not process.ready.wait(timeout=30):
-        process.terminate()
-        raise RuntimeError("daphne did not start")
+    """daphne in a subprocess (a fork of this multi-threaded process could inherit held locks)."""
+    _redeclare_worker_queues()
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "tests.console.live_asgi:application"],
+        cwd=ROOT, env={**os.environ, "DJANGO_SETTINGS_MODULE": "agenticos.settings"},
+    )
     try:
-        yield f"http://127.0.0.1:{process.port.value}"
+        for _ in range(300):
+            if process.poll() is not None:
+                raise RuntimeError("daphne exited")
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                    break
+            except OSError:
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}"
     finally:
         process.terminate()
-        process.join(timeout=10)
+        process.wait(timeout=20)
 
 
 @pytest.fixture

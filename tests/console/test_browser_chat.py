@@ -154,7 +154,7 @@ def test_the_main_flow_from_new_agent_to_a_reopened_conversation(live_server_url
     assert row.locator("[data-run-cost]").text_content().startswith("$")
     shot(page, "activity")
     row.get_by_role("link").click()
-    page.wait_for_selector(f"[data-tool-call]")
+    page.wait_for_selector("[data-tool-call]")
     assert page.locator("[data-run-cost]").text_content().startswith("$")
     shot(page, "run-detail")
     page.goto(f"{live_server_url}/approvals/?status=approved")

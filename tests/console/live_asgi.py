@@ -1,0 +1,20 @@
+"""The ASGI app the browser tests' daphne subprocess serves: the project's app on the test database, with the
+console routes and static files (a real `daphne` process, so HTTP and WebSocket run as in production)."""
+
+import os
+
+import django
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agenticos.settings")
+django.setup()
+
+from django.conf import settings  # noqa: E402
+
+settings.DATABASES["default"]["NAME"] = settings.DATABASES["default"]["TEST"]["NAME"]
+settings.ROOT_URLCONF = "tests.console.urls"
+
+from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
+
+from agenticos.asgi import application as project_application  # noqa: E402
+
+application = ASGIStaticFilesHandler(project_application)
