@@ -26,6 +26,7 @@ from django.utils import timezone
 
 from agenticos.errors import DomainError
 from agents import runs
+from agents.models import Run, RunStatus
 from embeds import ratelimit, services
 from embeds.frames import Toggles, TurnFilter
 from embeds.models import Embed, EmbedFile
@@ -45,12 +46,27 @@ def slow_reader_seconds() -> float:
     return float(getattr(settings, "EMBED_SLOW_READER_SECONDS", 30))
 
 
+def watchdog_seconds() -> float:
+    return float(getattr(settings, "EMBED_TURN_WATCHDOG_SECONDS", 5))
+
+
+# What a visitor is told when the run ended but its last frames never reached this socket.
+ENDED_MESSAGES = {
+    RunStatus.BUDGET_EXCEEDED: ("This assistant has reached its spending limit for now.", "budget_exceeded"),
+    RunStatus.CANCELLED: ("This answer was stopped.", "cancelled"),
+    RunStatus.GUARDRAIL_BLOCKED: ("This message could not be answered.", "refused"),
+    RunStatus.FAILED: ("Something went wrong while answering. Please try again.", "run_failed"),
+}
+
+
 @dataclass
 class Turn:
     run_id: uuid.UUID
     group: str
     filter: TurnFilter
     started: float
+    last_frame: float = 0.0
+    watchdog: asyncio.Task | None = None
 
 
 class TurnRefused(Exception):
@@ -70,6 +86,10 @@ class EmbedConsumer(AsyncWebsocketConsumer):
     turn: Turn | None = None
     gone: bool = False
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._frame_lock = asyncio.Lock()
+
     # ------------------------------------------------------------------ connect
 
     async def connect(self) -> None:
@@ -86,12 +106,13 @@ class EmbedConsumer(AsyncWebsocketConsumer):
         )
         # A refusal before accept would be an HTTP 403 with no code a client can read: accept, then close.
         await self.accept()
-        if outcome == "rate_limited":
-            await self.close(code=RATE_LIMITED_CODE, reason=RATE_LIMITED_MESSAGE)
-            return
-        if outcome == "refused":
-            await self.close(code=REFUSED_CODE, reason=REFUSED_MESSAGE)
-            return
+        if outcome in ("rate_limited", "refused"):
+            code, reason = (
+                (RATE_LIMITED_CODE, RATE_LIMITED_MESSAGE) if outcome == "rate_limited" else (REFUSED_CODE, REFUSED_MESSAGE)
+            )
+            await self.close(code=code, reason=reason)
+            # Done with this socket: a flood of refused connections holds no channel-layer listener.
+            raise StopConsumer()
         history = outcome
         await self.send_frame({"type": "ready", "data": {"visitor": self.visitor_sub is not None}})
         if self.embed.kind == Embed.Kind.PAGE:
@@ -143,15 +164,20 @@ class EmbedConsumer(AsyncWebsocketConsumer):
         group = runs.group_name(run_id)
         # Join before the run exists, so not a single frame can be published before we listen.
         await self.channel_layer.group_add(group, self.channel_name)
-        self.turn = Turn(run_id=run_id, group=group, filter=TurnFilter(Toggles.of(self.embed)), started=time.monotonic())
+        now = time.monotonic()
+        turn = Turn(run_id=run_id, group=group, filter=TurnFilter(Toggles.of(self.embed)), started=now, last_frame=now)
+        self.turn = turn
         try:
             await database_sync_to_async(self._start)(prepared, run_id)
         except TurnRefused as exc:
             await self._drop_turn()
             await self.send_error(exc.message, exc.code)
+            return
         except DomainError as exc:
             await self._drop_turn()
             await self.send_error(exc.message, exc.code)
+            return
+        turn.watchdog = asyncio.create_task(self._watch(turn))
 
     def _prepare(self, payload: dict) -> dict:
         embed = Embed.objects.select_related("agent", "organization", "created_by").filter(pk=self.embed.pk).first()
@@ -236,14 +262,53 @@ class EmbedConsumer(AsyncWebsocketConsumer):
         turn = self.turn
         if turn is None or self.gone:
             return
-        for frame in turn.filter.apply(event.get("frame") or {}):
-            await self.send_frame(frame)
-        if turn.filter.finished:
+        turn.last_frame = time.monotonic()
+        async with self._frame_lock:
+            for frame in turn.filter.apply(event.get("frame") or {}):
+                await self.send_frame(frame)
+        if turn.filter.finished and self.turn is turn:
             await self._drop_turn()
+
+    async def _watch(self, turn: Turn) -> None:
+        """The channel layer drops a message for a full channel without a word, so a turn must not hang
+        on a `complete` that never comes: when frames stop, ask the run itself whether it has ended."""
+        try:
+            while self.turn is turn and not self.gone:
+                await asyncio.sleep(watchdog_seconds())
+                if self.turn is not turn or time.monotonic() - turn.last_frame < watchdog_seconds():
+                    continue
+                ending = await database_sync_to_async(self._ending_of)(turn.run_id)
+                if not ending or self.turn is not turn:
+                    continue
+                async with self._frame_lock:
+                    for frame in ending:
+                        for out in turn.filter.apply(frame):
+                            await self.send_frame(out)
+                if self.turn is turn:
+                    await self._drop_turn()
+                return
+        except (StopConsumer, asyncio.CancelledError):
+            return
+
+    @staticmethod
+    def _ending_of(run_id: uuid.UUID) -> list[dict] | None:
+        run = Run.objects.filter(pk=run_id).values("status", "output").first()
+        if run is None or run["status"] in (RunStatus.QUEUED, RunStatus.RUNNING):
+            return None
+        status = run["status"]
+        if status in (RunStatus.COMPLETED, RunStatus.AWAITING_APPROVAL, RunStatus.AWAITING_ANSWER):
+            # final_result is assigned, not appended: it restores an answer whose deltas were lost.
+            return [
+                {"type": "final_result", "data": {"output": run["output"] or ""}},
+                {"type": "complete", "data": {"status": status}},
+            ]
+        message, code = ENDED_MESSAGES.get(status, ENDED_MESSAGES[RunStatus.FAILED])
+        return [{"type": "error", "data": {"message": message, "code": code}}]
 
     async def send_frame(self, frame: dict) -> None:
         try:
-            await asyncio.wait_for(self.send(text_data=json.dumps(frame, default=str)), slow_reader_seconds())
+            async with asyncio.timeout(slow_reader_seconds()):
+                await self.send(text_data=json.dumps(frame, default=str))
         except TimeoutError:
             # Stop writing rather than hold the turn's stream open once per frame for a client that
             # is not reading; the run goes on and writes its transcript, a page resumes its thread.
@@ -259,10 +324,13 @@ class EmbedConsumer(AsyncWebsocketConsumer):
         self.gone = True
         await self._drop_turn()
         await self.close(code=REFUSED_CODE, reason=REFUSED_MESSAGE)
+        raise StopConsumer()
 
     async def _drop_turn(self) -> None:
         turn, self.turn = self.turn, None
         if turn is not None:
+            if turn.watchdog is not None and turn.watchdog is not asyncio.current_task():
+                turn.watchdog.cancel()
             await self.channel_layer.group_discard(turn.group, self.channel_name)
 
     async def disconnect(self, code: int) -> None:

@@ -86,6 +86,7 @@ async def connect_and_close_code(comm) -> int | None:
     assert connected  # refusals are delivered after accept, so a client can read the code
     message = await comm.receive_output(timeout=3)
     if message["type"] == "websocket.close":
+        await comm.wait(timeout=3)  # a refused socket's consumer ends by itself
         return message.get("code")
     await comm.disconnect()
     return None

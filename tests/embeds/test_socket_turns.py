@@ -407,3 +407,48 @@ async def test_a_message_may_name_only_unattached_files_of_this_pages_owner(agen
     await comm.send_json_to({"type": "message", "text": "again", "file_ids": [str(mine.pk)]})
     assert (await next_frame(comm))["data"]["code"] == "file_not_found"
     await comm.disconnect()
+
+
+async def test_a_turn_whose_last_frames_were_dropped_still_ends_from_the_runs_own_record(widget, dispatched, settings):
+    # The channel layer drops messages for a full channel silently; the run row is the truth.
+    settings.EMBED_TURN_WATCHDOG_SECONDS = 0.3
+    comm = await open_socket(widget)
+    run_id = await ask(comm, dispatched)
+    await publish(run_id, "text_delta", index=0, content="Yes, ")
+    assert (await next_frame(comm))["type"] == "text_delta"
+    await database_sync_to_async(
+        lambda: Run.objects.filter(pk=run_id).update(status="completed", output="Yes, we ship to Poland.")
+    )()
+    frames = await frames_until_end(comm, timeout=5)
+    assert frames == [
+        {"type": "final_result", "data": {"output": "Yes, we ship to Poland."}},
+        {"type": "complete", "data": {}},
+    ]
+    # A late `complete` from the runner is not delivered twice.
+    await publish(run_id, "complete", status="completed")
+    assert await comm.receive_nothing(timeout=0.5)
+    await comm.disconnect()
+
+
+async def test_a_failed_run_whose_error_frame_was_dropped_ends_with_an_error(widget, dispatched, settings):
+    settings.EMBED_TURN_WATCHDOG_SECONDS = 0.3
+    comm = await open_socket(widget)
+    run_id = await ask(comm, dispatched)
+    await database_sync_to_async(
+        lambda: Run.objects.filter(pk=run_id).update(status="budget_exceeded", error={"internal": "org cap 100"})
+    )()
+    frames = await frames_until_end(comm, timeout=5)
+    assert frames[-1]["type"] == "error" and frames[-1]["data"]["code"] == "budget_exceeded"
+    assert "org cap" not in json.dumps(frames)
+    await comm.disconnect()
+
+
+async def test_a_running_turn_is_left_alone_by_the_watchdog(widget, dispatched, settings):
+    settings.EMBED_TURN_WATCHDOG_SECONDS = 0.2
+    comm = await open_socket(widget)
+    run_id = await ask(comm, dispatched)
+    await database_sync_to_async(lambda: Run.objects.filter(pk=run_id).update(status="running"))()
+    assert await comm.receive_nothing(timeout=0.8)
+    await answer(run_id)
+    assert (await frames_until_end(comm))[-1]["type"] == "complete"
+    await comm.disconnect()
