@@ -13,6 +13,7 @@ import re
 import time
 from dataclasses import dataclass
 from decimal import Decimal
+from pathlib import PurePosixPath
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -27,7 +28,7 @@ from agenticos.errors import Invalid
 from agenticos.models import Membership, Secret, SecretKind
 from agenticos.tenancy import Actor
 from agents.models import Agent, AgentVersion, Conversation, Environment, Message
-from embeds.models import DEFAULT_ACCENT, Embed
+from embeds.models import DEFAULT_ACCENT, Embed, EmbedFile
 
 logger = logging.getLogger(__name__)
 
@@ -582,3 +583,31 @@ def set_logo(*, actor: Actor, embed: Embed, data: bytes, ip_address: str | None 
     if old_path and old_path != path:
         transaction.on_commit(lambda: files.remove_stored(old_path))
     return embed
+
+
+# ------------------------------------------------------------------ visitor uploads
+
+
+def store_visitor_file(embed: Embed, *, name: str, mime: str, ext: str, data: bytes) -> EmbedFile:
+    """Store a hosted-page visitor's file as a row owned by the page's publisher (a visitor has no
+    account). The bytes are written first; a row never points at nothing."""
+    from embeds import files
+
+    if embed.created_by_id is None:
+        raise Invalid("Not available.")
+    path = files.store(files.upload_path_for(embed.pk, ext), data)
+    clean_name = PurePosixPath(name.replace("\\", "/")).name[:255] or f"file.{ext}"
+    try:
+        with transaction.atomic():
+            return EmbedFile.objects.create(
+                organization_id=embed.organization_id,
+                embed=embed,
+                user_id=embed.created_by_id,
+                name=clean_name,
+                mime=mime,
+                size=len(data),
+                path=path,
+            )
+    except Exception:
+        files.remove_stored(path)
+        raise

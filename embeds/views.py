@@ -20,7 +20,7 @@ from django.views.decorators.http import require_GET, require_POST
 from agenticos.errors import json_error
 from embeds import files, ratelimit, services
 from embeds.api import max_embed_upload_bytes
-from embeds.models import Embed, EmbedFile
+from embeds.models import Embed
 
 STATIC_DIR = Path(__file__).resolve().parent / "static" / "embeds"
 # What a multipart envelope may add around the file itself before we call the body oversized.
@@ -227,15 +227,5 @@ def upload(request: HttpRequest, key: str) -> HttpResponse:
     if sniffed is None:
         return json_error(415, "unsupported_type", "This kind of file is not accepted.")
     mime, ext = sniffed
-    path = files.store(files.upload_path_for(embed.pk, ext), data)
-    name = Path(upload_file.name or f"file.{ext}").name[:255]
-    row = EmbedFile.objects.create(
-        organization_id=embed.organization_id,
-        embed=embed,
-        user_id=embed.created_by_id,
-        name=name,
-        mime=mime,
-        size=len(data),
-        path=path,
-    )
+    row = services.store_visitor_file(embed, name=upload_file.name or "", mime=mime, ext=ext, data=data)
     return JsonResponse({"id": str(row.pk), "name": row.name, "mime": row.mime, "size": row.size}, status=201)

@@ -250,3 +250,10 @@ def test_the_logo_sniffer_knows_exactly_four_image_types():
 def test_the_static_clients_exist_and_are_served_from_this_app():
     assert "aosMarkdown" in views.static_text("markdown.js")
     assert "localStorage" in views.static_text("page.js")
+
+
+def test_a_visitors_file_name_cannot_name_a_path(client, upload_page):
+    response = _upload(client, upload_page, b"hello", name="../../etc/passwd.txt")
+    assert response.status_code == 201
+    row = EmbedFile.objects.get(pk=response.json()["id"])
+    assert row.name == "passwd.txt" and row.path.startswith(f"embeds/{upload_page.pk}/files/") and ".." not in row.path
