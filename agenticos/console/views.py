@@ -7,6 +7,7 @@ calls; permissions are decided there (the templates only hide what a role cannot
 from __future__ import annotations
 
 import json
+import uuid
 from typing import Any
 
 from django.contrib import messages
@@ -186,6 +187,8 @@ def activity(request: HttpRequest, actor: Actor) -> HttpResponse:
     until = parse_date(params.get("until", "") or "")
     agent_id = params.get("agent", "")
     try:
+        if agent_id:
+            agent_id = str(uuid.UUID(agent_id))
         qs = selectors.filtered_runs(
             actor, agent=agent_id, surface=params.get("surface", ""), status=params.get("status", ""),
             since=_day(since), until=_day(until, end=True),

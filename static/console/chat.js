@@ -342,6 +342,25 @@
     setTimeout(function () { note.remove(); }, 4000);
   }
 
+  // A new conversation joins the list at once, so it can be reopened without a reload.
+  function addConversationLink(id, title) {
+    var aside = document.querySelector(".conversations");
+    if (!aside) return;
+    var list = aside.querySelector(".conversation-list");
+    if (!list) {
+      var empty = aside.querySelector(".empty");
+      if (empty) empty.remove();
+      list = h("ul", {class: "conversation-list"});
+      aside.appendChild(list);
+    }
+    list.querySelectorAll("[aria-current]").forEach(function (a) { a.removeAttribute("aria-current"); });
+    var agent = currentAgent();
+    list.insertBefore(h("li", {}, [h("a", {href: S.urls.chat + id + "/", "aria-current": "page"}, [
+      h("span", {class: "conv-title", text: title || (agent ? agent.name : "")}),
+      h("span", {class: "conv-meta", text: agent ? agent.name : ""}),
+    ])]), list.firstChild);
+  }
+
   // ---------------------------------------------------------------- the socket
 
   var socket = null, queue = [];
@@ -390,6 +409,7 @@
       case "conversation_created":
         S.conversation_id = d.conversation_id;
         if (window.history && history.replaceState) history.replaceState(null, "", S.urls.chat + d.conversation_id + "/");
+        addConversationLink(d.conversation_id, d.title);
         break;
       case "run_started":
         activeRunId = d.run_id;

@@ -41,3 +41,29 @@ def test_the_dashboard_counts_runs_per_surface_and_spend_this_month(client_as, o
 def test_the_chat_accounts_screen_is_an_honest_empty_state(client_as, org, owner):
     page = client_as(owner, org).get("/settings/chat-accounts/").content.decode()
     assert "data-empty-state" in page and "<table" not in page
+
+
+def test_activity_filters_by_agent_surface_status_and_dates(client_as, org, owner, agent):
+    from django.utils import timezone
+
+    from agents.models import Run
+    from tests import factories
+
+    other = factories.published_agent(org, owner, name="Other")
+    _c, completed = make_turn(org, owner, agent)
+    _c, failed = make_turn(org, owner, other, status="failed")
+    Run.objects.filter(pk=failed.pk).update(surface="api")
+    client = client_as(owner, org)
+
+    def shown(**params):
+        page = client.get("/activity/", params).content.decode()
+        return {run.pk for run in (completed, failed) if f'data-run-row="{run.pk}"' in page}
+
+    assert shown() == {completed.pk, failed.pk}
+    assert shown(agent=str(agent.pk)) == {completed.pk}
+    assert shown(surface="api") == {failed.pk}
+    assert shown(status="completed") == {completed.pk}
+    today = timezone.localdate().isoformat()
+    assert shown(since=today, until=today) == {completed.pk, failed.pk}
+    assert shown(until="2000-01-01") == set()
+    assert client.get("/activity/", {"agent": "not-a-uuid"}).status_code == 404
