@@ -5,7 +5,7 @@ agent's spec binds (intersected with the organization's own collections here, so
 id matches nothing). Business filters only narrow that scope. Every query carries the organization id.
 
 - Lexical: passages holding every word of the query (`plainto_tsquery('simple', …)`), then, when too
-  few, passages holding any of them (OR); `ts_rank_cd` orders them, over at most 2,000 matches per pass.
+  few, passages holding any of them (OR); `ts_rank_cd` orders them, over at most 500 matches per pass.
 - Vector: cosine distance on the HNSW partial index of the collection's embedding length, with
   pgvector's iterative scan so a collection filter still returns `k` rows.
 - Fusion: score = Σ 1 / (60 + rank) over every list a chunk appears in.
@@ -123,7 +123,7 @@ def _filter_sql(filters: Filters) -> tuple[str, list[Any]]:
     return "".join(f" AND {s}" for s in sql), params
 
 
-LEXICAL_RANKED_MAX = 2_000
+LEXICAL_RANKED_MAX = 500
 
 LEXICAL_SQL = """
     WITH q AS (SELECT {tsquery} AS query),
@@ -190,7 +190,7 @@ def vector_candidates(
     with transaction.atomic(), connection.cursor() as cursor:
         # Filtered HNSW scans keep scanning until `limit` rows pass the filter (pgvector >= 0.8).
         cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-        cursor.execute("SET LOCAL hnsw.ef_search = 100")
+        cursor.execute("SET LOCAL hnsw.ef_search = 120")
         cursor.execute(sql, [scope.organization_id, collection_ids, *params, literal, limit])
         return [row[0] for row in cursor.fetchall()]
 
