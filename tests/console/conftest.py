@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from django.db import connection
 from django.test import Client
 
 from tests import factories
@@ -78,7 +79,8 @@ def live_server_url(transactional_db, celery_worker):  # noqa: F811
         port = probe.getsockname()[1]
     process = subprocess.Popen(
         [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "tests.console.live_asgi:application"],
-        cwd=ROOT, env={**os.environ, "DJANGO_SETTINGS_MODULE": "agenticos.settings"},
+        cwd=ROOT, env={**os.environ, "DJANGO_SETTINGS_MODULE": "agenticos.settings",
+                       "CONSOLE_LIVE_DATABASE": connection.settings_dict["NAME"]},
     )
     try:
         for _ in range(300):

@@ -10,7 +10,8 @@ django.setup()
 
 from django.conf import settings  # noqa: E402
 
-settings.DATABASES["default"]["NAME"] = settings.DATABASES["default"]["TEST"]["NAME"]
+# The database the test session really created (pytest-django suffixes it per xdist worker).
+settings.DATABASES["default"]["NAME"] = os.environ.get("CONSOLE_LIVE_DATABASE") or settings.DATABASES["default"]["TEST"]["NAME"]
 settings.ROOT_URLCONF = "tests.console.urls"
 
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
