@@ -258,14 +258,37 @@ class EmbedConsumer(AsyncWebsocketConsumer):
 
     # ------------------------------------------------------------------ outbound
 
+    async def dispatch(self, message: dict) -> None:
+        # Channels hops to the one database thread (close_old_connections) before every handler. A run
+        # frame touches no database, and with hundreds of sockets streaming word by word that hop per
+        # word serialises every socket of the process behind one thread.
+        kind = message.get("type")
+        if kind == "run.frame":
+            await self.run_frame(message)
+            return
+        if kind == "run.frames":
+            await self.run_frames(message)
+            return
+        await super().dispatch(message)
+
     async def run_frame(self, event: dict) -> None:
+        await self._relay([event.get("frame") or {}])
+
+    async def run_frames(self, event: dict) -> None:
+        # The runner batches frames that piled up while the socket was busy; each is filtered alone.
+        await self._relay(list(event.get("frames") or []))
+
+    async def _relay(self, frames: list[dict]) -> None:
         turn = self.turn
         if turn is None or self.gone:
             return
         turn.last_frame = time.monotonic()
         async with self._frame_lock:
-            for frame in turn.filter.apply(event.get("frame") or {}):
-                await self.send_frame(frame)
+            for incoming in frames:
+                for frame in turn.filter.apply(incoming):
+                    await self.send_frame(frame)
+                if turn.filter.finished:
+                    break
         if turn.filter.finished and self.turn is turn:
             await self._drop_turn()
 

@@ -452,3 +452,22 @@ async def test_a_running_turn_is_left_alone_by_the_watchdog(widget, dispatched, 
     await answer(run_id)
     assert (await frames_until_end(comm))[-1]["type"] == "complete"
     await comm.disconnect()
+
+
+async def test_frames_batched_by_the_runner_are_filtered_one_by_one(page, dispatched):
+    comm = await open_socket(page)
+    run_id = await ask(comm, dispatched)
+    batch = [
+        {"type": "model_request_start", "data": {}},
+        {"type": "part_start", "data": {"index": 0, "part_type": "thinking"}},
+        {"type": "thinking_delta", "data": {"index": 0, "content": "SECRET REASONING"}},
+        {"type": "part_start", "data": {"index": 1, "part_type": "text"}},
+        {"type": "text_delta", "data": {"index": 1, "content": "Hello "}},
+        {"type": "text_delta", "data": {"index": 1, "content": "there."}},
+        {"type": "complete", "data": {"status": "completed", "usage": {"cost_usd": "1"}}},
+    ]
+    await get_channel_layer().group_send(f"run-{run_id}", {"type": "run.frames", "frames": batch})
+    frames = await frames_until_end(comm)
+    assert [f["type"] for f in frames] == ["model_request_start", "part_start", "text_delta", "text_delta", "complete"]
+    assert "SECRET" not in json.dumps(frames) and frames[-1]["data"] == {}
+    await comm.disconnect()
