@@ -140,6 +140,9 @@ def _capability_cards(actor: Actor, spec: dict[str, Any], problems: dict[str, st
             "advanced_fields": [f for f in fields if f["advanced"]],
             "advanced_open": any(f["advanced"] and (f["is_set"] or f["error"]) for f in fields),
             "tools": tools,
+            # Tool rows fold away unless one was changed or has a problem.
+            "tools_open": any(t["approval"] != "default" or t["override_name"] or t["override_description"]
+                              or t["error"] for t in tools),
             "secret_id": binding.get("secret_id") or "",
             "secrets": [s for s in secrets if key and s.kind == key["kind"]],
             "secret_error": mine.get("secret_id", ""),

@@ -125,7 +125,9 @@ def test_the_main_flow_from_new_agent_to_a_reopened_conversation(live_server_url
 
     # Require approval on create_chart, publish and promote to production.
     page.goto(f"{live_server_url}/agents/{agent.pk}/")
-    page.locator("#cap-charts").get_by_label("Approval for create_chart").select_option("required")
+    charts = page.locator("#cap-charts")
+    charts.get_by_text("1 tool: approval, name and description").click()
+    charts.get_by_label("Approval for create_chart").select_option("required")
     save_capability(page, "charts", "Charts")
     page.get_by_label("Note for this version").fill("Charts need approval")
     page.get_by_role("button", name="Publish").click()
