@@ -1,8 +1,8 @@
 """What knowledge capabilities need to know about the run they serve, loaded once per run.
 
-`BuildContext` carries the binding but not the spec, so the spec's `collection_ids`, `context_ids` and
-`skill_ids` are read from the frozen version named by `deps.version_id` (an `AgentVersion` never
-changes, so this is the spec the run executes). Build runs synchronously on the runner's DB thread.
+`BuildContext.spec` is the frozen spec being assembled (its `collection_ids`, `context_ids`, `skill_ids`);
+when a caller builds without it, the spec is read from the version named by `deps.version_id` (an
+`AgentVersion` never changes, so it is the spec the run executes). Build runs on the runner's DB thread.
 
 `Audience` answers "who will hear the answer", decided on the server from the Run row, never from the
 model: it is what memory, mem0 and conversation search scope themselves by.
@@ -32,9 +32,8 @@ def _uuid(value: Any) -> uuid.UUID | None:
 
 def spec_for(ctx: BuildContext) -> AgentSpec | None:
     """The run's frozen spec (cached in `deps.scratch`)."""
-    given = getattr(ctx, "spec", None)  # a future BuildContext may carry it directly
-    if given is not None:
-        return given
+    if ctx.spec is not None:
+        return ctx.spec
     cached = ctx.deps.scratch.get("_knowledge_spec")
     if cached is not None:
         return cached
