@@ -82,7 +82,7 @@ def test_the_main_flow_from_new_agent_to_a_reopened_conversation(live_server_url
     page.on("websocket", lambda ws: ws.on("framereceived", lambda payload: frames.append(json.loads(payload))))
 
     sign_in(page, live_server_url, "owner@example.com")
-    shot(page, "home")
+    shot(page, "home-empty")
 
     # New agent from the starter template; enable Reasoning and set its effort; set a calculation timeout.
     page.get_by_role("link", name="Agents").click()
@@ -169,7 +169,7 @@ def test_the_main_flow_from_new_agent_to_a_reopened_conversation(live_server_url
     assert page.evaluate(TURN_SHAPE_JS) == live
     assert [p["type"] for p in live[1]["parts"]][-1] == "text"
 
-    for name, path in [("agents", "/agents/"), ("settings-profile", "/settings/"),
+    for name, path in [("home", "/"), ("agents", "/agents/"), ("settings-profile", "/settings/"),
                        ("settings-api-keys", "/settings/api-keys/"), ("settings-secrets", "/settings/secrets/"),
                        ("settings-models", "/settings/models/"), ("settings-members", "/settings/members/"),
                        ("settings-budget", "/settings/budget/"), ("settings-chat-accounts", "/settings/chat-accounts/")]:
