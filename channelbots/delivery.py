@@ -161,18 +161,28 @@ async def _follow(subscription: Subscription, live: LiveReply, run_id: str, limi
     async def reader() -> None:
         while True:
             message = await layer.receive(subscription.channel)
+            # The runner sends a lone frame as `run.frame` and a pile-up as one `run.frames` batch.
             if message.get("type") == "run.frame":
                 await queue.put(message.get("frame") or {})
+            elif message.get("type") == "run.frames":
+                for item in message.get("frames") or []:
+                    await queue.put(item)
 
     task = asyncio.create_task(reader())
     last_frame = time.monotonic()
     final_output: str | None = None
+    # One pending get() kept across ticks: cancelling a get() on timeout (asyncio.wait_for on 3.11) can
+    # drop a frame that had already been taken off the queue.
+    getter: asyncio.Future | None = None
     try:
         while True:
-            try:
-                frame = await asyncio.wait_for(queue.get(), timeout=0.25)
-            except TimeoutError:
-                frame = None
+            if getter is None:
+                getter = asyncio.ensure_future(queue.get())
+            done, _pending = await asyncio.wait({getter}, timeout=0.25)
+            frame = None
+            if getter in done:
+                frame = getter.result()
+                getter = None
             if frame is None:
                 if time.monotonic() - last_frame > limit:
                     return Outcome("lost", run_id, text=live.text)
@@ -204,6 +214,8 @@ async def _follow(subscription: Subscription, live: LiveReply, run_id: str, limi
             if live.due():
                 await asyncio.to_thread(live.flush)
     finally:
+        if getter is not None:
+            getter.cancel()
         task.cancel()
         try:
             await task

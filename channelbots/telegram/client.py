@@ -5,6 +5,8 @@ The token is part of every URL, so no URL is ever logged here and errors are rew
 
 from __future__ import annotations
 
+import logging
+import re
 from typing import Any
 
 import httpx
@@ -20,6 +22,21 @@ from channelbots.platforms import (
 )
 
 DEFAULT_BASE_URL = "https://api.telegram.org"
+_TOKEN_IN_URL = re.compile(r"/(file/)?bot[^/\s]+/")
+
+
+class _RedactBotTokens(logging.Filter):
+    """httpx logs every request URL at INFO, and a Telegram URL carries the bot token."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.args:
+            record.msg = record.getMessage()
+            record.args = ()
+        record.msg = _TOKEN_IN_URL.sub(lambda m: f"/{m.group(1) or ''}bot<redacted>/", str(record.msg))
+        return True
+
+
+logging.getLogger("httpx").addFilter(_RedactBotTokens())
 MAX_TEXT = 4096
 
 
@@ -31,9 +48,9 @@ class TelegramClient(PlatformClient):
     def base(self) -> str:
         return (self.bot.api_base_url or DEFAULT_BASE_URL).rstrip("/")
 
-    def call(self, method: str, timeout: float = 15, **params: Any) -> Any:
+    def call(self, method: str, http_timeout: float = 15, **params: Any) -> Any:
         try:
-            response = httpx.post(f"{self.base}/bot{self.token}/{method}", json=params, timeout=timeout)
+            response = httpx.post(f"{self.base}/bot{self.token}/{method}", json=params, timeout=http_timeout)
         except httpx.HTTPError as exc:
             raise PlatformError(f"Telegram could not be reached ({type(exc).__name__}).") from None
         try:
@@ -130,4 +147,4 @@ class TelegramClient(PlatformClient):
         params: dict[str, Any] = {"timeout": timeout, "allowed_updates": ["message"]}
         if offset is not None:
             params["offset"] = offset
-        return self.call("getUpdates", timeout=timeout + 10, **params) or []
+        return self.call("getUpdates", http_timeout=timeout + 10, **params) or []
