@@ -224,3 +224,38 @@ def test_a_question_card_returns_on_reopen_and_is_answered_with_the_keyboard(liv
     page.reload()
     page.wait_for_selector(".turn-assistant")
     assert page.locator("[data-question]").count() == 0
+
+
+def test_an_approval_returns_with_its_conversation_and_approving_it_there_continues_the_turn(
+    live_server_url, browser
+):
+    org = factories.organization(name="Acme")
+    owner = factories.user(email="approver@example.com", password=PASSWORD)
+    Membership.objects.create(organization=org, user=owner, role="owner")
+    factories.published_agent(org, owner, name="Gated", capabilities=[
+        {"id": "charts", "tool_approval": {"create_chart": "required"}}, {"id": "clock"}, {"id": "code_execution"}])
+
+    page = browser.new_page(viewport={"width": 1440, "height": 900})
+    page.set_default_timeout(TIMEOUT)
+    sign_in(page, live_server_url, "approver@example.com")
+    page.goto(f"{live_server_url}/chat/")
+    send(page, "Draw a chart please")
+    page.wait_for_selector("[data-approval]")
+    page.wait_for_function("() => location.pathname !== '/chat/'")
+
+    page.reload()  # this socket never joined the run: the continuation is followed by reading it back
+    page.wait_for_selector("[data-approval]")
+    assert page.locator("[data-step-line]").last.text_content() == "Drawing a chart: Demo chart — waiting for approval"
+    page.get_by_role("button", name="Approve").click()
+    page.wait_for_selector("svg.chart-svg")
+    page.wait_for_function("() => !document.querySelector('[data-approval]') && "
+                           "document.querySelectorAll('.answer').length > 0")
+    assert page.locator("[data-step]").last.get_attribute("data-status") == "ok"
+
+    # A batch with a failure never folds: both steps stay on the rail and the failed one says so.
+    send(page, "What time is it? And calculate 1/0")
+    page.wait_for_function("() => document.querySelectorAll('[data-status=error]').length > 0")
+    rail = page.locator(".rail").last
+    assert rail.locator("[data-fold]").count() == 0
+    assert rail.locator("[data-step]").count() == 2
+    assert rail.locator("[data-status=error] [data-step-line]").text_content().endswith("— failed")
