@@ -26,7 +26,8 @@ class CollectionSerializer(serializers.ModelSerializer):
                   "created_at"]
 
     def get_document_count(self, obj: Collection) -> int:
-        return getattr(obj, "n_documents", None) or obj.documents.count()
+        annotated = getattr(obj, "n_documents", None)
+        return annotated if annotated is not None else obj.documents.count()
 
     def get_search_mode(self, obj: Collection) -> str:
         return "hybrid" if obj.embedding_profile_id else "lexical"
