@@ -324,6 +324,12 @@ DEFAULT_GRANTED_SCOPES = env.list(
 # Hosts (names, IPs/CIDRs, PostgreSQL socket dirs) that tools may reach although they are private.
 TOOL_ALLOWED_PRIVATE_HOSTS = env.list("TOOL_ALLOWED_PRIVATE_HOSTS", default=[])
 WEB_SEARCH_ENDPOINTS: dict[str, str] = {}
+# mem0: self-hosted servers must be https and listed here (an empty list refuses self-hosted).
+MEM0_ALLOWED_HOSTS = env.list("MEM0_ALLOWED_HOSTS", default=[])
+MEM0_CA_BUNDLE = env.str("MEM0_CA_BUNDLE", default="")
+# Dotted path of `(conversation, user_id) -> bool` confirming channel-thread membership (channelbots).
+CHANNEL_MEMBERSHIP_CHECK = env.str("CHANNEL_MEMBERSHIP_CHECK", default="")
+SKILLS_CACHE_DIR = env.str("SKILLS_CACHE_DIR", default=str(DATA_DIR / "skills-cache"))
 RATE_LIMIT_RUN_PER_MINUTE = _int("RATE_LIMIT_RUN_PER_MINUTE", 30, minimum=1)
 RUN_STALE_AFTER = timedelta(seconds=_int("RUN_STALE_AFTER_SECONDS", 1800, minimum=60))
 APPROVAL_EXPIRY_HOURS = _int("APPROVAL_EXPIRY_HOURS", 72, minimum=1)

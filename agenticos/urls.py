@@ -12,6 +12,7 @@ api_v1 = [
     path("", include("governance.urls")),
     path("", include("capabilities.urls")),
     path("", include("capabilities.urls_tools")),
+    path("", include("knowledge.urls")),
 ]
 
 urlpatterns = [

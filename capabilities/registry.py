@@ -48,6 +48,12 @@ BUILTIN: tuple[str, ...] = (
     "capabilities.tool_output_limits",
     "capabilities.web_research",
     "capabilities.web_fetch",
+    "capabilities.knowledge",
+    "capabilities.skills",
+    "capabilities.context",
+    "capabilities.memory_files",
+    "capabilities.memory_mem0",
+    "capabilities.conversation_search",
 )
 
 # A name every provider accepts for a function tool.
