@@ -5,7 +5,8 @@ from __future__ import annotations
 import uuid
 
 from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
+from channels import DEFAULT_CHANNEL_LAYER
+from channels.layers import channel_layers
 from django.utils.dateparse import parse_datetime
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
@@ -83,8 +84,11 @@ def run_result(run: Run) -> dict:
 
 
 def _wait_for_end(run_id: uuid.UUID, start) -> None:
-    """Join the run's group before it can start, then wait for its last frame."""
-    layer = get_channel_layer()
+    """Join the run's group before it can start, then wait for its last frame.
+
+    A layer of its own: this sync view runs its async part on a fresh event loop each time, and the
+    process-wide layer's receive lock belongs to whichever loop first received on it."""
+    layer = channel_layers.make_backend(DEFAULT_CHANNEL_LAYER)
 
     async def _wait():
         channel = await layer.new_channel()
@@ -106,6 +110,7 @@ def _wait_for_end(run_id: uuid.UUID, start) -> None:
                     return
         finally:
             await layer.group_discard(group_name(run_id), channel)
+            await layer.close_pools()
 
     from asgiref.sync import sync_to_async
 

@@ -14,7 +14,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from agenticos import services as kernel
-from agenticos.console import actions, selectors
+from agenticos.console import selectors
 from agenticos.console.base import console_view, problems_by_field, screen
 from agenticos.errors import Conflict, Invalid
 from agenticos.models import ApiKey, Invitation, Membership, Secret, SecretKind
@@ -31,7 +31,7 @@ def _page(request: HttpRequest, template: str, tab: str, context: dict[str, Any]
 @console_view()
 def profile(request: HttpRequest, actor: Actor) -> HttpResponse:
     if request.method == "POST":
-        actions.update_profile(actor=actor, display_name=request.POST.get("display_name", ""))
+        kernel.update_profile(actor=actor, display_name=request.POST.get("display_name", ""))
         messages.success(request, _("Profile saved."))
         return redirect("console:settings")
     return _page(request, "console/settings/profile.html", "profile", {})
@@ -190,7 +190,7 @@ def budget(request: HttpRequest, actor: Actor) -> HttpResponse:
     errors: dict[str, str] = {}
     if request.method == "POST":
         try:
-            actions.set_organization_budget(actor=actor, monthly_usd=request.POST.get("monthly_usd", ""))
+            kernel.set_organization_budget(actor=actor, monthly_usd=request.POST.get("monthly_usd", ""))
             messages.success(request, _("The budget was saved."))
             return redirect("console:settings-budget")
         except Invalid as exc:

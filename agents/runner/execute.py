@@ -304,7 +304,8 @@ class RunExecution:
             ):
                 tr.add_tool(returned.tool_call_id)
             await self.db(tr.tool_finished, returned.tool_call_id, content, ok=ok)
-            await self.emit(frame("tool_result", tool_call_id=returned.tool_call_id, content=jsonable(content)))
+            await self.emit(frame("tool_result", tool_call_id=returned.tool_call_id, content=jsonable(content),
+                                  ok=ok))
 
     async def _watch_cancel(self) -> None:
         while True:

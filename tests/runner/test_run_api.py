@@ -162,3 +162,12 @@ def test_stop_cancels_a_queued_run(org, owner, api_as):
     run.refresh_from_db()
     assert run.status == "cancelled"
     assert factories  # the module stays imported for the outsider helpers
+
+
+def test_consecutive_waiting_calls_each_get_their_answer(org, owner, echo_model, celery_worker):
+    # Each waiting call runs its async part on a fresh loop; a shared channel layer would break the second.
+    agent, _ = publish(org, owner)
+    client = bearer(owner, org)
+    outputs = [client.post(f"/api/v1/agents/{agent.pk}/run", {"prompt": p}, format="json").json()["output"]
+               for p in ("one", "two", "three")]
+    assert outputs == ["echo: one", "echo: two", "echo: three"]
