@@ -19,6 +19,17 @@ def _clean_redis(settings):
     yield
 
 
+@pytest.fixture(autouse=True)
+def _fresh_channel_layer():
+    """Each async test has its own event loop; the process-wide channel layer's receive lock belongs to
+    the loop that first received on it, so every test starts with a new layer."""
+    from channels.layers import channel_layers
+
+    channel_layers.backends.clear()
+    yield
+    channel_layers.backends.clear()
+
+
 @pytest.fixture
 def org(db):
     return factories.organization(name="Acme")
