@@ -31,11 +31,55 @@ REPRESENTATIVE: dict[str, dict[str, Any]] = {
     "thinking": {"effort": "medium"},
 }
 
+def _knowledge(org: Organization) -> tuple[dict[str, Any], dict[str, Any]]:
+    return {}, {"collection_ids": [str(factories.collection(org, "Drift docs").pk)]}
+
+
+def _context(org: Organization) -> tuple[dict[str, Any], dict[str, Any]]:
+    from knowledge.models import ContextFile
+
+    item = ContextFile.objects.create(organization=org, name="Glossary", body="x", mode="link")
+    return {}, {"context_ids": [str(item.pk)]}
+
+
+def _skills(org: Organization) -> tuple[dict[str, Any], dict[str, Any]]:
+    from knowledge.models import Skill, SkillFile
+
+    skill = Skill.objects.create(organization=org, name="drift", description="A drift skill.", body="Read a.")
+    SkillFile.objects.create(skill=skill, path="references/a.md", content="A")
+    return {}, {"skill_ids": [str(skill.pk)]}
+
+
+def _database(org: Organization) -> tuple[dict[str, Any], dict[str, Any]]:
+    from agenticos import vault
+    from capabilities.models import DatabaseConnection
+
+    sealed = vault.seal(org.pk, "postgres://drift@/nowhere")
+    conn = DatabaseConnection.objects.create(organization=org, name="shop", key_version=sealed.key_version,
+                                             wrapped_key=sealed.wrapped_key, ciphertext=sealed.ciphertext)
+    return {"connection_ids": [str(conn.pk)]}, {}
+
+
+def _mem0(org: Organization) -> tuple[dict[str, Any], dict[str, Any]]:
+    secret = factories.secret(org, "mem0 key")
+    return {}, {"_binding": {"secret_id": str(secret.pk)}}
+
+
 # capability id → function(org) → (binding config, extra AgentSpec fields), for data-bound capabilities
-SETUPS: dict[str, Callable[[Organization], tuple[dict[str, Any], dict[str, Any]]]] = {}
+# ("_binding" in the extra fields goes onto the binding itself, e.g. a secret_id).
+SETUPS: dict[str, Callable[[Organization], tuple[dict[str, Any], dict[str, Any]]]] = {
+    "knowledge": _knowledge,
+    "context": _context,
+    "skills": _skills,
+    "database": _database,
+    "memory_mem0": _mem0,
+}
 
 # capability id → {declared tool id: why it is not offered with the representative setup}
 EXEMPT: dict[str, dict[str, str]] = {}
+
+# pydantic-ai's own tools that a capability brings along (skills loads on demand through load_capability).
+FRAMEWORK_TOOLS = {"load_capability"}
 
 BUILTIN_IDS = [importlib.import_module(module).CAPABILITY.id for module in registry.BUILTIN]
 
@@ -45,16 +89,24 @@ def _offered(capability_id: str, **deps_overrides: Any) -> dict[str, str]:
     config, spec_fields = REPRESENTATIVE.get(capability_id, {}), {}
     if capability_id in SETUPS:
         config, spec_fields = SETUPS[capability_id](org)
-    the_spec = AgentSpec(name="Drift", capabilities=[{"id": capability_id, "config": config}], **spec_fields)
+    binding_extra = spec_fields.pop("_binding", {})
+    the_spec = AgentSpec(
+        name="Drift", capabilities=[{"id": capability_id, "config": config, **binding_extra}], **spec_fields
+    )
     run_deps = deps(organization_id=str(org.pk), **deps_overrides)
     script = Script([])
     agent = agent_for(the_spec, run_deps, script, output_type=[str, DeferredToolRequests])
     agent.run_sync("go", deps=run_deps)
-    return {tool.name: tool.description or "" for tool in script.requests[0].function_tools}
+    return {
+        tool.name: tool.description or ""
+        for tool in script.requests[0].function_tools
+        if tool.name not in FRAMEWORK_TOOLS
+    }
 
 
 @pytest.mark.parametrize("capability_id", BUILTIN_IDS)
-def test_declared_tools_equal_offered_tools(db, settings, capability_id):
+def test_declared_tools_equal_offered_tools(db, settings, tmp_path, capability_id):
+    settings.SKILLS_CACHE_DIR = str(tmp_path)
     cap = registry.get(capability_id)
     settings.DEFAULT_GRANTED_SCOPES = sorted({s for c in registry.all_capabilities() for s in c.scopes})
     offered = _offered(capability_id)
