@@ -34,16 +34,21 @@ def _close(run: Run, status: str, error: dict) -> None:
     Question.objects.filter(run=run, status=Question.Status.PENDING).update(status=Question.Status.EXPIRED)
 
 
+def _close_each(runs, status: str, error: dict) -> int:
+    count = 0
+    for run in runs:
+        with transaction.atomic():
+            _close(run, status, error)
+        count += 1
+    return count
+
+
 def sweep_stale_runs() -> int:
     """A dead worker never leaves a run "running" forever."""
     cutoff = timezone.now() - settings.RUN_STALE_AFTER
     stale = Run.objects.filter(status=RunStatus.RUNNING, heartbeat_at__lt=cutoff)
-    count = 0
-    for run in stale:
-        with transaction.atomic():
-            _close(run, RunStatus.FAILED, {"type": "WorkerLost", "message": "The worker running this run stopped answering."})
-        count += 1
-    return count
+    return _close_each(stale, RunStatus.FAILED,
+                       {"type": "WorkerLost", "message": "The worker running this run stopped answering."})
 
 
 def requeue_lost_runs() -> int:
@@ -61,9 +66,7 @@ def requeue_lost_runs() -> int:
     # Older than the stale limit: nobody is going to run it now.
     expired = Run.objects.filter(status=RunStatus.QUEUED, started_at__isnull=True,
                                  created_at__lt=timezone.now() - settings.RUN_STALE_AFTER)
-    for run in expired:
-        with transaction.atomic():
-            _close(run, RunStatus.FAILED, {"type": "NeverStarted", "message": "No worker picked this run up."})
+    _close_each(expired, RunStatus.FAILED, {"type": "NeverStarted", "message": "No worker picked this run up."})
     return len(lost)
 
 
@@ -72,12 +75,7 @@ def expire_approvals() -> int:
     runs = Run.objects.filter(
         status=RunStatus.AWAITING_APPROVAL, approvals__status=Approval.Status.PENDING, approvals__created_at__lt=cutoff
     ).distinct()
-    count = 0
-    for run in runs:
-        with transaction.atomic():
-            _close(run, RunStatus.CANCELLED, {"type": "ApprovalExpired", "message": "Nobody decided in time."})
-        count += 1
-    return count
+    return _close_each(runs, RunStatus.CANCELLED, {"type": "ApprovalExpired", "message": "Nobody decided in time."})
 
 
 def expire_questions() -> int:
@@ -85,9 +83,5 @@ def expire_questions() -> int:
     runs = Run.objects.filter(
         status=RunStatus.AWAITING_ANSWER, questions__status=Question.Status.PENDING, questions__created_at__lt=cutoff
     ).distinct()
-    count = 0
-    for run in runs:
-        with transaction.atomic():
-            _close(run, RunStatus.CANCELLED, {"type": "QuestionExpired", "message": "The question was not answered in time."})
-        count += 1
-    return count
+    return _close_each(runs, RunStatus.CANCELLED,
+                       {"type": "QuestionExpired", "message": "The question was not answered in time."})
