@@ -75,7 +75,8 @@ def bench_embed() -> Embed:
     )
 
 
-async def visitor(url: str, messages: int, out: dict) -> None:
+async def visitor(url: str, messages: int, out: dict, delay: float = 0.0) -> None:
+    await asyncio.sleep(delay)
     try:
         async with websockets.connect(url, origin=ORIGIN, open_timeout=60, max_size=None) as ws:
             ready = json.loads(await asyncio.wait_for(ws.recv(), 60))
@@ -100,7 +101,7 @@ async def visitor(url: str, messages: int, out: dict) -> None:
     except websockets.ConnectionClosed as exc:
         code = exc.rcvd.code if exc.rcvd else None
         out["errors"][f"closed {code}"] += 1
-    except (OSError, TimeoutError) as exc:
+    except (OSError, TimeoutError, websockets.InvalidHandshake) as exc:
         out["errors"][type(exc).__name__] += 1
 
 
@@ -111,10 +112,11 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-async def run_level(url: str, visitors: int, messages: int) -> dict:
+async def run_level(url: str, visitors: int, messages: int, ramp: float) -> dict:
     out: dict = {"ttft": [], "done": [], "errors": Counter()}
     started = time.perf_counter()
-    await asyncio.gather(*(visitor(url, messages, out) for _ in range(visitors)))
+    # Visitors arrive over `ramp` seconds (a page load each), then all hold their sockets at once.
+    await asyncio.gather(*(visitor(url, messages, out, ramp * i / visitors) for i in range(visitors)))
     out["elapsed"] = time.perf_counter() - started
     return out
 
@@ -147,6 +149,7 @@ def main() -> None:
     parser.add_argument("--visitors", default="100,500")
     parser.add_argument("--messages", type=int, default=3)
     parser.add_argument("--worker-concurrency", type=int, default=48)
+    parser.add_argument("--ramp", type=float, default=10.0, help="seconds over which visitors connect")
     args = parser.parse_args()
     env = dict(os.environ, PYTHONUNBUFFERED="1", LOG_LEVEL="WARNING")
     port = free_port()
@@ -166,7 +169,7 @@ def main() -> None:
         for visitors in [int(v) for v in args.visitors.split(",")]:
             embed = bench_embed()
             url = f"ws://127.0.0.1:{port}/api/v1/embed/{embed.public_key}/ws"
-            out = asyncio.run(run_level(url, visitors, args.messages))
+            out = asyncio.run(run_level(url, visitors, args.messages, args.ramp))
             time.sleep(2)  # the last transcripts are written right after `complete`
             users, answers, statuses = transcript_counts(embed)
             sent = visitors * args.messages

@@ -17,11 +17,12 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs
 
-from channels.db import database_sync_to_async
+from asgiref.sync import sync_to_async
+from channels.consumer import get_handler_name
 from channels.exceptions import StopConsumer
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
-from django.db import transaction
+from django.db import connections, transaction
 from django.utils import timezone
 
 from agenticos.errors import DomainError
@@ -57,6 +58,20 @@ ENDED_MESSAGES = {
     RunStatus.GUARDRAIL_BLOCKED: ("This message could not be answered.", "refused"),
     RunStatus.FAILED: ("Something went wrong while answering. Please try again.", "run_failed"),
 }
+
+
+async def in_db_thread(fn: Any, *args: Any) -> Any:
+    """Run `fn` on a pooled thread, not on Channels' single database thread, and close that thread's
+    connection after. Admission of hundreds of sockets at once would otherwise queue behind one thread
+    (daphne drops a handshake not answered in 5 s); closing keeps no connection parked on a pool thread."""
+
+    def call() -> Any:
+        try:
+            return fn(*args)
+        finally:
+            connections.close_all()
+
+    return await sync_to_async(call, thread_sensitive=False)()
 
 
 @dataclass
@@ -98,7 +113,8 @@ class EmbedConsumer(AsyncWebsocketConsumer):
         headers = {k.lower(): v.decode("latin-1") for k, v in self.scope.get("headers", [])}
         client = self.scope.get("client") or ("unknown", 0)
         self.address = ratelimit.client_address(client[0], headers.get(b"x-forwarded-for"))
-        outcome = await database_sync_to_async(self._admit)(
+        outcome = await in_db_thread(
+            self._admit,
             key,
             headers.get(b"origin"),
             (query.get("token") or [None])[0],
@@ -154,7 +170,7 @@ class EmbedConsumer(AsyncWebsocketConsumer):
         await self._drop_turn()
         run_id = uuid.uuid4()
         try:
-            prepared = await database_sync_to_async(self._prepare)(payload)
+            prepared = await in_db_thread(self._prepare, payload)
         except services.Refused:
             await self._refuse_and_close()
             return
@@ -168,7 +184,7 @@ class EmbedConsumer(AsyncWebsocketConsumer):
         turn = Turn(run_id=run_id, group=group, filter=TurnFilter(Toggles.of(self.embed)), started=now, last_frame=now)
         self.turn = turn
         try:
-            await database_sync_to_async(self._start)(prepared, run_id)
+            await in_db_thread(self._start, prepared, run_id)
         except TurnRefused as exc:
             await self._drop_turn()
             await self.send_error(exc.message, exc.code)
@@ -262,14 +278,12 @@ class EmbedConsumer(AsyncWebsocketConsumer):
         # Channels hops to the one database thread (close_old_connections) before every handler. A run
         # frame touches no database, and with hundreds of sockets streaming word by word that hop per
         # word serialises every socket of the process behind one thread.
-        kind = message.get("type")
-        if kind == "run.frame":
-            await self.run_frame(message)
-            return
-        if kind == "run.frames":
-            await self.run_frames(message)
-            return
-        await super().dispatch(message)
+        # Every handler here does its database work through `in_db_thread`, which closes its own
+        # connection, so that hop is skipped for every message, not only for run frames.
+        handler = getattr(self, get_handler_name(message), None)
+        if handler is None:
+            raise ValueError(f"No handler for message type {message.get('type')}")
+        await handler(message)
 
     async def run_frame(self, event: dict) -> None:
         await self._relay([event.get("frame") or {}])
@@ -300,7 +314,7 @@ class EmbedConsumer(AsyncWebsocketConsumer):
                 await asyncio.sleep(watchdog_seconds())
                 if self.turn is not turn or time.monotonic() - turn.last_frame < watchdog_seconds():
                     continue
-                ending = await database_sync_to_async(self._ending_of)(turn.run_id)
+                ending = await in_db_thread(self._ending_of, turn.run_id)
                 if not ending or self.turn is not turn:
                     continue
                 async with self._frame_lock:
