@@ -299,6 +299,13 @@ class EmbedConsumer(AsyncWebsocketConsumer):
         turn.last_frame = time.monotonic()
         async with self._frame_lock:
             for incoming in frames:
+                if incoming.get("type") == "complete" and not (turn.filter.answered or turn.filter.parked):
+                    # Nothing of the answer reached us (the channel layer drops for a full channel):
+                    # the run row has it, so this is not "a turn that produced nothing".
+                    output = await in_db_thread(self._output_of, turn.run_id)
+                    if output:
+                        for frame in turn.filter.apply({"type": "final_result", "data": {"output": output}}):
+                            await self.send_frame(frame)
                 for frame in turn.filter.apply(incoming):
                     await self.send_frame(frame)
                 if turn.filter.finished:
@@ -326,6 +333,10 @@ class EmbedConsumer(AsyncWebsocketConsumer):
                 return
         except (StopConsumer, asyncio.CancelledError):
             return
+
+    @staticmethod
+    def _output_of(run_id: uuid.UUID) -> str:
+        return Run.objects.filter(pk=run_id).values_list("output", flat=True).first() or ""
 
     @staticmethod
     def _ending_of(run_id: uuid.UUID) -> list[dict] | None:

@@ -190,6 +190,19 @@ async def test_a_turn_that_produced_nothing_ends_with_an_error(widget, dispatche
     await comm.disconnect()
 
 
+async def test_a_complete_whose_answer_frames_were_dropped_restores_the_answer_from_the_run(widget, dispatched):
+    comm = await open_socket(widget)
+    run_id = await ask(comm, dispatched)
+    await database_sync_to_async(lambda: Run.objects.filter(pk=run_id).update(output="We ship worldwide."))()
+    await publish(run_id, "complete", status="completed")
+    frames = await frames_until_end(comm)
+    assert frames == [
+        {"type": "final_result", "data": {"output": "We ship worldwide."}},
+        {"type": "complete", "data": {}},
+    ]
+    await comm.disconnect()
+
+
 async def test_a_runner_error_reaches_the_visitor_as_its_message(widget, dispatched):
     comm = await open_socket(widget)
     run_id = await ask(comm, dispatched)
