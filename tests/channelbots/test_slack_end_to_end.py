@@ -283,3 +283,27 @@ def test_a_failing_model_apologizes_once_and_keeps_the_claim(celery_worker, scri
     assert dedup.client().exists(dedup.key_for(sender.bot_id, "C1", event["ts"]))
     sender.send(event)
     assert Run.objects.count() == 1
+
+
+def test_thread_participation_is_confirmed_against_the_platform_and_fails_closed(
+        celery_worker, scripted_model, fake_slack, sender, bound, org, member):
+    from channelbots import selectors
+    from channelbots.models import ChannelIdentity
+
+    scripted_model(streaming_model("Noted."))
+    ChannelIdentity.objects.create(organization=org, platform="slack", workspace="T1", account_id="U5", user=member)
+    sender.send(sender.message("<@UBOT> hello", user="U5", channel="C1"))
+    wait_until(lambda: any(p.final == "Noted." for p in fake_slack.answers("C1")))
+    conversation = ChannelSession.objects.get().conversation
+    assert conversation.owner_id == member.pk
+    fake_slack.members["C1"] = ["U5"]
+    assert selectors.is_participant(conversation, member.pk)
+    fake_slack.members["C1"] = []  # removed from the channel: still cached for about a minute
+    assert selectors.is_participant(conversation, member.pk)
+    from channelbots import dedup
+
+    dedup.client().flushdb()
+    assert not selectors.is_participant(conversation, member.pk)
+    del fake_slack.members["C1"]  # the platform cannot answer: closed
+    assert not selectors.is_participant(conversation, member.pk)
+    assert selectors.can_write(conversation, member.pk)  # the owner keeps access
