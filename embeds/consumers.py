@@ -52,7 +52,7 @@ def watchdog_seconds() -> float:
 
 
 # What a visitor is told when the run ended but its last frames never reached this socket.
-ENDED_MESSAGES = {
+ENDED_MESSAGES: dict[str, tuple[str, str]] = {
     RunStatus.BUDGET_EXCEEDED: ("This assistant has reached its spending limit for now.", "budget_exceeded"),
     RunStatus.CANCELLED: ("This answer was stopped.", "cancelled"),
     RunStatus.GUARDRAIL_BLOCKED: ("This message could not be answered.", "refused"),

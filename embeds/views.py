@@ -218,7 +218,7 @@ def upload(request: HttpRequest, key: str) -> HttpResponse:
     upload_file = request.FILES.get("file")
     if upload_file is None:
         return json_error(400, "bad_request", "Send the file as the multipart field 'file'.")
-    if upload_file.size > limit_bytes:
+    if (upload_file.size or 0) > limit_bytes:
         return json_error(413, "too_large", "The file is too large.", {"limit_bytes": limit_bytes})
     data = upload_file.read(limit_bytes + 1)
     if len(data) > limit_bytes:
