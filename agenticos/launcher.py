@@ -44,7 +44,9 @@ def _relay(name: str, color: str, proc: subprocess.Popen) -> None:
 def commands(port: int) -> dict[str, list[str]]:
     py = sys.executable
     return {
-        "web": [py, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "agenticos.asgi:application"],
+        # A handshake may wait behind a busy CPU: 30 s before daphne gives up on it (its default is 5 s).
+        "web": [py, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "--websocket_connect_timeout", "30",
+                "agenticos.asgi:application"],
         # Agent runs are I/O-bound (model streams, HTTP tools): a thread pool holds many at once.
         "worker": [
             py, "-m", "celery", "-A", "agenticos", "worker", "-Q", "runs,default,cpu",

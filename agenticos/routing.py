@@ -3,5 +3,6 @@
 from __future__ import annotations
 
 from agents.routing import websocket_urlpatterns as agent_routes
+from embeds.routing import websocket_urlpatterns as embed_routes
 
-websocket_urlpatterns: list = [*agent_routes]
+websocket_urlpatterns: list = [*agent_routes, *embed_routes]

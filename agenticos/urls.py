@@ -21,6 +21,7 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/v1/", include(api_v1)),
+    path("", include("embeds.urls")),
     path("", include("agenticos.console.urls")),
 ]
 

@@ -25,10 +25,11 @@ from django.conf import settings
 from django.db import connections, transaction
 from django.utils import timezone
 
+from agenticos import ratelimit
 from agenticos.errors import DomainError
 from agents import runs
 from agents.models import Run, RunStatus
-from embeds import ratelimit, services
+from embeds import services
 from embeds.frames import Toggles, TurnFilter
 from embeds.models import Embed, EmbedFile
 

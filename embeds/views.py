@@ -17,8 +17,9 @@ from django.shortcuts import render
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
+from agenticos import ratelimit
 from agenticos.errors import json_error
-from embeds import files, ratelimit, services
+from embeds import files, services
 from embeds.api import max_embed_upload_bytes
 from embeds.models import Embed
 

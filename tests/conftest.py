@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from celery.contrib.testing.worker import start_worker
 from rest_framework.test import APIClient
 
+from agenticos.celery import app as celery_app
 from tests import factories
 from tests.fakes.openai_server import fake_openai  # noqa: F401  (fixture)
 
@@ -81,3 +83,36 @@ def _client_for(user, org=None) -> APIClient:
 @pytest.fixture
 def api_as():
     return _client_for
+
+
+@pytest.fixture(scope="session")
+def celery_worker_session(django_db_setup, django_db_blocker):
+    """One real worker consuming the `runs` and `default` queues for the whole session."""
+    celery_app.conf.task_always_eager = False
+    with django_db_blocker.unblock():
+        with start_worker(
+            celery_app,
+            pool="threads",
+            concurrency=8,
+            perform_ping_check=False,
+            queues=["runs", "default"],
+            loglevel="WARNING",
+            shutdown_timeout=30,
+        ) as worker:
+            yield worker
+
+
+@pytest.fixture
+def celery_worker(celery_worker_session, transactional_db):
+    return celery_worker_session
+
+
+@pytest.fixture
+def scripted_model(monkeypatch):
+    """Replace the provider's model with a FunctionModel for every run this test starts."""
+
+    def install(model):
+        monkeypatch.setattr("agents.runner.assembly.build_model", lambda profile: model)
+        return model
+
+    return install

@@ -4,7 +4,6 @@ and (for end-to-end tests) a real Celery worker running the real runner on the o
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 from urllib.parse import urlencode
 
@@ -16,7 +15,6 @@ from tests import factories
 FRONTEND = "https://app.example.com"
 SHOP = "https://shop.example.com"
 
-runner_available = importlib.util.find_spec("agents.runner.execute") is not None
 
 
 @pytest.fixture(autouse=True)
@@ -119,34 +117,6 @@ async def wait_for(predicate, timeout: float = 5):
         if loop.time() > deadline:
             raise AssertionError("condition not reached in time")
         await asyncio.sleep(0.05)
-
-
-@pytest.fixture(scope="session")
-def celery_worker_session(django_db_setup, django_db_blocker):
-    """One real worker consuming `runs` for the embeds end-to-end tests (threads pool, real Redis)."""
-    if not runner_available:
-        pytest.skip("the runner has not landed")
-    from celery.contrib.testing.worker import start_worker
-
-    from agenticos.celery import app as celery_app
-
-    celery_app.conf.task_always_eager = False
-    with django_db_blocker.unblock():
-        with start_worker(
-            celery_app,
-            pool="threads",
-            concurrency=4,
-            perform_ping_check=False,
-            queues=["runs", "default"],
-            loglevel="WARNING",
-            shutdown_timeout=30,
-        ) as worker:
-            yield worker
-
-
-@pytest.fixture
-def celery_worker(celery_worker_session, transactional_db):
-    return celery_worker_session
 
 
 def _free_port() -> int:

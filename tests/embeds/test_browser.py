@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests import factories
-from tests.embeds.conftest import _free_port, runner_available
+from tests.embeds.conftest import _free_port
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
@@ -30,7 +30,6 @@ pytestmark = [
     pytest.mark.browser,
     pytest.mark.django_db(transaction=True),
     pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian chromium is not installed at /usr/bin/chromium"),
-    pytest.mark.skipif(not runner_available, reason="the runner has not landed"),
 ]
 
 

@@ -12,11 +12,10 @@ from channels.db import database_sync_to_async
 
 from agents.models import Message, Run
 from tests import factories
-from tests.embeds.conftest import SHOP, communicator, frames_until_end, next_frame, runner_available, wait_for
+from tests.embeds.conftest import SHOP, communicator, frames_until_end, next_frame, wait_for
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(not runner_available, reason="the runner (agents.runner.execute) has not landed"),
 ]
 
 

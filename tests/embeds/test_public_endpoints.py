@@ -60,7 +60,7 @@ def test_widget_js_has_its_own_per_address_counter(client, widget, settings):
     assert limited.status_code == 429 and int(limited["Retry-After"]) > 0
     assert Client(REMOTE_ADDR="203.0.113.51").get(url).status_code == 200
     # The socket admission counter for this address is untouched by script loads.
-    from embeds import ratelimit
+    from agenticos import ratelimit
 
     assert ratelimit.hit("embed-ws", "203.0.113.50", 2)[0]
 

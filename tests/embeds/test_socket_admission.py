@@ -158,7 +158,7 @@ async def test_too_many_connections_from_one_address_get_4029_across_consumer_in
 async def test_the_connection_counter_lives_in_redis_shared_by_every_worker(widget, settings):
     settings.RATE_LIMIT_EMBED_PER_MINUTE = 3
     # Another web process admitting three sockets from this address writes the same counter.
-    from embeds import ratelimit
+    from agenticos import ratelimit
 
     other_process = redis.Redis.from_url(settings.REDIS_URL)
     slot = int(time.time()) // 60

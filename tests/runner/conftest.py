@@ -1,38 +1,13 @@
-"""Fixtures for the runner: a real Celery worker (threads pool, real Redis broker) in this process,
+"""Helpers for the runner tests (the worker and scripted-model fixtures live in tests/conftest.py): a real Celery worker (threads pool, real Redis broker) in this process,
 published agents on the demo model, and scripted FunctionModels for the model side (the outside world)."""
 
 from __future__ import annotations
 
-import pytest
-from celery.contrib.testing.worker import start_worker
-
-from agenticos.celery import app as celery_app
 from agenticos.models import Membership
 from agenticos.tenancy import actor_for_membership
 from agents import services as agent_services
 from agents.models import ModelProfile
-
-
-@pytest.fixture(scope="session")
-def celery_worker_session(django_db_setup, django_db_blocker):
-    """One real worker consuming the `runs` and `default` queues for the whole session."""
-    celery_app.conf.task_always_eager = False
-    with django_db_blocker.unblock():
-        with start_worker(
-            celery_app,
-            pool="threads",
-            concurrency=8,
-            perform_ping_check=False,
-            queues=["runs", "default"],
-            loglevel="WARNING",
-            shutdown_timeout=30,
-        ) as worker:
-            yield worker
-
-
-@pytest.fixture
-def celery_worker(celery_worker_session, transactional_db):
-    return celery_worker_session
+from tests.conftest import celery_worker, celery_worker_session, scripted_model  # noqa: F401  (re-exported)
 
 
 def actor_of(user, org):
@@ -61,14 +36,3 @@ def publish(org, user, *, name="Helper", capabilities=None, budget=None, visibil
     agent = agent_services.create_agent(actor=actor, name=name, spec=data, visibility=visibility)
     version = agent_services.publish_agent(actor=actor, agent=agent, note="test")
     return agent, version
-
-
-@pytest.fixture
-def scripted_model(monkeypatch):
-    """Replace the provider's model with a FunctionModel for every run this test starts."""
-
-    def install(model):
-        monkeypatch.setattr("agents.runner.assembly.build_model", lambda profile: model)
-        return model
-
-    return install
