@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 
-from django.db.models import Sum
+from django.db.models import Q, Sum
 from django.utils import timezone
 
 from governance.models import SpendEntry
@@ -64,17 +64,22 @@ class BudgetExceeded(Exception):
 
 
 def caps_for(*, organization, agent_id, agent_budget: Decimal | None, embed_id=None) -> list[Cap]:
+    """Every cap that meters a run, with this month's spend against each — in one query."""
+    embed_cap = _embed_cap(embed_id) if embed_id is not None else None
+    zero = Decimal("0")
+    # With no embed the filter matches nothing (embed_id IS NULL is never an embed's spend).
+    sums = SpendEntry.objects.filter(organization_id=organization.pk, created_at__gte=month_start()).aggregate(
+        org=Sum("cost_usd"),
+        agent=Sum("cost_usd", filter=Q(agent_id=agent_id)),
+        embed=Sum("cost_usd", filter=Q(embed_id=embed_id) if embed_id is not None else Q(pk__in=[])),
+    )
     caps: list[Cap] = []
     if agent_budget is not None:
-        caps.append(Cap("the agent's monthly budget", Decimal(agent_budget), agent_spent(agent_id)))
+        caps.append(Cap("the agent's monthly budget", Decimal(agent_budget), sums["agent"] or zero))
     if organization.monthly_budget_usd is not None:
-        caps.append(
-            Cap("the organization's monthly budget", organization.monthly_budget_usd, organization_spent(organization.pk))
-        )
-    if embed_id is not None:
-        embed_cap = _embed_cap(embed_id)
-        if embed_cap is not None:
-            caps.append(Cap("this embed's monthly budget", embed_cap, embed_spent(embed_id)))
+        caps.append(Cap("the organization's monthly budget", organization.monthly_budget_usd, sums["org"] or zero))
+    if embed_cap is not None:
+        caps.append(Cap("this embed's monthly budget", embed_cap, sums["embed"] or zero))
     return caps
 
 

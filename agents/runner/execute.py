@@ -17,7 +17,7 @@ from functools import partial
 from typing import Any
 
 from django.conf import settings
-from django.db import close_old_connections
+from django.db import close_old_connections, connection
 from django.utils import timezone
 from pydantic_ai import Agent, CancellationToken
 from pydantic_ai.exceptions import RunCancelled, UsageLimitExceeded
@@ -316,8 +316,14 @@ class RunExecution:
                 return
 
     def _heartbeat(self) -> bool:
-        Run.objects.filter(pk=self.run.pk).update(heartbeat_at=timezone.now())
-        return Run.objects.filter(pk=self.run.pk, cancel_requested=True).exists()
+        """Beat and learn whether a stop was asked for, in one round trip."""
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"UPDATE {Run._meta.db_table} SET heartbeat_at = %s WHERE id = %s RETURNING cancel_requested",  # noqa: S608
+                [timezone.now(), self.run.pk],
+            )
+            row = cursor.fetchone()
+        return bool(row and row[0])
 
     # ------------------------------------------------------------- endings
 
