@@ -11,7 +11,6 @@ from agenticos.tenancy import actor_for_membership
 from channelbots import services
 from tests import factories
 from tests.fakes.slack_api import FakeSlack, SlackEventSender, fake_slack  # noqa: F401  (fixture)
-from tests.runner.conftest import celery_worker, celery_worker_session, scripted_model  # noqa: F401
 
 FRONTEND = "https://app.example.com"
 SLACK_TOKEN = "xoxb-test-token-0001"
