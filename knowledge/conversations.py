@@ -114,7 +114,7 @@ ORDER BY b.top DESC, b.total DESC
 
 def search(organization_id: str, user_id: int, query: str, *, limit: int = 5,
            exclude_conversation_id: str | None = None) -> list[ConversationHit]:
-    params = {
+    params: dict[str, Any] = {
         "query": query,
         "org": str(organization_id),
         "user": user_id,

@@ -25,7 +25,7 @@ from django.conf import settings
 
 from agents.models import ModelProfile, Provider
 
-DEFAULT_BASE_URLS = {
+DEFAULT_BASE_URLS: dict[str, str] = {
     Provider.OPENAI: "https://api.openai.com/v1",
     Provider.OPENROUTER: "https://openrouter.ai/api/v1",
     Provider.OLLAMA: "http://localhost:11434/v1",

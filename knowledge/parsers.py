@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import PurePath
 
@@ -171,7 +172,7 @@ def _pptx(data: bytes) -> list[Section]:
     return out
 
 
-_PARSERS = {
+_PARSERS: dict[str, Callable[[bytes], list[Section]]] = {
     DocumentKind.TEXT: _text,
     DocumentKind.MARKDOWN: _text,
     DocumentKind.HTML: _html,

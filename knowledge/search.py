@@ -108,7 +108,8 @@ def resolve_scope(organization_id: str, collection_ids: Iterable[str]) -> Scope:
 
 
 def _filter_sql(filters: Filters) -> tuple[str, list[Any]]:
-    sql, params = [], []
+    sql: list[str] = []
+    params: list[Any] = []
     for column, value in (("d.source", filters.source), ("d.doc_type", filters.doc_type),
                           ("d.org_unit", filters.org_unit)):
         if value:

@@ -77,15 +77,20 @@ def update_collection(*, actor: Actor, collection: Collection, **changes) -> Col
         if reembed:
             ids = list(collection.documents.values_list("pk", flat=True))
             Document.objects.filter(pk__in=ids).update(status=Document.Status.PENDING)
-            transaction.on_commit(lambda: [_enqueue(str(i)) for i in ids])
+            transaction.on_commit(lambda: _enqueue_all(ids))
     return collection
+
+
+def _enqueue_all(ids) -> None:
+    for document_id in ids:
+        _enqueue(str(document_id))
 
 
 def delete_collection(*, actor: Actor, collection: Collection) -> None:
     with transaction.atomic():
         audit.record(actor=actor.user, organization=actor.organization, action="collection.delete",
                      target=collection, ip_address=_ip(actor))
-        files = [d.file.name for d in collection.documents.all() if d.file]
+        files = [str(d.file.name) for d in collection.documents.all() if d.file]
         collection.delete()
         transaction.on_commit(lambda: _delete_files(files))
 
@@ -143,7 +148,7 @@ def delete_document(*, actor: Actor, document: Document) -> None:
     with transaction.atomic():
         audit.record(actor=actor.user, organization=actor.organization, action="document.delete",
                      target=document, ip_address=_ip(actor))
-        files = [document.file.name] if document.file else []
+        files = [str(document.file.name)] if document.file else []
         document.delete()
         transaction.on_commit(lambda: _delete_files(files))
 

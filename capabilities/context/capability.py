@@ -149,7 +149,8 @@ def build(ctx: BuildContext) -> list[Built]:
     assert isinstance(ctx.config, ContextConfig)
     spec = spec_for(ctx)
     rows = _load(ctx.organization_id, list(spec.context_ids) if spec is not None else [])
-    inject, link = [], []
+    inject: list[Any] = []
+    link: list[Any] = []
     for row in rows:
         item = BoundFile(str(row.pk), row.name, row.description, row.format, row.body)
         mode = ctx.config.modes.get(str(row.pk), row.mode)

@@ -53,8 +53,8 @@ async def search_conversations(ctx: RunContext[Any], query: str, limit: int = 5)
         matched. A refusal explains why the search is not allowed in this chat.
     """
     user_id, refusal = await _person(ctx)
-    if refusal:
-        return refusal
+    if refusal or user_id is None:
+        return refusal or failures.refuse("There is no person to search for.")
     if not query.strip():
         return failures.retry(ctx, "query is empty: give the words to look for.")
     if not 1 <= limit <= conversations.MAX_RESULTS:
@@ -80,8 +80,8 @@ async def read_conversation(ctx: RunContext[Any], conversation_id: str, start: i
         end. An id that is not one of the person's conversations comes back as not found.
     """
     user_id, refusal = await _person(ctx)
-    if refusal:
-        return refusal
+    if refusal or user_id is None:
+        return refusal or failures.refuse("There is no person to search for.")
     if start < 1:
         return failures.retry(ctx, "start must be 1 or more.")
     allowed = await sync_to_async(conversations.can_read)(ctx.deps.organization_id, user_id, conversation_id)

@@ -173,7 +173,8 @@ async def _ask_model(ctx: RunContext[Any], state: _State, instructions: str, pro
     if not allowed:
         return None
     try:
-        response = await model_request(ctx.model, [ModelRequest.user_text_prompt(prompt, instructions=instructions)])
+        # RunContext types its model as AbstractModel; model_request accepts any Model at run time.
+        response = await model_request(ctx.model, [ModelRequest.user_text_prompt(prompt, instructions=instructions)])  # type: ignore[arg-type]
     except Exception as exc:  # any provider failure: search as written instead
         logger.info("query analysis model call failed: %s", type(exc).__name__)
         return None
