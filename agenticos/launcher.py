@@ -17,7 +17,7 @@ from pathlib import Path
 from agenticos import devservices
 
 ROOT = Path(__file__).resolve().parent.parent
-COLORS = ["\033[36m", "\033[35m", "\033[33m", "\033[32m"]
+COLORS = ["\033[36m", "\033[35m", "\033[33m", "\033[32m", "\033[34m"]
 RESET = "\033[0m"
 
 
@@ -47,12 +47,19 @@ def commands(port: int) -> dict[str, list[str]]:
         # A handshake may wait behind a busy CPU: 30 s before daphne gives up on it (its default is 5 s).
         "web": [py, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "--websocket_connect_timeout", "30",
                 "agenticos.asgi:application"],
-        # Agent runs are I/O-bound (model streams, HTTP tools): a thread pool holds many at once.
+        # Agent runs are I/O-bound (model streams, HTTP tools): a thread pool holds many at once. Runs
+        # get their own worker: a bot delivery (queue "default") holds a thread for the run it follows.
         "worker": [
-            py, "-m", "celery", "-A", "agenticos", "worker", "-Q", "runs,default,cpu",
+            py, "-m", "celery", "-A", "agenticos", "worker", "-Q", "runs", "-n", "runs@%h",
             "-P", "threads", "-c", os.environ.get("RUN_WORKER_CONCURRENCY", "32"), "-l", "INFO",
         ],
+        "default": [
+            py, "-m", "celery", "-A", "agenticos", "worker", "-Q", "default,cpu", "-n", "default@%h",
+            "-P", "threads", "-c", os.environ.get("DEFAULT_WORKER_CONCURRENCY", "16"), "-l", "INFO",
+        ],
         "beat": [py, "-m", "celery", "-A", "agenticos", "beat", "-l", "INFO"],
+        # Polling / socket / stream connections of channel bots, in a process of their own.
+        "bots": [py, "manage.py", "channel_supervisor"],
     }
 
 

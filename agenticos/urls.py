@@ -22,6 +22,7 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/v1/", include(api_v1)),
     path("", include("embeds.urls")),
+    path("", include("channelbots.urls")),
     path("", include("agenticos.console.urls")),
 ]
 

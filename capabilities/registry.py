@@ -54,6 +54,7 @@ BUILTIN: tuple[str, ...] = (
     "capabilities.memory_files",
     "capabilities.memory_mem0",
     "capabilities.conversation_search",
+    "capabilities.channel_tools",
 )
 
 # A name every provider accepts for a function tool.
@@ -195,6 +196,9 @@ def validate_bindings(
         cap = find(binding.id)
         if cap is None:
             problem(f"{base}.id", f"Unknown capability {binding.id!r}.")
+            continue
+        if binding.id == "channel_tools":
+            problem(f"{base}.id", "Channel lookups are granted per bot binding (Availability), not in a spec.")
             continue
         if binding.id in seen:
             problem(

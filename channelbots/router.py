@@ -81,13 +81,13 @@ def is_addressed(incoming: Incoming, slug: str) -> bool:
 def recorded_prompt(incoming: Incoming, bot: ChannelBot, slug: str) -> str:
     text = incoming.text
     if incoming.platform == "slack":
-        from channelbots.slack.parse import strip_mentions
+        from channelbots.slack.parse import strip_mentions as strip_slack
 
-        text = strip_mentions(text, bot.platform_bot_user_id)
+        text = strip_slack(text, bot.platform_bot_user_id)
     elif incoming.platform == "telegram":
-        from channelbots.telegram.parse import strip_mentions
+        from channelbots.telegram.parse import strip_mentions as strip_telegram
 
-        text = strip_mentions(text, bot.platform_bot_username)
+        text = strip_telegram(text, bot.platform_bot_username)
     else:
         from channelbots.mattermost.parse import strip_trigger
 

@@ -125,7 +125,7 @@ def check_server_url(value: str, *, field: str = "api_base_url") -> str:
         addresses = [str(ipaddress.ip_address(host))]
     except ValueError:
         try:
-            addresses = [info[4][0] for info in socket.getaddrinfo(host, None)]
+            addresses = [str(info[4][0]) for info in socket.getaddrinfo(host, None)]
         except OSError:
             addresses = []  # not resolvable from here now; the connection will say so
     if any(_ssrf.is_cloud_metadata_ip(a) for a in addresses):

@@ -159,7 +159,7 @@ def slack_socket_session(bot, creds: dict[str, str]) -> Callable[[threading.Even
     if not app_token:
         raise NotStarted("Socket Mode needs the Slack app-level token (xapp-)")
     try:
-        opened = WebClient(token=app_token, base_url=base_url_for(bot)).apps_connections_open()
+        opened = WebClient(base_url=base_url_for(bot)).apps_connections_open(app_token=app_token)
     except SlackApiError as exc:
         error = exc.response.get("error")
         if error in ("invalid_auth", "not_authed", "not_allowed_token_type", "token_revoked"):

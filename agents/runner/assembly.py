@@ -33,6 +33,17 @@ class BuiltSetup:
     extra_instructions: list[str] = field(default_factory=list)
 
 
+def with_channel_grants(spec: AgentSpec, run: Run) -> AgentSpec:
+    """channel_tools is granted by the bot binding a message arrived through, never by the spec."""
+    from agents.spec import CapabilityBinding
+
+    channel = (run.options or {}).get("channel") or {}
+    capabilities = [b for b in spec.capabilities if b.id != "channel_tools"]
+    if channel.get("tools"):
+        capabilities.append(CapabilityBinding(id="channel_tools", config={"tools": channel["tools"]}))
+    return spec.model_copy(update={"capabilities": capabilities})
+
+
 def model_profile(run: Run, spec: AgentSpec) -> ModelProfile:
     if not spec.model_profile_id:
         raise AssemblyError("This agent version names no model profile; choose one in the Builder and publish.")

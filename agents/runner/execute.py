@@ -181,6 +181,7 @@ class RunExecution:
             self.spec = load_spec(run.version.spec)
         except Exception as exc:
             raise assembly.AssemblyError(f"The published version cannot be loaded: {exc}") from exc
+        self.spec = assembly.with_channel_grants(self.spec, run)
         profile = assembly.model_profile(run, self.spec)
         deps = RunDeps(
             run_id=str(run.pk),

@@ -37,7 +37,7 @@ def _channel(run_id: str) -> tuple[Any, dict] | None:
 
     run = Run.objects.filter(pk=run_id).only("options", "organization_id").first()
     channel = (run.options or {}).get("channel") if run else None
-    if not channel:
+    if not channel or run is None:
         return None
     bot = ChannelBot.objects.filter(pk=channel.get("bot_id"), organization_id=run.organization_id).first()
     if bot is None:

@@ -99,7 +99,8 @@ class MattermostClient(PlatformClient):
         rows = []
         for pid in order[-limit:]:
             p = posts.get(pid) or {}
-            rows.append({"speaker": names.get(p.get("user_id"), p.get("user_id", "")), "text": p.get("message", ""),
+            author = str(p.get("user_id") or "")
+            rows.append({"speaker": names.get(author, author), "text": p.get("message", ""),
                          "files": [IncomingFile(ref=f) for f in p.get("file_ids") or []], "id": pid})
         return rows
 

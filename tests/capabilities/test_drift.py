@@ -81,7 +81,15 @@ EXEMPT: dict[str, dict[str, str]] = {}
 # pydantic-ai's own tools that a capability brings along (skills loads on demand through load_capability).
 FRAMEWORK_TOOLS = {"load_capability"}
 
-BUILTIN_IDS = [importlib.import_module(module).CAPABILITY.id for module in registry.BUILTIN]
+# Capabilities a surface grants from the arriving message (never a spec): what they offer depends on
+# that message's channel, so their drift is proven through the runner where they are granted.
+GRANTED_BY_SURFACE = {"channel_tools": "tests/channelbots/test_channel_tools.py"}
+
+BUILTIN_IDS = [
+    cap_id
+    for cap_id in (importlib.import_module(module).CAPABILITY.id for module in registry.BUILTIN)
+    if cap_id not in GRANTED_BY_SURFACE
+]
 
 
 def _offered(capability_id: str, **deps_overrides: Any) -> dict[str, str]:

@@ -1,13 +1,10 @@
-"""channel_tools through the real runner: the tool is bound server-side to the channel the run came from.
-
-Until the runner adds the capability from `run.options["channel"]["tools"]` (lead's patch), the test binds it
-in the spec directly; the registry line is registered here too (capabilities/registry.py is not ours)."""
+"""channel_tools through the real runner: the bot binding grants it (run.options["channel"]["tools"]) and the
+tool is bound server-side to the channel the run came from; a spec can never carry it."""
 
 from __future__ import annotations
 
 import json
 
-import pytest
 from pydantic_ai.messages import ModelResponse, TextPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
 
@@ -19,13 +16,15 @@ from tests import factories
 from tests.channelbots.conftest import bind, wait_until
 
 
-@pytest.fixture
-def channel_tools_registered():
-    registry.find("clock")  # load the built-ins first
-    if registry.find("channel_tools") is None:
-        registry.register(CAPABILITY)
-    yield
-    registry.unregister("channel_tools")
+def test_publish_refuses_channel_tools_in_a_spec(org, builder):
+    from agents.models import ModelProfile
+    from agents.spec import AgentSpec
+
+    spec = AgentSpec(name="X", capabilities=[{"id": "channel_tools", "config": {"tools": ["get_channel_info"]}}])
+    problems = registry.validate_bindings(spec, organization=org, can_view_secret=lambda _: True)
+    assert [p["field"] for p in problems] == ["capabilities.0.id"]
+    assert "per bot binding" in problems[0]["message"]
+    assert ModelProfile  # imported for symmetry with the runner test below
 
 
 def calls_channel_info_then_answers() -> FunctionModel:
@@ -44,10 +43,9 @@ def calls_channel_info_then_answers() -> FunctionModel:
 
 
 def test_get_channel_info_reads_the_channel_the_message_arrived_in(celery_worker, scripted_model, fake_slack, sender,
-                                                                  org, builder, channel_tools_registered):
-    agent = factories.published_agent(
-        org, builder, name="Support Agent",
-        capabilities=[{"id": "channel_tools", "config": {"tools": ["get_channel_info"]}}])
+                                                                  org, builder):
+    # Not in the spec (publish refuses it there): the bot binding grants it to runs it starts.
+    agent = factories.published_agent(org, builder, name="Support Agent")
     bind(agent, ChannelBot.objects.get(pk=sender.bot_id), builder, org, channel_tools=["get_channel_info"])
     fake_slack.channels["C1"] = {"name": "support", "purpose": {"value": "Customer help"}, "topic": {"value": ""},
                                  "num_members": 12}
