@@ -32,6 +32,14 @@ def _fresh_channel_layer():
     channel_layers.backends.clear()
 
 
+@pytest.fixture(autouse=True)
+def _runs_wait_for_a_worker_only_when_one_is_asked_for(request, monkeypatch):
+    """A test without the worker fixtures executes runs itself (agents.runner.execute); the session
+    worker an earlier test started must not race it for the same run, nor write during the flush."""
+    if not {"celery_worker", "celery_worker_session"} & set(request.fixturenames):
+        monkeypatch.setattr("agents.runs.enqueue_run", lambda run_id: None)
+
+
 @pytest.fixture
 def org(db):
     return factories.organization(name="Acme")
@@ -104,7 +112,16 @@ def celery_worker_session(django_db_setup, django_db_blocker):
 
 @pytest.fixture
 def celery_worker(celery_worker_session, transactional_db):
-    return celery_worker_session
+    yield celery_worker_session
+    # The test database is flushed (TRUNCATE) right after this teardown: a run still writing would
+    # deadlock with it, so let the runs this test started finish first.
+    import time
+
+    from agents.models import Run
+
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and Run.objects.filter(status__in=["queued", "running"]).exists():
+        time.sleep(0.1)
 
 
 @pytest.fixture

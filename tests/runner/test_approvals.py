@@ -21,12 +21,6 @@ from tests.runner.test_execute import CHART_ARGS, run_now, start
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.fixture(autouse=True)
-def _runs_execute_here(monkeypatch):
-    """These tests drive execution themselves (run_now); a resume must not also reach a live worker."""
-    monkeypatch.setattr("agents.runs.enqueue_run", lambda run_id: None)
-
-
 def tool_returns(messages) -> list[ToolReturnPart]:
     return [p for m in messages for p in getattr(m, "parts", []) if isinstance(p, ToolReturnPart)]
 
