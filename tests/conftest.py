@@ -105,7 +105,7 @@ def celery_worker_session(django_db_setup, django_db_blocker):
             perform_ping_check=False,
             queues=["runs", "default"],
             loglevel="WARNING",
-            shutdown_timeout=30,
+            shutdown_timeout=120,
         ) as worker:
             yield worker
 
