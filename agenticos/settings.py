@@ -186,7 +186,7 @@ for _key in ("host", "port"):
     if _key in DATABASES["default"].get("OPTIONS", {}):
         DATABASES["default"][_key.upper()] = str(DATABASES["default"]["OPTIONS"].pop(_key))
 # Persistent connections (seconds); tests use 0 so the test database can be dropped at the end.
-DATABASES["default"]["CONN_MAX_AGE"] = 0 if TESTING else _int("DB_CONN_MAX_AGE", 60, minimum=0)
+DATABASES["default"]["CONN_MAX_AGE"] = 0 if TESTING else _int("DB_CONN_MAX_AGE", 0, minimum=0)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DATABASES["default"].setdefault("TEST", {})["NAME"] = env.str("TEST_DATABASE_NAME", default="test_agenticos")
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
