@@ -203,7 +203,10 @@ def main() -> None:
             except ProcessLookupError:
                 pass
         for proc in procs:
-            proc.wait(10)
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:  # a worker still draining: it has had its chance
+                os.killpg(proc.pid, 9)
 
 
 if __name__ == "__main__":
