@@ -171,3 +171,17 @@ def test_consecutive_waiting_calls_each_get_their_answer(org, owner, echo_model,
     outputs = [client.post(f"/api/v1/agents/{agent.pk}/run", {"prompt": p}, format="json").json()["output"]
                for p in ("one", "two", "three")]
     assert outputs == ["echo: one", "echo: two", "echo: three"]
+
+
+def test_an_outsider_gets_404_on_every_run_action(org, owner, outsider, outsider_org, api_as):
+    agent, version = publish(org, owner)
+    run = Run.objects.create(organization=org, agent=agent, version=version, surface="api", user=owner, prompt="a",
+                             status="awaiting_answer")
+    client = api_as(outsider, outsider_org)
+    assert client.post(f"/api/v1/runs/{run.pk}/stop").status_code == 404
+    assert client.post(f"/api/v1/runs/{run.pk}/resume").status_code == 404
+    assert client.get(f"/api/v1/runs/{run.pk}/questions").status_code == 404
+    assert client.post(f"/api/v1/runs/{run.pk}/answers", {"answers": ["x"]}, format="json").status_code == 404
+    assert client.post(f"/api/v1/agents/{agent.pk}/run", {"prompt": "x"}, format="json").status_code == 404
+    run.refresh_from_db()
+    assert run.status == "awaiting_answer"
