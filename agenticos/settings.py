@@ -157,14 +157,22 @@ TEMPLATES = [
 _services = devservices.read_services_env(DATA_DIR)
 DATABASE_URL = env.str("DATABASE_URL", default=_services.get("DATABASE_URL", ""))
 REDIS_URL = env.str("REDIS_URL", default=_services.get("REDIS_URL", ""))
+
+
+def _redis_db(url: str, db: int) -> str:
+    if url.startswith("unix://"):
+        return url.split("?")[0] + f"?db={db}"
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, f"/{db}", parts.query, ""))
+
+
+BROKER_REDIS_URL = REDIS_URL
 if TESTING and env.str("PYTEST_XDIST_WORKER", default=""):
-    # Parallel test workers each get their own Redis database so counters never collide.
+    # Parallel test workers (gw0…gw6) each get their own Redis database so counters never collide, and
+    # the Celery broker another one, so the per-test flush never deletes queued tasks or kombu's bindings.
     _worker_db = int(env.str("PYTEST_XDIST_WORKER").lstrip("gw") or 0) + 1
-    if REDIS_URL.startswith("unix://"):
-        REDIS_URL = REDIS_URL.split("?")[0] + f"?db={_worker_db}"
-    else:
-        _parts = urlsplit(REDIS_URL)
-        REDIS_URL = urlunsplit((_parts.scheme, _parts.netloc, f"/{_worker_db}", _parts.query, ""))
+    REDIS_URL = _redis_db(REDIS_URL, _worker_db)
+    BROKER_REDIS_URL = _redis_db(REDIS_URL, _worker_db + 8)
 if not DATABASE_URL:
     raise ImproperlyConfigured(
         "DATABASE_URL is not set and the embedded PostgreSQL is not running: "
@@ -223,8 +231,8 @@ CHANNEL_LAYERS = {
     }
 }
 
-CELERY_BROKER_URL = _celery_redis_url(REDIS_URL)
-CELERY_RESULT_BACKEND = _celery_redis_url(REDIS_URL)
+CELERY_BROKER_URL = _celery_redis_url(BROKER_REDIS_URL)
+CELERY_RESULT_BACKEND = _celery_redis_url(BROKER_REDIS_URL)
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_DEFAULT_QUEUE = "default"
