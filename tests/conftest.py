@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import warnings
+
 import pytest
 from celery.contrib.testing.worker import start_worker
 from rest_framework.test import APIClient
@@ -93,26 +96,82 @@ def api_as():
     return _client_for
 
 
-@pytest.fixture(scope="session")
-def celery_worker_session(django_db_setup, django_db_blocker):
-    """One real worker consuming the `runs` and `default` queues for the whole session."""
-    celery_app.conf.task_always_eager = False
-    with django_db_blocker.unblock():
-        with start_worker(
+def _thread_stacks() -> str:
+    """The project's frames of every live thread: where a stuck worker is stuck."""
+    import sys
+    import traceback
+
+    stacks = []
+    for ident, frame in sys._current_frames().items():
+        ours = [line for line in traceback.format_stack(frame) if "/site-packages/" not in line]
+        if ours:
+            stacks.append(f"thread {ident}:\n" + "".join(ours[-4:]))
+    return "\n".join(stacks)[:4000]
+
+
+class _SessionWorker:
+    """One real worker consuming `runs` and `default`, restarted when it stops answering.
+
+    A worker whose threads are all stuck (or whose consumer died) would otherwise fail every later test
+    that needs it with a bare timeout; the restart says so in the warnings summary, with the stacks."""
+
+    def __init__(self) -> None:
+        self._stack: contextlib.ExitStack | None = None
+        self.worker = None
+
+    def start(self) -> None:
+        self._stack = contextlib.ExitStack()
+        self.worker = self._stack.enter_context(start_worker(
             celery_app,
             pool="threads",
             concurrency=8,
             perform_ping_check=False,
             queues=["runs", "default"],
             loglevel="WARNING",
-            shutdown_timeout=120,
-        ) as worker:
-            yield worker
+            shutdown_timeout=60,
+        ))
+
+    def stop(self) -> None:
+        if self._stack is None:
+            return
+        try:
+            self._stack.close()
+        except RuntimeError as exc:  # threads still busy after shutdown_timeout
+            warnings.warn(f"the test worker did not stop: {exc}\n{_thread_stacks()}", stacklevel=1)
+        self._stack = None
+
+    def answers(self) -> bool:
+        from celery.contrib.testing.tasks import ping
+
+        try:
+            return ping.apply_async(queue="runs").get(timeout=15) == "pong"
+        except Exception:  # noqa: BLE001  (a timeout or a broker error: either way, not answering)
+            return False
+
+    def ensure_answering(self) -> None:
+        if self.answers():
+            return
+        warnings.warn(f"the test worker stopped answering; restarting it\n{_thread_stacks()}", stacklevel=1)
+        self.stop()
+        self.start()
+
+
+@pytest.fixture(scope="session")
+def celery_worker_session(django_db_setup, django_db_blocker):
+    celery_app.conf.task_always_eager = False
+    with django_db_blocker.unblock():
+        session_worker = _SessionWorker()
+        session_worker.start()
+        try:
+            yield session_worker
+        finally:
+            session_worker.stop()
 
 
 @pytest.fixture
 def celery_worker(celery_worker_session, transactional_db):
-    yield celery_worker_session
+    celery_worker_session.ensure_answering()
+    yield celery_worker_session.worker
     # The test database is flushed (TRUNCATE) right after this teardown: a run still writing would
     # deadlock with it, so let the runs this test started finish first.
     import time
@@ -122,6 +181,10 @@ def celery_worker(celery_worker_session, transactional_db):
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline and Run.objects.filter(status__in=["queued", "running"]).exists():
         time.sleep(0.1)
+    unfinished = list(Run.objects.filter(status__in=["queued", "running"]).values_list("pk", "status"))
+    if unfinished:
+        # Say where (in the warnings summary, which CI prints): a later test would only see a timeout.
+        warnings.warn(f"runs unfinished 15 s after the test: {unfinished}\n{_thread_stacks()}", stacklevel=1)
 
 
 @pytest.fixture

@@ -58,22 +58,9 @@ def outsider_agent(outsider_org, outsider):
 # ------------------------------------------------------------------ the live server
 
 
-def _redeclare_worker_queues() -> None:
-    """Each test flushes its Redis database (tests/conftest.py), which drops kombu's exchange bindings; the
-    session's worker declared them once, so declare them again or nothing published would reach it."""
-    from kombu import Exchange, Queue
-
-    from agenticos.celery import app as celery_app
-
-    with celery_app.connection_for_write() as conn:
-        for name in ("runs", "default"):
-            Queue(name, Exchange(name, type="direct"), routing_key=name)(conn.default_channel).declare()
-
-
 @pytest.fixture
 def live_server_url(transactional_db, celery_worker):  # noqa: F811
     """daphne in a subprocess (a fork of this multi-threaded process could inherit held locks)."""
-    _redeclare_worker_queues()
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
