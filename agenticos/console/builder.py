@@ -16,6 +16,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_POST
 
 from agenticos.console import selectors
@@ -31,6 +32,11 @@ from governance.grants import EDIT, PUBLISH, at_least, require_agent_access
 
 STARTER_SLUG = "getting-started"
 APPROVAL_MODES = ("default", "required", "never")
+EMBED_KINDS = (
+    ("widget", gettext_lazy("Website widget")),
+    ("socket", gettext_lazy("Raw WebSocket")),
+    ("page", gettext_lazy("Hosted page")),
+)
 
 
 # ------------------------------------------------------------------ list, new, import
@@ -180,6 +186,26 @@ def builder_context(actor: Actor, agent: Agent, level: str, *, diff: dict | None
         "diff": diff,
         "api_url": f"{settings.FRONTEND_URL}/api/v1/agents/{agent.pk}/run",
         "can_run": actor.has("agents:run"),
+        **availability_context(actor, agent, level),
+    }
+
+
+def availability_context(actor: Actor, agent: Agent, level: str) -> dict[str, Any]:
+    """Embeds and bot bindings of the Availability section; the forms start empty, without errors."""
+    labels = dict(EMBED_KINDS)
+    embeds = [{**row, "kind_label": labels.get(row["embed"].kind, row["embed"].kind)}
+              for row in selectors.embed_rows(actor, agent)]
+    return {
+        "embeds": embeds,
+        "bindings": selectors.binding_rows(actor, agent),
+        "bots": selectors.bindable_bots(actor),
+        "can_manage_embeds": actor.has("embeds:manage"),
+        "can_bind": actor.has("bots:manage") and at_least(level, EDIT),
+        "embed_kinds": EMBED_KINDS,
+        "embed_form": {"kind": "widget", "name": "", "origins": "", "environment": "production"},
+        "embed_errors": {},
+        "binding_form": {"bot_id": "", "environment": "production"},
+        "binding_errors": {},
     }
 
 

@@ -296,3 +296,43 @@ def can_publish(level: str | None) -> bool:
 
 def now() -> datetime:
     return timezone.now()
+
+
+# ------------------------------------------------------------------ the Builder's Availability section
+
+
+def embed_rows(actor: Actor, agent: Agent) -> list[dict[str, Any]]:
+    """The agent's embeds with what a person pastes or sends (the same builders the API serializes with),
+    in one query. Empty for a role that cannot manage embeds: the API refuses it the list too, and a hosted
+    page is protected by nothing but its address."""
+    from embeds import services as embed_services
+    from embeds.models import Embed
+
+    if not actor.has("embeds:manage"):
+        return []
+    rows = []
+    for embed in Embed.objects.filter(organization=actor.organization, agent=agent).order_by("created_at"):
+        rows.append({
+            "embed": embed,
+            "snippet": embed_services.snippet(embed) if embed.kind == Embed.Kind.WIDGET else "",
+            "socket_url": embed_services.socket_url(embed) if embed.kind == Embed.Kind.SOCKET else "",
+            "page_url": embed_services.page_url(embed) if embed.kind == Embed.Kind.PAGE else "",
+        })
+    return rows
+
+
+def binding_rows(actor: Actor, agent: Agent) -> list[Any]:
+    """The bots answering as this agent (what GET /agents/<id>/bindings lists to anyone who sees the agent)."""
+    from channelbots.models import Binding
+
+    return list(Binding.objects.filter(organization=actor.organization, agent=agent).select_related("bot")
+                .order_by("created_at"))
+
+
+def bindable_bots(actor: Actor) -> list[Any]:
+    """The organization's bots that answer as no agent yet (a bot serves exactly one agent)."""
+    from channelbots.models import ChannelBot
+
+    if not actor.has("bots:manage"):
+        return []
+    return list(ChannelBot.objects.filter(organization=actor.organization, binding__isnull=True).order_by("name"))

@@ -3,7 +3,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path, reverse_lazy
 
-from agenticos.console import builder, settings_views, views
+from agenticos.console import availability, builder, settings_views, views
 
 app_name = "console"
 
@@ -50,6 +50,12 @@ urlpatterns = [
     path("agents/<uuid:agent_id>/diff", builder.diff, name="builder-diff"),
     path("agents/<uuid:agent_id>/export.yaml", builder.export_yaml, name="builder-export"),
     path("agents/<uuid:agent_id>/import", builder.import_into, name="builder-import"),
+    path("agents/<uuid:agent_id>/embeds", availability.create_embed, name="builder-embeds"),
+    path("agents/<uuid:agent_id>/embeds/<uuid:embed_id>/<str:action>", availability.embed_action,
+         name="builder-embed-action"),
+    path("agents/<uuid:agent_id>/bindings", availability.create_binding, name="builder-bindings"),
+    path("agents/<uuid:agent_id>/bindings/<uuid:binding_id>/delete", availability.delete_binding,
+         name="builder-binding-delete"),
     # Settings
     path("settings/", settings_views.profile, name="settings"),
     path("settings/chat-accounts/", settings_views.chat_accounts, name="settings-chat-accounts"),
