@@ -3,13 +3,15 @@ Settings → Memory. Thin views: loads are org-scoped, changes go through the se
 
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.utils import extend_schema
 from rest_framework import parsers, serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agenticos.api import ERRORS, WRITE_ERRORS, BaseOrgView
-from knowledge import services
+from knowledge import grants, services
 from knowledge.models import Collection, ContextFile, Document
 
 # ------------------------------------------------------------------ serializers
@@ -19,11 +21,17 @@ class CollectionSerializer(serializers.ModelSerializer):
     embedding_profile_id = serializers.UUIDField(allow_null=True, read_only=True)
     document_count = serializers.SerializerMethodField()
     search_mode = serializers.SerializerMethodField()
+    access = serializers.SerializerMethodField()
 
     class Meta:
         model = Collection
-        fields = ["id", "name", "description", "embedding_profile_id", "search_mode", "document_count",
-                  "created_at"]
+        fields = ["id", "name", "description", "embedding_profile_id", "search_mode", "visibility", "access",
+                  "document_count", "created_at"]
+
+    def get_access(self, obj: Collection) -> str | None:
+        """The caller's level: view | use | edit."""
+        access = self.context.get("access")
+        return access(obj) if access else None
 
     def get_document_count(self, obj: Collection) -> int:
         annotated = getattr(obj, "n_documents", None)
@@ -37,6 +45,14 @@ class CollectionWriteSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=200)
     description = serializers.CharField(required=False, allow_blank=True, default="")
     embedding_profile_id = serializers.UUIDField(required=False, allow_null=True, default=None)
+    visibility = serializers.ChoiceField(choices=Collection.Visibility.choices, required=False,
+                                         default=Collection.Visibility.ORGANIZATION)
+
+
+class CollectionGrantSerializer(serializers.Serializer):
+    user_id = serializers.IntegerField()
+    email = serializers.EmailField(read_only=True)
+    level = serializers.ChoiceField(choices=list(grants.LEVELS))
 
 
 class DocumentSerializer(serializers.ModelSerializer):
@@ -60,94 +76,145 @@ class DocumentUploadSerializer(serializers.Serializer):
 # ------------------------------------------------------------------ collections
 
 
-class CollectionListView(BaseOrgView):
+class CollectionAccessMixin:
+    """Collections are loaded by organization (404 for anything else), then access is decided per object
+    by knowledge.grants: the role gives a level, a grant can raise it. Writes need only agents:view from the
+    role because an edit grant may allow them; the services refuse what the level does not."""
+
+    actor: Any
+
+    def collection(self, pk, *, level: str = grants.VIEW) -> Collection:
+        collection = self.org_get(Collection, pk)  # type: ignore[attr-defined]
+        grants.require_collection_access(self.actor, collection, level)
+        return collection
+
+    def document(self, pk, *, level: str = grants.VIEW) -> Document:
+        document = self.org_get(Document, pk, Document.objects.select_related("collection"))  # type: ignore[attr-defined]
+        grants.require_collection_access(self.actor, document.collection, level)
+        return document
+
+    def serialize(self, collection: Collection) -> dict:
+        return CollectionSerializer(
+            collection, context={"access": lambda c: grants.collection_access(self.actor, c)}).data
+
+
+class CollectionListView(CollectionAccessMixin, BaseOrgView):
     serializer_class = CollectionSerializer
     permission_map = {"GET": "agents:view", "POST": "knowledge:manage"}
 
-    @extend_schema(responses={200: CollectionSerializer(many=True), **ERRORS}, summary="Knowledge collections")
+    @extend_schema(responses={200: CollectionSerializer(many=True), **ERRORS},
+                   summary="Knowledge collections the caller can see")
     def get(self, request: Request) -> Response:
         from django.db.models import Count
 
-        rows = self.org_queryset(Collection).annotate(n_documents=Count("documents"))
-        return Response(CollectionSerializer(rows, many=True).data)
+        rows = list(grants.visible_collections(self.actor).annotate(n_documents=Count("documents")))
+        levels = grants.grant_levels(self.actor.user_id, [c.pk for c in rows])
+        context = {"access": lambda c: grants.collection_access(self.actor, c, known_grants=levels)}
+        return Response(CollectionSerializer(rows, many=True, context=context).data)
 
     @extend_schema(request=CollectionWriteSerializer, responses={201: CollectionSerializer, **WRITE_ERRORS},
                    summary="Create a collection")
     def post(self, request: Request) -> Response:
         collection = services.create_collection(actor=self.actor, **self.valid(CollectionWriteSerializer))
-        return Response(CollectionSerializer(collection).data, status=status.HTTP_201_CREATED)
+        return Response(self.serialize(collection), status=status.HTTP_201_CREATED)
 
 
-class CollectionDetailView(BaseOrgView):
+class CollectionDetailView(CollectionAccessMixin, BaseOrgView):
     serializer_class = CollectionSerializer
-    permission_map = {"GET": "agents:view", "PATCH": "knowledge:manage", "DELETE": "knowledge:manage"}
+    permission_map = {"GET": "agents:view", "PATCH": "agents:view", "DELETE": "agents:view"}
 
     @extend_schema(responses={200: CollectionSerializer, **ERRORS}, summary="One collection")
     def get(self, request: Request, pk) -> Response:
-        return Response(CollectionSerializer(self.org_get(Collection, pk)).data)
+        return Response(self.serialize(self.collection(pk)))
 
     @extend_schema(request=CollectionWriteSerializer(partial=True),
                    responses={200: CollectionSerializer, **WRITE_ERRORS}, summary="Change a collection")
     def patch(self, request: Request, pk) -> Response:
-        collection = self.org_get(Collection, pk)
+        collection = self.collection(pk)
         serializer = CollectionWriteSerializer(data=request.data, partial=True)
         serializer.is_valid(raise_exception=True)
         changes = {k: v for k, v in serializer.validated_data.items() if k in request.data}
         collection = services.update_collection(actor=self.actor, collection=collection, **changes)
-        return Response(CollectionSerializer(collection).data)
+        return Response(self.serialize(collection))
 
     @extend_schema(responses={204: None, **WRITE_ERRORS}, summary="Delete a collection and its documents")
     def delete(self, request: Request, pk) -> Response:
-        services.delete_collection(actor=self.actor, collection=self.org_get(Collection, pk))
+        services.delete_collection(actor=self.actor, collection=self.collection(pk))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class CollectionGrantListView(CollectionAccessMixin, BaseOrgView):
+    serializer_class = CollectionGrantSerializer
+    permission_map = {"GET": "agents:view", "POST": "agents:view"}
+
+    @extend_schema(responses={200: CollectionGrantSerializer(many=True), **ERRORS},
+                   summary="Who a collection is shared with")
+    def get(self, request: Request, pk) -> Response:
+        collection = self.collection(pk)
+        return Response(CollectionGrantSerializer(grants.collection_grants(collection), many=True).data)
+
+    @extend_schema(request=CollectionGrantSerializer, responses={201: CollectionGrantSerializer, **WRITE_ERRORS},
+                   summary="Share a collection with a member (view, use or edit)")
+    def post(self, request: Request, pk) -> Response:
+        data = self.valid(CollectionGrantSerializer)
+        grant = grants.share_collection(actor=self.actor, collection=self.collection(pk), user_id=data["user_id"],
+                                        level=data["level"])
+        return Response(CollectionGrantSerializer(grant).data, status=status.HTTP_201_CREATED)
+
+
+class CollectionGrantDetailView(CollectionAccessMixin, BaseOrgView):
+    serializer_class = CollectionGrantSerializer
+    permission_map = {"DELETE": "agents:view"}
+
+    @extend_schema(responses={204: None, **WRITE_ERRORS}, summary="Revoke a grant on a collection")
+    def delete(self, request: Request, pk, user_id: int) -> Response:
+        grants.revoke_collection_grant(actor=self.actor, collection=self.collection(pk), user_id=int(user_id))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 # ------------------------------------------------------------------ documents
 
 
-class DocumentListView(BaseOrgView):
+class DocumentListView(CollectionAccessMixin, BaseOrgView):
     serializer_class = DocumentSerializer
-    permission_map = {"GET": "agents:view", "POST": "knowledge:manage"}
+    permission_map = {"GET": "agents:view", "POST": "agents:view"}
     parser_classes = [parsers.MultiPartParser, parsers.FormParser]
 
     @extend_schema(responses={200: DocumentSerializer(many=True), **ERRORS}, summary="Documents of a collection")
     def get(self, request: Request, pk) -> Response:
-        collection = self.org_get(Collection, pk)
+        collection = self.collection(pk)
         return Response(DocumentSerializer(collection.documents.all(), many=True).data)
 
     @extend_schema(request={"multipart/form-data": DocumentUploadSerializer},
                    responses={201: DocumentSerializer, **WRITE_ERRORS}, summary="Upload a document")
     def post(self, request: Request, pk) -> Response:
-        collection = self.org_get(Collection, pk)
+        collection = self.collection(pk)
         data = self.valid(DocumentUploadSerializer)
         document = services.upload_document(actor=self.actor, collection=collection, upload=data.pop("file"), **data)
         return Response(DocumentSerializer(document).data, status=status.HTTP_201_CREATED)
 
 
-class DocumentDetailView(BaseOrgView):
+class DocumentDetailView(CollectionAccessMixin, BaseOrgView):
     serializer_class = DocumentSerializer
-    permission_map = {"GET": "agents:view", "DELETE": "knowledge:manage"}
-
-    def _document(self, pk) -> Document:
-        return self.org_get(Document, pk)
+    permission_map = {"GET": "agents:view", "DELETE": "agents:view"}
 
     @extend_schema(responses={200: DocumentSerializer, **ERRORS}, summary="One document and its ingestion status")
     def get(self, request: Request, pk) -> Response:
-        return Response(DocumentSerializer(self._document(pk)).data)
+        return Response(DocumentSerializer(self.document(pk)).data)
 
     @extend_schema(responses={204: None, **WRITE_ERRORS}, summary="Delete a document")
     def delete(self, request: Request, pk) -> Response:
-        services.delete_document(actor=self.actor, document=self._document(pk))
+        services.delete_document(actor=self.actor, document=self.document(pk))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-class DocumentReingestView(BaseOrgView):
+class DocumentReingestView(CollectionAccessMixin, BaseOrgView):
     serializer_class = DocumentSerializer
-    permission_map = {"POST": "knowledge:manage"}
+    permission_map = {"POST": "agents:view"}
 
     @extend_schema(request=None, responses={202: DocumentSerializer, **WRITE_ERRORS}, summary="Ingest again")
     def post(self, request: Request, pk) -> Response:
-        document = services.reingest_document(actor=self.actor, document=self.org_get(Document, pk))
+        document = services.reingest_document(actor=self.actor, document=self.document(pk))
         return Response(DocumentSerializer(document).data, status=status.HTTP_202_ACCEPTED)
 
 

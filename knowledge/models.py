@@ -25,6 +25,10 @@ INDEXED_DIMENSIONS = (384, 768, 1024, 1536)
 
 
 class Collection(models.Model):
+    class Visibility(models.TextChoices):
+        ORGANIZATION = "organization", "Everyone in the organization"
+        PRIVATE = "private", "Its creator and the people it is shared with"
+
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="collections")
     name = models.CharField(max_length=200)
@@ -33,12 +37,23 @@ class Collection(models.Model):
     embedding_profile = models.ForeignKey(
         "agents.ModelProfile", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
+    # Who sees it without a grant (knowledge/grants.py decides access; grants are guardian rows).
+    visibility = models.CharField(max_length=12, choices=Visibility.choices, default=Visibility.ORGANIZATION)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+")
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         ordering = ["name"]
-        constraints = [models.UniqueConstraint(fields=["organization", "name"], name="collection_unique_name")]
+        constraints = [
+            models.UniqueConstraint(fields=["organization", "name"], name="collection_unique_name"),
+            models.CheckConstraint(condition=Q(visibility__in=["organization", "private"]),
+                                   name="collection_visibility_valid"),
+        ]
+        # Grant levels (knowledge/grants.py): view (the default permission) < use < edit.
+        permissions = [
+            ("use_collection", "Bind the collection to agents"),
+            ("edit_collection", "Change the collection and its documents, and share it"),
+        ]
 
     def __str__(self) -> str:
         return self.name

@@ -17,7 +17,7 @@ from agenticos.errors import Conflict, Invalid
 from agenticos.models import Organization
 from agenticos.tenancy import Actor
 from agents.models import ModelProfile
-from knowledge import parsers
+from knowledge import grants, parsers
 from knowledge.embeddings import EmbeddingError, embed
 from knowledge.models import Chunk, Collection, Document
 
@@ -45,13 +45,21 @@ def _embedding_profile(actor: Actor, profile_id) -> ModelProfile | None:
 # ------------------------------------------------------------------ collections
 
 
-def create_collection(*, actor: Actor, name: str, description: str = "", embedding_profile_id=None) -> Collection:
+def _visibility(value: str) -> str:
+    if value not in Collection.Visibility.values:
+        raise Invalid("Unknown visibility.", details={"field": "visibility", "allowed": list(Collection.Visibility.values)})
+    return value
+
+
+def create_collection(*, actor: Actor, name: str, description: str = "", embedding_profile_id=None,
+                      visibility: str = Collection.Visibility.ORGANIZATION) -> Collection:
     with transaction.atomic():
         if Collection.objects.filter(organization=actor.organization, name=name).exists():
             raise Conflict("A collection with this name already exists.", details={"field": "name"})
         collection = Collection.objects.create(
             organization=actor.organization, name=name, description=description,
             embedding_profile=_embedding_profile(actor, embedding_profile_id), created_by=actor.user,
+            visibility=_visibility(visibility),
         )
         audit.record(actor=actor.user, organization=actor.organization, action="collection.create",
                      target=collection, ip_address=_ip(actor))
@@ -59,6 +67,7 @@ def create_collection(*, actor: Actor, name: str, description: str = "", embeddi
 
 
 def update_collection(*, actor: Actor, collection: Collection, **changes) -> Collection:
+    grants.require_collection_access(actor, collection, grants.EDIT)
     reembed = False
     with transaction.atomic():
         if "name" in changes and changes["name"] != collection.name:
@@ -67,6 +76,8 @@ def update_collection(*, actor: Actor, collection: Collection, **changes) -> Col
             collection.name = changes["name"]
         if "description" in changes:
             collection.description = changes["description"]
+        if "visibility" in changes:
+            collection.visibility = _visibility(changes["visibility"])
         if "embedding_profile_id" in changes:
             profile = _embedding_profile(actor, changes["embedding_profile_id"])
             reembed = (profile.pk if profile else None) != collection.embedding_profile_id
@@ -87,7 +98,9 @@ def _enqueue_all(ids) -> None:
 
 
 def delete_collection(*, actor: Actor, collection: Collection) -> None:
+    grants.require_collection_access(actor, collection, grants.EDIT)
     with transaction.atomic():
+        grants.drop_grants_for_collection(collection)
         audit.record(actor=actor.user, organization=actor.organization, action="collection.delete",
                      target=collection, ip_address=_ip(actor))
         files = [str(d.file.name) for d in collection.documents.all() if d.file]
@@ -109,6 +122,7 @@ def upload_document(
     org_unit: str = "",
     document_date=None,
 ) -> Document:
+    grants.require_collection_access(actor, collection, grants.EDIT)
     filename = name or upload.name or "document"
     kind = parsers.kind_for(upload.name or filename) or parsers.kind_for(filename)
     if kind is None:
@@ -136,6 +150,7 @@ def upload_document(
 
 
 def reingest_document(*, actor: Actor, document: Document) -> Document:
+    grants.require_collection_access(actor, document.collection, grants.EDIT)
     with transaction.atomic():
         audit.record(actor=actor.user, organization=actor.organization, action="document.reingest",
                      target=document, ip_address=_ip(actor))
@@ -145,6 +160,7 @@ def reingest_document(*, actor: Actor, document: Document) -> Document:
 
 
 def delete_document(*, actor: Actor, document: Document) -> None:
+    grants.require_collection_access(actor, document.collection, grants.EDIT)
     with transaction.atomic():
         audit.record(actor=actor.user, organization=actor.organization, action="document.delete",
                      target=document, ip_address=_ip(actor))

@@ -7,6 +7,9 @@ from knowledge import api
 urlpatterns = [
     path("collections/", api.CollectionListView.as_view(), name="api-collections"),
     path("collections/<uuid:pk>/", api.CollectionDetailView.as_view(), name="api-collection"),
+    path("collections/<uuid:pk>/grants/", api.CollectionGrantListView.as_view(), name="api-collection-grants"),
+    path("collections/<uuid:pk>/grants/<int:user_id>/", api.CollectionGrantDetailView.as_view(),
+         name="api-collection-grant"),
     path("collections/<uuid:pk>/documents/", api.DocumentListView.as_view(), name="api-collection-documents"),
     path("documents/<uuid:pk>/", api.DocumentDetailView.as_view(), name="api-document"),
     path("documents/<uuid:pk>/reingest/", api.DocumentReingestView.as_view(), name="api-document-reingest"),

@@ -1,0 +1,225 @@
+"""Per-object grants on knowledge collections (django-guardian) and the one helper that decides access.
+
+Levels, weakest first: view < use < edit. `view` lists the collection and its documents, `use` binds it
+to an agent one can edit, `edit` changes it, uploads and deletes documents, and shares it. Effective
+access is the stronger of what the organization role gives and what was granted on the collection —
+the same rule as agents (`governance.grants`), kept apart because the levels and the role mapping differ.
+
+What the role gives:
+- `agents:edit_any` (admins, owners): edit on every collection of the organization;
+- the creator: edit with `knowledge:manage`, else use;
+- a collection visible to the organization: edit with `knowledge:manage`, use with `agents:edit` or
+  `agents:run`, view with `agents:view` — the behaviour before grants existed;
+- a private collection: nothing, unless granted.
+
+Grants only go to members of the collection's own organization: an outsider organization can never see,
+bind or be granted a collection (every lookup is filtered by the actor's organization first).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from django.contrib.auth.models import Permission
+from django.contrib.contenttypes.models import ContentType
+from django.db import models, transaction
+from django.db.models.functions import Cast
+from guardian.models import UserObjectPermission
+from guardian.shortcuts import assign_perm
+
+from agenticos import audit
+from agenticos.errors import Forbidden, Invalid, NotFound
+from agenticos.models import Membership
+from knowledge.models import Collection
+
+if TYPE_CHECKING:
+    from agenticos.tenancy import Actor
+
+VIEW, USE, EDIT = "view", "use", "edit"
+LEVELS: tuple[str, ...] = (VIEW, USE, EDIT)
+LEVEL_RANK: dict[str, int] = {level: rank for rank, level in enumerate(LEVELS, start=1)}
+LEVEL_CODENAME: dict[str, str] = {VIEW: "view_collection", USE: "use_collection", EDIT: "edit_collection"}
+CODENAME_LEVEL: dict[str, str] = {codename: level for level, codename in LEVEL_CODENAME.items()}
+
+
+def stronger(a: str | None, b: str | None) -> str | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return a if LEVEL_RANK[a] >= LEVEL_RANK[b] else b
+
+
+def at_least(level: str | None, needed: str) -> bool:
+    return level is not None and LEVEL_RANK[level] >= LEVEL_RANK[needed]
+
+
+def _content_type() -> ContentType:
+    return ContentType.objects.get_for_model(Collection)
+
+
+def _grant_rows(user_id: Any, collection_ids: Iterable | None = None) -> models.QuerySet:
+    qs = UserObjectPermission.objects.filter(
+        user_id=user_id, content_type=_content_type(), permission__codename__in=list(CODENAME_LEVEL)
+    )
+    if collection_ids is not None:
+        qs = qs.filter(object_pk__in=[str(pk) for pk in collection_ids])
+    return qs
+
+
+def grant_levels(user_id: Any, collection_ids: Iterable | None = None) -> dict[str, str]:
+    """{collection id (str): granted level} for one person, in one query."""
+    if user_id is None:
+        return {}
+    levels: dict[str, str] = {}
+    for object_pk, codename in _grant_rows(user_id, collection_ids).values_list("object_pk", "permission__codename"):
+        levels[object_pk] = stronger(levels.get(object_pk), CODENAME_LEVEL[codename]) or VIEW
+    return levels
+
+
+def role_level(actor: Actor, collection: Collection) -> str | None:
+    """What the organization role alone gives on this collection."""
+    if actor.has("agents:edit_any"):
+        return EDIT
+    is_creator = actor.user_id is not None and collection.created_by_id == actor.user_id
+    if is_creator:
+        return EDIT if actor.has("knowledge:manage") else USE
+    if collection.visibility != Collection.Visibility.ORGANIZATION:
+        return None
+    if actor.has("knowledge:manage"):
+        return EDIT
+    if actor.has("agents:edit") or actor.has("agents:run"):
+        return USE
+    if actor.has("agents:view"):
+        return VIEW
+    return None
+
+
+def collection_access(actor: Actor, collection: Collection, *, known_grants: dict[str, str] | None = None) -> str | None:
+    """The actor's effective level on `collection` ("view" | "use" | "edit"), or None (not even visible)."""
+    if collection.organization_id != actor.organization.pk:
+        return None
+    if known_grants is None:
+        known_grants = grant_levels(actor.user_id, [collection.pk])
+    return stronger(role_level(actor, collection), known_grants.get(str(collection.pk)))
+
+
+def require_collection_access(actor: Actor, collection: Collection, level: str) -> str:
+    """NotFound when the actor cannot even see the collection, Forbidden when the level is too weak."""
+    have = collection_access(actor, collection)
+    if have is None:
+        raise NotFound("Collection not found.")
+    if not at_least(have, level):
+        raise Forbidden(f"You need {level} access to this collection.", details={"needed": level, "have": have})
+    return have
+
+
+def visible_collections(actor: Actor) -> models.QuerySet[Collection]:
+    """Every collection of the actor's organization the actor can at least view, in one query."""
+    qs = Collection.objects.filter(organization=actor.organization)
+    if actor.has("agents:edit_any"):
+        return qs
+    granted = _grant_rows(actor.user_id).annotate(cid=Cast("object_pk", models.UUIDField())).values("cid")
+    condition = models.Q(pk__in=granted)
+    if actor.user_id is not None:
+        condition |= models.Q(created_by_id=actor.user_id)
+    # Mirrors role_level: organization-wide collections for any role that can see agents at all.
+    if any(actor.has(p) for p in ("agents:view", "agents:run", "agents:edit", "knowledge:manage")):
+        condition |= models.Q(visibility=Collection.Visibility.ORGANIZATION)
+    return qs.filter(condition)
+
+
+def unusable_collection_ids(actor: Actor, collection_ids: Iterable[Any]) -> list[str]:
+    """The ids among `collection_ids` the actor may not bind to an agent (unknown, foreign, or weaker than
+    use). Spec validation calls this so a grantee can bind a shared collection and nobody else can."""
+    import uuid
+
+    wanted: dict[str, uuid.UUID] = {}
+    bad: list[str] = []
+    for raw in collection_ids:
+        try:
+            wanted[str(raw)] = uuid.UUID(str(raw))
+        except (TypeError, ValueError):
+            bad.append(str(raw))
+    rows = {str(c.pk): c for c in Collection.objects.filter(organization=actor.organization,
+                                                            pk__in=list(wanted.values()))}
+    levels = grant_levels(actor.user_id, list(rows))
+    for raw, pk in wanted.items():
+        collection = rows.get(str(pk))
+        if collection is None or not at_least(collection_access(actor, collection, known_grants=levels), USE):
+            bad.append(raw)
+    return bad
+
+
+def collection_grants(collection: Collection) -> list[dict]:
+    """[{user_id, email, level}] for everyone with a grant on `collection`."""
+    rows = (
+        UserObjectPermission.objects.filter(
+            content_type=_content_type(), object_pk=str(collection.pk), permission__codename__in=list(CODENAME_LEVEL)
+        )
+        .select_related("user", "permission")
+        .order_by("user__email")
+    )
+    by_user: dict[int, dict] = {}
+    for row in rows:
+        entry = by_user.setdefault(row.user_id, {"user_id": row.user_id, "email": row.user.email, "level": None})
+        entry["level"] = stronger(entry["level"], CODENAME_LEVEL[row.permission.codename])
+    return list(by_user.values())
+
+
+def _member_of(actor: Actor, user_id: Any) -> Membership:
+    membership = (
+        Membership.objects.select_related("user")
+        .filter(organization=actor.organization, user_id=user_id, user__is_active=True)
+        .first()
+    )
+    if membership is None:
+        raise NotFound("Member not found.")
+    return membership
+
+
+def _clear(collection: Collection, user_id: Any) -> int:
+    deleted, _ = _grant_rows(user_id, [collection.pk]).delete()
+    return deleted
+
+
+def share_collection(*, actor: Actor, collection: Collection, user_id: Any, level: str) -> dict:
+    """Grant `level` on `collection` to a member of the same organization (replaces an earlier grant).
+    Sharing needs edit access; nobody grants more than they have."""
+    if level not in LEVEL_RANK:
+        raise Invalid("Unknown access level.",
+                      details={"problems": [{"field": "level", "message": f"one of {list(LEVELS)}"}]})
+    have = require_collection_access(actor, collection, EDIT)
+    if not at_least(have, level):
+        raise Forbidden(f"You cannot grant {level} access: you have {have}.", details={"needed": level, "have": have})
+    membership = _member_of(actor, user_id)
+    with transaction.atomic():
+        _clear(collection, membership.user_id)
+        permission = Permission.objects.get(content_type=_content_type(), codename=LEVEL_CODENAME[level])
+        assign_perm(permission, membership.user, collection)
+        audit.record(actor=actor.user, organization=actor.organization, action="collection.shared",
+                     target=collection,
+                     details={"user_id": membership.user_id, "email": membership.user.email, "level": level},
+                     ip_address=actor.extra.get("ip"))
+    return {"user_id": membership.user_id, "email": membership.user.email, "level": level}
+
+
+def revoke_collection_grant(*, actor: Actor, collection: Collection, user_id: Any) -> None:
+    require_collection_access(actor, collection, EDIT)
+    with transaction.atomic():
+        if not _clear(collection, user_id):
+            raise NotFound("Grant not found.")
+        audit.record(actor=actor.user, organization=actor.organization, action="collection.unshared",
+                     target=collection, details={"user_id": user_id}, ip_address=actor.extra.get("ip"))
+
+
+def drop_grants_for_collection(collection: Collection) -> None:
+    """Generic object permissions do not cascade; call inside the transaction that deletes the collection."""
+    UserObjectPermission.objects.filter(content_type=_content_type(), object_pk=str(collection.pk)).delete()
+
+
+def drop_grants_for_member(organization: Any, user_id: Any) -> None:
+    """A removed member keeps nothing: clear their grants on this organization's collections."""
+    ids = [str(pk) for pk in Collection.objects.filter(organization=organization).values_list("pk", flat=True)]
+    _grant_rows(user_id).filter(object_pk__in=ids).delete()
