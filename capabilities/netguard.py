@@ -13,6 +13,10 @@ Every hop (the first request and every redirect):
    DNS answer that changes between the check and the connect is never used;
 3. credentials are dropped when a redirect leaves the origin;
 4. the body is read as a stream and cut at `max_bytes`; encodings that cannot be bounded are refused.
+
+Clients that speak a protocol of their own over HTTP (the MCP SDK: SSE streams, session endpoints,
+in-origin redirects) get the same policy as a transport instead (`PinnedTransport`,
+`pinned_client_factory`): every request they send is checked and sent to the checked address.
 """
 
 from __future__ import annotations
@@ -241,3 +245,60 @@ async def safe_request(
             finally:
                 await response.aclose()
     raise Refused(f"Too many redirects (more than {max_redirects}).")
+
+
+class PinnedTransport(httpx2.AsyncBaseTransport):
+    """An httpx2 transport that applies `check_url` to every request it sends (each redirect hop, each
+    SSE message POST) and connects to the address it checked, keeping the original `Host` header and TLS
+    server name, so a DNS answer that changes after the check is never used."""
+
+    def __init__(self) -> None:
+        self._inner = httpx2.AsyncHTTPTransport(trust_env=False)
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        pinned = await check_url(str(request.url))
+        # The client set `Host` from the URL when it built the request; only the connect address changes.
+        request.url = request.url.copy_with(host=pinned.ip.split("%")[0])
+        if pinned.is_https:
+            request.extensions = {**request.extensions, "sni_hostname": pinned.hostname}
+        return await self._inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+def pinned_client_factory(
+    headers: dict[str, str] | None = None,
+    timeout: httpx2.Timeout | None = None,
+    auth: httpx2.Auth | None = None,
+    follow_redirects: bool = False,
+) -> httpx2.AsyncClient:
+    """The MCP SDK's `McpHttpClientFactory` shape (its defaults: 30 s, 300 s reads for event streams)."""
+    return httpx2.AsyncClient(
+        transport=PinnedTransport(),
+        headers=headers,
+        timeout=timeout or httpx2.Timeout(30.0, read=300.0),
+        auth=auth,
+        follow_redirects=follow_redirects,
+        max_redirects=MAX_REDIRECTS,
+        trust_env=False,
+    )
+
+
+def refusal_in(exc: BaseException) -> Refused | None:
+    """The `Refused` behind an error a protocol client wrapped (exception groups, causes), if any."""
+    seen: set[int] = set()
+    stack: list[BaseException] = [exc]
+    while stack:
+        current = stack.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, Refused):
+            return current
+        if isinstance(current, BaseExceptionGroup):
+            stack.extend(current.exceptions)
+        for linked in (current.__cause__, current.__context__):
+            if linked is not None:
+                stack.append(linked)
+    return None

@@ -4,8 +4,10 @@ prefixed id. With `tool_search` bound, these toolsets are marked for deferred lo
 
 Config `{connections: [{connection_id, allowed_tools, tool_approval}]}`: one capability binding carries
 every server (a capability is bound once per agent). Approval per prefixed tool name, else the binding's.
-The address is re-checked (netguard) when the run is assembled; the MCP client then connects itself, so
-the DNS pin does not cover MCP traffic (the server is an operator-registered endpoint, not model-chosen).
+The address is checked (netguard) when the run is assembled, and a refused server's tools are left out;
+every request the MCP client then sends goes through `netguard.PinnedTransport`, so the same address
+policy and DNS pin as custom tools and web fetch cover MCP traffic (SSE streams and redirects included).
+The connection's transport (streamable HTTP or SSE) is used as registered, never guessed from the URL.
 """
 
 from __future__ import annotations
@@ -64,7 +66,9 @@ def _address_ok(url: str) -> bool:
 
 
 def build(ctx: BuildContext) -> list[Built]:
-    from capabilities.mcp.services import headers_for
+    from fastmcp import Client
+
+    from capabilities.mcp.services import headers_for, transport_for
     from capabilities.models import McpConnection
 
     assert isinstance(ctx.config, McpConfig)
@@ -82,7 +86,8 @@ def build(ctx: BuildContext) -> list[Built]:
         entry = wanted[row.pk]
         if not _address_ok(row.url):
             continue
-        toolset: Any = MCPToolset(row.url, headers=headers_for(row), id=f"mcp_{row.name}", max_retries=2)
+        client = Client(transport_for(row.url, row.transport, headers_for(row)))
+        toolset: Any = MCPToolset(client, id=f"mcp_{row.name}", max_retries=2)
         if entry.allowed_tools is not None:
             allowed = set(entry.allowed_tools)
             toolset = toolset.filtered(lambda run_ctx, td, allowed=allowed: td.name in allowed)

@@ -42,14 +42,20 @@ def headers_for(connection: McpConnection) -> dict[str, str]:
     return {connection.auth_header: f"{connection.auth_prefix}{vault.reveal(connection.auth_secret)}"}
 
 
+def transport_for(url: str, transport: str, headers: dict[str, str]) -> Any:
+    """The registered transport over the pinned HTTP client: every request is address-checked and pinned."""
+    from fastmcp.client.transports import SSETransport, StreamableHttpTransport
+
+    kind = SSETransport if transport == McpConnection.Transport.SSE else StreamableHttpTransport
+    return kind(url, headers=headers, httpx_client_factory=netguard.pinned_client_factory)
+
+
 async def list_server_tools(url: str, transport: str, headers: dict[str, str]) -> list[dict[str, str]]:
     """Connect and list tools. Raises netguard.Refused for a refused address, Exception for anything else."""
     from fastmcp import Client
-    from fastmcp.client.transports import SSETransport, StreamableHttpTransport
 
     await netguard.check_url(url)
-    kind = SSETransport if transport == McpConnection.Transport.SSE else StreamableHttpTransport
-    async with Client(kind(url, headers=headers), timeout=CHECK_TIMEOUT) as client:
+    async with Client(transport_for(url, transport, headers), timeout=CHECK_TIMEOUT) as client:
         tools = await client.list_tools()
     return [{"name": t.name, "description": (t.description or "")[:500]} for t in tools]
 
@@ -60,6 +66,9 @@ def _check(url: str, transport: str, headers: dict[str, str]) -> list[dict[str, 
     except netguard.Refused as exc:
         raise _problem("url", str(exc)) from None
     except Exception as exc:  # transport errors can quote headers: only the class is shown
+        refusal = netguard.refusal_in(exc)  # a refusal at connect time (the pin) arrives wrapped
+        if refusal is not None:
+            raise _problem("url", str(refusal)) from None
         raise _problem("url", f"Could not list the server's tools ({type(exc).__name__}). Check the URL and "
                               "the credential.") from None
 
