@@ -22,6 +22,8 @@ from agenticos.permissions import Role
 from agenticos.tenancy import Actor, org_get, org_queryset
 from agents import services as agent_services
 from agents.models import ModelProfile, Provider
+from channelbots import services as bot_services
+from channelbots.models import ChannelIdentity
 
 
 def _page(request: HttpRequest, template: str, tab: str, context: dict[str, Any], status: int = 200) -> HttpResponse:
@@ -39,8 +41,19 @@ def profile(request: HttpRequest, actor: Actor) -> HttpResponse:
 
 @console_view()
 def chat_accounts(request: HttpRequest, actor: Actor) -> HttpResponse:
-    # Linked Slack / Telegram / Mattermost identities arrive with the channel bots issue; no rows exist yet.
-    return _page(request, "console/settings/chat_accounts.html", "chat_accounts", {})
+    """The caller's own linked Slack / Telegram / Mattermost accounts (as GET /api/v1/chat-accounts)."""
+    rows = org_queryset(actor, ChannelIdentity).filter(user=actor.user).order_by("platform", "display_name")
+    return _page(request, "console/settings/chat_accounts.html", "chat_accounts", {"identities": rows})
+
+
+@require_POST
+@console_view()
+def disconnect_chat_account(request: HttpRequest, actor: Actor, identity_id: int) -> HttpResponse:
+    identity = org_get(actor, ChannelIdentity, identity_id,
+                       queryset=org_queryset(actor, ChannelIdentity).filter(user=actor.user))
+    bot_services.disconnect_identity(actor=actor, identity=identity, ip_address=request.META.get("REMOTE_ADDR"))
+    messages.success(request, _("The chat account was disconnected: the bot no longer knows it as you."))
+    return redirect("console:settings-chat-accounts")
 
 
 # ------------------------------------------------------------------ API keys

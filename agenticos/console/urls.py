@@ -29,6 +29,8 @@ urlpatterns = [
     path("password-reset/done/", auth_views.PasswordResetCompleteView.as_view(), name="password_reset_complete"),
     path("organizations/switch/", views.switch_organization, name="switch-organization"),
     path("invitations/<str:token>", views.accept_invitation, name="invitation"),
+    # Where a chat bot's `link` answer points (channelbots.services.mint_link: {FRONTEND_URL}/link/{token}).
+    path("link/<str:token>", views.link_chat_account, name="link-chat-account"),
     # Screens
     path("", views.home, name="home"),
     path("chat/", views.chat, name="chat"),
@@ -59,6 +61,8 @@ urlpatterns = [
     # Settings
     path("settings/", settings_views.profile, name="settings"),
     path("settings/chat-accounts/", settings_views.chat_accounts, name="settings-chat-accounts"),
+    path("settings/chat-accounts/<int:identity_id>/disconnect", settings_views.disconnect_chat_account,
+         name="settings-chat-account-disconnect"),
     path("settings/api-keys/", settings_views.api_keys, name="settings-api-keys"),
     path("settings/api-keys/<int:key_id>/revoke", settings_views.revoke_api_key, name="settings-api-key-revoke"),
     path("settings/secrets/", settings_views.secrets, name="settings-secrets"),

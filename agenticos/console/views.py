@@ -231,3 +231,28 @@ def run_detail(request: HttpRequest, actor: Actor, run_id: str) -> HttpResponse:
         "nav": "activity", "run": run, "calls": calls, "transcript": transcript,
         "can_open_chat": run.conversation is not None and run.conversation.owner_id == actor.user_id,
     })
+
+
+# ------------------------------------------------------------------ linking a chat account
+
+
+@console_view()
+def link_chat_account(request: HttpRequest, actor: Actor, token: str) -> HttpResponse:
+    """The page a chat bot's `link` answer points at (`channelbots.services.mint_link`): it shows which chat
+    account would become the signed-in member's, and links it on a POST. Same rules as /api/v1/chat-links/:
+    a link of another organization's bot reads as unknown; opening the page never uses the link up."""
+    from channelbots import services as bot_services
+
+    context: dict[str, Any] = {"token": token}
+    try:
+        if request.method == "POST":
+            identity = bot_services.confirm_link(actor=actor, token=token, ip_address=request.META.get("REMOTE_ADDR"))
+            messages.success(request, _("Your %(platform)s account %(account)s is linked to you.") % {
+                "platform": identity.get_platform_display(), "account": identity.display_name or identity.account_id})
+            return redirect("console:settings-chat-accounts")
+        link = bot_services.find_link(token)
+        if link.organization_id != actor.organization.pk:
+            raise NotFound(_("Unknown link."))
+    except NotFound:
+        return screen(request, "console/link.html", {**context, "invalid": True}, status=404)
+    return screen(request, "console/link.html", {**context, "identity": link.identity, "bot": link.bot})
