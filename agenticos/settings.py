@@ -344,6 +344,10 @@ RATE_LIMIT_HOSTED_PAGE_PER_MINUTE = _int("RATE_LIMIT_HOSTED_PAGE_PER_MINUTE", 12
 RATE_LIMIT_EMBED_UPLOAD_PER_MINUTE = _int("RATE_LIMIT_EMBED_UPLOAD_PER_MINUTE", 10, minimum=1)
 CHAT_MAX_UPLOAD_SIZE_MB = _int("CHAT_MAX_UPLOAD_SIZE_MB", 10, minimum=1)
 EMBED_MAX_UPLOAD_SIZE_MB = _int("EMBED_MAX_UPLOAD_SIZE_MB", 5, minimum=1)
+# What of an attached file reaches the model: a document's text up to this many characters, an image
+# itself up to this size.
+ATTACHMENT_MAX_CHARS = _int("ATTACHMENT_MAX_CHARS", 50_000, minimum=1000)
+ATTACHMENT_INLINE_IMAGE_MAX_MB = _int("ATTACHMENT_INLINE_IMAGE_MAX_MB", 5, minimum=1)
 EMBED_SLOW_READER_SECONDS = _int("EMBED_SLOW_READER_SECONDS", 30, minimum=1)
 EMBED_TURN_WATCHDOG_SECONDS = _int("EMBED_TURN_WATCHDOG_SECONDS", 5, minimum=1)
 # Behind a proxy every visitor arrives as the proxy unless the first X-Forwarded-For hop is trusted.

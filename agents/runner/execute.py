@@ -39,7 +39,7 @@ from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults, ToolDen
 from pydantic_ai.usage import UsageLimits
 
 from agents.models import ModelProfile, Run, RunStatus
-from agents.runner import assembly
+from agents.runner import assembly, attachments
 from agents.runner.deps import RunDeps
 from agents.runner.frames import ChannelLayerSink, CollectingSink, Sink, frame
 from agents.runner.gate import ApprovalGate
@@ -214,7 +214,7 @@ class RunExecution:
             kwargs["message_history"] = ModelMessagesTypeAdapter.validate_python(run.parked_state["messages"])
             kwargs["deferred_tool_results"] = self._deferred_results()
         else:
-            kwargs["user_prompt"] = run.prompt
+            kwargs["user_prompt"] = attachments.user_prompt(run.prompt, attachments.of_run(run))
             kwargs["message_history"] = assembly.history(run)
         return agent, kwargs
 

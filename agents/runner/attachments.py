@@ -1,0 +1,101 @@
+"""The files a person attached to this turn, as the model receives them.
+
+Every surface stores an attachment the same way (a row in the user message's `attachments`: name, mime,
+size and the storage path); what the model gets is decided here, once. No agent here has a workspace to
+write `/uploads` into, so every file is folded into the prompt: a document as its extracted text (a PDF
+page by page, cut at `ATTACHMENT_MAX_CHARS`), an image as the image itself up to
+`ATTACHMENT_INLINE_IMAGE_MAX_MB`. A file that cannot be read is named with the reason, never dropped in
+silence — an agent that ignores an attachment looks exactly like one that read it.
+
+The transcript keeps what the person wrote; the folded text is the model's input only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.core.files.storage import default_storage
+from pydantic_ai import BinaryContent
+
+from agents.models import Message
+
+# Attachment MIME → knowledge parser kind (the same parsers ingestion uses).
+_DOCUMENT_KINDS = {
+    "application/pdf": "pdf",
+    "text/plain": "txt",
+    "text/markdown": "md",
+    "text/csv": "csv",
+}
+_IMAGE_TYPES = ("image/png", "image/jpeg", "image/webp", "image/gif")
+
+
+def of_run(run: Any) -> list[dict]:
+    """The attachments of the run's own user message (the turn that started it)."""
+    row = Message.objects.filter(run_id=run.pk, role=Message.Role.USER).order_by("id").values("attachments").first()
+    return list(row["attachments"] or []) if row else []
+
+
+def user_prompt(text: str, attachments: list[dict]) -> str | list[Any]:
+    """The prompt as the model receives it: the text alone, or the text followed by each file."""
+    if not attachments:
+        return text
+    parts: list[Any] = [text]
+    for attachment in attachments:
+        parts.extend(_fold(attachment))
+    return parts
+
+
+def _fold(attachment: dict) -> list[Any]:
+    name = str(attachment.get("name") or "file")
+    mime = str(attachment.get("mime") or "")
+    header = f"[Attached file: {name} ({mime or 'unknown type'}, {_size(attachment.get('size'))})]"
+    data = _read(str(attachment.get("path") or ""))
+    if data is None:
+        return [f"{header}\nThe file could not be read back from storage, so its content is not available."]
+    if mime in _IMAGE_TYPES:
+        ceiling = settings.ATTACHMENT_INLINE_IMAGE_MAX_MB * 1024 * 1024
+        if len(data) > ceiling:
+            return [f"{header}\nThis image is larger than {settings.ATTACHMENT_INLINE_IMAGE_MAX_MB} MB, "
+                    "so it is not shown to you."]
+        return [header, BinaryContent(data=data, media_type=mime)]
+    kind = _DOCUMENT_KINDS.get(mime)
+    if kind is None:
+        return [f"{header}\nFiles of this type cannot be read here."]
+    return [f"{header}\n{_document_text(kind, data)}"]
+
+
+def _document_text(kind: str, data: bytes) -> str:
+    from knowledge.parsers import ParseError, parse
+
+    try:
+        sections = parse(kind, data)
+    except ParseError as exc:
+        return f"Its content could not be read: {exc}"
+    text = "\n\n".join(f"[page {s.page}]\n{s.text}" if s.page else s.text for s in sections)
+    limit = settings.ATTACHMENT_MAX_CHARS
+    if len(text) > limit:
+        text = text[:limit] + f"\n…[the file continues: {len(text) - limit} more characters not shown]"
+    return f"--- content ---\n{text}\n--- end of file ---"
+
+
+def _read(path: str) -> bytes | None:
+    if not path:
+        return None
+    try:
+        with default_storage.open(path, "rb") as handle:
+            return handle.read()
+    except (FileNotFoundError, OSError, ValueError):
+        return None
+
+
+def _size(size: object) -> str:
+    try:
+        value = int(size)  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        return "size unknown"
+    if value < 1024:
+        return f"{value} bytes"
+    if value < 1024 * 1024:
+        return f"{value / 1024:.0f} KB"
+    return f"{value / (1024 * 1024):.1f} MB"
