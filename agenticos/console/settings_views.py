@@ -155,6 +155,33 @@ def model_profiles(request: HttpRequest, actor: Actor) -> HttpResponse:
     }, status=422 if errors else 200)
 
 
+@console_view("models:manage")
+def edit_model_profile(request: HttpRequest, actor: Actor, profile_id: Any) -> HttpResponse:
+    """Change a profile (the service PATCH /api/v1/model-profiles/<id> calls, with its permission)."""
+    profile = org_get(actor, ModelProfile, profile_id, queryset=org_queryset(actor, ModelProfile).select_related("secret"))
+    errors: dict[str, str] = {}
+    form = {"label": profile.label, "provider": profile.provider, "model": profile.model,
+            "secret_id": str(profile.secret_id or ""), "base_url": profile.base_url,
+            "context_window": "" if profile.context_window is None else str(profile.context_window)}
+    if request.method == "POST":
+        form = {key: request.POST.get(key, "").strip() for key in form}
+        changes: dict[str, Any] = {key: form[key] for key in ("label", "provider", "model", "base_url")}
+        changes["secret_id"] = form["secret_id"] or None
+        window = form["context_window"]
+        # A typed non-number goes to the service as is, so its message names the field.
+        changes["context_window"] = int(window) if window.isdigit() else (window or None)
+        try:
+            agent_services.update_model_profile(actor=actor, profile=profile, **changes)
+            messages.success(request, _("The model profile was saved."))
+            return redirect("console:settings-models")
+        except (Invalid, Conflict) as exc:
+            errors = problems_by_field(exc) or {"all": exc.message}
+    secrets_list = org_queryset(actor, Secret).only("pk", "name", "hint") if actor.has("secrets:view") else []
+    return _page(request, "console/settings/model_edit.html", "models", {
+        "profile": profile, "form": form, "providers": Provider.choices, "secrets": secrets_list, "errors": errors,
+    }, status=422 if errors else 200)
+
+
 # ------------------------------------------------------------------ members
 
 
