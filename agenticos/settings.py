@@ -336,7 +336,7 @@ WEB_SEARCH_ENDPOINTS: dict[str, str] = {}
 MEM0_ALLOWED_HOSTS = env.list("MEM0_ALLOWED_HOSTS", default=[])
 MEM0_CA_BUNDLE = env.str("MEM0_CA_BUNDLE", default="")
 # Dotted path of `(conversation, user_id) -> bool` confirming channel-thread membership (channelbots).
-CHANNEL_MEMBERSHIP_CHECK = env.str("CHANNEL_MEMBERSHIP_CHECK", default="")
+CHANNEL_MEMBERSHIP_CHECK = env.str("CHANNEL_MEMBERSHIP_CHECK", default="channelbots.selectors.is_participant")
 SKILLS_CACHE_DIR = env.str("SKILLS_CACHE_DIR", default=str(DATA_DIR / "skills-cache"))
 RATE_LIMIT_RUN_PER_MINUTE = _int("RATE_LIMIT_RUN_PER_MINUTE", 30, minimum=1)
 RATE_LIMIT_EMBED_PER_MINUTE = _int("RATE_LIMIT_EMBED_PER_MINUTE", 30, minimum=1)
