@@ -173,6 +173,9 @@
       body,
     ]);
     if (turn.error) article.appendChild(h("p", {class: "turn-error", role: "alert", text: fill(T.error, {message: turn.error})}));
+    else if (turn.stopped || (turn.usage && turn.usage.status === "cancelled")) {
+      article.appendChild(h("p", {class: "turn-stopped muted", "data-stopped": "", text: T.stopped}));
+    }
     if (turn.usage && turn.usage.status && turn.usage.status !== "running" && turn.usage.status !== "queued") {
       var cost = fill(turn.usage.cost_is_partial ? T.cost_partial : T.cost, {cost: money(turn.usage.cost_usd)});
       article.appendChild(h("p", {class: "turn-usage", "data-turn-usage": ""}, [
@@ -458,10 +461,13 @@
         reconcile();
         break;
       case "error":
-        if (activeRunId) liveTurn().error = d.message;
+        // A stop the person asked for is not an error: the turn keeps what streamed and says it was stopped.
+        var stopped = d.code === "cancelled";
+        if (activeRunId && stopped) liveTurn().stopped = true;
+        else if (activeRunId) liveTurn().error = d.message;
         else showNotice(fill(T.error, {message: d.message}));
         setBusy(false);
-        if (activeRunId) reconcile(d.message);
+        if (activeRunId) reconcile(stopped ? null : d.message);
         break;
     }
     schedule();
