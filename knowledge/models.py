@@ -63,15 +63,22 @@ class DocumentKind(models.TextChoices):
     PDF = "pdf", "PDF"
     PRESENTATION = "pptx", "Presentation"
     DOCX = "docx", "Word document"
+    DOC = "doc", "Word 97-2003 document"
+    ODT = "odt", "OpenDocument text"
+    RTF = "rtf", "Rich Text Format"
     MARKDOWN = "md", "Markdown"
     HTML = "html", "Web page"
     CSV = "csv", "CSV"
     XLSX = "xlsx", "Spreadsheet"
     TEXT = "txt", "Plain text"
+    IMAGE = "image", "Image"
 
 
-# Kinds whose citations name a page a reader can open (spec: PDF, presentations, .doc/.odt/.rtf).
-PAGED_KINDS = frozenset({DocumentKind.PDF, DocumentKind.PRESENTATION})
+# Kinds whose citations name a page a reader can open (spec: PDF, presentations, .doc/.odt/.rtf). For the
+# word-processor formats the page is the one the file itself records (see knowledge/parsers.py); a file
+# that records no page boundary gives no page, rather than calling a long document "page 1".
+PAGED_KINDS = frozenset({DocumentKind.PDF, DocumentKind.PRESENTATION, DocumentKind.DOC, DocumentKind.ODT,
+                         DocumentKind.RTF})
 
 
 class Document(models.Model):

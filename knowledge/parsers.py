@@ -3,12 +3,26 @@
 Each parser returns `Section`s: text plus the 1-based page it came from (None for formats without a
 page a reader could open). A file that cannot be read raises `ParseError` with a sentence a person
 understands; ingestion stores it on the document as its failure reason.
+
+Word-processor files do not store their layout the way a PDF does, so their pages are the boundaries
+the file itself records: `text:soft-page-break` (written by LibreOffice at every page it laid out) and
+page-break styles in .odt, the page control word in .rtf, page and section breaks (0x0C) in .doc. A file recording no
+boundary at all gives no page (None): calling a long document "page 1" would send a reader to the wrong
+place.
+
+Images are read with OCR (the `tesseract` program, when the deployment has it); without it an image is
+marked failed with a sentence saying so. Nothing is sent to a vision model at ingestion: a collection
+has an embedding model, not a vision model, to price and budget such a call against.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import re
+import shutil
+import struct
+import subprocess  # noqa: S404 - only the fixed OCR program, never a shell
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import PurePath
@@ -38,6 +52,17 @@ EXTENSIONS: dict[str, str] = {
     ".xlsx": DocumentKind.XLSX,
     ".txt": DocumentKind.TEXT,
     ".text": DocumentKind.TEXT,
+    ".doc": DocumentKind.DOC,
+    ".odt": DocumentKind.ODT,
+    ".rtf": DocumentKind.RTF,
+    ".png": DocumentKind.IMAGE,
+    ".jpg": DocumentKind.IMAGE,
+    ".jpeg": DocumentKind.IMAGE,
+    ".gif": DocumentKind.IMAGE,
+    ".bmp": DocumentKind.IMAGE,
+    ".tif": DocumentKind.IMAGE,
+    ".tiff": DocumentKind.IMAGE,
+    ".webp": DocumentKind.IMAGE,
 }
 
 
@@ -172,6 +197,241 @@ def _pptx(data: bytes) -> list[Section]:
     return out
 
 
+def _paged(pages: list[str], recorded: bool) -> list[Section]:
+    """Pages as sections when the file recorded a boundary; otherwise one section without a page."""
+    if not recorded:
+        return [Section("\n".join(pages))]
+    return [Section(text, page=number) for number, text in enumerate(pages, start=1)]
+
+
+# ------------------------------------------------------------------ .odt (odfpy)
+
+
+def _odt(data: bytes) -> list[Section]:
+    from odf import teletype
+    from odf.namespaces import FONS, STYLENS, TEXTNS
+    from odf.opendocument import load
+
+    document = load(io.BytesIO(data))
+    styles: dict[str, tuple[str, str, str]] = {}  # name -> (parent, break-before, break-after)
+    for container in (document.styles, document.automaticstyles):
+        for style in container.getElementsByType(_odf_style_element()):
+            name = style.getAttrNS(STYLENS, "name") or ""
+            before = after = ""
+            for child in style.childNodes:
+                if getattr(child, "qname", None) == (STYLENS, "paragraph-properties"):
+                    before = child.getAttrNS(FONS, "break-before") or ""
+                    after = child.getAttrNS(FONS, "break-after") or ""
+            styles[name] = (style.getAttrNS(STYLENS, "parent-style-name") or "", before, after)
+
+    def breaks(name: str, which: int) -> bool:
+        seen = set()
+        while name and name not in seen:
+            seen.add(name)
+            parent, before, after = styles.get(name, ("", "", ""))
+            value = (before, after)[which]
+            if value:
+                return value == "page"
+            name = parent
+        return False
+
+    pages: list[list[str]] = [[]]
+    recorded = False
+
+    def new_page() -> None:
+        nonlocal recorded
+        recorded = True
+        pages.append([])
+
+    def soft_breaks_inside(node) -> int:
+        return sum(1 for _ in node.getElementsByType(_odf_soft_break_element()))
+
+    def visit(node) -> None:
+        for child in node.childNodes:
+            qname = getattr(child, "qname", None)
+            if qname == (TEXTNS, "soft-page-break"):
+                new_page()
+            elif qname in ((TEXTNS, "p"), (TEXTNS, "h")):
+                style = child.getAttrNS(TEXTNS, "style-name") or ""
+                if breaks(style, 0) and any(t.strip() for t in pages[-1]):
+                    new_page()
+                pages[-1].append(teletype.extractText(child))
+                # A paragraph split across pages is cited at the page where it starts.
+                for _ in range(soft_breaks_inside(child)):
+                    new_page()
+                if breaks(style, 1):
+                    new_page()
+            elif qname is not None:
+                visit(child)
+
+    visit(document.text)
+    return _paged(["\n".join(p) for p in pages], recorded)
+
+
+def _odf_style_element():
+    from odf.style import Style
+
+    return Style
+
+
+def _odf_soft_break_element():
+    from odf.text import SoftPageBreak
+
+    return SoftPageBreak
+
+
+# ------------------------------------------------------------------ .rtf (striprtf)
+
+# `\page` (not `\pagebb`, `\pagew…`), preceded by an even number of backslashes so an escaped `\\page`
+# in the text is left alone; it becomes `\page` followed by a form feed (`\u12?`) that survives striprtf.
+_RTF_PAGE = re.compile(r"(?<!\\)((?:\\\\)*)\\page(?![a-zA-Z])(-?\d+)? ?")
+
+
+def _rtf(data: bytes) -> list[Section]:
+    from striprtf.striprtf import rtf_to_text
+
+    source = data.decode("latin-1")  # RTF is 7-bit; higher characters are \'xx escapes or \u control words
+    if not source.lstrip().startswith("{\\rtf"):
+        raise ParseError("This file is not a Rich Text Format document (it does not start with {\\rtf).")
+    marked = _RTF_PAGE.sub(lambda m: f"{m.group(1)}\\page\\u12?", source)
+    text = rtf_to_text(marked, errors="replace")
+    pages = text.split("\x0c")
+    return _paged(pages, recorded=len(pages) > 1)
+
+
+# ------------------------------------------------------------------ .doc (olefile + the piece table)
+
+_DOC_DROP = dict.fromkeys(map(ord, "\x01\x02\x03\x04\x05\x06\x08\x1f"), None)
+_DOC_MAP = {ord("\r"): "\n", ord("\x07"): "\n", ord("\x0b"): "\n", ord("\x1e"): "-"}
+
+
+def _doc(data: bytes) -> list[Section]:
+    """Word 97-2003 text through its piece table ([MS-DOC] 2.4.1), read with olefile.
+
+    Hand-written because no maintained pure-Python .doc reader exists on PyPI (the known ones drive the
+    antiword or LibreOffice programs); olefile does the container, this reads the text stream.
+    """
+    import olefile
+
+    try:
+        ole = olefile.OleFileIO(data)
+    except OSError as exc:
+        raise ParseError("This file is not a Word 97-2003 document (.doc). A newer Word file is .docx; "
+                         "save it as .docx or PDF and upload that.") from exc
+    with ole:
+        if not ole.exists("WordDocument"):
+            raise ParseError("This file has no Word document inside (.doc); save it as .docx or PDF.")
+        word = ole.openstream("WordDocument").read()
+        if len(word) < 0x200 or struct.unpack_from("<H", word, 0)[0] != 0xA5EC:
+            raise ParseError("This .doc file is damaged: its Word header is missing.")
+        n_fib, flags = struct.unpack_from("<H", word, 2)[0], struct.unpack_from("<H", word, 0x0A)[0]
+        if flags & 0x0100:
+            raise ParseError("This Word document is password-protected; upload an unlocked copy.")
+        if n_fib < 0xC1:
+            raise ParseError("This .doc was saved by Word 95 or older, which cannot be read; save it as .docx.")
+        table_name = "1Table" if flags & 0x0200 else "0Table"
+        if not ole.exists(table_name):
+            raise ParseError("This .doc file is damaged: its table stream is missing.")
+        table = ole.openstream(table_name).read()
+    text = _doc_text(word, table)
+    pages = _doc_clean(text).split("\x0c")
+    return _paged(pages, recorded=len(pages) > 1)
+
+
+def _doc_text(word: bytes, table: bytes) -> str:
+    csw = struct.unpack_from("<H", word, 32)[0]
+    lw_at = 34 + csw * 2 + 2
+    cslw = struct.unpack_from("<H", word, lw_at - 2)[0]
+    ccp_text = struct.unpack_from("<i", word, lw_at + 3 * 4)[0]
+    fc_lcb_at = lw_at + cslw * 4 + 2
+    fc_clx, lcb_clx = struct.unpack_from("<II", word, fc_lcb_at + 33 * 8)
+    clx = table[fc_clx:fc_clx + lcb_clx]
+    at = 0
+    while at < len(clx) and clx[at] == 0x01:  # Prc: formatting we do not need
+        at += 3 + struct.unpack_from("<H", clx, at + 1)[0]
+    if at + 5 > len(clx) or clx[at] != 0x02:
+        raise ParseError("This .doc file is damaged: its piece table is missing.")
+    lcb = struct.unpack_from("<I", clx, at + 1)[0]
+    plc = clx[at + 5:at + 5 + lcb]
+    count = (lcb - 4) // 12
+    cps = struct.unpack_from(f"<{count + 1}i", plc, 0)
+    parts: list[str] = []
+    for index in range(count):
+        fc = struct.unpack_from("<I", plc, 4 * (count + 1) + 8 * index + 2)[0]
+        length = cps[index + 1] - cps[index]
+        if fc & 0x40000000:  # "compressed": one byte per character, Windows-1252
+            start = (fc & 0x3FFFFFFF) // 2
+            parts.append(word[start:start + length].decode("cp1252", errors="replace"))
+        else:
+            parts.append(word[fc:fc + 2 * length].decode("utf-16-le", errors="replace"))
+    # The main document comes first; footnotes, headers and text boxes follow it.
+    return "".join(parts)[:ccp_text]
+
+
+def _doc_clean(text: str) -> str:
+    """Drop field codes (keep their results), objects and marks; paragraphs and cells become lines."""
+    out: list[str] = []
+    fields: list[bool] = []  # per open field: True once past its separator (showing its result)
+    for char in text:
+        if char == "\x13":
+            fields.append(False)
+        elif char == "\x14":
+            if fields:
+                fields[-1] = True
+        elif char == "\x15":
+            if fields:
+                fields.pop()
+        elif all(fields):
+            out.append(char)
+    return "".join(out).translate(_DOC_DROP).translate(_DOC_MAP)
+
+
+# ------------------------------------------------------------------ images (OCR)
+
+OCR_TIMEOUT_SECONDS = 120
+
+
+def _image(data: bytes) -> list[Section]:
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(io.BytesIO(data)) as picture:
+            picture.load()
+            png = io.BytesIO()
+            picture.convert("RGB").save(png, format="PNG")  # tesseract reads PNG whatever came in
+    except (UnidentifiedImageError, OSError) as exc:
+        raise ParseError("This file is not an image that can be read.") from exc
+    program = shutil.which("tesseract")
+    if program is None:
+        raise ParseError("Text in images is read with OCR, and this server has no OCR program (tesseract) "
+                         "installed. Ask the operator to install tesseract-ocr, then ingest the image again.")
+    languages = _ocr_languages(program)
+    try:
+        done = subprocess.run(  # noqa: S603 - fixed program, arguments are not user input
+            [program, "stdin", "stdout", "-l", languages], input=png.getvalue(), capture_output=True,
+            timeout=OCR_TIMEOUT_SECONDS, check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise ParseError(f"Reading the text in this image took longer than {OCR_TIMEOUT_SECONDS} s.") from exc
+    if done.returncode != 0:
+        raise ParseError("The OCR program could not read this image.")
+    text = done.stdout.decode("utf-8", errors="replace").replace("\x0c", "").strip()
+    if not text:
+        raise ParseError("No text was found in this image, so there is nothing to search.")
+    return [Section(text)]
+
+
+def _ocr_languages(program: str) -> str:
+    """Every language the deployment installed for tesseract (a Spanish pack makes Spanish readable)."""
+    try:
+        listed = subprocess.run([program, "--list-langs"], capture_output=True, timeout=20,  # noqa: S603
+                                check=False).stdout.decode()
+    except subprocess.TimeoutExpired:
+        return "eng"
+    langs = [line.strip() for line in listed.splitlines()[1:] if line.strip() and line.strip() != "osd"]
+    return "+".join(sorted(langs)) or "eng"
+
+
 _PARSERS: dict[str, Callable[[bytes], list[Section]]] = {
     DocumentKind.TEXT: _text,
     DocumentKind.MARKDOWN: _text,
@@ -181,6 +441,10 @@ _PARSERS: dict[str, Callable[[bytes], list[Section]]] = {
     DocumentKind.DOCX: _docx,
     DocumentKind.PDF: _pdf,
     DocumentKind.PRESENTATION: _pptx,
+    DocumentKind.ODT: _odt,
+    DocumentKind.RTF: _rtf,
+    DocumentKind.DOC: _doc,
+    DocumentKind.IMAGE: _image,
 }
 
 
