@@ -1,14 +1,21 @@
 """Tool output limits: the harness's `ToolOutputLimits`, one action at one threshold (spec "Límites de
-resultados de herramientas"). Spills go to a store built for the run and discarded with it (an agent
-without a workspace backend), so a spill never lands on shared disk. Custom REST tools reuse the same
-store and reader for their big responses (`limits_for_run`).
+resultados de herramientas"). Spills go to a store built for the run (an agent without a workspace
+backend), so a spill never lands on shared disk: payloads are kept in memory for the worker that runs
+the turn and written through to `SpilledOutput` rows of the run, because a run that parks for an
+approval or an answer resumes in another Celery task, and the handles in its history must still read.
+The rows are deleted with the run and swept after it finishes. Custom REST tools reuse the same store
+and reader for their big responses (`limits_for_run`).
 """
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any, Literal
 
+from asgiref.sync import sync_to_async
+from django.utils import timezone
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic_ai_harness.tool_output_limits import (
     READ_TOOL_NAME,
@@ -23,25 +30,68 @@ from pydantic_ai_harness.tool_output_limits import (
 from capabilities.base import BuildContext, Built, Capability, ToolDecl, tool_text
 
 
-@dataclass
-class RunMemoryStore:
-    """An `OverflowStore` that lives exactly as long as the run's deps (never written to disk)."""
+def _save(run_id: str, organization_id: str, handle: str, data: bytes) -> None:
+    from capabilities.models import SpilledOutput
 
+    SpilledOutput.objects.update_or_create(run_id=run_id, handle=handle, defaults={
+        "organization_id": organization_id, "content": data, "size": len(data)})
+
+
+def _load(run_id: str, organization_id: str, handle: str) -> bytes | None:
+    from capabilities.models import SpilledOutput
+
+    content = (SpilledOutput.objects.filter(organization_id=organization_id, run_id=run_id, handle=handle)
+               .values_list("content", flat=True).first())
+    return bytes(content) if content is not None else None
+
+
+def _is_uuid(value: str | None) -> bool:
+    try:
+        uuid.UUID(str(value))
+    except ValueError:
+        return False
+    return True
+
+
+@dataclass
+class RunSpillStore:
+    """An `OverflowStore` for one run: a memory cache in front of the run's `SpilledOutput` rows.
+
+    A write is persisted before the handle is handed out (a failed write makes the harness fall back to
+    truncation, never to a handle that would not read). A deps object without a run row behind it (a
+    run id that is not a UUID) keeps payloads in memory only.
+    """
+
+    run_id: str | None = None
+    organization_id: str | None = None
     payloads: dict[str, bytes] = field(default_factory=dict)
 
+    @property
+    def persisted(self) -> bool:
+        return _is_uuid(self.run_id) and _is_uuid(self.organization_id)
+
     async def write(self, key: str, data: bytes) -> str:
+        if self.persisted:
+            await sync_to_async(_save)(str(self.run_id), str(self.organization_id), key, data)
         self.payloads[key] = data
         return key
 
     async def read(self, handle: str) -> bytes:
-        try:
-            return self.payloads[handle]
-        except KeyError:
-            raise FileNotFoundError(handle) from None
+        data = self.payloads.get(handle)
+        if data is None and self.persisted:
+            data = await sync_to_async(_load)(str(self.run_id), str(self.organization_id), handle)
+        if data is None:
+            raise FileNotFoundError(handle)
+        self.payloads[handle] = data
+        return data
 
 
-def run_store(deps: Any) -> RunMemoryStore:
-    return deps.scratch.setdefault("tool_output_store", RunMemoryStore())
+def run_store(deps: Any) -> RunSpillStore:
+    store = deps.scratch.get("tool_output_store")
+    if store is None:
+        store = deps.scratch["tool_output_store"] = RunSpillStore(
+            run_id=getattr(deps, "run_id", None), organization_id=getattr(deps, "organization_id", None))
+    return store
 
 
 class ToolOutputLimitsConfig(BaseModel):
@@ -117,3 +167,12 @@ CAPABILITY = Capability(
     advanced=True,
     build=build,
 )
+
+
+def sweep_finished_spills(grace: timedelta = timedelta(minutes=10)) -> int:
+    """Delete spilled content of runs that finished more than `grace` ago: no handle of theirs is read again."""
+    from capabilities.models import SpilledOutput
+
+    cutoff = timezone.now() - grace
+    deleted, _ = SpilledOutput.objects.filter(run__finished_at__lt=cutoff).delete()
+    return deleted
