@@ -243,3 +243,36 @@ def test_the_builder_page_does_not_grow_its_queries_with_embeds_and_bindings(cli
     few = count()
     grow(6)
     assert count() == few
+
+
+# ------------------------------------------------------------------ in a real browser
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_in_a_browser_a_builder_creates_a_widget_by_its_labels_and_copies_its_snippet(live_server_url, browser):
+    from tests.console.test_browser_chat import PASSWORD, TIMEOUT, shot, sign_in
+
+    org = factories.organization(name="Acme")
+    person = factories.user(email="maker@example.com", password=PASSWORD)
+    Membership.objects.create(organization=org, user=person, role="builder")
+    shop = factories.published_agent(org, person, name="Shop")
+
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live_server_url)
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT)
+    sign_in(page, live_server_url, "maker@example.com")
+    page.goto(f"{live_server_url}/agents/{shop.pk}/#availability")
+    page.get_by_label("Kind").select_option("widget")
+    page.get_by_label("Allowed origins (widget and socket)").fill("https://shop.example.com/")
+    page.get_by_role("button", name="Create the embed").click()
+    page.wait_for_selector("[data-embed-snippet]")
+    embed = Embed.objects.get(agent=shop)
+    snippet = page.locator("[data-embed-snippet]").text_content()
+    assert f"/api/v1/embed/{embed.public_key}/widget.js" in snippet
+    page.get_by_role("button", name="Copy the snippet").click()
+    page.wait_for_selector("[data-copied]")
+    assert page.evaluate("() => navigator.clipboard.readText()") == snippet
+    shot(page, "builder-availability")
+    context.close()
