@@ -85,8 +85,10 @@ class ProviderError(Exception):
 def _duckduckgo(query: str, n: int) -> list[dict[str, str]]:
     from ddgs import DDGS
 
+    # backend="duckduckgo": the method the agent's owner chose is the engine asked. ddgs's default ("auto")
+    # would also send the query to Google, Bing, Yandex and others.
     return [{"title": r.get("title", ""), "url": r.get("href", ""), "snippet": r.get("body", "")}
-            for r in DDGS().text(query, max_results=n)]
+            for r in DDGS().text(query, max_results=n, backend="duckduckgo")]
 
 
 async def web_search(ctx: RunContext[Any], query: str) -> Any:

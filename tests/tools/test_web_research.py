@@ -1,5 +1,5 @@
 """web_search: the paid providers' real request shapes against a local fake; keys never in results.
-(duckduckgo needs the internet, which tests do not have: it is not exercised here.)"""
+(duckduckgo runs against a local fake of its HTML endpoint in test_web_research_duckduckgo.py.)"""
 
 from __future__ import annotations
 
