@@ -136,7 +136,10 @@ class Capability:
     advanced: bool = False
     # What enabling it gives, in one line, for "Your setup" when an agent lacks it.
     offers: str = ""
+    # Two or three things a person might ask that use it (the Builder card's "For example").
     examples: tuple[str, ...] = field(default=())
+    # The limits a builder must know, in plain words, starting "It never": only what the code enforces.
+    never_does: str = ""
     # Checks that need the binding as well as the config (e.g. approval with a provider-executed method).
     binding_check: Callable[[Any, Any], list[str]] | None = None
 
@@ -157,6 +160,7 @@ class Capability:
             "description": self.description,
             "offers": self.offers,
             "examples": list(self.examples),
+            "never_does": self.never_does,
             "tools": [
                 {
                     "id": t.id,
