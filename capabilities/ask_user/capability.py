@@ -65,6 +65,15 @@ CAPABILITY = Capability(
     category="utility",
     description="Asks the person multiple-choice questions when only they can decide, instead of guessing.",
     offers="multiple-choice questions to the person when a decision is theirs",
+    examples=(
+        "Draft the announcement, and ask me whatever you need to decide first.",
+        "Help me choose a plan for our team.",
+        "Set up the weekly report the way I want it.",
+    ),
+    never_does=(
+        "It never waits where nobody can answer (the API, a schedule, an embed): the agent is told the "
+        "person did not answer and goes on. Only the person who was asked can answer."
+    ),
     tools=(ASK_USER_TOOL,),
     config_model=NoConfig,
     voice="live",

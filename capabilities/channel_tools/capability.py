@@ -167,6 +167,15 @@ CAPABILITY = Capability(
     category="channels",
     description="Reads what the chat platform knows about the channel a bot was spoken to in.",
     offers="the channel's info, members, history and file posting (per bot binding)",
+    examples=(
+        "Who is in this channel?",
+        "Summarise what was said here today.",
+        "Send me that report as a file here.",
+    ),
+    never_does=(
+        "It never reads a channel other than the one the message came from (finding channels lists only "
+        "their names), and sees only what the bot itself can see."
+    ),
     tools=tuple(ToolDecl.from_function(f, side_effecting=f is send_channel_file) for f in FUNCTIONS.values()),
     config_model=ChannelToolsConfig,
     selectable=False,

@@ -110,7 +110,15 @@ CAPABILITY = Capability(
     category="analysis",
     description="Draws line, bar, area, scatter and pie charts from numbers it already has.",
     offers="charts drawn in the conversation from numbers the agent has",
-    examples=("Chart monthly revenue for this year", "Compare the three plans in a bar chart"),
+    examples=(
+        "Chart monthly revenue for this year",
+        "Compare the three plans in a bar chart",
+        "Show the tickets by priority as a pie chart.",
+    ),
+    never_does=(
+        "It never fetches, computes or aggregates numbers: it draws only the numbers it is given (at most "
+        "500 points and 12 series), so pair it with Calculations or a data source."
+    ),
     tools=(ToolDecl.from_function(create_chart),),
     config_model=NoConfig,
     voice="live",

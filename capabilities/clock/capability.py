@@ -111,7 +111,12 @@ CAPABILITY = Capability(
     category="utility",
     description="Knows the current date and time in its timezone instead of guessing them.",
     offers="the current date and time, in any timezone",
-    examples=("What day is it?", "How many days until the end of the quarter?"),
+    examples=(
+        "What day is it?",
+        "How many days until the end of the quarter?",
+        "What time is it in Tokyo right now?",
+    ),
+    never_does="It never changes anything and reads no calendar: it only reads the clock.",
     tools=(ToolDecl.from_function(get_current_time),),
     config_model=ClockConfig,
     voice="live",

@@ -115,7 +115,15 @@ CAPABILITY = Capability(
     category="analysis",
     description="Runs small Python programs to calculate exactly: no network, no files kept, capped time and memory.",
     offers="exact calculations with small Python programs",
-    examples=("What is the compound interest on 10,000 at 4% over 7 years?", "Median of these numbers"),
+    examples=(
+        "What is the compound interest on 10,000 at 4% over 7 years?",
+        "Median of these numbers",
+        "How many weekdays are there between 3 March and 17 June?",
+    ),
+    never_does=(
+        "It never reaches the network, starts other programs or keeps files between calls: each program "
+        "runs alone on the standard library, within the agent's time and memory limits."
+    ),
     tools=(ToolDecl.from_function(run_python, side_effecting=False),),
     scopes=("code:execute",),
     config_model=CodeExecutionConfig,

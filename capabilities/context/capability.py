@@ -171,7 +171,12 @@ CAPABILITY = Capability(
     category="knowledge",
     description="The organization's context files bound to this agent: some in its instructions, others readable on demand.",
     offers="standing reference material (glossary, tone, escalation matrix) in every run",
-    examples=("Use our glossary when answering.", "Follow the escalation matrix for outages."),
+    examples=(
+        "Use our glossary when answering.",
+        "Follow the escalation matrix for outages.",
+        "Answer in our brand tone.",
+    ),
+    never_does="It never changes a context file: the agent only reads the files bound to it.",
     tools=(ToolDecl.from_function(list_context), ToolDecl.from_function(read_context)),
     config_model=ContextConfig,
     voice="live",

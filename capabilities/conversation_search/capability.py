@@ -102,7 +102,15 @@ CAPABILITY = Capability(
     category="knowledge",
     description="Finds the person's past conversations by what was said in them, and opens them.",
     offers="finding and reading the person's earlier conversations",
-    examples=("What did we decide about Q3 pricing?", "Find the chat where I pasted the VPN settings."),
+    examples=(
+        "What did we decide about Q3 pricing?",
+        "Find the chat where I pasted the VPN settings.",
+        "Open our conversation about the launch plan.",
+    ),
+    never_does=(
+        "It never reads anyone else's conversations, and never searches at all in a group chat, a schedule,"
+        " an event trigger, a public widget, an embed or an API-key run."
+    ),
     tools=(ToolDecl.from_function(search_conversations), ToolDecl.from_function(read_conversation)),
     scopes=("conversations:read",),
     voice="live",

@@ -148,7 +148,16 @@ CAPABILITY = Capability(
     category="utility",
     description="Calls the REST tools defined for this organization, with their stored credentials.",
     offers="calls to your own REST APIs defined as named tools",
-    examples=("Look up the customer in our CRM", "Create a ticket in our tracker"),
+    examples=(
+        "Look up the customer in our CRM",
+        "Create a ticket in our tracker",
+        "Check the shipping status of order 4512.",
+    ),
+    never_does=(
+        "It never shows the agent a credential's value (it is removed from responses too), calls only this "
+        "organization's tools, and never reaches cloud-metadata addresses, or private ones unless an "
+        "operator allowed that host."
+    ),
     tools=(),
     config_model=CustomToolsConfig,
     build=build,

@@ -162,6 +162,15 @@ CAPABILITY = Capability(
     category="analysis",
     description="Queries your connected databases: list tables, describe them, run SQL within each connection's permission.",
     offers="SQL over your connected databases, within each connection's permission",
+    examples=(
+        "How many orders did we ship last week?",
+        "Which customers signed up this month but never logged in?",
+        "What tables are in the sales database?",
+    ),
+    never_does=(
+        "It never writes through a read connection (PostgreSQL itself refuses), runs only one statement per"
+        " call, and refuses schema statements such as CREATE or DROP on a write connection."
+    ),
     tools=(ToolDecl.from_function(list_tables), ToolDecl.from_function(describe_table),
            ToolDecl.from_function(run_sql, side_effecting=True)),
     config_model=DatabaseConfig,

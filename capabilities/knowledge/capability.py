@@ -321,7 +321,15 @@ CAPABILITY = Capability(
     category="knowledge",
     description="Searches the organization's document collections bound to this agent and cites what it uses.",
     offers="answers from the organization's own documents, with citations",
-    examples=("What does our travel policy say about per diems?", "Find the SLA terms in the Acme contract."),
+    examples=(
+        "What does our travel policy say about per diems?",
+        "Find the SLA terms in the Acme contract.",
+        "Which onboarding documents mention laptop setup?",
+    ),
+    never_does=(
+        "It never searches a collection that is not bound to this agent: the model chooses what to search "
+        "for, never where, and filters only narrow the search."
+    ),
     tools=(ToolDecl.from_function(search_documents),),
     scopes=("knowledge:read",),
     config_model=KnowledgeConfig,

@@ -103,6 +103,16 @@ CAPABILITY = Capability(
     category="utility",
     description="Tools from the MCP servers connected to this organization, named <server>_<tool>.",
     offers="tools from your connected MCP servers",
+    examples=(
+        "Create an issue in our tracker through its MCP server.",
+        "Find the onboarding page with our wiki's MCP server.",
+        "What does our CRM's MCP server know about Acme?",
+    ),
+    never_does=(
+        "It never offers a server tool the binding left out of its allowed list, and never reaches "
+        "cloud-metadata addresses, or private ones unless an operator allowed that host: a server whose "
+        "address is refused is left out of the run."
+    ),
     tools=(),
     config_model=McpConfig,
     build=build,

@@ -209,7 +209,15 @@ CAPABILITY = Capability(
     category="knowledge",
     description="Keeps notes between conversations — per person, or per group chat — indexed by MEMORY.md.",
     offers="remembering preferences and facts between conversations",
-    examples=("Remember that I prefer metric units.", "What did I tell you about my project last week?"),
+    examples=(
+        "Remember that I prefer metric units.",
+        "What did I tell you about my project last week?",
+        "Forget what I told you about my old address.",
+    ),
+    never_does=(
+        "It never shares notes between agents or between people, never brings a person's own notes into a "
+        "group chat, and keeps nothing in a public widget, an embed or an API-key run."
+    ),
     tools=(
         ToolDecl.from_function(list_memory),
         ToolDecl.from_function(read_memory),

@@ -133,7 +133,16 @@ CAPABILITY = Capability(
     category="knowledge",
     description="Remembers short facts in a mem0 service and recalls them by meaning.",
     offers="semantic long-term memory in mem0",
-    examples=("Remember that I prefer Polish.", "What do you know about my travel preferences?"),
+    examples=(
+        "Remember that I prefer Polish.",
+        "What do you know about my travel preferences?",
+        "Remember that our fiscal year starts in April.",
+    ),
+    never_does=(
+        "It never mixes memories between organizations, agents or people, and keeps nothing in a public "
+        "widget, an embed or an API-key run. mem0's own charges never show in this deployment's spend or "
+        "budgets."
+    ),
     tools=(ToolDecl.from_function(remember), ToolDecl.from_function(recall)),
     key=KeyRequirement(kind="api_key", description="The mem0 API key"),
     config_model=Mem0Config,

@@ -153,7 +153,15 @@ CAPABILITY = Capability(
     category="reasoning",
     description="Keeps a checklist of the steps of a multi-step task, carried from one message to the next.",
     offers="a checklist for multi-step work that survives between messages",
-    examples=("Plan and carry out a three-part research task",),
+    examples=(
+        "Plan and carry out a three-part research task",
+        "Break the website migration into steps and work through them.",
+        "Where are we on the checklist from earlier?",
+    ),
+    never_does=(
+        "It never acts on the world: its tools only edit the agent's own checklist, which belongs to this "
+        "one conversation."
+    ),
     tools=TOOLS,
     config_model=PlanningConfig,
     voice="live",

@@ -42,7 +42,15 @@ CAPABILITY = Capability(
     category="knowledge",
     description="Written procedures the agent loads only when relevant, one skill at a time.",
     offers="organization procedures loaded on demand",
-    examples=("Follow our incident post-mortem procedure.", "Write the release notes the way we do."),
+    examples=(
+        "Follow our incident post-mortem procedure.",
+        "Write the release notes the way we do.",
+        "Draft the refund reply with our refund skill.",
+    ),
+    never_does=(
+        "It never runs a skill's scripts and never changes a skill: it only reads the skills bound to this "
+        "agent."
+    ),
     tools=(READ_SKILL_RESOURCE,),
     scopes=("knowledge:read",),
     voice="live",

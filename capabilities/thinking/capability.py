@@ -48,6 +48,15 @@ CAPABILITY = Capability(
     category="reasoning",
     description="Reasons step by step before answering: slower and dearer, better on multi-step problems.",
     offers="deliberate step-by-step reasoning before answering",
+    examples=(
+        "Which of these three pricing options is cheapest over two years?",
+        "Find the flaw in this argument, step by step.",
+        "Work out the order of these dependent migration steps.",
+    ),
+    never_does=(
+        "It never gives the agent a tool or anything new to reach: it only changes how the model works (a "
+        "level the provider lacks becomes its nearest one)."
+    ),
     tools=(),
     config_model=ThinkingConfig,
     voice="live",

@@ -153,6 +153,15 @@ CAPABILITY = Capability(
     category="utility",
     description="Keeps an oversized tool result out of the context: spilled with a preview and read in slices.",
     offers="big tool results kept out of the context and read in slices",
+    examples=(
+        "Search the whole log export for errors.",
+        "Pull the full customer list from our API and find the duplicates.",
+        "Find the order id in that huge API response.",
+    ),
+    never_does=(
+        "It never keeps a set-aside result beyond its run: only that run can read it back, and it is "
+        "deleted shortly after the run ends."
+    ),
     tools=(
         ToolDecl(
             id=READ_TOOL_NAME,

@@ -34,6 +34,15 @@ CAPABILITY = Capability(
     category="utility",
     description="Lets the agent search a large set of tools (MCP servers) instead of seeing every schema at once.",
     offers="searching large MCP tool sets instead of loading every schema",
+    examples=(
+        "File this expense: the right tool is somewhere in our connected servers.",
+        "Look the customer up with whichever connected tool can do it.",
+        "Which of our MCP tools can create a calendar event?",
+    ),
+    never_does=(
+        "It never hides the agent's built-in tools: only tools from connected MCP servers wait to be found,"
+        " and they keep their names and approval rules."
+    ),
     tools=(),
     config_model=ToolSearchConfig,
     advanced=True,

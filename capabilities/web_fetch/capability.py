@@ -200,7 +200,16 @@ CAPABILITY = Capability(
     category="research",
     description="Reads the full page at a URL as Markdown (images as images, PDFs and documents as text).",
     offers="reading whole web pages and documents at a URL",
-    examples=("Read this article and summarise it", "What does the pricing page say?"),
+    examples=(
+        "Read this article and summarise it",
+        "What does the pricing page say?",
+        "List the recommendations in this PDF report.",
+    ),
+    never_does=(
+        "It never submits forms or signs in: it only reads. When this deployment fetches (the default), it "
+        "never reaches cloud-metadata addresses, private ones unless an operator allowed that host, or a "
+        "blocked domain."
+    ),
     tools=(ToolDecl.from_function(web_fetch),),
     scopes=("web:fetch",),
     config_model=WebFetchConfig,

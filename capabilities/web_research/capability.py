@@ -140,7 +140,15 @@ CAPABILITY = Capability(
     category="research",
     description="Searches the public web for current information and returns sources to cite.",
     offers="searching the web for current information",
-    examples=("What changed in the latest Django release?", "Find recent news about our competitor"),
+    examples=(
+        "What changed in the latest Django release?",
+        "Find recent news about our competitor",
+        "Who won the last Champions League final?",
+    ),
+    never_does=(
+        "It never reads a whole page: it finds pages and returns titles, links and snippets (reading is "
+        "Read web pages). A paid service's key never appears in a result."
+    ),
     tools=(ToolDecl.from_function(web_search),),
     scopes=("web:read",),
     key=KeyRequirement(kind="api_key", description="The search service's API key (Tavily, Brave or Exa).",
