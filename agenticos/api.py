@@ -9,6 +9,7 @@ from django.urls import URLPattern, path
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import mixins, status
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -289,3 +290,44 @@ class SecretRotateView(BaseOrgView):
         data = self.valid(SecretRotateSerializer)
         secret = services.rotate_secret(actor=self.actor, secret=self.org_get(Secret, pk), value=data["value"])
         return Response(SecretSerializer(secret).data)
+
+
+IMAGE_UPLOAD_SCHEMA = {
+    "multipart/form-data": {
+        "type": "object",
+        "properties": {"file": {"type": "string", "format": "binary"}},
+        "required": ["file"],
+    }
+}
+
+
+def uploaded_image(request: Request) -> bytes:
+    """The multipart field `file`, refused by its declared size before a byte is read past the cap."""
+    from agenticos import images
+    from agenticos.errors import Invalid
+
+    upload = request.FILES.get("file")
+    if upload is None:
+        raise Invalid("Send the image as the multipart field 'file'.", details={"field": "file"})
+    if upload.size and upload.size > images.MAX_BYTES:
+        raise Invalid("The image is larger than 2 MB.", details={"field": "file", "limit_bytes": images.MAX_BYTES})
+    return upload.read(images.MAX_BYTES + 1)
+
+
+class OrganizationLogoView(BaseOrgView):
+    """The organization's logo: PNG, JPEG, WebP or GIF (recognised by its bytes), at most 2 MB. Hosted pages
+    whose logo source is `organization` show it."""
+
+    permission_map = {"*": "organization:manage"}
+    parser_classes = [MultiPartParser, FormParser]
+
+    @extend_schema(request=IMAGE_UPLOAD_SCHEMA, responses={200: OpenApiResponse(description="{has_logo: true}"),
+                                                           **WRITE_ERRORS}, summary="Upload the organization's logo")
+    def post(self, request: Request) -> Response:
+        services.set_organization_logo(actor=self.actor, data=uploaded_image(request))
+        return Response({"has_logo": True})
+
+    @extend_schema(request=None, responses={204: None, **ERRORS}, summary="Remove the organization's logo")
+    def delete(self, request: Request) -> Response:
+        services.set_organization_logo(actor=self.actor, data=None)
+        return Response(status=status.HTTP_204_NO_CONTENT)

@@ -6,6 +6,7 @@ from agenticos.api import route
 urlpatterns = [
     *route("me", api.MeView, "api-me"),
     *route("organizations", api.OrganizationListView, "api-organizations"),
+    *route("organization/logo", api.OrganizationLogoView, "api-organization-logo"),
     *route("invitations/accept", api.AcceptInvitationView, "api-invitation-accept"),
     *route("invitations", api.InvitationListView, "api-invitations"),
     *route("invitations/<int:pk>", api.InvitationDetailView, "api-invitation"),

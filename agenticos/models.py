@@ -69,6 +69,8 @@ class Organization(models.Model):
     monthly_budget_usd = models.DecimalField(
         max_digits=12, decimal_places=4, null=True, blank=True, default=default_org_budget
     )
+    # The organization's logo (PNG/JPEG/WebP/GIF, sniffed), shown on hosted pages that ask for it.
+    logo_path = models.CharField(max_length=300, blank=True, editable=False)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

@@ -393,3 +393,17 @@ def update_profile(*, actor: Actor, display_name: str) -> None:
         user.save(update_fields=["display_name"])
         audit.record(actor=user, organization=actor.organization, action="user.profile_updated", target=user,
                      target_name=user.email)
+
+
+def set_organization_logo(*, actor: Actor, data: bytes | None) -> Organization:
+    """The organization's logo (organization:manage): PNG/JPEG/WebP/GIF by sniffed type, ≤ 2 MB; None removes it."""
+    from agenticos import images
+
+    actor.require("organization:manage")
+    organization = actor.organization
+    with transaction.atomic():
+        path = images.replace(organization, "logo_path", data,
+                              lambda ext: f"organizations/{organization.pk}/logo.{ext}", what="logo")
+        _record(actor, "organization.logo_set" if path else "organization.logo_removed", target=organization,
+                details={"bytes": len(data)} if data is not None else {})
+    return organization

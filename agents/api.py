@@ -11,7 +11,7 @@ from rest_framework import mixins, parsers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from agenticos.api import ERRORS, WRITE_ERRORS, BaseOrgView
+from agenticos.api import ERRORS, IMAGE_UPLOAD_SCHEMA, WRITE_ERRORS, BaseOrgView, uploaded_image
 from agenticos.errors import NotFound
 from agents import services
 from agents.models import Agent, AgentVersion, Environment, ModelProfile
@@ -243,6 +243,24 @@ class AgentExportView(AgentView):
         response = HttpResponse(text, content_type="application/yaml; charset=utf-8")
         response["Content-Disposition"] = f'attachment; filename="{agent.slug}.yaml"'
         return response
+
+
+class AgentAvatarView(AgentView):
+    """The agent's picture: PNG, JPEG, WebP or GIF (recognised by its bytes), at most 2 MB. Hosted pages whose
+    logo source is `agent` show it. Needs edit access to the agent."""
+
+    parser_classes = [parsers.MultiPartParser, parsers.FormParser]
+
+    @extend_schema(request=IMAGE_UPLOAD_SCHEMA, responses={200: OpenApiResponse(description="{has_avatar: true}"),
+                                                           **WRITE_ERRORS}, summary="Upload the agent's avatar")
+    def post(self, request: Request, pk) -> Response:
+        services.set_avatar(actor=self.actor, agent=self.agent(pk), data=uploaded_image(request))
+        return Response({"has_avatar": True})
+
+    @extend_schema(request=None, responses={204: None, **ERRORS}, summary="Remove the agent's avatar")
+    def delete(self, request: Request, pk) -> Response:
+        services.set_avatar(actor=self.actor, agent=self.agent(pk), data=None)
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class YAMLTextParser(parsers.BaseParser):

@@ -69,6 +69,8 @@ class Agent(models.Model):
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+")
     visibility = models.CharField(max_length=16, choices=Visibility.choices, default=Visibility.ORGANIZATION)
     draft_spec = models.JSONField(default=dict)
+    # The agent's picture (PNG/JPEG/WebP/GIF, sniffed), shown where people meet it (hosted pages).
+    avatar_path = models.CharField(max_length=300, blank=True, editable=False)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
 

@@ -643,3 +643,16 @@ def reject_foreign(actor: Actor, agent: Agent) -> None:
     if agent.organization_id != actor.organization.pk:
         raise NotFound("Agent not found.")
 
+
+
+def set_avatar(*, actor: Actor, agent: Agent, data: bytes | None) -> Agent:
+    """The agent's picture (edit access): PNG/JPEG/WebP/GIF by sniffed type, ≤ 2 MB; None removes it."""
+    from agenticos import images
+
+    require_agent_access(actor, agent, EDIT)
+    with transaction.atomic():
+        path = images.replace(agent, "avatar_path", data, lambda ext: f"agents/{agent.pk}/avatar.{ext}",
+                              what="avatar")
+        _record(actor, "agent.avatar_set" if path else "agent.avatar_removed", target=agent,
+                details={"bytes": len(data)} if data is not None else {})
+    return agent

@@ -16,6 +16,7 @@ urlpatterns = [
     *route("agents/<uuid:pk>/environments", api.AgentEnvironmentListView, "api-agent-environments"),
     *route("agents/<uuid:pk>/environments/<str:name>/promote", api.AgentPromoteView, "api-agent-promote"),
     *route("agents/<uuid:pk>/export", api.AgentExportView, "api-agent-export"),
+    *route("agents/<uuid:pk>/avatar", api.AgentAvatarView, "api-agent-avatar"),
     *route("agents/<uuid:pk>/grants", api.AgentGrantListView, "api-agent-grants"),
     *route("agents/<uuid:pk>/grants/<str:user_id>", api.AgentGrantDetailView, "api-agent-grant"),
 ]

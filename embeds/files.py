@@ -6,28 +6,14 @@ import uuid
 from pathlib import Path
 
 from django.conf import settings
-from django.core.files.base import ContentFile
-from django.core.files.storage import default_storage
 
-LOGO_MAX_BYTES = 2 * 1024 * 1024
+from agenticos import images
 
-# The four image types a logo may be, by their first bytes. Anything else (HTML, SVG, …) is nothing.
-_IMAGE_SIGNATURES: list[tuple[bytes, str, str]] = [
-    (b"\x89PNG\r\n\x1a\n", "image/png", "png"),
-    (b"\xff\xd8\xff", "image/jpeg", "jpg"),
-    (b"GIF87a", "image/gif", "gif"),
-    (b"GIF89a", "image/gif", "gif"),
-]
-
-
-def sniff_image(head: bytes) -> tuple[str, str] | None:
-    """(mime, extension) of a PNG/JPEG/WebP/GIF, or None for anything else."""
-    for signature, mime, ext in _IMAGE_SIGNATURES:
-        if head.startswith(signature):
-            return mime, ext
-    if len(head) >= 12 and head[:4] == b"RIFF" and head[8:12] == b"WEBP":
-        return "image/webp", "webp"
-    return None
+# Logos are images people upload for others to see: one set of rules for all of them.
+LOGO_MAX_BYTES = images.MAX_BYTES
+sniff_image = images.sniff
+store = images.store
+remove_stored = images.remove
 
 
 # Hosted-page uploads: the allow-list and how each type is recognised. Text types cannot be sniffed
@@ -62,27 +48,6 @@ def sniff_upload(head: bytes, declared: str) -> tuple[str, str] | None:
                 return None
         return declared, UPLOAD_MIME_ALLOW[declared]
     return None
-
-
-def store(relative: str, data: bytes) -> str:
-    if default_storage.exists(relative):
-        default_storage.delete(relative)
-    return default_storage.save(relative, ContentFile(data))
-
-
-def read_stored(relative: str) -> bytes | None:
-    if not relative or ".." in Path(relative).parts:
-        return None
-    try:
-        with default_storage.open(relative, "rb") as handle:
-            return handle.read(LOGO_MAX_BYTES + 1)
-    except (FileNotFoundError, OSError):
-        return None
-
-
-def remove_stored(relative: str) -> None:
-    if relative and default_storage.exists(relative):
-        default_storage.delete(relative)
 
 
 def logo_path_for(embed_id: object, ext: str) -> str:

@@ -555,16 +555,12 @@ def extra_instructions(embed: Embed, variables: dict[str, str]) -> str:
 
 def set_logo(*, actor: Actor, embed: Embed, data: bytes, ip_address: str | None = None) -> Embed:
     """Store an uploaded logo under a name minted from its sniffed type (PNG/JPEG/WebP/GIF, ≤ 2 MB)."""
+    from agenticos import images
     from embeds import files
 
     if embed.kind != Embed.Kind.PAGE:
         raise Invalid("Only a hosted page has a logo.", details={"field": "logo"})
-    if len(data) > files.LOGO_MAX_BYTES:
-        raise Invalid("The logo is larger than 2 MB.", details={"field": "logo", "limit_bytes": files.LOGO_MAX_BYTES})
-    sniffed = files.sniff_image(data[:64])
-    if sniffed is None:
-        raise Invalid("The logo must be a PNG, JPEG, WebP or GIF image.", details={"field": "logo"})
-    _mime, ext = sniffed
+    ext = images.accept(data, what="logo", field="logo")
     old_path = embed.logo_path
     with transaction.atomic():
         path = files.store(files.logo_path_for(embed.pk, ext), data)

@@ -17,7 +17,7 @@ from django.shortcuts import render
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
-from agenticos import ratelimit
+from agenticos import images, ratelimit
 from agenticos.errors import json_error
 from embeds import files, services
 from embeds.api import max_embed_upload_bytes
@@ -109,11 +109,19 @@ def _page_limit(embed_key: str) -> tuple[bool, int]:
     return ratelimit.hit("embed-page", embed_key, limit)
 
 
+def logo_path(embed: Embed) -> str:
+    """Where the page's logo comes from: its own upload, the agent's avatar, the organization's logo."""
+    if embed.logo_source == Embed.Logo.UPLOADED:
+        return embed.logo_path
+    if embed.logo_source == Embed.Logo.AGENT:
+        return embed.agent.avatar_path
+    if embed.logo_source == Embed.Logo.ORGANIZATION:
+        return embed.organization.logo_path
+    return ""
+
+
 def has_logo(embed: Embed) -> bool:
-    if embed.logo_source != Embed.Logo.UPLOADED or not embed.logo_path:
-        return False
-    data = files.read_stored(embed.logo_path)
-    return data is not None and files.sniff_image(data[:64]) is not None
+    return images.read(logo_path(embed)) is not None
 
 
 def page_config(embed: Embed) -> dict[str, Any]:
@@ -175,11 +183,9 @@ def hosted_page(request: HttpRequest, key: str) -> HttpResponse:
 @require_GET
 def logo(request: HttpRequest, key: str) -> HttpResponse:
     embed = _page_embed(key)
-    if embed is None or embed.logo_source != Embed.Logo.UPLOADED:
-        return HttpResponse(status=404)
-    data = files.read_stored(embed.logo_path)
-    sniffed = files.sniff_image(data[:64]) if data else None
-    if data is None or sniffed is None or len(data) > files.LOGO_MAX_BYTES:
+    data = images.read(logo_path(embed)) if embed is not None else None
+    sniffed = images.sniff(data[:64]) if data else None
+    if data is None or sniffed is None:
         # An .html or .svg stored by any route is served as nothing at all, never as a script.
         return HttpResponse(status=404)
     response = HttpResponse(data, content_type=sniffed[0])
