@@ -146,25 +146,31 @@ def poll_timeout() -> int:
 
 def slack_socket_session(bot, creds: dict[str, str]) -> Callable[[threading.Event], None]:
     """Socket Mode: apps.connections.open with the xapp- token, then envelopes over a WebSocket, each
-    acknowledged by its envelope_id before it is handed to the router."""
+    acknowledged by its envelope_id before it is handed to the router (the same parse_incoming and claim as
+    the Events API, so a redelivered envelope is answered once). A `disconnect` envelope ends the session
+    cleanly: the ladder opens a new one at once, with a new URL (Slack's tickets work once)."""
     from slack_sdk import WebClient
-    from slack_sdk.errors import SlackApiError
+    from slack_sdk.errors import SlackApiError, SlackClientError
     from websockets.sync.client import connect
 
     from channelbots import router
-    from channelbots.slack.client import base_url_for
+    from channelbots.slack.client import SlackClient, base_url_for
     from channelbots.slack.parse import parse_incoming
 
     app_token = creds.get("app_token")
     if not app_token:
         raise NotStarted("Socket Mode needs the Slack app-level token (xapp-)")
+    me = SlackClient(bot, creds).identity()  # a rejected bot token → not started; answers need it too
+    _remember_identity(bot, me.user_id, me.username)
     try:
-        opened = WebClient(base_url=base_url_for(bot)).apps_connections_open(app_token=app_token)
+        opened = WebClient(base_url=base_url_for(bot), timeout=15).apps_connections_open(app_token=app_token)
     except SlackApiError as exc:
         error = exc.response.get("error")
         if error in ("invalid_auth", "not_authed", "not_allowed_token_type", "token_revoked"):
             raise NotStarted(f"Slack rejected the app-level token ({error})") from None
         raise PlatformError(f"Slack answered {error} to apps.connections.open") from None
+    except (SlackClientError, OSError) as exc:
+        raise PlatformError(f"Slack could not be reached ({type(exc).__name__})") from None
     url = opened["url"]
 
     def run(stop: threading.Event) -> None:
@@ -176,6 +182,7 @@ def slack_socket_session(bot, creds: dict[str, str]) -> Callable[[threading.Even
                     continue
                 envelope = json.loads(raw)
                 if envelope.get("type") == "disconnect":
+                    logger.info("channel bot %s: Slack asked to reconnect (%s)", bot.pk, envelope.get("reason"))
                     return
                 if envelope.get("envelope_id"):
                     ws.send(json.dumps({"envelope_id": envelope["envelope_id"]}))
@@ -183,6 +190,9 @@ def slack_socket_session(bot, creds: dict[str, str]) -> Callable[[threading.Even
                     incoming = parse_incoming(envelope.get("payload") or {}, bot_id=str(bot.pk),
                                               bot_user_id=bot.platform_bot_user_id, via="socket_mode")
                     if incoming is not None:
+                        if envelope.get("retry_attempt"):
+                            incoming.retry_note = (f"retry_attempt={envelope['retry_attempt']} "
+                                                   f"reason={envelope.get('retry_reason', '')}")
                         router.accept(incoming)
 
     return run
