@@ -267,9 +267,16 @@ def record_embedding_spend(
     organization: Organization, profile: ModelProfile, tokens: int, cost: Decimal, partial: bool, *,
     run_id=None, agent_id=None, surface: str = "",
 ) -> None:
-    from governance.models import SpendEntry
+    """Ingestion spend is the organization's; a query embedding made during a run is also the run's (its
+    cost moves the run's total and counts against the run's embed, as knowledge/usage.py explains)."""
+    from knowledge import usage
 
-    SpendEntry.objects.create(
-        organization=organization, agent_id=agent_id, run_id=run_id, surface=surface, kind="embedding",
-        model=f"{profile.provider}:{profile.model}", input_tokens=tokens, cost_usd=cost, is_partial=partial,
-    )
+    meter = usage.Meter(organization_id=str(organization.pk), run_id=None, agent_id=usage.as_uuid(agent_id),
+                        embed_id=None, surface=surface)
+    if run_id is not None:
+        from types import SimpleNamespace
+
+        meter = usage.meter_for(SimpleNamespace(run_id=run_id, organization_id=organization.pk,
+                                                agent_id=agent_id, surface=surface))
+    usage.record(meter, kind="embedding", model=f"{profile.provider}:{profile.model}", input_tokens=tokens,
+                 output_tokens=0, cost=cost, partial=partial)
