@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 import redis
-from django.db import close_old_connections
+from django.db import close_old_connections, connection
 
 from agenticos import ratelimit
 from channelbots.platforms import CredentialRejected, PlatformError
@@ -32,6 +32,7 @@ CHANGES_CHANNEL = "agenticos:channelbots:changed"
 FIRST_DELAY = 5.0
 MAX_DELAY = 60.0
 RESCAN_SECONDS = 30.0
+CLOSE_TIMEOUT = 3.0  # a stopping session waits this long for the server's closing handshake
 
 
 class NotStarted(Exception):
@@ -174,7 +175,7 @@ def slack_socket_session(bot, creds: dict[str, str]) -> Callable[[threading.Even
     url = opened["url"]
 
     def run(stop: threading.Event) -> None:
-        with connect(url, open_timeout=10) as ws:
+        with connect(url, open_timeout=10, close_timeout=CLOSE_TIMEOUT) as ws:
             while not stop.is_set():
                 try:
                     raw = ws.recv(timeout=1)
@@ -219,7 +220,8 @@ def mattermost_stream_session(bot, creds: dict[str, str]) -> Callable[[threading
     url = client.websocket_url()
 
     def run(stop: threading.Event) -> None:
-        with connect(url, additional_headers={"Authorization": f"Bearer {creds['token']}"}, open_timeout=10) as ws:
+        with connect(url, additional_headers={"Authorization": f"Bearer {creds['token']}"}, open_timeout=10,
+                     close_timeout=CLOSE_TIMEOUT) as ws:
             ws.send(json.dumps({"seq": 1, "action": "authentication_challenge", "data": {"token": creds["token"]}}))
             while not stop.is_set():
                 try:
@@ -246,11 +248,22 @@ def _remember_identity(bot, user_id: str, username: str) -> None:
 
 
 class Supervisor:
-    """One thread per connected bot; (re)started when the bot's row says something else now."""
+    """One thread per connected bot; (re)started when the bot's row says something else now.
+
+    A replaced or retired session is stopped first and its replacement starts only once the old thread has
+    ended, so two sessions never hold the same credential at once (Telegram answers a second getUpdates
+    with 409 Conflict; Slack would deliver each envelope to either socket).
+    """
+
+    JOIN_SECONDS = 5.0
 
     def __init__(self) -> None:
         self.workers: dict[str, tuple[threading.Thread, threading.Event, Any]] = {}
+        self.retiring: dict[str, threading.Thread] = {}
+        self.outcomes: dict[str, str] = {}  # bot id → how its last ladder ended ("stopped" | "not_started")
         self.stopping = threading.Event()
+        self.passes = 0  # reconcile passes done: lets a caller wait for "the supervisor has looked again"
+        self._redis_warned = False
 
     def wanted(self) -> dict[str, Any]:
         """bot id → fingerprint of what the connection depends on, for every bot that should be connected."""
@@ -274,25 +287,36 @@ class Supervisor:
             if wanted.get(bot_id) != fingerprint:  # a stopped (not started) loop waits for the row to change
                 stop.set()
                 del self.workers[bot_id]
+                self.retiring[bot_id] = thread
+        for bot_id, thread in list(self.retiring.items()):
+            if not thread.is_alive():
+                del self.retiring[bot_id]
+                if bot_id not in wanted:
+                    _record_paused(bot_id)
         for bot_id, fingerprint in wanted.items():
-            if bot_id in self.workers:
-                continue
+            if bot_id in self.workers or bot_id in self.retiring:
+                continue  # a retiring session still holds the credential: the next pass starts this one
             stop = threading.Event()
-            thread = threading.Thread(target=run_ladder, args=(bot_id, session_opener(bot_id), stop),
-                                      name=f"bot-{bot_id[:8]}", daemon=True)
+            thread = threading.Thread(target=self._work, args=(bot_id, stop), name=f"bot-{bot_id[:8]}", daemon=True)
             self.workers[bot_id] = (thread, stop, fingerprint)
             thread.start()
+        self.passes += 1
+
+    def _work(self, bot_id: str, stop: threading.Event) -> None:
+        try:
+            self.outcomes[bot_id] = run_ladder(bot_id, session_opener(bot_id), stop)
+        except Exception:
+            logger.exception("channel bot %s: the supervisor's loop failed", bot_id)
+            self.outcomes[bot_id] = "failed"
+        finally:
+            connection.close()  # this thread's own database connection
 
     def serve(self) -> None:
         pubsub = None
-        last_scan = 0.0
+        last_scan: float | None = None
         while not self.stopping.is_set():
             if pubsub is None:
-                try:
-                    pubsub = ratelimit.client().pubsub(ignore_subscribe_messages=True)
-                    pubsub.subscribe(CHANGES_CHANNEL)
-                except redis.RedisError:
-                    pubsub = None
+                pubsub = self._subscribe()
             changed = False
             if pubsub is not None:
                 try:
@@ -301,11 +325,58 @@ class Supervisor:
                     pubsub = None
             else:
                 self.stopping.wait(1.0)
-            if changed or time.monotonic() - last_scan > RESCAN_SECONDS:
+            due = last_scan is None or time.monotonic() - last_scan > RESCAN_SECONDS
+            if changed or due or self.retiring:
                 last_scan = time.monotonic()
                 try:
                     self.reconcile()
                 except Exception:
                     logger.exception("supervisor: reconcile failed")
+        self.shutdown()
+        if pubsub is not None:
+            try:
+                pubsub.close()
+            except redis.RedisError:
+                pass
+        connection.close()
+
+    def _subscribe(self):
+        try:
+            pubsub = ratelimit.client().pubsub(ignore_subscribe_messages=True)
+            pubsub.subscribe(CHANGES_CHANNEL)
+        except redis.RedisError:
+            if not self._redis_warned:
+                logger.warning("supervisor: cannot listen for bot changes (Redis); rescanning every %.0f s",
+                               RESCAN_SECONDS)
+                self._redis_warned = True
+            return None
+        self._redis_warned = False
+        return pubsub
+
+    def shutdown(self) -> None:
+        """Stop every session and wait for its thread (each notices within about a second)."""
+        from channelbots.models import ConnectionState
+        from channelbots.services import record_connection
+
+        threads = [thread for thread, stop, _fp in self.workers.values()] + list(self.retiring.values())
         for _thread, stop, _fp in self.workers.values():
             stop.set()
+        for thread in threads:
+            thread.join(timeout=self.JOIN_SECONDS)
+            if thread.is_alive():
+                logger.warning("supervisor: %s did not stop in %.0f s; leaving it (daemon)", thread.name,
+                               self.JOIN_SECONDS)
+        # A bot is not "connected" while no supervisor runs; a not-started one keeps its reason.
+        for bot_id in self.workers:
+            if self.outcomes.get(bot_id) == "stopped":
+                record_connection(bot_id, ConnectionState.CONNECTING, "the channel supervisor is not running")
+        self.workers.clear()
+        self.retiring.clear()
+
+
+def _record_paused(bot_id: str) -> None:
+    """A session retired because its bot was paused says so (a switch to webhook already recorded idle)."""
+    from channelbots.models import ChannelBot, ConnectionState, Transport
+
+    ChannelBot.objects.filter(pk=bot_id, is_paused=True, transport=Transport.POLLING).update(
+        connection_state=ConnectionState.PAUSED, connection_reason="")

@@ -109,8 +109,8 @@ class FakeMattermost(FakeServer):
                         self.auth_challenges.append(message.get("data", {}).get("token", ""))
                 for chunk in protocol.data_to_send():
                     sock.sendall(chunk)
-                if protocol.state.name == "CLOSED":
-                    return
+                if protocol.state.name == "CLOSED" or protocol.close_expected():
+                    return  # the server closes TCP after the closing handshake, as RFC 6455 asks
         except OSError:
             return
         finally:

@@ -180,8 +180,8 @@ class FakeSlackSocket(FakeSlack):
                         self.acks.append(str(message["envelope_id"]))
             for chunk in protocol.data_to_send():
                 sock.sendall(chunk)
-            if protocol.state.name == "CLOSED":
-                return
+            if protocol.state.name == "CLOSED" or protocol.close_expected():
+                return  # the server closes TCP after the closing handshake, as RFC 6455 asks
 
 
 def start_fake_slack_socket(**kwargs: Any) -> FakeSlackSocket:
