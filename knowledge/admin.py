@@ -10,8 +10,8 @@ from knowledge.models import Collection, ContextFile, Document, MemoryNote, Skil
 
 @admin.register(Collection)
 class CollectionAdmin(admin.ModelAdmin):
-    list_display = ("name", "organization", "embedding_profile", "created_at")
-    list_filter = ("organization",)
+    list_display = ("name", "organization", "visibility", "embedding_profile", "created_at")
+    list_filter = ("visibility", "organization")
     search_fields = ("name",)
     raw_id_fields = ("organization", "embedding_profile", "created_by")
 
