@@ -448,6 +448,9 @@ def finish(turn: Turn, session: ChannelSession, live, outcome: Outcome, person_n
         ChannelSession.objects.filter(pk=session.pk).update(reply_count=F("reply_count") + 1)
         footer = turn.footer(session, outcome.usage)
         live.finish(outcome.text + notes + (f"\n\n_{footer}_" if footer else ""))
+        from channelbots import charts
+
+        charts.deliver(turn.client, incoming.chat_id, incoming.reply_to, outcome.run_id)
         if footer or turn.binding.footer_mode == FooterMode.LOG_ONLY:
             logger.info("bot %s run %s cost %s", turn.bot.pk, outcome.run_id, outcome.usage.get("cost_usd"))
         return "answered"

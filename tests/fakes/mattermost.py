@@ -6,7 +6,8 @@ adapter's real WebSocket client talks to it. `emit_posted(...)` pushes a `posted
 
 Scripted: `token`, `bot` (id, username), `members[(channel, user)]`, `channels[channel]`, `threads[root]`
 (list of posts), `files[id] = (name, mime, bytes)`, `reject_token` (users/me answers 401).
-Recorded: `posts` (created posts with their edits), `calls`, `auth_challenges` (tokens the stream sent).
+Recorded: `posts` (created posts with their edits and file_ids), `uploads` (POST /files, multipart), `calls`,
+`auth_challenges` (tokens the stream sent).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ class FakeMattermost(FakeServer):
         self.files: dict[str, tuple[str, str, bytes]] = {}
         self.posts: dict[str, dict[str, Any]] = {}
         self.auth_challenges: list[str] = []
+        self.uploads: dict[str, dict[str, Any]] = {}
         self.streams: list[queue.Queue] = []
         self.stream_opened = threading.Event()
         self._ids = itertools.count(1)
@@ -129,10 +131,20 @@ class FakeMattermost(FakeServer):
         data = json.loads(body) if body and "json" in headers.get("content-type", "") else {}
         if route == "/users/me":
             return self.json_reply(self.bot)
+        if route == "/files" and method == "POST":
+            fields = self.multipart(headers, body)
+            upload = fields.get("files")
+            if not isinstance(upload, tuple) or not fields.get("channel_id"):
+                return self.json_reply({"message": "bad upload"}, 400)
+            file_id = f"f{next(self._ids)}"
+            with self.lock:
+                self.uploads[file_id] = {"channel_id": fields["channel_id"], "name": upload[0], "mime": upload[1],
+                                         "bytes": upload[2]}
+            return self.json_reply({"file_infos": [{"id": file_id, "name": upload[0], "mime_type": upload[1]}]}, 201)
         if route == "/posts" and method == "POST":
             post_id = f"bp{next(self._ids)}"
             post = {"id": post_id, "channel_id": data["channel_id"], "message": data.get("message", ""),
-                    "root_id": data.get("root_id", ""), "edits": []}
+                    "root_id": data.get("root_id", ""), "file_ids": list(data.get("file_ids") or []), "edits": []}
             with self.lock:
                 self.posts[post_id] = post
             return self.json_reply({k: v for k, v in post.items() if k != "edits"}, 201)

@@ -6,8 +6,9 @@ history/list, users.info, files.getUploadURLExternal/completeUploadExternal, and
 form body or a JSON body, as Slack does; the token from `Authorization: Bearer`.
 
 State a test scripts: `tokens` (valid bot tokens), `members[channel]`, `channels[channel]`,
-`replies[(channel, thread_ts)]`, `users[user]`, `files[name] = (bytes, content_type)`.
-What a test reads: `posts` (every message with its edits), `calls` (every method called).
+`replies[(channel, thread_ts)]`, `users[user]`, `files[name] = (bytes, content_type)`, `upload_error`.
+What a test reads: `posts` (every message with its edits), `calls` (every method called), `uploads`
+(bytes sent to an upload URL; files.completeUploadExternal in `calls` says where they were shared).
 
 Also `SlackEventSender`: plays Slack's side of the Events API (signed POSTs of event callbacks).
 """
@@ -92,6 +93,22 @@ class FakeServer:
         return status, {"Content-Type": "application/json"}, json.dumps(data).encode()
 
     @staticmethod
+    def multipart(headers: dict[str, str], body: bytes) -> dict[str, Any]:
+        """A multipart/form-data body: field name → text, or (filename, content type, bytes) for a file."""
+        from email.parser import BytesParser
+        from email.policy import HTTP
+
+        message = BytesParser(policy=HTTP).parsebytes(
+            f"Content-Type: {headers.get('content-type', '')}\r\n\r\n".encode() + body)
+        fields: dict[str, Any] = {}
+        for part in message.iter_parts():
+            name = part.get_param("name", header="content-disposition")
+            data = part.get_payload(decode=True) or b""
+            filename = part.get_filename()
+            fields[name] = (filename, part.get_content_type(), data) if filename else data.decode()
+        return fields
+
+    @staticmethod
     def params(path: str, headers: dict[str, str], body: bytes) -> dict[str, Any]:
         params: dict[str, Any] = {k: v[-1] for k, v in parse_qs(urlsplit(path).query).items()}
         content_type = headers.get("content-type", "")
@@ -127,6 +144,7 @@ class FakeSlack(FakeServer):
         self.users: dict[str, dict[str, Any]] = {}
         self.files: dict[str, tuple[bytes, str]] = {}
         self.uploads: list[dict[str, Any]] = []
+        self.upload_error = ""  # e.g. "missing_scope": files.getUploadURLExternal refuses, as without files:write
         self._ts = itertools.count(1)
 
     @property
@@ -223,6 +241,8 @@ class FakeSlack(FakeServer):
         return {"ok": True, "user": {"id": p["user"], **user}}
 
     def api_files_getUploadURLExternal(self, p: dict) -> dict:
+        if self.upload_error:
+            return {"ok": False, "error": self.upload_error}
         file_id = f"F{next(self._ts)}"
         return {"ok": True, "upload_url": f"{self.url}/upload/{file_id}", "file_id": file_id}
 

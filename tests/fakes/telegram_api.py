@@ -2,7 +2,8 @@
 
 Scripted state: `token` (the valid one), `updates` (served by getUpdates from `offset`), `chat_members`,
 `chats`, `files[file_id] = (path, bytes)`, `fail_updates` (how many getUpdates answer 500 first).
-Recorded: `sent` (sendMessage / editMessageText with their texts), `calls`.
+Recorded: `sent` (sendMessage / editMessageText with their texts), `media` (sendPhoto / sendDocument, multipart),
+`calls`.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ class FakeTelegram(FakeServer):
         self.messages: dict[tuple[str, int], dict[str, Any]] = {}
         self.fail_updates = 0
         self.webhook: dict[str, Any] = {}
+        self.media: list[dict[str, Any]] = []  # sendPhoto / sendDocument: method, chat_id, reply_to, file
         self._ids = itertools.count(1000)
         self.updates_served = threading.Event()
 
@@ -53,7 +55,8 @@ class FakeTelegram(FakeServer):
                     return 200, {"Content-Type": "application/octet-stream"}, data
             return 404, {}, b""
         token, _, name = route.removeprefix("/bot").partition("/")
-        params = self.params(path, headers, body) if "multipart" not in headers.get("content-type", "") else {}
+        params = (self.params(path, headers, body) if "multipart" not in headers.get("content-type", "")
+                  else self.multipart(headers, body))
         with self.lock:
             self.calls.append((name, params))
         if token != self.token:
@@ -97,6 +100,24 @@ class FakeTelegram(FakeServer):
             self.messages[(str(p["chat_id"]), message_id)] = {"text": p.get("text", ""), "edits": [],
                                                               "reply": p.get("reply_parameters")}
         return self.ok({"message_id": message_id, "chat": {"id": p["chat_id"]}, "text": p.get("text", "")})
+
+    def _media(self, method: str, field: str, p):
+        upload = p.get(field)
+        if not isinstance(upload, tuple):
+            return self.json_reply({"ok": False, "description": f"Bad Request: there is no {field} in the request"},
+                                   400)
+        message_id = next(self._ids)
+        with self.lock:
+            self.media.append({"method": method, "chat_id": str(p.get("chat_id")), "message_id": message_id,
+                               "reply_to": p.get("reply_to_message_id", ""), "name": upload[0], "mime": upload[1],
+                               "bytes": upload[2]})
+        return self.ok({"message_id": message_id, "chat": {"id": p.get("chat_id")}})
+
+    def m_sendPhoto(self, p):
+        return self._media("sendPhoto", "photo", p)
+
+    def m_sendDocument(self, p):
+        return self._media("sendDocument", "document", p)
 
     def m_editMessageText(self, p):
         with self.lock:
