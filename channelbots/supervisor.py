@@ -149,7 +149,10 @@ def slack_socket_session(bot, creds: dict[str, str]) -> Callable[[threading.Even
     """Socket Mode: apps.connections.open with the xapp- token, then envelopes over a WebSocket, each
     acknowledged by its envelope_id before it is handed to the router (the same parse_incoming and claim as
     the Events API, so a redelivered envelope is answered once). A `disconnect` envelope ends the session
-    cleanly: the ladder opens a new one at once, with a new URL (Slack's tickets work once)."""
+    cleanly: the ladder opens a new one at once, with a new URL (Slack's tickets work once).
+
+    Not slack_sdk's SocketModeClient: it runs its own reconnect loop and threads, which would bypass the one
+    ladder (backoff, "not started") every platform shares here; slack-sdk still makes the Web API calls."""
     from slack_sdk import WebClient
     from slack_sdk.errors import SlackApiError, SlackClientError
     from websockets.sync.client import connect
