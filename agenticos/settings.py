@@ -193,8 +193,17 @@ DATABASES["default"]["ENGINE"] = "django.db.backends.postgresql"
 for _key in ("host", "port"):
     if _key in DATABASES["default"].get("OPTIONS", {}):
         DATABASES["default"][_key.upper()] = str(DATABASES["default"]["OPTIONS"].pop(_key))
-# Persistent connections (seconds); tests use 0 so the test database can be dropped at the end.
-DATABASES["default"]["CONN_MAX_AGE"] = 0 if TESTING else _int("DB_CONN_MAX_AGE", 0, minimum=0)
+# Connections come from a psycopg pool per process (DB_POOL_MAX_SIZE; 0 = a new connection per request):
+# a new PostgreSQL connection is a forked backend, and every socket message and every run asked for one.
+# Django returns a connection to the pool where it would have closed it.
+DB_POOL_MAX_SIZE = _int("DB_POOL_MAX_SIZE", 10, minimum=0)
+DATABASES["default"]["CONN_MAX_AGE"] = 0
+if DB_POOL_MAX_SIZE:
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+        "min_size": 1,
+        "max_size": DB_POOL_MAX_SIZE,
+        "timeout": _int("DB_POOL_TIMEOUT_SECONDS", 30, minimum=1),
+    }
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DATABASES["default"].setdefault("TEST", {})["NAME"] = env.str("TEST_DATABASE_NAME", default="test_agenticos")
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
+from django.db import connection
 
 from agents.runs import group_name
 from channelbots.platforms import PlatformClient, PlatformError
@@ -150,6 +151,9 @@ def follow(subscription: Subscription, live: LiveReply, run_id: str, *, silence_
     """Read the run's frames until its one `complete` or `error`, editing `live` along the way."""
     limit = silence_limit or float(
         getattr(settings, "CHANNELBOTS_SILENCE_SECONDS", 0) or settings.RUN_STALE_AFTER.total_seconds())
+    # The wait lasts as long as the run: give this thread's database connection back meanwhile (to the
+    # pool, which a worker full of waiting replies would otherwise drain).
+    connection.close()
     return asyncio.run(_follow(subscription, live, run_id, limit, on_frame))
 
 

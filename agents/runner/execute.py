@@ -66,6 +66,16 @@ def db_pool() -> ThreadPoolExecutor:
         return _db_pool
 
 
+def _pooled(fn, *args, **kwargs):
+    """With a connection pool, hand the connection back after each piece of work: a thread of the shared
+    pool must not sit on one between a run's steps. Without one, the thread keeps its connection."""
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        if connection.settings_dict.get("OPTIONS", {}).get("pool"):
+            connection.close()
+
+
 class RunExecution:
     def __init__(self, run_id: Any, sink: Sink | None):
         self.run_id = run_id
@@ -85,7 +95,7 @@ class RunExecution:
     # ------------------------------------------------------------- plumbing
 
     async def db(self, fn, *args, **kwargs):
-        return await asyncio.get_running_loop().run_in_executor(self.executor, partial(fn, *args, **kwargs))
+        return await asyncio.get_running_loop().run_in_executor(self.executor, partial(_pooled, fn, *args, **kwargs))
 
     async def emit(self, payload: dict) -> None:
         try:
