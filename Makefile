@@ -25,11 +25,13 @@ services-start: install
 services-stop: install
 	$(PY) -m agenticos.devservices stop
 
-# Debian's chromium for the Playwright browser tests (a test tool's own browser download cannot work here).
+# Debian packages the tests need: chromium for the Playwright browser tests (a test tool's own browser
+# download cannot work here) and tesseract for OCR of images in knowledge collections.
+SYSTEM_PACKAGES := chromium tesseract-ocr tesseract-ocr-eng
 browser:
-	@if [ ! -x /usr/bin/chromium ]; then \
-		if [ "$$(id -u)" = "0" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
-		else echo "chromium missing: run 'sudo apt-get install chromium' (browser tests will be skipped)"; fi; \
+	@if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/tesseract ]; then \
+		if [ "$$(id -u)" = "0" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(SYSTEM_PACKAGES) >/dev/null; \
+		else echo "missing: run 'sudo apt-get install $(SYSTEM_PACKAGES)' (browser and OCR tests will be skipped)"; fi; \
 	fi
 
 test: install browser

@@ -229,6 +229,7 @@ def set_member_suspended(*, actor: Actor, membership: Membership, suspended: boo
 def remove_member(*, actor: Actor, membership: Membership) -> None:
     """Remove someone (or leave, when it is yourself). Their API keys in this organization are revoked."""
     from governance.grants import drop_grants_for_member
+    from knowledge.grants import drop_grants_for_member as drop_collection_grants_for_member
 
     if membership.user_id != actor.user_id:
         _check_can_manage(actor, membership)
@@ -241,6 +242,7 @@ def remove_member(*, actor: Actor, membership: Membership) -> None:
             organization=actor.organization, user_id=membership.user_id, revoked_at__isnull=True
         ).update(revoked_at=timezone.now())
         drop_grants_for_member(actor.organization, membership.user_id)
+        drop_collection_grants_for_member(actor.organization, membership.user_id)
         _record(actor, "member.removed", target=membership, target_name=membership.user.email,
                 details={"role": membership.role})
         membership.delete()

@@ -310,9 +310,21 @@ def reference_problems(
         if model is not None:
             found = {str(pk) for pk in model._default_manager.filter(organization=org, pk__in=_uuids(ids))
                      .values_list("pk", flat=True)}
+        # A collection can be private: binding one needs `use` on it (role or grant, knowledge/grants.py).
+        # One already bound in this agent's draft stays bindable, so an editor without access can still
+        # save the rest of the spec.
+        unusable: set[str] = set()
+        if field == "collection_ids" and found:
+            from knowledge.grants import unusable_collection_ids
+
+            already = {str(_as_uuid(x)) for x in _list(agent.draft_spec or {}, field)} if agent is not None else set()
+            unusable = set(unusable_collection_ids(actor, sorted(found - already)))
         for index, ref in enumerate(ids):
-            if str(_as_uuid(ref)) not in found:
+            key = str(_as_uuid(ref))
+            if key not in found:
                 problems.append(_problem(f"{field}[{index}]", f"No {noun} {ref} in this organization."))
+            elif key in unusable:
+                problems.append(_problem(f"{field}[{index}]", f"You need use access to the {noun} {ref} to bind it."))
 
     subagents = _list(data, "subagents")
     for index, sub in enumerate(subagents):

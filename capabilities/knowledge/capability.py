@@ -132,82 +132,41 @@ class _State:
 
 
 def _embed_query(deps: Any, state: _State, collection: Any, text: str) -> list[float] | None:
-    """Sync. Budget-checked before, recorded after; a failure degrades that collection to words only."""
+    """Sync. Every cap checked before, the spend recorded against the run after (knowledge/usage.py); a
+    failure degrades that collection to words only."""
     from agenticos.models import Organization
+    from knowledge import usage
     from knowledge.embeddings import EmbeddingError, embed
-    from knowledge.services import IngestionRefused, check_budget, record_embedding_spend
+    from knowledge.services import record_embedding_spend
 
     profile = collection.embedding_profile
-    organization = Organization.objects.get(pk=deps.organization_id)
+    meter = usage.meter_for(deps)
+    cap = usage.exhausted_cap(meter, state.agent_budget)
+    if cap is not None:
+        logger.info("query embedding skipped: %s is used up", cap.label)
+        return None
     try:
-        check_budget(organization, agent_id=deps.agent_id, agent_budget=state.agent_budget)
         result = embed(profile, [text])
-    except (EmbeddingError, IngestionRefused) as exc:
+    except EmbeddingError as exc:
         logger.info("query embedding skipped: %s", exc)
         return None
     record_embedding_spend(
-        organization, profile, result.tokens, result.cost_usd, result.is_partial,
-        run_id=_uuid_or_none(deps.run_id), agent_id=_uuid_or_none(deps.agent_id), surface=deps.surface,
+        Organization.objects.get(pk=deps.organization_id), profile, result.tokens, result.cost_usd,
+        result.is_partial, run_id=meter.run_id, agent_id=meter.agent_id, surface=meter.surface,
     )
     return result.vectors[0] if result.vectors else None
-
-
-def _uuid_or_none(value: Any) -> str | None:
-    import uuid
-
-    try:
-        return str(uuid.UUID(str(value)))
-    except (TypeError, ValueError):
-        return None
 
 
 # ------------------------------------------------------------------ extra model calls
 
 
 async def _ask_model(ctx: RunContext[Any], state: _State, instructions: str, prompt: str) -> str | None:
-    """One priced, budget-checked request on the run's own model. None when it cannot be made."""
-    from pydantic_ai.direct import model_request
-    from pydantic_ai.messages import ModelRequest, TextPart
+    """One request on the run's own model, metered like the agent's (knowledge/usage.py). None when it
+    cannot be made: the search then goes on as written."""
+    from knowledge import usage
 
-    allowed = await sync_to_async(_budget_allows)(ctx.deps, state)
-    if not allowed:
-        return None
-    try:
-        # RunContext types its model as AbstractModel; model_request accepts any Model at run time.
-        response = await model_request(ctx.model, [ModelRequest.user_text_prompt(prompt, instructions=instructions)])  # type: ignore[arg-type]
-    except Exception as exc:  # any provider failure: search as written instead
-        logger.info("query analysis model call failed: %s", type(exc).__name__)
-        return None
-    await sync_to_async(_record_model_spend)(ctx.deps, ctx.model, response)
-    text = "".join(p.content for p in response.parts if isinstance(p, TextPart)).strip()
-    return text or None
-
-
-def _budget_allows(deps: Any, state: _State) -> bool:
-    from agenticos.models import Organization
-    from knowledge.services import IngestionRefused, check_budget
-
-    try:
-        check_budget(Organization.objects.get(pk=deps.organization_id), agent_id=deps.agent_id,
-                     agent_budget=state.agent_budget)
-    except IngestionRefused:
-        return False
-    return True
-
-
-def _record_model_spend(deps: Any, model: Any, response: Any) -> None:
-    from agents.providers.demo import DemoModel
-    from agents.runner.guard import price
-    from governance.models import SpendEntry
-
-    cost, partial = price(response, free=isinstance(model, DemoModel))
-    usage = response.usage
-    SpendEntry.objects.create(
-        organization_id=deps.organization_id, agent_id=_uuid_or_none(deps.agent_id),
-        run_id=_uuid_or_none(deps.run_id), surface=deps.surface, kind="model_request",
-        model=str(getattr(model, "model_name", "")), input_tokens=usage.input_tokens or 0,
-        output_tokens=usage.output_tokens or 0, cost_usd=cost, is_partial=partial,
-    )
+    return await usage.ask_model(ctx.deps, ctx.model, instructions=instructions, prompt=prompt,
+                                 agent_budget=state.agent_budget)
 
 
 async def _variants(ctx: RunContext[Any], state: _State, query: str, count: int) -> list[str]:
