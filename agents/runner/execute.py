@@ -1,9 +1,8 @@
 """`execute(run_id)`: the one place every run of every surface executes.
 
 Assemble from the frozen version → stream pydantic-ai events as frames → write the transcript,
-tokens, cost and status. Database work runs on a small process-wide thread pool whose threads keep
-their connections (DB_CONN_MAX_AGE), so the event loop never blocks on the ORM and a run does not pay
-for a new PostgreSQL connection.
+tokens, cost and status. Database work runs on a small process-wide thread pool, so the event loop
+never blocks on the ORM; each piece of work takes a connection from the process's pool and hands it back.
 """
 
 from __future__ import annotations
@@ -104,7 +103,7 @@ class RunExecution:
             logger.warning("could not publish a frame for run %s", self.run_id, exc_info=True)
 
     def _close_db(self) -> None:
-        # Keeps the thread's connection for the next run unless it is too old (CONN_MAX_AGE=0: closes).
+        # Without a pool (DB_POOL_MAX_SIZE=0) this is where the thread's connection is closed.
         close_old_connections()
 
     # ------------------------------------------------------------- lifecycle
