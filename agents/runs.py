@@ -8,15 +8,20 @@ Frames of a run go to the channel-layer group `run-<id>` (see `agents.runner.fra
 
 from __future__ import annotations
 
+import logging
 import uuid
 from typing import Any
 
+import redis
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from agenticos import ratelimit
 from agenticos.errors import Invalid
 from agents.models import Agent, AgentVersion, Conversation, Message, Run, RunStatus
+
+logger = logging.getLogger(__name__)
 
 
 def group_name(run_id: Any) -> str:
@@ -104,10 +109,29 @@ def enqueue_run(run_id: Any) -> None:
     execute_run.delay(str(run_id))
 
 
+def _stop_key(run_id) -> str:
+    return f"agenticos:run-stop:{run_id}"
+
+
 def request_stop(run: Run) -> None:
-    """Ask a running run to stop; a queued or parked one is cancelled at once."""
+    """Ask a running run to stop; a queued or parked one is cancelled at once.
+
+    The row's `cancel_requested` is the truth; a short-lived Redis key tells the executing worker within
+    half a second without a database write per poll (when Redis is down, its next heartbeat finds the row)."""
     Run.objects.filter(pk=run.pk).update(cancel_requested=True)
+    try:
+        ratelimit.client().set(_stop_key(run.pk), b"1", ex=int(settings.RUN_STALE_AFTER.total_seconds()))
+    except redis.RedisError:
+        logger.warning("stop of run %s signalled through the database only (Redis unavailable)", run.pk)
     if run.status in (RunStatus.QUEUED, RunStatus.AWAITING_APPROVAL, RunStatus.AWAITING_ANSWER):
         from agents.runner.finish import cancel_parked_or_queued
 
         cancel_parked_or_queued(run.pk)
+
+
+def stop_signalled(run_id) -> bool:
+    """Whether a stop was asked for this run (the Redis signal; False when Redis cannot answer)."""
+    try:
+        return bool(ratelimit.client().exists(_stop_key(run_id)))
+    except redis.RedisError:
+        return False

@@ -101,13 +101,21 @@ def instructions(spec: AgentSpec, run: Run, built: BuiltSetup) -> str:
     return "\n\n".join(sections)
 
 
-def history(run: Run) -> list:
+def turn_message(run: Run) -> dict[str, Any] | None:
+    """The person's message that started this run (its id and attachments), if it is in a conversation."""
+    if run.conversation_id is None:
+        return None
+    row = run.messages.filter(role="user").order_by("-id").values("id", "attachments").first()
+    return dict(row) if row else None
+
+
+def history(run: Run, current: dict[str, Any] | None) -> list:
     if run.conversation_id is None:
         return []
     limit = int((run.options or {}).get("history_limit") or settings.WEB_HISTORY_TURNS)
     # The person's message of this run is already in the transcript; the prompt carries it.
-    current = run.messages.filter(role="user").order_by("-id").values_list("id", flat=True).first()
-    return to_model_messages(get_recent_messages(str(run.conversation_id), limit, before_id=current))
+    before_id = current["id"] if current else None
+    return to_model_messages(get_recent_messages(str(run.conversation_id), limit, before_id=before_id))
 
 
 def on_run_failed(run: Run) -> None:

@@ -18,8 +18,6 @@ from django.conf import settings
 from django.core.files.storage import default_storage
 from pydantic_ai import BinaryContent
 
-from agents.models import Message
-
 # Attachment MIME → knowledge parser kind (the same parsers ingestion uses).
 _DOCUMENT_KINDS = {
     "application/pdf": "pdf",
@@ -28,12 +26,6 @@ _DOCUMENT_KINDS = {
     "text/csv": "csv",
 }
 _IMAGE_TYPES = ("image/png", "image/jpeg", "image/webp", "image/gif")
-
-
-def of_run(run: Any) -> list[dict]:
-    """The attachments of the run's own user message (the turn that started it)."""
-    row = Message.objects.filter(run_id=run.pk, role=Message.Role.USER).order_by("id").values("attachments").first()
-    return list(row["attachments"] or []) if row else []
 
 
 def user_prompt(text: str, attachments: list[dict]) -> str | list[Any]:

@@ -44,12 +44,16 @@ from agents.runner.frames import ChannelLayerSink, CollectingSink, Sink, frame
 from agents.runner.gate import ApprovalGate
 from agents.runner.guard import BudgetGuard
 from agents.runner.transcript import Transcript, jsonable
+from agents.runs import stop_signalled
 from agents.spec import AgentSpec, load_spec
 from governance.budgets import BudgetExceeded
 
 logger = logging.getLogger(__name__)
 
 CANCEL_POLL_SECONDS = 0.5
+# The heartbeat only has to beat RUN_STALE_AFTER (≥ 60 s); an UPDATE per poll was most of a busy
+# worker's writes.
+HEARTBEAT_SECONDS = 10
 RESUMABLE = {RunStatus.QUEUED}
 
 
@@ -223,8 +227,9 @@ class RunExecution:
             kwargs["message_history"] = ModelMessagesTypeAdapter.validate_python(run.parked_state["messages"])
             kwargs["deferred_tool_results"] = self._deferred_results()
         else:
-            kwargs["user_prompt"] = attachments.user_prompt(run.prompt, attachments.of_run(run))
-            kwargs["message_history"] = assembly.history(run)
+            current = assembly.turn_message(run)
+            kwargs["user_prompt"] = attachments.user_prompt(run.prompt, (current or {}).get("attachments") or [])
+            kwargs["message_history"] = assembly.history(run, current)
         return agent, kwargs
 
     def _deferred_results(self) -> DeferredToolResults:
@@ -318,9 +323,18 @@ class RunExecution:
                                   ok=ok))
 
     async def _watch_cancel(self) -> None:
+        """A stop is seen within CANCEL_POLL_SECONDS through its Redis signal; the database row gets a
+        heartbeat (and is asked the same question, in case the signal was lost) every HEARTBEAT_SECONDS."""
+        polls_per_beat = max(1, round(HEARTBEAT_SECONDS / CANCEL_POLL_SECONDS))
+        polls = 0
         while True:
             await asyncio.sleep(CANCEL_POLL_SECONDS)
-            cancel = await self.db(self._heartbeat)
+            polls += 1
+            if polls % polls_per_beat == 0:
+                cancel = await self.db(self._heartbeat)
+            else:
+                cancel = await asyncio.get_running_loop().run_in_executor(
+                    self.executor, stop_signalled, self.run.pk)
             if cancel:
                 self.token.cancel()
                 return

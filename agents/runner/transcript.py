@@ -102,9 +102,10 @@ class Transcript:
             thinking=self.thinking,
             parts=self.parts,
         )
-        ToolCall.objects.filter(run=self.run, message__isnull=True).update(message=message)
-        ToolCall.objects.filter(run=self.run, status=ToolCall.Status.RUNNING).update(
-            status=ToolCall.Status.UNFINISHED, finished_at=timezone.now()
-        )
+        if any(p["type"] == "tool" for p in self.parts):  # every call of this execution has its part
+            ToolCall.objects.filter(run=self.run, message__isnull=True).update(message=message)
+            ToolCall.objects.filter(run=self.run, status=ToolCall.Status.RUNNING).update(
+                status=ToolCall.Status.UNFINISHED, finished_at=timezone.now()
+            )
         Conversation.objects.filter(pk=self.run.conversation_id).update(last_active_at=timezone.now())
         return message
