@@ -124,7 +124,7 @@ class _SessionWorker:
         self.worker = self._stack.enter_context(start_worker(
             celery_app,
             pool="threads",
-            concurrency=8,
+            concurrency=16,
             perform_ping_check=False,
             queues=["runs", "default"],
             loglevel="WARNING",
@@ -176,10 +176,16 @@ def celery_worker(celery_worker_session, transactional_db):
     # deadlock with it, so let the runs this test started finish first.
     import time
 
+    from celery.worker import state as worker_state
+
     from agents.models import Run
 
+    def busy() -> bool:
+        # The test's runs, and any task still working for it (a channel reply following its run).
+        return bool(worker_state.active_requests) or Run.objects.filter(status__in=["queued", "running"]).exists()
+
     deadline = time.monotonic() + 15
-    while time.monotonic() < deadline and Run.objects.filter(status__in=["queued", "running"]).exists():
+    while time.monotonic() < deadline and busy():
         time.sleep(0.1)
     unfinished = list(Run.objects.filter(status__in=["queued", "running"]).values_list("pk", "status"))
     if unfinished:
