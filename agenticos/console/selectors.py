@@ -170,11 +170,14 @@ def filtered_runs(actor: Actor, *, agent: str = "", surface: str = "", status: s
 
 
 def conversations_for(actor: Actor) -> QuerySet[Conversation]:
-    """Own conversations and threads the person wrote in (channel threads), newest first."""
-    took_part = Message.objects.filter(author_id=actor.user_id, conversation__organization=actor.organization)
+    """Own conversations, those shared with the person, and channel threads they took part in and are still
+    a member of (confirmed against the platform) — the corpus conversation search uses — newest first."""
+    from knowledge.conversations import corpus_ids
+
+    others = corpus_ids(str(actor.organization.pk), actor.user_id)
     return (
         Conversation.objects.filter(organization=actor.organization)
-        .filter(Q(owner_id=actor.user_id) | Q(pk__in=took_part.values("conversation_id")))
+        .filter(Q(owner_id=actor.user_id) | Q(pk__in=others))
         .select_related("agent")
         .order_by("-last_active_at")
     )
