@@ -6,6 +6,7 @@ import contextlib
 import warnings
 
 import pytest
+from celery.contrib.testing.tasks import ping  # registered before the worker starts, or it is unknown to it
 from celery.contrib.testing.worker import start_worker
 from rest_framework.test import APIClient
 
@@ -110,10 +111,9 @@ def _thread_stacks() -> str:
 
 
 class _SessionWorker:
-    """One real worker consuming `runs` and `default`, restarted when it stops answering.
-
-    A worker whose threads are all stuck (or whose consumer died) would otherwise fail every later test
-    that needs it with a bare timeout; the restart says so in the warnings summary, with the stacks."""
+    """One real worker consuming `runs` and `default` for the whole session. Before each test that needs
+    it, it must answer a ping; when it does not, the warning (in the summary CI prints) says where its
+    threads are stuck — otherwise a later test would only see a bare timeout."""
 
     def __init__(self) -> None:
         self._stack: contextlib.ExitStack | None = None
@@ -140,20 +140,13 @@ class _SessionWorker:
             warnings.warn(f"the test worker did not stop: {exc}\n{_thread_stacks()}", stacklevel=1)
         self._stack = None
 
-    def answers(self) -> bool:
-        from celery.contrib.testing.tasks import ping
-
+    def check_answering(self) -> None:
         try:
-            return ping.apply_async(queue="runs").get(timeout=15) == "pong"
+            answered = ping.apply_async(queue="runs").get(timeout=15) == "pong"
         except Exception:  # noqa: BLE001  (a timeout or a broker error: either way, not answering)
-            return False
-
-    def ensure_answering(self) -> None:
-        if self.answers():
-            return
-        warnings.warn(f"the test worker stopped answering; restarting it\n{_thread_stacks()}", stacklevel=1)
-        self.stop()
-        self.start()
+            answered = False
+        if not answered:
+            warnings.warn(f"the test worker did not answer a ping within 15 s\n{_thread_stacks()}", stacklevel=1)
 
 
 @pytest.fixture(scope="session")
@@ -170,7 +163,7 @@ def celery_worker_session(django_db_setup, django_db_blocker):
 
 @pytest.fixture
 def celery_worker(celery_worker_session, transactional_db):
-    celery_worker_session.ensure_answering()
+    celery_worker_session.check_answering()
     yield celery_worker_session.worker
     # The test database is flushed (TRUNCATE) right after this teardown: a run still writing would
     # deadlock with it, so let the runs this test started finish first.
