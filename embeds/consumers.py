@@ -287,15 +287,19 @@ class EmbedConsumer(AsyncWebsocketConsumer):
         await handler(message)
 
     async def run_frame(self, event: dict) -> None:
-        await self._relay([event.get("frame") or {}])
+        await self._relay(event.get("run_id"), [event.get("frame") or {}])
 
     async def run_frames(self, event: dict) -> None:
         # The runner batches frames that piled up while the socket was busy; each is filtered alone.
-        await self._relay(list(event.get("frames") or []))
+        await self._relay(event.get("run_id"), list(event.get("frames") or []))
 
-    async def _relay(self, frames: list[dict]) -> None:
+    async def _relay(self, run_id: str | None, frames: list[dict]) -> None:
         turn = self.turn
         if turn is None or self.gone:
+            return
+        if run_id is not None and run_id != str(turn.run_id):
+            # A late frame of a turn that already ended (its watchdog answered from the run row): it
+            # was in this socket's inbox before the group was left. Never part of the current turn.
             return
         turn.last_frame = time.monotonic()
         async with self._frame_lock:

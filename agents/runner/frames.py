@@ -57,10 +57,13 @@ class ChannelLayerSink:
     message per word would make delivery, not the model, the bottleneck under load. Frames queue
     here and one background flusher sends whatever has piled up as a single `run.frames` message
     (a lone frame still goes out at once, as `run.frame`). Consumers relay each frame separately,
-    so the client still sees word-by-word deltas.
+    so the client still sees word-by-word deltas. Each message names its run: leaving a group does not
+    take back what already sits in a consumer's inbox, so a consumer must not take a late frame of a
+    finished turn for one of the next.
     """
 
     def __init__(self, run_id: Any):
+        self.run_id = str(run_id)
         self.group = group_name(run_id)
         self.layer = get_channel_layer()
         self._queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
@@ -82,9 +85,11 @@ class ChannelLayerSink:
                 batch.append(self._queue.get_nowait())
             try:
                 if len(batch) == 1:
-                    await self.layer.group_send(self.group, {"type": "run.frame", "frame": batch[0]})
+                    await self.layer.group_send(self.group, {"type": "run.frame", "frame": batch[0],
+                                                             "run_id": self.run_id})
                 else:
-                    await self.layer.group_send(self.group, {"type": "run.frames", "frames": batch})
+                    await self.layer.group_send(self.group, {"type": "run.frames", "frames": batch,
+                                                             "run_id": self.run_id})
             except Exception:  # a lost channel layer must not lose the run (the transcript has it all)
                 logger.warning("could not publish %d frame(s) to %s", len(batch), self.group, exc_info=True)
             finally:

@@ -484,3 +484,26 @@ async def test_frames_batched_by_the_runner_are_filtered_one_by_one(page, dispat
     assert [f["type"] for f in frames] == ["model_request_start", "part_start", "text_delta", "text_delta", "complete"]
     assert "SECRET" not in json.dumps(frames) and frames[-1]["data"] == {}
     await comm.disconnect()
+
+
+async def test_a_late_frame_of_an_earlier_turn_is_never_taken_for_the_current_one(widget, dispatched, settings):
+    # Leaving a run's group does not take back what is already in the socket's inbox: under load, the
+    # `complete` of a turn its watchdog already ended can arrive while the visitor's next turn streams.
+    settings.EMBED_TURN_WATCHDOG_SECONDS = 0.3
+    comm = await open_socket(widget)
+    first = await ask(comm, dispatched)
+    await database_sync_to_async(lambda: Run.objects.filter(pk=first).update(status="completed", output="One."))()
+    assert (await frames_until_end(comm, timeout=5))[-1]["type"] == "complete"
+
+    second = await ask(comm, dispatched, text="And to Spain?")
+    late = {"type": "run.frame", "frame": {"type": "complete", "data": {"status": "completed"}}, "run_id": first}
+    await get_channel_layer().group_send(f"run-{second}", late)
+    assert await comm.receive_nothing(timeout=0.5)  # not an "empty turn" error, not a second ending
+
+    own = {"type": "run.frame", "frame": {"type": "text_delta", "data": {"index": 0, "content": "Yes."}},
+           "run_id": second}
+    await get_channel_layer().group_send(f"run-{second}", own)
+    await publish(second, "complete", status="completed")
+    frames = await frames_until_end(comm)
+    assert [f["type"] for f in frames] == ["text_delta", "complete"]
+    await comm.disconnect()
