@@ -41,12 +41,24 @@ def _relay(name: str, color: str, proc: subprocess.Popen) -> None:
         sys.stdout.flush()
 
 
+def daphne_command(application: str, port: int, host: str = "127.0.0.1",
+                   slow_reader_seconds: int | None = None) -> list[str]:
+    """daphne as this deployment runs it (docker-compose passes the same flags).
+
+    A handshake may wait behind a busy CPU: 30 s before daphne gives up on it (its default is 5 s). A
+    client that stops reading cannot be closed with 1011 (it would not read the close frame either) and
+    daphne never blocks a send, so the socket's own ping does the job: pinged after a third of
+    EMBED_SLOW_READER_SECONDS without a word from the client, dropped when no pong came back by the end."""
+    slow_reader = max(3, slow_reader_seconds or int(os.environ.get("EMBED_SLOW_READER_SECONDS", "30")))
+    ping_interval = slow_reader // 3
+    return [sys.executable, "-m", "daphne", "-b", host, "-p", str(port), "--websocket_connect_timeout", "30",
+            "--ping-interval", str(ping_interval), "--ping-timeout", str(slow_reader - ping_interval), application]
+
+
 def commands(port: int) -> dict[str, list[str]]:
     py = sys.executable
     return {
-        # A handshake may wait behind a busy CPU: 30 s before daphne gives up on it (its default is 5 s).
-        "web": [py, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "--websocket_connect_timeout", "30",
-                "agenticos.asgi:application"],
+        "web": daphne_command("agenticos.asgi:application", port),
         # Agent runs are I/O-bound (model streams, HTTP tools): a thread pool holds many at once. Runs
         # get their own worker: a bot delivery (queue "default") holds a thread for the run it follows.
         "worker": [

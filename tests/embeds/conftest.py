@@ -4,6 +4,7 @@ and (for end-to-end tests) a real Celery worker running the real runner on the o
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from urllib.parse import urlencode
 
@@ -142,23 +143,23 @@ def _test_database_url() -> str:
     return f"postgres://{auth}@{host}:{s.get('PORT') or 5432}/{s['NAME']}"
 
 
-@pytest.fixture(scope="session")
-def daphne_server(django_db_setup, django_db_blocker):
-    """daphne in a subprocess serving the test ASGI app against this session's test database and Redis.
-    Yields its base URL (which is also its FRONTEND_URL, so a hosted page is admitted from it)."""
+@contextlib.contextmanager
+def serving_daphne(database_url: str, slow_reader_seconds: int | None = None):
+    """daphne in a subprocess, started the way the launcher starts it (agenticos.launcher.daphne_command),
+    serving the test ASGI app against this session's test database and Redis. Yields its base URL (which
+    is also its FRONTEND_URL, so a hosted page is admitted from it)."""
     import os
     import subprocess
-    import sys
     import time
     from pathlib import Path
 
     import httpx
 
+    from agenticos.launcher import daphne_command
+
     root = Path(__file__).resolve().parents[2]
     port = _free_port()
     base = f"http://127.0.0.1:{port}"
-    with django_db_blocker.unblock():
-        database_url = _test_database_url()
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "agenticos.settings",
@@ -167,14 +168,13 @@ def daphne_server(django_db_setup, django_db_blocker):
         "EMBEDS_TEST_URLCONF": "1",
         "PYTHONPATH": str(root),
         "DEBUG": "true",
+        **({"EMBED_SLOW_READER_SECONDS": str(slow_reader_seconds)} if slow_reader_seconds else {}),
     }
-    log_path = root / "test-artifacts" / "embeds-daphne.log"
+    log_path = root / "test-artifacts" / f"embeds-daphne-{port}.log"
     log_path.parent.mkdir(exist_ok=True)
     log = open(log_path, "w")  # noqa: SIM115 — closed after the server stops
-    process = subprocess.Popen(
-        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "tests.embeds.asgi_app:application"],
-        cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )
+    command = daphne_command("tests.embeds.asgi_app:application", port, slow_reader_seconds=slow_reader_seconds)
+    process = subprocess.Popen(command, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -194,3 +194,11 @@ def daphne_server(django_db_setup, django_db_blocker):
         except subprocess.TimeoutExpired:
             process.kill()
         log.close()
+
+
+@pytest.fixture(scope="session")
+def daphne_server(django_db_setup, django_db_blocker):
+    with django_db_blocker.unblock():
+        database_url = _test_database_url()
+    with serving_daphne(database_url) as base:
+        yield base
