@@ -196,8 +196,9 @@ for _key in ("host", "port"):
 # Connections come from a psycopg pool per process (DB_POOL_MAX_SIZE; 0 = a new connection per request):
 # a new PostgreSQL connection is a forked backend, and every socket message and every run asked for one.
 # Django returns a connection to the pool where it would have closed it.
-# A test process is web server, Celery worker and test client at once: it gets a bigger pool.
-DB_POOL_MAX_SIZE = _int("DB_POOL_MAX_SIZE", 20 if TESTING else 10, minimum=0)
+# At least as many as a process has threads that use the ORM at once (a worker's task threads, the
+# runner's RUN_DB_THREADS): a thread that finds the pool empty waits DB_POOL_TIMEOUT_SECONDS, then fails.
+DB_POOL_MAX_SIZE = _int("DB_POOL_MAX_SIZE", 32, minimum=0)
 DATABASES["default"]["CONN_MAX_AGE"] = 0
 if DB_POOL_MAX_SIZE:
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {

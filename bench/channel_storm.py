@@ -28,6 +28,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agenticos.settings")
+# Both workers' threads (48 deliveries + 16 runs by default, plus the runner's 16 DB threads) live in this
+# one process, where production runs two: its connection pool must cover all of them.
+os.environ.setdefault("DB_POOL_MAX_SIZE", "80")
 
 import django  # noqa: E402
 

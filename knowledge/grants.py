@@ -21,16 +21,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from django.contrib.auth.models import Permission
-from django.contrib.contenttypes.models import ContentType
-from django.db import models, transaction
+from django.db import models
 from django.db.models.functions import Cast
 from guardian.models import UserObjectPermission
-from guardian.shortcuts import assign_perm
 
-from agenticos import audit
-from agenticos.errors import Forbidden, Invalid, NotFound
-from agenticos.models import Membership
+from agenticos.errors import Forbidden, NotFound
+from governance.object_grants import ObjectGrants
 from knowledge.models import Collection
 
 if TYPE_CHECKING:
@@ -38,44 +34,15 @@ if TYPE_CHECKING:
 
 VIEW, USE, EDIT = "view", "use", "edit"
 LEVELS: tuple[str, ...] = (VIEW, USE, EDIT)
-LEVEL_RANK: dict[str, int] = {level: rank for rank, level in enumerate(LEVELS, start=1)}
-LEVEL_CODENAME: dict[str, str] = {VIEW: "view_collection", USE: "use_collection", EDIT: "edit_collection"}
-CODENAME_LEVEL: dict[str, str] = {codename: level for level, codename in LEVEL_CODENAME.items()}
-
-
-def stronger(a: str | None, b: str | None) -> str | None:
-    if a is None:
-        return b
-    if b is None:
-        return a
-    return a if LEVEL_RANK[a] >= LEVEL_RANK[b] else b
-
-
-def at_least(level: str | None, needed: str) -> bool:
-    return level is not None and LEVEL_RANK[level] >= LEVEL_RANK[needed]
-
-
-def _content_type() -> ContentType:
-    return ContentType.objects.get_for_model(Collection)
-
-
-def _grant_rows(user_id: Any, collection_ids: Iterable | None = None) -> models.QuerySet:
-    qs = UserObjectPermission.objects.filter(
-        user_id=user_id, content_type=_content_type(), permission__codename__in=list(CODENAME_LEVEL)
-    )
-    if collection_ids is not None:
-        qs = qs.filter(object_pk__in=[str(pk) for pk in collection_ids])
-    return qs
-
-
-def grant_levels(user_id: Any, collection_ids: Iterable | None = None) -> dict[str, str]:
-    """{collection id (str): granted level} for one person, in one query."""
-    if user_id is None:
-        return {}
-    levels: dict[str, str] = {}
-    for object_pk, codename in _grant_rows(user_id, collection_ids).values_list("object_pk", "permission__codename"):
-        levels[object_pk] = stronger(levels.get(object_pk), CODENAME_LEVEL[codename]) or VIEW
-    return levels
+GRANTS = ObjectGrants(
+    Collection,
+    {VIEW: "view_collection", USE: "use_collection", EDIT: "edit_collection"},
+    action_prefix="collection",
+)
+LEVEL_RANK = GRANTS.rank
+stronger = GRANTS.stronger
+at_least = GRANTS.at_least
+grant_levels = GRANTS.levels_for
 
 
 def role_level(actor: Actor, collection: Collection) -> str | None:
@@ -120,7 +87,7 @@ def visible_collections(actor: Actor) -> models.QuerySet[Collection]:
     qs = Collection.objects.filter(organization=actor.organization)
     if actor.has("agents:edit_any"):
         return qs
-    granted = _grant_rows(actor.user_id).annotate(cid=Cast("object_pk", models.UUIDField())).values("cid")
+    granted = GRANTS.rows(actor.user_id).annotate(cid=Cast("object_pk", models.UUIDField())).values("cid")
     condition = models.Q(pk__in=granted)
     if actor.user_id is not None:
         condition |= models.Q(created_by_id=actor.user_id)
@@ -156,7 +123,7 @@ def collection_grants(collection: Collection) -> list[dict]:
     """[{user_id, email, level}] for everyone with a grant on `collection`."""
     rows = (
         UserObjectPermission.objects.filter(
-            content_type=_content_type(), object_pk=str(collection.pk), permission__codename__in=list(CODENAME_LEVEL)
+            content_type=GRANTS.content_type(), object_pk=str(collection.pk), permission__codename__in=list(GRANTS.level_of)
         )
         .select_related("user", "permission")
         .order_by("user__email")
@@ -164,62 +131,28 @@ def collection_grants(collection: Collection) -> list[dict]:
     by_user: dict[int, dict] = {}
     for row in rows:
         entry = by_user.setdefault(row.user_id, {"user_id": row.user_id, "email": row.user.email, "level": None})
-        entry["level"] = stronger(entry["level"], CODENAME_LEVEL[row.permission.codename])
+        entry["level"] = stronger(entry["level"], GRANTS.level_of[row.permission.codename])
     return list(by_user.values())
-
-
-def _member_of(actor: Actor, user_id: Any) -> Membership:
-    membership = (
-        Membership.objects.select_related("user")
-        .filter(organization=actor.organization, user_id=user_id, user__is_active=True)
-        .first()
-    )
-    if membership is None:
-        raise NotFound("Member not found.")
-    return membership
-
-
-def _clear(collection: Collection, user_id: Any) -> int:
-    deleted, _ = _grant_rows(user_id, [collection.pk]).delete()
-    return deleted
 
 
 def share_collection(*, actor: Actor, collection: Collection, user_id: Any, level: str) -> dict:
     """Grant `level` on `collection` to a member of the same organization (replaces an earlier grant).
     Sharing needs edit access; nobody grants more than they have."""
-    if level not in LEVEL_RANK:
-        raise Invalid("Unknown access level.",
-                      details={"problems": [{"field": "level", "message": f"one of {list(LEVELS)}"}]})
+    GRANTS.require_level(level)
     have = require_collection_access(actor, collection, EDIT)
-    if not at_least(have, level):
-        raise Forbidden(f"You cannot grant {level} access: you have {have}.", details={"needed": level, "have": have})
-    membership = _member_of(actor, user_id)
-    with transaction.atomic():
-        _clear(collection, membership.user_id)
-        permission = Permission.objects.get(content_type=_content_type(), codename=LEVEL_CODENAME[level])
-        assign_perm(permission, membership.user, collection)
-        audit.record(actor=actor.user, organization=actor.organization, action="collection.shared",
-                     target=collection,
-                     details={"user_id": membership.user_id, "email": membership.user.email, "level": level},
-                     ip_address=actor.extra.get("ip"))
-    return {"user_id": membership.user_id, "email": membership.user.email, "level": level}
+    return GRANTS.share(actor=actor, obj=collection, user_id=user_id, level=level, have=have)
 
 
 def revoke_collection_grant(*, actor: Actor, collection: Collection, user_id: Any) -> None:
     require_collection_access(actor, collection, EDIT)
-    with transaction.atomic():
-        if not _clear(collection, user_id):
-            raise NotFound("Grant not found.")
-        audit.record(actor=actor.user, organization=actor.organization, action="collection.unshared",
-                     target=collection, details={"user_id": user_id}, ip_address=actor.extra.get("ip"))
+    GRANTS.revoke(actor=actor, obj=collection, user_id=user_id)
 
 
 def drop_grants_for_collection(collection: Collection) -> None:
     """Generic object permissions do not cascade; call inside the transaction that deletes the collection."""
-    UserObjectPermission.objects.filter(content_type=_content_type(), object_pk=str(collection.pk)).delete()
+    GRANTS.drop_for_object(collection)
 
 
 def drop_grants_for_member(organization: Any, user_id: Any) -> None:
     """A removed member keeps nothing: clear their grants on this organization's collections."""
-    ids = [str(pk) for pk in Collection.objects.filter(organization=organization).values_list("pk", flat=True)]
-    _grant_rows(user_id).filter(object_pk__in=ids).delete()
+    GRANTS.drop_for_member(organization, user_id)
