@@ -6,6 +6,9 @@ import os
 
 from celery import Celery
 
+from agenticos.redis_compat import never_send_client_setinfo
+
+never_send_client_setinfo()
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agenticos.settings")
 
 app = Celery("agenticos")
