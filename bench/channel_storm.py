@@ -6,9 +6,11 @@ offline demo model through Celery and the real runner, live replies on a local f
 
 Prints the ack latency of the route (p50/p95/max: verify + parse + claim + enqueue — the 200 never waits for
 the run), then waits for the answers and checks answers posted == distinct messages exactly (no duplicate,
-no loss). Runs against the dev services (`python -m agenticos.devservices start`), with two in-process
-Celery workers: one for "default" (deliveries, which wait on their run) and one for "runs" — the same split
-production needs, since a delivery holds its thread while the run it follows executes.
+no loss). Runs against the dev services (`python -m agenticos.devservices start`), with two Celery workers
+in their own processes, as `make run` starts them: one for "default" (deliveries, which wait on their run)
+and one for "runs" — a delivery holds its thread while the run it follows executes. (Two workers inside
+this one process lost their broker consumer under the storm — "Unrecoverable error" on a Redis connection
+— which is not how anything here is deployed.) Worker logs: /tmp/agenticos-storm-*.log.
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ import json
 import os
 import platform
 import random
+import signal
 import statistics
+import subprocess
 import sys
 import time
 import uuid
@@ -28,15 +32,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agenticos.settings")
-# Both workers' threads (48 deliveries + 16 runs by default, plus the runner's 16 DB threads) live in this
-# one process, where production runs two: its connection pool must cover all of them.
-os.environ.setdefault("DB_POOL_MAX_SIZE", "80")
-
 import django  # noqa: E402
 
 django.setup()
 
-from celery.contrib.testing.worker import start_worker  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.test import Client  # noqa: E402
 
@@ -80,6 +79,35 @@ def event_body(i: int, ts: str) -> bytes:
                        "authorizations": [{"user_id": "UBOT", "is_bot": True}]}).encode()
 
 
+def start_worker_process(queue: str, threads: int) -> subprocess.Popen:
+    # The pool covers the worker's threads and the runner's DB threads (settings: at least the ORM threads).
+    env = dict(os.environ, DB_POOL_MAX_SIZE=str(threads + 24), PYTHONUNBUFFERED="1")
+    log = open(f"/tmp/agenticos-storm-{queue}.log", "wb")  # noqa: SIM115 - lives as long as the process
+    return subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "agenticos", "worker", "-Q", queue, "-n", f"storm-{queue}@%h",
+         "-P", "threads", "-c", str(threads), "-l", "WARNING"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )
+
+
+def wait_for_workers(count: int, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if len(celery_app.control.ping(timeout=1) or []) >= count:
+            return
+    raise RuntimeError("the storm's Celery workers did not answer a ping")
+
+
+def stop_worker_process(process: subprocess.Popen) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(30)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--events", type=int, default=1000)
@@ -120,10 +148,9 @@ def main() -> None:
 
     print(f"machine: {platform.node()} {platform.machine()} {os.cpu_count()} cores, Python {platform.python_version()}")
     print(f"events: {args.events} distinct, {len(deliveries)} deliveries ({args.redeliver:.0%} redelivered twice)")
-    with start_worker(celery_app, pool="threads", concurrency=args.delivery_threads, perform_ping_check=False,
-                      queues=["default"], loglevel="WARNING", shutdown_timeout=60), \
-         start_worker(celery_app, pool="threads", concurrency=args.run_threads, perform_ping_check=False,
-                      queues=["runs"], loglevel="WARNING", shutdown_timeout=60):
+    workers = [start_worker_process("default", args.delivery_threads), start_worker_process("runs", args.run_threads)]
+    try:
+        wait_for_workers(2)
         started = time.perf_counter()
         with ThreadPoolExecutor(args.senders) as pool:
             results = list(pool.map(post, deliveries))
@@ -157,7 +184,10 @@ def main() -> None:
         print(f"answers: {sum(counts.values())} posted for {len(counts)} threads; runs {runs}; "
               f"duplicates {duplicates}; missing {missing}; all answered in {total:.1f} s")
         print("OK" if duplicates == 0 and missing == 0 and runs == args.events else "MISMATCH")
-    fake.stop()
+    finally:
+        for process in workers:
+            stop_worker_process(process)
+        fake.stop()
 
 
 if __name__ == "__main__":
