@@ -128,7 +128,7 @@ class _SessionWorker:
             perform_ping_check=False,
             queues=["runs", "default"],
             loglevel="WARNING",
-            shutdown_timeout=60,
+            shutdown_timeout=20,
         ))
 
     def stop(self) -> None:
