@@ -366,6 +366,8 @@ EMBED_TURN_WATCHDOG_SECONDS = _int("EMBED_TURN_WATCHDOG_SECONDS", 5, minimum=1)
 EMBED_TRUST_X_FORWARDED_FOR = _bool("EMBED_TRUST_X_FORWARDED_FOR", False)
 # How long a channel reply waits for a silent run before giving up (tests: short, so a worker can stop).
 CHANNELBOTS_SILENCE_SECONDS = _int("CHANNELBOTS_SILENCE_SECONDS", 20 if TESTING else 1800, minimum=1)
+# After this long without a frame, a channel reply asks the run row whether it has ended (frames can be lost).
+CHANNELBOTS_WATCHDOG_SECONDS = _int("CHANNELBOTS_WATCHDOG_SECONDS", 5, minimum=1)
 RUN_STALE_AFTER = timedelta(seconds=_int("RUN_STALE_AFTER_SECONDS", 1800, minimum=60))
 APPROVAL_EXPIRY_HOURS = _int("APPROVAL_EXPIRY_HOURS", 72, minimum=1)
 QUESTION_EXPIRY_HOURS = _int("QUESTION_EXPIRY_HOURS", 24, minimum=1)

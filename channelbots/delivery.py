@@ -195,7 +195,7 @@ async def _follow(subscription: Subscription, live: LiveReply, run_id: str, limi
 
     task = asyncio.create_task(reader())
     last_frame = last_asked = time.monotonic()
-    watchdog = float(getattr(settings, "CHANNELBOTS_WATCHDOG_SECONDS", 5))
+    watchdog = float(settings.CHANNELBOTS_WATCHDOG_SECONDS)
     final_output: str | None = None
     # One pending get() kept across ticks: cancelling a get() on timeout (asyncio.wait_for on 3.11) can
     # drop a frame that had already been taken off the queue.
