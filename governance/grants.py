@@ -10,8 +10,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from django.db import models
-from django.db.models.functions import Cast
-from guardian.models import UserObjectPermission
 
 from agenticos.errors import Forbidden, NotFound
 from agents.models import Agent, Visibility
@@ -78,10 +76,7 @@ def visible_agents(actor: Actor) -> models.QuerySet[Agent]:
     qs = Agent.objects.filter(organization=actor.organization)
     if actor.has("agents:edit_any"):
         return qs
-    granted_ids = GRANTS.rows(actor.user_id).annotate(agent_id=Cast("object_pk", models.UUIDField())).values(
-        "agent_id"
-    )
-    condition = models.Q(pk__in=granted_ids)
+    condition = models.Q(pk__in=GRANTS.granted_ids(actor.user_id))
     # Mirrors role_level: owned agents and organization-wide ones, for roles that can see agents at all.
     if any(actor.has(p) for p in ("agents:view", "agents:run", "agents:edit")):
         condition |= models.Q(visibility=Visibility.ORGANIZATION)
@@ -92,20 +87,7 @@ def visible_agents(actor: Actor) -> models.QuerySet[Agent]:
 
 def agent_grants(agent: Agent) -> list[dict]:
     """[{user_id, email, level}] for everyone with a grant on `agent`."""
-    rows = (
-        UserObjectPermission.objects.filter(
-            content_type=GRANTS.content_type(),
-            object_pk=str(agent.pk),
-            permission__codename__in=list(GRANTS.level_of),
-        )
-        .select_related("user", "permission")
-        .order_by("user__email")
-    )
-    by_user: dict[int, dict] = {}
-    for row in rows:
-        entry = by_user.setdefault(row.user_id, {"user_id": row.user_id, "email": row.user.email, "level": None})
-        entry["level"] = stronger(entry["level"], GRANTS.level_of[row.permission.codename])
-    return list(by_user.values())
+    return GRANTS.holders(agent)
 
 
 def share_agent(*, actor: Actor, agent: Agent, user_id, level: str) -> dict:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from django.contrib.auth.models import Permission
 from django.contrib.contenttypes.models import ContentType
 from django.db import models, transaction
+from django.db.models.functions import Cast
 from guardian.models import UserObjectPermission
 from guardian.shortcuts import assign_perm
 
@@ -60,6 +61,25 @@ class ObjectGrants:
         for object_pk, codename in self.rows(user_id, object_ids).values_list("object_pk", "permission__codename"):
             levels[object_pk] = self.stronger(levels.get(object_pk), self.level_of[codename]) or self.levels[0]
         return levels
+
+    def granted_ids(self, user_id: Any) -> models.QuerySet:
+        """A subquery of the object ids one person holds any grant on (for `pk__in`)."""
+        return self.rows(user_id).annotate(granted_pk=Cast("object_pk", models.UUIDField())).values("granted_pk")
+
+    def holders(self, obj: models.Model) -> list[dict]:
+        """[{user_id, email, level}] for everyone with a grant on `obj`, by email."""
+        rows = (
+            UserObjectPermission.objects.filter(
+                content_type=self.content_type(), object_pk=str(obj.pk), permission__codename__in=list(self.level_of)
+            )
+            .select_related("user", "permission")
+            .order_by("user__email")
+        )
+        by_user: dict[int, dict] = {}
+        for row in rows:
+            entry = by_user.setdefault(row.user_id, {"user_id": row.user_id, "email": row.user.email, "level": None})
+            entry["level"] = self.stronger(entry["level"], self.level_of[row.permission.codename])
+        return list(by_user.values())
 
     def clear(self, obj: models.Model, user_id: Any) -> int:
         deleted, _ = self.rows(user_id, [obj.pk]).delete()

@@ -22,8 +22,6 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from django.db import models
-from django.db.models.functions import Cast
-from guardian.models import UserObjectPermission
 
 from agenticos.errors import Forbidden, NotFound
 from governance.object_grants import ObjectGrants
@@ -87,8 +85,7 @@ def visible_collections(actor: Actor) -> models.QuerySet[Collection]:
     qs = Collection.objects.filter(organization=actor.organization)
     if actor.has("agents:edit_any"):
         return qs
-    granted = GRANTS.rows(actor.user_id).annotate(cid=Cast("object_pk", models.UUIDField())).values("cid")
-    condition = models.Q(pk__in=granted)
+    condition = models.Q(pk__in=GRANTS.granted_ids(actor.user_id))
     if actor.user_id is not None:
         condition |= models.Q(created_by_id=actor.user_id)
     # Mirrors role_level: organization-wide collections for any role that can see agents at all.
@@ -121,18 +118,7 @@ def unusable_collection_ids(actor: Actor, collection_ids: Iterable[Any]) -> list
 
 def collection_grants(collection: Collection) -> list[dict]:
     """[{user_id, email, level}] for everyone with a grant on `collection`."""
-    rows = (
-        UserObjectPermission.objects.filter(
-            content_type=GRANTS.content_type(), object_pk=str(collection.pk), permission__codename__in=list(GRANTS.level_of)
-        )
-        .select_related("user", "permission")
-        .order_by("user__email")
-    )
-    by_user: dict[int, dict] = {}
-    for row in rows:
-        entry = by_user.setdefault(row.user_id, {"user_id": row.user_id, "email": row.user.email, "level": None})
-        entry["level"] = stronger(entry["level"], GRANTS.level_of[row.permission.codename])
-    return list(by_user.values())
+    return GRANTS.holders(collection)
 
 
 def share_collection(*, actor: Actor, collection: Collection, user_id: Any, level: str) -> dict:
