@@ -116,16 +116,21 @@ class CustomToolAdmin(ReadAndDeleteAdmin):
         return admin_link(obj.credential)
 
 
-class ToolKitInline(admin.TabularInline):
-    model = ToolKit
-    fields = ("name", "provider", "status", "created_at", "finalized_at")
-    readonly_fields = fields
+class ReadOnlyInline(admin.TabularInline):
+    """Rows shown under their parent, each a link to its own page; nothing added or removed here."""
+
     extra = 0
     can_delete = False
     show_change_link = True
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+
+class ToolKitInline(ReadOnlyInline):
+    model = ToolKit
+    fields = ("name", "provider", "status", "created_at", "finalized_at")
+    readonly_fields = fields
 
 
 @admin.register(ToolBuilderSession)
@@ -150,16 +155,10 @@ class ToolBuilderSessionAdmin(ReadAndDeleteAdmin):
         return admin_link(obj.conversation)
 
 
-class ToolDraftInline(admin.TabularInline):
+class ToolDraftInline(ReadOnlyInline):
     model = ToolDraft
     fields = ("name", "state", "test_ok", "test_status", "tested_at")
     readonly_fields = fields
-    extra = 0
-    can_delete = False
-    show_change_link = True
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 @admin.register(ToolKit)
