@@ -157,25 +157,13 @@ def follow(subscription: Subscription, live: LiveReply, run_id: str, *, silence_
     return asyncio.run(_follow(subscription, live, run_id, limit, on_frame))
 
 
-def ending_of(run_id: str, streamed: str) -> Outcome | None:
-    """The run's own record of how it ended, or None while it is queued or running."""
-    from agents.models import Run, RunStatus
+def _ending_frames(run_id: str) -> list[dict] | None:
+    from agents.runner.frames import ending_frames
 
     try:
-        run = Run.objects.filter(pk=run_id).first()
+        return ending_frames(run_id)
     finally:
         connection.close()
-    if run is None or run.status in (RunStatus.QUEUED, RunStatus.RUNNING):
-        return None
-    usage = {"input_tokens": run.input_tokens, "output_tokens": run.output_tokens, "requests": run.requests,
-             "cost_usd": f"{run.cost_usd:f}", "cost_is_partial": run.cost_is_partial}
-    if run.status == RunStatus.COMPLETED:
-        return Outcome("completed", run_id, text=run.output or streamed, status=run.status, usage=usage)
-    if run.status in (RunStatus.AWAITING_APPROVAL, RunStatus.AWAITING_ANSWER):
-        return Outcome("awaiting", run_id, text=streamed, status=run.status, usage=usage)
-    # The row's error is the operator's (it may name internal limits): the person gets the router's words.
-    kind = "cancelled" if run.status == RunStatus.CANCELLED else "failed"
-    return Outcome(kind, run_id, text=streamed, status=run.status)
 
 
 async def _follow(subscription: Subscription, live: LiveReply, run_id: str, limit: float,
@@ -214,11 +202,11 @@ async def _follow(subscription: Subscription, live: LiveReply, run_id: str, limi
                 if quiet > limit:
                     return Outcome("lost", run_id, text=live.text)
                 if quiet > watchdog and time.monotonic() - last_asked > watchdog:
-                    # The channel layer drops without a word: when frames stop, ask the run itself.
+                    # The channel layer drops without a word: when frames stop, ask the run itself; its
+                    # ending comes through the same path as a live one.
                     last_asked = time.monotonic()
-                    ended = await asyncio.to_thread(ending_of, run_id, final_output or live.text)
-                    if ended is not None:
-                        return ended
+                    for ending in await asyncio.to_thread(_ending_frames, run_id) or []:
+                        queue.put_nowait(ending)
             else:
                 last_frame = time.monotonic()
                 if on_frame is not None:

@@ -28,7 +28,8 @@ from django.utils import timezone
 from agenticos import ratelimit
 from agenticos.errors import DomainError
 from agents import runs
-from agents.models import Run, RunStatus
+from agents.models import Run
+from agents.runner.frames import ending_frames
 from embeds import services
 from embeds.frames import Toggles, TurnFilter
 from embeds.models import Embed, EmbedFile
@@ -53,12 +54,6 @@ def watchdog_seconds() -> float:
 
 
 # What a visitor is told when the run ended but its last frames never reached this socket.
-ENDED_MESSAGES: dict[str, tuple[str, str]] = {
-    RunStatus.BUDGET_EXCEEDED: ("This assistant has reached its spending limit for now.", "budget_exceeded"),
-    RunStatus.CANCELLED: ("This answer was stopped.", "cancelled"),
-    RunStatus.GUARDRAIL_BLOCKED: ("This message could not be answered.", "refused"),
-    RunStatus.FAILED: ("Something went wrong while answering. Please try again.", "run_failed"),
-}
 
 
 async def in_db_thread(fn: Any, *args: Any) -> Any:
@@ -345,18 +340,7 @@ class EmbedConsumer(AsyncWebsocketConsumer):
 
     @staticmethod
     def _ending_of(run_id: uuid.UUID) -> list[dict] | None:
-        run = Run.objects.filter(pk=run_id).values("status", "output").first()
-        if run is None or run["status"] in (RunStatus.QUEUED, RunStatus.RUNNING):
-            return None
-        status = run["status"]
-        if status in (RunStatus.COMPLETED, RunStatus.AWAITING_APPROVAL, RunStatus.AWAITING_ANSWER):
-            # final_result is assigned, not appended: it restores an answer whose deltas were lost.
-            return [
-                {"type": "final_result", "data": {"output": run["output"] or ""}},
-                {"type": "complete", "data": {"status": status}},
-            ]
-        message, code = ENDED_MESSAGES.get(status, ENDED_MESSAGES[RunStatus.FAILED])
-        return [{"type": "error", "data": {"message": message, "code": code}}]
+        return ending_frames(run_id)
 
     async def send_frame(self, frame: dict) -> None:
         try:

@@ -102,6 +102,36 @@ class ChannelLayerSink:
 
 FINAL_FRAME_TYPES = {"complete", "error"}
 
+# How a run ended, in words anyone it answered may read (the row's `error` is the operator's and may name
+# internal limits).
+ENDED_MESSAGES: dict[str, tuple[str, str]] = {
+    "budget_exceeded": ("This assistant has reached its spending limit for now.", "budget_exceeded"),
+    "cancelled": ("This answer was stopped.", "cancelled"),
+    "guardrail_blocked": ("This message could not be answered.", "refused"),
+    "failed": ("Something went wrong while answering. Please try again.", "run_failed"),
+}
+
+
+def ending_frames(run_id: Any) -> list[dict[str, Any]] | None:
+    """The frames that end a run, rebuilt from its row — for a listener whose frames the channel layer
+    dropped (it drops without a word). None while the run is queued or running. Sync (ORM)."""
+    from agents.models import Run, RunStatus
+
+    run = (Run.objects.filter(pk=run_id)
+           .values("status", "output", "input_tokens", "output_tokens", "requests", "cost_usd", "cost_is_partial")
+           .first())
+    if run is None or run["status"] in (RunStatus.QUEUED, RunStatus.RUNNING):
+        return None
+    status = run["status"]
+    if status in (RunStatus.COMPLETED, RunStatus.AWAITING_APPROVAL, RunStatus.AWAITING_ANSWER):
+        usage = {"input_tokens": run["input_tokens"], "output_tokens": run["output_tokens"],
+                 "requests": run["requests"], "cost_usd": f"{run['cost_usd']:f}",
+                 "cost_is_partial": run["cost_is_partial"]}
+        # final_result is assigned, not appended: it restores an answer whose deltas were lost.
+        return [frame("final_result", output=run["output"] or ""), frame("complete", status=status, usage=usage)]
+    message, code = ENDED_MESSAGES.get(status, ENDED_MESSAGES["failed"])
+    return [frame("error", message=message, code=code, status=status)]
+
 
 class CollectingSink:
     """Keeps frames in memory (tests, benchmarks) and optionally forwards them."""
