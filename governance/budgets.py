@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
+from typing import Any
 
 from django.db.models import Q, Sum
 from django.utils import timezone
@@ -97,3 +98,29 @@ def first_exhausted(caps: list[Cap]) -> Cap | None:
         if cap.exhausted:
             return cap
     return None
+
+
+def record_spend(*, organization_id: Any, agent_id: Any, run_id: Any, embed_id: Any, surface: str, kind: str,
+                 model: str, input_tokens: int, output_tokens: int, cost: Decimal, partial: bool) -> None:
+    """One ledger row and, for a run, its totals, in one transaction. A model request adds tokens and a
+    request; any other spend (an embedding) adds only its cost. Sync (ORM)."""
+    from django.db import transaction
+    from django.db.models import F
+
+    from agents.models import Run
+
+    with transaction.atomic():
+        SpendEntry.objects.create(
+            organization_id=organization_id, agent_id=agent_id, run_id=run_id, embed_id=embed_id, surface=surface,
+            kind=kind, model=model[:200], input_tokens=input_tokens, output_tokens=output_tokens, cost_usd=cost,
+            is_partial=partial,
+        )
+        if run_id is None:
+            return
+        updates: dict[str, Any] = {"cost_usd": F("cost_usd") + cost}
+        if kind == "model_request":
+            updates.update(input_tokens=F("input_tokens") + input_tokens,
+                           output_tokens=F("output_tokens") + output_tokens, requests=F("requests") + 1)
+        if partial:
+            updates["cost_is_partial"] = True
+        Run.objects.filter(pk=run_id, organization_id=organization_id).update(**updates)

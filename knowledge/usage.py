@@ -26,8 +26,6 @@ from decimal import Decimal
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.db import transaction
-from django.db.models import F
 
 logger = logging.getLogger(__name__)
 
@@ -76,25 +74,12 @@ def exhausted_cap(meter: Meter, agent_budget: Decimal | None) -> Any:
 
 def record(meter: Meter, *, kind: str, model: str, input_tokens: int, output_tokens: int, cost: Decimal,
            partial: bool) -> None:
-    """One ledger row and the run's totals, in one transaction. Sync (ORM)."""
-    from agents.models import Run
-    from governance.models import SpendEntry
+    """One ledger row and the run's totals (governance.budgets.record_spend). Sync (ORM)."""
+    from governance.budgets import record_spend
 
-    with transaction.atomic():
-        SpendEntry.objects.create(
-            organization_id=meter.organization_id, agent_id=meter.agent_id, run_id=meter.run_id,
-            embed_id=meter.embed_id, surface=meter.surface, kind=kind, model=model[:200],
-            input_tokens=input_tokens, output_tokens=output_tokens, cost_usd=cost, is_partial=partial,
-        )
-        if meter.run_id is None:
-            return
-        updates: dict[str, Any] = {"cost_usd": F("cost_usd") + cost}
-        if kind == "model_request":
-            updates.update(input_tokens=F("input_tokens") + input_tokens,
-                           output_tokens=F("output_tokens") + output_tokens, requests=F("requests") + 1)
-        if partial:
-            updates["cost_is_partial"] = True
-        Run.objects.filter(pk=meter.run_id, organization_id=meter.organization_id).update(**updates)
+    record_spend(organization_id=meter.organization_id, agent_id=meter.agent_id, run_id=meter.run_id,
+                 embed_id=meter.embed_id, surface=meter.surface, kind=kind, model=model, input_tokens=input_tokens,
+                 output_tokens=output_tokens, cost=cost, partial=partial)
 
 
 def record_model_response(meter: Meter, model: Any, response: Any) -> None:

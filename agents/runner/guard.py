@@ -12,13 +12,10 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from django.db.models import F
 from pydantic_ai.capabilities import AbstractCapability
 
-from agents.models import Run
 from agents.runner.frames import frame
 from governance import budgets
-from governance.models import SpendEntry
 
 if TYPE_CHECKING:
     from agents.runner.execute import RunExecution
@@ -64,24 +61,8 @@ class BudgetGuard(AbstractCapability[Any]):
         run = ex.run
         cost, partial = price(response, free=ex.free_model)
         usage = response.usage
-        SpendEntry.objects.create(
-            organization_id=run.organization_id,
-            agent_id=run.agent_id,
-            run=run,
-            embed_id=run.embed_id,
-            surface=run.surface,
-            model=response.model_name or "",
-            input_tokens=usage.input_tokens or 0,
-            output_tokens=usage.output_tokens or 0,
-            cost_usd=cost,
-            is_partial=partial,
+        budgets.record_spend(
+            organization_id=run.organization_id, agent_id=run.agent_id, run_id=run.pk, embed_id=run.embed_id,
+            surface=run.surface, kind="model_request", model=response.model_name or "",
+            input_tokens=usage.input_tokens or 0, output_tokens=usage.output_tokens or 0, cost=cost, partial=partial,
         )
-        updates: dict[str, Any] = {
-            "input_tokens": F("input_tokens") + (usage.input_tokens or 0),
-            "output_tokens": F("output_tokens") + (usage.output_tokens or 0),
-            "requests": F("requests") + 1,
-            "cost_usd": F("cost_usd") + cost,
-        }
-        if partial:
-            updates["cost_is_partial"] = True
-        Run.objects.filter(pk=run.pk).update(**updates)
