@@ -226,12 +226,15 @@ def grow_messages(corpus: Corpus, org: Organization, agent: Agent, person: User,
 
     def rows():
         texts = corpus.texts(len(conversations) * per, n_words=30)
-        for cid, _owner in conversations:
+        for cid, owner in conversations:
             for turn in range(per):
-                yield (cid, "user" if turn % 2 == 0 else "assistant", "", next(texts), "", "[]", "[]", now)
+                # As the runner writes them: a user turn names its author (the owner), an answer nobody.
+                user_turn = turn % 2 == 0
+                yield (cid, "user" if user_turn else "assistant", owner if user_turn else None, "", next(texts),
+                       "", "[]", "[]", now)
 
-    copy_rows("COPY agents_message (conversation_id, role, author_label, content, thinking, parts, attachments, "
-              "created_at) FROM STDIN", rows())
+    copy_rows("COPY agents_message (conversation_id, role, author_id, author_label, content, thinking, parts, "
+              "attachments, created_at) FROM STDIN", rows())
     with connection.cursor() as cursor:
         # A bulk load leaves GIN entries in the index's pending list (scanned linearly by every search)
         # until autovacuum merges them; a live system has merged them long before, so merge them now.

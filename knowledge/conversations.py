@@ -27,6 +27,8 @@ from agents.models import Conversation, Message
 CHANNEL_SURFACES = ("slack", "telegram", "mattermost")
 WINDOW_TURNS = 20
 MAX_RESULTS = 20
+# At most this many matching messages (the newest) choose the conversations a search returns.
+RANK_WINDOW = 200
 
 
 @dataclass(frozen=True)
@@ -38,22 +40,30 @@ class ConversationHit:
     passage: str
 
 
+SHARED_SQL = """
+SELECT c.id FROM agents_conversation c
+WHERE c.organization_id = %(org)s AND c.surface <> 'schedule'
+  AND c.id::text IN (SELECT p.object_pk FROM guardian_userobjectpermission p
+                     JOIN auth_permission a ON a.id = p.permission_id
+                     WHERE p.user_id = %(user)s AND p.content_type_id = %(type)s
+                       AND a.codename = 'view_conversation' AND a.content_type_id = %(type)s)
+"""
+# Channel threads the person wrote in (ownerless or someone else's); membership is confirmed in Python. The
+# surfaces are CHANNEL_SURFACES, spelled as the partial index conv_channel_threads (agents 0005) has them.
+CHANNEL_SQL = """
+SELECT c.id FROM agents_conversation c
+WHERE c.organization_id = %(org)s AND c.surface IN ('slack', 'telegram', 'mattermost')
+  AND EXISTS (SELECT 1 FROM agents_message m WHERE m.conversation_id = c.id AND m.author_id = %(user)s)
+"""
+
+
 def _shared_ids(organization_id: str, user_id: int) -> list[str]:
     from django.contrib.contenttypes.models import ContentType
-    from guardian.models import UserObjectPermission
 
     content_type = ContentType.objects.get_for_model(Conversation)
-    ids = UserObjectPermission.objects.filter(
-        user_id=user_id, content_type=content_type, permission__codename="view_conversation"
-    ).values_list("object_pk", flat=True)
-    valid = []
-    for raw in ids:
-        try:
-            valid.append(uuid.UUID(str(raw)))
-        except ValueError:
-            continue
-    return [str(pk) for pk in Conversation.objects.filter(organization_id=organization_id, pk__in=valid)
-            .exclude(surface="schedule").values_list("pk", flat=True)]
+    with connection.cursor() as cursor:
+        cursor.execute(SHARED_SQL, {"org": str(organization_id), "user": user_id, "type": content_type.pk})
+        return [str(row[0]) for row in cursor.fetchall()]
 
 
 def _channel_ids(organization_id: str, user_id: int) -> list[str]:
@@ -61,10 +71,12 @@ def _channel_ids(organization_id: str, user_id: int) -> list[str]:
     if not path:
         return []
     still_member = import_string(path)
-    candidates = Conversation.objects.filter(
-        organization_id=organization_id, surface__in=CHANNEL_SURFACES, messages__author_id=user_id
-    ).distinct()
-    return [str(c.pk) for c in candidates if still_member(c, user_id)]
+    with connection.cursor() as cursor:
+        cursor.execute(CHANNEL_SQL, {"org": str(organization_id), "user": user_id})
+        ids = [row[0] for row in cursor.fetchall()]
+    if not ids:
+        return []
+    return [str(c.pk) for c in Conversation.objects.filter(pk__in=ids) if still_member(c, user_id)]
 
 
 def corpus_ids(organization_id: str, user_id: int) -> list[str]:
@@ -82,50 +94,109 @@ def can_read(organization_id: str, user_id: int, conversation_id: str) -> bool:
     return own or str(pk) in corpus_ids(organization_id, user_id)
 
 
+def corpus_key(organization_id: str, user_id: int) -> str:
+    """The tsquery of the corpus lexeme agents migration 0005 puts on every searchable message of the person's
+    own conversations in that organization (a space inside: no query word can be or match it)."""
+    return f"' p{uuid.UUID(str(organization_id))}/{int(user_id)}'"
+
+
+# How the person's own matches are found (agents migration 0005): each searchable message of an owned
+# conversation also carries each of its words keyed by the owner ('word <owner id>'), so the GIN index holds
+# one posting list per word and person and hands back only the person's matches, whatever the table's size.
+# The index probe is the query's positive part (`querytree` drops exclusions) with each word keyed and
+# phrases loosened to AND: a superset. The exact query (phrases, exclusions) and the corpus lexeme (this
+# organization, this owner) are then checked on each row with ts_match_vq, which the index does not take.
+# A query with nothing positive (only exclusions) is probed with the corpus lexeme.
+QUERY_CTE = r"""
+q AS (
+    SELECT w.query, CASE WHEN querytree(w.query) = 'T' THEN %(key)s::tsquery
+        ELSE regexp_replace(regexp_replace(querytree(w.query), '''((?:[^'']|'''')*)''',
+                                           '''\1 ' || %(uid)s::text || '''', 'g'),
+                            '<(?:-|\d+)>', '&', 'g')::tsquery END AS probe
+    FROM (SELECT websearch_to_tsquery('simple', %(query)s) AS query) w
+)"""
+# Matching messages: the person's own through their keyed words, then those of conversations shared with
+# them or channel threads they are in, by conversation id (the words checked on each row).
+OWN_MATCHES = """
+    SELECT m.conversation_id, m.id, m.search_vector FROM agents_message m, q
+    WHERE numnode(q.query) > 0 AND m.search_vector @@ q.probe
+      AND ts_match_vq(m.search_vector, q.query && %(key)s::tsquery)
+      AND m.conversation_id <> %(exclude)s"""
+EXTRA_MATCHES = """
+    UNION ALL
+    SELECT m.conversation_id, m.id, m.search_vector FROM agents_message m, q
+    WHERE numnode(q.query) > 0 AND m.conversation_id = ANY(%(extra)s::uuid[]) AND m.conversation_id <> %(exclude)s
+      AND m.role IN ('user', 'assistant') AND m.search_vector @@ q.query
+      AND NOT m.search_vector @@ %(key)s::tsquery"""
+
+# The newest RANK_WINDOW matching messages (one more, to know whether there were more; `id + 0` so the
+# planner never walks the primary key backwards hoping to meet matches early) choose the conversations;
+# each chosen conversation is then ranked over all its matching turns (max, then sum of ts_rank_cd; on a
+# tie the newer match first), which also gives its matched-turn count and best passage. With RANK_WINDOW
+# matches or fewer this is the exact ranking of every match.
 SEARCH_SQL = """
-WITH q AS (SELECT websearch_to_tsquery('simple', %(query)s) AS query),
+WITH {q},
+matches AS (
+    SELECT * FROM ({matches}
+    ) u ORDER BY u.id + 0 DESC LIMIT %(window)s + 1
+),
+chosen AS (
+    SELECT w.conversation_id
+    FROM (SELECT conversation_id, id, ts_rank_cd(search_vector, q.query) AS rank
+          FROM (SELECT * FROM matches ORDER BY id DESC LIMIT %(window)s) newest, q) w
+    GROUP BY w.conversation_id
+    ORDER BY max(w.rank) DESC, sum(w.rank) DESC, max(w.id) DESC
+    LIMIT %(limit)s
+),
 hits AS (
     SELECT m.conversation_id, m.id, ts_rank_cd(m.search_vector, q.query) AS rank
-    FROM agents_message m
-    JOIN agents_conversation c ON c.id = m.conversation_id, q
-    WHERE c.organization_id = %(org)s
-      AND c.surface <> 'schedule'
-      AND (c.owner_id = %(user)s OR c.id = ANY(%(extra)s::uuid[]))
-      AND c.id <> %(exclude)s
-      AND m.role IN ('user', 'assistant')
-      AND m.search_vector @@ q.query
+    FROM agents_message m, q
+    WHERE m.conversation_id IN (SELECT conversation_id FROM chosen)
+      AND m.role IN ('user', 'assistant') AND m.search_vector @@ q.query
 ),
 best AS (
-    SELECT conversation_id, count(*) AS turns, max(rank) AS top, sum(rank) AS total,
+    SELECT conversation_id, count(*) AS turns, max(rank) AS top, sum(rank) AS total, max(id) AS newest,
            (array_agg(id ORDER BY rank DESC, id DESC))[1] AS best_id
     FROM hits GROUP BY conversation_id
-    ORDER BY top DESC, total DESC
-    LIMIT %(limit)s
 )
 SELECT b.conversation_id, c.title, c.last_active_at, b.turns,
        ts_headline('simple', m.content, q.query,
-                   'StartSel=**, StopSel=**, MaxWords=40, MinWords=15, MaxFragments=2, FragmentDelimiter=" … "')
+                   'StartSel=**, StopSel=**, MaxWords=40, MinWords=15, MaxFragments=2, FragmentDelimiter=" … "'),
+       (SELECT count(*) FROM matches) > %(window)s AS window_full
 FROM best b
-JOIN agents_conversation c ON c.id = b.conversation_id
+JOIN agents_conversation c ON c.id = b.conversation_id AND c.organization_id = %(org)s
 JOIN agents_message m ON m.id = b.best_id, q
-ORDER BY b.top DESC, b.total DESC
+ORDER BY b.top DESC, b.total DESC, b.newest DESC
 """
 
 
+class SearchResult(list[ConversationHit]):
+    """The hits, best first; `window_full` when more than RANK_WINDOW messages matched (the newest were ranked)."""
+
+    window_full: bool = False
+
+
 def search(organization_id: str, user_id: int, query: str, *, limit: int = 5,
-           exclude_conversation_id: str | None = None) -> list[ConversationHit]:
+           exclude_conversation_id: str | None = None) -> SearchResult:
+    extra = corpus_ids(organization_id, user_id)
     params: dict[str, Any] = {
         "query": query,
         "org": str(organization_id),
-        "user": user_id,
-        "extra": corpus_ids(organization_id, user_id),
+        "key": corpus_key(organization_id, user_id),
+        "uid": int(user_id),
+        "extra": extra,
         "exclude": exclude_conversation_id or "00000000-0000-0000-0000-000000000000",
         "limit": max(1, min(limit, MAX_RESULTS)),
+        "window": RANK_WINDOW,
     }
+    sql = SEARCH_SQL.format(q=QUERY_CTE, matches=OWN_MATCHES + (EXTRA_MATCHES if extra else ""))
     with connection.cursor() as cursor:
-        cursor.execute(SEARCH_SQL, params)
+        cursor.execute(sql, params)
         rows = cursor.fetchall()
-    return [ConversationHit(str(r[0]), r[1] or "Untitled conversation", r[2], int(r[3]), r[4]) for r in rows]
+    result = SearchResult(ConversationHit(str(r[0]), r[1] or "Untitled conversation", r[2], int(r[3]), r[4])
+                          for r in rows)
+    result.window_full = bool(rows and rows[0][5])
+    return result
 
 
 def render_hits(hits: list[ConversationHit], query: str) -> str:
@@ -133,6 +204,10 @@ def render_hits(hits: list[ConversationHit], query: str) -> str:
         return (f"No past conversation matches {query!r}. Words match whole and unstemmed: try another form "
                 "of the word (meeting / meetings) or fewer words.")
     lines = [f"{len(hits)} conversation(s) match {query!r}, best first:"]
+    if getattr(hits, "window_full", False):
+        lines[0] = (f"More than {RANK_WINDOW} messages match {query!r}, so these are the best of the conversations "
+                    f"with the newest {RANK_WINDOW} matches; for older ones, narrow the query (a \"quoted phrase\", "
+                    "more words, or -word to exclude one). Best first:")
     for number, hit in enumerate(hits, start=1):
         when = hit.last_active_at.strftime("%Y-%m-%d %H:%M UTC") if hit.last_active_at else "unknown"
         lines += [

@@ -148,3 +148,102 @@ async def test_removing_the_scope_turns_it_off(agent, owner, settings):
     outcome, built = await arun(agent, [], user=owner)
     assert outcome.script.offered == [] and "conversations:read" in built.skipped["conversation_search"]
     assert registry.get("conversation_search").scopes == ("conversations:read",)
+
+
+# ------------------------------------------------------------------ the index design (agents migration 0005)
+
+
+def _titles(hits) -> list[str]:
+    return [hit.title for hit in hits]
+
+
+def test_a_phrase_matches_only_adjacent_words_and_an_excluded_phrase_only_the_phrase(agent, owner, monkeypatch):
+    from knowledge import conversations
+
+    # a window of one: a newer near-miss taking the only slot would hide the older real match
+    monkeypatch.setattr(conversations, "RANK_WINDOW", 1)
+    _conversation(agent, owner, "Adjacent", ["the q3 pricing sheet"])
+    _conversation(agent, owner, "Apart", ["pricing for q3 is open"])
+    search = lambda q: _titles(conversations.search(agent.organization_id, owner.pk, q))  # noqa: E731
+    assert search('"q3 pricing"') == ["Adjacent"]
+    assert search('q3 -"q3 pricing"') == ["Apart"]
+    assert search("q3 pricing") == ["Apart"]  # both match: the window holds the newer one
+
+
+def test_a_query_of_exclusions_only_searches_the_persons_corpus_and_an_empty_one_finds_nothing(
+        agent, owner, member):
+    from knowledge import conversations
+
+    _conversation(agent, owner, "Mine", ["plain words"])
+    _conversation(agent, owner, "Drafty", ["a draft"])
+    _conversation(agent, member, "Theirs", ["other words"])
+    assert _titles(conversations.search(agent.organization_id, owner.pk, "-draft")) == ["Mine"]
+    assert conversations.search(agent.organization_id, owner.pk, '"-" !') == []
+
+
+def test_system_messages_are_not_searched(agent, owner):
+    from knowledge import conversations
+
+    conversation = _conversation(agent, owner, "Sys", ["hello"])
+    Message.objects.create(conversation=conversation, role="system", content="mango instructions")
+    assert conversations.search(agent.organization_id, owner.pk, "mango") == []
+
+
+def test_a_conversation_given_to_another_owner_is_searched_by_them_and_no_longer_by_the_first(
+        agent, owner, member):
+    from knowledge import conversations
+
+    conversation = _conversation(agent, owner, "Handover", ["papaya budget", "noted"])
+    assert _titles(conversations.search(agent.organization_id, owner.pk, "papaya")) == ["Handover"]
+    conversation.owner = member
+    conversation.save()
+    assert conversations.search(agent.organization_id, owner.pk, "papaya") == []
+    assert _titles(conversations.search(agent.organization_id, member.pk, "papaya")) == ["Handover"]
+    conversation.surface = "schedule"
+    conversation.save()
+    assert conversations.search(agent.organization_id, member.pk, "papaya") == []
+
+
+def test_the_same_person_in_another_organization_keeps_two_corpora(agent, owner, outsider_org, outsider,
+                                                                  monkeypatch):
+    from agenticos.models import Membership
+    from knowledge import conversations
+
+    monkeypatch.setattr(conversations, "RANK_WINDOW", 1)
+    Membership.objects.create(organization=outsider_org, user=owner, role="member")
+    foreign_agent = factories.published_agent(outsider_org, outsider)
+    _conversation(agent, owner, "Here", ["durian notes"])
+    _conversation(foreign_agent, owner, "Elsewhere", ["durian plan"])
+    assert _titles(conversations.search(agent.organization_id, owner.pk, "durian")) == ["Here"]
+    assert _titles(conversations.search(outsider_org.pk, owner.pk, "durian")) == ["Elsewhere"]
+
+
+def test_past_the_rank_window_the_newest_matches_choose_and_the_result_says_how_to_narrow(
+        agent, owner, monkeypatch):
+    from knowledge import conversations
+
+    monkeypatch.setattr(conversations, "RANK_WINDOW", 3)
+    # the oldest conversation is the best match (three occurrences), then four newer single matches
+    _conversation(agent, owner, "Old best", ["lime lime lime budget", "ok"])
+    for n in range(4):
+        _conversation(agent, owner, f"Newer {n}", [f"lime note {n}", "ok"])
+    hits = conversations.search(agent.organization_id, owner.pk, "lime")
+    assert hits.window_full and _titles(hits) == ["Newer 3", "Newer 2", "Newer 1"]
+    text = conversations.render_hits(hits, "lime")
+    assert text.startswith("More than 3 messages match 'lime'") and "narrow the query" in text
+    narrowed = conversations.search(agent.organization_id, owner.pk, "lime budget")
+    assert not narrowed.window_full and _titles(narrowed) == ["Old best"]
+    assert conversations.render_hits(narrowed, "lime budget").startswith("1 conversation(s) match")
+
+
+def test_matched_turns_and_the_passage_count_every_turn_of_a_chosen_conversation(agent, owner, monkeypatch):
+    from knowledge import conversations
+
+    monkeypatch.setattr(conversations, "RANK_WINDOW", 2)
+    long = _conversation(agent, owner, "Long", ["fig fig fig first", "ok", "fig again"])
+    _conversation(agent, owner, "Other", ["fig once"])
+    Message.objects.create(conversation=long, role="user", author=owner, content="fig last")
+    hits = conversations.search(agent.organization_id, owner.pk, "fig")
+    assert hits.window_full
+    first = hits[0]
+    assert first.title == "Long" and first.matched_turns == 3 and "**fig** **fig** **fig**" in first.passage
