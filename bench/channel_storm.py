@@ -79,13 +79,13 @@ def event_body(i: int, ts: str) -> bytes:
                        "authorizations": [{"user_id": "UBOT", "is_bot": True}]}).encode()
 
 
-def start_worker_process(queue: str, threads: int) -> subprocess.Popen:
+def start_worker_process(queue: str, threads: int, log_level: str = "WARNING") -> subprocess.Popen:
     # The pool covers the worker's threads and the runner's DB threads (settings: at least the ORM threads).
     env = dict(os.environ, DB_POOL_MAX_SIZE=str(threads + 24), PYTHONUNBUFFERED="1")
     log = open(f"/tmp/agenticos-storm-{queue}.log", "wb")  # noqa: SIM115 - lives as long as the process
     return subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "agenticos", "worker", "-Q", queue, "-n", f"storm-{queue}@%h",
-         "-P", "threads", "-c", str(threads), "-l", "WARNING"],
+         "-P", "threads", "-c", str(threads), "-l", log_level],
         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
     )
 
@@ -116,6 +116,8 @@ def main() -> None:
     parser.add_argument("--delivery-threads", type=int, default=48)
     parser.add_argument("--run-threads", type=int, default=16)
     parser.add_argument("--timeout", type=float, default=900)
+    parser.add_argument("--worker-log-level", default="WARNING",
+                        help="INFO also logs each reply whose frame reader needed a second cancel")
     args = parser.parse_args()
     settings.ALLOWED_HOSTS = ["*"]
     from django.urls import NoReverseMatch, reverse
@@ -148,7 +150,8 @@ def main() -> None:
 
     print(f"machine: {platform.node()} {platform.machine()} {os.cpu_count()} cores, Python {platform.python_version()}")
     print(f"events: {args.events} distinct, {len(deliveries)} deliveries ({args.redeliver:.0%} redelivered twice)")
-    workers = [start_worker_process("default", args.delivery_threads), start_worker_process("runs", args.run_threads)]
+    workers = [start_worker_process("default", args.delivery_threads, args.worker_log_level),
+               start_worker_process("runs", args.run_threads, args.worker_log_level)]
     try:
         wait_for_workers(2)
         started = time.perf_counter()
@@ -162,28 +165,39 @@ def main() -> None:
               f"max {acks[-1]:.1f} ms")
         deadline = time.monotonic() + args.timeout
 
-        def answered() -> dict[str, int]:
+        storm_runs = Run.objects.filter(agent__channel_bindings__bot_id=bot_id)
+
+        def answered() -> tuple[dict[str, int], set[str]]:
+            """Replies per thread (anything but the bare placeholder), and the threads whose reply reads
+            exactly its completed run's answer — a live edit with the text so far is not a delivered
+            answer (a reply stuck after its run ended once passed for one here)."""
+            outputs = {row["options"].get("channel", {}).get("thread"): (row["output"] or "").strip()
+                       for row in storm_runs.filter(status="completed").values("options", "output")}
             counts: dict[str, int] = {}
+            finished: set[str] = set()
             for p in fake.answers():
                 if p.final != "…":
                     counts[p.thread_ts] = counts.get(p.thread_ts, 0) + 1
-            return counts
+                    if outputs.get(p.thread_ts) and p.final.strip() == outputs[p.thread_ts]:
+                        finished.add(p.thread_ts)
+            return counts, finished
 
         while time.monotonic() < deadline:
-            counts = answered()
-            if len(counts) >= args.events and Run.objects.filter(
-                    agent__channel_bindings__bot_id=bot_id, status__in=["queued", "running"]).count() == 0:
+            counts, finished = answered()
+            if len(finished) >= args.events and not storm_runs.filter(status__in=["queued", "running"]).exists():
                 break
             time.sleep(1)
         total = time.perf_counter() - started
         time.sleep(3)  # anything late (a duplicate) would show up now
-        counts = answered()
-        runs = Run.objects.filter(agent__channel_bindings__bot_id=bot_id).count()
+        counts, finished = answered()
+        runs = storm_runs.count()
         duplicates = sum(1 for c in counts.values() if c > 1)
-        missing = args.events - len(counts)
-        print(f"answers: {sum(counts.values())} posted for {len(counts)} threads; runs {runs}; "
-              f"duplicates {duplicates}; missing {missing}; all answered in {total:.1f} s")
-        print("OK" if duplicates == 0 and missing == 0 and runs == args.events else "MISMATCH")
+        missing = args.events - len(finished)
+        print(f"answers: {sum(counts.values())} posted for {len(counts)} threads, {len(finished)} of them the "
+              f"run's final answer; runs {runs}; duplicates {duplicates}; missing {missing}; "
+              f"all answered in {total:.1f} s")
+        print("OK" if duplicates == 0 and missing == 0 and runs == args.events and len(counts) == args.events
+              else "MISMATCH")
     finally:
         for process in workers:
             stop_worker_process(process)
