@@ -5,7 +5,8 @@ agent's spec binds (intersected with the organization's own collections here, so
 id matches nothing). Business filters only narrow that scope. Every query carries the organization id.
 
 - Lexical: passages holding every word of the query (`plainto_tsquery('simple', …)`), then, when too
-  few, passages holding any of them (OR); `ts_rank_cd` orders them, over at most 500 matches per pass.
+  few, passages holding any of them (OR); `ts_rank_cd` orders them, over at most 200 matches per pass
+  (the first the index returns: a bound on work, not a choice of the best).
 - Vector: cosine distance on the HNSW partial index of the collection's embedding length, with
   pgvector's iterative scan so a collection filter still returns `k` rows.
 - Fusion: score = Σ 1 / (60 + rank) over every list a chunk appears in.
@@ -30,6 +31,8 @@ CANDIDATES_PER_LIST = 50
 ADDED_PER_RESULT = 8_000
 ADDED_PER_SEARCH = 24_000
 PARENT_NEIGHBOURS = 40
+# HNSW candidate list per vector search (pgvector's default is 40); bench/retrieval.py measures recall@5.
+EF_SEARCH = 120
 
 
 @dataclass(frozen=True)
@@ -124,7 +127,7 @@ def _filter_sql(filters: Filters) -> tuple[str, list[Any]]:
     return "".join(f" AND {s}" for s in sql), params
 
 
-LEXICAL_RANKED_MAX = 500
+LEXICAL_RANKED_MAX = 200
 
 LEXICAL_SQL = """
     WITH q AS (SELECT {tsquery} AS query),
@@ -190,8 +193,7 @@ def vector_candidates(
     """  # noqa: S608 - dims is an int; values are parameters
     with transaction.atomic(), connection.cursor() as cursor:
         # Filtered HNSW scans keep scanning until `limit` rows pass the filter (pgvector >= 0.8).
-        cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-        cursor.execute("SET LOCAL hnsw.ef_search = 120")
+        cursor.execute(f"SET LOCAL hnsw.iterative_scan = relaxed_order; SET LOCAL hnsw.ef_search = {EF_SEARCH:d}")
         cursor.execute(sql, [scope.organization_id, collection_ids, *params, literal, limit])
         return [row[0] for row in cursor.fetchall()]
 
@@ -260,11 +262,15 @@ def search(
 
 def _load_hits(scope: Scope, fused: list[tuple[int, float]]) -> list[Hit]:
     ids = [chunk_id for chunk_id, _ in fused]
+    # Only what a hit shows: the embedding (hundreds of floats parsed per row) and the tsvector stay behind,
+    # and the order is the fusion's, not the model's default (a join and sort over collections).
     rows = {
         c.pk: c
         for c in Chunk.objects.filter(
             pk__in=ids, organization_id=scope.organization_id, collection_id__in=scope.collection_ids
-        ).select_related("document")
+        ).select_related("document").only(
+            "id", "document_id", "page", "position", "text", "document__name", "document__kind"
+        ).order_by()
     }
     hits = []
     for chunk_id, score in fused:
