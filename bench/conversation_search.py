@@ -3,7 +3,7 @@ the exact reference (every match of the person's corpus ranked), same synthetic 
 loader), same queries, answers compared.
 
     .venv/bin/python bench/conversation_search.py [--messages 10000,1000000] [--queries 50] [--seed 7]
-                                                  [--repeat 3] [--keep] [--reuse]
+                                                  [--repeat 3] [--keep] [--reuse] [--window 200]
 
 Conversations of 20 messages; the bench person owns 10% of them, the rest belong to nine other members of
 the same organization; user turns name their author as the runner writes them. Each size is measured with
@@ -111,7 +111,10 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="timed rounds per query set (medians printed)")
     parser.add_argument("--keep", action="store_true", help="keep the bench organization and its rows")
     parser.add_argument("--reuse", action="store_true", help="grow the organization a --keep run left")
+    parser.add_argument("--window", type=int, default=conv_search.RANK_WINDOW,
+                        help=f"RANK_WINDOW for the shipped search (shipped: {conv_search.RANK_WINDOW})")
     args = parser.parse_args()
+    conv_search.RANK_WINDOW = args.window
     sizes = [int(x) for x in args.messages.split(",") if x]
     variants = {"exact": exact, "shipped": shipped}
 
@@ -131,7 +134,8 @@ def main() -> None:
         Membership.objects.get_or_create(organization=org, user=other, defaults={"role": "member"})
         others.append(other)
     names = list(variants)
-    print(f"PostgreSQL {connection.pg_version}; medians of {args.repeat} rounds of {args.queries} queries")
+    print(f"PostgreSQL {connection.pg_version}; medians of {args.repeat} rounds of {args.queries} queries; "
+          f"rank window {conv_search.RANK_WINDOW}")
     print(f"{'messages':>9} {'query':>7} {'matches':>8} " + " ".join(f"{n + ' p50':>13} {n + ' p95':>13}" for n in names)
           + "  " + " ".join(f"{n + ' same':>13}" for n in names[1:]))
     p50: dict[tuple[str, str, int], float] = {}
