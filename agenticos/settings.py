@@ -375,6 +375,9 @@ MAX_MESSAGE_CHARS = _int("MAX_MESSAGE_CHARS", 32000, minimum=100)
 WEB_HISTORY_TURNS = _int("WEB_HISTORY_TURNS", 100, minimum=1)
 # Threads that do the runner's ORM work in each worker process (shared by all its runs).
 RUN_DB_THREADS = _int("RUN_DB_THREADS", 16, minimum=1)
+# How long the runner lets a run's frames pile up before publishing them as one channel-layer message
+# (milliseconds; 0 = publish as soon as the flusher is free). A run's last frame is never held back.
+RUN_FRAME_FLUSH_SECONDS = _int("RUN_FRAME_FLUSH_MS", 20, minimum=0) / 1000
 
 LOGGING = {
     "version": 1,

@@ -16,6 +16,7 @@ from agenticos.api_base import OrgAPIView
 from agenticos.errors import Invalid
 from agents.chat import member_run, own_conversation, start_member_run
 from agents.models import Conversation, Message, Run, RunStatus, ToolCall
+from agents.runner.frames import FINAL_FRAME_TYPES, frames_in
 from agents.runs import group_name, request_stop
 from governance import services as governance
 from governance.models import Question
@@ -106,7 +107,7 @@ def _wait_for_end(run_id: uuid.UUID, start) -> None:
                     message = await asyncio.wait_for(layer.receive(channel), timeout=remaining)
                 except TimeoutError:
                     return
-                if message.get("frame", {}).get("type") in ("complete", "error"):
+                if any(item.get("type") in FINAL_FRAME_TYPES for item in frames_in(message)):
                     return
         finally:
             await layer.group_discard(group_name(run_id), channel)

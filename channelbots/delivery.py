@@ -18,6 +18,7 @@ from typing import Any
 from django.conf import settings
 from django.db import connection
 
+from agents.runner.frames import frames_in
 from agents.runs import group_name
 from channelbots.platforms import PlatformClient, PlatformError
 
@@ -196,12 +197,8 @@ async def _follow(subscription: Subscription, live: LiveReply, run_id: str, limi
     async def reader() -> None:
         while True:
             message = await layer.receive(subscription.channel)
-            # The runner sends a lone frame as `run.frame` and a pile-up as one `run.frames` batch.
-            if message.get("type") == "run.frame":
-                await queue.put(message.get("frame") or {})
-            elif message.get("type") == "run.frames":
-                for item in message.get("frames") or []:
-                    await queue.put(item)
+            for item in frames_in(message):
+                await queue.put(item)
 
     task = asyncio.create_task(reader())
     last_frame = last_asked = time.monotonic()

@@ -12,6 +12,7 @@ import json
 import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -79,6 +80,13 @@ def _pooled(fn, *args, **kwargs):
             connection.close()
 
 
+@dataclass(frozen=True)
+class AssemblyFailure:
+    """The run was taken but cannot be assembled; the message is readable by whoever started it."""
+
+    message: str
+
+
 class RunExecution:
     def __init__(self, run_id: Any, sink: Sink | None):
         self.run_id = run_id
@@ -114,12 +122,21 @@ class RunExecution:
 
     async def execute(self) -> None:
         try:
-            loaded = await self.db(self._load_and_start)
-            if not loaded:
+            started = await self.db(self._start_and_assemble)
+            if started is None:
                 return
-            await self._run()
+            await self._run(started)
         finally:
             await self.db(self._close_db)
+
+    def _start_and_assemble(self) -> tuple[Agent[RunDeps, Any], dict[str, Any]] | AssemblyFailure | None:
+        """Take the run and build its agent in one trip to a DB thread: None when there is nothing to run."""
+        if not self._load_and_start():
+            return None
+        try:
+            return self._assemble()
+        except assembly.AssemblyError as exc:
+            return AssemblyFailure(str(exc))
 
     def _load_and_start(self) -> bool:
         close_old_connections()
@@ -143,12 +160,10 @@ class RunExecution:
         self.run = run
         return True
 
-    async def _run(self) -> None:
+    async def _run(self, setup) -> None:
         run = self.run
-        try:
-            setup = await self.db(self._assemble)
-        except assembly.AssemblyError as exc:
-            await self._fail({"type": "AssemblyError", "message": str(exc)}, str(exc))
+        if isinstance(setup, AssemblyFailure):
+            await self._fail({"type": "AssemblyError", "message": setup.message}, setup.message)
             return
         agent, run_kwargs = setup
         watcher = asyncio.create_task(self._watch_cancel())
@@ -355,11 +370,11 @@ class RunExecution:
         if not self._text_streamed and output:
             # A provider that did not stream deltas: the final output is the only copy of the answer.
             self.transcript.add_text("text", output, (self._response_no + 1, 0))
-        message_id = await self.db(self._finish, RunStatus.COMPLETED, output=output)
+        message_id, complete = await self.db(self._finish_and_describe, RunStatus.COMPLETED, output=output)
         if message_id:
             await self.emit(frame("message_saved", message_id=message_id, role="assistant"))
         await self.emit(frame("final_result", output=output))
-        await self.emit(await self.db(self._complete_frame))
+        await self.emit(complete)
 
     async def _park(self, requests: DeferredToolRequests, messages) -> None:
         from agents.runner import parking
@@ -394,18 +409,22 @@ class RunExecution:
                 assembly.on_run_failed(self.run)
         return message.pk if message else None
 
+    def _finish_and_describe(self, status: str, *, output: str) -> tuple[int | None, dict]:
+        return self._finish(status, output=output), self._complete_frame()
+
     def _complete_frame(self) -> dict:
-        run = Run.objects.get(pk=self.run.pk)
+        run = (Run.objects.filter(pk=self.run.pk)
+               .values("status", "input_tokens", "output_tokens", "requests", "cost_usd", "cost_is_partial").get())
         return frame(
             "complete",
-            run_id=str(run.pk),
-            status=run.status,
+            run_id=str(self.run.pk),
+            status=run["status"],
             usage={
-                "input_tokens": run.input_tokens,
-                "output_tokens": run.output_tokens,
-                "requests": run.requests,
-                "cost_usd": f"{run.cost_usd:f}",
-                "cost_is_partial": run.cost_is_partial,
+                "input_tokens": run["input_tokens"],
+                "output_tokens": run["output_tokens"],
+                "requests": run["requests"],
+                "cost_usd": f"{run['cost_usd']:f}",
+                "cost_is_partial": run["cost_is_partial"],
             },
         )
 

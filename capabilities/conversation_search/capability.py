@@ -42,6 +42,8 @@ async def search_conversations(ctx: RunContext[Any], query: str, limit: int = 5)
     your memory has nothing. Words match whole and case-insensitively but are not stemmed: "meeting" does
     not find "meetings", so if nothing comes back try another form of the word before concluding it was
     never said. Supports "quoted phrases", `or` between alternatives and a leading - to exclude a word.
+    When very many messages match, the conversations come from the newest 200 matches and the result says
+    so; narrow the query (a quoted phrase, more words, or -word) to reach older ones.
 
     Args:
         query: The words to look for, e.g. `"Q3 pricing" discount -draft`.

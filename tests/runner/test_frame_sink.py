@@ -1,0 +1,69 @@
+"""The runner's channel-layer sink: frames published a few messages per turn, in order, the last one never held
+back — and every listener reads batches as well as lone frames (the REST API's wait mode once read only lone
+frames and waited its full five minutes whenever a run's `complete` frame came in a batch)."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+from channels import DEFAULT_CHANNEL_LAYER
+from channels.layers import channel_layers
+
+from agents.runner.frames import ChannelLayerSink, frame, frames_in
+from agents.runs import group_name
+
+
+async def _listen(run_id: str):
+    layer = channel_layers.make_backend(DEFAULT_CHANNEL_LAYER)
+    channel = await layer.new_channel()
+    await layer.group_add(group_name(run_id), channel)
+    return layer, channel
+
+
+async def _publish_a_turn(window: float) -> tuple[list[dict], list[dict], float]:
+    run_id = str(uuid.uuid4())
+    layer, channel = await _listen(run_id)
+    sink = ChannelLayerSink(run_id)
+    sink.window = window
+    sent = [frame("text_delta", delta=f"w{i} ") for i in range(30)] + [frame("final_result", output="done"),
+                                                                       frame("complete", status="completed")]
+    try:
+        for item in sent:
+            await sink.send(item)
+            await asyncio.sleep(0.002)  # a model streaming: the flusher gets to run between frames
+        # send() of the ending frame returns once it is published: it is already in the listener's inbox.
+        messages = [await asyncio.wait_for(layer.receive(channel), timeout=2)]
+        while not any(f.get("type") == "complete" for f in frames_in(messages[-1])):
+            messages.append(await asyncio.wait_for(layer.receive(channel), timeout=0.5))
+    finally:
+        await layer.group_discard(group_name(run_id), channel)
+        await layer.close_pools()
+        await sink.layer.close_pools()
+    received = [f for message in messages for f in frames_in(message)]
+    return sent, messages, received
+
+
+def test_frames_within_the_window_go_out_as_one_message_in_order_and_the_ending_is_published_before_send_returns():
+    sent, messages, received = asyncio.run(_publish_a_turn(window=5))
+    assert received == sent
+    assert len(messages) == 1 and messages[0]["type"] == "run.frames"
+    assert all(message["run_id"] for message in messages)
+
+
+def test_without_a_window_every_frame_still_arrives_once_in_order():
+    sent, messages, received = asyncio.run(_publish_a_turn(window=0))
+    assert received == sent
+    assert len(messages) > 1  # nothing waits for company
+
+
+def test_frames_in_reads_a_lone_frame_a_batch_and_nothing_else():
+    one = frame("complete", status="completed")
+    assert frames_in({"type": "run.frame", "frame": one, "run_id": "r"}) == [one]
+    assert frames_in({"type": "run.frames", "frames": [one, one], "run_id": "r"}) == [one, one]
+    assert frames_in({"type": "something.else", "frame": one}) == []
+
+
+def test_the_window_setting_reaches_the_sink(settings):
+    settings.RUN_FRAME_FLUSH_SECONDS = 0.005
+    assert ChannelLayerSink(uuid.uuid4()).window == 0.005
