@@ -135,6 +135,36 @@ async def measure(url, payload, headers, sockets, turns_per_socket):
     return {"p50": p(0.5), "p95": p(0.95), "tps": len(latencies) / elapsed, "n": len(latencies), "errors": errors}
 
 
+def cpu_seconds(pids) -> float:
+    """User + system CPU of these processes so far (Linux /proc; 0 for one that is gone)."""
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def pids_named(*names: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if (entry / "comm").read_text().strip() in names:
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def cpu_split(procs) -> dict[str, float]:
+    """CPU seconds so far of each part of the full path: the web process, the worker, PostgreSQL, Redis."""
+    return {"web": cpu_seconds([procs[0].pid]), "worker": cpu_seconds([procs[2].pid]),
+            "postgres": cpu_seconds(pids_named("postgres")), "redis": cpu_seconds(pids_named("redis-server"))}
+
+
 def start(cmd, env, name):
     log = open(f"/tmp/agenticos-bench-{name}.log", "wb")  # noqa: SIM115 - lives as long as the process
     return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
@@ -158,7 +188,10 @@ def main() -> None:
     parser.add_argument("--skip-long-conversation", action="store_true")
     args = parser.parse_args()
     cookie, agent_id, user_id = setup_bench_tenant()
-    env = dict(os.environ, PYTHONUNBUFFERED="1", LOG_LEVEL="WARNING")
+    # Production settings, as docker-compose runs them: DEBUG on makes Django log every query in memory.
+    env = dict(os.environ, PYTHONUNBUFFERED="1", LOG_LEVEL="WARNING", DEBUG="false",
+               ALLOWED_HOSTS="127.0.0.1,localhost", SECRET_KEY=settings.SECRET_KEY,
+               VAULT_MASTER_KEY=settings.VAULT_MASTER_KEY)
     full_port, floor_port = free_port(), free_port()
     procs = [
         start([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(full_port), "agenticos.asgi:application"], env, "web"),
@@ -181,13 +214,18 @@ def main() -> None:
         results = {}
         for sockets in [int(s) for s in args.sockets.split(",")]:
             floor = asyncio.run(measure(floor_url, {"type": "message", "text": PROMPT}, {}, sockets, args.turns))
+            before = cpu_split(procs)
             full = asyncio.run(measure(full_url, payload, headers, sockets, args.turns))
+            after = cpu_split(procs)
             results[sockets] = (floor, full)
             for name, r in (("floor", floor), ("full", full)):
                 print(f"{sockets:>7} {name:>6} {r['p50']*1000:>8.1f} {r['p95']*1000:>8.1f} {r['tps']:>8.1f}"
                       f"  ({r['n']} turns, {len(r['errors'])} errors{': ' + str(r['errors'][:2]) if r['errors'] else ''})")
             print(f"{sockets:>7} ratio  p50 full/floor = {full['p50']/floor['p50']:.2f}x, "
                   f"throughput full/floor = {full['tps']/floor['tps']:.2f}x")
+            per_turn = {part: (after[part] - before[part]) * 1000 / max(full["n"], 1) for part in after}
+            print(f"{sockets:>7} full-path CPU ms/turn: " + ", ".join(f"{part} {ms:.1f}" for part, ms in per_turn.items())
+                  + f" (total {sum(per_turn.values()):.1f})")
         if args.skip_long_conversation:
             return
         small = conversation_with(agent_id, user_id, 10)
