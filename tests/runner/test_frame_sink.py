@@ -25,6 +25,8 @@ async def _publish_a_turn(window: float) -> tuple[list[dict], list[dict], float]
     run_id = str(uuid.uuid4())
     layer, channel = await _listen(run_id)
     sink = ChannelLayerSink(run_id)
+    # A layer of its own: closing the process-wide layer's pools would close every loop's connections.
+    sink.layer = channel_layers.make_backend(DEFAULT_CHANNEL_LAYER)
     sink.window = window
     sent = [frame("text_delta", delta=f"w{i} ") for i in range(30)] + [frame("final_result", output="done"),
                                                                        frame("complete", status="completed")]
