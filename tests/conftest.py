@@ -119,7 +119,15 @@ class _SessionWorker:
         self._stack: contextlib.ExitStack | None = None
         self.worker = None
 
+    running: _SessionWorker | None = None
+
     def start(self) -> None:
+        # Two workers in one process share the app's broker connections and one of them goes deaf without a
+        # word: runs stay queued (a sub-conftest re-exporting the session fixture once started a second one).
+        if _SessionWorker.running is not None:
+            raise RuntimeError("a session worker is already running in this process; request the fixture "
+                               "from tests/conftest.py, do not re-export it from another conftest")
+        _SessionWorker.running = self
         self._stack = contextlib.ExitStack()
         self.worker = self._stack.enter_context(start_worker(
             celery_app,
@@ -134,6 +142,7 @@ class _SessionWorker:
     def stop(self) -> None:
         if self._stack is None:
             return
+        _SessionWorker.running = None
         try:
             self._stack.close()
         except RuntimeError as exc:  # threads still busy after shutdown_timeout

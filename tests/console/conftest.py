@@ -15,7 +15,6 @@ from django.db import connection
 from django.test import Client
 
 from tests import factories
-from tests.runner.conftest import celery_worker, celery_worker_session  # noqa: F401  (re-exported fixtures)
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts" / "console"
@@ -59,7 +58,7 @@ def outsider_agent(outsider_org, outsider):
 
 
 @pytest.fixture
-def live_server_url(transactional_db, celery_worker):  # noqa: F811
+def live_server_url(transactional_db, celery_worker):
     """daphne in a subprocess (a fork of this multi-threaded process could inherit held locks)."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

@@ -7,7 +7,6 @@ from agenticos.models import Membership
 from agenticos.tenancy import actor_for_membership
 from agents import services as agent_services
 from agents.models import ModelProfile
-from tests.conftest import celery_worker, celery_worker_session, scripted_model  # noqa: F401  (re-exported)
 
 
 def actor_of(user, org):
