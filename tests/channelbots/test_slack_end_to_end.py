@@ -253,6 +253,12 @@ def test_the_cost_footer_follows_the_binding_mode(celery_worker, scripted_model,
     assert ("Cost of this answer" in post.final) is shown
 
 
+def replies_finished(runs: int) -> bool:
+    from celery.worker import state as worker_state
+
+    return Run.objects.filter(status="completed").count() == runs and not worker_state.active_requests
+
+
 def test_every_n_footer_shows_on_every_nth_reply(celery_worker, scripted_model, fake_slack, sender, bound):
     bound.footer_mode = "every_n"
     bound.footer_every_n = 2
@@ -260,9 +266,11 @@ def test_every_n_footer_shows_on_every_nth_reply(celery_worker, scripted_model, 
     scripted_model(streaming_model("Done."))
     first = sender.message("<@UBOT> one", channel="C1")
     sender.send(first)
-    wait_until(lambda: Run.objects.filter(status="completed").count() == 1)
+    # The replies must be finished, not only their runs (the footer is added by the reply's last edit, after
+    # its run): a reply is finished when the task that follows its run has ended.
+    wait_until(lambda: replies_finished(1))
     sender.send(sender.message("<@UBOT> two", channel="C1", thread_ts=first["ts"]))
-    wait_until(lambda: len([p for p in fake_slack.answers("C1") if p.final.startswith("Done.")]) == 2)
+    wait_until(lambda: replies_finished(2))
     finals = [p.final for p in fake_slack.answers("C1") if p.final.startswith("Done.")]
     assert ["Cost of this answer" in f for f in finals] == [False, True]
 
