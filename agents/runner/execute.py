@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -42,7 +41,7 @@ from pydantic_ai.usage import UsageLimits
 from agents.models import ModelProfile, Run, RunStatus
 from agents.runner import assembly, attachments
 from agents.runner.deps import RunDeps
-from agents.runner.frames import ChannelLayerSink, CollectingSink, Sink, close_sink, frame
+from agents.runner.frames import ChannelLayerSink, CollectingSink, Sink, frame
 from agents.runner.gate import ApprovalGate
 from agents.runner.guard import BudgetGuard
 from agents.runner.transcript import Transcript, jsonable
@@ -128,7 +127,6 @@ class RunExecution:
                 return
             await self._run(started)
         finally:
-            await close_sink(self.sink)
             await self.db(self._close_db)
 
     def _start_and_assemble(self) -> tuple[Agent[RunDeps, Any], dict[str, Any]] | AssemblyFailure | None:
@@ -431,31 +429,9 @@ class RunExecution:
         )
 
 
-_runs_loop: tuple[int, asyncio.AbstractEventLoop] | None = None
-_runs_loop_lock = threading.Lock()
-
-
-def runs_loop() -> asyncio.AbstractEventLoop:
-    """The process's one event loop for runs, on a thread of its own (started on first use, again in a
-    forked child).
-
-    A Celery worker thread hands its run here and waits. Runs are I/O-bound coroutines: one loop holds
-    them all, where a loop per worker thread had dozens of threads fighting over the GIL for the same CPU
-    and opened channel-layer connections per run. Nothing in a run may block the loop: ORM work goes to
-    `db_pool()`, blocking libraries to threads (`anyio.to_thread`, `sync_to_async`)."""
-    global _runs_loop
-    with _runs_loop_lock:
-        if _runs_loop is None or _runs_loop[0] != os.getpid():
-            loop = asyncio.new_event_loop()
-            threading.Thread(target=loop.run_forever, name="agenticos-runs", daemon=True).start()
-            _runs_loop = (os.getpid(), loop)
-        return _runs_loop[1]
-
-
 def execute(run_id: Any, sink: Sink | None = None) -> None:
-    """Run one queued run to its end (or its next park) on the process's runs loop; the calling thread
-    waits. Safe to call twice: a second call is a no-op."""
-    asyncio.run_coroutine_threadsafe(RunExecution(run_id, sink).execute(), runs_loop()).result()
+    """Run one queued run to its end (or its next park). Safe to call twice: a second call is a no-op."""
+    asyncio.run(RunExecution(run_id, sink).execute())
 
 
 def execute_collecting(run_id: Any) -> list[dict]:

@@ -110,18 +110,6 @@ class ChannelLayerSink:
     async def drain(self) -> None:
         await self._queue.join()
 
-    async def close(self) -> None:
-        """Publish what is left, then stop the flusher (runs share one loop: a flusher left waiting on an
-        empty queue would stay there for the life of the process)."""
-        if self._flusher is None:
-            return
-        try:
-            await asyncio.wait_for(self.drain(), timeout=10)
-        except TimeoutError:
-            logger.warning("frames of %s were still unpublished after 10 s; dropped", self.group)
-        self._flusher.cancel()
-        self._flusher = None
-
 
 FINAL_FRAME_TYPES = {"complete", "error"}
 
@@ -178,13 +166,3 @@ class CollectingSink:
         self.frames.append(frame)
         if self.forward is not None:
             await self.forward.send(frame)
-
-    async def close(self) -> None:
-        await close_sink(self.forward)
-
-
-async def close_sink(sink: Sink | None) -> None:
-    """End a sink's background work, for the sinks that have any."""
-    close = getattr(sink, "close", None)
-    if close is not None:
-        await close()

@@ -308,37 +308,3 @@ def test_a_run_lost_in_the_queue_is_enqueued_again_and_an_ancient_one_fails(org,
     assert enqueued == [lost.pk]
     assert Run.objects.get(pk=ancient.pk).status == "failed"
     assert Run.objects.get(pk=fresh.pk).status == "queued"
-
-
-def test_runs_from_many_threads_share_one_loop_and_leave_no_task_behind(org, owner):
-    """A worker thread hands its run to the process's runs loop and waits: concurrent runs finish on that one
-    loop, and each run's frame publisher stops with it (a publisher left waiting would live as long as the
-    process)."""
-    import asyncio
-
-    from agents.runner.execute import runs_loop
-
-    agent, version = publish(org, owner)
-    runs = [start_run(agent=agent, version=version, surface="api", prompt=f"hello {i}", user=owner,
-                      enqueue=False) for i in range(6)]
-    loop = runs_loop()
-
-    def pending_tasks() -> int:
-        return asyncio.run_coroutine_threadsafe(_count_tasks(), loop).result()
-
-    before = pending_tasks()
-    threads = [threading.Thread(target=execute, args=(run.pk,)) for run in runs]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(60)
-    statuses = set(Run.objects.filter(pk__in=[run.pk for run in runs]).values_list("status", flat=True))
-    assert statuses == {RunStatus.COMPLETED}
-    assert runs_loop() is loop
-    assert pending_tasks() == before
-
-
-async def _count_tasks() -> int:
-    import asyncio
-
-    return len([task for task in asyncio.all_tasks() if task is not asyncio.current_task()])
