@@ -64,8 +64,17 @@ class BudgetExceeded(Exception):
         )
 
 
+def may_bind(*, organization, agent_budget: Decimal | None, embed_id=None) -> bool:
+    """Whether any cap can meter this spend: without an agent cap, an organization cap or an embed (which
+    may carry its own) there is nothing to ask the ledger. No query: the organization is the loaded row."""
+    return agent_budget is not None or organization.monthly_budget_usd is not None or embed_id is not None
+
+
 def caps_for(*, organization, agent_id, agent_budget: Decimal | None, embed_id=None) -> list[Cap]:
-    """Every cap that meters a run, with this month's spend against each — in one query."""
+    """Every cap that meters a run, with this month's spend against each — in one query, none when no cap
+    can bind."""
+    if not may_bind(organization=organization, agent_budget=agent_budget, embed_id=embed_id):
+        return []
     embed_cap = _embed_cap(embed_id) if embed_id is not None else None
     zero = Decimal("0")
     # With no embed the filter matches nothing (embed_id IS NULL is never an embed's spend).

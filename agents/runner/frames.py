@@ -72,7 +72,7 @@ class ChannelLayerSink:
         self._queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self._flusher: asyncio.Task | None = None
         self._ending = asyncio.Event()
-        self.window = float(getattr(settings, "RUN_FRAME_FLUSH_SECONDS", 0.02))
+        self.window: float = settings.RUN_FRAME_FLUSH_SECONDS
 
     async def send(self, frame: dict[str, Any]) -> None:
         if self.layer is None:

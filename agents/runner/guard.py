@@ -37,20 +37,14 @@ class BudgetGuard(AbstractCapability[Any]):
 
     async def wrap_model_request(self, ctx, *, request_context, handler):
         ex = self.execution
-        if self._metered():
+        # The organization's cap is read from the row loaded when the run started.
+        if budgets.may_bind(organization=ex.run.organization, agent_budget=ex.spec.budget.monthly_usd,
+                            embed_id=ex.run.embed_id):
             await ex.db(self._check)
         await ex.emit(frame("model_request_start"))
         response = await handler(request_context)
         await ex.db(self._record, response)
         return response
-
-    def _metered(self) -> bool:
-        """Whether any cap can bind this run: with no agent, organization or embed cap there is nothing to
-        ask the ledger. The organization's cap is read from the row loaded when the run started."""
-        ex = self.execution
-        run = ex.run
-        return (ex.spec.budget.monthly_usd is not None or run.organization.monthly_budget_usd is not None
-                or run.embed_id is not None)
 
     def _check(self) -> None:
         ex = self.execution

@@ -72,3 +72,20 @@ def test_history_reads_the_newest_turns_of_a_500_turn_conversation(org, owner):
     assert history[-1].parts[0].content == "turn 499"
     before = get_recent_messages(conversation, 3, before_id=recent[-1].pk)
     assert [m.content for m in before] == ["turn 496", "turn 497", "turn 498"]
+
+
+@pytest.mark.django_db
+def test_the_ledger_is_asked_only_when_a_cap_can_bind(org, owner, django_assert_num_queries):
+    """No agent cap, no organization cap, no embed: nothing is metered, so no query is made before a model
+    request. Any one cap brings the check back."""
+    from governance import budgets
+
+    org.monthly_budget_usd = None
+    with django_assert_num_queries(0):
+        assert budgets.caps_for(organization=org, agent_id=None, agent_budget=None) == []
+    assert not budgets.may_bind(organization=org, agent_budget=None)
+    assert budgets.may_bind(organization=org, agent_budget=Decimal("5"))
+    assert budgets.may_bind(organization=org, agent_budget=None, embed_id="e")
+    org.monthly_budget_usd = Decimal("10")
+    caps = budgets.caps_for(organization=org, agent_id=None, agent_budget=None)
+    assert [(cap.label, cap.limit) for cap in caps] == [("the organization's monthly budget", Decimal("10"))]
