@@ -350,6 +350,8 @@ MEM0_CA_BUNDLE = env.str("MEM0_CA_BUNDLE", default="")
 # Dotted path of `(conversation, user_id) -> bool` confirming channel-thread membership (channelbots).
 CHANNEL_MEMBERSHIP_CHECK = env.str("CHANNEL_MEMBERSHIP_CHECK", default="channelbots.selectors.is_participant")
 SKILLS_CACHE_DIR = env.str("SKILLS_CACHE_DIR", default=str(DATA_DIR / "skills-cache"))
+# Capability sandbox, backend state: a workspace stored in this database refuses writes past this many bytes.
+SANDBOX_STATE_MAX_BYTES = _int("SANDBOX_STATE_MAX_BYTES", 50 * 1024 * 1024, minimum=1024)
 RATE_LIMIT_RUN_PER_MINUTE = _int("RATE_LIMIT_RUN_PER_MINUTE", 30, minimum=1)
 RATE_LIMIT_EMBED_PER_MINUTE = _int("RATE_LIMIT_EMBED_PER_MINUTE", 30, minimum=1)
 RATE_LIMIT_HOSTED_PAGE_PER_MINUTE = _int("RATE_LIMIT_HOSTED_PAGE_PER_MINUTE", 120, minimum=1)

@@ -233,3 +233,69 @@ class SpilledOutput(models.Model):
 
     def __str__(self) -> str:
         return f"{self.handle} ({self.size} bytes)"
+
+
+class Workspace(models.Model):
+    """An agent's files that survive between turns (capability `sandbox`, backend `state`: this database).
+
+    Who shares one is its `scope` and `key` (see `capabilities.sandbox.store.resolve`): a run, a
+    conversation, a chat channel, a person, or everyone who talks to the agent. `conversation` is set for the
+    run and conversation scopes so the files go when the conversation is deleted.
+    """
+
+    class Scope(models.TextChoices):
+        RUN = "run"
+        CONVERSATION = "conversation"
+        CHANNEL = "channel"
+        USER = "user"
+        AGENT = "agent"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    organization = models.ForeignKey("agenticos.Organization", on_delete=models.CASCADE, related_name="+")
+    agent = models.ForeignKey("agents.Agent", on_delete=models.CASCADE, related_name="workspaces")
+    backend = models.CharField(max_length=16, default="state")
+    scope = models.CharField(max_length=16, choices=Scope.choices)
+    key = models.CharField(max_length=300)
+    # Who the files belong to, in words (the files panel says it: "Shared by everyone who talks to …").
+    label = models.CharField(max_length=300, blank=True)
+    conversation = models.ForeignKey("agents.Conversation", on_delete=models.CASCADE, null=True, blank=True,
+                                     related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+    last_used_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["organization", "agent", "backend", "scope", "key"],
+                                    name="workspace_unique_per_scope_key"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.scope}:{self.key}"
+
+
+class WorkspaceFile(models.Model):
+    """One file (or an explicitly made directory) of a stored workspace, by absolute POSIX path.
+
+    `created_by_run` is the run that created the path; a later overwrite keeps it, which is how a channel
+    reply sends only the files the agent made this turn.
+    """
+
+    id = models.BigAutoField(primary_key=True)
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="files")
+    path = models.CharField(max_length=1000)
+    is_dir = models.BooleanField(default=False)
+    data = models.BinaryField(default=b"")
+    size = models.PositiveBigIntegerField(default=0)
+    created_by_run = models.UUIDField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["path"]
+        constraints = [
+            models.UniqueConstraint(fields=["workspace", "path"], name="workspace_file_path_unique"),
+        ]
+        indexes = [models.Index(fields=["workspace", "created_by_run"], name="wsfile_run")]
+
+    def __str__(self) -> str:
+        return self.path

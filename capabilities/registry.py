@@ -54,6 +54,7 @@ BUILTIN: tuple[str, ...] = (
     "capabilities.memory_files",
     "capabilities.memory_mem0",
     "capabilities.conversation_search",
+    "capabilities.sandbox",
     "capabilities.channel_tools",
 )
 

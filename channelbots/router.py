@@ -428,7 +428,7 @@ def _process(turn: Turn, claimed: bool) -> str:
                 "can_ask_user": False,
                 "recorded_prompt": prompt or text,
                 "channel": {"bot_id": str(bot.pk), "chat_id": incoming.chat_id, "thread": incoming.reply_to,
-                            "platform": bot.platform, "tools": binding.channel_tools},
+                            "platform": bot.platform, "tools": binding.channel_tools, "linked": authority.linked},
                 **({"workspace_scope": binding.workspace_scope} if binding.workspace_scope else {}),
             },
             run_id=run_id,

@@ -48,6 +48,8 @@ PLACEHOLDERS = ("channel_name", "channel_purpose", "channel_topic", "member_coun
 CHANNEL_TOOL_IDS = ("get_channel_info", "list_channel_members", "search_channels", "read_channel_history",
                     "send_channel_file")
 TELEGRAM_CHANNEL_TOOLS = ("get_channel_info", "list_channel_members")
+# Who shares a workspace for runs through a binding ("" = as the agent spec says).
+WORKSPACE_SCOPES = ("run", "conversation", "channel", "user", "agent")
 METADATA_HOSTS = {"metadata.google.internal", "metadata", "instance-data", "instance-data.ec2.internal"}
 CREDENTIAL_FIELDS = {
     "token": CredentialKind.TOKEN,
@@ -321,7 +323,11 @@ def _clean_binding(binding: Binding, data: dict) -> None:
     if "extra_prompt" in data:
         binding.extra_prompt = str(data["extra_prompt"] or "")[:8000]
     if "workspace_scope" in data:
-        binding.workspace_scope = str(data["workspace_scope"] or "")[:32]
+        scope = str(data["workspace_scope"] or "")
+        if scope and scope not in WORKSPACE_SCOPES:
+            raise Invalid(f"workspace_scope is one of {list(WORKSPACE_SCOPES)}, or empty for the agent's own.",
+                          details={"field": "workspace_scope"})
+        binding.workspace_scope = scope
     if "channel_tools" in data:
         tools = data["channel_tools"] or []
         allowed = TELEGRAM_CHANNEL_TOOLS if binding.bot.platform == Platform.TELEGRAM else CHANNEL_TOOL_IDS

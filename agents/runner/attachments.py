@@ -1,11 +1,12 @@
 """The files a person attached to this turn, as the model receives them.
 
 Every surface stores an attachment the same way (a row in the user message's `attachments`: name, mime,
-size and the storage path); what the model gets is decided here, once. No agent here has a workspace to
-write `/uploads` into, so every file is folded into the prompt: a document as its extracted text (a PDF
-page by page, cut at `ATTACHMENT_MAX_CHARS`), an image as the image itself up to
-`ATTACHMENT_INLINE_IMAGE_MAX_MB`. A file that cannot be read is named with the reason, never dropped in
-silence — an agent that ignores an attachment looks exactly like one that read it.
+size and the storage path); what the model gets is decided here, once. For an agent with a workspace
+(capability sandbox) each file is written to `/workspace/uploads/` and the prompt names where it is (an
+image is also shown, up to the inline ceiling). Without one every file is folded into the prompt: a
+document as its extracted text (a PDF page by page, cut at `ATTACHMENT_MAX_CHARS`), an image as the image
+itself up to `ATTACHMENT_INLINE_IMAGE_MAX_MB`. A file that cannot be read is named with the reason, never
+dropped in silence — an agent that ignores an attachment looks exactly like one that read it.
 
 The transcript keeps what the person wrote; the folded text is the model's input only.
 """
@@ -28,20 +29,35 @@ _DOCUMENT_KINDS = {
 _IMAGE_TYPES = ("image/png", "image/jpeg", "image/webp", "image/gif")
 
 
-def user_prompt(text: str, attachments: list[dict]) -> str | list[Any]:
-    """The prompt as the model receives it: the text alone, or the text followed by each file."""
+def user_prompt(text: str, attachments: list[dict], landed: dict[str, str] | None = None) -> str | list[Any]:
+    """The prompt as the model receives it: the text alone, or the text followed by each file.
+
+    `landed` maps an attachment's storage path to where it was written in the run's workspace."""
     if not attachments:
         return text
     parts: list[Any] = [text]
     for attachment in attachments:
-        parts.extend(_fold(attachment))
+        parts.extend(_fold(attachment, (landed or {}).get(str(attachment.get("path") or ""))))
     return parts
 
 
-def _fold(attachment: dict) -> list[Any]:
+def land(workspace_id: str, run_id: str, attachments: list[dict]) -> dict[str, str]:
+    """Write this turn's files into the run's workspace (`/workspace/uploads/<name>`)."""
+    if not attachments:
+        return {}
+    from capabilities.sandbox import store
+
+    return store.land_uploads(workspace_id, attachments, run_id=run_id, read_bytes=_read)
+
+
+def _fold(attachment: dict, in_workspace: str | None = None) -> list[Any]:
     name = str(attachment.get("name") or "file")
     mime = str(attachment.get("mime") or "")
     header = f"[Attached file: {name} ({mime or 'unknown type'}, {_size(attachment.get('size'))})]"
+    if in_workspace:
+        header += f"\nIt is in your workspace at {in_workspace}: read it with read_file when you need it."
+        if mime not in _IMAGE_TYPES:
+            return [header]
     data = _read(str(attachment.get("path") or ""))
     if data is None:
         return [f"{header}\nThe file could not be read back from storage, so its content is not available."]

@@ -243,7 +243,10 @@ class RunExecution:
             kwargs["deferred_tool_results"] = self._deferred_results()
         else:
             current = assembly.turn_message(run)
-            kwargs["user_prompt"] = attachments.user_prompt(run.prompt, (current or {}).get("attachments") or [])
+            files = (current or {}).get("attachments") or []
+            workspace_id = deps.scratch.get("workspace_id")
+            landed = attachments.land(workspace_id, str(run.pk), files) if workspace_id and files else {}
+            kwargs["user_prompt"] = attachments.user_prompt(run.prompt, files, landed)
             kwargs["message_history"] = assembly.history(run, current)
         return agent, kwargs
 

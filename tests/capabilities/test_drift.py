@@ -65,18 +65,33 @@ def _mem0(org: Organization) -> tuple[dict[str, Any], dict[str, Any]]:
     return {}, {"_binding": {"secret_id": str(secret.pk)}}
 
 
+def _sandbox(org: Organization) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A workspace belongs to a real run (its scope is read from the Run row)."""
+    from agents.models import Run
+
+    owner = factories.member(org, "owner")
+    agent = factories.published_agent(org, owner, name="Drift sandbox", capabilities=[{"id": "sandbox"}])
+    run = Run.objects.create(organization=org, agent=agent, version=agent.versions.first(), surface="web",
+                             user=owner)
+    return {}, {"_deps": {"run_id": str(run.pk), "agent_id": str(agent.pk)}}
+
+
 # capability id → function(org) → (binding config, extra AgentSpec fields), for data-bound capabilities
-# ("_binding" in the extra fields goes onto the binding itself, e.g. a secret_id).
+# ("_binding" in the extra fields goes onto the binding itself, e.g. a secret_id; "_deps" into the RunDeps).
 SETUPS: dict[str, Callable[[Organization], tuple[dict[str, Any], dict[str, Any]]]] = {
     "knowledge": _knowledge,
     "context": _context,
     "skills": _skills,
     "database": _database,
     "memory_mem0": _mem0,
+    "sandbox": _sandbox,
 }
 
 # capability id → {declared tool id: why it is not offered with the representative setup}
-EXEMPT: dict[str, dict[str, str]] = {}
+EXEMPT: dict[str, dict[str, str]] = {
+    "sandbox": {"execute": "the stored (state) backend has no shell; only a service backend offers it, and this "
+                           "deployment has no sandbox connection to publish one with"},
+}
 
 # pydantic-ai's own tools that a capability brings along (skills loads on demand through load_capability).
 FRAMEWORK_TOOLS = {"load_capability"}
@@ -98,6 +113,7 @@ def _offered(capability_id: str, **deps_overrides: Any) -> dict[str, str]:
     if capability_id in SETUPS:
         config, spec_fields = SETUPS[capability_id](org)
     binding_extra = spec_fields.pop("_binding", {})
+    deps_overrides = {**spec_fields.pop("_deps", {}), **deps_overrides}
     the_spec = AgentSpec(
         name="Drift", capabilities=[{"id": capability_id, "config": config, **binding_extra}], **spec_fields
     )

@@ -1,0 +1,393 @@
+"""Stored workspaces (capability `sandbox`, backend `state`): files in this database, one row per path.
+
+One row per file rather than one JSON document per workspace, so two runs sharing a workspace (scopes
+channel, user, agent) never overwrite each other's files with a stale copy of the whole document, and a
+failed run keeps every file it wrote up to the failure.
+
+Layout: the working directory is `/workspace`; files a person attached land in `/workspace/uploads/`,
+bound skills are materialized in `/workspace/skills/<name>/`. Writes past `SANDBOX_STATE_MAX_BYTES`
+are refused with a readable error; a write under a bound skill's folder also records a skill proposal.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import Q, Sum
+from django.utils import timezone
+from pydantic_ai.workspaces import FileEntry, WorkspaceRef, WorkspaceUnavailableError
+
+from capabilities.models import Workspace, WorkspaceFile
+
+if TYPE_CHECKING:
+    from agents.models import Run
+
+PROVIDER = "agenticos-state"
+WORKDIR = "/workspace"
+UPLOADS = f"{WORKDIR}/uploads"
+SKILLS = f"{WORKDIR}/skills"
+# The working directory and its ancestors always exist and cannot be removed.
+_FIXED_DIRS = ("/", WORKDIR)
+SCOPES = ("run", "conversation", "channel", "user", "agent")
+
+
+class WorkspaceFull(OSError):
+    """A write would pass the stored workspace's byte cap."""
+
+
+def normal(path: str) -> str:
+    """An absolute, collapsed POSIX path (relative paths are taken from the working directory)."""
+    joined = path if path.startswith("/") else posixpath.join(WORKDIR, path)
+    result = posixpath.normpath(joined)
+    return "/" + result.lstrip("/")
+
+
+def _ancestors(path: str) -> list[str]:
+    out = []
+    parent = posixpath.dirname(path)
+    while parent and parent != "/":
+        out.append(parent)
+        parent = posixpath.dirname(parent)
+    return out
+
+
+# ------------------------------------------------------------------ who shares a workspace
+
+
+@dataclass(frozen=True)
+class Placement:
+    scope: str
+    key: str
+    label: str
+    conversation_id: str | None = None
+
+
+def placement(run: Run, scope: str) -> Placement:
+    """Where this run's files live for `scope`; a scope the run cannot have narrows, never widens.
+
+    - run: a new workspace each turn; conversation: everyone in this chat (a Slack thread is a chat);
+    - channel: every thread of one chat channel (a DM has its own chat id); outside channels = conversation;
+    - user: one person on every surface — a linked chat account is that person; an unlinked chat sender is
+      their chat account (they run under the binding creator's authority, whose files they must not see);
+      a visitor without an account narrows to the conversation;
+    - agent: everyone who talks to this agent in the organization.
+    """
+    conversation_id = str(run.conversation_id) if run.conversation_id else None
+    channel = (run.options or {}).get("channel") or {}
+    if scope == "agent":
+        return Placement("agent", "", "Shared by everyone who talks to this agent")
+    if scope == "user":
+        if channel and not channel.get("linked", True):
+            account = run.chat_account or "unknown"
+            return Placement("user", f"chat:{channel.get('platform', '')}:{account}", f"Files of {account}")
+        if run.user_id is not None and not run.embed_id and not run.api_key_id:
+            return Placement("user", f"user:{run.user_id}", "Your files with this agent")
+        scope = "conversation"
+    if scope == "channel":
+        if channel.get("chat_id"):
+            key = f"{channel.get('platform', '')}:{channel.get('bot_id', '')}:{channel['chat_id']}"
+            return Placement("channel", key, "Shared by everyone in this channel")
+        scope = "conversation"
+    if scope == "conversation" and conversation_id:
+        return Placement("conversation", conversation_id, "Files of this conversation", conversation_id)
+    return Placement("run", str(run.pk), "Files of this turn only", conversation_id)
+
+
+def open_for_run(run: Run, scope: str) -> Workspace:
+    """The stored workspace this run works in (created on first use), marked as used now."""
+    where = placement(run, scope)
+    defaults = {"label": where.label, "conversation_id": where.conversation_id}
+    try:
+        with transaction.atomic():
+            workspace, created = Workspace.objects.get_or_create(
+                organization_id=run.organization_id, agent_id=run.agent_id, backend="state", scope=where.scope,
+                key=where.key, defaults=defaults)
+    except IntegrityError:  # a concurrent first run of the same scope created it
+        workspace = Workspace.objects.get(organization_id=run.organization_id, agent_id=run.agent_id,
+                                          backend="state", scope=where.scope, key=where.key)
+        created = False
+    if not created:
+        Workspace.objects.filter(pk=workspace.pk).update(last_used_at=timezone.now())
+    return workspace
+
+
+# ------------------------------------------------------------------ synchronous file operations
+
+
+def used_bytes(workspace_id: Any, *, excluding: str | None = None) -> int:
+    rows = WorkspaceFile.objects.filter(workspace_id=workspace_id, is_dir=False)
+    if excluding is not None:
+        rows = rows.exclude(path=excluding)
+    return int(rows.aggregate(total=Sum("size"))["total"] or 0)
+
+
+def _row(workspace_id: Any, path: str) -> WorkspaceFile | None:
+    return WorkspaceFile.objects.filter(workspace_id=workspace_id, path=path).only("id", "is_dir", "size").first()
+
+
+def _is_dir(workspace_id: Any, path: str) -> bool:
+    if path in _FIXED_DIRS:
+        return True
+    return WorkspaceFile.objects.filter(
+        Q(path=path, is_dir=True) | Q(path__startswith=path + "/"), workspace_id=workspace_id
+    ).exists()
+
+
+def _file_in_parents(workspace_id: Any, path: str) -> str | None:
+    parents = _ancestors(path)
+    if not parents:
+        return None
+    hit = WorkspaceFile.objects.filter(workspace_id=workspace_id, path__in=parents, is_dir=False).values_list(
+        "path", flat=True).first()
+    return hit
+
+
+def read(workspace_id: Any, path: str) -> bytes:
+    path = normal(path)
+    row = WorkspaceFile.objects.filter(workspace_id=workspace_id, path=path).only("is_dir", "data").first()
+    if row is not None and not row.is_dir:
+        return bytes(row.data)
+    if row is not None or _is_dir(workspace_id, path):
+        raise IsADirectoryError(path)
+    if _file_in_parents(workspace_id, path):
+        raise NotADirectoryError(path)
+    raise FileNotFoundError(path)
+
+
+def write(workspace_id: Any, path: str, data: bytes, *, run_id: str | None, max_bytes: int | None = None) -> None:
+    path = normal(path)
+    if path in _FIXED_DIRS or _is_dir(workspace_id, path) and not _is_file(workspace_id, path):
+        raise IsADirectoryError(path)
+    if _file_in_parents(workspace_id, path):
+        raise NotADirectoryError(path)
+    cap = settings.SANDBOX_STATE_MAX_BYTES if max_bytes is None else max_bytes
+    with transaction.atomic():
+        # One writer at a time per workspace, so two concurrent writes cannot both slip under the cap.
+        Workspace.objects.select_for_update().filter(pk=workspace_id).values_list("pk").first()
+        used = used_bytes(workspace_id, excluding=path)
+        if used + len(data) > cap:
+            raise WorkspaceFull(
+                f"The workspace is full: {used:,} of {cap:,} bytes are in use and this write of {len(data):,} "
+                "bytes would pass the limit. Delete files you no longer need, or write less.")
+        now = timezone.now()
+        updated = WorkspaceFile.objects.filter(workspace_id=workspace_id, path=path, is_dir=False).update(
+            data=data, size=len(data), updated_at=now)
+        if not updated:
+            WorkspaceFile.objects.create(workspace_id=workspace_id, path=path, data=data, size=len(data),
+                                         created_by_run=run_id, created_at=now, updated_at=now)
+
+
+def _is_file(workspace_id: Any, path: str) -> bool:
+    return WorkspaceFile.objects.filter(workspace_id=workspace_id, path=path, is_dir=False).exists()
+
+
+def stat(workspace_id: Any, path: str) -> FileEntry:
+    path = normal(path)
+    name = posixpath.basename(path) or "/"
+    row = _row(workspace_id, path)
+    if row is not None and not row.is_dir:
+        return FileEntry(name=name, path=path, is_dir=False, size=row.size)
+    if row is not None or _is_dir(workspace_id, path):
+        return FileEntry(name=name, path=path, is_dir=True, size=None)
+    if _file_in_parents(workspace_id, path):
+        raise NotADirectoryError(path)
+    raise FileNotFoundError(path)
+
+
+def list_dir(workspace_id: Any, path: str) -> list[FileEntry]:
+    path = normal(path)
+    row = _row(workspace_id, path)
+    if row is not None and not row.is_dir:
+        raise NotADirectoryError(path)
+    prefix = "/" if path == "/" else path + "/"
+    rows = WorkspaceFile.objects.filter(workspace_id=workspace_id, path__startswith=prefix).values_list(
+        "path", "is_dir", "size")
+    children: dict[str, FileEntry] = {}
+    if path == "/":
+        children["workspace"] = FileEntry(name="workspace", path=WORKDIR, is_dir=True, size=None)
+    for child_path, is_dir, size in rows:
+        rest = child_path[len(prefix):]
+        name, _, deeper = rest.partition("/")
+        full = prefix + name
+        if deeper or is_dir:
+            children.setdefault(name, FileEntry(name=name, path=full, is_dir=True, size=None))
+        else:
+            children[name] = FileEntry(name=name, path=full, is_dir=False, size=size)
+    if not children and row is None and path not in _FIXED_DIRS:
+        if _file_in_parents(workspace_id, path):
+            raise NotADirectoryError(path)
+        raise FileNotFoundError(path)
+    return [children[name] for name in sorted(children)]
+
+
+def make_dir(workspace_id: Any, path: str) -> None:
+    path = normal(path)
+    if path in _FIXED_DIRS:
+        return
+    if _is_file(workspace_id, path):
+        raise FileExistsError(path)
+    if _file_in_parents(workspace_id, path):
+        raise NotADirectoryError(path)
+    now = timezone.now()
+    for directory in [path, *_ancestors(path)]:
+        if directory in _FIXED_DIRS:
+            continue
+        WorkspaceFile.objects.get_or_create(workspace_id=workspace_id, path=directory,
+                                            defaults={"is_dir": True, "created_at": now, "updated_at": now})
+
+
+def remove(workspace_id: Any, path: str) -> None:
+    path = normal(path)
+    if path in _FIXED_DIRS:
+        raise ValueError(f"refusing to remove {path}: it holds the whole workspace")
+    deleted, _ = WorkspaceFile.objects.filter(
+        Q(path=path) | Q(path__startswith=path + "/"), workspace_id=workspace_id).delete()
+    if not deleted:
+        raise FileNotFoundError(path)
+
+
+def exists(workspace_id: Any, path: str) -> bool:
+    path = normal(path)
+    return path in _FIXED_DIRS or WorkspaceFile.objects.filter(
+        Q(path=path) | Q(path__startswith=path + "/"), workspace_id=workspace_id).exists()
+
+
+# ------------------------------------------------------------------ the pydantic-ai workspace backend
+
+
+@dataclass
+class DatabaseWorkspaceBackend:
+    """A stored workspace as a pydantic-ai workspace backend: files only (no shell), relative paths from
+    `/workspace`. `on_write(path, data)` runs after each successful write (skill proposals)."""
+
+    workspace_id: str
+    run_id: str | None = None
+    max_bytes: int | None = None
+    on_write: Callable[[str, bytes], None] | None = field(default=None, repr=False)
+
+    @property
+    def ref(self) -> WorkspaceRef | None:
+        return WorkspaceRef(provider=PROVIDER, id=str(self.workspace_id))
+
+    async def _call(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        return await sync_to_async(function)(self.workspace_id, *args, **kwargs)
+
+    async def working_dir(self) -> str:
+        if not await sync_to_async(Workspace.objects.filter(pk=self.workspace_id).exists)():
+            raise WorkspaceUnavailableError(f"workspace {self.workspace_id} no longer exists")
+        return WORKDIR
+
+    async def read_bytes(self, path: str) -> bytes:
+        return await self._call(read, path)
+
+    async def write_bytes(self, path: str, data: bytes) -> None:
+        def work(workspace_id: str) -> None:
+            write(workspace_id, path, bytes(data), run_id=self.run_id, max_bytes=self.max_bytes)
+            if self.on_write is not None:
+                self.on_write(normal(path), bytes(data))
+
+        await sync_to_async(work)(self.workspace_id)
+
+    async def stat(self, path: str) -> FileEntry:
+        return await self._call(stat, path)
+
+    async def list_dir(self, path: str) -> Sequence[FileEntry]:
+        return await self._call(list_dir, path)
+
+    async def make_dir(self, path: str) -> None:
+        await self._call(make_dir, path)
+
+    async def remove(self, path: str) -> None:
+        await self._call(remove, path)
+
+    async def exists(self, path: str) -> bool:
+        return bool(await self._call(exists, path))
+
+
+# ------------------------------------------------------------------ what the platform puts in, and takes out
+
+
+def safe_name(name: str) -> str:
+    """A single path segment from a person's file name (no folders, no dot-dot)."""
+    base = posixpath.basename(str(name).replace("\\", "/")).strip() or "file"
+    return base.lstrip(".") or "file"
+
+
+def land_uploads(workspace_id: str, attachments: list[dict], *, run_id: str,
+                 read_bytes: Callable[[str], bytes | None]) -> dict[str, str]:
+    """Write this turn's attachments into `/workspace/uploads/`; returns storage path → workspace path.
+
+    An attachment that cannot be read back or does not fit is left out of the mapping (the prompt then
+    folds or names it as before)."""
+    landed: dict[str, str] = {}
+    for attachment in attachments:
+        storage_path = str(attachment.get("path") or "")
+        data = read_bytes(storage_path)
+        if data is None:
+            continue
+        target = f"{UPLOADS}/{safe_name(str(attachment.get('name') or 'file'))}"
+        if target in landed.values():
+            stem, dot, ext = target.rpartition(".")
+            target = f"{stem}-{uuid.uuid4().hex[:6]}{dot}{ext}" if dot else f"{target}-{uuid.uuid4().hex[:6]}"
+        try:
+            write(workspace_id, target, data, run_id=run_id)
+        except (WorkspaceFull, OSError):
+            continue
+        landed[storage_path] = target
+    return landed
+
+
+def materialize_skills(workspace_id: str, skills: list[Any]) -> None:
+    """Each bound skill as `/workspace/skills/<name>/SKILL.md` plus its files, as the skill stands now.
+
+    An agent's earlier edit there is put back to the skill's text: edits are proposals, not changes."""
+    from knowledge.skills import skill_md_text
+
+    for skill in skills:
+        folder = f"{SKILLS}/{skill.name}"
+        wanted = {f"{folder}/SKILL.md": skill_md_text(skill).encode()}
+        for item in skill.files.all():
+            wanted[normal(f"{folder}/{item.path}")] = item.content.encode()
+        current = dict(WorkspaceFile.objects.filter(workspace_id=workspace_id, path__in=list(wanted), is_dir=False)
+                       .values_list("path", "data"))
+        for path, data in wanted.items():
+            if path not in current or bytes(current[path]) != data:
+                try:
+                    write(workspace_id, path, data, run_id=None)
+                except (WorkspaceFull, IsADirectoryError, NotADirectoryError):
+                    continue
+
+
+def skill_for_path(path: str, skills_by_name: dict[str, Any]) -> tuple[Any, str] | None:
+    """(skill, path inside it) when `path` is under a bound skill's materialized folder."""
+    if not path.startswith(SKILLS + "/"):
+        return None
+    name, _, inner = path[len(SKILLS) + 1:].partition("/")
+    skill = skills_by_name.get(name)
+    if skill is None or not inner:
+        return None
+    return skill, inner
+
+
+def outputs(run_id: str) -> list[WorkspaceFile]:
+    """Files this run created (not uploads, not materialized skills), oldest first — a channel reply's files.
+
+    A file the run only overwrote is not among them: it existed before this turn."""
+    return list(
+        WorkspaceFile.objects.filter(created_by_run=run_id, is_dir=False)
+        .exclude(path__startswith=UPLOADS + "/")
+        .exclude(path__startswith=SKILLS + "/")
+        .order_by("created_at", "id")
+    )
+
+
+def fill(workspace: Workspace) -> tuple[int, int]:
+    """(bytes used, byte cap) of a stored workspace."""
+    return used_bytes(workspace.pk), int(settings.SANDBOX_STATE_MAX_BYTES)
