@@ -16,3 +16,103 @@ class CapabilityCatalogView(OrgAPIView):
 
     def get(self, request: Request) -> Response:
         return Response(registry.catalog_json())
+
+
+# ------------------------------------------------------------------ a conversation's workspace (files panel)
+
+
+def _conversation_workspace(actor, conversation_id):
+    from agents.chat import own_conversation
+    from capabilities.sandbox import store
+
+    conversation = own_conversation(actor, conversation_id)
+    return store.for_conversation(conversation.pk)
+
+
+def _workspace_path(request: Request) -> str:
+    from agenticos.errors import Invalid
+    from capabilities.sandbox import store
+
+    raw = str(request.query_params.get("path") or "")
+    if not raw:
+        raise Invalid("Pass the file's path, e.g. ?path=/workspace/notes.md.", details={"field": "path"})
+    return store.normal(raw)
+
+
+def _readable(workspace, path: str) -> bytes:
+    from agenticos.errors import Forbidden, NotFound
+    from capabilities.sandbox import store
+    from capabilities.sandbox.capability import is_withheld
+
+    if is_withheld(path):
+        raise Forbidden("This file looks like a credential; its content is not shown.")
+    try:
+        return store.read(workspace.pk, path)
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        raise NotFound("There is no file at this path in this conversation's workspace.") from None
+
+
+class ConversationWorkspaceView(OrgAPIView):
+    """GET /api/v1/conversations/{id}/workspace — whose files these are, how full, and every file.
+    `{"workspace": null}` when the conversation's agent keeps no files (the panel is then absent)."""
+
+    permission_map = {"GET": "agents:run"}
+
+    def get(self, request: Request, conversation_id) -> Response:
+        from capabilities.sandbox import store
+
+        workspace = _conversation_workspace(self.actor, conversation_id)
+        if workspace is None:
+            return Response({"workspace": None})
+        used, cap = store.fill(workspace)
+        return Response({"workspace": {
+            "id": str(workspace.pk), "scope": workspace.scope, "label": workspace.label, "backend": workspace.backend,
+            "used_bytes": used, "max_bytes": cap, "files": store.listing(workspace),
+        }})
+
+
+class ConversationWorkspaceFileView(OrgAPIView):
+    """GET /api/v1/conversations/{id}/workspace/file?path= — one file as text."""
+
+    permission_map = {"GET": "agents:run"}
+
+    def get(self, request: Request, conversation_id) -> Response:
+        from agenticos.errors import Invalid, NotFound
+
+        workspace = _conversation_workspace(self.actor, conversation_id)
+        if workspace is None:
+            raise NotFound("This conversation has no workspace.")
+        path = _workspace_path(request)
+        data = _readable(workspace, path)
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise Invalid("This file is not text: download it from …/workspace/raw.",
+                          details={"field": "path"}) from None
+        return Response({"path": path, "size": len(data), "content": text})
+
+
+class ConversationWorkspaceRawView(OrgAPIView):
+    """GET /api/v1/conversations/{id}/workspace/raw?path= — one file's bytes, as a download."""
+
+    permission_map = {"GET": "agents:run"}
+
+    def get(self, request: Request, conversation_id):
+        import posixpath
+
+        from django.http import HttpResponse
+
+        from agenticos.errors import NotFound
+        from channelbots.files_out import mime_for
+
+        workspace = _conversation_workspace(self.actor, conversation_id)
+        if workspace is None:
+            raise NotFound("This conversation has no workspace.")
+        path = _workspace_path(request)
+        data = _readable(workspace, path)
+        name = posixpath.basename(path)
+        response = HttpResponse(data, content_type=mime_for(name))
+        response["Content-Disposition"] = f'attachment; filename="{name.replace(chr(34), "")}"'
+        response["X-Content-Type-Options"] = "nosniff"
+        response["Content-Security-Policy"] = "sandbox"
+        return response

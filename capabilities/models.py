@@ -299,3 +299,22 @@ class WorkspaceFile(models.Model):
 
     def __str__(self) -> str:
         return self.path
+
+
+class WorkspaceUse(models.Model):
+    """Which workspace a conversation's runs worked in, most recent first: what the files panel of that
+    conversation shows (a workspace of scope user, channel or agent is used by many conversations)."""
+
+    id = models.BigAutoField(primary_key=True)
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="uses")
+    conversation = models.ForeignKey("agents.Conversation", on_delete=models.CASCADE, related_name="+")
+    last_used_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["workspace", "conversation"], name="workspace_use_unique"),
+        ]
+        indexes = [models.Index(fields=["conversation", "-last_used_at"], name="wsuse_conv_recent")]
+
+    def __str__(self) -> str:
+        return f"{self.conversation_id} → {self.workspace_id}"

@@ -447,8 +447,11 @@ def finish(turn: Turn, session: ChannelSession, live, outcome: Outcome, person_n
     if outcome.kind == "completed":
         ChannelSession.objects.filter(pk=session.pk).update(reply_count=F("reply_count") + 1)
         footer = turn.footer(session, outcome.usage)
+        from channelbots import charts, files_out
+
+        held = files_out.deliver(turn.client, incoming.chat_id, incoming.reply_to, outcome.run_id)
+        notes += ("\n\n" + " ".join(held)) if held else ""
         live.finish(outcome.text + notes + (f"\n\n_{footer}_" if footer else ""))
-        from channelbots import charts
 
         charts.deliver(turn.client, incoming.chat_id, incoming.reply_to, outcome.run_id)
         if footer or turn.binding.footer_mode == FooterMode.LOG_ONLY:

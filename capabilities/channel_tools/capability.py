@@ -9,7 +9,6 @@ is bound server-side to the arriving channel/thread (the model names no channel 
 
 from __future__ import annotations
 
-import base64
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -115,23 +114,37 @@ async def read_channel_history(ctx: RunContext[Any], limit: int = 30) -> list[di
     return [{"speaker": str(r["speaker"]), "text": str(r["text"])} for r in rows]
 
 
-async def send_channel_file(ctx: RunContext[Any], name: str, content_base64: str, mime: str = "text/plain") -> str:
-    """Post a file into the thread this conversation is in.
+async def send_channel_file(ctx: RunContext[Any], path: str) -> str:
+    """Post a file from your workspace into the thread this conversation is in, when someone asks for it.
+
+    Files you create this turn are attached to your answer anyway (up to three); use this for a file that
+    was already in the workspace, or one someone asks for by name.
 
     Args:
-        name: The file name people will see.
-        content_base64: The file's bytes, base64-encoded (at most 8 MB decoded).
-        mime: Its media type.
+        path: The file's path in your workspace, e.g. /workspace/report.csv (at most 8 MB).
 
     Returns:
-        A confirmation, or why it could not be sent.
+        A confirmation with its size, or why it could not be sent (no workspace, no such file, too large,
+        the platform refused it).
     """
+    import mimetypes
+    import posixpath
+
+    from pydantic_ai.workspaces import WorkspaceError
+
+    if not ctx.workspace.attached:
+        return failures.refuse("This agent has no workspace to send files from (it needs the Sandbox capability).")
     try:
-        data = base64.b64decode(content_base64, validate=True)
-    except ValueError:
-        return failures.retry(ctx, "content_base64 is not valid base64.")
+        data = await ctx.workspace.read_bytes(path)
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        return failures.retry(ctx, f"There is no file at {path!r}: list the workspace with ls or glob and pass "
+                                   "an existing file's path.")
+    except (WorkspaceError, OSError) as exc:
+        return failures.bad_news(f"The workspace could not be read: {exc}")
     if len(data) > MAX_FILE_BYTES:
-        return failures.refuse("The file is larger than 8 MB.")
+        return failures.refuse("The file is larger than 8 MB, the most a chat attachment may be here.")
+    name = posixpath.basename(path.rstrip("/")) or "file"
+    mime = mimetypes.guess_type(name)[0] or "application/octet-stream"
     from channelbots.platforms import PlatformError
 
     def work() -> str:

@@ -41,6 +41,13 @@ RULESET = PermissionRuleset(
     execute=OperationPermissions(default="allow"),
 )
 
+def is_withheld(path: str) -> bool:
+    """Whether the content at `path` is refused (credentials, the system tree) whoever asks for it."""
+    from pydantic_ai_backends.permissions.checker import PermissionChecker
+
+    return PermissionChecker(ruleset=RULESET).check_sync("read", path) == "deny"
+
+
 SCOPE_LABELS = {
     "run": "Nobody: a new workspace every turn",
     "conversation": "Everyone in this chat (a Slack thread is a chat)",

@@ -24,7 +24,7 @@ from django.db.models import Q, Sum
 from django.utils import timezone
 from pydantic_ai.workspaces import FileEntry, WorkspaceRef, WorkspaceUnavailableError
 
-from capabilities.models import Workspace, WorkspaceFile
+from capabilities.models import Workspace, WorkspaceFile, WorkspaceUse
 
 if TYPE_CHECKING:
     from agents.models import Run
@@ -113,9 +113,28 @@ def open_for_run(run: Run, scope: str) -> Workspace:
         workspace = Workspace.objects.get(organization_id=run.organization_id, agent_id=run.agent_id,
                                           backend="state", scope=where.scope, key=where.key)
         created = False
+    now = timezone.now()
     if not created:
-        Workspace.objects.filter(pk=workspace.pk).update(last_used_at=timezone.now())
+        Workspace.objects.filter(pk=workspace.pk).update(last_used_at=now)
+    if run.conversation_id:
+        WorkspaceUse.objects.update_or_create(workspace=workspace, conversation_id=run.conversation_id,
+                                              defaults={"last_used_at": now})
     return workspace
+
+
+def for_conversation(conversation_id: Any) -> Workspace | None:
+    """The workspace this conversation's latest run worked in (None: its agent keeps no files)."""
+    use = (WorkspaceUse.objects.select_related("workspace").filter(conversation_id=conversation_id)
+           .order_by("-last_used_at").first())
+    return use.workspace if use is not None else None
+
+
+def listing(workspace: Workspace) -> list[dict[str, Any]]:
+    return [
+        {"path": path, "size": size, "updated_at": updated_at}
+        for path, size, updated_at in WorkspaceFile.objects.filter(workspace=workspace, is_dir=False)
+        .order_by("path").values_list("path", "size", "updated_at")
+    ]
 
 
 # ------------------------------------------------------------------ synchronous file operations

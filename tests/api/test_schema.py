@@ -12,6 +12,7 @@ def test_the_schema_lists_the_platform_endpoints_and_the_bearer_scheme(client, d
         "/api/v1/model-profiles/{id}", "/api/v1/agents", "/api/v1/agents/{id}/publish",
         "/api/v1/agents/{id}/diff", "/api/v1/agents/{id}/environments/{name}/promote",
         "/api/v1/agents/{id}/export", "/api/v1/agents/import", "/api/v1/agents/{id}/grants/{user_id}",
+        "/api/v1/conversations/{conversation_id}/workspace", "/api/v1/conversations/{conversation_id}/workspace/raw",
     ]:
         assert path in doc["paths"], path
     assert doc["components"]["securitySchemes"]["ApiKey"] == {

@@ -1,0 +1,70 @@
+"""Files out: what the agent wrote in its workspace this turn goes to the chat with the answer.
+
+"This turn" is the paths the run created (`capabilities.sandbox.store.outputs`): not `/workspace/uploads`
+(the person's own files), not `/workspace/skills` (know-how the platform materialized), and not a file it
+only overwrote (it existed before the turn — re-posting a script on every iteration would fill the channel).
+At most `MAX_FILES` files of `MAX_BYTES` each, with the type their name implies; the rest are named in the
+answer and stay in the workspace. If the workspace cannot be read, nothing is posted.
+"""
+
+from __future__ import annotations
+
+import logging
+import mimetypes
+import posixpath
+from typing import Any
+
+from django.db import DatabaseError
+
+from channelbots.platforms import PlatformClient, PlatformError
+
+logger = logging.getLogger(__name__)
+
+MAX_FILES = 3
+MAX_BYTES = 8 * 1024 * 1024
+
+
+def mime_for(name: str) -> str:
+    guessed, _ = mimetypes.guess_type(name)
+    if guessed:
+        return guessed
+    if name.lower().endswith((".md", ".markdown")):
+        return "text/markdown"
+    return "application/octet-stream"
+
+
+def _size(n: int) -> str:
+    return f"{n / (1024 * 1024):.1f} MB" if n >= 1024 * 1024 else f"{max(1, n // 1024)} KB"
+
+
+def deliver(client: PlatformClient, chat_id: str, reply_to: str, run_id: Any) -> list[str]:
+    """Upload this run's new workspace files; returns sentences for the answer about what was not sent."""
+    from capabilities.sandbox import store
+
+    try:
+        files = store.outputs(str(run_id))
+    except DatabaseError:
+        logger.warning("run %s: the workspace could not be read, so no files were posted", run_id)
+        return []
+    notes: list[str] = []
+    sent = 0
+    held: list[str] = []
+    for item in files:
+        name = posixpath.basename(item.path)
+        where = item.path
+        if item.size > MAX_BYTES:
+            held.append(f"{where} ({_size(item.size)}, over the {MAX_BYTES // (1024 * 1024)} MB limit)")
+            continue
+        if sent >= MAX_FILES:
+            held.append(where)
+            continue
+        try:
+            client.upload(chat_id, name, bytes(item.data), mime_for(name), reply_to=reply_to)
+        except PlatformError as exc:
+            logger.warning("run %s: uploading %s failed: %s", run_id, where, exc)
+            held.append(f"{where} (the upload failed)")
+            continue
+        sent += 1
+    if held:
+        notes.append("Also in the workspace, not attached here: " + "; ".join(held) + ".")
+    return notes
