@@ -534,7 +534,18 @@ def publish_agent(*, actor: Actor, agent: Agent, note: str = "") -> AgentVersion
         _record(actor, "agent.published", target=agent, details={
             "version": number, "version_id": str(version.pk), "note": version.note, "moved": moved,
         })
+        if _shares_workspace_across_people(spec):
+            # Scope agent crosses a boundary between people: whoever finds a file they never made can look up why.
+            _record(actor, "agent.workspace_shared", target=agent, details={"version": number, "scope": "agent"})
     return version
+
+
+def _shares_workspace_across_people(spec: dict[str, Any]) -> bool:
+    return any(
+        b.get("id") == "sandbox" and b.get("enabled", True) is not False
+        and (b.get("config") or {}).get("session_scope") == "agent"
+        for b in spec.get("capabilities") or []
+    )
 
 
 def _version(agent: Agent, number: Any) -> AgentVersion:

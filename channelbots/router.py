@@ -31,6 +31,8 @@ from channelbots.platforms import PlatformClient, PlatformError, client_for
 logger = logging.getLogger(__name__)
 
 CHANNEL_HISTORY_LIMIT = 200
+# near_limit footers speak once the budget or the workspace passes this fraction.
+NEAR_LIMIT = Decimal("0.8")
 MID_THREAD_MESSAGES = 50
 MID_THREAD_FILES = 4
 MAX_FILES_OUT = 3
@@ -310,27 +312,43 @@ class Turn:
     # -------------------------------------------------------------- footer
 
     def footer(self, session: ChannelSession, usage: dict) -> str:
+        """The cost line for this binding's footer mode. The workspace behind the chat counts like the
+        money: a stored workspace that fills up starts refusing writes, so near_limit speaks at 80% of either."""
         mode = self.binding.footer_mode
         if mode == FooterMode.LOG_ONLY:
             return ""
         cost = Decimal(str(usage.get("cost_usd") or "0"))
         tokens = int(usage.get("input_tokens") or 0) + int(usage.get("output_tokens") or 0)
         line = f"Cost of this answer: ${cost:.4f} · {tokens} tokens"
-        if mode == FooterMode.EVERY_REPLY:
-            return line
-        if mode == FooterMode.EVERY_N:
-            count = ChannelSession.objects.filter(pk=session.pk).values_list("reply_count", flat=True).first() or 0
-            return line if count % max(self.binding.footer_every_n, 1) == 0 else ""
+        fill = self.workspace_fill(session)
+        if mode in (FooterMode.EVERY_REPLY, FooterMode.EVERY_N):
+            if mode == FooterMode.EVERY_N:
+                count = ChannelSession.objects.filter(pk=session.pk).values_list("reply_count", flat=True).first() or 0
+                if count % max(self.binding.footer_every_n, 1):
+                    return ""
+            return line + (f" · workspace {int(fill * 100)}% full" if fill is not None else "")
         from governance.budgets import organization_spent
 
+        said = []
         budget = self.bot.organization.monthly_budget_usd
-        if not budget:
-            return ""
-        spent = organization_spent(self.bot.organization_id)
-        fraction = spent / budget
-        if fraction >= Decimal("0.8"):
-            return f"{line} · {int(fraction * 100)}% of this month's budget is spent"
-        return ""
+        if budget:
+            fraction = organization_spent(self.bot.organization_id) / budget
+            if fraction >= NEAR_LIMIT:
+                said.append(f"{int(fraction * 100)}% of this month's budget is spent")
+        if fill is not None and fill >= NEAR_LIMIT:
+            said.append(f"the workspace is {int(fill * 100)}% full")
+        return f"{line} · " + " · ".join(said) if said else ""
+
+    @staticmethod
+    def workspace_fill(session: ChannelSession) -> Decimal | None:
+        """How full the stored workspace behind this chat is (None: the agent keeps no files)."""
+        from capabilities.sandbox import store
+
+        workspace = store.for_conversation(session.conversation_id)
+        if workspace is None:
+            return None
+        used, cap = store.fill(workspace)
+        return Decimal(used) / Decimal(cap)
 
 
 def resolve_identity(bot: ChannelBot, client: PlatformClient) -> None:

@@ -358,8 +358,8 @@ def create_binding(*, actor: Actor, agent: Agent, data: dict, ip_address: str | 
             binding = Binding(organization=actor.organization, agent=agent, bot=bot, created_by=actor.user)
             _clean_binding(binding, data)
             binding.save()
-            _record(actor, "channelbinding.create", binding, {"agent_id": str(agent.pk), "bot_id": str(bot.pk)},
-                    ip_address)
+            _record(actor, "channelbinding.create", binding, {"agent_id": str(agent.pk), "bot_id": str(bot.pk),
+                                                              "workspace_scope": binding.workspace_scope}, ip_address)
     except IntegrityError:
         raise Conflict("This bot already answers as another agent: a bot serves exactly one agent.",
                        details={"field": "bot_id"}) from None
@@ -375,7 +375,8 @@ def update_binding(*, actor: Actor, binding: Binding, data: dict, ip_address: st
         _clean_binding(binding, data)
         binding.updated_at = timezone.now()
         binding.save()
-        _record(actor, "channelbinding.update", binding, {"fields": sorted(data)}, ip_address)
+        _record(actor, "channelbinding.update", binding, {"fields": sorted(data),
+                                                          "workspace_scope": binding.workspace_scope}, ip_address)
     return binding
 
 

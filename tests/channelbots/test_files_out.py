@@ -36,8 +36,8 @@ def prompt_driven_model() -> FunctionModel:
         if returned:
             yield "Tool said: " + str(returned[-1].content)
             return
-        prompt = next(str(p.content) for m in messages if isinstance(m, ModelRequest) for p in m.parts
-                      if isinstance(p, UserPromptPart))
+        prompt = [str(p.content) for m in messages if isinstance(m, ModelRequest) for p in m.parts
+                  if isinstance(p, UserPromptPart)][-1]  # this turn's, not the thread's first
         words = prompt.split()
         verb = next((w for w in words if w in ("write", "read", "overwrite")), None)
         if verb is None:
@@ -142,3 +142,22 @@ def test_user_scope_keeps_an_unlinked_chat_sender_out_of_the_binding_creators_fi
     assert store.placement(unlinked, "user").key == "chat:slack:U9@T1"
     assert store.placement(linked, "user").key == store.placement(web, "user").key == f"user:{builder.pk}"
     assert store.placement(web, "channel").scope == "run"  # no channel and no conversation: this turn only
+
+
+def test_a_near_limit_footer_speaks_when_the_workspace_passes_80_percent(
+        celery_worker, scripted_model, client, org, builder, sandbox_agent, fake_slack, settings):
+    settings.SANDBOX_STATE_MAX_BYTES = 1024
+    bot = slack_bot(org, builder, fake=fake_slack)
+    bind(sandbox_agent, bot, builder, org)  # footer_mode defaults to near_limit
+    sender = SlackEventSender(client, str(bot.pk), SIGNING)
+    scripted_model(prompt_driven_model())
+    first = sender.message("<@UBOT> write small.txt " + "a" * 100, channel="C1")
+    sender.send(first)
+    quiet = wait_until(lambda: next((p.final for p in fake_slack.answers("C1") if "Tool said" in p.final), None))
+    assert "full" not in quiet  # 10%: nothing to say
+    second = sender.message("<@UBOT> write big.txt " + "b" * 800, channel="C1", thread_ts=first["ts"])
+    sender.send(second)
+    wait_until(lambda: Run.objects.filter(status__in=["completed", "failed"]).count() == 2)
+    wait_until(lambda: sum("Tool said" in p.final for p in fake_slack.answers("C1")) == 2)
+    loud = [p.final for p in fake_slack.answers("C1")][-1]
+    assert "the workspace is 88% full" in loud

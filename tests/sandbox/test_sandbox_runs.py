@@ -207,3 +207,24 @@ def test_deleting_the_conversation_deletes_its_workspace(org, owner, scripted_mo
     assert WorkspaceFile.objects.count() == 1
     Conversation.objects.filter(pk=run.conversation_id).delete()
     assert not Workspace.objects.exists() and not WorkspaceFile.objects.exists()
+
+
+def test_sharing_a_workspace_across_people_is_recorded_in_the_audit_log(org, owner):
+    from agenticos.models import AuditEvent
+
+    agent, version = sandbox(org, owner, session_scope="agent")
+    entry = AuditEvent.objects.get(action="agent.workspace_shared")
+    assert entry.details == {"version": version.number, "scope": "agent"}
+    sandbox(org, owner, session_scope="user")
+    assert AuditEvent.objects.filter(action="agent.workspace_shared").count() == 1
+
+
+def test_a_binding_refuses_an_unknown_workspace_scope(org, owner):
+    from channelbots import services as bots
+
+    agent, _ = sandbox(org, owner)
+    bot = bots.create_bot(actor=actor_of(owner, org), data={"platform": "telegram", "name": "T", "token": "123456:ABCdefGHIjklMNOpqrSTUvwxYZ012345678"})
+    with pytest.raises(Invalid) as caught:
+        bots.create_binding(actor=actor_of(owner, org), agent=agent, data={"bot_id": str(bot.pk),
+                                                                          "workspace_scope": "everyone"})
+    assert caught.value.details == {"field": "workspace_scope"}
