@@ -30,6 +30,11 @@ def tool_phrases() -> dict[str, dict[str, str]]:
 
 def chat_strings() -> dict[str, str]:
     return {
+        "files_title": _("Files"),
+        "files_fill": _("%(used)s of %(max)s used (%(percent)s%%)"),
+        "files_open": _("Open"),
+        "files_download": _("Download"),
+        "files_empty": _("No files yet."),
         "running_tool": _("Running %(name)s"),
         "ran_tool": _("Ran %(name)s"),
         "failed_tool": _("%(phrase)s — failed"),

@@ -105,6 +105,7 @@ def chat(request: HttpRequest, actor: Actor, conversation_id: str | None = None)
             "socket": "/ws/chat/",
             "chat": reverse("console:chat"),
             "turns": reverse("console:chat-turns", args=["00000000-0000-0000-0000-000000000000"]),
+            "workspace": reverse("conversation-workspace", args=["00000000-0000-0000-0000-000000000000"]),
             "decide": reverse("console:approval-decide", args=["00000000-0000-0000-0000-000000000000"]),
         },
         "strings": chat_strings(),

@@ -11,6 +11,8 @@ removing accents, English and Spanish):
 |             | expression such as `12 * 7` / calcula, calcular, calculo, suma, cuanto     |                      |
 | choice      | choose, choice, pick, decide, prefer, option / elige, escoge, decidir,     | `ask_user_question`  |
 |             | opcion, opciones, prefieres                                                | (or `ask_user`)      |
+| note        | note, save, remember, write / nota, guarda, apunta, anota                  | `write_file`         |
+|             | (the prompt goes into notes.md in the agent's workspace)                   |                      |
 
 - A tool is called only when it is offered (`info.function_tools`, matched by its default name); several
   intents in one prompt call several tools in one response, in the order of the table.
@@ -62,6 +64,7 @@ INTENT_TOOLS: dict[str, tuple[str, ...]] = {
     "chart": ("create_chart",),
     "calculation": ("run_python",),
     "choice": ("ask_user_question", "ask_user"),
+    "note": ("write_file",),
 }
 
 # Whole words after accent folding. Spanish words are listed separately so the reply language can follow them.
@@ -70,12 +73,14 @@ _KEYWORDS_EN: dict[str, frozenset[str]] = {
     "chart": frozenset({"chart", "charts", "graph", "graphs", "plot"}),
     "calculation": frozenset({"calculate", "calculation", "compute", "sum", "multiply", "divide", "math"}),
     "choice": frozenset({"choose", "choice", "pick", "decide", "prefer", "option", "options"}),
+    "note": frozenset({"note", "notes", "save", "remember", "write"}),
 }
 _KEYWORDS_ES: dict[str, frozenset[str]] = {
     "time": frozenset({"hora", "fecha", "hoy", "reloj"}),
     "chart": frozenset({"grafico", "graficos", "grafica", "graficas", "diagrama"}),
     "calculation": frozenset({"calcula", "calcular", "calculo", "suma", "multiplica", "divide", "cuanto"}),
     "choice": frozenset({"elige", "elegir", "escoge", "escoger", "decidir", "opcion", "opciones", "prefieres"}),
+    "note": frozenset({"nota", "notas", "guarda", "apunta", "anota"}),
 }
 _SPANISH_WORDS = frozenset({"que", "cual", "hola", "por", "favor", "es", "el", "la", "los", "las", "una", "un", "y"})
 _EXPRESSION = re.compile(r"\(?\s*-?\d+(?:\.\d+)?(?:\s*(?:[-+*/×÷^%]|\*\*)\s*\(?\s*-?\d+(?:\.\d+)?\s*\)?)+")
@@ -119,7 +124,7 @@ _TEXT = {
             "API key in Settings → Model profiles, or run `manage.py platform_bootstrap --openai-api-key ...`."
         ),
         "hello": "Hello! You wrote: “{prompt}”.",
-        "try": "Ask me for the time, a chart, a calculation or help choosing, and I will show you the tools.",
+        "try": "Ask me for the time, a chart, a calculation, help choosing or to save a note, and I will show you the tools.",
         "missing": "I would use the {tool} tool for that, but it is not enabled for this agent.",
         "results": "Here is what the tools returned:",
         "ok": "- {tool}: {result}",
@@ -135,7 +140,7 @@ _TEXT = {
             "`manage.py platform_bootstrap --openai-api-key ...`."
         ),
         "hello": "¡Hola! Escribiste: «{prompt}».",
-        "try": "Pídeme la hora, un gráfico, un cálculo o ayuda para elegir, y te enseñaré las herramientas.",
+        "try": "Pídeme la hora, un gráfico, un cálculo, ayuda para elegir o guardar una nota, y te enseñaré las herramientas.",
         "missing": "Usaría la herramienta {tool} para eso, pero no está activada en este agente.",
         "results": "Esto es lo que devolvieron las herramientas:",
         "ok": "- {tool}: {result}",
@@ -290,6 +295,8 @@ def _preferred_arguments(intent: str, tool: ToolDefinition, prompt: str, detecte
         }
     if intent == "calculation":
         return {"code": _python_for(detected.expression)}
+    if intent == "note":
+        return {"path": "notes.md", "content": f"- {prompt.strip()}\n"}
     # choice
     options = _options_from(prompt, detected.spanish)
     question = {

@@ -486,6 +486,66 @@
         lastUsage = data.usage || lastUsage;
         schedule();
       });
+    loadFiles();
+  }
+
+  // ---------------------------------------------------------------- files panel
+  // Present only when this conversation's agent keeps files; re-read when a turn ends, not on a timer. Files
+  // are read through the conversation (…/workspace/file and …/raw), so a shared chat shows them too.
+
+  function fmtBytes(n) {
+    n = Number(n) || 0;
+    if (n < 1024) return n + " B";
+    if (n < 1024 * 1024) return (n / 1024).toFixed(n < 10240 ? 1 : 0) + " KB";
+    return (n / (1024 * 1024)).toFixed(1) + " MB";
+  }
+  function workspaceUrl(tail, path) {
+    var url = S.urls.workspace.replace("00000000-0000-0000-0000-000000000000", S.conversation_id) + (tail || "");
+    return path ? url + "?path=" + encodeURIComponent(path) : url;
+  }
+  function openFile(file) {
+    var viewer = document.querySelector("[data-file-viewer]");
+    viewer.hidden = false;
+    viewer.replaceChildren(h("h3", {text: file.path.replace(/^\/workspace\//, "")}));
+    if (/\.(png|jpe?g|gif|webp)$/i.test(file.path)) {
+      viewer.appendChild(h("img", {src: workspaceUrl("/raw", file.path), alt: file.path}));
+      return;
+    }
+    fetch(workspaceUrl("/file", file.path), {credentials: "same-origin"})
+      .then(function (r) { return r.json(); })
+      .then(function (data) {
+        if (data.content !== undefined) viewer.appendChild(h("pre", {"data-file-text": "", text: data.content}));
+        else viewer.appendChild(h("p", {class: "muted", text: (data.error || {}).message || ""}));
+      });
+  }
+  function loadFiles() {
+    var panel = document.querySelector("[data-files]");
+    if (!panel || !S.conversation_id || !S.urls.workspace) return;
+    fetch(workspaceUrl(""), {credentials: "same-origin"})
+      .then(function (r) { return r.ok ? r.json() : {workspace: null}; })
+      .then(function (data) {
+        var ws = data.workspace;
+        panel.hidden = !ws;
+        document.querySelector(".chat-layout").classList.toggle("with-files", !!ws);
+        if (!ws) return;
+        panel.querySelector("[data-files-owner]").textContent = ws.label;
+        panel.querySelector("[data-files-fill]").textContent = fill(T.files_fill, {
+          used: fmtBytes(ws.used_bytes), max: fmtBytes(ws.max_bytes),
+          percent: Math.floor(100 * ws.used_bytes / Math.max(ws.max_bytes, 1))});
+        var list = panel.querySelector("[data-files-list]");
+        list.replaceChildren();
+        if (!ws.files.length) list.appendChild(h("li", {class: "muted", text: T.files_empty}));
+        ws.files.forEach(function (file) {
+          var open = h("button", {type: "button", class: "link", text: T.files_open});
+          open.addEventListener("click", function () { openFile(file); });
+          list.appendChild(h("li", {"data-file": file.path}, [
+            h("span", {class: "file-name", text: file.path.replace(/^\/workspace\//, "")}),
+            h("span", {class: "muted", text: fmtBytes(file.size)}),
+            h("span", {class: "file-actions"}, [open,
+              h("a", {href: workspaceUrl("/raw", file.path), download: "", text: T.files_download})]),
+          ]));
+        });
+      });
   }
 
   // A decision made on a reopened conversation: this socket never joined that run, so follow it by reading.
@@ -550,5 +610,6 @@
     if (calls.length) { openSteps[calls[calls.length - 1].call.id] = true; break; }
   }
   if (S.agents.length || S.conversation_id) connect();
+  loadFiles();
   renderTranscript();
 })();
