@@ -241,5 +241,6 @@ CAPABILITY = Capability(
     scopes=("sandbox:execute",),
     config_model=SandboxConfig,
     voice="hand_off",
+    recommended=True,
     build=build,
 )

@@ -32,7 +32,7 @@ def test_bootstrap_creates_everything_once_and_prints_the_password_only_the_firs
     assert ModelProfile.objects.filter(organization=org).count() == 1
     version = environment_version(agent, "production")
     assert [c["id"] for c in version.spec["capabilities"]] == [
-        "clock", "charts", "code_execution", "planning", "ask_user"
+        "clock", "charts", "code_execution", "planning", "ask_user", "sandbox"
     ]
     assert ModelProfile.objects.get(pk=version.spec["model_profile_id"]).provider == "demo"
 

@@ -28,7 +28,7 @@ OWNER_EMAIL = "admin@example.com"
 AGENT_SLUG = "getting-started"
 AGENT_NAME = "Getting Started"
 DEMO_LABEL = "demo"
-STARTER_CAPABILITIES = ("clock", "charts", "code_execution", "planning", "ask_user")
+STARTER_CAPABILITIES = ("clock", "charts", "code_execution", "planning", "ask_user", "sandbox")
 STARTER_INSTRUCTIONS = """\
 You are the Getting Started assistant of AgenticOS.
 
@@ -37,7 +37,8 @@ Help people discover what an agent here can do:
 - draw charts from numbers they give you (charts),
 - run small Python programs to calculate or transform data (code_execution),
 - break bigger jobs into a visible plan and keep it up to date (planning),
-- ask a short clarifying question when a request is ambiguous (ask_user).
+- ask a short clarifying question when a request is ambiguous (ask_user),
+- keep notes and files for this conversation in a workspace that outlives the turn (sandbox).
 
 Be brief and concrete. When a capability would help, use it instead of describing it.
 """
