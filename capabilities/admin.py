@@ -1,5 +1,5 @@
 """Operator console for tools from outside the code: custom REST tools, builder sessions, kits and drafts,
-database and MCP connections, spilled tool output.
+database and MCP connections, spilled tool output, stored workspaces.
 
 Everything here is read-only (rows change through the services, which enforce the slot budget, the address
 policy and the lifecycle); an operator may delete a row, and that is audited. Nothing sealed or secret is
@@ -14,7 +14,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from django.contrib import admin
-from django.db.models import Count, QuerySet
+from django.db.models import Count, QuerySet, Sum
 from django.http import HttpRequest
 from django.utils.html import format_html, format_html_join
 
@@ -27,6 +27,7 @@ from capabilities.models import (
     ToolBuilderSession,
     ToolDraft,
     ToolKit,
+    Workspace,
 )
 
 
@@ -285,3 +286,39 @@ class SpilledOutputAdmin(ReadAndDeleteAdmin):
     @admin.display(description="run")
     def run_link(self, obj: SpilledOutput) -> str:
         return admin_link(obj.run)
+
+
+@admin.register(Workspace)
+class WorkspaceAdmin(ReadAndDeleteAdmin):
+    """Stored workspaces (capability sandbox, backend state): whose, how many files, how full; file names and
+    sizes on the change page, never their content. Deleting one deletes its files (audited)."""
+
+    list_display = ("label", "organization_link", "agent_link", "scope", "key", "file_count", "bytes_used",
+                    "last_used_at")
+    list_filter = ("organization", "scope")
+    search_fields = ("label", "key", "agent__name")
+    uuid_search_fields = ("id", "agent__id")
+    list_select_related = ("organization", "agent")
+    fields = ("organization", "agent_link", "backend", "scope", "key", "label", "created_at", "last_used_at",
+              "files_listing")
+    readonly_fields = fields
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Workspace]:
+        return super().get_queryset(request).annotate(n_files=Count("files"), n_bytes=Sum("files__size"))
+
+    @admin.display(description="agent")
+    def agent_link(self, obj: Workspace) -> str:
+        return admin_link(obj.agent)
+
+    @admin.display(description="files", ordering="n_files")
+    def file_count(self, obj: Workspace) -> int:
+        return int(getattr(obj, "n_files", 0) or 0)
+
+    @admin.display(description="bytes", ordering="n_bytes")
+    def bytes_used(self, obj: Workspace) -> int:
+        return int(getattr(obj, "n_bytes", 0) or 0)
+
+    @admin.display(description="files (names and sizes only)")
+    def files_listing(self, obj: Workspace) -> str:
+        rows = obj.files.filter(is_dir=False).order_by("path").values_list("path", "size")[:500]
+        return format_html_join("", "<div>{} — {} bytes</div>", rows) or "–"

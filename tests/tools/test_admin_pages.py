@@ -23,10 +23,13 @@ from capabilities.models import (
     ToolBuilderSession,
     ToolDraft,
     ToolKit,
+    Workspace,
 )
+from capabilities.sandbox import store
 from tests import factories
 
-MODELS = [CustomTool, ToolBuilderSession, ToolKit, ToolDraft, DatabaseConnection, McpConnection, SpilledOutput]
+MODELS = [CustomTool, ToolBuilderSession, ToolKit, ToolDraft, DatabaseConnection, McpConnection, SpilledOutput,
+          Workspace]
 SECRET = "sk-admin-page-secret-value-7731"
 FIXED = "fixed-param-value-5512"
 URL_KEY = "url-query-key-8841"
@@ -34,7 +37,8 @@ DSN_PASSWORD = "dsn-password-3319"
 MCP_SECRET = "mcp-admin-secret-value-6620"
 FULL_RESPONSE = "full-test-response-marker-4410"
 SPILLED = "spilled-content-marker-2207"
-NEVER_SHOWN = [SECRET, FIXED, URL_KEY, DSN_PASSWORD, MCP_SECRET, FULL_RESPONSE, SPILLED]
+WORKSPACE_FILE = "workspace-file-content-9902"
+NEVER_SHOWN = [SECRET, FIXED, URL_KEY, DSN_PASSWORD, MCP_SECRET, FULL_RESPONSE, SPILLED, WORKSPACE_FILE]
 _seq = itertools.count(1)
 
 
@@ -69,6 +73,8 @@ def build(name: str) -> dict:
                     acting_role="owner", enqueue=False)
     SpilledOutput.objects.create(organization=org, run=run, handle=f"pai-run/call-{n}.0",
                                  content=SPILLED.encode() * 100, size=len(SPILLED) * 100)
+    workspace = store.open_for_run(run, "agent")
+    store.write(workspace.pk, f"/workspace/notes-{n}.md", WORKSPACE_FILE.encode(), run_id=str(run.pk))
     return {"org": org, "tool": tool}
 
 
@@ -150,3 +156,12 @@ def test_a_member_without_console_rights_is_sent_to_the_login_page(client, db):
     client.force_login(factories.member(org, role="owner"))
     for model in MODELS:
         assert client.get(changelist(model)).status_code == 302
+
+
+def test_a_workspace_shows_its_files_by_name_and_size_only(console):
+    build("Acme")
+    workspace = Workspace.objects.get()
+    listing = console.get(changelist(Workspace)).content.decode()
+    assert "Shared by everyone who talks to this agent" in listing
+    page = console.get(change(workspace)).content.decode()
+    assert "/workspace/notes-" in page and f"{len(WORKSPACE_FILE)} bytes" in page and WORKSPACE_FILE not in page
