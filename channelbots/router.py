@@ -35,7 +35,6 @@ CHANNEL_HISTORY_LIMIT = 200
 NEAR_LIMIT = Decimal("0.8")
 MID_THREAD_MESSAGES = 50
 MID_THREAD_FILES = 4
-MAX_FILES_OUT = 3
 ROOM_HANDLES = {"channel", "here", "all", "everyone"}
 HANDLE_RE = re.compile(r"(?<![\w@<])@([a-z0-9][a-z0-9_-]*)", re.IGNORECASE)
 LINK_COMMANDS = {"link", "/link"}
