@@ -87,7 +87,34 @@
     return phrase;
   }
 
+  // A file the agent wrote is a card naming it, with Open and Download. The path is resolved against the
+  // conversation's own listing, not trusted from the arguments (write_file("a.md") writes /workspace/a.md);
+  // with no match the card is drawn without controls that would fail.
+  var workspaceFiles = null;
+  function isFileCall(call) {
+    return (call.name === "write_file" || call.name === "edit_file") && call.status === "ok" &&
+      call.args && typeof call.args.path === "string";
+  }
+  function resolveFile(path) {
+    if (!workspaceFiles) return null;
+    var candidates = path.charAt(0) === "/" ? [path] : ["/workspace/" + path.replace(/^\.\//, ""), "/" + path];
+    return candidates.filter(function (c) { return workspaceFiles.indexOf(c) >= 0; })[0] || null;
+  }
+  function fileCard(call) {
+    var found = resolveFile(call.args.path);
+    var name = (found || call.args.path).replace(/^\/workspace\//, "");
+    var card = h("div", {class: "file-card", "data-file-card": found || ""}, [h("span", {class: "file-name", text: name})]);
+    if (found) {
+      var open = h("button", {type: "button", class: "link", text: T.files_open});
+      open.addEventListener("click", function () { openFile({path: found}); });
+      card.appendChild(h("span", {class: "file-actions"}, [open,
+        h("a", {href: workspaceUrl("/raw", found), download: "", text: T.files_download})]));
+    }
+    return h("div", {}, [card, h("pre", {class: "result-text", text: pretty(call.result)})]);
+  }
+
   function resultView(call) {
+    if (isFileCall(call)) return fileCard(call);
     if (isChartCall(call)) {
       return h("figure", {class: "chart", "data-chart": ""}, [window.AgenticCharts.render(call.result),
         h("figcaption", {class: "visually-hidden", text: call.result.title || T.chart})]);
@@ -106,7 +133,7 @@
   }
 
   function step(call) {
-    var open = openSteps[call.id] === undefined ? isChartCall(call) : openSteps[call.id];
+    var open = openSteps[call.id] === undefined ? isChartCall(call) || isFileCall(call) : openSteps[call.id];
     if (isChartCall(call)) open = true; // a chart is an answer: it is shown wherever it is
     var details = h("details", {class: "step status-" + call.status, "data-step": call.id,
                                 "data-status": call.status, open: open ? "" : null}, [
@@ -528,6 +555,8 @@
         panel.hidden = !ws;
         document.querySelector(".chat-layout").classList.toggle("with-files", !!ws);
         if (!ws) return;
+        var known = ws.files.map(function (f) { return f.path; });
+        if (JSON.stringify(known) !== JSON.stringify(workspaceFiles)) { workspaceFiles = known; schedule(); }
         panel.querySelector("[data-files-owner]").textContent = ws.label;
         panel.querySelector("[data-files-fill]").textContent = fill(T.files_fill, {
           used: fmtBytes(ws.used_bytes), max: fmtBytes(ws.max_bytes),

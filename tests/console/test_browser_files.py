@@ -1,6 +1,6 @@
 """The files panel in a real browser: a conversation whose agent keeps files shows them beside the transcript
-(whose they are, how full), re-read when a turn ends; Open shows a text file; the panel is absent — not
-empty — for an agent without a workspace. Screenshots go to test-artifacts/console/."""
+(whose they are, how full), re-read when a turn ends; the write in the transcript is a card with Open and
+Download; Open shows a text file; the panel is absent — not empty — for an agent without a workspace. Screenshots go to test-artifacts/console/."""
 
 from __future__ import annotations
 
@@ -34,6 +34,15 @@ def test_the_files_panel_shows_what_the_agent_saved_and_opens_it(live_server_url
     panel = page.locator("[data-files]")
     assert "Files of this conversation" in panel.inner_text()
     assert "of 50.0 MB used (0%)" in panel.locator("[data-files-fill]").inner_text()
+    # The write in the transcript is a card naming the file, resolved against the listing
+    # (the model wrote "notes.md"; the file is /workspace/notes.md).
+    card = page.locator("[data-transcript] [data-file-card='/workspace/notes.md']")
+    card.wait_for()
+    assert "notes.md" in card.inner_text() and card.get_by_role("link", name="Download").count() == 1
+    card.get_by_role("button", name="Open").click()
+    page.wait_for_selector("[data-file-text]")
+    assert "ship on Friday" in page.locator("[data-file-text]").inner_text()
+    page.locator("[data-file-viewer]").evaluate("node => node.replaceChildren()")
     panel.get_by_role("button", name="Open").click()
     page.wait_for_selector("[data-file-text]")
     assert "ship on Friday" in page.locator("[data-file-text]").inner_text()
