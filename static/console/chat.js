@@ -91,6 +91,7 @@
   // conversation's own listing, not trusted from the arguments (write_file("a.md") writes /workspace/a.md);
   // with no match the card is drawn without controls that would fail.
   var workspaceFiles = null;
+  var workspaceFill = null;  // percent, from the conversation's listing (null: no workspace)
   function isFileCall(call) {
     return (call.name === "write_file" || call.name === "edit_file") && call.status === "ok" &&
       call.args && typeof call.args.path === "string";
@@ -363,6 +364,9 @@
       usageEl.appendChild(h("span", {"data-last-usage": "", text: fill(T.tokens, {input: lastUsage.input_tokens,
         output: lastUsage.output_tokens}) + " · " + fill(T.cost, {cost: money(lastUsage.cost_usd)})}));
     }
+    if (workspaceFill !== null) {  // the workspace counts like the money: a full one refuses writes
+      usageEl.appendChild(h("span", {"data-workspace-fill": "", text: fill(T.workspace_fill, {percent: workspaceFill})}));
+    }
   }
 
   function showNotice(text) {
@@ -555,6 +559,8 @@
         panel.hidden = !ws;
         document.querySelector(".chat-layout").classList.toggle("with-files", !!ws);
         if (!ws) return;
+        workspaceFill = Math.floor(100 * ws.used_bytes / Math.max(ws.max_bytes, 1));
+        renderUsage();
         var known = ws.files.map(function (f) { return f.path; });
         if (JSON.stringify(known) !== JSON.stringify(workspaceFiles)) { workspaceFiles = known; schedule(); }
         panel.querySelector("[data-files-owner]").textContent = ws.label;

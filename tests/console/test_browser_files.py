@@ -34,6 +34,7 @@ def test_the_files_panel_shows_what_the_agent_saved_and_opens_it(live_server_url
     panel = page.locator("[data-files]")
     assert "Files of this conversation" in panel.inner_text()
     assert "of 50.0 MB used (0%)" in panel.locator("[data-files-fill]").inner_text()
+    assert page.locator("[data-usage] [data-workspace-fill]").inner_text() == "Workspace 0% full"
     # The write in the transcript is a card naming the file, resolved against the listing
     # (the model wrote "notes.md"; the file is /workspace/notes.md).
     card = page.locator("[data-transcript] [data-file-card='/workspace/notes.md']")
@@ -55,6 +56,6 @@ def test_the_files_panel_shows_what_the_agent_saved_and_opens_it(live_server_url
     other = Conversation.objects.create(organization=org, agent=plain, owner=owner, title="Plain chat")
     page.goto(f"{live_server_url}/chat/{other.pk}/")
     page.wait_for_load_state("networkidle")
-    assert page.locator("[data-files]").is_hidden()
+    assert page.locator("[data-files]").is_hidden() and page.locator("[data-workspace-fill]").count() == 0
     assert "with-files" not in (page.locator(".chat-layout").get_attribute("class") or "")
     assert ARTIFACTS.exists()
