@@ -258,6 +258,7 @@ CELERY_BEAT_SCHEDULE = {
     "sweep-stale-runs": {"task": "agents.tasks.sweep_stale_runs", "schedule": 60.0},
     "expire-parked-runs": {"task": "agents.tasks.expire_parked", "schedule": 300.0},
     "sweep-spilled-outputs": {"task": "capabilities.tasks.sweep_spilled_outputs", "schedule": 600.0},
+    "sweep-turn-workspaces": {"task": "capabilities.tasks.sweep_turn_workspaces", "schedule": 600.0},
 }
 
 # ------------------------------------------------------------------ auth

@@ -10,3 +10,10 @@ from capabilities.tool_output_limits.capability import sweep_finished_spills
 @shared_task(name="capabilities.tasks.sweep_spilled_outputs", ignore_result=True)
 def sweep_spilled_outputs() -> int:
     return sweep_finished_spills()
+
+
+@shared_task(name="capabilities.tasks.sweep_turn_workspaces", ignore_result=True)
+def sweep_turn_workspaces() -> int:
+    from capabilities.sandbox.store import sweep_turn_workspaces as sweep
+
+    return sweep()

@@ -15,6 +15,7 @@ import posixpath
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import sync_to_async
@@ -410,3 +411,28 @@ def outputs(run_id: str) -> list[WorkspaceFile]:
 def fill(workspace: Workspace) -> tuple[int, int]:
     """(bytes used, byte cap) of a stored workspace."""
     return used_bytes(workspace.pk), int(settings.SANDBOX_STATE_MAX_BYTES)
+
+
+def sweep_turn_workspaces(grace: timedelta = timedelta(minutes=10), batch: int = 1000) -> int:
+    """Delete workspaces of scope run that belong to no conversation (an API-key or trigger run) once their
+    run has finished more than `grace` ago, or no longer exists. Nothing can reach them any more: no
+    conversation lists them and the next turn gets a new one. A parked run keeps its files until it ends."""
+    from agents.models import Run
+
+    cutoff = timezone.now() - grace
+    candidates = dict(Workspace.objects.filter(scope="run", conversation__isnull=True, last_used_at__lt=cutoff)
+                      .values_list("key", "pk")[:batch])
+    run_ids = [key for key in candidates if _is_uuid(key)]
+    keep = {str(pk) for pk in Run.objects.filter(pk__in=run_ids).filter(
+        Q(finished_at__isnull=True) | Q(finished_at__gte=cutoff)).values_list("pk", flat=True)}
+    doomed = [pk for key, pk in candidates.items() if key not in keep]
+    deleted, _ = Workspace.objects.filter(pk__in=doomed).delete()
+    return len(doomed) if deleted else 0
+
+
+def _is_uuid(value: str) -> bool:
+    try:
+        uuid.UUID(value)
+    except ValueError:
+        return False
+    return True

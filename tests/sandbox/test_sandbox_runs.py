@@ -228,3 +228,31 @@ def test_a_binding_refuses_an_unknown_workspace_scope(org, owner):
         bots.create_binding(actor=actor_of(owner, org), agent=agent, data={"bot_id": str(bot.pk),
                                                                           "workspace_scope": "everyone"})
     assert caught.value.details == {"field": "workspace_scope"}
+
+
+def test_a_turn_workspace_outside_any_conversation_is_swept_once_its_run_ended(org, owner, scripted_model):
+    import datetime as dt
+
+    from django.utils import timezone
+
+    from capabilities.tasks import sweep_turn_workspaces
+
+    agent = sandbox(org, owner, session_scope="run")
+    scripted_model(ToolScript([("write_file", {"path": "a.md", "content": "a"})]).model())
+    finished = start(org, owner, *agent, prompt="work", conversation=False)  # an API-style run, no chat
+    run_now(finished)
+    finished.refresh_from_db()
+    _, kept = turn(scripted_model, org, owner, agent, [("write_file", {"path": "b.md", "content": "b"})])
+    recent = type(kept).objects.create(organization=org, agent=agent[0], version=agent[1], surface="api",
+                                       user=owner, status="completed")
+    recent_workspace = Workspace.objects.create(organization=org, agent=agent[0], scope="run", key=str(recent.pk))
+    old = timezone.now() - dt.timedelta(hours=1)
+    Workspace.objects.update(last_used_at=old)
+    type(finished).objects.filter(pk=finished.pk).update(finished_at=old)
+    type(recent).objects.filter(pk=recent.pk).update(finished_at=timezone.now())
+    assert finished.conversation_id is None and kept.conversation_id is not None
+
+    assert sweep_turn_workspaces() == 1
+    assert not Workspace.objects.filter(key=str(finished.pk)).exists()
+    assert Workspace.objects.filter(key=str(kept.pk), conversation__isnull=False).exists()  # its chat lists it
+    assert Workspace.objects.filter(pk=recent_workspace.pk).exists()  # its run finished moments ago: within the grace
