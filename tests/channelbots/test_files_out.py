@@ -161,3 +161,33 @@ def test_a_near_limit_footer_speaks_when_the_workspace_passes_80_percent(
     wait_until(lambda: sum("Tool said" in p.final for p in fake_slack.answers("C1")) == 2)
     loud = [p.final for p in fake_slack.answers("C1")][-1]
     assert "the workspace is 88% full" in loud
+
+
+def test_send_channel_file_posts_a_workspace_file_and_it_is_not_posted_twice(
+        celery_worker, scripted_model, client, org, builder, fake_slack):
+    """The agent writes a file and sends it itself (channel_tools granted on the binding): one upload."""
+    agent = factories.published_agent(org, builder, name="Sender", capabilities=[{"id": "sandbox"}])
+    bot = slack_bot(org, builder, fake=fake_slack)
+    bind(agent, bot, builder, org, channel_tools=["send_channel_file"])
+    sender = SlackEventSender(client, str(bot.pk), SIGNING)
+    calls = iter([("write_file", {"path": "summary.md", "content": "# Summary\n"}),
+                  ("send_channel_file", {"path": "summary.md"}),
+                  ("send_channel_file", {"path": "missing.md"})])
+
+    async def stream(messages, info: AgentInfo):
+        call = next(calls, None)
+        if call is None:
+            yield "Sent it."
+            return
+        yield {0: DeltaToolCall(name=call[0], json_args=json.dumps(call[1]), tool_call_id=f"c-{call[1]['path']}"
+                                + call[0])}
+
+    scripted_model(FunctionModel(stream_function=stream, model_name="scripted"))
+    sender.send(sender.message("<@UBOT> send me the summary", channel="C1"))
+    wait_until(lambda: any(p.final.startswith("Sent it.") for p in fake_slack.answers("C1")))
+    assert [c["filename"] for c in fake_slack.called("files.getUploadURLExternal")] == ["summary.md"]
+    assert fake_slack.uploads[0]["bytes"] == b"# Summary\n"
+    from agents.models import ToolCall
+
+    missing = ToolCall.objects.get(args__path="missing.md")
+    assert "There is no file at 'missing.md'" in str(missing.result)
