@@ -203,14 +203,14 @@ def build(ctx: BuildContext) -> list[Built]:
     if scope not in store.SCOPES:
         scope = ctx.config.session_scope
     workspace = store.open_for_run(run, scope)
-    skills_by_name: dict[str, Any] = {}
+    bound: list[Any] = []
     if ctx.spec is not None and ctx.spec.skill_ids and any(
             b.id == "skills" and b.enabled for b in ctx.spec.capabilities):
         from knowledge import skills as skill_store
 
         bound = skill_store.bound_skills(ctx.organization_id, list(ctx.spec.skill_ids))
-        store.materialize_skills(str(workspace.pk), bound)
-        skills_by_name = {skill.name: skill for skill in bound}
+    store.materialize_skills(str(workspace.pk), bound)  # also clears the folders of skills no longer bound
+    skills_by_name = {skill.name: skill for skill in bound}
     backend = store.DatabaseWorkspaceBackend(
         str(workspace.pk), run_id=str(run.pk),
         on_write=_proposal_recorder(ctx, skills_by_name) if skills_by_name else None)

@@ -367,9 +367,15 @@ def land_uploads(workspace_id: str, attachments: list[dict], *, run_id: str,
 def materialize_skills(workspace_id: str, skills: list[Any]) -> None:
     """Each bound skill as `/workspace/skills/<name>/SKILL.md` plus its files, as the skill stands now.
 
-    An agent's earlier edit there is put back to the skill's text: edits are proposals, not changes."""
+    An agent's earlier edit there is put back to the skill's text: edits are proposals, not changes. The
+    folder of a skill no longer bound (unbound, renamed, deleted) goes: the agent must not keep reading it."""
     from knowledge.skills import skill_md_text
 
+    bound = {skill.name for skill in skills}
+    stale = [path for path in WorkspaceFile.objects.filter(workspace_id=workspace_id, path__startswith=SKILLS + "/")
+             .values_list("path", flat=True) if path[len(SKILLS) + 1:].partition("/")[0] not in bound]
+    if stale:
+        WorkspaceFile.objects.filter(workspace_id=workspace_id, path__in=stale).delete()
     for skill in skills:
         folder = f"{SKILLS}/{skill.name}"
         wanted = {f"{folder}/SKILL.md": skill_md_text(skill).encode()}

@@ -256,3 +256,20 @@ def test_a_turn_workspace_outside_any_conversation_is_swept_once_its_run_ended(o
     assert not Workspace.objects.filter(key=str(finished.pk)).exists()
     assert Workspace.objects.filter(key=str(kept.pk), conversation__isnull=False).exists()  # its chat lists it
     assert Workspace.objects.filter(pk=recent_workspace.pk).exists()  # its run finished moments ago: within the grace
+
+
+def test_a_skill_no_longer_bound_leaves_the_workspace(org, owner, scripted_model):
+    skill = Skill.objects.create(organization=org, name="refunds", description="Refund replies.", body="Apologise.")
+    agent = publish(org, owner, capabilities=[{"id": "sandbox", "config": {"session_scope": "agent"}},
+                                              {"id": "skills"}], skill_ids=[str(skill.pk)])
+    turn(scripted_model, org, owner, agent, [("write_file", {"path": "mine.md", "content": "kept"})])
+    assert WorkspaceFile.objects.filter(path="/workspace/skills/refunds/SKILL.md").exists()
+
+    actor = actor_of(owner, org)
+    agent[0].draft_spec = {**agent[0].draft_spec, "skill_ids": [],
+                           "capabilities": [{"id": "sandbox", "config": {"session_scope": "agent"}}]}
+    agent[0].save(update_fields=["draft_spec"])
+    version = agent_services.publish_agent(actor=actor, agent=agent[0], note="no skills")
+    script, _ = turn(scripted_model, org, owner, (agent[0], version), [("glob", {"pattern": "**/*.md"})])
+    assert "SKILL.md" not in script.results[0] and "mine.md" in script.results[0]
+    assert not WorkspaceFile.objects.filter(path__startswith="/workspace/skills/").exists()
