@@ -6,6 +6,7 @@ import uuid
 from dataclasses import dataclass
 
 from django.conf import settings
+from django.db.models import Q, QuerySet
 
 from agenticos import ratelimit
 from agenticos.errors import NotFound, RateLimited
@@ -31,6 +32,26 @@ def check_run_rate(actor: Actor) -> None:
         raise RateLimited(
             f"Too many runs: the limit is {settings.RATE_LIMIT_RUN_PER_MINUTE} per minute.", retry_after=retry_after
         )
+
+
+def readable_conversations(actor: Actor) -> QuerySet[Conversation]:
+    """Own conversations, those shared with the person, and channel threads they took part in and are still
+    a member of (confirmed against the platform) — the corpus conversation search uses — newest first.
+    Everything read *through* a conversation (console, files panel) loads it from here."""
+    from knowledge.conversations import corpus_ids
+
+    others = corpus_ids(str(actor.organization.pk), actor.user_id)
+    return (
+        Conversation.objects.filter(organization=actor.organization)
+        .filter(Q(owner_id=actor.user_id) | Q(pk__in=others))
+        .select_related("agent")
+        .order_by("-last_active_at")
+    )
+
+
+def readable_conversation(actor: Actor, conversation_id) -> Conversation:
+    """One conversation the person may read (404 otherwise, outsiders included)."""
+    return org_get(actor, Conversation, conversation_id, queryset=readable_conversations(actor))
 
 
 def own_conversation(actor: Actor, conversation_id, agent: Agent | None = None) -> Conversation:

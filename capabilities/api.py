@@ -22,11 +22,12 @@ class CapabilityCatalogView(OrgAPIView):
 
 
 def _conversation_workspace(actor, conversation_id):
-    from agents.chat import own_conversation
+    """Through the conversation, deliberately: whoever may read the chat (its owner, people it is shared
+    with, channel threads they are in) may read its files — and nobody else, outsiders included."""
+    from agents.chat import readable_conversation
     from capabilities.sandbox import store
 
-    conversation = own_conversation(actor, conversation_id)
-    return store.for_conversation(conversation.pk)
+    return store.for_conversation(readable_conversation(actor, conversation_id).pk)
 
 
 def _workspace_path(request: Request) -> str:

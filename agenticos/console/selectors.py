@@ -6,7 +6,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from django.db.models import Count, Q, QuerySet, Sum
+from django.db.models import Count, QuerySet, Sum
 from django.utils import timezone
 
 from agenticos.tenancy import Actor
@@ -167,20 +167,6 @@ def filtered_runs(actor: Actor, *, agent: str = "", surface: str = "", status: s
 
 
 # ------------------------------------------------------------------ chat
-
-
-def conversations_for(actor: Actor) -> QuerySet[Conversation]:
-    """Own conversations, those shared with the person, and channel threads they took part in and are still
-    a member of (confirmed against the platform) — the corpus conversation search uses — newest first."""
-    from knowledge.conversations import corpus_ids
-
-    others = corpus_ids(str(actor.organization.pk), actor.user_id)
-    return (
-        Conversation.objects.filter(organization=actor.organization)
-        .filter(Q(owner_id=actor.user_id) | Q(pk__in=others))
-        .select_related("agent")
-        .order_by("-last_active_at")
-    )
 
 
 def tool_call_json(call: ToolCall | None, tool_call_id: str) -> dict[str, Any]:

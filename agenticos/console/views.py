@@ -27,8 +27,8 @@ from agenticos.console.strings import chat_strings, tool_phrases
 from agenticos.errors import Conflict, DomainError, NotFound
 from agenticos.models import Membership
 from agenticos.tenancy import SESSION_KEY, Actor, membership_for, org_get
-from agents.chat import member_run
-from agents.models import Conversation, Run, RunStatus, Surface
+from agents.chat import member_run, readable_conversation, readable_conversations
+from agents.models import Run, RunStatus, Surface
 from governance import services as governance
 from governance.models import Approval
 
@@ -72,15 +72,14 @@ def home(request: HttpRequest, actor: Actor) -> HttpResponse:
 
 @console_view()
 def chat(request: HttpRequest, actor: Actor, conversation_id: str | None = None) -> HttpResponse:
-    conversations = list(selectors.conversations_for(actor)[:100])
+    conversations = list(readable_conversations(actor)[:100])
     agents = selectors.chat_agents(actor)
     conversation = None
     turns: list[dict[str, Any]] = []
     pending: dict[str, list] = {"approvals": [], "questions": []}
     read_only = False
     if conversation_id is not None:
-        conversation = org_get(actor, Conversation, conversation_id,
-                               queryset=selectors.conversations_for(actor))
+        conversation = readable_conversation(actor, conversation_id)
         read_only = conversation.owner_id != actor.user_id
         turns = selectors.conversation_turns(conversation)
         pending = selectors.open_requests(actor, conversation)
@@ -126,7 +125,7 @@ def chat(request: HttpRequest, actor: Actor, conversation_id: str | None = None)
 @console_view("agents:run")
 def chat_turns(request: HttpRequest, actor: Actor, conversation_id: str) -> HttpResponse:
     """The stored transcript of a conversation (the client reconciles a live turn with it when it ends)."""
-    conversation = org_get(actor, Conversation, conversation_id, queryset=selectors.conversations_for(actor))
+    conversation = readable_conversation(actor, conversation_id)
     turns = selectors.conversation_turns(conversation)
     return JsonResponse({"turns": turns, "pending": selectors.open_requests(actor, conversation),
                          "usage": selectors.latest_usage(turns)})

@@ -62,6 +62,16 @@ def test_a_conversation_whose_agent_keeps_no_files_has_no_panel(api_as, org, own
     assert api_as(owner, org).get(url(conversation)).json() == {"workspace": None}
 
 
+def test_a_person_the_chat_is_shared_with_reads_its_files(api_as, org, conversation):
+    from guardian.shortcuts import assign_perm
+
+    colleague = factories.member(org, "member")
+    assign_perm("agents.view_conversation", colleague, conversation)
+    client = api_as(colleague, org)
+    assert [f["path"] for f in client.get(url(conversation)).json()["workspace"]["files"]][-1] == "/workspace/notes.md"
+    assert client.get(url(conversation, "/file"), {"path": "notes.md"}).json()["content"] == "# Notes\nShip on Friday."
+
+
 def test_another_member_and_an_outsider_organization_get_404(api_as, org, conversation, outsider, outsider_org):
     colleague = factories.member(org, "member")
     for client in (api_as(colleague, org), api_as(outsider, outsider_org)):
