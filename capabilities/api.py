@@ -1,12 +1,21 @@
-"""The capability catalog endpoint: the Builder draws its picker and config forms from this."""
+"""The capability catalog (the Builder draws its picker and config forms from it) and a conversation's
+workspace (the files panel)."""
 
 from __future__ import annotations
 
+import posixpath
+
+from django.http import HttpResponse
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agenticos.api_base import OrgAPIView
+from agenticos.errors import Forbidden, Invalid, NotFound
+from agents.chat import readable_conversation
 from capabilities import registry
+from capabilities.models import Workspace
+from capabilities.sandbox import store
+from capabilities.sandbox.capability import is_withheld
 
 
 class CapabilityCatalogView(OrgAPIView):
@@ -21,30 +30,27 @@ class CapabilityCatalogView(OrgAPIView):
 # ------------------------------------------------------------------ a conversation's workspace (files panel)
 
 
-def _conversation_workspace(actor, conversation_id):
+def _conversation_workspace(actor, conversation_id) -> Workspace | None:
     """Through the conversation, deliberately: whoever may read the chat (its owner, people it is shared
     with, channel threads they are in) may read its files — and nobody else, outsiders included."""
-    from agents.chat import readable_conversation
-    from capabilities.sandbox import store
-
     return store.for_conversation(readable_conversation(actor, conversation_id).pk)
 
 
-def _workspace_path(request: Request) -> str:
-    from agenticos.errors import Invalid
-    from capabilities.sandbox import store
+def _existing_workspace(actor, conversation_id) -> Workspace:
+    workspace = _conversation_workspace(actor, conversation_id)
+    if workspace is None:
+        raise NotFound("This conversation has no workspace.")
+    return workspace
 
+
+def _workspace_path(request: Request) -> str:
     raw = str(request.query_params.get("path") or "")
     if not raw:
         raise Invalid("Pass the file's path, e.g. ?path=/workspace/notes.md.", details={"field": "path"})
     return store.normal(raw)
 
 
-def _readable(workspace, path: str) -> bytes:
-    from agenticos.errors import Forbidden, NotFound
-    from capabilities.sandbox import store
-    from capabilities.sandbox.capability import is_withheld
-
+def _readable(workspace: Workspace, path: str) -> bytes:
     if is_withheld(path):
         raise Forbidden("This file looks like a credential; its content is not shown.")
     try:
@@ -60,8 +66,6 @@ class ConversationWorkspaceView(OrgAPIView):
     permission_map = {"GET": "agents:run"}
 
     def get(self, request: Request, conversation_id) -> Response:
-        from capabilities.sandbox import store
-
         workspace = _conversation_workspace(self.actor, conversation_id)
         if workspace is None:
             return Response({"workspace": None})
@@ -78,11 +82,7 @@ class ConversationWorkspaceFileView(OrgAPIView):
     permission_map = {"GET": "agents:run"}
 
     def get(self, request: Request, conversation_id) -> Response:
-        from agenticos.errors import Invalid, NotFound
-
-        workspace = _conversation_workspace(self.actor, conversation_id)
-        if workspace is None:
-            raise NotFound("This conversation has no workspace.")
+        workspace = _existing_workspace(self.actor, conversation_id)
         path = _workspace_path(request)
         data = _readable(workspace, path)
         try:
@@ -98,21 +98,12 @@ class ConversationWorkspaceRawView(OrgAPIView):
 
     permission_map = {"GET": "agents:run"}
 
-    def get(self, request: Request, conversation_id):
-        import posixpath
-
-        from django.http import HttpResponse
-
-        from agenticos.errors import NotFound
-        from channelbots.files_out import mime_for
-
-        workspace = _conversation_workspace(self.actor, conversation_id)
-        if workspace is None:
-            raise NotFound("This conversation has no workspace.")
+    def get(self, request: Request, conversation_id) -> HttpResponse:
+        workspace = _existing_workspace(self.actor, conversation_id)
         path = _workspace_path(request)
         data = _readable(workspace, path)
         name = posixpath.basename(path)
-        response = HttpResponse(data, content_type=mime_for(name))
+        response = HttpResponse(data, content_type=store.mime_for(name))
         response["Content-Disposition"] = f'attachment; filename="{name.replace(chr(34), "")}"'
         response["X-Content-Type-Options"] = "nosniff"
         response["Content-Security-Policy"] = "sandbox"

@@ -11,27 +11,17 @@ answer and stay in the workspace. If the workspace cannot be read, nothing is po
 from __future__ import annotations
 
 import logging
-import mimetypes
 import posixpath
 from typing import Any
 
 from django.db import DatabaseError
 
+from channelbots.platforms import MAX_CHAT_FILE_BYTES as MAX_BYTES
 from channelbots.platforms import PlatformClient, PlatformError
 
 logger = logging.getLogger(__name__)
 
 MAX_FILES = 3
-MAX_BYTES = 8 * 1024 * 1024
-
-
-def mime_for(name: str) -> str:
-    guessed, _ = mimetypes.guess_type(name)
-    if guessed:
-        return guessed
-    if name.lower().endswith((".md", ".markdown")):
-        return "text/markdown"
-    return "application/octet-stream"
 
 
 def _size(n: int) -> str:
@@ -41,11 +31,12 @@ def _size(n: int) -> str:
 def sent_by_tool(run_id: Any) -> set[str]:
     """Workspace paths this run posted itself with send_channel_file (channel_tools)."""
     from agents.models import ToolCall
+    from capabilities.channel_tools.capability import SENT
     from capabilities.sandbox import store
 
     calls = ToolCall.objects.filter(run_id=run_id, capability_id="channel_tools", status=ToolCall.Status.OK)
     return {store.normal(str(args["path"])) for args, result in calls.values_list("args", "result")
-            if isinstance(args, dict) and args.get("path") and str(result or "").startswith("Sent ")}
+            if isinstance(args, dict) and args.get("path") and str(result or "").startswith(SENT)}
 
 
 def deliver(client: PlatformClient, chat_id: str, reply_to: str, run_id: Any) -> list[str]:
@@ -71,7 +62,7 @@ def deliver(client: PlatformClient, chat_id: str, reply_to: str, run_id: Any) ->
             held.append(where)
             continue
         try:
-            client.upload(chat_id, name, bytes(item.data), mime_for(name), reply_to=reply_to)
+            client.upload(chat_id, name, bytes(item.data), store.mime_for(name), reply_to=reply_to)
         except PlatformError as exc:
             logger.warning("run %s: uploading %s failed: %s", run_id, where, exc)
             held.append(f"{where} (the upload failed)")

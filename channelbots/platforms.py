@@ -22,6 +22,11 @@ class CredentialRejected(PlatformError):
     """The platform said the credential is wrong (or it is missing): retrying cannot help."""
 
 
+# The largest file this platform posts into a chat (files out, send_channel_file): under every platform's own
+# limit, so a refusal is ours and can be explained instead of arriving as an opaque API error.
+MAX_CHAT_FILE_BYTES = 8 * 1024 * 1024
+
+
 @dataclass
 class Identity:
     user_id: str

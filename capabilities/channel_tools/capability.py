@@ -20,7 +20,8 @@ from capabilities.base import BuildContext, Built, Capability, ToolDecl, functio
 
 ALL_TOOLS = ("get_channel_info", "list_channel_members", "search_channels", "read_channel_history",
              "send_channel_file")
-MAX_FILE_BYTES = 8 * 1024 * 1024
+# How send_channel_file's confirmation starts (files out reads it: a file posted this way is not attached again).
+SENT = "Sent "
 
 
 class ChannelToolsConfig(BaseModel):
@@ -127,10 +128,12 @@ async def send_channel_file(ctx: RunContext[Any], path: str) -> str:
         A confirmation with its size, or why it could not be sent (no workspace, no such file, too large,
         the platform refused it).
     """
-    import mimetypes
     import posixpath
 
     from pydantic_ai.workspaces import WorkspaceError
+
+    from capabilities.sandbox.store import mime_for
+    from channelbots.platforms import MAX_CHAT_FILE_BYTES, PlatformError
 
     if not ctx.workspace.attached:
         return failures.refuse("This agent has no workspace to send files from (it needs the Sandbox capability).")
@@ -141,11 +144,10 @@ async def send_channel_file(ctx: RunContext[Any], path: str) -> str:
                                    "an existing file's path.")
     except (WorkspaceError, OSError) as exc:
         return failures.bad_news(f"The workspace could not be read: {exc}")
-    if len(data) > MAX_FILE_BYTES:
+    if len(data) > MAX_CHAT_FILE_BYTES:
         return failures.refuse("The file is larger than 8 MB, the most a chat attachment may be here.")
     name = posixpath.basename(path.rstrip("/")) or "file"
-    mime = mimetypes.guess_type(name)[0] or "application/octet-stream"
-    from channelbots.platforms import PlatformError
+    mime = mime_for(name)
 
     def work() -> str:
         found = _channel(ctx.deps.run_id)
@@ -153,7 +155,7 @@ async def send_channel_file(ctx: RunContext[Any], path: str) -> str:
             raise PlatformError("This run did not come from a channel.")
         client, channel = found
         client.upload(channel["chat_id"], name, data, mime, reply_to=channel.get("thread") or "")
-        return f"Sent {name} ({len(data)} bytes)."
+        return f"{SENT}{name} ({len(data)} bytes)."
 
     try:
         return await sync_to_async(work, thread_sensitive=False)()

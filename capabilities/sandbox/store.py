@@ -11,6 +11,7 @@ are refused with a readable error; a write under a bound skill's folder also rec
 
 from __future__ import annotations
 
+import mimetypes
 import posixpath
 import uuid
 from collections.abc import Callable, Sequence
@@ -332,6 +333,16 @@ class DatabaseWorkspaceBackend:
 
 
 # ------------------------------------------------------------------ what the platform puts in, and takes out
+
+
+def mime_for(name: str) -> str:
+    """The type a workspace file's name implies (a chart written as .png travels as an image, not a blob)."""
+    guessed, _ = mimetypes.guess_type(name)
+    if guessed:
+        return guessed
+    if name.lower().endswith((".md", ".markdown")):  # unknown to Python 3.11's table
+        return "text/markdown"
+    return "application/octet-stream"
 
 
 def safe_name(name: str) -> str:
