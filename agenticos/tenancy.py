@@ -51,7 +51,8 @@ class Actor:
         return self.user.pk if self.user else None
 
 
-def _parse_uuid(value: str | None) -> uuid.UUID | None:
+def parse_uuid(value: str | None) -> uuid.UUID | None:
+    """The UUID `value` spells, or None (empty, malformed): ids from requests and rows, never an exception."""
     if not value:
         return None
     try:
@@ -63,7 +64,7 @@ def _parse_uuid(value: str | None) -> uuid.UUID | None:
 def membership_for(user, organization_id) -> Membership | None:
     if user is None or not getattr(user, "is_authenticated", False):
         return None
-    org_uuid = _parse_uuid(organization_id)
+    org_uuid = parse_uuid(organization_id)
     if org_uuid is None:
         return None
     return (
@@ -80,7 +81,7 @@ def actor_for_membership(membership: Membership, api_key: ApiKey | None = None) 
 def resolve_actor(request, *, user, api_key: ApiKey | None = None, header_org: str | None = None) -> Actor:
     """The organization a request acts in. Raises NotFound when the caller is not a member."""
     if api_key is not None:
-        if header_org and _parse_uuid(header_org) != api_key.organization_id:
+        if header_org and parse_uuid(header_org) != api_key.organization_id:
             raise NotFound("Organization not found.")
         membership = membership_for(user, api_key.organization_id)
         if membership is None:

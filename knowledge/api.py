@@ -11,6 +11,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agenticos.api import ERRORS, WRITE_ERRORS, BaseOrgView
+from agenticos.tenancy import parse_uuid
 from knowledge import grants, services
 from knowledge.models import Collection, ContextFile, Document
 
@@ -405,7 +406,7 @@ class PersonMemoryView(BaseOrgView):
         if not reason or not tenant_id:
             raise Invalid("Name the tenant (organization_id) and a reason.",
                           details={"fields": ["organization_id", "reason"]})
-        organization = Organization.objects.filter(pk=tenant_id).first() if _is_uuid(tenant_id) else None
+        organization = Organization.objects.filter(pk=tenant_id).first() if parse_uuid(tenant_id) else None
         if organization is None or not Membership.objects.filter(organization=organization, user_id=user_id).exists():
             raise NotFound("No such person in that organization.")
         notes = MemoryNote.objects.filter(organization=organization, owner_user_id=user_id, chat_key="").select_related(
@@ -415,15 +416,6 @@ class PersonMemoryView(BaseOrgView):
                      ip_address=request.META.get("REMOTE_ADDR"))
         return Response(MemoryNoteSerializer(notes, many=True).data)
 
-
-def _is_uuid(value: str) -> bool:
-    import uuid
-
-    try:
-        uuid.UUID(value)
-    except ValueError:
-        return False
-    return True
 
 
 # ------------------------------------------------------------------ skills

@@ -26,6 +26,7 @@ from django.db.models import Q, Sum
 from django.utils import timezone
 from pydantic_ai.workspaces import FileEntry, WorkspaceRef, WorkspaceUnavailableError
 
+from agenticos.tenancy import parse_uuid
 from capabilities.models import Workspace, WorkspaceFile, WorkspaceUse
 
 if TYPE_CHECKING:
@@ -439,17 +440,10 @@ def sweep_turn_workspaces(grace: timedelta = timedelta(minutes=10), batch: int =
     cutoff = timezone.now() - grace
     candidates = dict(Workspace.objects.filter(scope="run", conversation__isnull=True, last_used_at__lt=cutoff)
                       .values_list("key", "pk")[:batch])
-    run_ids = [key for key in candidates if _is_uuid(key)]
+    run_ids = [key for key in candidates if parse_uuid(key) is not None]
     keep = {str(pk) for pk in Run.objects.filter(pk__in=run_ids).filter(
         Q(finished_at__isnull=True) | Q(finished_at__gte=cutoff)).values_list("pk", flat=True)}
     doomed = [pk for key, pk in candidates.items() if key not in keep]
-    deleted, _ = Workspace.objects.filter(pk__in=doomed).delete()
-    return len(doomed) if deleted else 0
+    _, per_model = Workspace.objects.filter(pk__in=doomed).delete()
+    return per_model.get(Workspace._meta.label, 0)
 
-
-def _is_uuid(value: str) -> bool:
-    try:
-        uuid.UUID(value)
-    except ValueError:
-        return False
-    return True

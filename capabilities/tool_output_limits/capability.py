@@ -9,7 +9,6 @@ and reader for their big responses (`limits_for_run`).
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Literal
@@ -27,6 +26,7 @@ from pydantic_ai_harness.tool_output_limits import (
     TruncationStrategy,
 )
 
+from agenticos.tenancy import parse_uuid
 from capabilities.base import BuildContext, Built, Capability, ToolDecl, tool_text
 
 
@@ -45,14 +45,6 @@ def _load(run_id: str, organization_id: str, handle: str) -> bytes | None:
     return bytes(content) if content is not None else None
 
 
-def _is_uuid(value: str | None) -> bool:
-    try:
-        uuid.UUID(str(value))
-    except ValueError:
-        return False
-    return True
-
-
 @dataclass
 class RunSpillStore:
     """An `OverflowStore` for one run: a memory cache in front of the run's `SpilledOutput` rows.
@@ -68,7 +60,7 @@ class RunSpillStore:
 
     @property
     def persisted(self) -> bool:
-        return _is_uuid(self.run_id) and _is_uuid(self.organization_id)
+        return parse_uuid(self.run_id) is not None and parse_uuid(self.organization_id) is not None
 
     async def write(self, key: str, data: bytes) -> str:
         if self.persisted:
