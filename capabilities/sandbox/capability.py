@@ -29,7 +29,8 @@ from capabilities.sandbox import store
 
 # The spec's credential paths, refused for read, write and edit (and hidden from grep), plus the system tree.
 CREDENTIAL_PATTERNS = ["**/.env", "**/*.pem", "**/*.key", "**/credentials*", "**/.ssh/**", "**/.aws/**"]
-_DENIED = deny_rules(CREDENTIAL_PATTERNS, "credentials") + deny_rules(SYSTEM_PATTERNS, "the system tree")
+_DENIED = (deny_rules(CREDENTIAL_PATTERNS, "credential files are never read, written or edited here")
+           + deny_rules(SYSTEM_PATTERNS, "system paths are outside your workspace"))
 RULESET = PermissionRuleset(
     default="allow",
     read=OperationPermissions(default="allow", rules=_DENIED),

@@ -1,8 +1,11 @@
 """Stored workspaces (capability `sandbox`, backend `state`): files in this database, one row per path.
 
-One row per file rather than one JSON document per workspace, so two runs sharing a workspace (scopes
-channel, user, agent) never overwrite each other's files with a stale copy of the whole document, and a
-failed run keeps every file it wrote up to the failure.
+Not pydantic-ai-backend's `StateWorkspace`/`StateBackend`, on purpose: those keep a workspace as one JSON
+document the host loads before a run and saves after it. Two runs sharing a workspace (scopes channel,
+user, agent) would each save their stale copy of the whole document over the other's files, and a run that
+dies loses every write since the load. One row per file avoids both; the backend below is a pydantic-ai
+`WorkspaceBackend` like theirs (it passes pydantic-ai's conformance suite), and the file tools on top are
+pydantic-ai-backend's own.
 
 Layout: the working directory is `/workspace`; files a person attached land in `/workspace/uploads/`,
 bound skills are materialized in `/workspace/skills/<name>/`. Writes past `SANDBOX_STATE_MAX_BYTES`
@@ -370,7 +373,7 @@ def land_uploads(workspace_id: str, attachments: list[dict], *, run_id: str,
             target = f"{stem}-{uuid.uuid4().hex[:6]}{dot}{ext}" if dot else f"{target}-{uuid.uuid4().hex[:6]}"
         try:
             write(workspace_id, target, data, run_id=run_id)
-        except (WorkspaceFull, OSError):
+        except OSError:  # full, or a folder already stands at that name: the prompt folds the file instead
             continue
         landed[storage_path] = target
     return landed
@@ -399,7 +402,7 @@ def materialize_skills(workspace_id: str, skills: list[Any]) -> None:
             if path not in current or bytes(current[path]) != data:
                 try:
                     write(workspace_id, path, data, run_id=None)
-                except (WorkspaceFull, IsADirectoryError, NotADirectoryError):
+                except OSError:  # full, or the agent put a file where the skill has a folder: skip that one
                     continue
 
 

@@ -18,7 +18,7 @@ class ToolScript:
     offered: list[str] = field(default_factory=list)
     instructions: list[str] = field(default_factory=list)
     prompts: list[Any] = field(default_factory=list)
-    _step: int = 0
+    step: int = 0  # tool calls made so far
 
     def model(self) -> FunctionModel:
         async def stream(messages, info: AgentInfo):
@@ -32,10 +32,10 @@ class ToolScript:
                 self.results.extend(str(p.content) for p in last.parts if isinstance(p, ToolReturnPart))
                 self.results.extend(p.model_response() for p in last.parts
                                     if getattr(p, "part_kind", "") == "retry-prompt")
-            if self._step < len(self.calls):
-                name, args = self.calls[self._step]
-                self._step += 1
-                yield {0: DeltaToolCall(name=name, json_args=json.dumps(args), tool_call_id=f"call-{self._step}")}
+            if self.step < len(self.calls):
+                name, args = self.calls[self.step]
+                self.step += 1
+                yield {0: DeltaToolCall(name=name, json_args=json.dumps(args), tool_call_id=f"call-{self.step}")}
                 return
             yield "done"
 

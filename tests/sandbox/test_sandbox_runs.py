@@ -111,8 +111,10 @@ def test_credentials_and_system_paths_are_refused_and_grep_never_returns_their_l
     ])
     pem, env, passwd, grep, listing = script.results
     assert run.status == RunStatus.COMPLETED
-    for refused in (pem, env, passwd):
-        assert "denied" in refused.lower() or "refused" in refused.lower(), refused
+    credential = "Permission denied: credential files are never read, written or edited here"
+    # pydantic-ai-backend's guard raises on a refused path; its tool wrapper turns that into this result
+    assert (pem, env) == ("Error: " + credential, "Error: " + credential)
+    assert passwd == "Error: Permission denied: system paths are outside your workspace"
     assert "token-xyz" not in grep and "readme.md" in grep
     assert ".env" in listing  # names are not secret; only content is withheld
     assert not WorkspaceFile.objects.filter(path__endswith=".pem").exists()
@@ -141,7 +143,7 @@ def test_a_failed_run_keeps_the_files_it_wrote(org, owner, scripted_model):
     inner = model.stream_function
 
     async def failing(messages, info):
-        if script._step >= 1:
+        if script.step >= 1:
             raise RuntimeError("provider fell over")
         async for item in inner(messages, info):
             yield item
