@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_ai import RunContext
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.workspaces import WorkspaceRef
@@ -82,6 +82,14 @@ class SandboxConfig(BaseModel):
                 "This deployment has no sandbox connection registered, so a service workspace cannot be "
                 "published; choose backend 'state' (stored files), or ask an operator to register one.")
         return value
+
+    @model_validator(mode="after")
+    def _service_only_settings(self) -> SandboxConfig:
+        # Accepting them on stored files would read as a choice that does nothing.
+        for name in ("connection_id", "runtime"):
+            if getattr(self, name) is not None and self.backend != "service":
+                raise ValueError(f"{name} applies to a service workspace only; stored files ('state') have none.")
+        return self
 
 
 def _tool(tool_id: str, what: str, when: str, args: str, returns: str, *, side_effecting: bool = False) -> ToolDecl:

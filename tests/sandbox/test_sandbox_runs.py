@@ -203,6 +203,16 @@ def test_publish_refuses_a_service_backend_by_name(org, owner):
     assert "no sandbox connection registered" in str(caught.value.details)
 
 
+def test_publish_refuses_service_only_settings_on_stored_files(org, owner):
+    actor = actor_of(owner, org)
+    agent, _ = publish(org, owner)
+    agent.draft_spec = {**agent.draft_spec, "capabilities": [{"id": "sandbox", "config": {"runtime": "python"}}]}
+    agent.save(update_fields=["draft_spec"])
+    with pytest.raises(Invalid) as caught:
+        agent_services.publish_agent(actor=actor, agent=agent, note="runtime")
+    assert "runtime applies to a service workspace only" in str(caught.value.details)
+
+
 def test_deleting_the_conversation_deletes_its_workspace(org, owner, scripted_model):
     agent = sandbox(org, owner)
     _, run = turn(scripted_model, org, owner, agent, [("write_file", {"path": "a.md", "content": "a"})])
