@@ -36,18 +36,20 @@ def _conversation_workspace(actor, conversation_id) -> Workspace | None:
     return store.for_conversation(readable_conversation(actor, conversation_id).pk)
 
 
-def _existing_workspace(actor, conversation_id) -> Workspace:
-    workspace = _conversation_workspace(actor, conversation_id)
-    if workspace is None:
-        raise NotFound("This conversation has no workspace.")
-    return workspace
-
-
 def _workspace_path(request: Request) -> str:
     raw = str(request.query_params.get("path") or "")
     if not raw:
         raise Invalid("Pass the file's path, e.g. ?path=/workspace/notes.md.", details={"field": "path"})
     return store.normal(raw)
+
+
+def _requested_file(actor, conversation_id, request: Request) -> tuple[str, bytes]:
+    """The `?path=` file of the conversation's workspace: (its absolute path, its bytes)."""
+    workspace = _conversation_workspace(actor, conversation_id)
+    if workspace is None:
+        raise NotFound("This conversation has no workspace.")
+    path = _workspace_path(request)
+    return path, _readable(workspace, path)
 
 
 def _readable(workspace: Workspace, path: str) -> bytes:
@@ -82,9 +84,7 @@ class ConversationWorkspaceFileView(OrgAPIView):
     permission_map = {"GET": "agents:run"}
 
     def get(self, request: Request, conversation_id) -> Response:
-        workspace = _existing_workspace(self.actor, conversation_id)
-        path = _workspace_path(request)
-        data = _readable(workspace, path)
+        path, data = _requested_file(self.actor, conversation_id, request)
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
@@ -99,9 +99,7 @@ class ConversationWorkspaceRawView(OrgAPIView):
     permission_map = {"GET": "agents:run"}
 
     def get(self, request: Request, conversation_id) -> HttpResponse:
-        workspace = _existing_workspace(self.actor, conversation_id)
-        path = _workspace_path(request)
-        data = _readable(workspace, path)
+        path, data = _requested_file(self.actor, conversation_id, request)
         name = posixpath.basename(path)
         response = HttpResponse(data, content_type=store.mime_for(name))
         response["Content-Disposition"] = f'attachment; filename="{name.replace(chr(34), "")}"'

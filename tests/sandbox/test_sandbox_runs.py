@@ -193,24 +193,18 @@ def test_skills_are_files_and_an_edit_becomes_a_proposal_not_a_change(org, owner
     assert "Dear {name}," in again.results[0]  # materialized from the skill as it stands
 
 
-def test_publish_refuses_a_service_backend_by_name(org, owner):
-    actor = actor_of(owner, org)
+@pytest.mark.parametrize(("config", "reason"), [
+    ({"backend": "service"}, "no sandbox connection registered"),
+    ({"runtime": "python"}, "runtime applies to a service workspace only"),
+    ({"connection_id": "c1"}, "connection_id applies to a service workspace only"),
+])
+def test_publish_refuses_a_service_backend_and_its_settings_by_name(org, owner, config, reason):
     agent, _ = publish(org, owner)
-    agent.draft_spec = {**agent.draft_spec, "capabilities": [{"id": "sandbox", "config": {"backend": "service"}}]}
+    agent.draft_spec = {**agent.draft_spec, "capabilities": [{"id": "sandbox", "config": config}]}
     agent.save(update_fields=["draft_spec"])
     with pytest.raises(Invalid) as caught:
-        agent_services.publish_agent(actor=actor, agent=agent, note="service")
-    assert "no sandbox connection registered" in str(caught.value.details)
-
-
-def test_publish_refuses_service_only_settings_on_stored_files(org, owner):
-    actor = actor_of(owner, org)
-    agent, _ = publish(org, owner)
-    agent.draft_spec = {**agent.draft_spec, "capabilities": [{"id": "sandbox", "config": {"runtime": "python"}}]}
-    agent.save(update_fields=["draft_spec"])
-    with pytest.raises(Invalid) as caught:
-        agent_services.publish_agent(actor=actor, agent=agent, note="runtime")
-    assert "runtime applies to a service workspace only" in str(caught.value.details)
+        agent_services.publish_agent(actor=actor_of(owner, org), agent=agent, note="service")
+    assert reason in str(caught.value.details)
 
 
 def test_deleting_the_conversation_deletes_its_workspace(org, owner, scripted_model):
