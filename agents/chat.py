@@ -6,6 +6,7 @@ import uuid
 from dataclasses import dataclass
 
 from django.conf import settings
+from django.db import transaction
 from django.db.models import Q, QuerySet
 
 from agenticos import ratelimit
@@ -79,28 +80,30 @@ def start_member_run(
     agent = org_get(actor, Agent, agent_id)
     version = version_for(actor=actor, agent=agent, environment=environment, level=USE)
     conversation = None
-    created = False
     if conversation_id:
         conversation = own_conversation(actor, conversation_id, agent)
-    elif create_conversation:
-        conversation = Conversation.objects.create(
-            organization=actor.organization, agent=agent, owner=actor.user, surface=surface, title=text[:80]
-        )
-        created = True
     if surface == "api":
         check_run_rate(actor)
-    run = start_run(
-        agent=agent,
-        version=version,
-        surface=surface,
-        prompt=text,
-        user=actor.user,
-        acting_role=actor.role or "",
-        conversation=conversation,
-        api_key=actor.api_key,
-        run_id=run_id,
-        options={"can_ask_user": can_ask_user},
-    )
+    created = not conversation_id and create_conversation
+    # A new conversation is written in the run's transaction: no conversation without its first turn.
+    with transaction.atomic():
+        if created:
+            conversation = Conversation.objects.create(
+                organization=actor.organization, agent=agent, owner=actor.user, surface=surface, title=text[:80]
+            )
+        run = start_run(
+            agent=agent,
+            version=version,
+            surface=surface,
+            prompt=text,
+            user=actor.user,
+            acting_role=actor.role or "",
+            conversation=conversation,
+            new_conversation=created,
+            api_key=actor.api_key,
+            run_id=run_id,
+            options={"can_ask_user": can_ask_user},
+        )
     message_id = getattr(run, "user_message_id", None)
     return run, Admitted(agent, conversation, created, message_id)
 

@@ -49,6 +49,7 @@ def start_run(
     user=None,
     acting_role: str = "",
     conversation: Conversation | None = None,
+    new_conversation: bool = False,
     api_key=None,
     embed_id=None,
     chat_account: str = "",
@@ -63,11 +64,14 @@ def start_run(
     `user`/`acting_role` are whose authority the run has (for an anonymous embed visitor: the
     publisher, with the role they hold now). `options` carries surface choices the runner honours:
     `history_limit`, `extra_instructions`, `can_ask_user`, `recorded_prompt` (what the person wrote
-    when `prompt` was assembled around it).
+    when `prompt` was assembled around it). `new_conversation`: the conversation was created for this turn
+    (it is active as of now; no second write).
+
+    Called inside a caller's transaction, it joins it (no savepoint: a failure here fails the caller's).
     """
     text = check_prompt(prompt)
     options = dict(options or {})
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):
         run = Run.objects.create(
             id=run_id or uuid.uuid4(),
             organization_id=agent.organization_id,
@@ -97,7 +101,8 @@ def start_run(
                 parts=[{"type": "text", "text": recorded}],
                 attachments=attachments or [],
             ).pk
-            Conversation.objects.filter(pk=conversation.pk).update(last_active_at=timezone.now())
+            if not new_conversation:
+                Conversation.objects.filter(pk=conversation.pk).update(last_active_at=timezone.now())
         if enqueue:
             transaction.on_commit(lambda: enqueue_run(run.pk))
     return run

@@ -580,8 +580,10 @@ def promote_environment(*, actor: Actor, agent: Agent, environment: str, version
 
 def environment_version(agent: Agent, name: str = PRODUCTION) -> AgentVersion | None:
     """The version an environment points at, or None when it does not exist (agent never published)."""
-    env = Environment.objects.select_related("version").filter(agent=agent, name=name).first()
-    return env.version if env else None
+    try:
+        return Environment.objects.select_related("version").get(agent=agent, name=name).version
+    except Environment.DoesNotExist:
+        return None
 
 
 def version_for(

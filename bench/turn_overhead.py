@@ -213,7 +213,9 @@ def main() -> None:
         print(f"{'sockets':>7} {'path':>6} {'p50 ms':>8} {'p95 ms':>8} {'turns/s':>8}")
         results = {}
         for sockets in [int(s) for s in args.sockets.split(",")]:
+            floor_before = cpu_seconds([procs[1].pid])
             floor = asyncio.run(measure(floor_url, {"type": "message", "text": PROMPT}, {}, sockets, args.turns))
+            floor_cpu = (cpu_seconds([procs[1].pid]) - floor_before) * 1000 / max(floor["n"], 1)
             before = cpu_split(procs)
             full = asyncio.run(measure(full_url, payload, headers, sockets, args.turns))
             after = cpu_split(procs)
@@ -225,7 +227,7 @@ def main() -> None:
                   f"throughput full/floor = {full['tps']/floor['tps']:.2f}x")
             per_turn = {part: (after[part] - before[part]) * 1000 / max(full["n"], 1) for part in after}
             print(f"{sockets:>7} full-path CPU ms/turn: " + ", ".join(f"{part} {ms:.1f}" for part, ms in per_turn.items())
-                  + f" (total {sum(per_turn.values()):.1f})")
+                  + f" (total {sum(per_turn.values()):.1f}); floor {floor_cpu:.1f}")
         if args.skip_long_conversation:
             return
         small = conversation_with(agent_id, user_id, 10)

@@ -114,22 +114,31 @@ def record_spend(*, organization_id: Any, agent_id: Any, run_id: Any, embed_id: 
     """One ledger row and, for a run, its totals, in one transaction. A model request adds tokens and a
     request; any other spend (an embedding) adds only its cost. Sync (ORM)."""
     from django.db import transaction
-    from django.db.models import F
 
     from agents.models import Run
 
+    entry = SpendEntry(
+        organization_id=organization_id, agent_id=agent_id, run_id=run_id, embed_id=embed_id, surface=surface,
+        kind=kind, model=model[:200], input_tokens=input_tokens, output_tokens=output_tokens, cost_usd=cost,
+        is_partial=partial,
+    )
     with transaction.atomic():
-        SpendEntry.objects.create(
-            organization_id=organization_id, agent_id=agent_id, run_id=run_id, embed_id=embed_id, surface=surface,
-            kind=kind, model=model[:200], input_tokens=input_tokens, output_tokens=output_tokens, cost_usd=cost,
-            is_partial=partial,
-        )
-        if run_id is None:
-            return
-        updates: dict[str, Any] = {"cost_usd": F("cost_usd") + cost}
-        if kind == "model_request":
-            updates.update(input_tokens=F("input_tokens") + input_tokens,
-                           output_tokens=F("output_tokens") + output_tokens, requests=F("requests") + 1)
-        if partial:
-            updates["cost_is_partial"] = True
-        Run.objects.filter(pk=run_id, organization_id=organization_id).update(**updates)
+        entry.save(force_insert=True)
+        if run_id is not None:
+            Run.objects.filter(pk=run_id, organization_id=organization_id).update(**run_totals([entry]))
+
+
+def run_totals(entries: list[SpendEntry]) -> dict[str, Any]:
+    """The run-row update that adds these ledger rows to the run's totals: cost always, tokens and a
+    request for each model request, `cost_is_partial` once any of them was unpriced."""
+    from django.db.models import F
+
+    updates: dict[str, Any] = {"cost_usd": F("cost_usd") + sum((e.cost_usd for e in entries), Decimal("0"))}
+    requests = [e for e in entries if e.kind == "model_request"]
+    if requests:
+        updates.update(input_tokens=F("input_tokens") + sum(e.input_tokens for e in requests),
+                       output_tokens=F("output_tokens") + sum(e.output_tokens for e in requests),
+                       requests=F("requests") + len(requests))
+    if any(e.is_partial for e in entries):
+        updates["cost_is_partial"] = True
+    return updates

@@ -54,9 +54,12 @@ def agent_access(actor: Actor, agent: Agent, *, known_grants: dict[str, str] | N
     """
     if agent.organization_id != actor.organization.pk:
         return None
+    from_role = role_level(actor, agent)
+    if from_role == PUBLISH:  # nothing a grant gives is stronger: no need to ask for grants
+        return from_role
     if known_grants is None:
         known_grants = grant_levels(actor.user_id, [agent.pk])
-    return stronger(role_level(actor, agent), known_grants.get(str(agent.pk)))
+    return stronger(from_role, known_grants.get(str(agent.pk)))
 
 
 def require_agent_access(actor: Actor, agent: Agent, level: str) -> str:

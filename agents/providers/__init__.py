@@ -98,6 +98,8 @@ def model_settings_for(profile: ModelProfile, spec_settings: ModelSettingsSpec |
 def build_model(profile: ModelProfile) -> Model:
     """The pydantic-ai model for a profile, wrapped in a FallbackModel when it has fallbacks. Sync (ORM)."""
     primary = _build_one(profile)
+    if getattr(profile, "has_fallbacks", True) is False:  # annotated by the caller's query
+        return primary
     fallbacks: list[Model] = []
     candidates = (
         profile.fallbacks.filter(organization_id=profile.organization_id, kind=ModelProfile.Kind.CHAT)

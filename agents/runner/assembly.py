@@ -9,8 +9,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db.models import Exists, OuterRef, Subquery, Value
+from django.db.models.functions import Coalesce
 
-from agents.models import ModelProfile, Run
+from agents.models import Message, ModelProfile, Run
 from agents.runner.history import get_recent_messages, to_model_messages
 from agents.spec import AgentSpec
 
@@ -47,14 +50,17 @@ def with_channel_grants(spec: AgentSpec, run: Run) -> AgentSpec:
 def model_profile(run: Run, spec: AgentSpec) -> ModelProfile:
     if not spec.model_profile_id:
         raise AssemblyError("This agent version names no model profile; choose one in the Builder and publish.")
-    profile = (
-        ModelProfile.objects.select_related("secret")
-        .filter(organization_id=run.organization_id, pk=spec.model_profile_id)
-        .first()
-    )
-    if profile is None:
-        raise AssemblyError("The model profile this version names no longer exists; choose another and publish.")
-    return profile
+    try:
+        return (
+            ModelProfile.objects.select_related("secret")
+            # Most profiles have no fallbacks: knowing it here spares the run a second query.
+            .annotate(has_fallbacks=Exists(ModelProfile.fallbacks.through.objects.filter(
+                from_modelprofile_id=OuterRef("pk"))))
+            .get(organization_id=run.organization_id, pk=spec.model_profile_id)
+        )
+    except (ModelProfile.DoesNotExist, ValidationError):
+        raise AssemblyError(
+            "The model profile this version names no longer exists; choose another and publish.") from None
 
 
 def build_model(profile: ModelProfile):
@@ -101,21 +107,26 @@ def instructions(spec: AgentSpec, run: Run, built: BuiltSetup) -> str:
     return "\n\n".join(sections)
 
 
-def turn_message(run: Run) -> dict[str, Any] | None:
-    """The person's message that started this run (its id and attachments), if it is in a conversation."""
+def turn_and_history(run: Run) -> tuple[dict[str, Any] | None, list]:
+    """The person's message that started this run (its id and attachments) and the turns before it, in one
+    query: the newest messages up to that one. The message itself is already in the transcript; the
+    prompt carries it, so it is not history."""
     if run.conversation_id is None:
-        return None
-    row = run.messages.filter(role="user").order_by("-id").values("id", "attachments").first()
-    return dict(row) if row else None
-
-
-def history(run: Run, current: dict[str, Any] | None) -> list:
-    if run.conversation_id is None:
-        return []
+        return None, []
     limit = int((run.options or {}).get("history_limit") or settings.WEB_HISTORY_TURNS)
-    # The person's message of this run is already in the transcript; the prompt carries it.
-    before_id = current["id"] if current else None
-    return to_model_messages(get_recent_messages(str(run.conversation_id), limit, before_id=before_id))
+    this_turn = Message.objects.filter(run_id=run.pk, role=Message.Role.USER).order_by("-id").values("id")[:1]
+    # A run without a message of its own (none was recorded) reads the newest turns.
+    upto = Coalesce(Subquery(this_turn), Value(NEWEST_POSSIBLE_ID))
+    messages = get_recent_messages(str(run.conversation_id), limit + 1, through=upto,
+                                   fields=("run_id", "attachments"))
+    current = None
+    if messages and messages[-1].run_id == run.pk and messages[-1].role == Message.Role.USER:
+        last = messages.pop()
+        current = {"id": last.pk, "attachments": last.attachments}
+    return current, to_model_messages(messages[-limit:])
+
+
+NEWEST_POSSIBLE_ID = 2**63 - 1
 
 
 def on_run_failed(run: Run) -> None:

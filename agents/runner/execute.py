@@ -17,6 +17,7 @@ from functools import partial
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import close_old_connections, connection
 from django.utils import timezone
 from pydantic_ai import Agent, CancellationToken
@@ -47,7 +48,9 @@ from agents.runner.guard import BudgetGuard
 from agents.runner.transcript import Transcript, jsonable
 from agents.runs import stop_signalled
 from agents.spec import AgentSpec, load_spec
+from governance import budgets
 from governance.budgets import BudgetExceeded
+from governance.models import SpendEntry
 
 logger = logging.getLogger(__name__)
 
@@ -102,6 +105,8 @@ class RunExecution:
         self._response_no = 0
         self._tools_announced = False
         self._text_streamed = False
+        # Model requests answered but not yet in the ledger (see BudgetGuard).
+        self.unrecorded_spend: list[SpendEntry] = []
 
     # ------------------------------------------------------------- plumbing
 
@@ -113,6 +118,24 @@ class RunExecution:
             await self.sink.send(payload)
         except Exception:  # a lost channel layer must not lose the run
             logger.warning("could not publish a frame for run %s", self.run_id, exc_info=True)
+
+    def record_spend(self) -> None:
+        """Write the spend not yet in the ledger, with the run's totals, in one transaction. Sync (ORM)."""
+        from django.db import transaction
+
+        if not self.unrecorded_spend:
+            return
+        with transaction.atomic():
+            Run.objects.filter(pk=self.run.pk).update(**self.write_spend())
+
+    def write_spend(self) -> dict[str, Any]:
+        """Insert the unrecorded ledger rows; return the run-row update that adds them to the run's totals
+        (the caller applies it, alone or with its own fields). Call inside a transaction."""
+        entries, self.unrecorded_spend = self.unrecorded_spend, []
+        if not entries:
+            return {}
+        SpendEntry.objects.bulk_create(entries)
+        return budgets.run_totals(entries)
 
     def _close_db(self) -> None:
         # Without a pool (DB_POOL_MAX_SIZE=0) this is where the thread's connection is closed.
@@ -140,12 +163,12 @@ class RunExecution:
 
     def _load_and_start(self) -> bool:
         close_old_connections()
-        run = (
-            Run.objects.select_related("agent", "version", "organization", "conversation", "user")
-            .filter(pk=self.run_id)
-            .first()
-        )
-        if run is None or run.status not in RESUMABLE:
+        try:
+            # What the runner reads of them: the agent's name, the frozen spec, the organization's cap.
+            run = Run.objects.select_related("agent", "version", "organization").get(pk=self.run_id)
+        except (Run.DoesNotExist, ValidationError):
+            return False
+        if run.status not in RESUMABLE:
             return False
         if run.cancel_requested:
             Run.objects.filter(pk=run.pk).update(status=RunStatus.CANCELLED, finished_at=timezone.now())
@@ -242,12 +265,12 @@ class RunExecution:
             kwargs["message_history"] = ModelMessagesTypeAdapter.validate_python(run.parked_state["messages"])
             kwargs["deferred_tool_results"] = self._deferred_results()
         else:
-            current = assembly.turn_message(run)
+            current, history = assembly.turn_and_history(run)
             files = (current or {}).get("attachments") or []
             workspace_id = deps.scratch.get("workspace_id")
             landed = attachments.land(workspace_id, str(run.pk), files) if workspace_id and files else {}
             kwargs["user_prompt"] = attachments.user_prompt(run.prompt, files, landed)
-            kwargs["message_history"] = assembly.history(run, current)
+            kwargs["message_history"] = history
         return agent, kwargs
 
     def _deferred_results(self) -> DeferredToolResults:
@@ -407,6 +430,7 @@ class RunExecution:
                 error=error or {},
                 finished_at=timezone.now(),
                 parked_state=None,
+                **self.write_spend(),
             )
             if status in (RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.BUDGET_EXCEEDED) and self.run.conversation_id:
                 assembly.on_run_failed(self.run)

@@ -59,10 +59,11 @@ class ChannelLayerSink:
     one background flusher sends what piled up during a short window (`RUN_FRAME_FLUSH_SECONDS`,
     20 ms by default: faster than anyone reads) as a single `run.frames` message, or `run.frame` for a
     lone frame. A run's last frame (`complete`/`error`) cuts the window short and is awaited, so an
-    ending is never held back. Consumers relay each frame separately: the client still sees
-    word-by-word deltas. Each message names its run: leaving a group does not take back what already
-    sits in a consumer's inbox, so a consumer must not take a late frame of a finished turn for one of
-    the next.
+    ending is never held back. Consecutive deltas of one part within a window travel as one delta
+    (`coalesce`): a client sees the text arrive a window at a time instead of a word at a time, and
+    every socket relays a few frames per window instead of one per token. Each message names its run:
+    leaving a group does not take back what already sits in a consumer's inbox, so a consumer must not
+    take a late frame of a finished turn for one of the next.
     """
 
     def __init__(self, run_id: Any):
@@ -94,12 +95,13 @@ class ChannelLayerSink:
                     pass  # the window closed: send what piled up
             while not self._queue.empty():
                 batch.append(self._queue.get_nowait())
+            frames = coalesce(batch)
             try:
-                if len(batch) == 1:
-                    await self.layer.group_send(self.group, {"type": "run.frame", "frame": batch[0],
+                if len(frames) == 1:
+                    await self.layer.group_send(self.group, {"type": "run.frame", "frame": frames[0],
                                                              "run_id": self.run_id})
                 else:
-                    await self.layer.group_send(self.group, {"type": "run.frames", "frames": batch,
+                    await self.layer.group_send(self.group, {"type": "run.frames", "frames": frames,
                                                              "run_id": self.run_id})
             except Exception:  # a lost channel layer must not lose the run (the transcript has it all)
                 logger.warning("could not publish %d frame(s) to %s", len(batch), self.group, exc_info=True)
@@ -112,6 +114,26 @@ class ChannelLayerSink:
 
 
 FINAL_FRAME_TYPES = {"complete", "error"}
+# Delta frames whose text field concatenates: two in a row for the same part are one delta.
+DELTA_TEXT_FIELD = {"text_delta": "content", "thinking_delta": "content", "tool_call_delta": "args_delta"}
+
+
+def coalesce(frames: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Merge runs of consecutive deltas of the same part (same type, same index, nothing else in between)
+    into one frame, in order. The frames given are not modified (other sinks may hold them)."""
+    merged: list[dict[str, Any]] = []
+    for item in frames:
+        field_name = DELTA_TEXT_FIELD.get(item.get("type", ""))
+        data = item.get("data") or {}
+        last = merged[-1] if merged else None
+        if (field_name and last is not None and last["type"] == item["type"]
+                and isinstance(data.get(field_name), str) and isinstance(last["data"].get(field_name), str)
+                and last["data"].keys() == data.keys()
+                and all(last["data"][k] == v for k, v in data.items() if k != field_name)):
+            merged[-1] = {"type": item["type"], "data": {**last["data"], field_name: last["data"][field_name] + data[field_name]}}
+        else:
+            merged.append(item)
+    return merged
 
 
 def frames_in(message: dict[str, Any]) -> list[dict[str, Any]]:

@@ -4,6 +4,11 @@ Before each request it checks every cap that meters the run (agent, organization
 refuses — naming the cap that bound — without calling the model. After each request it prices the
 response with genai-prices and records the spend, so a run that fails later keeps what it spent.
 Twenty runs racing a nearly spent cap overshoot by at most the requests already in flight.
+
+A response that calls tools is recorded at once (tools may run for minutes, and a worker may die
+meanwhile). A response without tool calls ends the run, so its spend is written in the run's closing
+transaction instead of a transaction of its own; should the model be asked again after all (an empty
+answer is retried), the pending spend is written before that request is checked.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from pydantic_ai.capabilities import AbstractCapability
 
 from agents.runner.frames import frame
 from governance import budgets
+from governance.models import SpendEntry
 
 if TYPE_CHECKING:
     from agents.runner.execute import RunExecution
@@ -41,13 +47,18 @@ class BudgetGuard(AbstractCapability[Any]):
         if budgets.may_bind(organization=ex.run.organization, agent_budget=ex.spec.budget.monthly_usd,
                             embed_id=ex.run.embed_id):
             await ex.db(self._check)
+        elif ex.unrecorded_spend:
+            await ex.db(ex.record_spend)
         await ex.emit(frame("model_request_start"))
         response = await handler(request_context)
-        await ex.db(self._record, response)
+        ex.unrecorded_spend.append(self._entry(response))
+        if response.tool_calls:
+            await ex.db(ex.record_spend)
         return response
 
     def _check(self) -> None:
         ex = self.execution
+        ex.record_spend()
         run = ex.run
         caps = budgets.caps_for(
             organization=run.organization,
@@ -59,13 +70,14 @@ class BudgetGuard(AbstractCapability[Any]):
         if bound is not None:
             raise budgets.BudgetExceeded(bound)
 
-    def _record(self, response) -> None:
+    def _entry(self, response) -> SpendEntry:
         ex = self.execution
         run = ex.run
         cost, partial = price(response, free=ex.free_model)
         usage = response.usage
-        budgets.record_spend(
+        return SpendEntry(
             organization_id=run.organization_id, agent_id=run.agent_id, run_id=run.pk, embed_id=run.embed_id,
-            surface=run.surface, kind="model_request", model=response.model_name or "",
-            input_tokens=usage.input_tokens or 0, output_tokens=usage.output_tokens or 0, cost=cost, partial=partial,
+            surface=run.surface, kind="model_request", model=(response.model_name or "")[:200],
+            input_tokens=usage.input_tokens or 0, output_tokens=usage.output_tokens or 0, cost_usd=cost,
+            is_partial=partial,
         )

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
 
 from agents.models import Conversation, Message
 
 
-def get_recent_messages(conversation: Conversation | str, limit: int, *, before_id: int | None = None) -> list[Message]:
-    """The newest `limit` messages of a conversation, oldest first.
+def get_recent_messages(conversation: Conversation | str, limit: int, *, before_id: int | None = None,
+                        through: Any = None, fields: tuple[str, ...] = ()) -> list[Message]:
+    """The newest `limit` messages of a conversation, oldest first: all of them, those before the message
+    `before_id`, or those up to and including `through` (an id or an expression giving one). `fields`
+    loads more than id, role, content and created_at.
 
     Reads from the newest end (index conversation, -id) so a 10,000-message thread costs what a
     10-message one does.
@@ -17,7 +22,9 @@ def get_recent_messages(conversation: Conversation | str, limit: int, *, before_
     qs = Message.objects.filter(conversation_id=conversation_id)
     if before_id is not None:
         qs = qs.filter(id__lt=before_id)
-    newest = list(qs.order_by("-id").only("id", "role", "content", "created_at")[:limit])
+    if through is not None:
+        qs = qs.filter(id__lte=through)
+    newest = list(qs.order_by("-id").only("id", "role", "content", "created_at", *fields)[:limit])
     newest.reverse()
     return newest
 

@@ -69,6 +69,7 @@ def park(ex: RunExecution, requests: DeferredToolRequests, messages) -> tuple[st
             status=status,
             parked_state={"messages": ModelMessagesTypeAdapter.dump_python(messages, mode="json")},
             heartbeat_at=timezone.now(),
+            **ex.write_spend(),
         )
     if message is not None:
         frames.insert(0, frame("message_saved", message_id=message.pk, role="assistant"))

@@ -1,6 +1,7 @@
 """The runner's channel-layer sink: frames published a few messages per turn, in order, the last one never held
-back — and every listener reads batches as well as lone frames (the REST API's wait mode once read only lone
-frames and waited its full five minutes whenever a run's `complete` frame came in a batch)."""
+back, consecutive deltas of one part merged — and every listener reads batches as well as lone frames (the
+REST API's wait mode once read only lone frames and waited its full five minutes whenever a run's `complete`
+frame came in a batch)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import uuid
 from channels import DEFAULT_CHANNEL_LAYER
 from channels.layers import channel_layers
 
-from agents.runner.frames import ChannelLayerSink, frame, frames_in
+from agents.runner.frames import ChannelLayerSink, coalesce, frame, frames_in
 from agents.runs import group_name
 
 
@@ -28,8 +29,8 @@ async def _publish_a_turn(window: float) -> tuple[list[dict], list[dict], float]
     # A layer of its own: closing the process-wide layer's pools would close every loop's connections.
     sink.layer = channel_layers.make_backend(DEFAULT_CHANNEL_LAYER)
     sink.window = window
-    sent = [frame("text_delta", delta=f"w{i} ") for i in range(30)] + [frame("final_result", output="done"),
-                                                                       frame("complete", status="completed")]
+    sent = [frame("text_delta", index=0, content=f"w{i} ") for i in range(30)] + [
+        frame("final_result", output="done"), frame("complete", status="completed")]
     try:
         for item in sent:
             await sink.send(item)
@@ -46,17 +47,48 @@ async def _publish_a_turn(window: float) -> tuple[list[dict], list[dict], float]
     return sent, messages, received
 
 
+def _text(frames):
+    return "".join(f["data"]["content"] for f in frames if f["type"] == "text_delta")
+
+
 def test_frames_within_the_window_go_out_as_one_message_in_order_and_the_ending_is_published_before_send_returns():
     sent, messages, received = asyncio.run(_publish_a_turn(window=5))
-    assert received == sent
+    assert received == [frame("text_delta", index=0, content=_text(sent)), *sent[-2:]]  # 30 deltas, one frame
     assert len(messages) == 1 and messages[0]["type"] == "run.frames"
     assert all(message["run_id"] for message in messages)
 
 
 def test_without_a_window_every_frame_still_arrives_once_in_order():
     sent, messages, received = asyncio.run(_publish_a_turn(window=0))
-    assert received == sent
+    assert _text(received) == _text(sent)
+    assert [f for f in received if f["type"] != "text_delta"] == sent[-2:]
     assert len(messages) > 1  # nothing waits for company
+
+
+def test_only_consecutive_deltas_of_the_same_part_merge_and_the_given_frames_stay_as_they_were():
+    frames = [
+        frame("part_start", index=0, part_type="thinking"),
+        frame("thinking_delta", index=0, content="Let me "),
+        frame("thinking_delta", index=0, content="see."),
+        frame("text_delta", index=1, content="It is "),
+        frame("text_delta", index=1, content="12:00"),
+        frame("text_delta", index=2, content=" (UTC)"),  # another part: its own frame
+        frame("tool_call_delta", index=3, args_delta='{"tz": '),
+        frame("tool_call_delta", index=3, args_delta='"UTC"}'),
+        frame("tool_call", tool_call_id="c1", tool_name="clock", args={"tz": "UTC"}),
+        frame("text_delta", index=1, content="."),  # after a tool call: not merged across it
+    ]
+    copies = [dict(f, data=dict(f["data"])) for f in frames]
+    assert coalesce(frames) == [
+        frame("part_start", index=0, part_type="thinking"),
+        frame("thinking_delta", index=0, content="Let me see."),
+        frame("text_delta", index=1, content="It is 12:00"),
+        frame("text_delta", index=2, content=" (UTC)"),
+        frame("tool_call_delta", index=3, args_delta='{"tz": "UTC"}'),
+        frame("tool_call", tool_call_id="c1", tool_name="clock", args={"tz": "UTC"}),
+        frame("text_delta", index=1, content="."),
+    ]
+    assert frames == copies
 
 
 def test_frames_in_reads_a_lone_frame_a_batch_and_nothing_else():

@@ -1,0 +1,122 @@
+"""A web turn's database work is bounded (bench/turn_overhead.py measures what each statement costs), and the
+ledger stays whole when the last response's spend rides in the run's closing transaction."""
+
+from __future__ import annotations
+
+import threading
+from contextlib import contextmanager
+from decimal import Decimal
+
+import pytest
+from django.db.backends import utils as db_utils
+from django.db.models import Sum
+from pydantic_ai.models.function import DeltaThinkingPart, FunctionModel
+
+from agents.chat import start_member_run
+from agents.models import Conversation, Message, Run, RunStatus
+from agents.runner import execute
+from agents.runner.frames import CollectingSink
+from governance.models import SpendEntry
+from tests.runner.conftest import actor_of, publish
+
+
+@contextmanager
+def statements():
+    """Every SQL statement Django sends, from any thread (the runner's DB work runs on its own pool)."""
+    seen: list[str] = []
+    lock = threading.Lock()
+    original = db_utils.CursorWrapper._execute
+
+    def recording(self, sql, params, *args):
+        with lock:
+            seen.append(sql)
+        return original(self, sql, params, *args)
+
+    db_utils.CursorWrapper._execute = recording
+    try:
+        yield seen
+    finally:
+        db_utils.CursorWrapper._execute = original
+
+
+def _turn(actor, agent, conversation_id=None):
+    with statements() as admitted:
+        run, _ = start_member_run(actor=actor, agent_id=agent.pk, text="What can you do?", surface="web",
+                                  conversation_id=conversation_id, create_conversation=True)
+    with statements() as executed:
+        frames = CollectingSink()
+        execute(run.pk, frames)
+    assert frames.frames[-1]["type"] == "complete"
+    return run, admitted, executed
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(("organization_cap", "ledger_reads"), [(None, 0), (Decimal("100"), 1)])
+def test_a_web_turn_is_admitted_and_executed_in_a_bounded_number_of_statements(org, owner, organization_cap,
+                                                                               ledger_reads):
+    org.monthly_budget_usd = organization_cap
+    org.save()
+    agent, _ = publish(org, owner)
+    actor = actor_of(owner, org)
+    run, admitted, executed = _turn(actor, agent)
+    # Agent, its production version, then the conversation, run and message in one transaction.
+    assert len(admitted) == 5, admitted
+    # Take the run, model profile, history, [this month's spend against the cap], then the answer, the
+    # conversation's activity, the ledger row and the run's ending (one update carrying the spend), and the
+    # usage for the complete frame.
+    assert len(executed) == 9 + ledger_reads, executed
+    # A later turn of the same conversation also loads it and marks it active.
+    _, admitted, executed = _turn(actor, agent, conversation_id=run.conversation_id)
+    assert len(admitted) == 6, admitted
+    assert len(executed) == 9 + ledger_reads, executed
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_members_turn_asks_for_grants_only_when_the_role_does_not_already_give_everything(org, owner, member):
+    agent, _ = publish(org, owner)
+    with statements() as as_owner:
+        start_member_run(actor=actor_of(owner, org), agent_id=agent.pk, text="hi", surface="web",
+                         create_conversation=True)
+    with statements() as as_member:
+        start_member_run(actor=actor_of(member, org), agent_id=agent.pk, text="hi", surface="web",
+                         create_conversation=True)
+    grant_reads = [sql for sql in as_member if "guardian_userobjectpermission" in sql]
+    assert len(grant_reads) == 1
+    assert not [sql for sql in as_owner if "guardian_userobjectpermission" in sql]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_last_responses_spend_is_written_with_the_runs_ending(org, owner):
+    agent, _ = publish(org, owner)
+    run, _, _ = _turn(actor_of(owner, org), agent)
+    run.refresh_from_db()
+    ledger = SpendEntry.objects.filter(run=run)
+    assert run.status == RunStatus.COMPLETED
+    assert ledger.count() == 1 and run.requests == 1
+    totals = ledger.aggregate(i=Sum("input_tokens"), o=Sum("output_tokens"))
+    assert (run.input_tokens, run.output_tokens) == (totals["i"], totals["o"]) and run.input_tokens > 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_response_retried_after_all_has_its_spend_written_before_the_next_request(org, owner, scripted_model):
+    """A response with nothing to act on (thinking only) is asked again: its spend, held for the ending, must
+    not be lost or counted twice."""
+    calls: list[int] = []
+
+    async def stream(messages, info):
+        calls.append(1)
+        if len(calls) == 1:
+            yield {0: DeltaThinkingPart(content="Let me think about it.")}
+            return
+        yield "Now with words."
+
+    scripted_model(FunctionModel(stream_function=stream, model_name="scripted"))
+    agent, _ = publish(org, owner)
+    run, _, _ = _turn(actor_of(owner, org), agent)
+    run.refresh_from_db()
+    assert len(calls) == 2
+    assert run.status == RunStatus.COMPLETED and run.requests == 2
+    assert SpendEntry.objects.filter(run=run).count() == 2
+    assert Message.objects.get(run=run, role="assistant").content == "Now with words."
+    assert Conversation.objects.filter(pk=run.conversation_id).exists()
+    assert Run.objects.filter(pk=run.pk, output="Now with words.").exists()
