@@ -5,7 +5,8 @@ plus a turn in a 10,000-message conversation against one in a 10-message convers
     .venv/bin/python bench/turn_overhead.py [--turns 20] [--sockets 1,50]
 
 Runs against the embedded dev services (`python -m agenticos.devservices start`), starting its own daphne
-servers and one Celery worker (threads pool) on free ports, and prints p50/p95 latency and turns/s.
+servers on free ports and the `runs` workers `make run` starts (one per core, threads pool; --worker-processes
+and --worker-concurrency change them), and prints p50/p95 latency and turns/s.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import websockets  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY  # noqa: E402
 
+from agenticos.launcher import run_worker_command, run_worker_processes  # noqa: E402
 from agenticos.models import Membership, Organization, User  # noqa: E402
 from agenticos.tenancy import SESSION_KEY as ORG_KEY  # noqa: E402
 from agenticos.tenancy import actor_for_membership  # noqa: E402
@@ -161,7 +163,7 @@ def pids_named(*names: str) -> list[int]:
 
 def cpu_split(procs) -> dict[str, float]:
     """CPU seconds so far of each part of the full path: the web process, the worker, PostgreSQL, Redis."""
-    return {"web": cpu_seconds([procs[0].pid]), "worker": cpu_seconds([procs[2].pid]),
+    return {"web": cpu_seconds([procs[0].pid]), "worker": cpu_seconds([p.pid for p in procs[2:]]),
             "postgres": cpu_seconds(pids_named("postgres")), "redis": cpu_seconds(pids_named("redis-server"))}
 
 
@@ -184,7 +186,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--turns", type=int, default=20, help="turns per socket")
     parser.add_argument("--sockets", default="1,50")
-    parser.add_argument("--worker-concurrency", type=int, default=64)
+    # As `make run` starts them (agenticos/launcher.py): one `runs` worker per core, 32 threads each.
+    parser.add_argument("--worker-concurrency", type=int, default=32)
+    parser.add_argument("--worker-processes", type=int, default=run_worker_processes())
     parser.add_argument("--skip-long-conversation", action="store_true")
     args = parser.parse_args()
     cookie, agent_id, user_id = setup_bench_tenant()
@@ -196,8 +200,8 @@ def main() -> None:
     procs = [
         start([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(full_port), "agenticos.asgi:application"], env, "web"),
         start([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(floor_port), "bench.floor_app:application"], env, "floor"),
-        start([sys.executable, "-m", "celery", "-A", "agenticos", "worker", "-Q", "runs,default", "-P", "threads",
-               "-c", str(args.worker_concurrency), "-l", "WARNING"], env, "worker"),
+        *(start([*run_worker_command(i, str(args.worker_concurrency))[:-2], "-l", "WARNING"], env, f"worker{i}")
+          for i in range(args.worker_processes)),
     ]
     try:
         wait_port(full_port)
