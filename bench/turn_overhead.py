@@ -211,7 +211,8 @@ def main() -> None:
         floor_url = f"ws://127.0.0.1:{floor_port}/ws/floor/"
         headers = {"Cookie": cookie, "Origin": f"http://127.0.0.1:{full_port}"}
         payload = {"type": "message", "agent_id": agent_id, "text": PROMPT}
-        asyncio.run(one_turn(full_url, payload, headers))  # warm up both paths
+        for _ in range(2 * args.worker_processes):  # warm up both paths, every worker
+            asyncio.run(one_turn(full_url, payload, headers))
         asyncio.run(one_turn(floor_url, {"type": "message", "text": PROMPT}, {}))
         print(f"machine: {platform.node()} {platform.machine()} {os.cpu_count()} cores, Python {platform.python_version()}")
         print(f"{'sockets':>7} {'path':>6} {'p50 ms':>8} {'p95 ms':>8} {'turns/s':>8}")
