@@ -167,6 +167,16 @@ def cpu_split(procs) -> dict[str, float]:
             "postgres": cpu_seconds(pids_named("postgres")), "redis": cpu_seconds(pids_named("redis-server"))}
 
 
+def wait_quiet(pids, limit=60.0) -> None:
+    """Until these processes stop using CPU (workers warm up when they start): at most `limit` seconds."""
+    deadline = time.time() + limit
+    while time.time() < deadline:
+        before = cpu_seconds(pids)
+        time.sleep(1)
+        if cpu_seconds(pids) - before < 0.05:
+            return
+
+
 def start(cmd, env, name):
     log = open(f"/tmp/agenticos-bench-{name}.log", "wb")  # noqa: SIM115 - lives as long as the process
     return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
@@ -206,7 +216,7 @@ def main() -> None:
     try:
         wait_port(full_port)
         wait_port(floor_port)
-        time.sleep(3)  # let the worker connect
+        wait_quiet([proc.pid for proc in procs])  # connected and warmed up
         full_url = f"ws://127.0.0.1:{full_port}/ws/chat/"
         floor_url = f"ws://127.0.0.1:{floor_port}/ws/floor/"
         headers = {"Cookie": cookie, "Origin": f"http://127.0.0.1:{full_port}"}
@@ -214,6 +224,7 @@ def main() -> None:
         for _ in range(2 * args.worker_processes):  # warm up both paths, every worker
             asyncio.run(one_turn(full_url, payload, headers))
         asyncio.run(one_turn(floor_url, {"type": "message", "text": PROMPT}, {}))
+        wait_quiet([proc.pid for proc in procs], limit=10)
         print(f"machine: {platform.node()} {platform.machine()} {os.cpu_count()} cores, Python {platform.python_version()}")
         print(f"{'sockets':>7} {'path':>6} {'p50 ms':>8} {'p95 ms':>8} {'turns/s':>8}")
         results = {}
