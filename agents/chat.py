@@ -14,7 +14,7 @@ from agenticos.errors import NotFound, RateLimited
 from agenticos.tenancy import Actor, org_get
 from agents.models import Agent, Conversation, Run
 from agents.runs import check_prompt, start_run
-from agents.services import version_for
+from agents.services import agent_and_version
 from governance.grants import USE
 
 
@@ -77,8 +77,7 @@ def start_member_run(
 ) -> tuple[Run, Admitted]:
     actor.require("agents:run")
     text = check_prompt(text)
-    agent = org_get(actor, Agent, agent_id)
-    version = version_for(actor=actor, agent=agent, environment=environment, level=USE)
+    agent, version = agent_and_version(actor=actor, agent_id=agent_id, environment=environment, level=USE)
     conversation = None
     if conversation_id:
         conversation = own_conversation(actor, conversation_id, agent)

@@ -600,6 +600,28 @@ def version_for(
     return found
 
 
+def agent_and_version(*, actor: Actor, agent_id: Any, environment: str | None = PRODUCTION,
+                      level: str = USE) -> tuple[Agent, AgentVersion]:
+    """The actor's agent and the version its environment points at, access-checked — in one read when the
+    environment exists (every turn of every chat asks this). Otherwise the same answers as `org_get` +
+    `version_for`: not found, not allowed, or not published."""
+    from agenticos.tenancy import org_get, parse_uuid
+
+    wanted = parse_uuid(agent_id)
+    env = None
+    if wanted is not None:
+        try:
+            env = Environment.objects.select_related("agent", "version").get(
+                agent_id=wanted, agent__organization=actor.organization, name=environment or PRODUCTION)
+        except Environment.DoesNotExist:
+            env = None
+    if env is None:
+        agent = org_get(actor, Agent, agent_id)
+        return agent, version_for(actor=actor, agent=agent, environment=environment, level=level)
+    require_agent_access(actor, env.agent, level)
+    return env.agent, env.version
+
+
 # ------------------------------------------------------------------ diff and YAML
 
 

@@ -39,6 +39,7 @@ from pydantic_ai.messages import (
 from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults, ToolDenied
 from pydantic_ai.usage import UsageLimits
 
+from agenticos.queries import update_returning
 from agents.models import ModelProfile, Run, RunStatus
 from agents.runner import assembly, attachments
 from agents.runner.deps import RunDeps
@@ -59,6 +60,8 @@ CANCEL_POLL_SECONDS = 0.5
 # worker's writes.
 HEARTBEAT_SECONDS = 10
 RESUMABLE = {RunStatus.QUEUED}
+# What the `complete` frame reports of a run.
+USAGE_FIELDS = ("status", "input_tokens", "output_tokens", "requests", "cost_usd", "cost_is_partial")
 
 
 _db_pool: ThreadPoolExecutor | None = None
@@ -418,13 +421,16 @@ class RunExecution:
         await self.db(self._finish, status, error=error)
         await self.emit(frame("error", message=error_frame, code=code, run_id=str(self.run.pk), status=status))
 
-    def _finish(self, status: str, *, output: str = "", error: dict | None = None) -> int | None:
+    def _finish(self, status: str, *, output: str = "", error: dict | None = None) -> tuple[int | None, dict | None]:
+        """Write the ending: the answer, the run's status and spend. Returns the answer's message id and the
+        run's totals as they now stand (for the `complete` frame)."""
         from django.db import transaction
 
         transcript = getattr(self, "transcript", None)
         with transaction.atomic():
             message = transcript.save_answer() if transcript is not None else None
-            Run.objects.filter(pk=self.run.pk).update(
+            totals = update_returning(
+                Run.objects.filter(pk=self.run.pk), USAGE_FIELDS,
                 status=status,
                 output=output or (transcript.text if transcript is not None else ""),
                 error=error or {},
@@ -434,14 +440,15 @@ class RunExecution:
             )
             if status in (RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.BUDGET_EXCEEDED) and self.run.conversation_id:
                 assembly.on_run_failed(self.run)
-        return message.pk if message else None
+        return (message.pk if message else None), totals
 
     def _finish_and_describe(self, status: str, *, output: str) -> tuple[int | None, dict]:
-        return self._finish(status, output=output), self._complete_frame()
+        message_id, totals = self._finish(status, output=output)
+        return message_id, self._complete_frame(totals)
 
-    def _complete_frame(self) -> dict:
-        run = (Run.objects.filter(pk=self.run.pk)
-               .values("status", "input_tokens", "output_tokens", "requests", "cost_usd", "cost_is_partial").get())
+    def _complete_frame(self, run: dict | None = None) -> dict:
+        if run is None:
+            run = Run.objects.filter(pk=self.run.pk).values(*USAGE_FIELDS).get()
         return frame(
             "complete",
             run_id=str(self.run.pk),
