@@ -6,7 +6,8 @@ plus a turn in a 10,000-message conversation against one in a 10-message convers
 
 Runs against the embedded dev services (`python -m agenticos.devservices start`), starting its own daphne
 servers on free ports and the `runs` workers `make run` starts (one per core, threads pool; --worker-processes
-and --worker-concurrency change them), and prints p50/p95 latency and turns/s.
+and --worker-concurrency change them), and prints p50/p95 latency and turns/s. Floor and full path alternate
+over --rounds rounds (this VM's speed drifts within minutes; ratios of runs taken minutes apart measure that).
 """
 
 from __future__ import annotations
@@ -131,10 +132,19 @@ async def measure(url, payload, headers, sockets, turns_per_socket):
     started = time.perf_counter()
     await asyncio.gather(*(socket_worker(url, payload, headers, turns_per_socket, latencies, errors)
                            for _ in range(sockets)))
-    elapsed = time.perf_counter() - started
-    latencies.sort()
+    return summary(latencies, time.perf_counter() - started, errors)
+
+
+def summary(latencies: list[float], elapsed: float, errors: list) -> dict:
+    latencies = sorted(latencies)
     p = lambda q: latencies[min(len(latencies) - 1, int(q * len(latencies)))] if latencies else float("nan")  # noqa: E731
-    return {"p50": p(0.5), "p95": p(0.95), "tps": len(latencies) / elapsed, "n": len(latencies), "errors": errors}
+    return {"p50": p(0.5), "p95": p(0.95), "tps": len(latencies) / elapsed, "n": len(latencies), "errors": errors,
+            "latencies": latencies, "elapsed": elapsed}
+
+
+def merged(parts: list[dict]) -> dict:
+    return summary([x for r in parts for x in r["latencies"]], sum(r["elapsed"] for r in parts),
+                   [e for r in parts for e in r["errors"]])
 
 
 def cpu_seconds(pids) -> float:
@@ -195,12 +205,14 @@ def wait_port(port, timeout=30):
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--turns", type=int, default=20, help="turns per socket")
+    parser.add_argument("--rounds", type=int, default=4, help="floor and full path alternate this many times")
     parser.add_argument("--sockets", default="1,50")
     # As `make run` starts them (agenticos/launcher.py): one `runs` worker per core, 32 threads each.
     parser.add_argument("--worker-concurrency", type=int, default=32)
     parser.add_argument("--worker-processes", type=int, default=run_worker_processes())
     parser.add_argument("--skip-long-conversation", action="store_true")
     args = parser.parse_args()
+    per_round = max(1, args.turns // args.rounds)
     cookie, agent_id, user_id = setup_bench_tenant()
     # Production settings, as docker-compose runs them: DEBUG on makes Django log every query in memory.
     env = dict(os.environ, PYTHONUNBUFFERED="1", LOG_LEVEL="WARNING", DEBUG="false",
@@ -229,27 +241,39 @@ def main() -> None:
         print(f"{'sockets':>7} {'path':>6} {'p50 ms':>8} {'p95 ms':>8} {'turns/s':>8}")
         results = {}
         for sockets in [int(s) for s in args.sockets.split(",")]:
-            floor_before = cpu_seconds([procs[1].pid])
-            floor = asyncio.run(measure(floor_url, {"type": "message", "text": PROMPT}, {}, sockets, args.turns))
-            floor_cpu = (cpu_seconds([procs[1].pid]) - floor_before) * 1000 / max(floor["n"], 1)
-            before = cpu_split(procs)
-            full = asyncio.run(measure(full_url, payload, headers, sockets, args.turns))
-            after = cpu_split(procs)
+            # Floor and full path take turns, round by round: this machine's speed drifts by tens of percent
+            # within minutes, and a ratio of two measurements taken minutes apart would mostly measure that.
+            floors, fulls, floor_cpu_s = [], [], 0.0
+            spent = {part: 0.0 for part in cpu_split(procs)}
+            for _ in range(args.rounds):
+                floor_before = cpu_seconds([procs[1].pid])
+                floors.append(asyncio.run(measure(floor_url, {"type": "message", "text": PROMPT}, {}, sockets,
+                                                  per_round)))
+                floor_cpu_s += cpu_seconds([procs[1].pid]) - floor_before
+                before = cpu_split(procs)
+                fulls.append(asyncio.run(measure(full_url, payload, headers, sockets, per_round)))
+                after = cpu_split(procs)
+                spent = {part: spent[part] + after[part] - before[part] for part in spent}
+            floor, full = merged(floors), merged(fulls)
+            floor_cpu = floor_cpu_s * 1000 / max(floor["n"], 1)
             results[sockets] = (floor, full)
             for name, r in (("floor", floor), ("full", full)):
                 print(f"{sockets:>7} {name:>6} {r['p50']*1000:>8.1f} {r['p95']*1000:>8.1f} {r['tps']:>8.1f}"
                       f"  ({r['n']} turns, {len(r['errors'])} errors{': ' + str(r['errors'][:2]) if r['errors'] else ''})")
             print(f"{sockets:>7} ratio  p50 full/floor = {full['p50']/floor['p50']:.2f}x, "
                   f"throughput full/floor = {full['tps']/floor['tps']:.2f}x")
-            per_turn = {part: (after[part] - before[part]) * 1000 / max(full["n"], 1) for part in after}
+            per_turn = {part: seconds * 1000 / max(full["n"], 1) for part, seconds in spent.items()}
             print(f"{sockets:>7} full-path CPU ms/turn: " + ", ".join(f"{part} {ms:.1f}" for part, ms in per_turn.items())
                   + f" (total {sum(per_turn.values()):.1f}); floor {floor_cpu:.1f}")
         if args.skip_long_conversation:
             return
         small = conversation_with(agent_id, user_id, 10)
         large = conversation_with(agent_id, user_id, 10_000)
-        small_r = asyncio.run(measure(full_url, {**payload, "conversation_id": small}, headers, 1, args.turns))
-        large_r = asyncio.run(measure(full_url, {**payload, "conversation_id": large}, headers, 1, args.turns))
+        smalls, larges = [], []
+        for _ in range(args.rounds):
+            smalls.append(asyncio.run(measure(full_url, {**payload, "conversation_id": small}, headers, 1, per_round)))
+            larges.append(asyncio.run(measure(full_url, {**payload, "conversation_id": large}, headers, 1, per_round)))
+        small_r, large_r = merged(smalls), merged(larges)
         print(f"10-message conversation p50 {small_r['p50']*1000:.1f} ms; 10,000-message conversation p50 "
               f"{large_r['p50']*1000:.1f} ms; ratio {large_r['p50']/small_r['p50']:.2f}x")
     finally:
