@@ -76,13 +76,17 @@ def db_pool() -> ThreadPoolExecutor:
         return _db_pool
 
 
+def _connection_pool() -> bool:
+    return bool(settings.DATABASES["default"].get("OPTIONS", {}).get("pool"))
+
+
 def _pooled(fn, *args, **kwargs):
     """With a connection pool, hand the connection back after each piece of work: a thread of the shared
     pool must not sit on one between a run's steps. Without one, the thread keeps its connection."""
     try:
         return fn(*args, **kwargs)
     finally:
-        if connection.settings_dict.get("OPTIONS", {}).get("pool"):
+        if _connection_pool():
             connection.close()
 
 
@@ -153,7 +157,8 @@ class RunExecution:
                 return
             await self._run(started)
         finally:
-            await self.db(self._close_db)
+            if not _connection_pool():  # pooled connections went back after each piece of work
+                await self.db(self._close_db)
 
     def _start_and_assemble(self) -> tuple[Agent[RunDeps, Any], dict[str, Any]] | AssemblyFailure | None:
         """Take the run and build its agent in one trip to a DB thread: None when there is nothing to run."""
