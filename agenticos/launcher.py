@@ -60,7 +60,7 @@ def run_worker_processes() -> int:
 
     A worker's threads share one interpreter lock, so one process uses one core however many runs it
     holds; with one per core the runs' Python work spreads over the machine (bench/turn_overhead.py, 50
-    sockets on 2 cores: 0.29× → 0.49× of the floor's throughput)."""
+    sockets on 2 cores: 0.27–0.44× of the floor's throughput with one worker, 0.59–0.71× with two)."""
     configured = os.environ.get("RUN_WORKER_PROCESSES", "").strip()
     if configured:
         return max(1, int(configured))
