@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from django.db import connections
 from django.db.models import QuerySet
@@ -16,7 +16,7 @@ def update_returning(queryset: QuerySet, returning: Sequence[str], **values: Any
     row; None when it matched none. Values may be expressions (`F("n") + 1`); the SQL is Django's own.
     Returned values are what the database sends (no `from_db_value` conversions), so keep `returning` to
     plain columns (numbers, text, booleans, decimals)."""
-    query = queryset.query.chain(UpdateQuery)
+    query = cast(UpdateQuery, queryset.query.chain(UpdateQuery))
     query.add_update_values(values)
     compiler = query.get_compiler(queryset.db)
     sql, params = compiler.as_sql()
