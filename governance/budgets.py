@@ -109,26 +109,41 @@ def first_exhausted(caps: list[Cap]) -> Cap | None:
     return None
 
 
-def record_spend(*, organization_id: Any, agent_id: Any, run_id: Any, embed_id: Any, surface: str, kind: str,
-                 model: str, input_tokens: int, output_tokens: int, cost: Decimal, partial: bool) -> None:
-    """One ledger row and, for a run, its totals, in one transaction. A model request adds tokens and a
-    request; any other spend (an embedding) adds only its cost. Sync (ORM)."""
-    from django.db import transaction
-
-    from agents.models import Run
-
-    entry = SpendEntry(
+def spend_entry(*, organization_id: Any, agent_id: Any, run_id: Any, embed_id: Any, surface: str, kind: str,
+                model: str, input_tokens: int, output_tokens: int, cost: Decimal, partial: bool) -> SpendEntry:
+    """One ledger row, not written yet (`record_spend` writes one; `write_entries` several)."""
+    return SpendEntry(
         organization_id=organization_id, agent_id=agent_id, run_id=run_id, embed_id=embed_id, surface=surface,
         kind=kind, model=model[:200], input_tokens=input_tokens, output_tokens=output_tokens, cost_usd=cost,
         is_partial=partial,
     )
+
+
+def record_spend(**charge: Any) -> None:
+    """One ledger row (the `spend_entry` fields) and, for a run, its totals, in one transaction. A model
+    request adds tokens and a request; any other spend (an embedding) adds only its cost. Sync (ORM)."""
+    from django.db import transaction
+
+    from agents.models import Run
+
+    entry = spend_entry(**charge)
     with transaction.atomic():
-        entry.save(force_insert=True)
-        if run_id is not None:
-            Run.objects.filter(pk=run_id, organization_id=organization_id).update(**run_totals([entry]))
+        totals = write_entries([entry])
+        if entry.run_id is not None:
+            Run.objects.filter(pk=entry.run_id, organization_id=entry.organization_id).update(**totals)
 
 
-def run_totals(entries: list[SpendEntry]) -> dict[str, Any]:
+def write_entries(entries: list[SpendEntry]) -> dict[str, Any]:
+    """Insert ledger rows of one run (call inside the caller's transaction) and return the run-row update
+    that adds them to the run's totals — for the caller to apply, alone or with its own fields (the runner
+    ends a run and adds its last response's spend in one update). Sync (ORM)."""
+    if not entries:
+        return {}
+    SpendEntry.objects.bulk_create(entries)
+    return _run_totals(entries)
+
+
+def _run_totals(entries: list[SpendEntry]) -> dict[str, Any]:
     """The run-row update that adds these ledger rows to the run's totals: cost always, tokens and a
     request for each model request, `cost_is_partial` once any of them was unpriced."""
     from django.db.models import F

@@ -136,13 +136,10 @@ class RunExecution:
             Run.objects.filter(pk=self.run.pk).update(**self.write_spend())
 
     def write_spend(self) -> dict[str, Any]:
-        """Insert the unrecorded ledger rows; return the run-row update that adds them to the run's totals
-        (the caller applies it, alone or with its own fields). Call inside a transaction."""
+        """Write the unrecorded ledger rows; the run-row update that adds them to the run's totals (the
+        caller applies it). Call inside a transaction."""
         entries, self.unrecorded_spend = self.unrecorded_spend, []
-        if not entries:
-            return {}
-        SpendEntry.objects.bulk_create(entries)
-        return budgets.run_totals(entries)
+        return budgets.write_entries(entries)
 
     def _close_db(self) -> None:
         # Without a pool (DB_POOL_MAX_SIZE=0) this is where the thread's connection is closed.

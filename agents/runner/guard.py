@@ -7,8 +7,8 @@ Twenty runs racing a nearly spent cap overshoot by at most the requests already 
 
 A response that calls tools is recorded at once (tools may run for minutes, and a worker may die
 meanwhile). A response without tool calls ends the run, so its spend is written in the run's closing
-transaction instead of a transaction of its own; should the model be asked again after all (an empty
-answer is retried), the pending spend is written before that request is checked.
+transaction instead of a transaction of its own; should the model be asked again after all (an answer
+with nothing to act on, e.g. thinking only, is retried), the pending spend is written before that request.
 """
 
 from __future__ import annotations
@@ -75,9 +75,8 @@ class BudgetGuard(AbstractCapability[Any]):
         run = ex.run
         cost, partial = price(response, free=ex.free_model)
         usage = response.usage
-        return SpendEntry(
+        return budgets.spend_entry(
             organization_id=run.organization_id, agent_id=run.agent_id, run_id=run.pk, embed_id=run.embed_id,
-            surface=run.surface, kind="model_request", model=(response.model_name or "")[:200],
-            input_tokens=usage.input_tokens or 0, output_tokens=usage.output_tokens or 0, cost_usd=cost,
-            is_partial=partial,
+            surface=run.surface, kind="model_request", model=response.model_name or "",
+            input_tokens=usage.input_tokens or 0, output_tokens=usage.output_tokens or 0, cost=cost, partial=partial,
         )
