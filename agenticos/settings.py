@@ -207,14 +207,9 @@ if DB_POOL_MAX_SIZE:
         "timeout": _int("DB_POOL_TIMEOUT_SECONDS", 30, minimum=1),
     }
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
-# Server-side parameters, and a statement run DB_PREPARE_THRESHOLD times on one (pooled) connection is
-# prepared: PostgreSQL stops planning it again (a run's joined reads spent ~2 ms each in the planner).
-# Set DB_PREPARE_THRESHOLD=0 behind a transaction-pooling proxy (PgBouncer < 1.21), which cannot keep
-# prepared statements per client.
-DB_PREPARE_THRESHOLD = _int("DB_PREPARE_THRESHOLD", 5, minimum=0)
-if DB_PREPARE_THRESHOLD:
-    DATABASES["default"].setdefault("OPTIONS", {}).update(
-        server_side_binding=True, prepare_threshold=DB_PREPARE_THRESHOLD)
+# No server-side parameter binding (so no prepared statements): with it, Django hands psycopg an int for an
+# integer column as a binary int4, and a value past its range arrives wrapped (2**31 → -2**31) where the
+# client-side default makes PostgreSQL refuse it — a silent wrong answer instead of an error.
 DATABASES["default"].setdefault("TEST", {})["NAME"] = env.str("TEST_DATABASE_NAME", default="test_agenticos")
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

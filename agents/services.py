@@ -27,6 +27,7 @@ from pydantic import ValidationError
 from agenticos import audit
 from agenticos.errors import Conflict, Invalid, NotFound
 from agenticos.models import Secret
+from agenticos.tenancy import org_get, parse_uuid
 from agents import yaml_io
 from agents.diff import diff_specs, format_path
 from agents.models import (
@@ -605,8 +606,6 @@ def agent_and_version(*, actor: Actor, agent_id: Any, environment: str | None = 
     """The actor's agent and the version its environment points at, access-checked — in one read when the
     environment exists (every turn of every chat asks this). Otherwise the same answers as `org_get` +
     `version_for`: not found, not allowed, or not published."""
-    from agenticos.tenancy import org_get, parse_uuid
-
     wanted = parse_uuid(agent_id)
     env = None
     if wanted is not None:

@@ -10,12 +10,16 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db.models import Exists, OuterRef, Subquery, Value
+from django.db.models import BigIntegerField, Exists, OuterRef, Subquery, Value
 from django.db.models.functions import Coalesce
 
 from agents.models import Message, ModelProfile, Run
 from agents.runner.history import get_recent_messages, to_model_messages
 from agents.spec import AgentSpec
+
+
+# Larger than any message id (bigint): "up to the newest" when a run has no message of its own.
+NEWEST_POSSIBLE_ID = 2**63 - 1
 
 
 class AssemblyError(Exception):
@@ -116,7 +120,7 @@ def turn_and_history(run: Run) -> tuple[dict[str, Any] | None, list]:
     limit = int((run.options or {}).get("history_limit") or settings.WEB_HISTORY_TURNS)
     this_turn = Message.objects.filter(run_id=run.pk, role=Message.Role.USER).order_by("-id").values("id")[:1]
     # A run without a message of its own (none was recorded) reads the newest turns.
-    upto = Coalesce(Subquery(this_turn), Value(NEWEST_POSSIBLE_ID))
+    upto = Coalesce(Subquery(this_turn), Value(NEWEST_POSSIBLE_ID, output_field=BigIntegerField()))
     messages = get_recent_messages(str(run.conversation_id), limit + 1, through=upto,
                                    fields=("run_id", "attachments"))
     current = None
@@ -124,9 +128,6 @@ def turn_and_history(run: Run) -> tuple[dict[str, Any] | None, list]:
         last = messages.pop()
         current = {"id": last.pk, "attachments": last.attachments}
     return current, to_model_messages(messages[-limit:])
-
-
-NEWEST_POSSIBLE_ID = 2**63 - 1
 
 
 def on_run_failed(run: Run) -> None:

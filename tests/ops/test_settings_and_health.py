@@ -99,3 +99,15 @@ def test_healthz_is_503_when_redis_is_down(client, db, settings, tmp_path):
     assert body["checks"]["redis"] == {"ok": False, "detail": "ConnectionError"}
     assert body["checks"]["database"]["ok"] is True
     assert "nobody-listens" not in response.content.decode()  # no paths or URLs leak
+
+
+@pytest.mark.django_db
+def test_an_integer_past_int4s_range_reaches_postgresql_as_itself(org):
+    """Client-side parameters. With server-side binding Django sends an int typed as an integer as a binary
+    int4, and 2**31 arrives as -2**31 — a filter on it would quietly match the wrong rows."""
+    from django.db.models import IntegerField, Value
+
+    from agenticos.models import Organization
+
+    big = Organization.objects.filter(pk=org.pk).annotate(n=Value(2**31, output_field=IntegerField()))
+    assert not big.filter(n__lt=0).exists()

@@ -15,7 +15,8 @@ from pydantic_ai.models.function import DeltaThinkingPart, FunctionModel
 from agenticos.queries import update_returning
 from agents.chat import start_member_run
 from agents.models import Conversation, Message, Run, RunStatus
-from agents.runner import execute
+from agents.runs import start_run
+from agents.runner import assembly, execute
 from agents.runner.frames import CollectingSink
 from governance.models import SpendEntry
 from tests.runner.conftest import actor_of, publish
@@ -135,3 +136,32 @@ def test_update_returning_hands_back_the_row_as_updated_and_none_when_nothing_ma
     assert (run.status, run.input_tokens) == ("completed", 12)
     assert update_returning(Run.objects.filter(pk=run.pk, status=RunStatus.QUEUED), ("status",),
                             status=RunStatus.RUNNING) is None
+
+
+@pytest.mark.django_db
+def test_the_turns_own_message_comes_back_apart_and_later_turns_are_not_its_history(org, owner):
+    """One read gives the run's own message (with its attachments) and the turns before it — not a message
+    another turn of the same conversation wrote after it."""
+    agent, version = publish(org, owner)
+    conversation = Conversation.objects.create(organization=org, agent=agent, owner=owner)
+    Message.objects.bulk_create(
+        Message(conversation=conversation, role="user" if i % 2 == 0 else "assistant", content=f"turn {i}")
+        for i in range(6)
+    )
+    run = start_run(agent=agent, version=version, surface="web", prompt="mine", user=owner, conversation=conversation,
+                    attachments=[{"name": "a.txt"}], enqueue=False)
+    later = start_run(agent=agent, version=version, surface="web", prompt="someone else's, later", user=owner,
+                      conversation=conversation, enqueue=False)
+    current, history = assembly.turn_and_history(run)
+    assert current == {"id": run.user_message_id, "attachments": [{"name": "a.txt"}]}
+    assert [m.parts[0].content for m in history] == [f"turn {i}" for i in range(6)]
+    # The later run sees this one's message as history, and the limit keeps the newest.
+    run.options = later.options = {"history_limit": 3}
+    current, history = assembly.turn_and_history(later)
+    assert current["id"] == later.user_message_id
+    assert [m.parts[0].content for m in history] == ["turn 4", "turn 5", "mine"]
+    # A run whose own message is gone reads the newest turns.
+    Message.objects.filter(pk=later.user_message_id).delete()
+    current, history = assembly.turn_and_history(later)
+    assert current is None
+    assert [m.parts[0].content for m in history] == ["turn 4", "turn 5", "mine"]
