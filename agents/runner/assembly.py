@@ -17,7 +17,6 @@ from agents.models import Message, ModelProfile, Run
 from agents.runner.history import get_recent_messages, to_model_messages
 from agents.spec import AgentSpec
 
-
 # Larger than any message id (bigint): "up to the newest" when a run has no message of its own.
 NEWEST_POSSIBLE_ID = 2**63 - 1
 

@@ -15,9 +15,9 @@ from pydantic_ai.models.function import DeltaThinkingPart, FunctionModel
 from agenticos.queries import update_returning
 from agents.chat import start_member_run
 from agents.models import Conversation, Message, Run, RunStatus
-from agents.runs import start_run
 from agents.runner import assembly, execute
 from agents.runner.frames import CollectingSink
+from agents.runs import start_run
 from governance.models import SpendEntry
 from tests.runner.conftest import actor_of, publish
 
