@@ -67,12 +67,12 @@ def run_worker_processes() -> int:
     return max(1, min(os.cpu_count() or 1, 4))
 
 
-def run_worker_command(index: int, concurrency: str | None = None) -> list[str]:
+def run_worker_command(index: int, concurrency: str | None = None, log_level: str = "INFO") -> list[str]:
     # Agent runs are I/O-bound (model streams, HTTP tools): a thread pool holds many at once. Runs get
     # their own workers: a bot delivery (queue "default") holds a thread for the run it follows.
     return [
         sys.executable, "-m", "celery", "-A", "agenticos", "worker", "-Q", "runs", "-n", f"runs{index or ''}@%h",
-        "-P", "threads", "-c", concurrency or os.environ.get("RUN_WORKER_CONCURRENCY", "32"), "-l", "INFO",
+        "-P", "threads", "-c", concurrency or os.environ.get("RUN_WORKER_CONCURRENCY", "32"), "-l", log_level,
     ]
 
 

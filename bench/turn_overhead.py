@@ -222,7 +222,7 @@ def main() -> None:
     procs = [
         start([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(full_port), "agenticos.asgi:application"], env, "web"),
         start([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(floor_port), "bench.floor_app:application"], env, "floor"),
-        *(start([*run_worker_command(i, str(args.worker_concurrency))[:-2], "-l", "WARNING"], env, f"worker{i}")
+        *(start(run_worker_command(i, str(args.worker_concurrency), "WARNING"), env, f"worker{i}")
           for i in range(args.worker_processes)),
     ]
     try:

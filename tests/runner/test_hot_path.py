@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 from contextlib import contextmanager
 from decimal import Decimal
+from unittest import mock
 
 import pytest
 from django.db.backends import utils as db_utils
@@ -24,7 +25,8 @@ from tests.runner.conftest import actor_of, publish
 
 @contextmanager
 def statements():
-    """Every SQL statement Django sends, from any thread (the runner's DB work runs on its own pool)."""
+    """Every SQL statement Django sends, from any thread: the runner's DB work runs on its own pool, where
+    CaptureQueriesContext and execute_wrapper (one connection, one thread) do not look."""
     seen: list[str] = []
     lock = threading.Lock()
     original = db_utils.CursorWrapper._execute
@@ -34,11 +36,8 @@ def statements():
             seen.append(sql)
         return original(self, sql, params, *args)
 
-    db_utils.CursorWrapper._execute = recording
-    try:
+    with mock.patch.object(db_utils.CursorWrapper, "_execute", recording):
         yield seen
-    finally:
-        db_utils.CursorWrapper._execute = original
 
 
 def _turn(actor, agent, conversation_id=None):
