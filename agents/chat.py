@@ -6,7 +6,6 @@ import uuid
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import transaction
 from django.db.models import Q, QuerySet
 
 from agenticos import ratelimit
@@ -84,25 +83,22 @@ def start_member_run(
     if surface == "api":
         check_run_rate(actor)
     created = not conversation_id and create_conversation
-    # A new conversation is written in the run's transaction: no conversation without its first turn.
-    with transaction.atomic():
-        if created:
-            conversation = Conversation.objects.create(
-                organization=actor.organization, agent=agent, owner=actor.user, surface=surface, title=text[:80]
-            )
-        run = start_run(
-            agent=agent,
-            version=version,
-            surface=surface,
-            prompt=text,
-            user=actor.user,
-            acting_role=actor.role or "",
-            conversation=conversation,
-            new_conversation=created,
-            api_key=actor.api_key,
-            run_id=run_id,
-            options={"can_ask_user": can_ask_user},
+    if created:  # written with the run: no conversation without its first turn
+        conversation = Conversation(
+            organization=actor.organization, agent=agent, owner=actor.user, surface=surface, title=text[:80]
         )
+    run = start_run(
+        agent=agent,
+        version=version,
+        surface=surface,
+        prompt=text,
+        user=actor.user,
+        acting_role=actor.role or "",
+        conversation=conversation,
+        api_key=actor.api_key,
+        run_id=run_id,
+        options={"can_ask_user": can_ask_user},
+    )
     message_id = getattr(run, "user_message_id", None)
     return run, Admitted(agent, conversation, created, message_id)
 

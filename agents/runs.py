@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from agenticos import ratelimit
 from agenticos.errors import Invalid
+from agenticos.queries import Insert, Update, write_together
 from agents.models import Agent, AgentVersion, Conversation, Message, Run, RunStatus
 
 logger = logging.getLogger(__name__)
@@ -49,7 +50,6 @@ def start_run(
     user=None,
     acting_role: str = "",
     conversation: Conversation | None = None,
-    new_conversation: bool = False,
     api_key=None,
     embed_id=None,
     chat_account: str = "",
@@ -59,52 +59,59 @@ def start_run(
     attachments: list[dict] | None = None,
     enqueue: bool = True,
 ) -> Run:
-    """Create a queued run (and the person's message, when there is a conversation).
+    """Create a queued run (and the person's message, when there is a conversation), in one statement.
 
     `user`/`acting_role` are whose authority the run has (for an anonymous embed visitor: the
     publisher, with the role they hold now). `options` carries surface choices the runner honours:
     `history_limit`, `extra_instructions`, `can_ask_user`, `recorded_prompt` (what the person wrote
-    when `prompt` was assembled around it). `new_conversation`: the conversation was created for this turn
-    (it is active as of now; no second write).
+    when `prompt` was assembled around it). A `conversation` not saved yet is this turn's new one: it is
+    written with the run (no conversation without its first turn, no second write to mark it active).
 
-    Called inside a caller's transaction, it joins it (no savepoint: a failure here fails the caller's).
+    Called inside a caller's transaction, it joins it.
     """
     text = check_prompt(prompt)
     options = dict(options or {})
-    with transaction.atomic(savepoint=False):
-        run = Run.objects.create(
-            id=run_id or uuid.uuid4(),
-            organization_id=agent.organization_id,
-            agent=agent,
-            version=version,
+    run = Run(
+        id=run_id or uuid.uuid4(),
+        organization_id=agent.organization_id,
+        agent=agent,
+        version=version,
+        conversation=conversation,
+        surface=surface,
+        user=user,
+        acting_role=acting_role,
+        api_key=api_key,
+        embed_id=embed_id,
+        chat_account=chat_account,
+        prompt=text,
+        status=RunStatus.QUEUED,
+        options=options,
+    )
+    writes: list[Insert | Update] = [Insert([run])]
+    if conversation is not None:
+        if conversation._state.adding:
+            writes.insert(0, Insert([conversation]))
+        else:
+            writes.append(Update(Conversation.objects.filter(pk=conversation.pk), {"last_active_at": timezone.now()}))
+        recorded = options.get("recorded_prompt") or text
+        message = Message(
             conversation=conversation,
-            surface=surface,
-            user=user,
-            acting_role=acting_role,
-            api_key=api_key,
-            embed_id=embed_id,
-            chat_account=chat_account,
-            prompt=text,
-            status=RunStatus.QUEUED,
-            options=options,
+            run=run,
+            version=version,
+            role=Message.Role.USER,
+            author=user if surface != "embed" else None,
+            author_label=author_label or (str(user) if user and surface != "embed" else ""),
+            content=recorded,
+            parts=[{"type": "text", "text": recorded}],
+            attachments=attachments or [],
         )
-        if conversation is not None:
-            recorded = options.get("recorded_prompt") or text
-            run.user_message_id = Message.objects.create(  # type: ignore[attr-defined]
-                conversation=conversation,
-                run=run,
-                version=version,
-                role=Message.Role.USER,
-                author=user if surface != "embed" else None,
-                author_label=author_label or (str(user) if user and surface != "embed" else ""),
-                content=recorded,
-                parts=[{"type": "text", "text": recorded}],
-                attachments=attachments or [],
-            ).pk
-            if not new_conversation:
-                Conversation.objects.filter(pk=conversation.pk).update(last_active_at=timezone.now())
-        if enqueue:
-            transaction.on_commit(lambda: enqueue_run(run.pk))
+        writes.append(Insert([message]))
+    write_together(*writes)
+    if conversation is not None:
+        run.user_message_id = message.pk  # type: ignore[attr-defined]
+    if enqueue:
+        # Outside a transaction the run is already committed and this enqueues at once.
+        transaction.on_commit(lambda: enqueue_run(run.pk))
     return run
 
 

@@ -15,6 +15,7 @@ from typing import Any
 from django.db.models import Q, Sum
 from django.utils import timezone
 
+from agenticos.queries import Insert, Update, write_together
 from governance.models import SpendEntry
 
 
@@ -120,27 +121,26 @@ def spend_entry(*, organization_id: Any, agent_id: Any, run_id: Any, embed_id: A
 
 
 def record_spend(**charge: Any) -> None:
-    """One ledger row (the `spend_entry` fields) and, for a run, its totals, in one transaction. A model
+    """One ledger row (the `spend_entry` fields) and, for a run, its totals, in one statement. A model
     request adds tokens and a request; any other spend (an embedding) adds only its cost. Sync (ORM)."""
-    from django.db import transaction
-
     from agents.models import Run
 
     entry = spend_entry(**charge)
-    with transaction.atomic():
-        totals = write_entries([entry])
-        if entry.run_id is not None:
-            Run.objects.filter(pk=entry.run_id, organization_id=entry.organization_id).update(**totals)
+    inserts, totals = ledger_writes([entry])
+    if entry.run_id is not None:
+        write_together(*inserts, Update(Run.objects.filter(pk=entry.run_id, organization_id=entry.organization_id),
+                                        totals))
+    else:
+        write_together(*inserts)
 
 
-def write_entries(entries: list[SpendEntry]) -> dict[str, Any]:
-    """Insert ledger rows of one run (call inside the caller's transaction) and return the run-row update
-    that adds them to the run's totals — for the caller to apply, alone or with its own fields (the runner
-    ends a run and adds its last response's spend in one update). Sync (ORM)."""
+def ledger_writes(entries: list[SpendEntry]) -> tuple[list[Insert], dict[str, Any]]:
+    """The insert of ledger rows of one run, and the run-row update that adds them to the run's totals —
+    for the caller to carry out in one statement with its own writes (`write_together`): the runner ends a
+    run and adds its last response's spend in one update."""
     if not entries:
-        return {}
-    SpendEntry.objects.bulk_create(entries)
-    return _run_totals(entries)
+        return [], {}
+    return [Insert(entries)], _run_totals(entries)
 
 
 def _run_totals(entries: list[SpendEntry]) -> dict[str, Any]:

@@ -19,6 +19,8 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import close_old_connections, connection
+from django.db.models import F, Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 from pydantic_ai import Agent, CancellationToken
 from pydantic_ai.exceptions import RunCancelled, UsageLimitExceeded
@@ -39,7 +41,7 @@ from pydantic_ai.messages import (
 from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults, ToolDenied
 from pydantic_ai.usage import UsageLimits
 
-from agenticos.queries import update_returning
+from agenticos.queries import Insert, Update, update_then_load, write_together
 from agents.models import ModelProfile, Run, RunStatus
 from agents.runner import assembly, attachments
 from agents.runner.deps import RunDeps
@@ -59,7 +61,6 @@ CANCEL_POLL_SECONDS = 0.5
 # The heartbeat only has to beat RUN_STALE_AFTER (≥ 60 s); an UPDATE per poll was most of a busy
 # worker's writes.
 HEARTBEAT_SECONDS = 10
-RESUMABLE = {RunStatus.QUEUED}
 # What the `complete` frame reports of a run.
 USAGE_FIELDS = ("status", "input_tokens", "output_tokens", "requests", "cost_usd", "cost_is_partial")
 
@@ -127,19 +128,17 @@ class RunExecution:
             logger.warning("could not publish a frame for run %s", self.run_id, exc_info=True)
 
     def record_spend(self) -> None:
-        """Write the spend not yet in the ledger, with the run's totals, in one transaction. Sync (ORM)."""
-        from django.db import transaction
-
+        """Write the spend not yet in the ledger, with the run's totals, in one statement. Sync (ORM)."""
         if not self.unrecorded_spend:
             return
-        with transaction.atomic():
-            Run.objects.filter(pk=self.run.pk).update(**self.write_spend())
+        inserts, totals = self.spend_writes()
+        write_together(*inserts, Update(Run.objects.filter(pk=self.run.pk), totals))
 
-    def write_spend(self) -> dict[str, Any]:
-        """Write the unrecorded ledger rows; the run-row update that adds them to the run's totals (the
-        caller applies it). Call inside a transaction."""
+    def spend_writes(self) -> tuple[list[Insert], dict[str, Any]]:
+        """The insert of the unrecorded ledger rows, and the run-row update that adds them to the run's totals
+        (for the caller to carry out with its own writes); they count as recorded from here on."""
         entries, self.unrecorded_spend = self.unrecorded_spend, []
-        return budgets.write_entries(entries)
+        return budgets.ledger_writes(entries)
 
     def _close_db(self) -> None:
         # Without a pool (DB_POOL_MAX_SIZE=0) this is where the thread's connection is closed.
@@ -167,25 +166,23 @@ class RunExecution:
             return AssemblyFailure(str(exc))
 
     def _load_and_start(self) -> bool:
+        """Take the run if it is still queued and nobody asked to stop it, and load it with what the runner
+        reads of its relations (the agent's name, the frozen spec, the organization's cap): one statement."""
         close_old_connections()
-        try:
-            # What the runner reads of them: the agent's name, the frozen spec, the organization's cap.
-            run = Run.objects.select_related("agent", "version", "organization").get(pk=self.run_id)
-        except (Run.DoesNotExist, ValidationError):
-            return False
-        if run.status not in RESUMABLE:
-            return False
-        if run.cancel_requested:
-            Run.objects.filter(pk=run.pk).update(status=RunStatus.CANCELLED, finished_at=timezone.now())
-            return False
         now = timezone.now()
-        updated = Run.objects.filter(pk=run.pk, status=RunStatus.QUEUED).update(
-            status=RunStatus.RUNNING, started_at=run.started_at or now, heartbeat_at=now
-        )
-        if not updated:  # another worker took it
+        try:
+            taken = update_then_load(
+                Run.objects.filter(pk=self.run_id, status=RunStatus.QUEUED, cancel_requested=False),
+                {"status": RunStatus.RUNNING, "started_at": Coalesce(F("started_at"), Value(now)), "heartbeat_at": now},
+                Run.objects.select_related("agent", "version", "organization"),
+            )
+        except ValidationError:  # not a run id
             return False
-        run.status = RunStatus.RUNNING
-        self.run = run
+        if not taken:  # gone, taken by another worker, ended, or stopped while it waited
+            Run.objects.filter(pk=self.run_id, status=RunStatus.QUEUED, cancel_requested=True).update(
+                status=RunStatus.CANCELLED, finished_at=now)
+            return False
+        self.run = taken[0]
         return True
 
     async def _run(self, setup) -> None:
@@ -424,24 +421,28 @@ class RunExecution:
         await self.emit(frame("error", message=error_frame, code=code, run_id=str(self.run.pk), status=status))
 
     def _finish(self, status: str, *, output: str = "", error: dict | None = None) -> tuple[int | None, dict | None]:
-        """Write the ending: the answer, the run's status and spend. Returns the answer's message id and the
-        run's totals as they now stand (for the `complete` frame)."""
-        from django.db import transaction
-
+        """Write the ending — the answer, the run's status and spend — in one statement. Returns the answer's
+        message id and the run's totals as they now stand (for the `complete` frame)."""
         transcript = getattr(self, "transcript", None)
-        with transaction.atomic():
-            message = transcript.save_answer() if transcript is not None else None
-            totals = update_returning(
-                Run.objects.filter(pk=self.run.pk), USAGE_FIELDS,
-                status=status,
-                output=output or (transcript.text if transcript is not None else ""),
-                error=error or {},
-                finished_at=timezone.now(),
-                parked_state=None,
-                **self.write_spend(),
-            )
-            if status in (RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.BUDGET_EXCEEDED) and self.run.conversation_id:
+        message, answer = transcript.answer_writes() if transcript is not None else (None, [])
+        inserts, spend = self.spend_writes()
+        ending = Update(Run.objects.filter(pk=self.run.pk), {
+            "status": status,
+            "output": output or (transcript.text if transcript is not None else ""),
+            "error": error or {},
+            "finished_at": timezone.now(),
+            "parked_state": None,
+            **spend,
+        }, returning=USAGE_FIELDS)
+        failed = status in (RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.BUDGET_EXCEEDED)
+        if failed and self.run.conversation_id:
+            from django.db import transaction
+
+            with transaction.atomic():
+                totals = write_together(*answer, *inserts, ending)[-1]
                 assembly.on_run_failed(self.run)
+        else:
+            totals = write_together(*answer, *inserts, ending)[-1]
         return (message.pk if message else None), totals
 
     def _finish_and_describe(self, status: str, *, output: str) -> tuple[int | None, dict]:

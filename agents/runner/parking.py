@@ -13,6 +13,7 @@ from django.utils import timezone
 from pydantic_ai.messages import ModelMessagesTypeAdapter
 from pydantic_ai.tools import DeferredToolRequests
 
+from agenticos.queries import Update, write_together
 from agents.models import Run, RunStatus
 from agents.runner.frames import frame
 from agents.runner.transcript import jsonable
@@ -64,13 +65,14 @@ def park(ex: RunExecution, requests: DeferredToolRequests, messages) -> tuple[st
                 frame("ask_user", run_id=str(run.pk), question_id=str(question.pk), questions=question.questions)
             )
         status = RunStatus.AWAITING_APPROVAL if requests.approvals else RunStatus.AWAITING_ANSWER
-        message = ex.transcript.save_answer()
-        Run.objects.filter(pk=run.pk).update(
-            status=status,
-            parked_state={"messages": ModelMessagesTypeAdapter.dump_python(messages, mode="json")},
-            heartbeat_at=timezone.now(),
-            **ex.write_spend(),
-        )
+        message, answer = ex.transcript.answer_writes()
+        inserts, spend = ex.spend_writes()
+        write_together(*answer, *inserts, Update(Run.objects.filter(pk=run.pk), {
+            "status": status,
+            "parked_state": {"messages": ModelMessagesTypeAdapter.dump_python(messages, mode="json")},
+            "heartbeat_at": timezone.now(),
+            **spend,
+        }))
     if message is not None:
         frames.insert(0, frame("message_saved", message_id=message.pk, role="assistant"))
     return status, frames

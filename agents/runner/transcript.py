@@ -9,8 +9,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from django.db.models import BigIntegerField, Case, F, Q, Value, When
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from agenticos.queries import Insert, Update, returned, write_together
 from agents.models import Conversation, Message, Run, ToolCall
 
 MAX_RESULT_CHARS = 50_000
@@ -88,11 +91,18 @@ class Transcript:
 
     def save_answer(self) -> Message | None:
         """Write the assistant message for this turn (even a partial one) and link its tool calls."""
-        if self.run.conversation_id is None:
-            return None
-        if not self.parts:
-            return None
-        message = Message.objects.create(
+        message, writes = self.answer_writes()
+        if writes:
+            write_together(*writes)
+        return message
+
+    def answer_writes(self) -> tuple[Message | None, list[Insert | Update]]:
+        """The assistant message for this turn (even a partial one, unsaved), and the writes that save it: its
+        insert, its tool calls linked to it (one still running is unfinished), the conversation's activity —
+        for the caller to carry out in one statement with its own (`write_together`)."""
+        if self.run.conversation_id is None or not self.parts:
+            return None, []
+        message = Message(
             conversation_id=self.run.conversation_id,
             run=self.run,
             version_id=self.run.version_id,
@@ -102,10 +112,14 @@ class Transcript:
             thinking=self.thinking,
             parts=self.parts,
         )
+        now = timezone.now()
+        writes: list[Insert | Update] = [Insert([message], name="answer")]
         if any(p["type"] == "tool" for p in self.parts):  # every call of this execution has its part
-            ToolCall.objects.filter(run=self.run, message__isnull=True).update(message=message)
-            ToolCall.objects.filter(run=self.run, status=ToolCall.Status.RUNNING).update(
-                status=ToolCall.Status.UNFINISHED, finished_at=timezone.now()
-            )
-        Conversation.objects.filter(pk=self.run.conversation_id).update(last_active_at=timezone.now())
-        return message
+            running = Q(status=ToolCall.Status.RUNNING)
+            writes.append(Update(ToolCall.objects.filter(run=self.run), {
+                "message_id": Coalesce(F("message_id"), returned("answer", "id"), output_field=BigIntegerField()),
+                "status": Case(When(running, then=Value(ToolCall.Status.UNFINISHED)), default=F("status")),
+                "finished_at": Case(When(running, then=Value(now)), default=F("finished_at")),
+            }))
+        writes.append(Update(Conversation.objects.filter(pk=self.run.conversation_id), {"last_active_at": now}))
+        return message, writes

@@ -10,10 +10,10 @@ from unittest import mock
 
 import pytest
 from django.db.backends import utils as db_utils
-from django.db.models import F, Sum
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.models import Sum
 from pydantic_ai.models.function import DeltaThinkingPart, FunctionModel
 
-from agenticos.queries import update_returning
 from agents.chat import start_member_run
 from agents.models import Conversation, Message, Run, RunStatus
 from agents.runner import assembly, execute
@@ -25,18 +25,26 @@ from tests.runner.conftest import actor_of, publish
 
 @contextmanager
 def statements():
-    """Every SQL statement Django sends, from any thread: the runner's DB work runs on its own pool, where
+    """Every round trip Django makes, from any thread: each SQL statement, and a COMMIT for each transaction
+    (BEGIN goes with its first statement). The runner's DB work runs on its own pool, where
     CaptureQueriesContext and execute_wrapper (one connection, one thread) do not look."""
     seen: list[str] = []
     lock = threading.Lock()
     original = db_utils.CursorWrapper._execute
+    original_commit = BaseDatabaseWrapper._commit
 
     def recording(self, sql, params, *args):
         with lock:
             seen.append(sql)
         return original(self, sql, params, *args)
 
-    with mock.patch.object(db_utils.CursorWrapper, "_execute", recording):
+    def committing(self):
+        with lock:
+            seen.append("COMMIT")
+        return original_commit(self)
+
+    with mock.patch.object(db_utils.CursorWrapper, "_execute", recording), \
+            mock.patch.object(BaseDatabaseWrapper, "_commit", committing):
         yield seen
 
 
@@ -60,16 +68,22 @@ def test_a_web_turn_is_admitted_and_executed_in_a_bounded_number_of_statements(o
     agent, _ = publish(org, owner)
     actor = actor_of(owner, org)
     run, admitted, executed = _turn(actor, agent)
-    # The agent with its production version, then the conversation, run and message in one transaction.
-    assert len(admitted) == 4, admitted
-    # Take the run, model profile, history, [this month's spend against the cap], then the answer, the
-    # conversation's activity, the ledger row and the run's ending (one update carrying the spend and
-    # returning the usage for the complete frame).
-    assert len(executed) == 8 + ledger_reads, executed
-    # A later turn of the same conversation also loads it and marks it active.
+    # The agent with its production version; then the conversation, the run and the person's message in one
+    # statement (no transaction around it).
+    assert len(admitted) == 2, admitted
+    assert admitted[1].startswith("WITH") and "COMMIT" not in admitted
+    # Take and load the run, the model profile, the history, [this month's spend against the cap], then the
+    # ending in one statement: the answer, the conversation's activity, the ledger row, and the run's status
+    # and totals (returning the usage for the complete frame).
+    assert len(executed) == 4 + ledger_reads, executed
+    assert "COMMIT" not in executed
+    ending = executed[-1]
+    for table in ("agents_message", "agents_conversation", "governance_spendentry", "agents_run"):
+        assert table in ending
+    # A later turn of the same conversation also loads it (and marks it active in the same write).
     _, admitted, executed = _turn(actor, agent, conversation_id=run.conversation_id)
-    assert len(admitted) == 5, admitted
-    assert len(executed) == 8 + ledger_reads, executed
+    assert len(admitted) == 3, admitted
+    assert len(executed) == 4 + ledger_reads, executed
 
 
 @pytest.mark.django_db(transaction=True)
@@ -121,20 +135,6 @@ def test_a_response_retried_after_all_has_its_spend_written_before_the_next_requ
     assert Message.objects.get(run=run, role="assistant").content == "Now with words."
     assert Conversation.objects.filter(pk=run.conversation_id).exists()
     assert Run.objects.filter(pk=run.pk, output="Now with words.").exists()
-
-
-@pytest.mark.django_db
-def test_update_returning_hands_back_the_row_as_updated_and_none_when_nothing_matched(org, owner):
-    agent, version = publish(org, owner)
-    run = Run.objects.create(organization=org, agent=agent, version=version, surface="api", prompt="p",
-                             input_tokens=5)
-    row = update_returning(Run.objects.filter(pk=run.pk), ("status", "input_tokens", "cost_usd"),
-                           status=RunStatus.COMPLETED, input_tokens=F("input_tokens") + 7, cost_usd=Decimal("0.25"))
-    assert row == {"status": "completed", "input_tokens": 12, "cost_usd": Decimal("0.25")}
-    run.refresh_from_db()
-    assert (run.status, run.input_tokens) == ("completed", 12)
-    assert update_returning(Run.objects.filter(pk=run.pk, status=RunStatus.QUEUED), ("status",),
-                            status=RunStatus.RUNNING) is None
 
 
 @pytest.mark.django_db
