@@ -610,8 +610,10 @@ def agent_and_version(*, actor: Actor, agent_id: Any, environment: str | None = 
     env = None
     if wanted is not None:
         try:
-            env = Environment.objects.select_related("agent", "version").get(
-                agent_id=wanted, agent__organization=actor.organization, name=environment or PRODUCTION)
+            # The specs are not read here (a run reads its version's when it starts): not parsed on every turn.
+            env = Environment.objects.select_related("agent", "version").defer(
+                "agent__draft_spec", "version__spec",
+            ).get(agent_id=wanted, agent__organization=actor.organization, name=environment or PRODUCTION)
         except Environment.DoesNotExist:
             env = None
     if env is None:
