@@ -111,22 +111,30 @@ def instructions(spec: AgentSpec, run: Run, built: BuiltSetup) -> str:
 
 
 def turn_and_history(run: Run) -> tuple[dict[str, Any] | None, list]:
-    """The person's message that started this run (its id and attachments) and the turns before it, in one
-    query: the newest messages up to that one. The message itself is already in the transcript; the
-    prompt carries it, so it is not history."""
+    """The person's message that started this run (its id and attachments) and the turns before it. The
+    message itself is already in the transcript; the prompt carries it, so it is not history.
+
+    Usually it is the conversation's newest message, and one read of the newest gives both. When a later turn
+    has written since (or this run wrote no message), a second read takes the newest up to this run's own."""
     if run.conversation_id is None:
         return None, []
     limit = int((run.options or {}).get("history_limit") or settings.WEB_HISTORY_TURNS)
-    this_turn = Message.objects.filter(run_id=run.pk, role=Message.Role.USER).order_by("-id").values("id")[:1]
-    # A run without a message of its own (none was recorded) reads the newest turns.
-    upto = Coalesce(Subquery(this_turn), Value(NEWEST_POSSIBLE_ID, output_field=BigIntegerField()))
-    messages = get_recent_messages(str(run.conversation_id), limit + 1, through=upto,
-                                   fields=("run_id", "attachments"))
+    fields = ("run_id", "attachments")
+    messages = get_recent_messages(str(run.conversation_id), limit + 1, fields=fields)
+    if not _is_own_turn(run, messages):
+        this_turn = Message.objects.filter(run_id=run.pk, role=Message.Role.USER).order_by("-id").values("id")[:1]
+        # A run without a message of its own (none was recorded) reads the newest turns.
+        upto = Coalesce(Subquery(this_turn), Value(NEWEST_POSSIBLE_ID, output_field=BigIntegerField()))
+        messages = get_recent_messages(str(run.conversation_id), limit + 1, through=upto, fields=fields)
     current = None
-    if messages and messages[-1].run_id == run.pk and messages[-1].role == Message.Role.USER:
+    if _is_own_turn(run, messages):
         last = messages.pop()
         current = {"id": last.pk, "attachments": last.attachments}
     return current, to_model_messages(messages[-limit:])
+
+
+def _is_own_turn(run: Run, messages: list[Message]) -> bool:
+    return bool(messages) and messages[-1].run_id == run.pk and messages[-1].role == Message.Role.USER
 
 
 def on_run_failed(run: Run) -> None:

@@ -127,12 +127,6 @@ class RunExecution:
         except Exception:  # a lost channel layer must not lose the run
             logger.warning("could not publish a frame for run %s", self.run_id, exc_info=True)
 
-    async def flush(self) -> None:
-        try:
-            await self.sink.flush()
-        except Exception:  # a lost channel layer must not lose the run
-            logger.warning("could not publish the frames of run %s", self.run_id, exc_info=True)
-
     def record_spend(self) -> None:
         """Write the spend not yet in the ledger, with the run's totals, in one statement. Sync (ORM)."""
         if not self.unrecorded_spend:
@@ -180,7 +174,8 @@ class RunExecution:
             taken = update_then_load(
                 Run.objects.filter(pk=self.run_id, status=RunStatus.QUEUED, cancel_requested=False),
                 {"status": RunStatus.RUNNING, "started_at": Coalesce(F("started_at"), Value(now)), "heartbeat_at": now},
-                Run.objects.select_related("agent", "version", "organization").defer("agent__draft_spec"),
+                # One row: no ordering (Run's default one costs its compilation and a sort).
+                Run.objects.select_related("agent", "version", "organization").defer("agent__draft_spec").order_by(),
             )
         except ValidationError:  # not a run id
             return False
@@ -226,7 +221,6 @@ class RunExecution:
             return
         finally:
             watcher.cancel()
-            await self.flush()
         output = result.output
         if isinstance(output, DeferredToolRequests):
             await self._park(output, result.all_messages())

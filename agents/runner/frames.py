@@ -50,9 +50,6 @@ def frame(type_: str, **data: Any) -> dict[str, Any]:
 class Sink(Protocol):
     async def send(self, frame: dict[str, Any]) -> None: ...
 
-    async def flush(self) -> None:
-        """Deliver what was sent so far now, not when a batching window closes."""
-
 
 class ChannelLayerSink:
     """Publishes to the run's group, in order, a few messages per turn rather than one per word.
@@ -62,8 +59,7 @@ class ChannelLayerSink:
     one background flusher sends what piled up during a short window (`RUN_FRAME_FLUSH_SECONDS`,
     20 ms by default: faster than anyone reads) as a single `run.frames` message, or `run.frame` for a
     lone frame. A run's last frame (`complete`/`error`) cuts the window short and is awaited, so an
-    ending is never held back; the runner flushes (`flush`) when the model is done, so the answer is relayed
-    while the ending is written. Consecutive deltas of one part within a window travel as one delta
+    ending is never held back. Consecutive deltas of one part within a window travel as one delta
     (`coalesce`): a client sees the text arrive a window at a time instead of a word at a time, and
     every socket relays a few frames per window instead of one per token. Each message names its run:
     leaving a group does not take back what already sits in a consumer's inbox, so a consumer must not
@@ -77,8 +73,6 @@ class ChannelLayerSink:
         self._queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self._flusher: asyncio.Task | None = None
         self._ending = asyncio.Event()
-        # Set to cut the current window short: by the run's last frame, or a flush.
-        self._cut = asyncio.Event()
         self.window: float = settings.RUN_FRAME_FLUSH_SECONDS
 
     async def send(self, frame: dict[str, Any]) -> None:
@@ -89,30 +83,16 @@ class ChannelLayerSink:
             self._flusher = asyncio.create_task(self._flush_forever())
         if frame["type"] in FINAL_FRAME_TYPES:
             self._ending.set()
-            self._cut.set()
             await self.drain()
-
-    async def flush(self) -> None:
-        """Publish what is queued now and wait for it. The runner flushes when the model is done and before it
-        writes the ending, so the two do not compete for the interpreter and the consumer relays the answer
-        while the ending is written."""
-        if self._flusher is None:
-            return
-        self._cut.set()
-        await self.drain()  # also waits for a batch already on its way
-        if not self._ending.is_set():
-            self._cut.clear()
 
     async def _flush_forever(self) -> None:
         while True:
             batch = [await self._queue.get()]
-            if self.window > 0 and not self._cut.is_set():
+            if self.window > 0 and not self._ending.is_set():
                 try:
-                    await asyncio.wait_for(self._cut.wait(), timeout=self.window)
+                    await asyncio.wait_for(self._ending.wait(), timeout=self.window)
                 except TimeoutError:
                     pass  # the window closed: send what piled up
-            if not self._ending.is_set():
-                self._cut.clear()  # a flush asked for this batch; the next one waits for its window again
             while not self._queue.empty():
                 batch.append(self._queue.get_nowait())
             frames = coalesce(batch)
@@ -208,7 +188,3 @@ class CollectingSink:
         self.frames.append(frame)
         if self.forward is not None:
             await self.forward.send(frame)
-
-    async def flush(self) -> None:
-        if self.forward is not None:
-            await self.forward.flush()

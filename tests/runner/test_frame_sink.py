@@ -101,39 +101,3 @@ def test_frames_in_reads_a_lone_frame_a_batch_and_nothing_else():
 def test_the_window_setting_reaches_the_sink(settings):
     settings.RUN_FRAME_FLUSH_SECONDS = 0.005
     assert ChannelLayerSink(uuid.uuid4()).window == 0.005
-
-
-def test_a_flush_publishes_what_is_queued_at_once_and_later_frames_wait_for_their_window_again():
-    """The runner flushes when the model is done, before it writes the ending: the answer is in the listener's
-    inbox when flush returns, however long the window."""
-
-    async def scenario():
-        run_id = str(uuid.uuid4())
-        layer, channel = await _listen(run_id)
-        sink = ChannelLayerSink(run_id)
-        sink.layer = channel_layers.make_backend(DEFAULT_CHANNEL_LAYER)
-        sink.window = 30  # longer than this test: only a flush or the ending can send
-        try:
-            await sink.flush()  # nothing sent yet: nothing to do
-            for word in ("The ", "answer."):
-                await sink.send(frame("text_delta", index=0, content=word))
-            await sink.flush()
-            flushed = await asyncio.wait_for(layer.receive(channel), timeout=0.5)
-            await sink.send(frame("message_saved", message_id=1, role="assistant"))
-            try:  # the window holds it: it goes out with the ending
-                await asyncio.wait_for(layer.receive(channel), timeout=0.2)
-                held = False
-            except TimeoutError:
-                held = True
-            await sink.send(frame("complete", status="completed"))
-            ending = await asyncio.wait_for(layer.receive(channel), timeout=0.5)
-        finally:
-            await layer.group_discard(group_name(run_id), channel)
-            await layer.close_pools()
-            await sink.layer.close_pools()
-        return flushed, held, ending
-
-    flushed, held, ending = asyncio.run(scenario())
-    assert frames_in(flushed) == [frame("text_delta", index=0, content="The answer.")]
-    assert held
-    assert [f["type"] for f in frames_in(ending)] == ["message_saved", "complete"]
