@@ -1,4 +1,4 @@
-"""Query helpers the ORM lacks: several writes in one statement, and an update that loads what it changed.
+"""Query helpers the ORM lacks: several writes in one statement, and loading several models from one row.
 
 On this project's hot paths (a chat turn's admission and ending) the cost of a write is mostly its round
 trip and the transaction around a group of them, not PostgreSQL's work. PostgreSQL runs data-modifying
@@ -20,7 +20,7 @@ from django.core.exceptions import EmptyResultSet
 from django.db import connections
 from django.db.models import Field, Model, QuerySet
 from django.db.models.expressions import RawSQL
-from django.db.models.sql import InsertQuery, Query, UpdateQuery
+from django.db.models.sql import InsertQuery, UpdateQuery
 
 ALIAS = re.compile(r"[a-z_][a-z0-9_]*")
 M = TypeVar("M", bound=Model)
@@ -155,40 +155,37 @@ def write_together(*writes: Insert | Update, using: str = "default") -> list[dic
     return results
 
 
-class _Prefixed(Query):
-    """A query whose SQL follows a prefix of its own (a WITH clause) — the ORM has no place for one."""
+@dataclass(frozen=True)
+class Loaded:
+    """One model's columns in a hand-written statement's rows: `alias.column` for each field, in `_meta` order."""
 
-    prefix: tuple[str, tuple[Any, ...]] = ("", ())
+    model: type[Model]
+    alias: str
+    exclude: tuple[str, ...] = ()
 
-    def get_compiler(self, using=None, connection=None, elide_empty=True):
-        compiler = super().get_compiler(using, connection, elide_empty)
-        as_sql, (prefix, prefix_params) = compiler.as_sql, self.prefix
+    @property
+    def fields(self) -> list[Field]:
+        return [f for f in self.model._meta.concrete_fields if f.name not in self.exclude]
 
-        def prefixed(*args, **kwargs):
-            sql, params = as_sql(*args, **kwargs)
-            return f"{prefix} {sql}", (*prefix_params, *params)
-
-        compiler.as_sql = prefixed  # type: ignore[method-assign]
-        return compiler
+    def columns(self, quote) -> str:
+        return ", ".join(f"{self.alias}.{quote(f.column)}" for f in self.fields)
 
 
-def update_then_load(update: QuerySet[M], values: dict[str, Any], load: QuerySet[M]) -> list[M]:
-    """`update.update(**values)` and `list(load)` in one statement, where `load` sees its model's table as
-    the rows the update changed, after the change, and nothing else of it (a WITH clause of the table's
-    own name stands in for it). `load` may follow relations (`select_related`): the related rows are read
-    as they are. E.g. take a queued run and load it with its agent and version, or learn that it was not
-    there to take (an empty list)."""
-    if update.model is not load.model:
-        raise ValueError("update_then_load: `update` and `load` must be querysets of one model")
-    connection = connections[update.db]
-    query = cast(UpdateQuery, update.query.chain(UpdateQuery))
-    query.add_update_values(values)
-    try:
-        sql, params = query.get_compiler(update.db).as_sql()
-    except EmptyResultSet:
-        return []
-    table = connection.ops.quote_name(update.model._meta.db_table)
-    loading = load.all()
-    loading.query.__class__ = _Prefixed
-    loading.query.prefix = (f"WITH {table} AS ({sql} RETURNING *)", tuple(params))  # type: ignore[attr-defined]
-    return list(loading)
+def load_row(row: Sequence[Any], layout: Sequence[Loaded], using: str = "default") -> list[Model]:
+    """Instances of each model in `layout` from one row holding their columns in that order (`Loaded.columns`),
+    converted as Django converts what it loads (JSON, for one); excluded fields are deferred. For hot
+    statements whose ORM compilation would cost more than the round trip."""
+    connection = connections[using]
+    instances: list[Model] = []
+    position = 0
+    for part in layout:
+        fields = part.fields
+        values = list(row[position:position + len(fields)])
+        position += len(fields)
+        for index, model_field in enumerate(fields):
+            col = model_field.get_col(part.alias)
+            for converter in connection.ops.get_db_converters(col) + col.get_db_converters(connection):
+                values[index] = converter(values[index], col, connection)
+        instances.append(part.model.from_db(using, [f.attname for f in fields], values))
+    return instances
+

@@ -6,11 +6,11 @@ import uuid
 from decimal import Decimal
 
 import pytest
-from django.db import IntegrityError
+from django.db import IntegrityError, connection
 from django.db.models import F
 
-from agenticos.queries import Insert, Update, returned, update_then_load, write_together
-from agents.models import Conversation, Message, Run, RunStatus, ToolCall
+from agenticos.queries import Insert, Loaded, Update, load_row, returned, write_together
+from agents.models import Agent, AgentVersion, Conversation, Message, Run, RunStatus, ToolCall
 from tests.runner.conftest import publish
 
 
@@ -99,19 +99,24 @@ def test_several_rows_insert_as_one_and_misuse_is_refused(org, owner):
 
 
 @pytest.mark.django_db
-def test_update_then_load_takes_a_row_once_and_loads_its_relations(org, owner):
+def test_a_row_of_several_models_loads_as_django_would_load_them(org, owner):
     agent, version = publish(org, owner)
-    run = _run(org, agent, version)
-    other = _run(org, agent, version)
-    write_together(Insert([run]), Insert([other]))
-    take = Run.objects.filter(pk=run.pk, status=RunStatus.QUEUED)
-    load = Run.objects.select_related("agent", "version", "organization")
-
-    taken = update_then_load(take, {"status": RunStatus.RUNNING, "input_tokens": F("input_tokens") + 1}, load)
-    assert [r.pk for r in taken] == [run.pk]  # the other queued run is not in sight
-    assert (taken[0].status, taken[0].input_tokens) == (RunStatus.RUNNING, 1)  # as it is after the update
-    assert (taken[0].agent.name, taken[0].version.pk, taken[0].organization.pk) == (agent.name, version.pk, org.pk)
-    assert update_then_load(take, {"status": RunStatus.RUNNING}, load) == []  # already taken
-    assert Run.objects.get(pk=other.pk).status == RunStatus.QUEUED
-    with pytest.raises(ValueError, match="one model"):
-        update_then_load(take, {"status": RunStatus.RUNNING}, Message.objects.all())
+    run = _run(org, agent, version, options={"history_limit": 3}, cost_usd=Decimal("0.125"))
+    run.save()
+    layout = (Loaded(Run, "r"), Loaded(Agent, "a", exclude=("draft_spec",)), Loaded(AgentVersion, "v"))
+    quote = connection.ops.quote_name
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {', '.join(part.columns(quote) for part in layout)} FROM agents_run r"  # noqa: S608
+            " JOIN agents_agent a ON a.id = r.agent_id JOIN agents_agentversion v ON v.id = r.version_id"
+            " WHERE r.id = %s", [run.pk])
+        loaded_run, loaded_agent, loaded_version = load_row(cursor.fetchone(), layout)
+    expected = Run.objects.get(pk=run.pk)
+    for field in Run._meta.concrete_fields:  # JSON decoded, decimals, dates and keys as the ORM gives them
+        assert getattr(loaded_run, field.attname) == getattr(expected, field.attname), field.name
+    assert loaded_run.options == {"history_limit": 3} and loaded_run.cost_usd == Decimal("0.125")
+    assert loaded_version.spec == version.spec and loaded_agent.name == agent.name
+    assert not loaded_run._state.adding and loaded_run._state.db == "default"
+    # The excluded field is deferred: read on access, not lost.
+    assert loaded_agent.get_deferred_fields() == {"draft_spec"}
+    assert loaded_agent.draft_spec == Agent.objects.get(pk=agent.pk).draft_spec
