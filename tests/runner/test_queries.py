@@ -11,6 +11,7 @@ from django.db.models import F
 
 from agenticos.queries import Insert, Loaded, Update, load_row, returned, write_together
 from agents.models import Agent, AgentVersion, Conversation, Message, Run, RunStatus, ToolCall
+from tests import factories
 from tests.runner.conftest import publish
 
 
@@ -120,3 +121,30 @@ def test_a_row_of_several_models_loads_as_django_would_load_them(org, owner):
     # The excluded field is deferred: read on access, not lost.
     assert loaded_agent.get_deferred_fields() == {"draft_spec"}
     assert loaded_agent.draft_spec == Agent.objects.get(pk=agent.pk).draft_spec
+
+
+@pytest.mark.django_db
+def test_a_runs_model_profile_comes_with_its_key_row_and_whether_it_has_fallbacks(org, owner, outsider_org):
+    from pydantic_ai.models.fallback import FallbackModel
+
+    from agents.providers import build_model
+    from agents.runner.assembly import AssemblyError, model_profile
+    from agents.spec import AgentSpec
+
+    agent, version = publish(org, owner)
+    run = _run(org, agent, version)
+    keyed = factories.model_profile(org, "openai", "gpt-4o-mini", api_key="sk-test-key-1234567890")
+    backup = factories.model_profile(org, "openai", "gpt-4o", api_key="sk-test-key-0987654321")
+    keyed.fallbacks.add(backup)
+    keyless = factories.model_profile(org, "demo", "demo")
+
+    loaded = model_profile(run, AgentSpec(name="x", model_profile_id=str(keyed.pk)))
+    assert (loaded.pk, loaded.secret.pk, loaded.has_fallbacks) == (keyed.pk, keyed.secret_id, True)
+    assert isinstance(build_model(loaded), FallbackModel)
+    loaded = model_profile(run, AgentSpec(name="x", model_profile_id=str(keyless.pk)))
+    assert (loaded.secret, loaded.has_fallbacks, loaded.settings) == (None, False, {})
+    # Another organization's profile, a missing one and a malformed id read as gone.
+    foreign = factories.model_profile(outsider_org, "demo", "demo")
+    for wrong in (str(foreign.pk), str(uuid.uuid4()), "not-an-id"):
+        with pytest.raises(AssemblyError, match="no longer exists"):
+            model_profile(run, AgentSpec(name="x", model_profile_id=wrong))
