@@ -13,12 +13,13 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any, cast
 
 from django.apps import apps
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import URLValidator
-from django.db import IntegrityError, models, transaction
+from django.db import IntegrityError, connection, models, transaction
 from django.db.models import Max
 from django.utils import timezone
 from django.utils.text import slugify
@@ -27,6 +28,7 @@ from pydantic import ValidationError
 from agenticos import audit
 from agenticos.errors import Conflict, Invalid, NotFound
 from agenticos.models import Secret
+from agenticos.queries import Loaded, load_row
 from agenticos.tenancy import org_get, parse_uuid
 from agents import yaml_io
 from agents.diff import diff_specs, format_path
@@ -607,20 +609,35 @@ def agent_and_version(*, actor: Actor, agent_id: Any, environment: str | None = 
     environment exists (every turn of every chat asks this). Otherwise the same answers as `org_get` +
     `version_for`: not found, not allowed, or not published."""
     wanted = parse_uuid(agent_id)
-    env = None
+    row = None
     if wanted is not None:
-        try:
-            # The specs are not read here (a run reads its version's when it starts): not parsed on every turn.
-            env = Environment.objects.select_related("agent", "version").defer(
-                "agent__draft_spec", "version__spec",
-            ).get(agent_id=wanted, agent__organization=actor.organization, name=environment or PRODUCTION)
-        except Environment.DoesNotExist:
-            env = None
-    if env is None:
+        with connection.cursor() as cursor:
+            cursor.execute(_agent_and_version_sql(), [wanted, actor.organization.pk, environment or PRODUCTION])
+            row = cursor.fetchone()
+    if row is None:
         agent = org_get(actor, Agent, agent_id)
         return agent, version_for(actor=actor, agent=agent, environment=environment, level=level)
-    require_agent_access(actor, env.agent, level)
-    return env.agent, env.version
+    loaded_agent, loaded_version = load_row(row, AGENT_AND_VERSION_LAYOUT)
+    require_agent_access(actor, cast(Agent, loaded_agent), level)
+    return cast(Agent, loaded_agent), cast(AgentVersion, loaded_version)
+
+
+# The specs are not read here (a run reads its version's when it starts): not parsed on every turn. Hand-written
+# from the models' fields (`load_row`): the ORM's compilation of this join cost more than PostgreSQL's work.
+AGENT_AND_VERSION_LAYOUT = (Loaded(Agent, "a", exclude=("draft_spec",)), Loaded(AgentVersion, "v", exclude=("spec",)))
+
+
+@lru_cache(maxsize=1)
+def _agent_and_version_sql() -> str:
+    quote = connection.ops.quote_name
+    agents, versions = (quote(part.model._meta.db_table) for part in AGENT_AND_VERSION_LAYOUT)
+    environments = quote(Environment._meta.db_table)
+    columns = ", ".join(part.columns(quote) for part in AGENT_AND_VERSION_LAYOUT)
+    # Table and column names come from the models; every value is a parameter.
+    return (
+        f"SELECT {columns} FROM {environments} e JOIN {agents} a ON a.id = e.agent_id"  # noqa: S608
+        f" JOIN {versions} v ON v.id = e.version_id WHERE e.agent_id = %s AND a.organization_id = %s AND e.name = %s"
+    )
 
 
 # ------------------------------------------------------------------ diff and YAML
