@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from decimal import Decimal
 
 import pytest
@@ -12,7 +11,7 @@ from pydantic_ai.exceptions import ModelHTTPError
 from pydantic_ai.messages import ModelResponse, TextPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
 
-from agents.models import Conversation, Message, Run, RunStatus, ToolCall
+from agents.models import AgentVersion, Conversation, Message, Run, RunStatus, ToolCall
 from agents.runner import execute
 from agents.runner.frames import CollectingSink
 from agents.runs import request_stop, start_run
@@ -280,13 +279,20 @@ def test_a_stale_running_run_is_swept_to_failed(org, owner, settings):
     assert fresh.status == "running"
 
 
-def test_an_outsider_run_is_never_executed_under_another_organization(org, owner, outsider_org, outsider):
-    # Runs carry exactly one organization; the runner reads the profile through it.
+def test_a_run_never_reaches_another_organizations_model_profile(org, owner, outsider_org):
+    """The runner reads the model profile through the run's organization: a version naming another tenant's
+    profile (and so its key) fails to assemble, says why, and spends nothing."""
     agent, version = publish(org, owner)
-    factories  # noqa: B018 - the outsider fixtures create the second tenant
-    run = start(org, owner, agent, version)
-    assert run.organization_id == org.pk
-    time.sleep(0)
+    foreign = factories.model_profile(outsider_org, "openai", "gpt-4o-mini", api_key="sk-outsider-key-1234567890")
+    forged = AgentVersion.objects.create(agent=agent, number=version.number + 1, published_by=owner,
+                                         spec={**version.spec, "model_profile_id": str(foreign.pk)})
+    run = start(org, owner, agent, forged)
+    frames = run_now(run)
+    run.refresh_from_db()
+    assert run.status == RunStatus.FAILED
+    assert run.error["type"] == "AssemblyError" and "model profile" in run.error["message"]
+    assert frames[-1]["type"] == "error" and "sk-outsider" not in json.dumps(frames)
+    assert not SpendEntry.objects.filter(run=run).exists() and run.requests == 0
 
 
 def test_a_run_lost_in_the_queue_is_enqueued_again_and_an_ancient_one_fails(org, owner, monkeypatch):
