@@ -71,7 +71,7 @@ def run_worker_command(index: int, concurrency: str | None = None, log_level: st
     # Agent runs are I/O-bound (model streams, HTTP tools): a thread pool holds many at once. Runs get
     # their own workers: a bot delivery (queue "default") holds a thread for the run it follows.
     return [
-        sys.executable, "-m", "celery", "-A", "agenticos", "worker", "-Q", "runs", "-n", f"runs{index or ''}@%h",
+        sys.executable, "-m", "celery", "-A", "agenticos", "worker", "-Q", "runs", "-n", f"runs{index + 1 if index else ''}@%h",
         "-P", "threads", "-c", concurrency or os.environ.get("RUN_WORKER_CONCURRENCY", "32"), "-l", log_level,
     ]
 

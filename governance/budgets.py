@@ -112,7 +112,7 @@ def first_exhausted(caps: list[Cap]) -> Cap | None:
 
 def spend_entry(*, organization_id: Any, agent_id: Any, run_id: Any, embed_id: Any, surface: str, kind: str,
                 model: str, input_tokens: int, output_tokens: int, cost: Decimal, partial: bool) -> SpendEntry:
-    """One ledger row, not written yet (`record_spend` writes one; `write_entries` several)."""
+    """One ledger row, not written yet (`record_spend` writes one; `ledger_writes` hands out the writes for several)."""
     return SpendEntry(
         organization_id=organization_id, agent_id=agent_id, run_id=run_id, embed_id=embed_id, surface=surface,
         kind=kind, model=model[:200], input_tokens=input_tokens, output_tokens=output_tokens, cost_usd=cost,

@@ -13,12 +13,13 @@ import logging
 import threading
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass
 from functools import lru_cache, partial
 from typing import Any
 
 from django.conf import settings
-from django.db import close_old_connections, connection
+from django.db import close_old_connections, connection, transaction
 from django.utils import timezone
 from pydantic_ai import Agent, CancellationToken
 from pydantic_ai.exceptions import RunCancelled, UsageLimitExceeded
@@ -457,14 +458,12 @@ class RunExecution:
             **spend,
         }, returning=USAGE_FIELDS)
         failed = status in (RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.BUDGET_EXCEEDED)
-        if failed and self.run.conversation_id:
-            from django.db import transaction
-
-            with transaction.atomic():
-                totals = write_together(*answer, *inserts, ending)[-1]
-                assembly.on_run_failed(self.run)
-        else:
+        resets_state = failed and self.run.conversation_id
+        # A failed run's capability state is reset with its ending; a completed one is a single statement.
+        with transaction.atomic() if resets_state else nullcontext():
             totals = write_together(*answer, *inserts, ending)[-1]
+            if resets_state:
+                assembly.on_run_failed(self.run)
         return (message.pk if message else None), totals
 
     def _finish_and_describe(self, status: str, *, output: str) -> tuple[int | None, dict]:

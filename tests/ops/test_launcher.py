@@ -16,7 +16,7 @@ def test_one_runs_worker_per_core_at_most_four(monkeypatch):
     commands = launcher.commands(8000)
     workers = {name: cmd for name, cmd in commands.items() if name.startswith("worker")}
     assert list(workers) == ["worker", "worker2"]
-    assert [_names(cmd) for cmd in workers.values()] == ["runs@%h", "runs1@%h"]
+    assert [_names(cmd) for cmd in workers.values()] == ["runs@%h", "runs2@%h"]
     assert all(cmd[cmd.index("-Q") + 1] == "runs" and cmd[cmd.index("-P") + 1] == "threads" for cmd in workers.values())
     assert {"web", "default", "beat", "bots"} <= set(commands)
     monkeypatch.setattr(launcher.os, "cpu_count", lambda: 64)
