@@ -192,6 +192,8 @@ def start_redis(base: Path) -> str:
         "--dir", str(paths["dir"]),
         "--save", "60", "1000",
         "--appendonly", "no",
+        # Parallel test workers and helper sessions each take a database pair (settings: counters, broker).
+        "--databases", "64",
     ]
     result = subprocess.run(cmd, capture_output=True, text=True, check=False)
     deadline = time.monotonic() + 10

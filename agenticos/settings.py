@@ -168,11 +168,12 @@ def _redis_db(url: str, db: int) -> str:
 
 BROKER_REDIS_URL = REDIS_URL
 if TESTING and env.str("PYTEST_XDIST_WORKER", default=""):
-    # Parallel test workers (gw0…gw6) each get their own Redis database so counters never collide, and
-    # the Celery broker another one, so the per-test flush never deletes queued tasks or kombu's bindings.
+    # Parallel test workers (gw0…gw30) each get their own Redis database so counters never collide, and
+    # the Celery broker another one, so the per-test flush never deletes queued tasks or kombu's bindings
+    # (the embedded server has 64 databases).
     _worker_db = int(env.str("PYTEST_XDIST_WORKER").lstrip("gw") or 0) + 1
     REDIS_URL = _redis_db(REDIS_URL, _worker_db)
-    BROKER_REDIS_URL = _redis_db(REDIS_URL, _worker_db + 8)
+    BROKER_REDIS_URL = _redis_db(REDIS_URL, _worker_db + 32)
 if not DATABASE_URL:
     raise ImproperlyConfigured(
         "DATABASE_URL is not set and the embedded PostgreSQL is not running: "
