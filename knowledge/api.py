@@ -311,7 +311,7 @@ class MyMemoryView(BaseOrgView):
         })
 
 
-class MyMemoryNoteView(BaseOrgView):
+class MyMemoryNoteBase(BaseOrgView):
     serializer_class = MemoryNoteSerializer
     permission_map: dict[str, str] = {}
 
@@ -322,6 +322,8 @@ class MyMemoryNoteView(BaseOrgView):
                                          chat_key="").select_related("agent")
         return self.org_get(MemoryNote, pk, mine)
 
+
+class MyMemoryNoteView(MyMemoryNoteBase):
     @extend_schema(responses={204: None, **ERRORS}, summary="Delete one of my notes")
     def delete(self, request: Request, pk) -> Response:
         from knowledge import memory
@@ -330,7 +332,9 @@ class MyMemoryNoteView(BaseOrgView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-class MyMemoryNoteActionView(MyMemoryNoteView):
+class MyMemoryNoteActionView(MyMemoryNoteBase):
+    # A sibling of MyMemoryNoteView, not a child: inheriting its delete(pk) made DELETE on this route
+    # (which also passes `action`) a TypeError instead of a 405.
     @extend_schema(request=None, responses={200: MemoryNoteSerializer, **ERRORS},
                    summary="Suspend or restore one of my notes")
     def post(self, request: Request, pk, action: str) -> Response:

@@ -115,3 +115,13 @@ def test_the_admin_read_404s_for_a_person_outside_the_named_tenant(api_as, membe
     staff = factories.user(is_staff=True, is_superuser=True)
     url = f"/api/v1/memory/person/{member.pk}/?organization_id={outsider_org.pk}&reason=x"
     assert api_as(staff).get(url).status_code == 404
+
+
+@pytest.mark.parametrize("action", ["suspend", "restore", "anything"])
+def test_delete_on_a_note_action_is_a_405_envelope_and_leaves_the_note(api_as, member, org, agent, action):
+    note = _note(agent, member)
+    response = api_as(member, org).delete(f"/api/v1/memory/notes/{note.pk}/{action}/")
+    assert response.status_code == 405
+    assert response.json()["error"]["code"] == "method_not_allowed"
+    note.refresh_from_db()
+    assert note.status == "active"
