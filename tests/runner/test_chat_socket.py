@@ -17,6 +17,7 @@ from pydantic_ai.models.function import DeltaToolCall, FunctionModel
 from agenticos.asgi import application
 from agenticos.tenancy import SESSION_KEY as ORG_SESSION_KEY
 from agents.models import Message, Run
+from embeds.consumers import REFUSED_CODE
 from tests.runner.conftest import publish
 from tests.runner.test_execute import CHART_ARGS
 
@@ -159,3 +160,196 @@ async def test_stop_cancels_the_running_turn(org, owner, scripted_model, celery_
     kept = await database_sync_to_async(lambda: Message.objects.get(run=run, role="assistant").content)()
     assert kept.startswith("Thinking")
     await communicator.disconnect()
+
+
+# ------------------------------------------------------------------ the page's origin (cross-site hijacking)
+
+FRONTEND = "https://agents.example.com"
+
+
+async def connect_from(user, org, origin: str | None, host: str | None = None, scheme: str = "wss"):
+    cookie = await database_sync_to_async(session_cookie)(user, org)
+    headers = [(b"cookie", cookie.encode())]
+    if origin is not None:
+        headers.append((b"origin", origin.encode()))
+    if host is not None:
+        headers.append((b"host", host.encode()))
+    communicator = WebsocketCommunicator(application, "/ws/chat/", headers=headers)
+    communicator.scope["scheme"] = scheme  # the communicator builds no scheme; the app has not read the scope yet
+    connected, code = await communicator.connect(timeout=TIMEOUT)
+    return communicator, connected, code
+
+
+@pytest.fixture
+def deployment(settings):
+    settings.FRONTEND_URL = FRONTEND
+    settings.ALLOWED_HOSTS = ["agents.example.com", "chat.internal"]
+    settings.CSRF_TRUSTED_ORIGINS = ["https://*.partner-console.example"]
+    return settings
+
+
+@pytest.mark.parametrize(
+    "origin",
+    [
+        "https://evil.example",
+        "https://agents.example.com.evil.example",  # the deployment's host as a prefix of another's
+        "http://agents.example.com",  # the right host over another scheme (the socket is wss)
+        "https://agents.example.com:8443",  # the right host on another port
+        "null",  # a sandboxed frame or a file:// page
+        "https://partner-console.example",  # the wildcard names subdomains, not the bare domain
+    ],
+)
+async def test_a_page_on_a_foreign_origin_cannot_open_the_members_chat(org, owner, deployment, origin):
+    agent, _ = await database_sync_to_async(publish)(org, owner)
+    communicator, connected, code = await connect_from(owner, org, origin, host="agents.example.com")
+    assert not connected and code == 4003
+    await communicator.disconnect()
+    # Nothing behind the refusal acted: the socket never reached the consumer, so no run exists.
+    assert await database_sync_to_async(Run.objects.count)() == 0
+
+
+@pytest.mark.parametrize(
+    ("origin", "host"),
+    [
+        (FRONTEND, None),  # FRONTEND_URL, however the socket's Host reads
+        ("https://AGENTS.example.com:443/", None),  # the same origin in another spelling
+        ("https://app.partner-console.example", None),  # CSRF_TRUSTED_ORIGINS, wildcard
+        ("https://chat.internal:8443", "chat.internal:8443"),  # the host it was opened on, in ALLOWED_HOSTS
+        ("https://chat.internal", "chat.internal"),
+    ],
+)
+async def test_a_page_on_the_deployments_own_origin_chats(org, owner, deployment, origin, host):
+    agent, _ = await database_sync_to_async(publish)(org, owner)
+    communicator, connected, _ = await connect_from(owner, org, origin, host=host)
+    assert connected
+    await communicator.send_json_to({"type": "bogus"})
+    assert (await communicator.receive_json_from(timeout=TIMEOUT))["data"]["code"] == "bad_frame"
+    await communicator.disconnect()
+
+
+async def test_the_host_a_socket_names_counts_only_when_allowed_hosts_lists_it(org, owner, deployment):
+    # A page and a Host header that agree prove nothing by themselves (DNS rebinding gives an attacker both).
+    communicator, connected, code = await connect_from(owner, org, "https://rebound.example", host="rebound.example")
+    assert not connected and code == 4003
+    await communicator.disconnect()
+
+
+async def test_behind_a_tls_proxy_the_forwarded_scheme_is_the_pages(org, owner, deployment):
+    deployment.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    cookie = await database_sync_to_async(session_cookie)(owner, org)
+    for proto, admitted in ((b"https", True), (b"http", False)):
+        communicator = WebsocketCommunicator(application, "/ws/chat/", headers=[
+            (b"cookie", cookie.encode()), (b"origin", b"https://chat.internal"), (b"host", b"chat.internal"),
+            (b"x-forwarded-proto", proto),
+        ])
+        connected, _ = await communicator.connect(timeout=TIMEOUT)  # plain ws between the proxy and daphne
+        assert connected is admitted
+        await communicator.disconnect()
+
+
+async def test_a_client_that_sends_no_origin_is_not_a_browser_and_is_admitted_on_its_cookie(org, owner, deployment):
+    # Browsers always send Origin on a WebSocket handshake; a script that holds the cookie itself is no
+    # cross-site risk (README, "Web chat socket").
+    communicator, connected, _ = await connect_from(owner, org, None)
+    assert connected
+    await communicator.disconnect()
+
+
+async def test_the_embed_socket_keeps_its_own_origin_rules(org, owner, deployment):
+    from tests import factories
+
+    agent, _ = await database_sync_to_async(publish)(org, owner)
+    embed = await database_sync_to_async(factories.embed)(
+        agent, kind="socket", allowed_origins=["https://shop.example"]
+    )
+    # A partner's page is a foreign origin to the deployment, yet its embed admits it...
+    partner = WebsocketCommunicator(
+        application, f"/api/v1/embed/{embed.public_key}/ws", headers=[(b"origin", b"https://shop.example")]
+    )
+    connected, _ = await partner.connect(timeout=TIMEOUT)
+    assert connected and (await partner.receive_json_from(timeout=TIMEOUT))["type"] == "ready"
+    await partner.disconnect()
+    # ...and the embed refuses (accept, then close with its own code) an origin it does not list.
+    stranger = WebsocketCommunicator(
+        application, f"/api/v1/embed/{embed.public_key}/ws", headers=[(b"origin", FRONTEND.encode())]
+    )
+    await stranger.connect(timeout=TIMEOUT)
+    closed = await stranger.receive_output(timeout=TIMEOUT)
+    assert closed["type"] == "websocket.close" and closed["code"] == REFUSED_CODE
+    await stranger.disconnect()
+
+
+# ------------------------------------------------------------------ frames naming someone else's run
+
+
+def someone_elses_run(org, user, agent, *, status):
+    from agents.models import Environment
+    from agents.runs import start_run
+    from governance.models import Question
+
+    version = Environment.objects.get(agent=agent, name="production").version
+    run = start_run(agent=agent, version=version, surface="web", prompt="mine", user=user, acting_role="member",
+                    enqueue=False)
+    Run.objects.filter(pk=run.pk).update(status=status)
+    if status == "awaiting_answer":
+        Question.objects.create(organization=org, run=run, asked_user=user, tool_call_id="q1",
+                                questions=[{"header": "Drink", "question": "Tea or coffee?",
+                                            "options": [{"label": "Tea"}, {"label": "Coffee"}]}])
+    return run
+
+
+def run_state(run_id):
+    from agents.runs import stop_signalled
+    from governance.models import Question
+
+    run = Run.objects.get(pk=run_id)
+    questions = list(Question.objects.filter(run=run).values_list("status", "answers"))
+    return run.status, run.cancel_requested, stop_signalled(run.pk), questions
+
+
+@pytest.fixture
+def colleague(org):
+    from tests import factories
+
+    return factories.member(org, "member")
+
+
+@pytest.mark.parametrize("who", ["colleague", "outsider"])
+async def test_a_stop_naming_someone_elses_run_leaves_that_run_alone(
+    org, owner, member, colleague, outsider, outsider_org, who
+):
+    attacker, attacker_org = {"colleague": (colleague, org), "outsider": (outsider, outsider_org)}[who]
+    agent, _ = await database_sync_to_async(publish)(org, owner)
+    victims = await database_sync_to_async(someone_elses_run)(org, member, agent, status="running")
+    before = await database_sync_to_async(run_state)(victims.pk)
+    communicator, connected = await connect(attacker, attacker_org)
+    assert connected
+    await communicator.send_json_to({"type": "stop", "run_id": str(victims.pk)})
+    frame = await communicator.receive_json_from(timeout=TIMEOUT)
+    assert frame["type"] == "error" and frame["data"]["code"] == "not_found"
+    await communicator.disconnect()
+    assert before == ("running", False, False, [])
+    assert await database_sync_to_async(run_state)(victims.pk) == before
+
+
+@pytest.mark.parametrize(("who", "code"), [("colleague", "not_found"), ("outsider", "not_found"),
+                                           ("admin_user", "forbidden")])
+async def test_an_answer_naming_someone_elses_question_leaves_it_open(
+    org, owner, member, colleague, admin_user, outsider, outsider_org, who, code
+):
+    attacker, attacker_org = {
+        "colleague": (colleague, org), "outsider": (outsider, outsider_org), "admin_user": (admin_user, org)
+    }[who]
+    agent, _ = await database_sync_to_async(publish)(org, owner)
+    victims = await database_sync_to_async(someone_elses_run)(org, member, agent, status="awaiting_answer")
+    communicator, connected = await connect(attacker, attacker_org)
+    assert connected
+    await communicator.send_json_to(
+        {"type": "ask_user_response", "run_id": str(victims.pk), "answers": [{"answer": "Coffee"}]}
+    )
+    frame = await communicator.receive_json_from(timeout=TIMEOUT)
+    assert frame["type"] == "error" and frame["data"]["code"] == code
+    await communicator.disconnect()
+    # Still parked on the member's question, unanswered, never resumed nor stopped.
+    assert await database_sync_to_async(run_state)(victims.pk) == ("awaiting_answer", False, False,
+                                                                    [("pending", None)])
