@@ -339,12 +339,11 @@ SPECTACULAR_SETTINGS = {
 
 # ------------------------------------------------------------------ product limits
 DEFAULT_ORG_MONTHLY_BUDGET_USD = _decimal_or_none("DEFAULT_ORG_MONTHLY_BUDGET_USD", "100")
+# Only scopes a capability declares (tests/capabilities/test_scopes.py): web:browse and agents:delegate come
+# back with browser_use and subagents; files:read, files:write and memory:write gated nothing.
 DEFAULT_GRANTED_SCOPES = env.list(
     "DEFAULT_GRANTED_SCOPES",
-    default=[
-        "knowledge:read", "conversations:read", "web:read", "web:fetch", "web:browse", "code:execute",
-        "sandbox:execute", "agents:delegate", "files:read", "files:write", "memory:write",
-    ],
+    default=["knowledge:read", "conversations:read", "web:read", "web:fetch", "code:execute", "sandbox:execute"],
 )
 # Hosts (names, IPs/CIDRs, PostgreSQL socket dirs) that tools may reach although they are private.
 TOOL_ALLOWED_PRIVATE_HOSTS = env.list("TOOL_ALLOWED_PRIVATE_HOSTS", default=[])

@@ -31,6 +31,14 @@ Voice = Literal["live", "hand_off", "never"]
 Built = AbstractToolset[Any] | AbstractCapability[Any]
 
 
+class NotBuilt(Exception):  # noqa: N818 (a signal with a reason, not an error)
+    """Raised by `build` when a bound capability has nothing to offer in this run; the message says why.
+
+    The registry leaves it out and "Your setup" tells the model it is bound but skipped, and why, instead
+    of listing it among the capabilities someone would have to enable.
+    """
+
+
 def tool_text(*, what: str, when: str, args: str = "", returns: str) -> str:
     """A description in the shape pydantic-ai gives a docstring tool: four parts, summary + returns.
 
@@ -142,6 +150,10 @@ class Capability:
     never_does: str = ""
     # Checks that need the binding as well as the config (e.g. approval with a provider-executed method).
     binding_check: Callable[[Any, Any], list[str]] | None = None
+    # Why the capability declares the tools it does, when that is not obvious: required (tests) for every
+    # `tools=()` capability ("no tools on purpose", or tools that come from data such as MCP servers), and
+    # for one the catalog lists without tools that still has one (clock). Served and shown on the card.
+    tools_note: str = ""
 
     def tool(self, tool_id: str) -> ToolDecl | None:
         return next((t for t in self.tools if t.id == tool_id), None)
@@ -172,6 +184,7 @@ class Capability:
                 }
                 for t in self.tools
             ],
+            "tools_note": self.tools_note,
             "scopes": list(self.scopes),
             "key": None
             if self.key is None

@@ -25,7 +25,7 @@ from pydantic_ai.capabilities import AbstractCapability, WrapperCapability
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset, DynamicToolset, PreparedToolset, RenamedToolset
 
-from capabilities.base import BuildContext, Capability, ToolDecl
+from capabilities.base import BuildContext, Capability, NotBuilt, ToolDecl
 
 if TYPE_CHECKING:
     from agenticos.models import Organization
@@ -358,7 +358,13 @@ def build_for_run(spec: AgentSpec, deps: RunDeps, organization_id: str | None = 
 
     For each enabled binding: validate its config (an invalid one is skipped, with the reason, rather than
     failing the run), check scopes and key requirement, call `build`, apply `tool_overrides` (rename and
-    redescribe by stable id) and record each visible tool's approval gate.
+    redescribe by stable id) and record each visible tool's approval gate. A binding `build` cannot turn into
+    anything (it raised `NotBuilt`, or returned nothing) is skipped with the reason, so "Your setup" never
+    tells the model to ask for a capability that is bound.
+
+    A binding its capability's `binding_check` refuses (approval required on a provider-executed method)
+    refuses the whole run with `AssemblyError`: nothing revalidates a frozen version, and leaving the tool
+    out — or running it ungated — would change what the author published without anyone noticing.
     """
     org_id = str(organization_id or deps.organization_id)
     granted = granted_scopes()
@@ -386,6 +392,10 @@ def build_for_run(spec: AgentSpec, deps: RunDeps, organization_id: str | None = 
         if cap.key is not None and cap.key.applies(config) and not binding.secret_id:
             built.skipped[cap.id] = f"it needs a {cap.key.kind} secret and none is bound"
             continue
+        if cap.binding_check is not None:
+            refused = cap.binding_check(binding, config)
+            if refused:
+                _refuse_run(cap, refused)
         ctx = BuildContext(
             binding=binding,
             config=config,
@@ -395,8 +405,13 @@ def build_for_run(spec: AgentSpec, deps: RunDeps, organization_id: str | None = 
             granted_scopes=granted,
             spec=spec,
         )
-        items = cap.build(ctx)
+        try:
+            items = cap.build(ctx)
+        except NotBuilt as exc:
+            built.skipped[cap.id] = str(exc).rstrip(".") or NOTHING_TO_OFFER
+            continue
         if not items:
+            built.skipped[cap.id] = NOTHING_TO_OFFER
             continue
         built.active.append(cap.id)
         renames = {
@@ -424,6 +439,20 @@ def build_for_run(spec: AgentSpec, deps: RunDeps, organization_id: str | None = 
             )
     built.instructions = your_setup(built.active, built.skipped)
     return built
+
+
+# Why a bound capability whose `build` returned nothing is absent (one that knows better raises NotBuilt).
+NOTHING_TO_OFFER = "it is bound, but nothing it works on is attached to this agent or this run"
+
+
+def _refuse_run(cap: Capability, problems: list[str]) -> None:
+    """The run stops before the model is asked anything, saying what to change (the publish check's words)."""
+    from agents.runner.assembly import AssemblyError
+
+    raise AssemblyError(
+        f"{cap.name} ({cap.id}) cannot run as this version was published: {' '.join(problems)} "
+        "Edit the agent and publish again."
+    )
 
 
 def _lazy_secret(organization_id: str, secret_id: str) -> Callable[[], str]:
@@ -513,7 +542,8 @@ def your_setup(active: Iterable[str], skipped: dict[str, str] | None = None) -> 
     else:
         lines.append("You have no capabilities beyond conversation in this agent.")
     if skipped:
-        lines += ["", "Bound but unavailable in this run (do not claim to use them):"]
+        lines += ["", "Bound but skipped in this run, and why (do not claim to use them; they are already "
+                      "enabled, so do not ask anyone to enable them):"]
         for cid, reason in skipped.items():
             known = find(cid)
             lines.append(f"- {known.name if known else cid} ({cid}): {reason}.")

@@ -48,9 +48,10 @@ def agent_list(request: HttpRequest, actor: Actor) -> HttpResponse:
 
 
 def starter_spec(actor: Actor, name: str) -> dict[str, Any]:
-    """The starter template: the organization's Getting Started agent when it has one (its instructions and
-    budget), the catalog's Recommended capabilities bound with their defaults, and a chat model profile."""
-    from agenticos.management.commands.platform_bootstrap import STARTER_INSTRUCTIONS
+    """The starter template: the organization's Getting Started agent when it has one (its instructions,
+    skills, platform (custom) tools and budget), exactly the Recommended capabilities — configured as the
+    template configures them, else with their defaults — and a chat model profile."""
+    from agenticos.management.commands.platform_bootstrap import starter_capabilities, starter_instructions
 
     starter = Agent.objects.filter(organization=actor.organization, slug=STARTER_SLUG).only("draft_spec").first()
     template = starter.draft_spec if starter is not None else {}
@@ -58,13 +59,15 @@ def starter_spec(actor: Actor, name: str) -> dict[str, Any]:
         ModelProfile.objects.filter(organization=actor.organization, kind=ModelProfile.Kind.CHAT)
         .order_by("created_at").values_list("pk", flat=True).first()
     )
-    recommended = [c["id"] for c in registry.catalog_json()["capabilities"] if c["recommended"] and c["available"]]
     bound = {b["id"]: b for b in template.get("capabilities", []) if isinstance(b, dict)}
     return {
         "name": name,
-        "instructions": template.get("instructions") or STARTER_INSTRUCTIONS,
+        "instructions": template.get("instructions") or starter_instructions(),
         "model_profile_id": template.get("model_profile_id") or (str(profile) if profile else None),
-        "capabilities": [{**bound.get(cap_id, {}), "id": cap_id, "enabled": True} for cap_id in recommended],
+        "capabilities": [{**bound.get(cap_id, {}), "id": cap_id, "enabled": True}
+                         for cap_id in starter_capabilities()],
+        "skill_ids": list(template.get("skill_ids") or []),
+        "custom_tool_ids": list(template.get("custom_tool_ids") or []),
         "budget": template.get("budget") or {},
     }
 

@@ -1,8 +1,9 @@
 """Date and time. Puts "now" in the agent's instructions so it stops guessing from its training cut-off,
 and offers `get_current_time` for another timezone or a fresh reading during a long run.
 
-The spec lists clock with no tools; issue 3 (which wins) has the demo model *call* clock, so the tool
-exists too. It only reads the clock, so there is nothing to approve.
+The spec lists clock with no tools (the date goes in the instructions); issue 3 (which wins) has the demo
+model *call* clock, so the tool exists too, and the catalog entry says why (`tools_note`). It only reads the
+clock, so there is nothing to approve.
 """
 
 from __future__ import annotations
@@ -118,6 +119,11 @@ CAPABILITY = Capability(
     ),
     never_does="It never changes anything and reads no calendar: it only reads the clock.",
     tools=(ToolDecl.from_function(get_current_time),),
+    tools_note=(
+        "One tool, although the date and time are already in the instructions of every run: get_current_time "
+        "reads another timezone, or the exact time during a long run. It only reads the clock, so there is "
+        "nothing to approve."
+    ),
     config_model=ClockConfig,
     voice="live",
     recommended=True,

@@ -159,6 +159,8 @@ CAPABILITY = Capability(
         "operator allowed that host."
     ),
     tools=(),
+    tools_note=("No fixed tools: its tools are this organization's custom tools assigned to the agent, each "
+                "named and described by its own definition."),
     config_model=CustomToolsConfig,
     build=build,
 )

@@ -114,6 +114,8 @@ CAPABILITY = Capability(
         "address is refused is left out of the run."
     ),
     tools=(),
+    tools_note=("No fixed tools: its tools are what each connected server lists (within the binding's allowed "
+                "list), prefixed with the connection's name."),
     config_model=McpConfig,
     build=build,
 )

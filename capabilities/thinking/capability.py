@@ -58,6 +58,7 @@ CAPABILITY = Capability(
         "level the provider lacks becomes its nearest one)."
     ),
     tools=(),
+    tools_note="No tools, on purpose: it changes how the model works, not what it can reach.",
     config_model=ThinkingConfig,
     voice="live",
     build=build,

@@ -159,8 +159,18 @@ CAPABILITY = Capability(
             id=READ_TOOL_NAME,
             description=tool_text(
                 what="Read a slice of a tool result that was too big to show whole.",
-                when="Use it with the handle an oversized result gave you, to page or grep through it.",
-                returns="The requested lines of the stored result.",
+                when="Use it with the handle an oversized result gave you (the text after \"stored to handle\"), "
+                     "to page through it or pick lines out of it; never pass a tool call id. A result that "
+                     "was shown whole needs no reading, and it only reads results of this run.",
+                args="handle: the exact handle string from the oversized result. offset: matching lines to "
+                     "skip, default 0. limit: lines to return, default 200, at most 1,000. from_end: count "
+                     "offset and limit from the end (the last lines), default false. pattern: a literal "
+                     "substring, not a regex; only lines containing it count, default none.",
+                returns="A header line — the handle, how many lines match in all and how many are shown — then "
+                        "those lines, cut at 50,000 characters (the header then says \"output capped\"): a "
+                        "slice, so read on with a larger offset for the rest. An unknown or expired handle "
+                        "returns a sentence saying so (re-run the original tool); a negative offset or a limit "
+                        "below 1 comes back as a request to call again.",
             ),
         ),
     ),

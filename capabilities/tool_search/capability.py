@@ -9,7 +9,27 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic_ai.capabilities import ToolSearch
 
-from capabilities.base import BuildContext, Built, Capability
+from capabilities.base import BuildContext, Built, Capability, tool_text
+
+# The library's search tool is registered with an explicit description, so it gets ours, in the four parts
+# every tool here has (spec: "Qué le dice una herramienta al modelo"); the library's sentence said nothing
+# about what comes back or how many.
+SEARCH_TOOLS_TEXT = tool_text(
+    what="Find tools among this agent's connected (MCP) tools that are not loaded yet, by words in their names "
+         "and descriptions.",
+    when="Use it when none of the tools you can see does what the request needs; the tools you already see "
+         "are not in it, so do not search for them. If nothing is found, do not search again with the same "
+         "words: say what is missing.",
+    args="queries: one or more short searches, each a few specific words likely to be in a tool's name or "
+         "description (e.g. [\"create invoice\"]); matches of all of them are returned together.",
+    returns="The names of the matching tools, best first, at most the agent's max_results (10 unless changed); "
+            "each found tool can be called from the next step on. No match returns an empty list with a "
+            "message saying so; an empty query comes back as a request to call again with words.",
+)
+SEARCH_QUERIES_TEXT = (
+    "Short searches, each a few specific words likely to appear in a tool's name or description; "
+    "the matches of every query are returned together."
+)
 
 
 class ToolSearchConfig(BaseModel):
@@ -25,7 +45,8 @@ def build(ctx: BuildContext) -> list[Built]:
     assert isinstance(ctx.config, ToolSearchConfig)
     ctx.deps.scratch["tool_search_active"] = True
     strategy = None if ctx.config.strategy == "auto" else ctx.config.strategy
-    return [ToolSearch(strategy=strategy, max_results=ctx.config.max_results)]
+    return [ToolSearch(strategy=strategy, max_results=ctx.config.max_results, tool_description=SEARCH_TOOLS_TEXT,
+                       parameter_description=SEARCH_QUERIES_TEXT)]
 
 
 CAPABILITY = Capability(
@@ -44,7 +65,11 @@ CAPABILITY = Capability(
         " and they keep their names and approval rules."
     ),
     tools=(),
+    tools_note=("No tools, on purpose: its search_tools function appears only while it wraps MCP tools that "
+                "wait to be found; on its own it declares nothing."),
     config_model=ToolSearchConfig,
+    # A call's tools are fixed when it connects, so a call gets its MCP tools directly (spec: "descartada").
+    voice="never",
     advanced=True,
     build=build,
 )

@@ -182,9 +182,7 @@ async def web_fetch(ctx: RunContext[Any], url: str) -> Any:
 
 def build(ctx: BuildContext) -> list[Built]:
     assert isinstance(ctx.config, WebFetchConfig)
-    config = ctx.config
-    if binding_problems(ctx.binding, config):
-        return []  # an old version that slipped past publish is not given an approval gate that never fires
+    config = ctx.config  # approval + a provider-executed method never gets here: build_for_run refuses the run
     ctx.deps.scratch["web_fetch_config"] = config
     if config.method == "local":
         return [function_toolset([web_fetch], max_retries=2)]

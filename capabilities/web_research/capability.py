@@ -123,9 +123,7 @@ async def web_search(ctx: RunContext[Any], query: str) -> Any:
 
 def build(ctx: BuildContext) -> list[Built]:
     assert isinstance(ctx.config, WebResearchConfig)
-    config = ctx.config
-    if binding_problems(ctx.binding, config):
-        return []
+    config = ctx.config  # approval + a provider-executed method never gets here: build_for_run refuses the run
     if config.method == "native":
         return [WebSearch(native=True, local=False)]
     key = ctx.secret_value() if (config.method in PAID and ctx.secret_value) else None

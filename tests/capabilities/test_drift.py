@@ -159,3 +159,98 @@ def test_every_exemption_and_setup_names_a_registered_capability_and_declared_to
         declared = registry.get(capability_id).tool_ids()
         assert set(tools) <= declared, f"{capability_id}: exemption for a tool it no longer declares"
     assert set(SETUPS) | set(REPRESENTATIVE) <= set(BUILTIN_IDS)
+
+
+# ------------------------------------------------------------------ one shape for every tool text
+
+
+def _docstring_tool(query: str, limit: int = 5) -> str:
+    """Look a thing up in the probe index.
+
+    Use it for probe questions; for anything else use another tool.
+
+    Args:
+        query: What to look up.
+        limit: How many answers, default 5, at most 10.
+
+    Returns:
+        The answers, best first, or a sentence saying nothing matched.
+    """
+    return query
+
+
+def test_tool_text_draws_exactly_what_pydantic_ai_draws_from_a_docstring():
+    from pydantic_ai.tools import Tool
+
+    from capabilities.base import tool_text
+
+    drawn = Tool(_docstring_tool).tool_def.description
+    ours = tool_text(
+        what="Look a thing up in the probe index.",
+        when="Use it for probe questions; for anything else use another tool.",
+        returns="The answers, best first, or a sentence saying nothing matched.",
+    )
+    assert ours == drawn
+
+
+def _library_arguments(tool_def) -> dict[str, Any]:
+    return {name: prop.get("default") for name, prop in tool_def.parameters_json_schema["properties"].items()}
+
+
+def test_read_tool_result_is_written_in_four_parts_naming_every_argument_of_the_library_tool():
+    from pydantic_ai_harness.tool_output_limits import READ_TOOL_NAME, ToolOutputLimits
+
+    library = ToolOutputLimits().get_toolset()
+    [tool_def] = [t for t in library.tools.values() if t.name == READ_TOOL_NAME]  # type: ignore[union-attr]
+    text = registry.get("tool_output_limits").tool(READ_TOOL_NAME).description
+    summary, returns = text.split("<returns>")
+    for name, default in _library_arguments(tool_def.tool_def).items():
+        assert f"{name}:" in summary, f"read_tool_result's text does not describe {name}"
+        if default is not None:
+            assert f"default {str(default).lower()}" in summary, f"{name}'s default {default} is not said"
+    assert "at most 1,000" in summary  # the library's line cap
+    assert "50,000 characters" in returns and "slice" in returns  # the character cap, and that it is a slice
+    assert "unknown or expired handle" in returns  # what a failure looks like
+    assert text != tool_def.tool_def.description
+
+
+async def test_search_tools_reaches_the_model_in_our_four_part_text_and_names_its_only_argument():
+    from pydantic_ai.tools import Tool
+    from pydantic_ai.toolsets import FunctionToolset
+
+    from capabilities.tool_search.capability import SEARCH_QUERIES_TEXT, SEARCH_TOOLS_TEXT
+
+    def create_invoice(amount: int) -> str:
+        """Create an invoice.
+
+        Returns:
+            The invoice id.
+        """
+        return "inv-1"
+
+    # keywords: the search runs here, which is where the model reads our text (native search has none).
+    binding = {"id": "tool_search", "config": {"strategy": "keywords"}}
+    built = registry.build_for_run(AgentSpec(name="Search", capabilities=[binding]), deps())
+    deferred = FunctionToolset([Tool(create_invoice, defer_loading=True)])
+    built.toolsets.append(deferred)
+    script = Script([])
+    agent = agent_for(AgentSpec(name="Search"), deps(), script, built=built)
+    await agent.run("go", deps=deps())
+    [search] = [t for t in script.requests[0].function_tools if t.name == "search_tools"]
+    assert search.description == SEARCH_TOOLS_TEXT
+    assert search.description.startswith("<summary>") and "<returns>" in search.description
+    assert set(search.parameters_json_schema["properties"]) == {"queries"}
+    assert "queries:" in SEARCH_TOOLS_TEXT
+    assert search.parameters_json_schema["properties"]["queries"]["description"] == SEARCH_QUERIES_TEXT
+    assert "create_invoice" not in {t.name for t in script.requests[0].function_tools}
+
+
+def test_every_capability_without_tools_says_why_and_so_does_one_the_catalog_lists_without_tools():
+    for cap in registry.all_capabilities():
+        if not cap.tools:
+            assert cap.tools_note.strip(), f"{cap.id} declares tools=() without saying why"
+    # The spec lists clock without tools; it keeps one, and its catalog entry says why.
+    clock = registry.get("clock")
+    assert clock.tools and "instructions" in clock.tools_note
+    entry = next(c for c in registry.catalog_json()["capabilities"] if c["id"] == "clock")
+    assert entry["tools_note"] == clock.tools_note

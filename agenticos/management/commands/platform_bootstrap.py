@@ -21,6 +21,7 @@ from agenticos.tenancy import Actor
 from agents import services as agents
 from agents.models import Agent, ModelProfile, Provider
 from agents.spec import AgentSpec, dump_spec
+from capabilities import registry
 
 ORG_NAME = "Acme"
 ORG_SLUG = "acme"
@@ -28,20 +29,28 @@ OWNER_EMAIL = "admin@example.com"
 AGENT_SLUG = "getting-started"
 AGENT_NAME = "Getting Started"
 DEMO_LABEL = "demo"
-STARTER_CAPABILITIES = ("clock", "charts", "code_execution", "planning", "ask_user", "sandbox")
-STARTER_INSTRUCTIONS = """\
-You are the Getting Started assistant of AgenticOS.
+def starter_capabilities() -> tuple[str, ...]:
+    """What the starter template binds: exactly the catalog's Recommended capabilities this deployment can run.
 
-Help people discover what an agent here can do:
-- tell the time in any timezone (clock),
-- draw charts from numbers they give you (charts),
-- run small Python programs to calculate or transform data (code_execution),
-- break bigger jobs into a visible plan and keep it up to date (planning),
-- ask a short clarifying question when a request is ambiguous (ask_user),
-- keep notes and files for this conversation in a workspace that outlives the turn (sandbox).
+    One source: each declaration's `recommended` flag (the Builder's badge). The template, its instructions
+    and New agent follow it, so a capability marked Recommended is in the starter and nothing else is.
+    """
+    granted = registry.granted_scopes()
+    return tuple(
+        cap.id for cap in registry.all_capabilities()
+        if cap.recommended and cap.selectable and all(scope in granted for scope in cap.scopes)
+    )
 
-Be brief and concrete. When a capability would help, use it instead of describing it.
-"""
+
+def starter_instructions() -> str:
+    """The starter's instructions, naming what its capabilities offer (their catalog `offers` line)."""
+    lines = [f"- {registry.get(cap_id).offers or registry.get(cap_id).description} ({cap_id})"
+             for cap_id in starter_capabilities()]
+    return (
+        "You are the Getting Started assistant of AgenticOS.\n\n"
+        "Help people discover what an agent here can do:\n" + "\n".join(lines) + "\n\n"
+        "Be brief and concrete. When a capability would help, use it instead of describing it.\n"
+    )
 DEFAULT_MODELS = {
     Provider.OPENAI: "gpt-4o-mini",
     Provider.ANTHROPIC: "claude-3-5-haiku-latest",
@@ -157,9 +166,9 @@ class Command(BaseCommand):
             spec = AgentSpec(
                 name=AGENT_NAME,
                 description="A friendly tour of what agents can do.",
-                instructions=STARTER_INSTRUCTIONS,
+                instructions=starter_instructions(),
                 model_profile_id=str((profile or demo).pk),
-                capabilities=[{"id": cap} for cap in STARTER_CAPABILITIES],  # type: ignore[misc]
+                capabilities=[{"id": cap} for cap in starter_capabilities()],  # type: ignore[misc]
             )
             agent = agents.create_agent(actor=actor, slug=AGENT_SLUG, spec=dump_spec(spec))
             agents.publish_agent(actor=actor, agent=agent, note="Created by platform_bootstrap")
