@@ -119,6 +119,7 @@ INSTALLED_APPS = [
     "knowledge",
     "embeds",
     "channelbots",
+    "triggers",
 ]
 
 MIDDLEWARE = [
@@ -263,6 +264,8 @@ CELERY_BEAT_SCHEDULE = {
     "expire-parked-runs": {"task": "agents.tasks.expire_parked", "schedule": 300.0},
     "sweep-spilled-outputs": {"task": "capabilities.tasks.sweep_spilled_outputs", "schedule": 600.0},
     "sweep-turn-workspaces": {"task": "capabilities.tasks.sweep_turn_workspaces", "schedule": 600.0},
+    # One dispatcher for every schedule trigger; a claim row per (trigger, due time) makes a second beat harmless.
+    "dispatch-triggers": {"task": "triggers.tasks.dispatch_due_triggers", "schedule": 60.0},
 }
 
 # ------------------------------------------------------------------ auth
@@ -384,6 +387,19 @@ RUN_DB_THREADS = _int("RUN_DB_THREADS", 16, minimum=1)
 # How long the runner lets a run's frames pile up before publishing them as one channel-layer message
 # (milliseconds; 0 = publish as soon as the flusher is free). A run's last frame is never held back.
 RUN_FRAME_FLUSH_SECONDS = _int("RUN_FRAME_FLUSH_MS", 20, minimum=0) / 1000
+
+# ------------------------------------------------------------------ triggers and retention
+# Event webhooks: body cap, how far X-AgenticOS-Timestamp may be off, requests per trigger per minute.
+TRIGGER_WEBHOOK_MAX_BYTES = _int("TRIGGER_WEBHOOK_MAX_BYTES", 256 * 1024, minimum=1024)
+TRIGGER_SIGNATURE_TOLERANCE_SECONDS = _int("TRIGGER_SIGNATURE_TOLERANCE_SECONDS", 300, minimum=30)
+TRIGGER_RATE_LIMIT_PER_MINUTE = _int("TRIGGER_RATE_LIMIT_PER_MINUTE", 60, minimum=1)
+# How much of an event's payload reaches the model (characters, as marked data in the prompt).
+TRIGGER_PAYLOAD_MAX_CHARS = _int("TRIGGER_PAYLOAD_MAX_CHARS", 16_000, minimum=500)
+TRIGGER_MIN_INTERVAL_SECONDS = _int("TRIGGER_MIN_INTERVAL_SECONDS", 60, minimum=60)
+# Retention sweeps (deployment defaults). The spend ledger is never deleted: budgets are computed from it.
+RETENTION_AUDIT_DAYS = _int("RETENTION_AUDIT_DAYS", 400, minimum=1)
+RETENTION_WORKSPACE_IDLE_DAYS = _int("RETENTION_WORKSPACE_IDLE_DAYS", 90, minimum=1)
+RETENTION_BATCH_SIZE = _int("RETENTION_BATCH_SIZE", 1000, minimum=10)
 
 LOGGING = {
     "version": 1,

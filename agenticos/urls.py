@@ -13,6 +13,7 @@ api_v1 = [
     path("", include("capabilities.urls")),
     path("", include("capabilities.urls_tools")),
     path("", include("knowledge.urls")),
+    path("", include("triggers.urls")),
 ]
 
 urlpatterns = [

@@ -7,6 +7,11 @@ from rest_framework import serializers
 from agents.models import Agent, AgentVersion, Environment, ModelProfile, Provider, Visibility
 from governance.grants import LEVELS
 
+# Column ranges in PostgreSQL: integer fields taken as input are bounded to them, so an overflow is a 400 naming
+# the field (and the schema says so), never a DataError.
+POSITIVE_INT_MAX = 2**31 - 1  # PositiveIntegerField
+ID_MAX = 2**63 - 1  # BigAutoField (DEFAULT_AUTO_FIELD): user ids
+
 
 class SecretRefSerializer(serializers.Serializer):
     id = serializers.UUIDField()
@@ -34,7 +39,8 @@ class ModelProfileWriteSerializer(serializers.Serializer):
     model = serializers.CharField(max_length=200)
     secret_id = serializers.UUIDField(required=False, allow_null=True)
     base_url = serializers.CharField(max_length=500, required=False, allow_blank=True)
-    context_window = serializers.IntegerField(required=False, allow_null=True, min_value=1)
+    context_window = serializers.IntegerField(required=False, allow_null=True, min_value=1,
+                                              max_value=POSITIVE_INT_MAX)
     settings = serializers.DictField(required=False)
     fallback_ids = serializers.ListField(child=serializers.UUIDField(), required=False)
 
@@ -114,7 +120,7 @@ class VersionDetailSerializer(VersionSerializer):
 
 
 class PromoteSerializer(serializers.Serializer):
-    version = serializers.IntegerField(min_value=1)
+    version = serializers.IntegerField(min_value=1, max_value=POSITIVE_INT_MAX)
 
 
 class ChangeSerializer(serializers.Serializer):
@@ -151,5 +157,5 @@ class GrantSerializer(serializers.Serializer):
 
 
 class GrantCreateSerializer(serializers.Serializer):
-    user_id = serializers.IntegerField()
+    user_id = serializers.IntegerField(min_value=1, max_value=ID_MAX)
     level = serializers.ChoiceField(choices=[(lv, lv) for lv in LEVELS])

@@ -42,8 +42,14 @@ class ModelSettingsSpec(_Strict):
     timeout_secs: float | None = Field(default=None, gt=0, le=600)
 
 
+# The largest amount every budget column holds (DecimalField(max_digits=12, decimal_places=4)): an agent's cap
+# is compared with the same ledger sums, and 1E+400 is not a budget.
+MAX_MONTHLY_USD = Decimal("99999999.9999")
+
+
 class BudgetSpec(_Strict):
-    monthly_usd: Decimal | None = Field(default=None, ge=0)
+    # allow_inf_nan is pydantic's default for Decimal; stated because NaN would compare false with every spend.
+    monthly_usd: Decimal | None = Field(default=None, ge=0, le=MAX_MONTHLY_USD, allow_inf_nan=False)
 
 
 class SubagentSpec(_Strict):
