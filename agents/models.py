@@ -135,6 +135,7 @@ class Surface(models.TextChoices):
     TELEGRAM = "telegram", "Telegram"
     MATTERMOST = "mattermost", "Mattermost"
     SCHEDULE = "schedule", "Schedule"
+    EVENT = "event", "Event trigger"
 
 
 class RunStatus(models.TextChoices):

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 
 PERSONAL_SURFACES = {"web", "slack", "telegram", "mattermost"}
 CHANNEL_SURFACES = {"slack", "telegram", "mattermost"}
+# Runs a trigger started (triggers app): nobody listens; the creator lends authority, not identity.
+TRIGGER_SURFACES = {"schedule", "event"}
 
 
 def _uuid(value: Any) -> uuid.UUID | None:
@@ -89,8 +91,8 @@ def audience_for(deps: RunDeps) -> Audience:
     options: dict[str, Any] = (run.options or {}) if run is not None else dict(deps.scratch.get("run_options") or {})
     user_id = run.user_id if run is not None else deps.user_id
     conversation_id = str(run.conversation_id) if run is not None and run.conversation_id else deps.conversation_id
-    if surface == "schedule":
-        return Audience(kind="nobody", user_id=user_id, trigger_kind=str(options.get("trigger_kind") or "schedule"),
+    if surface in TRIGGER_SURFACES:
+        return Audience(kind="nobody", user_id=user_id, trigger_kind=str(options.get("trigger_kind") or surface),
                         run_as_creator=bool(options.get("run_as_creator")), conversation_id=conversation_id)
     if surface == "embed" or (run is not None and run.api_key_id) or surface == "api":
         return Audience(kind="anonymous", conversation_id=conversation_id)
