@@ -162,6 +162,26 @@ def _capability_cards(actor: Actor, spec: dict[str, Any], problems: dict[str, st
     return cards
 
 
+def mcp_tool_notice(actor: Actor, spec: dict[str, Any]) -> dict[str, Any] | None:
+    """The Toolbox's notice when the agent's MCP bindings add up to more than 30 tools and tool search is not
+    on (spec "Búsqueda de herramientas": the Builder warns; it never binds tool search by itself)."""
+    from django.core.exceptions import ValidationError
+
+    from capabilities.mcp import services as mcp_services
+
+    search = next((b for b in spec.get("capabilities") or []
+                   if isinstance(b, dict) and b.get("id") == "tool_search"), None)
+    if search is not None and search.get("enabled", True):
+        return None
+    try:
+        warning = mcp_services.tool_count_warning(spec, actor.organization.pk)
+    except ValidationError:  # a draft naming a malformed connection id: its publish problems say so
+        return None
+    if warning is None:
+        return None
+    return {**warning, "tool_search_bound": search is not None}
+
+
 def builder_context(actor: Actor, agent: Agent, level: str, *, diff: dict | None = None) -> dict[str, Any]:
     spec = agent.draft_spec or {}
     problems = {p["field"]: p["message"] for p in agent_services.publish_problems(actor, spec, agent=agent)}
@@ -181,6 +201,7 @@ def builder_context(actor: Actor, agent: Agent, level: str, *, diff: dict | None
         "cards": [c for c in cards if not c["advanced"]],
         "advanced_cards": [c for c in cards if c["advanced"]],
         "advanced_open": any(c["enabled"] for c in cards if c["advanced"]),
+        "mcp_notice": mcp_tool_notice(actor, spec),
         "approval_modes": APPROVAL_MODES,
         "model_profiles": ModelProfile.objects.filter(organization=actor.organization, kind=ModelProfile.Kind.CHAT),
         "budget": "" if budget is None else budget,
