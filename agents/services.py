@@ -138,6 +138,8 @@ def _profile_problems(actor: Actor, data: dict[str, Any], profile: ModelProfile 
             URLValidator(schemes=["http", "https"])(base_url)
         except DjangoValidationError:
             problems.append(_problem("base_url", "Enter a valid http(s) URL."))
+        else:
+            problems.extend(_base_url_problems(base_url))
     elif provider in PROVIDERS_NEEDING_BASE_URL:
         problems.append(_problem("base_url", f"The {provider} provider needs a base URL."))
     context_window = data.get("context_window")
@@ -152,6 +154,18 @@ def _profile_problems(actor: Actor, data: dict[str, Any], profile: ModelProfile 
     elif len(wanted) != ModelProfile.objects.filter(organization=actor.organization, pk__in=wanted).count():
         problems.append(_problem("fallback_ids", "No such model profile in this organization."))
     return problems
+
+
+def _base_url_problems(base_url: str) -> list[Problem]:
+    """The outbound guard's verdict on a profile's base URL (the provider client applies it again on every
+    request, so a name that resolves elsewhere later is still refused)."""
+    from capabilities import netguard
+
+    try:
+        netguard.check_url_blocking(base_url, allowance=netguard.MODEL_HOSTS)
+    except netguard.Refused as exc:
+        return [_problem("base_url", str(exc))]
+    return []
 
 
 def _save_profile(actor: Actor, profile: ModelProfile, data: dict[str, Any], action: str) -> ModelProfile:

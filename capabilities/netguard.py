@@ -21,6 +21,8 @@ in-origin redirects) get the same policy as a transport instead (`PinnedTranspor
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import ipaddress
 import logging
 import re
@@ -107,8 +109,14 @@ def domain_key(host: str) -> str:
     return _ssrf._domain_key(host)
 
 
-def _allowed_private(hostname: str, ip: str) -> bool:
-    entries = list(getattr(settings, "TOOL_ALLOWED_PRIVATE_HOSTS", []) or [])
+# The operator allowances: one setting per family of outbound traffic, so listing an internal API for custom
+# tools never lets a model profile (which sends its API key) reach it, and the other way round.
+TOOL_HOSTS = "TOOL_ALLOWED_PRIVATE_HOSTS"
+MODEL_HOSTS = "MODEL_ALLOWED_PRIVATE_HOSTS"
+
+
+def _allowed_private(hostname: str, ip: str, allowance: str = TOOL_HOSTS) -> bool:
+    entries = list(getattr(settings, allowance, []) or [])
     host_key = domain_key(hostname)
     address = ipaddress.ip_address(ip.split("%")[0])
     for entry in entries:
@@ -135,8 +143,10 @@ class Pinned:
     path: str
 
 
-async def check_url(url: str) -> Pinned:
-    """Validate one URL and pick the address to connect to. Raises `AddressRefused`."""
+async def check_url(url: str, *, allowance: str = TOOL_HOSTS) -> Pinned:
+    """Validate one URL and pick the address to connect to. Raises `AddressRefused`.
+
+    `allowance` names the setting that lists the private hosts this traffic may reach."""
     try:
         hostname, path, port, is_https = _ssrf.extract_host_and_port(url)
     except ValueError as exc:
@@ -153,12 +163,35 @@ async def check_url(url: str) -> Pinned:
     for ip in ips:
         if _ssrf.is_cloud_metadata_ip(ip):
             raise AddressRefused(f"{hostname} resolves to a cloud metadata address ({ip}); that is always refused.")
-        if _ssrf.is_private_ip(ip) and not _allowed_private(hostname, ip):
+        if _ssrf.is_private_ip(ip) and not _allowed_private(hostname, ip, allowance):
             raise AddressRefused(
                 f"{hostname} resolves to a private or local address ({ip}). Only hosts the operator lists "
-                "in TOOL_ALLOWED_PRIVATE_HOSTS may be reached on internal addresses."
+                f"in {allowance} may be reached on internal addresses."
             )
     return Pinned(hostname=hostname, ip=ips[0], port=port, is_https=is_https, path=path)
+
+
+def check_url_blocking(url: str, *, allowance: str = TOOL_HOSTS) -> Pinned:
+    """`check_url` for synchronous code (services validating at save, run assembly), also when the calling
+    thread already runs an event loop (then the check runs on a thread of its own)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(check_url(url, allowance=allowance))
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, check_url(url, allowance=allowance)).result()
+
+
+def _redirect_target(current: str, location: str) -> str:
+    """The absolute URL a redirect names, refused (not a ValueError, which callers do not expect) when it is
+    not http(s) — `file:`, `gopher:`, `ftp:` — or not a URL at all."""
+    target = _ssrf.resolve_redirect_url(current, location)
+    try:
+        _ssrf.extract_host_and_port(target)
+    except ValueError:
+        scheme = urlparse(target).scheme or "?"
+        raise AddressRefused(f"A redirect to a {scheme[:20]}: address was refused; only http(s) is followed.") from None
+    return target
 
 
 def check_domain(hostname: str, allowed: list[str] | None, blocked: list[str] | None) -> None:
@@ -228,7 +261,7 @@ async def safe_request(
                     if not location:
                         raise Refused("A redirect arrived without a Location header.")
                     previous = current
-                    current = _ssrf.resolve_redirect_url(current, location)
+                    current = _redirect_target(current, location)
                     if response.status_code not in _BODY_KEEPING_REDIRECTS:
                         method, body = ("GET" if method != "HEAD" else "HEAD"), None
                         send_headers = {k: v for k, v in send_headers.items() if k.lower() != "content-type"}
@@ -247,16 +280,31 @@ async def safe_request(
     raise Refused(f"Too many redirects (more than {max_redirects}).")
 
 
+# Headers that carry a credential in the HTTP APIs we talk to (OpenAI/OpenRouter: Authorization; Anthropic:
+# x-api-key; Azure-style gateways: api-key). httpx strips only Authorization on a cross-origin redirect.
+CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie", "x-api-key", "api-key"})
+
+
 class PinnedTransport(httpx2.AsyncBaseTransport):
     """An httpx2 transport that applies `check_url` to every request it sends (each redirect hop, each
     SSE message POST) and connects to the address it checked, keeping the original `Host` header and TLS
-    server name, so a DNS answer that changes after the check is never used."""
+    server name, so a DNS answer that changes after the check is never used.
 
-    def __init__(self) -> None:
+    `allowance` names the operator's list of reachable private hosts. With `home` (the base URL a client was
+    configured with), a request that leaves that origin (a redirect elsewhere) is sent without any
+    `CREDENTIAL_HEADERS`, whichever header the SDK put its key in."""
+
+    def __init__(self, *, allowance: str = TOOL_HOSTS, home: str | None = None) -> None:
         self._inner = httpx2.AsyncHTTPTransport(trust_env=False)
+        self._allowance = allowance
+        self._home = home
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        pinned = await check_url(str(request.url))
+        url = str(request.url)
+        pinned = await check_url(url, allowance=self._allowance)
+        if self._home is not None and not _ssrf._keeps_credentials(self._home, url):
+            for name in CREDENTIAL_HEADERS:
+                request.headers.pop(name, None)
         # The client set `Host` from the URL when it built the request; only the connect address changes.
         request.url = request.url.copy_with(host=pinned.ip.split("%")[0])
         if pinned.is_https:

@@ -19,33 +19,46 @@ Every provider is given its key (or a placeholder) and its base URL explicitly, 
 to the operator's environment (`OPENAI_API_KEY`, `OPENAI_BASE_URL`, …): one tenant's profile pointing at its
 own server must never receive the operator's key.
 
-Each provider creates and owns its HTTP client (httpx2, pydantic-ai's default). It is closed when the run
-enters the model (`async with agent:`), and replaced automatically if the model is reused on another event loop.
+Every provider's HTTP client goes through the outbound guard (`capabilities.netguard.PinnedTransport`): each
+request, redirects included, is resolved once, checked (cloud metadata always refused; private, loopback and
+link-local addresses only for hosts in `MODEL_ALLOWED_PRIVATE_HOSTS`) and sent to the checked address, and a
+redirect that leaves the base URL's origin carries no key header. A refusal surfaces as `netguard.Refused`
+(its message is safe to show) and never reaches the server. The base URL is checked at save too
+(`agents.services`), with the same allowance. The client is pydantic-ai's own default (timeouts, pool, user
+agent) with that transport, handed to the provider as if it had created it: closed when the run enters the
+model (`async with agent:`), replaced if the model is reused on another event loop.
 
 Fallbacks: `profile.fallbacks` (same organization, chat kind) in label order, one level deep (a fallback's own
 fallbacks are not followed, so cycles are impossible). A fallback that cannot be built (no key, a key the
 vault cannot open) is skipped with a warning instead of breaking the primary. The FallbackModel moves on for
-any `ModelAPIError` (HTTP errors incl. 401/5xx, timeouts, connection errors), pydantic-ai's default.
+any `ModelAPIError` (HTTP errors incl. 401/5xx, timeouts, connection errors), pydantic-ai's default, and for
+an address the guard refuses.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
+import httpx2
 from django.conf import settings as django_settings
-from pydantic_ai.exceptions import FallbackExceptionGroup, UserError
+from pydantic_ai.exceptions import FallbackExceptionGroup, ModelAPIError, UserError
 from pydantic_ai.models import Model
 from pydantic_ai.models.fallback import FallbackModel
+from pydantic_ai.providers import Provider as PydanticAIProvider
 from pydantic_ai.settings import ModelSettings
 
 from agenticos.errors import Invalid
 from agents.models import PROVIDERS_NEEDING_BASE_URL, PROVIDERS_NEEDING_KEY, ModelProfile, Provider
 from agents.spec import ModelSettingsSpec
+from capabilities import netguard
 
 from .errors import describe_provider_error
 
 logger = logging.getLogger(__name__)
+P = TypeVar("P", bound="PydanticAIProvider[Any]")
 
 __all__ = [
     "ModelConfigurationError",
@@ -57,6 +70,7 @@ __all__ = [
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 ANTHROPIC_BASE_URL = "https://api.anthropic.com"
+OPENROUTER_BASE_URL = "https://openrouter.ai/api/v1"
 DEFAULT_OLLAMA_BASE_URL = "http://localhost:11434/v1"
 # Sent when a keyless server (Ollama, a local OpenAI-compatible server) needs *some* bearer value; an explicit
 # placeholder also stops the SDK from reading the operator's OPENAI_API_KEY from the environment.
@@ -114,7 +128,9 @@ def build_model(profile: ModelProfile) -> Model:
             logger.warning("Skipping fallback model profile %s: %s", candidate.pk, exc.message)
     if not fallbacks:
         return primary
-    return FallbackModel(primary, *fallbacks)
+    # A refused address (a profile whose base URL now resolves somewhere it may not go) moves on like an
+    # unreachable provider does.
+    return FallbackModel(primary, *fallbacks, fallback_on=(ModelAPIError, netguard.Refused))
 
 
 def _build_one(profile: ModelProfile) -> Model:
@@ -155,9 +171,10 @@ def _construct(profile: ModelProfile) -> Model:
         from pydantic_ai.models.openai import OpenAIChatModel
         from pydantic_ai.providers.openai import OpenAIProvider
 
+        base_url = profile.base_url or OPENAI_BASE_URL
         return OpenAIChatModel(
             model_name,
-            provider=OpenAIProvider(base_url=profile.base_url or OPENAI_BASE_URL, api_key=api_key),
+            provider=_guarded(OpenAIProvider, base_url, base_url=base_url, api_key=api_key),
             settings=settings,
         )
     if provider == Provider.ANTHROPIC:
@@ -169,16 +186,19 @@ def _construct(profile: ModelProfile) -> Model:
                 "The Anthropic provider needs the `anthropic` package on the server.", details={"field": "provider"}
             ) from exc
 
+        base_url = profile.base_url or ANTHROPIC_BASE_URL
         return AnthropicModel(
             model_name,
-            provider=AnthropicProvider(api_key=api_key, base_url=profile.base_url or ANTHROPIC_BASE_URL),
+            provider=_guarded(AnthropicProvider, base_url, api_key=api_key, base_url=base_url),
             settings=settings,
         )
     if provider == Provider.OPENROUTER:
         from pydantic_ai.models.openrouter import OpenRouterModel
         from pydantic_ai.providers.openrouter import OpenRouterProvider
 
-        return OpenRouterModel(model_name, provider=OpenRouterProvider(api_key=api_key), settings=settings)
+        return OpenRouterModel(
+            model_name, provider=_guarded(OpenRouterProvider, OPENROUTER_BASE_URL, api_key=api_key), settings=settings
+        )
     if provider == Provider.OLLAMA:
         from pydantic_ai.models.ollama import OllamaModel
         from pydantic_ai.providers.ollama import OllamaProvider
@@ -186,7 +206,7 @@ def _construct(profile: ModelProfile) -> Model:
         base_url = profile.base_url or getattr(django_settings, "OLLAMA_BASE_URL", "") or DEFAULT_OLLAMA_BASE_URL
         return OllamaModel(
             model_name,
-            provider=OllamaProvider(base_url=base_url, api_key=api_key or KEYLESS_PLACEHOLDER),
+            provider=_guarded(OllamaProvider, base_url, base_url=base_url, api_key=api_key or KEYLESS_PLACEHOLDER),
             settings=settings,
         )
     # Provider.OPENAI_COMPATIBLE
@@ -195,9 +215,37 @@ def _construct(profile: ModelProfile) -> Model:
 
     return OpenAIChatModel(
         model_name,
-        provider=OpenAIProvider(base_url=profile.base_url, api_key=api_key or KEYLESS_PLACEHOLDER),
+        provider=_guarded(OpenAIProvider, profile.base_url, base_url=profile.base_url,
+                          api_key=api_key or KEYLESS_PLACEHOLDER),
         settings=settings,
     )
+
+
+def guarded_http_client(base_url: str) -> httpx2.AsyncClient:
+    """pydantic-ai's default provider client, sending through the outbound guard (see the module docstring).
+
+    Redirects are followed (as the OpenAI SDK's own client does) because every hop passes the transport's
+    check and loses the key when it leaves `base_url`'s origin."""
+    from pydantic_ai._http import create_async_httpx2_client
+
+    client = create_async_httpx2_client(
+        transport=netguard.PinnedTransport(allowance=netguard.MODEL_HOSTS, home=base_url)
+    )
+    client.follow_redirects = True
+    client.max_redirects = netguard.MAX_REDIRECTS
+    return client
+
+
+def _guarded(provider_class: Callable[..., P], home: str, /, **kwargs: Any) -> P:
+    """The provider, built with a guarded client it then treats as its own: pydantic-ai closes and replaces
+    only a client it created (`_own_http_client`, `_http_client_factory`; no public way to hand one over), and
+    every replacement must be guarded too."""
+    factory = functools.partial(guarded_http_client, home)
+    client = factory()
+    provider = provider_class(http_client=client, **kwargs)
+    provider._own_http_client = client
+    provider._http_client_factory = factory
+    return provider
 
 
 def _api_key(profile: ModelProfile) -> str:

@@ -2,7 +2,8 @@
 
 Only the exception's class name, the HTTP status and a fixed, hand-written message per category are kept.
 The exception's own text is never used: SDK messages carry response bodies, URLs (with query strings that
-may hold a key) and, for some providers, echoes of the request.
+may hold a key) and, for some providers, echoes of the request. The one exception is the outbound guard's
+refusal (`netguard.Refused`), written to be shown: the host and the address it resolved to.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 from pydantic_ai import exceptions as pai
 
 from agenticos.errors import DomainError
+from capabilities import netguard
 
 # Most specific first: the first class the exception is an instance of wins.
 _CATEGORIES: list[tuple[type[BaseException], str, str]] = [
@@ -85,6 +87,11 @@ def describe_provider_error(exc: BaseException) -> dict[str, Any]:
             "message": f"Every configured model failed. {last['message']}",
             "attempts": attempts,
         }
+    refusal = netguard.refusal_in(exc)
+    if refusal is not None:
+        # The outbound guard's own words (host and resolved address, never a key); nothing was sent.
+        return {"type": type(refusal).__name__, "status": None, "category": "address_refused",
+                "message": f"The model provider's address was refused: {refusal}"}
     status = _status_of(exc)
     category, message = _category_of(exc, status)
     return {"type": type(exc).__name__, "status": status, "category": category, "message": message}

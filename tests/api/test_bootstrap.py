@@ -78,7 +78,8 @@ def test_a_real_key_creates_a_sealed_profile_and_points_the_agent_at_it(db):
     assert AgentVersion.objects.filter(agent=agent).count() == 2
 
 
-def test_a_base_url_creates_an_openai_compatible_profile(db):
+def test_a_base_url_creates_an_openai_compatible_profile(db, settings):
+    settings.MODEL_ALLOWED_PRIVATE_HOSTS = ["127.0.0.1"]  # a local server the operator lists
     out, _ = _bootstrap("--json", "--base-url", "http://127.0.0.1:8111/v1", "--model", "local-llm")
     profile = ModelProfile.objects.get(pk=json.loads(out)["model_profile_id"])
     assert (profile.provider, profile.base_url, profile.secret_id) == (

@@ -16,7 +16,8 @@ def test_a_provider_that_needs_a_key_refuses_a_profile_without_one(org, owner, a
     assert response.status_code == 422 and _fields(response) == {"secret_id"}
 
 
-def test_an_openai_compatible_profile_needs_a_base_url(org, owner, api_as):
+def test_an_openai_compatible_profile_needs_a_base_url(org, owner, api_as, settings):
+    settings.MODEL_ALLOWED_PRIVATE_HOSTS = ["127.0.0.1"]  # a local server the operator lists
     client = api_as(owner, org)
     response = client.post("/api/v1/model-profiles", {"label": "local", "provider": "openai_compatible",
                                                        "model": "llama"}, format="json")

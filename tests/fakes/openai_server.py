@@ -22,7 +22,8 @@ Every request is recorded (`server.requests`, `server.requests_to("chat")`): met
 raw body, parsed JSON or multipart form, so tests can assert the Authorization header and that no secret
 reached the messages.
 
-Fixture: `fake_openai` (a started server; stopped after the test). Also usable as `with FakeOpenAIServer() as s:`.
+Fixture: `fake_openai` (a started server, 127.0.0.1 in MODEL_ALLOWED_PRIVATE_HOSTS; stopped after the test). Also
+usable as `with FakeOpenAIServer() as s:` (then list 127.0.0.1 yourself).
 """
 
 from __future__ import annotations
@@ -484,7 +485,11 @@ class FakeOpenAIServer:
 
 
 @pytest.fixture
-def fake_openai() -> Iterator[FakeOpenAIServer]:
-    """A started fake OpenAI-compatible server; `fake_openai.base_url` goes into a profile's base_url."""
+def fake_openai(settings) -> Iterator[FakeOpenAIServer]:
+    """A started fake OpenAI-compatible server; `fake_openai.base_url` goes into a profile's base_url.
+
+    It listens on loopback, so the operator lists 127.0.0.1 for model profiles (the guard's tests prove the
+    default, an empty list, refuses it)."""
+    settings.MODEL_ALLOWED_PRIVATE_HOSTS = ["127.0.0.1"]
     with FakeOpenAIServer() as server:
         yield server
