@@ -83,6 +83,23 @@ class Mem0Client:
     def delete_all(self, user_id: str) -> None:
         self._request("DELETE", "/v1/memories/", params={"user_id": user_id})
 
+    def user_ids(self, prefix: str) -> list[str]:
+        """Every mem0 user whose id starts with `prefix` (`GET /v1/entities/`). Raises Mem0Error when the answer
+        is not the whole list (a page with more behind it, a count larger than what came): clearing from a
+        partial list would report done while memories remain."""
+        body = self._request("GET", "/v1/entities/")
+        rows: Any = body
+        if isinstance(body, dict):
+            rows = body.get("results")
+            if body.get("next") or (isinstance(body.get("count"), int) and isinstance(rows, list)
+                                    and body["count"] > len(rows)):
+                raise Mem0Error("mem0 listed only part of its users, so the clearing cannot be complete.")
+        if not isinstance(rows, list):
+            raise Mem0Error("mem0 answered its user list in a form this deployment does not read.")
+        names = {str(row.get("name") or "") for row in rows
+                 if isinstance(row, dict) and row.get("type", "user") == "user"}
+        return sorted(name for name in names if name.startswith(prefix))
+
 
 # ------------------------------------------------------------------ clearing a person everywhere
 
@@ -115,5 +132,26 @@ def clear_owner_everywhere(organization: Any, *, owner: str) -> int:
                     f"Agent {agent.name!r} binds mem0 without a usable key; restore the key and clear again.")
             client = Mem0Client(base_url, vault.reveal(secret))
             client.delete_all(owner_scope(str(organization.pk), str(agent.pk), owner))
+            cleared += 1
+    return cleared
+
+
+def clear_agent_everywhere(agent: Any) -> int:
+    """Delete the mem0 memories of every owner (person or group chat) of `agent`, at every mem0 endpoint its
+    draft or any kept version binds. Returns how many owner spaces were cleared. Raises Mem0Error when a key
+    is missing, a provider fails or its list of users is incomplete: the caller must not report it done."""
+    from agenticos import vault
+    from agenticos.models import Secret
+
+    organization_id = str(agent.organization_id)
+    prefix = owner_scope(organization_id, str(agent.pk), "")
+    cleared = 0
+    for base_url, secret_id in sorted(endpoints_for_agent(agent), key=lambda e: (e[0], e[1] or "")):
+        secret = Secret.objects.filter(organization_id=organization_id, pk=secret_id).first() if secret_id else None
+        if secret is None:
+            raise Mem0Error(f"Agent {agent.name!r} binds mem0 without a usable key; restore the key and clear again.")
+        client = Mem0Client(base_url, vault.reveal(secret))
+        for user_id in client.user_ids(prefix):
+            client.delete_all(user_id)
             cleared += 1
     return cleared

@@ -218,3 +218,22 @@ def clear_person(*, actor: Any, user_id: int) -> dict[str, int]:
                      target_type="user", target_id=str(user_id),
                      details={"notes_deleted": deleted, "mem0_spaces_cleared": mem0_cleared})
     return {"notes_deleted": deleted, "mem0_spaces_cleared": mem0_cleared}
+
+
+def clear_agent(*, actor: Any, agent: Any) -> dict[str, int]:
+    """Everything one agent remembers, about everyone: its notes of every person and group chat, and the mem0
+    memories of every owner at each mem0 endpoint its draft or any kept version binds. Needs edit access on
+    the agent. mem0 goes first and a failure raises with the rows kept, so the clearing can be retried whole
+    once access is restored (the same rule as clearing a person)."""
+    from agenticos import audit
+    from governance.grants import require_agent_access
+    from knowledge import mem0 as mem0_client
+
+    require_agent_access(actor, agent, "edit")
+    mem0_cleared = mem0_client.clear_agent_everywhere(agent)
+    with transaction.atomic():
+        deleted, _ = MemoryNote.objects.filter(organization_id=agent.organization_id, agent=agent).delete()
+        audit.record(actor=actor.user, organization=actor.organization, action="memory.clear_agent",
+                     target=agent, details={"notes_deleted": deleted, "mem0_spaces_cleared": mem0_cleared},
+                     ip_address=(getattr(actor, "extra", None) or {}).get("ip"))
+    return {"notes_deleted": deleted, "mem0_spaces_cleared": mem0_cleared}

@@ -202,6 +202,7 @@ def builder_context(actor: Actor, agent: Agent, level: str, *, diff: dict | None
         "advanced_cards": [c for c in cards if c["advanced"]],
         "advanced_open": any(c["enabled"] for c in cards if c["advanced"]),
         "mcp_notice": mcp_tool_notice(actor, spec),
+        "memory_clear": memory_clear_context(actor, agent, spec, level),
         "approval_modes": APPROVAL_MODES,
         "model_profiles": ModelProfile.objects.filter(organization=actor.organization, kind=ModelProfile.Kind.CHAT),
         "budget": "" if budget is None else budget,
@@ -316,6 +317,41 @@ def save_capability(request: HttpRequest, actor: Actor, agent_id: Any, capabilit
         return _render_invalid(request, actor, agent, exc)
     messages.success(request, _("%(name)s saved in the draft.") % {"name": entry.name})
     return _back(agent, f"cap-{capability_id}")
+
+
+@require_POST
+@console_view("agents:view")
+def clear_memory(request: HttpRequest, actor: Actor, agent_id: Any) -> HttpResponse:
+    """The Toolbox's "clear this agent's memory": every owner's notes and mem0 memories, after a confirmation."""
+    from knowledge import memory
+    from knowledge.mem0 import Mem0Error
+
+    agent, _level = _agent(actor, agent_id)
+    require_agent_access(actor, agent, EDIT)
+    if request.POST.get("confirm") != "yes":
+        messages.error(request, _("Nothing was cleared: tick the box to confirm."))
+        return _back(agent, "memory")
+    try:
+        result = memory.clear_agent(actor=actor, agent=agent)
+    except Mem0Error as exc:
+        messages.error(request, _("The memory was not cleared: %(reason)s Nothing was deleted here; fix it and "
+                                  "clear again.") % {"reason": exc})
+        return _back(agent, "memory")
+    messages.success(request, _("Cleared %(name)s's memory: %(notes)s notes, %(spaces)s mem0 spaces.") % {
+        "name": agent.name, "notes": result["notes_deleted"], "spaces": result["mem0_spaces_cleared"]})
+    return _back(agent, "memory")
+
+
+def memory_clear_context(actor: Actor, agent: Agent, spec: dict[str, Any], level: str) -> dict[str, Any] | None:
+    """Shown to editors of an agent that binds memory (in its draft) or still keeps notes."""
+    from knowledge.models import MemoryNote
+
+    if not at_least(level, EDIT):
+        return None
+    notes = MemoryNote.objects.filter(organization=actor.organization, agent=agent).count()
+    binds = any(isinstance(b, dict) and b.get("id") in ("memory_files", "memory_mem0")
+                for b in spec.get("capabilities") or [])
+    return {"notes": notes} if binds or notes else None
 
 
 # ------------------------------------------------------------------ versions
