@@ -6,6 +6,7 @@ A fixed one-minute window per (bucket, identity): INCR then EXPIRE in one round 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from functools import lru_cache
 
 import redis
@@ -17,15 +18,27 @@ def _client(url: str) -> redis.Redis:
     return redis.Redis.from_url(url)
 
 
+# Where a window's start is read from. Tests drive it (tests/conftest.py `ratelimit_clock`) so a run of hits
+# never straddles a window boundary by chance of the wall clock.
+clock: Callable[[], float] = time.time
+
+
 def client() -> redis.Redis:
     return _client(settings.REDIS_URL)
 
 
+def redis_name(*parts: object) -> str:
+    """A key or pub/sub channel name in this deployment's Redis namespace (REDIS_NAMESPACE): a database
+    number separates keys but not pub/sub channels, so a name shared by two deployments — or two parallel
+    test workers — on one Redis needs the namespace in it."""
+    return ":".join([settings.REDIS_NAMESPACE, *(str(part) for part in parts)])
+
+
 def hit(bucket: str, identity: str, limit: int, *, window: int = 60) -> tuple[bool, int]:
     """Count one event. Returns (allowed, seconds until the window resets)."""
-    now = int(time.time())
+    now = int(clock())
     slot = now // window
-    key = f"agenticos:rl:{bucket}:{identity}:{slot}"
+    key = redis_name("rl", bucket, identity, slot)
     pipe = client().pipeline()
     pipe.incr(key)
     pipe.expire(key, window + 5)

@@ -167,14 +167,30 @@ def _redis_db(url: str, db: int) -> str:
     return urlunsplit((parts.scheme, parts.netloc, f"/{db}", parts.query, ""))
 
 
+# The namespace of every name this deployment gives in Redis: cache keys, rate-limit keys, pub/sub channels (which
+# a database number does not separate), the channel layer's and the broker's keys. Two deployments — or two
+# parallel test workers — on one Redis each need their own. The default one keeps the names of before.
+_NAMESPACE_SET = env.str("REDIS_NAMESPACE", default="")
+REDIS_NAMESPACE = _NAMESPACE_SET or "agenticos"
+if not all(char.isascii() and (char.isalnum() or char in "._-") for char in REDIS_NAMESPACE):
+    raise ImproperlyConfigured(f"REDIS_NAMESPACE={REDIS_NAMESPACE!r}: letters, digits, '.', '_' and '-' only.")
 BROKER_REDIS_URL = REDIS_URL
+_TEST_WORKER_SLOTS = 31  # the embedded test Redis has 64 databases: 1-31 counters, 33-63 brokers
 if TESTING and env.str("PYTEST_XDIST_WORKER", default=""):
-    # Parallel test workers (gw0…gw30) each get their own Redis database so counters never collide, and
-    # the Celery broker another one, so the per-test flush never deletes queued tasks or kombu's bindings
-    # (the embedded server has 64 databases).
-    _worker_db = int(env.str("PYTEST_XDIST_WORKER").lstrip("gw") or 0) + 1
-    REDIS_URL = _redis_db(REDIS_URL, _worker_db)
-    BROKER_REDIS_URL = _redis_db(REDIS_URL, _worker_db + 32)
+    # Parallel test workers (and helper sessions, one gwN each) never see each other: their own namespace
+    # (so their own pub/sub channels), their own database for counters — flushed before each test — and
+    # another for the Celery broker, so that flush never deletes queued tasks or kombu's bindings.
+    _worker = env.str("PYTEST_XDIST_WORKER")
+    _slot = int(_worker[2:]) if _worker.startswith("gw") and _worker[2:].isdigit() else _TEST_WORKER_SLOTS
+    if _slot >= _TEST_WORKER_SLOTS:
+        raise ImproperlyConfigured(
+            f"PYTEST_XDIST_WORKER={_worker!r}: the test Redis has room for gw0…gw{_TEST_WORKER_SLOTS - 1} "
+            "(two databases each); run fewer parallel workers."
+        )
+    if not _NAMESPACE_SET:
+        REDIS_NAMESPACE = f"{REDIS_NAMESPACE}-{_worker}"
+    REDIS_URL = _redis_db(REDIS_URL, 1 + _slot)
+    BROKER_REDIS_URL = _redis_db(REDIS_URL, 1 + _slot + 32)
 if not DATABASE_URL:
     raise ImproperlyConfigured(
         "DATABASE_URL is not set and the embedded PostgreSQL is not running: "
@@ -229,7 +245,7 @@ CACHES = {
     "default": {
         "BACKEND": "django.core.cache.backends.redis.RedisCache",
         "LOCATION": REDIS_URL,
-        "KEY_PREFIX": "agenticos",
+        "KEY_PREFIX": REDIS_NAMESPACE,
     }
 }
 CHANNEL_LAYERS = {
@@ -241,6 +257,7 @@ CHANNEL_LAYERS = {
         # (silently) what exceeds `capacity`: 50 streaming sockets × ~150 word frames overflowed 1,500.
         "CONFIG": {
             "hosts": [{"address": REDIS_URL, "socket_timeout": 30}],
+            "prefix": "asgi" if REDIS_NAMESPACE == "agenticos" else f"{REDIS_NAMESPACE}:asgi",
             "capacity": _int("CHANNEL_LAYER_CAPACITY", 100_000, minimum=100),
             "expiry": 120,
         },
@@ -249,6 +266,10 @@ CHANNEL_LAYERS = {
 
 CELERY_BROKER_URL = _celery_redis_url(BROKER_REDIS_URL)
 CELERY_RESULT_BACKEND = _celery_redis_url(BROKER_REDIS_URL)
+if REDIS_NAMESPACE != "agenticos":
+    # kombu prefixes every key and its pub/sub (fanout: worker pings and control) channels with it.
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"global_keyprefix": f"{REDIS_NAMESPACE}:"}
+    CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS = {"global_keyprefix": f"{REDIS_NAMESPACE}:"}
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_DEFAULT_QUEUE = "default"

@@ -28,7 +28,6 @@ from channelbots.platforms import CredentialRejected, PlatformError
 
 logger = logging.getLogger(__name__)
 
-CHANGES_CHANNEL = "agenticos:channelbots:changed"
 FIRST_DELAY = 5.0
 MAX_DELAY = 60.0
 RESCAN_SECONDS = 30.0
@@ -39,9 +38,15 @@ class NotStarted(Exception):
     """A missing or rejected credential/setting: the loop records it and stops."""
 
 
+def changes_channel() -> str:
+    """The pub/sub channel bot changes are announced on: Redis pub/sub ignores the database number, so the
+    name carries the deployment's namespace (parallel test workers each have their own)."""
+    return ratelimit.redis_name("channelbots", "changed")
+
+
 def notify_changed(bot_id: str) -> None:
     try:
-        ratelimit.client().publish(CHANGES_CHANNEL, str(bot_id))
+        ratelimit.client().publish(changes_channel(), str(bot_id))
     except redis.RedisError:
         logger.warning("could not tell the supervisor that bot %s changed; its rescan will", bot_id)
 
@@ -346,7 +351,7 @@ class Supervisor:
     def _subscribe(self):
         try:
             pubsub = ratelimit.client().pubsub(ignore_subscribe_messages=True)
-            pubsub.subscribe(CHANGES_CHANNEL)
+            pubsub.subscribe(changes_channel())
         except redis.RedisError:
             if not self._redis_warned:
                 logger.warning("supervisor: cannot listen for bot changes (Redis); rescanning every %.0f s",

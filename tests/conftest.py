@@ -25,6 +25,29 @@ def _clean_redis(settings):
     yield
 
 
+class DrivenClock:
+    """The rate limiter's clock, driven by the test: it starts one second into a window and moves only when
+    told, so a test's hits never straddle a window boundary by chance of the wall clock."""
+
+    def __init__(self, start: float) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture(autouse=True)
+def ratelimit_clock(monkeypatch):
+    import time
+
+    clock = DrivenClock((int(time.time()) // 3600) * 3600 + 1.0)  # a window start for every window length used
+    monkeypatch.setattr("agenticos.ratelimit.clock", clock)
+    return clock
+
+
 @pytest.fixture(autouse=True)
 def _fresh_channel_layer():
     """Each async test has its own event loop; the process-wide channel layer's receive lock belongs to

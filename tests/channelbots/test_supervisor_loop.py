@@ -115,7 +115,7 @@ def test_it_opens_a_session_for_each_active_polling_or_stream_bot_and_none_for_t
 @pytest.mark.django_db(transaction=True)
 def test_a_bot_registered_while_it_runs_is_opened_once_its_row_commits(org, builder, fake_telegram):
     listener = ratelimit.client().pubsub(ignore_subscribe_messages=True)
-    listener.subscribe(supervisor.CHANGES_CHANNEL)
+    listener.subscribe(supervisor.changes_channel())
     try:
         with Running() as running:
             wait_until(lambda: running.supervisor.passes >= 1)

@@ -15,6 +15,7 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.core.asgi import get_asgi_application  # noqa: E402
 
+from agenticos.asgi import SameOriginSockets  # noqa: E402
 from agenticos.routing import websocket_urlpatterns as project_routes  # noqa: E402
 from embeds.routing import websocket_urlpatterns as embed_routes  # noqa: E402
 
@@ -24,6 +25,6 @@ if os.environ.get("EMBEDS_TEST_URLCONF"):
 application = ProtocolTypeRouter(
     {
         "http": get_asgi_application(),
-        "websocket": AuthMiddlewareStack(URLRouter([*embed_routes, *project_routes])),
+        "websocket": SameOriginSockets(AuthMiddlewareStack(URLRouter([*embed_routes, *project_routes]))),
     }
 )

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import time
-from types import SimpleNamespace
 
 import jwt
 import pytest
@@ -146,15 +145,8 @@ async def test_pausing_takes_effect_on_the_next_connect(widget, builder, org):
 
 
 async def test_too_many_connections_from_one_address_get_4029_across_consumer_instances(widget, settings,
-                                                                                       monkeypatch):
+                                                                                       ratelimit_clock):
     settings.RATE_LIMIT_EMBED_PER_MINUTE = 2
-    # All in one window of the per-minute counter (a test that crossed a minute started a fresh count).
-    from agenticos import ratelimit
-
-    start_of_a_minute = (int(time.time()) // 60) * 60 + 1
-    monkeypatch.setattr(ratelimit, "time", SimpleNamespace(time=lambda: start_of_a_minute))
-    for key in ratelimit.client().scan_iter("agenticos:rl:*198.51.100.*"):  # an earlier run of this test
-        ratelimit.client().delete(key)
     # Two separate consumer instances spend the address's allowance…
     assert await connect_and_close_code(communicator(widget.public_key, address="198.51.100.1")) is None
     assert await connect_and_close_code(communicator(widget.public_key, address="198.51.100.1")) is None
@@ -162,16 +154,19 @@ async def test_too_many_connections_from_one_address_get_4029_across_consumer_in
     message = await close_of(communicator(widget.public_key, address="198.51.100.1"))
     assert message["code"] == 4029
     assert await connect_and_close_code(communicator(widget.public_key, address="198.51.100.2")) is None
+    # The next minute the address has its allowance back.
+    ratelimit_clock.advance(60)
+    assert await connect_and_close_code(communicator(widget.public_key, address="198.51.100.1")) is None
 
 
-async def test_the_connection_counter_lives_in_redis_shared_by_every_worker(widget, settings):
+async def test_the_connection_counter_lives_in_redis_shared_by_every_worker(widget, settings, ratelimit_clock):
     settings.RATE_LIMIT_EMBED_PER_MINUTE = 3
     # Another web process admitting three sockets from this address writes the same counter.
     from agenticos import ratelimit
 
     other_process = redis.Redis.from_url(settings.REDIS_URL)
-    slot = int(time.time()) // 60
-    other_process.set(f"agenticos:rl:embed-ws:198.51.100.9:{slot}", 3, ex=65)
+    slot = int(ratelimit_clock()) // 60
+    other_process.set(ratelimit.redis_name("rl", "embed-ws", "198.51.100.9", slot), 3, ex=65)
     assert ratelimit.client() is not other_process
     assert await connect_and_close_code(communicator(widget.public_key, address="198.51.100.9")) == 4029
 
@@ -193,7 +188,9 @@ async def test_a_malformed_frame_gets_an_error_and_an_unknown_type_is_ignored(wi
     await comm.disconnect()
 
 
-def test_the_page_origin_is_derived_from_frontend_url(settings):
+async def test_the_page_origin_is_derived_from_frontend_url(settings, page):
     settings.FRONTEND_URL = "https://Chat.Example.org:8443/"
     assert services.deployment_origin() == "https://chat.example.org:8443"
-    assert settings.FRONTEND_URL != FRONTEND
+    # A hosted page is admitted from the new origin (in any case) and no longer from the one before.
+    assert await connect_and_close_code(communicator(page.public_key, origin="https://chat.EXAMPLE.org:8443")) is None
+    assert await connect_and_close_code(communicator(page.public_key, origin=FRONTEND)) == 4003

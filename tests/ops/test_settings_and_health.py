@@ -111,3 +111,58 @@ def test_an_integer_past_int4s_range_reaches_postgresql_as_itself(org):
 
     big = Organization.objects.filter(pk=org.pk).annotate(n=Value(2**31, output_field=IntegerField()))
     assert not big.filter(n__lt=0).exists()
+
+
+REDIS_NAMES = (
+    "import django, json; django.setup(); from django.conf import settings as s; print(json.dumps({"
+    "'namespace': s.REDIS_NAMESPACE, 'url': s.REDIS_URL, 'broker': s.CELERY_BROKER_URL, "
+    "'cache': s.CACHES['default']['KEY_PREFIX'], 'layer': s.CHANNEL_LAYERS['default']['CONFIG'].get('prefix'), "
+    "'kombu': getattr(s, 'CELERY_BROKER_TRANSPORT_OPTIONS', {}).get('global_keyprefix'), "
+    "'results': getattr(s, 'CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS', {}).get('global_keyprefix')}))"
+)
+
+
+def redis_names(**overrides: str | None) -> dict:
+    import json
+
+    env = dict(os.environ, DJANGO_SETTINGS_MODULE="agenticos.settings", AGENTICOS_TESTING="true",
+               REDIS_URL="redis://127.0.0.1:6379/0")
+    env.pop("REDIS_NAMESPACE", None)
+    env.update({k: v for k, v in overrides.items() if v is not None})
+    for key in [k for k, v in overrides.items() if v is None]:
+        env.pop(key, None)
+    result = subprocess.run([sys.executable, "-c", REDIS_NAMES], cwd=ROOT, env=env, capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_parallel_test_workers_share_no_name_in_redis():
+    workers = {name: redis_names(PYTEST_XDIST_WORKER=name) for name in ("gw0", "gw1", "gw30")}
+    for field in ("namespace", "url", "broker", "cache", "layer", "kombu", "results"):
+        values = [names[field] for names in workers.values()]
+        assert len(set(values)) == len(values), (field, values)
+    databases = [names[field].rsplit("/", 1)[-1] for names in workers.values() for field in ("url", "broker")]
+    assert len(set(databases)) == 6 and max(map(int, databases)) <= 63  # the embedded test Redis has 64
+    gw1 = workers["gw1"]
+    assert gw1["namespace"] == "agenticos-gw1" and gw1["layer"] == "agenticos-gw1:asgi"
+    assert gw1["kombu"] == gw1["results"] == "agenticos-gw1:"  # worker pings are pub/sub: prefixed too
+
+
+def test_a_deployment_keeps_the_names_it_had_unless_told_a_namespace():
+    default = redis_names(PYTEST_XDIST_WORKER=None, AGENTICOS_TESTING="false")
+    assert default["namespace"] == default["cache"] == "agenticos"
+    assert default["layer"] == "asgi" and default["kombu"] is None and default["url"].endswith("/0")
+    named = redis_names(PYTEST_XDIST_WORKER=None, AGENTICOS_TESTING="false", REDIS_NAMESPACE="staging")
+    assert named["cache"] == "staging" and named["layer"] == "staging:asgi" and named["kombu"] == "staging:"
+
+
+@pytest.mark.parametrize(("name", "value", "message"), [
+    ("PYTEST_XDIST_WORKER", "gw31", "the test Redis has room for gw0…gw30"),
+    ("PYTEST_XDIST_WORKER", "master", "the test Redis has room for gw0…gw30"),
+    ("REDIS_NAMESPACE", "two words", "REDIS_NAMESPACE='two words': letters, digits"),
+])
+def test_a_redis_layout_that_would_collide_is_refused(name, value, message):
+    result = load_settings(**{name: value, "AGENTICOS_TESTING": "true"})
+    assert result.returncode != 0
+    assert message in result.stderr.strip().splitlines()[-1]

@@ -74,16 +74,22 @@ def test_an_empty_or_too_long_prompt_runs_nothing(org, owner, settings, echo_mod
     assert Run.objects.count() == 0
 
 
-def test_the_run_rate_limit_answers_429_with_retry_after(org, owner, settings, echo_model):
+def test_the_run_rate_limit_answers_429_with_retry_after(org, owner, settings, echo_model, ratelimit_clock):
     settings.RATE_LIMIT_RUN_PER_MINUTE = 2
     agent, _ = publish(org, owner)
     client = bearer(owner, org)
-    codes = [client.post(f"/api/v1/agents/{agent.pk}/run?wait=false", {"prompt": "x"}, format="json").status_code
-             for _ in range(3)]
-    assert codes == [202, 202, 429]
-    limited = client.post(f"/api/v1/agents/{agent.pk}/run?wait=false", {"prompt": "x"}, format="json")
-    assert int(limited["Retry-After"]) > 0
+
+    def run():
+        return client.post(f"/api/v1/agents/{agent.pk}/run?wait=false", {"prompt": "x"}, format="json")
+
+    assert [run().status_code for _ in range(3)] == [202, 202, 429]
+    ratelimit_clock.advance(20)  # 21 s into the window
+    limited = run()
+    assert int(limited["Retry-After"]) == 39
     assert limited.json()["error"]["code"] == "rate_limited"
+    assert Run.objects.count() == 2  # the refusals started nothing
+    ratelimit_clock.advance(39)  # the next window
+    assert [run().status_code for _ in range(3)] == [202, 202, 429]
 
 
 def test_a_viewer_cannot_run_and_an_outsider_cannot_see_the_agent(
