@@ -159,28 +159,27 @@ class BindingDetailView(OrgAPIView):
     permission_map = {"GET": "agents:view", "*": "bots:manage"}
     parser_classes = [JSONParser]
 
-    def _binding(self, binding_id: str) -> Binding:
-        return self.org_get(Binding, binding_id, self.org_queryset(Binding).select_related("bot", "agent"))
+    def _binding(self, agent_id: str, binding_id: str) -> Binding:
+        """The binding, through its agent: an agent the caller cannot see hides its bindings (404), as the
+        list does. Changing one needs edit access on top, which the services decide."""
+        from governance.grants import VIEW, require_agent_access
+
+        agent = self.org_get(Agent, agent_id)
+        require_agent_access(self.actor, agent, VIEW)
+        rows = self.org_queryset(Binding).filter(agent=agent).select_related("bot", "agent")
+        return self.org_get(Binding, binding_id, rows)
 
     def get(self, request: Request, agent_id: str, binding_id: str) -> Response:
-        binding = self._binding(binding_id)
-        if str(binding.agent_id) != str(agent_id):
-            raise services.NotFound("Binding not found.")
-        return Response(serialize_binding(binding))
+        return Response(serialize_binding(self._binding(agent_id, binding_id)))
 
     def patch(self, request: Request, agent_id: str, binding_id: str) -> Response:
-        binding = self._binding(binding_id)
-        if str(binding.agent_id) != str(agent_id):
-            raise services.NotFound("Binding not found.")
-        binding = services.update_binding(actor=self.actor, binding=binding, data=_body(request),
-                                          ip_address=self.client_ip())
+        binding = services.update_binding(actor=self.actor, binding=self._binding(agent_id, binding_id),
+                                          data=_body(request), ip_address=self.client_ip())
         return Response(serialize_binding(binding))
 
     def delete(self, request: Request, agent_id: str, binding_id: str) -> Response:
-        binding = self._binding(binding_id)
-        if str(binding.agent_id) != str(agent_id):
-            raise services.NotFound("Binding not found.")
-        services.delete_binding(actor=self.actor, binding=binding, ip_address=self.client_ip())
+        services.delete_binding(actor=self.actor, binding=self._binding(agent_id, binding_id),
+                                ip_address=self.client_ip())
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 

@@ -11,10 +11,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agenticos.api_base import OrgAPIView
-from agenticos.errors import Invalid
+from agenticos.errors import Invalid, NotFound
 from agents.models import Agent
 from embeds import files, services
 from embeds.models import Embed
+from governance.grants import EDIT, VIEW, require_agent_access
 
 
 def serialize(embed: Embed) -> dict[str, Any]:
@@ -73,46 +74,59 @@ def _body(request: Request) -> dict:
     return dict(request.data)
 
 
-class AgentEmbedsView(OrgAPIView):
+class EmbedAPIView(OrgAPIView):
+    # `embeds:manage` from the role is only half of it: an embed exposes its agent, so every view also needs
+    # access to that agent (governance.grants) — view to read an embed, edit to create or change one, the
+    # level bindings need (channelbots.services). An agent the caller cannot see answers 404, its embeds too.
     permission_map = {"*": "embeds:manage"}
     parser_classes = [JSONParser]
 
-    def get(self, request: Request, agent_id: str) -> Response:
+    def agent(self, agent_id: str, level: str) -> Agent:
         agent = self.org_get(Agent, agent_id)
+        require_agent_access(self.actor, agent, level)
+        return agent
+
+    def embed(self, embed_id: str, level: str) -> Embed:
+        embed = self.org_get(Embed, embed_id, self.org_queryset(Embed).select_related("agent"))
+        try:
+            require_agent_access(self.actor, embed.agent, level)
+        except NotFound:
+            raise NotFound("Embed not found.") from None
+        return embed
+
+
+class AgentEmbedsView(EmbedAPIView):
+    def get(self, request: Request, agent_id: str) -> Response:
+        agent = self.agent(agent_id, VIEW)
         embeds = self.org_queryset(Embed).filter(agent=agent).order_by("created_at")
         return Response({"results": [serialize(e) for e in embeds]})
 
     def post(self, request: Request, agent_id: str) -> Response:
-        agent = self.org_get(Agent, agent_id)
+        agent = self.agent(agent_id, EDIT)
         embed = services.create_embed(actor=self.actor, agent=agent, data=_body(request), ip_address=self.client_ip())
         return Response(serialize(embed), status=status.HTTP_201_CREATED)
 
 
-class EmbedDetailView(OrgAPIView):
-    permission_map = {"*": "embeds:manage"}
-    parser_classes = [JSONParser]
-
+class EmbedDetailView(EmbedAPIView):
     def get(self, request: Request, embed_id: str) -> Response:
-        return Response(serialize(self.org_get(Embed, embed_id)))
+        return Response(serialize(self.embed(embed_id, VIEW)))
 
     def patch(self, request: Request, embed_id: str) -> Response:
-        embed = self.org_get(Embed, embed_id)
+        embed = self.embed(embed_id, EDIT)
         embed = services.update_embed(actor=self.actor, embed=embed, data=_body(request), ip_address=self.client_ip())
         return Response(serialize(embed))
 
     def delete(self, request: Request, embed_id: str) -> Response:
-        embed = self.org_get(Embed, embed_id)
+        embed = self.embed(embed_id, EDIT)
         services.delete_embed(actor=self.actor, embed=embed, ip_address=self.client_ip())
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-class EmbedPauseView(OrgAPIView):
-    permission_map = {"*": "embeds:manage"}
-    parser_classes = [JSONParser]
+class EmbedPauseView(EmbedAPIView):
     paused = True
 
     def post(self, request: Request, embed_id: str) -> Response:
-        embed = self.org_get(Embed, embed_id)
+        embed = self.embed(embed_id, EDIT)
         embed = services.set_paused(actor=self.actor, embed=embed, paused=self.paused, ip_address=self.client_ip())
         return Response(serialize(embed))
 
@@ -121,12 +135,11 @@ class EmbedResumeView(EmbedPauseView):
     paused = False
 
 
-class EmbedLogoView(OrgAPIView):
-    permission_map = {"*": "embeds:manage"}
+class EmbedLogoView(EmbedAPIView):
     parser_classes = [MultiPartParser, FormParser]
 
     def post(self, request: Request, embed_id: str) -> Response:
-        embed = self.org_get(Embed, embed_id)
+        embed = self.embed(embed_id, EDIT)
         upload = request.FILES.get("file") or request.FILES.get("logo")
         if upload is None:
             raise Invalid("Send the image as the multipart field 'file'.", details={"field": "file"})

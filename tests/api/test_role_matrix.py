@@ -1,0 +1,313 @@
+"""The role matrix: every route under `agents/{id}/…` and every by-id route of an object that hangs off an
+agent (embeds, bindings, versions, environments, grants, avatar, export, diff, publish, promote, run) × every
+role, an outsider organization, someone naming a foreign organization, and people on a private agent they
+hold no grant on / a view grant / an edit grant.
+
+Each route declares what it needs — a permission from the role table (`agenticos.permissions`) and a level on
+the agent (view < use < edit < publish, `governance.grants`) — and each persona what it has. A refused request
+must leave every row as it was; an accepted write must change something (so the snapshot cannot miss it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import transaction
+from django.urls import reverse
+
+from agenticos.permissions import ROLE_PERMISSIONS
+from agents import services as agents
+from channelbots import services as bots
+from embeds.models import Embed
+from governance import grants
+from tests import factories
+from tests.api.conftest import actor_of, make_agent
+from tests.api.state import changed_tables, database_state
+
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 64
+# The levels on an agent, weakest first (written out here, not imported from the code under test).
+RANK = {None: 0, "view": 1, "use": 2, "edit": 3, "publish": 4}
+
+
+# ------------------------------------------------------------------ who asks
+
+
+@dataclass(frozen=True)
+class Persona:
+    user: str  # key in the world's `people`
+    role: str | None  # role in the organization the request names (None: not a member of it)
+    level: str | None  # effective level on the target agent (None: cannot see it)
+    target: str = "shared"  # which agent (and its objects) the request names
+    foreign: bool = False  # the request names an organization the person is not a member of
+    outsider: bool = False  # the request names the person's own, other organization
+
+    def expected(self, route: Route) -> int:
+        if self.foreign or self.outsider:
+            return 404
+        if route.permission and route.permission not in ROLE_PERMISSIONS[self.role]:
+            return 403  # decided by the role alone, before any object is read: reveals nothing
+        if self.level is None:
+            return 404
+        if RANK[self.level] < RANK[route.level]:
+            return 403
+        return route.ok
+
+
+PERSONAS = {
+    # The organization-wide agent, owned by the owner.
+    "viewer": Persona("viewer", "viewer", "view"),
+    "member": Persona("member", "member", "use"),
+    "builder": Persona("builder", "builder", "use"),
+    "admin": Persona("admin", "admin", "publish"),
+    "owner": Persona("owner", "owner", "publish"),
+    "outsider": Persona("outsider", "owner", None, outsider=True),
+    "foreign header": Persona("outsider", None, None, foreign=True),
+    # The owner's private agent.
+    "builder without a grant": Persona("builder", "builder", None, target="private"),
+    "member without a grant": Persona("member", "member", None, target="private"),
+    "builder with a view grant": Persona("viewing_builder", "builder", "view", target="private"),
+    "builder with an edit grant": Persona("editing_builder", "builder", "edit", target="private"),
+}
+
+
+# ------------------------------------------------------------------ what is asked
+
+
+@dataclass(frozen=True)
+class Route:
+    method: str
+    name: str  # URL name
+    kwargs: dict[str, str]  # URL kwarg → key in the target's objects
+    level: str  # level on the agent the route needs
+    ok: int  # status when allowed
+    permission: str | None = None  # role permission the view declares
+    body: Any = None  # JSON body; "{key}" values filled from the target's objects
+    query: str = ""
+    multipart: bool = False
+    label: str = field(default="")
+
+    @property
+    def writes(self) -> bool:
+        return self.method != "get"
+
+    def __str__(self) -> str:
+        return self.label or f"{self.method.upper()} {self.name}"
+
+
+AGENT = {"pk": "agent"}
+ROUTES = [
+    # agents/urls.py
+    Route("get", "api-agent", AGENT, "view", 200, "agents:view"),
+    Route("patch", "api-agent", AGENT, "edit", 200, body={"name": "Renamed"}),
+    Route("delete", "api-agent", AGENT, "publish", 204),
+    Route("post", "api-agent-publish", AGENT, "publish", 201, body={"note": "again"}),
+    Route("get", "api-agent-versions", AGENT, "view", 200, "agents:view"),
+    Route("get", "api-agent-version", {**AGENT, "number": "one"}, "view", 200, "agents:view"),
+    Route("get", "api-agent-diff", AGENT, "view", 200, "agents:view", query="?from=1&to=draft"),
+    Route("get", "api-agent-environments", AGENT, "view", 200, "agents:view"),
+    Route("post", "api-agent-promote", {**AGENT, "name": "production_env"}, "publish", 200, body={"version": 2}),
+    Route("get", "api-agent-export", AGENT, "view", 200, "agents:view"),
+    Route("post", "api-agent-avatar", AGENT, "edit", 200, multipart=True),
+    Route("delete", "api-agent-avatar", AGENT, "edit", 204),
+    Route("get", "api-agent-grants", AGENT, "view", 200, "agents:view"),
+    Route("post", "api-agent-grants", AGENT, "edit", 201, body={"user_id": "{colleague}", "level": "view"}),
+    Route("delete", "api-agent-grant", {**AGENT, "user_id": "grantee"}, "edit", 204),
+    Route("post", "api-agents-import", {}, "edit", 200, body={"yaml": "{yaml}", "agent_id": "{agent}"},
+          label="POST api-agents-import (replace a draft)"),
+    # agents/urls_runs.py
+    Route("post", "agent-run", {"agent_id": "agent"}, "use", 202, "agents:run", body={"prompt": "Hello"},
+          query="?wait=false"),
+    # embeds/urls.py
+    Route("get", "agent-embeds", {"agent_id": "agent"}, "view", 200, "embeds:manage"),
+    Route("post", "agent-embeds", {"agent_id": "agent"}, "edit", 201, "embeds:manage", body={"kind": "page"}),
+    Route("get", "embed-detail", {"embed_id": "embed"}, "view", 200, "embeds:manage"),
+    Route("patch", "embed-detail", {"embed_id": "embed"}, "edit", 200, "embeds:manage",
+          body={"title": "Taken over"}),
+    Route("patch", "embed-detail", {"embed_id": "widget"}, "edit", 200, "embeds:manage",
+          body={"allowed_origins": ["https://evil.example"]}, label="PATCH embed-detail (allowed origins)"),
+    Route("delete", "embed-detail", {"embed_id": "embed"}, "edit", 204, "embeds:manage"),
+    Route("post", "embed-pause", {"embed_id": "embed"}, "edit", 200, "embeds:manage"),
+    Route("post", "embed-resume", {"embed_id": "paused_embed"}, "edit", 200, "embeds:manage"),
+    Route("post", "embed-logo-upload", {"embed_id": "embed"}, "edit", 200, "embeds:manage", multipart=True),
+    # channelbots/urls.py
+    Route("get", "agent-bindings", {"agent_id": "agent"}, "view", 200, "agents:view"),
+    Route("post", "agent-bindings", {"agent_id": "agent"}, "edit", 201, "bots:manage", body={"bot_id": "{free_bot}"}),
+    Route("get", "agent-binding-detail", {"agent_id": "agent", "binding_id": "binding"}, "view", 200, "agents:view"),
+    Route("patch", "agent-binding-detail", {"agent_id": "agent", "binding_id": "binding"}, "edit", 200,
+          "bots:manage", body={"extra_prompt": "Answer in French."}),
+    Route("delete", "agent-binding-detail", {"agent_id": "agent", "binding_id": "binding"}, "edit", 204,
+          "bots:manage"),
+]
+
+
+# ------------------------------------------------------------------ the world
+
+
+def _agent_with_everything(org, owner, profile, *, name: str, visibility: str, grantee, bot_token: str) -> dict:
+    actor = actor_of(owner, org)
+    agent = make_agent(owner, org, name=name, slug=name.lower(), visibility=visibility, profile=profile)
+    agents.publish_agent(actor=actor, agent=agent, note="v1")
+    agents.publish_agent(actor=actor, agent=agent, note="v2")  # production stays on 1: promoting to 2 is a change
+    agents.set_avatar(actor=actor, agent=agent, data=PNG)
+    grants.share_agent(actor=actor, agent=agent, user_id=grantee.pk, level="view")
+    bound = bots.create_bot(actor=actor, data={"platform": "slack", "name": f"{name} bot", "token": bot_token})
+    free = bots.create_bot(actor=actor, data={"platform": "slack", "name": f"{name} spare", "token": bot_token + "-spare"})
+    binding = bots.create_binding(actor=actor, agent=agent, data={"bot_id": str(bound.pk)})
+    yaml = agents.export_agent_yaml(actor=actor, agent=agent).replace("Be helpful.", "Be brief.")
+    assert "Be brief." in yaml
+    return {
+        "agent": agent.pk,
+        "one": "1",
+        "production_env": "production",
+        "grantee": str(grantee.pk),
+        "embed": factories.embed(agent, kind="page", created_by=owner).pk,
+        "widget": factories.embed(agent, kind="widget", created_by=owner).pk,
+        "paused_embed": factories.embed(agent, kind="page", created_by=owner, is_paused=True).pk,
+        "binding": binding.pk,
+        "free_bot": free.pk,
+        "yaml": yaml,
+    }
+
+
+@pytest.fixture
+def world(settings, tmp_path, org, owner, admin_user, builder, member, viewer, outsider, outsider_org, demo_profile):
+    settings.MEDIA_ROOT = str(tmp_path / "media")
+    grantee = factories.member(org, "member")
+    colleague = factories.member(org, "member")
+    viewing_builder = factories.member(org, "builder")
+    editing_builder = factories.member(org, "builder")
+    shared = _agent_with_everything(org, owner, demo_profile, name="Shared", visibility="organization",
+                                    grantee=grantee, bot_token="xoxb-shared-0001")
+    private = _agent_with_everything(org, owner, demo_profile, name="Private", visibility="private",
+                                     grantee=grantee, bot_token="xoxb-private-0001")
+    actor = actor_of(owner, org)
+    grants.share_agent(actor=actor, agent=private_agent(private), user_id=viewing_builder.pk, level="view")
+    grants.share_agent(actor=actor, agent=private_agent(private), user_id=editing_builder.pk, level="edit")
+    for target in (shared, private):
+        target["colleague"] = str(colleague.pk)
+    return {
+        "org": org,
+        "outsider_org": outsider_org,
+        "people": {"viewer": viewer, "member": member, "builder": builder, "admin": admin_user, "owner": owner,
+                   "outsider": outsider, "viewing_builder": viewing_builder, "editing_builder": editing_builder},
+        "shared": shared,
+        "private": private,
+    }
+
+
+def private_agent(target: dict):
+    from agents.models import Agent
+
+    return Agent.objects.get(pk=target["agent"])
+
+
+def _client(api_as, world, persona: Persona):
+    person = world["people"][persona.user]
+    return api_as(person, world["outsider_org"] if persona.outsider else world["org"])
+
+
+def _fill(value, objects: dict):
+    if isinstance(value, str) and value.startswith("{") and value.endswith("}"):
+        return str(objects[value[1:-1]])
+    if isinstance(value, dict):
+        return {k: _fill(v, objects) for k, v in value.items()}
+    return value
+
+
+def _call(client, route: Route, objects: dict):
+    url = reverse(route.name, kwargs={k: str(objects[v]) for k, v in route.kwargs.items()}) + route.query
+    send = getattr(client, route.method)
+    if route.multipart:
+        return send(url, {"file": SimpleUploadedFile("logo.png", PNG, content_type="image/png")}, format="multipart")
+    if route.body is None:
+        return send(url)
+    return send(url, _fill(route.body, objects), format="json")
+
+
+class _RolledBack(Exception):
+    pass
+
+
+@contextlib.contextmanager
+def rolled_back():
+    """Whatever the request wrote is undone (a savepoint), so every persona meets the same world."""
+    try:
+        with transaction.atomic():
+            yield
+            raise _RolledBack
+    except _RolledBack:
+        pass
+
+
+def _attempt(client, route: Route, objects: dict, wanted: int, start: dict) -> str | None:
+    """What is wrong with this persona's request, or None."""
+    before = database_state()
+    if before != start:
+        return "did not start from the same world as the others"
+    response = _call(client, route, objects)
+    if response.status_code != wanted:
+        return f"answered {response.status_code}, wanted {wanted}: {response.content[:200]!r}"
+    changed = changed_tables(before, database_state())
+    if wanted >= 400:
+        code = response.json()["error"]["code"]
+        if code != {403: "forbidden", 404: "not_found"}[wanted]:
+            return f"error code {code}"
+        if changed:
+            return f"refused, but wrote to {changed}"
+    elif route.writes and not changed:
+        return "accepted a write that changed nothing the snapshot sees"
+    elif not route.writes and changed:
+        return f"a read wrote to {changed}"
+    return None
+
+
+@pytest.mark.parametrize("route", ROUTES, ids=str)
+def test_every_persona_gets_what_its_role_and_access_allow_and_a_refusal_changes_nothing(world, api_as, route):
+    start = database_state()
+    wrong = {}
+    for name, persona in PERSONAS.items():
+        with rolled_back():
+            problem = _attempt(_client(api_as, world, persona), route, world[persona.target],
+                               persona.expected(route), start)
+        if problem:
+            wrong[name] = problem
+    assert wrong == {}
+
+
+def test_a_private_agents_embeds_are_not_listed_through_the_embed_of_an_agent_the_builder_can_see(world, api_as):
+    """The embed's own agent decides, not the agent named in the path of some other route."""
+    builder = world["people"]["builder"]
+    response = api_as(builder, world["org"]).get(reverse("embed-detail", kwargs={"embed_id": world["private"]["embed"]}))
+    assert response.status_code == 404
+    assert str(world["private"]["embed"]) not in response.content.decode()
+
+
+def test_a_binding_is_read_only_through_its_own_agent(world, api_as):
+    """agents/{shared}/bindings/{private binding}: the path's agent is visible, the binding is not its own."""
+    owner = world["people"]["owner"]
+    url = reverse("agent-binding-detail", kwargs={"agent_id": world["shared"]["agent"],
+                                                  "binding_id": world["private"]["binding"]})
+    client = api_as(owner, world["org"])
+    before = database_state()
+    assert client.get(url).status_code == 404
+    assert client.patch(url, {"extra_prompt": "x"}, format="json").status_code == 404
+    assert client.delete(url).status_code == 404
+    assert changed_tables(before, database_state()) == []
+
+
+def test_a_builder_cannot_publish_a_private_agent_as_a_public_page(world, api_as):
+    """The reported attack end to end: no page row, no audit row, and the owner's widget keeps its origins."""
+    builder = world["people"]["builder"]
+    client = api_as(builder, world["org"])
+    private = world["private"]
+    created = client.post(reverse("agent-embeds", kwargs={"agent_id": private["agent"]}), {"kind": "page"},
+                          format="json")
+    widened = client.patch(reverse("embed-detail", kwargs={"embed_id": private["widget"]}),
+                           {"allowed_origins": ["https://evil.example"]}, format="json")
+    assert (created.status_code, widened.status_code) == (404, 404)
+    assert Embed.objects.filter(agent_id=private["agent"]).count() == 3
+    assert Embed.objects.get(pk=private["widget"]).allowed_origins == ["https://shop.example.com"]
