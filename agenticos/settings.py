@@ -281,7 +281,7 @@ CELERY_TASK_ALWAYS_EAGER = _bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_TIMEZONE = "UTC"
 CELERY_BEAT_SCHEDULE = {
-    "sweep-stale-runs": {"task": "agents.tasks.sweep_stale_runs", "schedule": 60.0},
+    "sweep-stale-runs": {"task": "agents.tasks.sweep_stale_runs", "schedule": 30.0},
     "expire-parked-runs": {"task": "agents.tasks.expire_parked", "schedule": 300.0},
     "sweep-spilled-outputs": {"task": "capabilities.tasks.sweep_spilled_outputs", "schedule": 600.0},
     "sweep-turn-workspaces": {"task": "capabilities.tasks.sweep_turn_workspaces", "schedule": 600.0},
@@ -402,6 +402,17 @@ CHANNELBOTS_SILENCE_SECONDS = _int("CHANNELBOTS_SILENCE_SECONDS", 20 if TESTING 
 # After this long without a frame, a channel reply asks the run row whether it has ended (frames can be lost).
 CHANNELBOTS_WATCHDOG_SECONDS = _int("CHANNELBOTS_WATCHDOG_SECONDS", 5, minimum=1)
 RUN_STALE_AFTER = timedelta(seconds=_int("RUN_STALE_AFTER_SECONDS", 1800, minimum=60))
+# Runs of a `runs` worker execute as asyncio tasks on one event loop per process (agents/runner/loop.py): at
+# most RUN_MAX_CONCURRENT at once; beyond it the worker stops taking runs and the rest wait in the broker.
+RUN_MAX_CONCURRENT = _int("RUN_MAX_CONCURRENT", 500, minimum=1)
+# On SIGTERM a worker takes no new run and lets its runs finish this long; the rest end `failed`, saying why.
+RUN_SHUTDOWN_GRACE_SECONDS = _int("RUN_SHUTDOWN_GRACE_SECONDS", 25, minimum=0)
+# Every run's row gets a heartbeat this often (one statement per worker process for all its runs); the
+# beat sweep ends a run whose heartbeat is older than RUN_HEARTBEAT_STALE_SECONDS ("worker lost").
+RUN_HEARTBEAT_SECONDS = _int("RUN_HEARTBEAT_SECONDS", 15, minimum=1)
+RUN_HEARTBEAT_STALE_AFTER = timedelta(seconds=_int("RUN_HEARTBEAT_STALE_SECONDS", 90, minimum=2))
+# The runs loop logs (and tests assert on) anything that keeps it from turning for this long.
+RUN_LOOP_BLOCKED_SECONDS = float(_int("RUN_LOOP_BLOCKED_MS", 1000, minimum=10)) / 1000
 APPROVAL_EXPIRY_HOURS = _int("APPROVAL_EXPIRY_HOURS", 72, minimum=1)
 QUESTION_EXPIRY_HOURS = _int("QUESTION_EXPIRY_HOURS", 24, minimum=1)
 MAX_MESSAGE_CHARS = _int("MAX_MESSAGE_CHARS", 32000, minimum=100)
