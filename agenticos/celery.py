@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from celery import Celery
-from celery.signals import worker_ready
+from celery.signals import worker_ready, worker_shutdown, worker_shutting_down
 
 from agenticos.redis_compat import never_send_client_setinfo
 
@@ -19,7 +19,37 @@ app.autodiscover_tasks()
 
 @worker_ready.connect
 def _warm_up_the_runner(**_kwargs) -> None:
-    """A worker's first run must not pay for importing every capability (see agents.runner.warm)."""
+    """A worker's first run must not pay for importing every capability (see agents.runner.warm), nor for
+    starting the runs loop."""
+    from agents.runner.loop import runs_loop
     from agents.runner.warm import warm_up
 
     warm_up()
+    runs_loop()
+
+
+@worker_shutting_down.connect
+def _take_no_new_runs(**_kwargs) -> None:
+    """SIGTERM (or Ctrl-C): runs waiting for room give their messages back. Runs in the signal handler: only
+    a flag and a notify."""
+    from agents.runner.loop import started_loop
+
+    runs = started_loop()
+    if runs is not None:
+        runs.stop_admitting()
+
+
+@worker_shutdown.connect
+def _drain_the_runs(**_kwargs) -> None:
+    """The worker stops: its runs get RUN_SHUTDOWN_GRACE_SECONDS to finish, the rest end `failed`, saying why."""
+    from django.conf import settings
+
+    from agents.runner.loop import logger, started_loop
+
+    runs = started_loop()
+    if runs is None:
+        return
+    grace = settings.RUN_SHUTDOWN_GRACE_SECONDS
+    stopped = runs.drain(grace, f"The worker shut down; the run did not finish within its {grace} s grace.")
+    if stopped:
+        logger.warning("stopped %d run(s) still going after the %d s shutdown grace", stopped, grace)

@@ -58,7 +58,7 @@ def daphne_command(application: str, port: int, host: str = "127.0.0.1",
 def run_worker_processes() -> int:
     """How many `runs` workers to start: RUN_WORKER_PROCESSES, else one per core (at most four).
 
-    A worker's threads share one interpreter lock, so one process uses one core however many runs it
+    A worker's runs share one loop and one interpreter lock, so one process uses one core however many runs it
     holds; with one per core the runs' Python work spreads over the machine (bench/turn_overhead.py, 50
     sockets on 2 cores: 0.27–0.44× of the floor's throughput with one worker, 0.59–0.71× with two)."""
     configured = os.environ.get("RUN_WORKER_PROCESSES", "").strip()
@@ -68,12 +68,19 @@ def run_worker_processes() -> int:
 
 
 def run_worker_command(index: int, concurrency: str | None = None, log_level: str = "INFO") -> list[str]:
-    # Agent runs are I/O-bound (model streams, HTTP tools): a thread pool holds many at once. Runs get
-    # their own workers: a bot delivery (queue "default") holds a thread for the run it follows.
+    # Agent runs are I/O-bound (model streams, HTTP tools): each is a task on the worker's runs loop (up to
+    # RUN_MAX_CONCURRENT), and a handful of Celery threads is enough to hand them over (agents/runner/loop.py).
+    # Runs get their own workers: a bot delivery (queue "default") holds a thread for the run it follows.
     return [
         sys.executable, "-m", "celery", "-A", "agenticos", "worker", "-Q", "runs", "-n", f"runs{index + 1 if index else ''}@%h",
-        "-P", "threads", "-c", concurrency or os.environ.get("RUN_WORKER_CONCURRENCY", "32"), "-l", log_level,
+        "-P", "threads", "-c", concurrency or os.environ.get("RUN_WORKER_CONCURRENCY", "8"), "-l", log_level,
     ]
+
+
+def stop_grace_seconds() -> float:
+    """How long to wait for every process after SIGTERM before killing it: a `runs` worker lets its runs finish
+    for RUN_SHUTDOWN_GRACE_SECONDS, then writes the endings of those it stopped."""
+    return int(os.environ.get("RUN_SHUTDOWN_GRACE_SECONDS", "25")) + 15
 
 
 def commands(port: int) -> dict[str, list[str]]:
@@ -136,7 +143,7 @@ def _shutdown(procs: dict[str, subprocess.Popen]) -> None:
     for proc in procs.values():
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGTERM)
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + stop_grace_seconds()
     for proc in procs.values():
         try:
             proc.wait(max(0.1, deadline - time.monotonic()))

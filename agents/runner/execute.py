@@ -1,8 +1,9 @@
 """`execute(run_id)`: the one place every run of every surface executes.
 
 Assemble from the frozen version → stream pydantic-ai events as frames → write the transcript,
-tokens, cost and status. Database work runs on a small process-wide thread pool, so the event loop
-never blocks on the ORM; each piece of work takes a connection from the process's pool and hands it back.
+tokens, cost and status. Every run of a process is a task on the process's runs loop (`loop.py`); database
+work runs on a small process-wide thread pool, so the loop never blocks on the ORM; each piece of work takes a
+connection from the process's pool and hands it back.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import json
 import logging
 import threading
 import uuid
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import nullcontext
 from dataclasses import dataclass
 from functools import lru_cache, partial
@@ -44,13 +45,13 @@ from agenticos.models import Organization
 from agenticos.queries import Insert, Loaded, Update, load_row, write_together
 from agents.models import Agent as AgentRow
 from agents.models import AgentVersion, ModelProfile, Run, RunStatus
-from agents.runner import assembly, attachments
+from agents.runner import assembly, attachments, recovery
 from agents.runner.deps import RunDeps
 from agents.runner.frames import ChannelLayerSink, CollectingSink, Sink, frame
 from agents.runner.gate import ApprovalGate
 from agents.runner.guard import BudgetGuard
+from agents.runner.loop import runs_loop
 from agents.runner.transcript import Transcript, jsonable
-from agents.runs import stop_signalled
 from agents.spec import AgentSpec, load_spec
 from governance import budgets
 from governance.budgets import BudgetExceeded
@@ -58,10 +59,6 @@ from governance.models import SpendEntry
 
 logger = logging.getLogger(__name__)
 
-CANCEL_POLL_SECONDS = 0.5
-# The heartbeat only has to beat RUN_STALE_AFTER (≥ 60 s); an UPDATE per poll was most of a busy
-# worker's writes.
-HEARTBEAT_SECONDS = 10
 # What the `complete` frame reports of a run.
 USAGE_FIELDS = ("status", "input_tokens", "output_tokens", "requests", "cost_usd", "cost_is_partial")
 
@@ -76,6 +73,11 @@ def db_pool() -> ThreadPoolExecutor:
         if _db_pool is None:
             _db_pool = ThreadPoolExecutor(max_workers=settings.RUN_DB_THREADS, thread_name_prefix="run-db")
         return _db_pool
+
+
+async def on_db_thread(fn, *args, **kwargs):
+    """Run sync work (ORM, Redis) on the runner's DB threads: never on the loop."""
+    return await asyncio.get_running_loop().run_in_executor(db_pool(), partial(_pooled, fn, *args, **kwargs))
 
 
 def _connection_pool() -> bool:
@@ -135,6 +137,9 @@ class RunExecution:
         self._response_no = 0
         self._tools_announced = False
         self._text_streamed = False
+        self._reached_model = False
+        # Set when the worker shuts down under the run: the run is stopped and ends `failed`, saying this.
+        self.shutdown_reason = ""
         # Model requests answered but not yet in the ledger (see BudgetGuard).
         self.unrecorded_spend: list[SpendEntry] = []
 
@@ -142,6 +147,17 @@ class RunExecution:
 
     async def db(self, fn, *args, **kwargs):
         return await asyncio.get_running_loop().run_in_executor(self.executor, partial(_pooled, fn, *args, **kwargs))
+
+    async def reaching_model(self) -> None:
+        """Before a model request: the first of this execution marks the run (see recovery)."""
+        if not self._reached_model:
+            self._reached_model = True
+            await self.db(recovery.mark_reached_model, self.run.pk)
+
+    def shut_down(self, reason: str) -> None:
+        """The worker is going away: stop the run; it ends `failed` with `reason`. Called on the loop."""
+        self.shutdown_reason = reason
+        self.token.cancel()
 
     async def emit(self, payload: dict) -> None:
         try:
@@ -162,6 +178,14 @@ class RunExecution:
         entries, self.unrecorded_spend = self.unrecorded_spend, []
         return budgets.ledger_writes(entries)
 
+    async def _close_sink(self) -> None:
+        close = getattr(self.sink, "close", None)  # a caller's own sink may have nothing to close
+        if close is not None:
+            try:
+                await close()
+            except Exception:
+                logger.warning("could not close the frame sink of run %s", self.run_id, exc_info=True)
+
     def _close_db(self) -> None:
         # Without a pool (DB_POOL_MAX_SIZE=0) this is where the thread's connection is closed.
         close_old_connections()
@@ -173,8 +197,13 @@ class RunExecution:
             started = await self.db(self._start_and_assemble)
             if started is None:
                 return
-            await self._run(started)
+            runs_loop().register(self)
+            try:
+                await self._run(started)
+            finally:
+                runs_loop().unregister(self)
         finally:
+            await self._close_sink()
             if not _connection_pool():  # pooled connections went back after each piece of work
                 await self.db(self._close_db)
 
@@ -214,7 +243,6 @@ class RunExecution:
             await self._fail({"type": "AssemblyError", "message": setup.message}, setup.message)
             return
         agent, run_kwargs = setup
-        watcher = asyncio.create_task(self._watch_cancel())
         try:
             result = await agent.run(
                 event_stream_handler=self._on_events,
@@ -227,6 +255,10 @@ class RunExecution:
                             error_frame=str(exc), code="budget_exceeded")
             return
         except RunCancelled:
+            if self.shutdown_reason:
+                await self._fail({"type": "WorkerShutdown", "message": self.shutdown_reason},
+                                 "The worker running this answer shut down; the run was stopped.")
+                return
             await self._end(RunStatus.CANCELLED, error={"type": "Cancelled", "message": "Stopped by request."},
                             error_frame="The run was stopped.", code="cancelled")
             return
@@ -241,8 +273,6 @@ class RunExecution:
             logger.warning("run %s failed: %s", run.pk, summary)
             await self._fail(summary, "The model provider returned an error; the run was stopped.")
             return
-        finally:
-            watcher.cancel()
         output = result.output
         if isinstance(output, DeferredToolRequests):
             await self._park(output, result.all_messages())
@@ -388,33 +418,6 @@ class RunExecution:
             await self.emit(frame("tool_result", tool_call_id=returned.tool_call_id, content=jsonable(content),
                                   ok=ok))
 
-    async def _watch_cancel(self) -> None:
-        """A stop is seen within CANCEL_POLL_SECONDS through its Redis signal; the database row gets a
-        heartbeat (and is asked the same question, in case the signal was lost) every HEARTBEAT_SECONDS."""
-        polls_per_beat = max(1, round(HEARTBEAT_SECONDS / CANCEL_POLL_SECONDS))
-        polls = 0
-        while True:
-            await asyncio.sleep(CANCEL_POLL_SECONDS)
-            polls += 1
-            if polls % polls_per_beat == 0:
-                cancel = await self.db(self._heartbeat)
-            else:
-                cancel = await asyncio.get_running_loop().run_in_executor(
-                    self.executor, stop_signalled, self.run.pk)
-            if cancel:
-                self.token.cancel()
-                return
-
-    def _heartbeat(self) -> bool:
-        """Beat and learn whether a stop was asked for, in one round trip."""
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"UPDATE {Run._meta.db_table} SET heartbeat_at = %s WHERE id = %s RETURNING cancel_requested",  # noqa: S608
-                [timezone.now(), self.run.pk],
-            )
-            row = cursor.fetchone()
-        return bool(row and row[0])
-
     # ------------------------------------------------------------- endings
 
     async def _complete(self, output: str) -> None:
@@ -430,11 +433,16 @@ class RunExecution:
     async def _park(self, requests: DeferredToolRequests, messages) -> None:
         from agents.runner import parking
 
-        status, frames = await self.db(parking.park, self, requests, messages)
+        status, frames = await self.db(self._park_and_forget, parking.park, requests, messages)
         for payload in frames:
             await self.emit(payload)
         await self.emit(frame("final_result", output=""))
         await self.emit(await self.db(self._complete_frame))
+
+    def _park_and_forget(self, park, requests, messages):
+        parked = park(self, requests, messages)
+        recovery.forget(self.run.pk)  # the resumed execution starts unmarked
+        return parked
 
     async def _fail(self, error: dict, message: str) -> None:
         await self._end(RunStatus.FAILED, error=error, error_frame=message, code="run_failed")
@@ -464,6 +472,8 @@ class RunExecution:
             totals = write_together(*answer, *inserts, ending)[-1]
             if resets_state:
                 assembly.on_run_failed(self.run)
+        if self._reached_model:
+            recovery.forget(self.run.pk)
         return (message.pk if message else None), totals
 
     def _finish_and_describe(self, status: str, *, output: str) -> tuple[int | None, dict]:
@@ -487,9 +497,21 @@ class RunExecution:
         )
 
 
+async def _execution(run_id: Any, sink: Sink | None) -> None:
+    # Built on the loop: its sink's queue and events belong to it.
+    await RunExecution(run_id, sink).execute()
+
+
+def start(run_id: Any) -> Future:
+    """Hand a run to this process's runs loop and return once it is admitted (see loop.RunLoop.admit: this
+    waits while the process holds RUN_MAX_CONCURRENT runs, and raises loop.Draining while it shuts down)."""
+    return runs_loop().admit(partial(_execution, run_id, None))
+
+
 def execute(run_id: Any, sink: Sink | None = None) -> None:
-    """Run one queued run to its end (or its next park). Safe to call twice: a second call is a no-op."""
-    asyncio.run(RunExecution(run_id, sink).execute())
+    """Run one queued run to its end (or its next park) on the runs loop, and wait for it. Safe to call twice:
+    a second call is a no-op."""
+    runs_loop().admit(partial(_execution, run_id, sink)).result()
 
 
 def execute_collecting(run_id: Any) -> list[dict]:
@@ -499,4 +521,4 @@ def execute_collecting(run_id: Any) -> list[dict]:
     return sink.frames
 
 
-__all__ = ["execute", "execute_collecting", "RunExecution", "ModelProfile"]
+__all__ = ["execute", "execute_collecting", "start", "RunExecution", "ModelProfile"]

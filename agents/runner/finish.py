@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from functools import partial
 
 from django.conf import settings
 from django.db import transaction
@@ -44,11 +45,31 @@ def _close_each(runs, status: str, error: dict) -> int:
 
 
 def sweep_stale_runs() -> int:
-    """A dead worker never leaves a run "running" forever."""
-    cutoff = timezone.now() - settings.RUN_STALE_AFTER
-    stale = Run.objects.filter(status=RunStatus.RUNNING, heartbeat_at__lt=cutoff)
-    return _close_each(stale, RunStatus.FAILED,
-                       {"type": "WorkerLost", "message": "The worker running this run stopped answering."})
+    """A dead worker never leaves a run "running" for long: its runs' heartbeats stop (every live run's row is
+    beaten every RUN_HEARTBEAT_SECONDS), and past RUN_HEARTBEAT_STALE_AFTER a run that never reached the model
+    goes back to the queue, any other ends `failed` (see agents.runner.recovery). Returns how many it found."""
+    from agents.runner import recovery
+
+    cutoff = timezone.now() - settings.RUN_HEARTBEAT_STALE_AFTER
+    stale = list(Run.objects.filter(status=RunStatus.RUNNING, heartbeat_at__lt=cutoff)[:500])
+    unstarted = recovery.never_reached_model([run.pk for run in stale])
+    requeue = [run for run in stale if str(run.pk) in unstarted]
+    for run in requeue:
+        # Only if it is still that stale running run (a worker's late beat wins), and enqueued after commit.
+        with transaction.atomic():
+            if Run.objects.filter(pk=run.pk, status=RunStatus.RUNNING, heartbeat_at__lt=cutoff).update(
+                    status=RunStatus.QUEUED, heartbeat_at=None):
+                transaction.on_commit(partial(_enqueue, run.pk))
+    lost = [run for run in stale if str(run.pk) not in unstarted]
+    _close_each(lost, RunStatus.FAILED,
+                {"type": "WorkerLost", "message": "The worker running this run stopped answering."})
+    return len(stale)
+
+
+def _enqueue(run_id) -> None:
+    from agents.runs import enqueue_run
+
+    enqueue_run(run_id)
 
 
 def requeue_lost_runs() -> int:

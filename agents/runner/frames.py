@@ -48,6 +48,8 @@ def frame(type_: str, **data: Any) -> dict[str, Any]:
 
 
 class Sink(Protocol):
+    """Where a run's frames go. A sink with an `async close()` is closed when the run is over."""
+
     async def send(self, frame: dict[str, Any]) -> None: ...
 
 
@@ -111,6 +113,14 @@ class ChannelLayerSink:
 
     async def drain(self) -> None:
         await self._queue.join()
+
+    async def close(self) -> None:
+        """The run is over: publish what is left and end the flusher (the loop outlives every run)."""
+        if self._flusher is None:
+            return
+        await self.drain()
+        self._flusher.cancel()
+        self._flusher = None
 
 
 FINAL_FRAME_TYPES = {"complete", "error"}
@@ -188,3 +198,7 @@ class CollectingSink:
         self.frames.append(frame)
         if self.forward is not None:
             await self.forward.send(frame)
+
+    async def close(self) -> None:
+        if self.forward is not None:
+            await self.forward.close()

@@ -49,6 +49,7 @@ class BudgetGuard(AbstractCapability[Any]):
             await ex.db(self._check)
         elif ex.unrecorded_spend:
             await ex.db(ex.record_spend)
+        await ex.reaching_model()
         await ex.emit(frame("model_request_start"))
         response = await handler(request_context)
         ex.unrecorded_spend.append(self._entry(response))

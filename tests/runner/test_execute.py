@@ -265,11 +265,13 @@ def test_a_stale_running_run_is_swept_to_failed(org, owner, settings):
 
     from django.utils import timezone
 
+    from agents.runner import recovery
     from agents.runner.finish import sweep_stale_runs
 
     agent, version = publish(org, owner)
     run = start(org, owner, agent, version)
     Run.objects.filter(pk=run.pk).update(status="running", heartbeat_at=timezone.now() - timedelta(hours=2))
+    recovery.mark_reached_model(run.pk)  # one that never did goes back to the queue (tests/runner/test_recovery.py)
     fresh = start(org, owner, agent, version)
     Run.objects.filter(pk=fresh.pk).update(status="running", heartbeat_at=timezone.now())
     assert sweep_stale_runs() == 1

@@ -4,7 +4,6 @@ backstop (the heartbeat asks it too), so a lost signal only delays the stop unti
 from __future__ import annotations
 
 import asyncio
-import sys
 import threading
 
 import pytest
@@ -16,8 +15,6 @@ from tests.runner.conftest import publish
 from tests.runner.test_execute import run_now, start
 
 pytestmark = pytest.mark.django_db(transaction=True)
-# The module (the package re-exports its `execute` function under the same name).
-EXECUTE = sys.modules["agents.runner.execute"]
 
 
 def endless_model(started: threading.Event) -> FunctionModel:
@@ -47,8 +44,8 @@ def run_and_stop(org, owner, scripted_model) -> tuple[Run, list[dict]]:
     return run, frames
 
 
-def test_the_redis_signal_stops_a_run_long_before_its_next_heartbeat(org, owner, scripted_model, monkeypatch):
-    monkeypatch.setattr(EXECUTE, "HEARTBEAT_SECONDS", 600)
+def test_the_redis_signal_stops_a_run_long_before_its_next_heartbeat(org, owner, scripted_model, settings):
+    settings.RUN_HEARTBEAT_SECONDS = 600
 
     run, frames = run_and_stop(org, owner, scripted_model)
 
@@ -57,9 +54,10 @@ def test_the_redis_signal_stops_a_run_long_before_its_next_heartbeat(org, owner,
     assert stop_signalled(run.pk)
 
 
-def test_without_the_signal_the_heartbeat_finds_the_stop_in_the_row(org, owner, scripted_model, monkeypatch):
-    monkeypatch.setattr(EXECUTE, "HEARTBEAT_SECONDS", 1)
-    monkeypatch.setattr(EXECUTE, "stop_signalled", lambda run_id: False)  # the signal is lost
+def test_without_the_signal_the_heartbeat_finds_the_stop_in_the_row(org, owner, scripted_model, monkeypatch,
+                                                                     settings):
+    settings.RUN_HEARTBEAT_SECONDS = 1
+    monkeypatch.setattr("agents.runner.loop.stops_signalled", lambda run_ids: [])  # the signal is lost
 
     run, frames = run_and_stop(org, owner, scripted_model)
 
