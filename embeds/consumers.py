@@ -1,7 +1,9 @@
 """`WS /api/v1/embed/<key>/ws`: admit a visitor, turn `message` frames into runs, relay filtered frames.
 
 Admission refuses with one close code and one message whatever the cause (4003), tells "too fast" apart
-(4029), and stops writing to a client that does not read (1011). Agent, model and environment come only
+(4029), stops writing to a client that does not read (1011) and closes on a frame no visitor could have
+typed (1009). Every close carries its reason text in the ASGI message (daphne 4.2 sends only the code:
+django/daphne#374). Agent, model and environment come only
 from the embed row; a frame cannot choose them.
 """
 
@@ -36,12 +38,18 @@ from embeds.models import Embed, EmbedFile
 
 logger = logging.getLogger(__name__)
 
+# What embeds.models.new_public_key makes (URL-safe base64), at most the column's 64 characters. A key of any
+# other shape is refused before a query: a NUL byte in one was a database error.
+PUBLIC_KEY_PATTERN = r"[A-Za-z0-9_-]{1,64}"
+
 REFUSED_CODE = 4003
 RATE_LIMITED_CODE = 4029
 SLOW_READER_CODE = 1011
+TOO_BIG_CODE = 1009  # RFC 6455 "message too big", what daphne itself sends past --websocket_max_message_size
 REFUSED_MESSAGE = "Refused. Do not retry: the answer will not change."
 RATE_LIMITED_MESSAGE = "Too many connections from this address in the last minute. Wait and retry."
 SLOW_READER_MESSAGE = "This client was not reading. Reconnect."
+TOO_BIG_MESSAGE = "That frame is too large."
 STALE_TURN_SECONDS = 15 * 60
 
 
@@ -51,6 +59,12 @@ def slow_reader_seconds() -> float:
 
 def watchdog_seconds() -> float:
     return float(getattr(settings, "EMBED_TURN_WATCHDOG_SECONDS", 5))
+
+
+def max_frame_chars() -> int:
+    """The largest inbound frame: a message at MAX_MESSAGE_CHARS written entirely as JSON escapes (six
+    characters each), plus room for its context and file ids. Anything bigger is no message a visitor typed."""
+    return 6 * int(getattr(settings, "MAX_MESSAGE_CHARS", 32000)) + 64 * 1024
 
 
 # What a visitor is told when the run ended but its last frames never reached this socket.
@@ -104,7 +118,8 @@ class EmbedConsumer(AsyncWebsocketConsumer):
     # ------------------------------------------------------------------ connect
 
     async def connect(self) -> None:
-        key = self.scope["url_route"]["kwargs"]["key"]
+        # No key at all (the catch-all route in embeds/routing.py) is refused like an unknown one.
+        key = self.scope["url_route"]["kwargs"].get("key") or ""
         query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
         headers = {k.lower(): v.decode("latin-1") for k, v in self.scope.get("headers", [])}
         client = self.scope.get("client") or ("unknown", 0)
@@ -152,6 +167,12 @@ class EmbedConsumer(AsyncWebsocketConsumer):
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         if self.gone:
             return
+        if len(text_data or bytes_data or "") > max_frame_chars():
+            # Parsed, it would hold a worker thread and memory for no message a visitor can send.
+            self.gone = True
+            await self._drop_turn()
+            await self.close(code=TOO_BIG_CODE, reason=TOO_BIG_MESSAGE)
+            raise StopConsumer()
         try:
             payload = json.loads(text_data or "")
         except (ValueError, TypeError):

@@ -7,6 +7,7 @@ an unknown key, a paused embed and a key of the wrong kind the same way.
 from __future__ import annotations
 
 import json
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -21,11 +22,20 @@ from agenticos import images, ratelimit
 from agenticos.errors import json_error
 from embeds import files, services
 from embeds.api import max_embed_upload_bytes
+from embeds.consumers import PUBLIC_KEY_PATTERN
 from embeds.models import Embed
 
 STATIC_DIR = Path(__file__).resolve().parent / "static" / "embeds"
 # What a multipart envelope may add around the file itself before we call the body oversized.
 MULTIPART_OVERHEAD = 64 * 1024
+
+
+def find_embed(key: str) -> Embed | None:
+    """The embed of a well-formed public key; None (answered "not available") for any other string, before
+    it reaches a query — a NUL byte in the path was a database error (500)."""
+    if not re.fullmatch(PUBLIC_KEY_PATTERN, key):
+        return None
+    return services.find_embed(key)
 
 
 def _address(request: HttpRequest) -> str:
@@ -75,7 +85,7 @@ def widget_js(request: HttpRequest, key: str) -> HttpResponse:
         response = HttpResponse("/* rate limited */", status=429, content_type="application/javascript")
         response["Retry-After"] = str(retry)
         return response
-    embed = services.find_embed(key)
+    embed = find_embed(key)
     if embed is None or embed.kind != Embed.Kind.WIDGET:
         return HttpResponse("/* not available */", status=404, content_type="application/javascript")
     config = {
@@ -96,7 +106,7 @@ def widget_js(request: HttpRequest, key: str) -> HttpResponse:
 
 
 def _page_embed(key: str) -> Embed | None:
-    embed = services.find_embed(key)
+    embed = find_embed(key)
     if embed is None or embed.kind != Embed.Kind.PAGE:
         return None
     return embed
@@ -186,8 +196,9 @@ def logo(request: HttpRequest, key: str) -> HttpResponse:
     data = images.read(logo_path(embed)) if embed is not None else None
     sniffed = images.sniff(data[:64]) if data else None
     if data is None or sniffed is None:
-        # An .html or .svg stored by any route is served as nothing at all, never as a script.
-        return HttpResponse(status=404)
+        # An .html or .svg stored by any route is served as nothing at all, never as a script: the same
+        # "not available" envelope as an unknown key.
+        return _not_available()
     response = HttpResponse(data, content_type=sniffed[0])
     response["X-Content-Type-Options"] = "nosniff"
     response["Content-Security-Policy"] = "default-src 'none'; sandbox"
