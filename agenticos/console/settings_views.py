@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
@@ -17,7 +18,7 @@ from agenticos import services as kernel
 from agenticos.console import selectors
 from agenticos.console.base import console_view, problems_by_field, screen
 from agenticos.errors import Conflict, Invalid
-from agenticos.models import ApiKey, Invitation, Membership, Secret, SecretKind
+from agenticos.models import ApiKey, Invitation, Membership, Organization, Secret, SecretKind
 from agenticos.permissions import Role
 from agenticos.tenancy import Actor, org_get, org_queryset
 from agents import services as agent_services
@@ -225,12 +226,25 @@ def change_member(request: HttpRequest, actor: Actor, membership_id: int) -> Htt
 # ------------------------------------------------------------------ budget
 
 
+class BudgetForm(forms.Form):
+    # The column's own form field (12 digits, 4 places): NaN, Infinity and 1e308 are form errors here, not a
+    # comparison that raises or an insert that overflows.
+    monthly_usd = Organization._meta.get_field("monthly_budget_usd").formfield(required=False, min_value=0)
+
+
 @console_view()
 def budget(request: HttpRequest, actor: Actor) -> HttpResponse:
     errors: dict[str, str] = {}
     if request.method == "POST":
+        actor.require("budgets:manage")  # the role decides before the amount is read
+        form = BudgetForm(request.POST)
         try:
-            kernel.set_organization_budget(actor=actor, monthly_usd=request.POST.get("monthly_usd", ""))
+            if not form.is_valid():
+                raise Invalid(_("Enter an amount of zero or more, or leave it empty for no cap."), details={
+                    "problems": [{"field": name, "message": " ".join(messages_)}
+                                 for name, messages_ in form.errors.items()]})
+            amount = form.cleaned_data["monthly_usd"]
+            kernel.set_organization_budget(actor=actor, monthly_usd="" if amount is None else str(amount))
             messages.success(request, _("The budget was saved."))
             return redirect("console:settings-budget")
         except Invalid as exc:
