@@ -24,6 +24,7 @@ urlpatterns = [
     path("api/v1/", include(api_v1)),
     path("", include("embeds.urls")),
     path("", include("channelbots.urls")),
+    path("", include("agenticos.console.urls_triggers")),
     path("", include("agenticos.console.urls")),
 ]
 

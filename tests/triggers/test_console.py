@@ -1,0 +1,84 @@
+"""Builder → Triggers in the web console: list with next firing and last run, create (an event's secret and a
+signed curl shown once), pause / fire / delete; a viewer sees no controls; another organization gets a 404."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+
+from agenticos.tenancy import SESSION_KEY
+from agents.models import Run
+from tests.triggers.conftest import make_trigger
+from triggers.models import Trigger
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def signed_in(user, org) -> Client:
+    client = Client()
+    client.force_login(user)
+    session = client.session
+    session[SESSION_KEY] = str(org.pk)
+    session.save()
+    return client
+
+
+def test_the_builder_links_to_the_triggers_tab_which_lists_next_firing_and_last_run(org, owner, agent):
+    trigger, _ = make_trigger(owner, org, agent, cron="30 8 * * 1-5", timezone="Europe/Madrid")
+    client = signed_in(owner, org)
+    assert f"/agents/{agent.pk}/triggers/" in client.get(f"/agents/{agent.pk}/").content.decode()
+    client.post(f"/agents/{agent.pk}/triggers/{trigger.pk}/fire")
+    page = client.get(f"/agents/{agent.pk}/triggers/").content.decode()
+    run = Run.objects.get()
+    assert "Nightly" in page and "08:30" in page and "Europe/Madrid" in page
+    assert f"/activity/runs/{run.pk}/" in page
+
+
+def test_creating_an_event_trigger_shows_the_secret_and_a_signed_curl_once(org, owner, agent):
+    client = signed_in(owner, org)
+    response = client.post(f"/agents/{agent.pk}/triggers/", {"name": "Orders", "kind": "event",
+                                                            "prompt": "Handle {{payload}}", "timezone": "UTC"})
+    assert response.status_code == 201
+    page = response.content.decode()
+    trigger = Trigger.objects.get()
+    secret = page.split('id="t-secret" readonly value="')[1].split('"')[0]
+    assert secret.startswith("whsec_") and f"/api/v1/hooks/{trigger.key}" in page
+    assert "openssl dgst -sha256 -hmac" in page and "X-AgenticOS-Signature: sha256=$SIG" in page
+    assert secret not in client.get(f"/agents/{agent.pk}/triggers/").content.decode()
+
+
+def test_a_bad_cron_is_shown_at_the_form_and_creates_nothing(org, owner, agent):
+    response = signed_in(owner, org).post(f"/agents/{agent.pk}/triggers/", {
+        "name": "Bad", "kind": "schedule", "prompt": "x", "cron": "99 * * * *", "timezone": "UTC"})
+    assert response.status_code == 422 and "data-trigger-error" in response.content.decode()
+    assert not Trigger.objects.exists()
+
+
+def test_pause_and_delete_from_the_console(org, owner, agent):
+    trigger, _ = make_trigger(owner, org, agent)
+    client = signed_in(owner, org)
+    client.post(f"/agents/{agent.pk}/triggers/{trigger.pk}/pause")
+    assert Trigger.objects.get().enabled is False
+    client.post(f"/agents/{agent.pk}/triggers/{trigger.pk}/delete")
+    assert not Trigger.objects.exists()
+
+
+def test_a_viewer_sees_no_controls_and_cannot_change_anything(org, owner, viewer, agent):
+    trigger, _ = make_trigger(owner, org, agent)
+    client = signed_in(viewer, org)
+    page = client.get(f"/agents/{agent.pk}/triggers/").content.decode()
+    assert "Nightly" in page and "data-fire" not in page and "data-trigger-form" not in page
+    assert client.post(f"/agents/{agent.pk}/triggers/{trigger.pk}/delete").status_code == 403
+    assert client.post(f"/agents/{agent.pk}/triggers/", {"name": "x", "kind": "schedule", "prompt": "x",
+                                                        "cron": "0 9 * * *"}).status_code == 403
+    assert Trigger.objects.count() == 1 and not Run.objects.exists()
+
+
+def test_another_organization_gets_404_pages(org, owner, agent, outsider, outsider_org):
+    trigger, _ = make_trigger(owner, org, agent)
+    client = signed_in(outsider, outsider_org)
+    assert client.get(f"/agents/{agent.pk}/triggers/").status_code == 404
+    assert client.get(f"/agents/{agent.pk}/triggers/{trigger.pk}/").status_code == 404
+    for action in ("fire", "pause", "delete", "rotate-secret"):
+        assert client.post(f"/agents/{agent.pk}/triggers/{trigger.pk}/{action}").status_code == 404
+    assert Trigger.objects.get().enabled is True and not Run.objects.exists()
