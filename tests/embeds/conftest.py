@@ -13,6 +13,10 @@ from channels.testing import WebsocketCommunicator
 
 from tests import factories
 
+# Imported while collecting, not in a test: the import runs django.setup(), whose logging configuration
+# replaces the root logger's handlers — caplog's among them, for the test that happened to import it first.
+from tests.embeds.asgi_app import application as _asgi_application
+
 FRONTEND = "https://app.example.com"
 SHOP = "https://shop.example.com"
 
@@ -62,9 +66,7 @@ class SlowReaderCommunicator(WebsocketCommunicator):
 
 
 def application():
-    from tests.embeds.asgi_app import application as app
-
-    return app
+    return _asgi_application
 
 
 def ws_path(key: str, **query: str) -> str:

@@ -12,6 +12,7 @@ import redis
 from channels.db import database_sync_to_async
 
 from agenticos.tenancy import actor_for_membership
+from agents.models import Run
 from embeds import services
 from embeds.consumers import REFUSED_MESSAGE
 from tests import factories
@@ -184,7 +185,11 @@ async def test_a_malformed_frame_gets_an_error_and_an_unknown_type_is_ignored(wi
     await comm.send_to(text_data="{not json")
     assert (await next_frame(comm))["type"] == "error"
     await comm.send_to(text_data=json.dumps({"type": "typing", "whatever": 1}))
-    assert await comm.receive_nothing(timeout=0.3)
+    # Frames are handled in order: the next frame out answers the next bad frame in, so the unknown one
+    # before it produced nothing (no error, no run).
+    await comm.send_to(text_data="[also not an object")
+    assert (await next_frame(comm))["data"]["code"] == "bad_frame"
+    assert await database_sync_to_async(Run.objects.count)() == 0
     await comm.disconnect()
 
 
