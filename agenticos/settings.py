@@ -287,6 +287,7 @@ CELERY_BEAT_SCHEDULE = {
     "sweep-turn-workspaces": {"task": "capabilities.tasks.sweep_turn_workspaces", "schedule": 600.0},
     # One dispatcher for every schedule trigger; a claim row per (trigger, due time) makes a second beat harmless.
     "dispatch-triggers": {"task": "triggers.tasks.dispatch_due_triggers", "schedule": 60.0},
+    "retention-sweeps": {"task": "triggers.tasks.retention_sweeps", "schedule": 3600.0},
 }
 
 # ------------------------------------------------------------------ auth
