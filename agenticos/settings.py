@@ -375,6 +375,9 @@ TOOL_ALLOWED_PRIVATE_HOSTS = env.list("TOOL_ALLOWED_PRIVATE_HOSTS", default=[])
 # The same for model profiles' base URLs (a local Ollama or vLLM: `localhost`); kept apart from the tools' list
 # because a profile sends its API key to that address.
 MODEL_ALLOWED_PRIVATE_HOSTS = env.list("MODEL_ALLOWED_PRIVATE_HOSTS", default=[])
+# And for channel bots' servers (a self-hosted Mattermost or Telegram Bot API server on the LAN): the bot's token
+# goes there.
+CHANNEL_ALLOWED_PRIVATE_HOSTS = env.list("CHANNEL_ALLOWED_PRIVATE_HOSTS", default=[])
 WEB_SEARCH_ENDPOINTS: dict[str, str] = {}
 # mem0: self-hosted servers must be https and listed here (an empty list refuses self-hosted).
 MEM0_ALLOWED_HOSTS = env.list("MEM0_ALLOWED_HOSTS", default=[])

@@ -62,6 +62,10 @@ class AddressRefused(Refused):
     pass
 
 
+class Unresolvable(AddressRefused):
+    """The name has no address (now, from here). Refused at connect; a save may accept it (see callers)."""
+
+
 class DomainRefused(Refused):
     pass
 
@@ -113,6 +117,7 @@ def domain_key(host: str) -> str:
 # tools never lets a model profile (which sends its API key) reach it, and the other way round.
 TOOL_HOSTS = "TOOL_ALLOWED_PRIVATE_HOSTS"
 MODEL_HOSTS = "MODEL_ALLOWED_PRIVATE_HOSTS"
+CHANNEL_HOSTS = "CHANNEL_ALLOWED_PRIVATE_HOSTS"
 
 
 def _allowed_private(hostname: str, ip: str, allowance: str = TOOL_HOSTS) -> bool:
@@ -159,7 +164,7 @@ async def check_url(url: str, *, allowance: str = TOOL_HOSTS) -> Pinned:
         try:
             ips = await resolve(hostname)
         except ValueError as exc:
-            raise AddressRefused(f"The host {hostname!r} does not resolve.") from exc
+            raise Unresolvable(f"The host {hostname!r} does not resolve.") from exc
     for ip in ips:
         if _ssrf.is_cloud_metadata_ip(ip):
             raise AddressRefused(f"{hostname} resolves to a cloud metadata address ({ip}); that is always refused.")
@@ -300,19 +305,45 @@ class PinnedTransport(httpx2.AsyncBaseTransport):
         self._home = home
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        url = str(request.url)
-        pinned = await check_url(url, allowance=self._allowance)
-        if self._home is not None and not _ssrf._keeps_credentials(self._home, url):
-            for name in CREDENTIAL_HEADERS:
-                request.headers.pop(name, None)
-        # The client set `Host` from the URL when it built the request; only the connect address changes.
-        request.url = request.url.copy_with(host=pinned.ip.split("%")[0])
-        if pinned.is_https:
-            request.extensions = {**request.extensions, "sni_hostname": pinned.hostname}
+        _pin(request, await check_url(str(request.url), allowance=self._allowance), self._home)
         return await self._inner.handle_async_request(request)
 
     async def aclose(self) -> None:
         await self._inner.aclose()
+
+
+class PinnedSyncTransport(httpx2.BaseTransport):
+    """`PinnedTransport` for synchronous clients (the channel adapters' platform calls run in worker threads)."""
+
+    def __init__(self, *, allowance: str = TOOL_HOSTS, home: str | None = None) -> None:
+        self._inner = httpx2.HTTPTransport(trust_env=False)
+        self._allowance = allowance
+        self._home = home
+
+    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+        _pin(request, check_url_blocking(str(request.url), allowance=self._allowance), self._home)
+        return self._inner.handle_request(request)
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+def _pin(request: httpx2.Request, pinned: Pinned, home: str | None) -> None:
+    """Send `request` to the checked address; off `home`'s origin, without any credential header."""
+    if home is not None and not _ssrf._keeps_credentials(home, str(request.url)):
+        for name in CREDENTIAL_HEADERS:
+            request.headers.pop(name, None)
+    # The client set `Host` from the URL when it built the request; only the connect address changes.
+    request.url = request.url.copy_with(host=pinned.ip.split("%")[0])
+    if pinned.is_https:
+        request.extensions = {**request.extensions, "sni_hostname": pinned.hostname}
+
+
+def pinned_sync_client(*, allowance: str, home: str | None = None, timeout: float = 15,
+                       follow_redirects: bool = False) -> httpx2.Client:
+    """A synchronous client whose every request (and redirect hop) goes through `PinnedSyncTransport`."""
+    return httpx2.Client(transport=PinnedSyncTransport(allowance=allowance, home=home), timeout=timeout,
+                         follow_redirects=follow_redirects, max_redirects=MAX_REDIRECTS, trust_env=False)
 
 
 def pinned_client_factory(

@@ -8,18 +8,15 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import ipaddress
 import logging
 import re
 import secrets
-import socket
 from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
-from pydantic_ai import _ssrf
 
 from agenticos import audit, vault
 from agenticos.errors import Conflict, Forbidden, Invalid, NotFound
@@ -109,8 +106,13 @@ def credential_flags(bot: ChannelBot) -> dict[str, bool]:
 
 
 def check_server_url(value: str, *, field: str = "api_base_url") -> str:
-    """http/https, a host, no user:pass@. Private and loopback hosts are allowed (a self-hosted
-    Mattermost behind a VPN is the point); instance-metadata addresses are refused."""
+    """http/https, a host, no user:pass@, and an address the outbound guard accepts for channel traffic
+    (`netguard`, allowance `CHANNEL_ALLOWED_PRIVATE_HOSTS`): instance metadata never, private and loopback
+    addresses — a self-hosted Mattermost behind a VPN — only when the operator lists the host, also when a
+    name resolves there. A name that does not resolve from here now is accepted; the adapters' clients check
+    again on every request (`netguard.pinned_sync_client`), so it cannot be pointed somewhere else later."""
+    from capabilities import netguard
+
     value = (value or "").strip().rstrip("/")
     parts = urlsplit(value)
     if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -119,19 +121,14 @@ def check_server_url(value: str, *, field: str = "api_base_url") -> str:
         raise Invalid("The server address cannot carry a user name or password.", details={"field": field})
     if parts.query or parts.fragment:
         raise Invalid("The server address cannot carry a query or fragment.", details={"field": field})
-    host = parts.hostname.lower()
-    if host in METADATA_HOSTS:
+    if parts.hostname.lower().rstrip(".") in METADATA_HOSTS:
         raise Invalid("Instance-metadata addresses are refused.", details={"field": field})
-    addresses: list[str] = []
     try:
-        addresses = [str(ipaddress.ip_address(host))]
-    except ValueError:
-        try:
-            addresses = [str(info[4][0]) for info in socket.getaddrinfo(host, None)]
-        except OSError:
-            addresses = []  # not resolvable from here now; the connection will say so
-    if any(_ssrf.is_cloud_metadata_ip(a) for a in addresses):
-        raise Invalid("Instance-metadata addresses are refused.", details={"field": field})
+        netguard.check_url_blocking(value, allowance=netguard.CHANNEL_HOSTS)
+    except netguard.Unresolvable:
+        pass
+    except netguard.Refused as exc:
+        raise Invalid(str(exc), details={"field": field}) from None
     return value
 
 

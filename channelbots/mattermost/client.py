@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import httpx
+import httpx2
 
+from capabilities import netguard
 from channelbots.incoming import IncomingFile
 from channelbots.platforms import (
     ChannelInfo,
@@ -26,11 +27,18 @@ class MattermostClient(PlatformClient):
             raise CredentialRejected("The bot has no server URL.")
         return self.bot.api_base_url.rstrip("/") + "/api/v4"
 
-    def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+    def _request(self, method: str, path: str, **kwargs: Any) -> httpx2.Response:
+        # Through the outbound guard on every call: the server's address is checked (and pinned) now, not
+        # only when the bot was saved, so a name that resolves somewhere private later never gets the token.
+        base = self.base
         try:
-            response = httpx.request(method, self.base + path, headers={"Authorization": f"Bearer {self.token}"},
-                                     timeout=kwargs.pop("timeout", 15), **kwargs)
-        except httpx.HTTPError as exc:
+            with netguard.pinned_sync_client(allowance=netguard.CHANNEL_HOSTS, home=base,
+                                             timeout=kwargs.pop("timeout", 15)) as client:
+                response = client.request(method, base + path, headers={"Authorization": f"Bearer {self.token}"},
+                                          **kwargs)
+        except netguard.Refused as exc:
+            raise PlatformError(f"The Mattermost server's address was refused: {exc}") from None
+        except httpx2.HTTPError as exc:
             raise PlatformError(f"Mattermost could not be reached ({type(exc).__name__}).") from None
         if response.status_code == 401:
             raise CredentialRejected("Mattermost rejected the bot token.")
@@ -137,6 +145,11 @@ class MattermostClient(PlatformClient):
         self._json("POST", "/posts", json=body)
 
     def websocket_url(self) -> str:
+        """The event socket's URL, its address checked by the guard first (the socket client is not pinned)."""
         base = self.bot.api_base_url.rstrip("/")
+        try:
+            netguard.check_url_blocking(base, allowance=netguard.CHANNEL_HOSTS)
+        except netguard.Refused as exc:
+            raise PlatformError(f"The Mattermost server's address was refused: {exc}") from None
         scheme = "wss://" if base.startswith("https://") else "ws://"
         return scheme + base.split("://", 1)[1] + "/api/v4/websocket"

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx2
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackClientError
 
+from capabilities import netguard
 from channelbots.incoming import IncomingFile
 from channelbots.platforms import (
     ChannelInfo,
@@ -22,7 +24,13 @@ REJECTED = {"invalid_auth", "not_authed", "account_inactive", "token_revoked", "
 
 
 def base_url_for(bot) -> str:
+    """The Web API base, its address checked by the outbound guard (slack-sdk's urllib client cannot take a
+    pinned transport, so the check runs before every call instead). Raises PlatformError when refused."""
     base = (bot.api_base_url or DEFAULT_BASE_URL).rstrip("/") + "/"
+    try:
+        netguard.check_url_blocking(base, allowance=netguard.CHANNEL_HOSTS)
+    except netguard.Refused as exc:
+        raise PlatformError(f"The Slack API address was refused: {exc}") from None
     return base
 
 
@@ -51,6 +59,7 @@ class SlackClient(PlatformClient):
         return self._web
 
     def _call(self, method: str, **kwargs) -> dict[str, Any]:
+        base_url_for(self.bot)  # checked again on every call: the address may resolve elsewhere since the save
         try:
             response = self.web.api_call(method, params=kwargs) if method.startswith(
                 ("conversations.", "users.")) else self.web.api_call(method, json=kwargs)
@@ -148,11 +157,12 @@ class SlackClient(PlatformClient):
         return self._rows(data.get("messages") or [])
 
     def download(self, file: IncomingFile, max_bytes: int) -> Download:
-        import httpx
-
+        # The file's URL comes from the event: through the guard (pinned, every redirect hop checked, the token
+        # dropped when a redirect leaves the file's origin).
         try:
-            with httpx.stream(
-                "GET", file.ref, headers={"Authorization": f"Bearer {self.token}"}, timeout=30, follow_redirects=True
+            with netguard.pinned_sync_client(allowance=netguard.CHANNEL_HOSTS, home=file.ref, timeout=30,
+                                             follow_redirects=True) as client, client.stream(
+                "GET", file.ref, headers={"Authorization": f"Bearer {self.token}"}
             ) as response:
                 if response.status_code != 200:
                     raise PlatformError(f"Slack answered {response.status_code} for a file.")
@@ -166,7 +176,9 @@ class SlackClient(PlatformClient):
                     if total > max_bytes:
                         raise PlatformError("The file is larger than the limit.")
                     chunks.append(chunk)
-        except httpx.HTTPError as exc:
+        except netguard.Refused as exc:
+            raise PlatformError(f"The file's address was refused: {exc}") from None
+        except httpx2.HTTPError as exc:
             raise PlatformError(f"The file could not be downloaded ({type(exc).__name__}).") from None
         return Download(b"".join(chunks), content_type)
 

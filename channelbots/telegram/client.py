@@ -9,8 +9,9 @@ import logging
 import re
 from typing import Any
 
-import httpx
+import httpx2
 
+from capabilities import netguard
 from channelbots.incoming import IncomingFile
 from channelbots.platforms import (
     ChannelInfo,
@@ -37,6 +38,7 @@ class _RedactBotTokens(logging.Filter):
 
 
 logging.getLogger("httpx").addFilter(_RedactBotTokens())
+logging.getLogger("httpx2").addFilter(_RedactBotTokens())
 MAX_TEXT = 4096
 
 
@@ -48,11 +50,21 @@ class TelegramClient(PlatformClient):
     def base(self) -> str:
         return (self.bot.api_base_url or DEFAULT_BASE_URL).rstrip("/")
 
-    def call(self, method: str, http_timeout: float = 15, **params: Any) -> Any:
+    def _send(self, http_method: str, path: str, *, timeout: float, what: str, **kwargs: Any) -> httpx2.Response:
+        """One request through the outbound guard: the server's address is checked (and pinned) on every call,
+        not only when the bot was saved. `path` carries the token: never in a message."""
+        base = self.base
         try:
-            response = httpx.post(f"{self.base}/bot{self.token}/{method}", json=params, timeout=http_timeout)
-        except httpx.HTTPError as exc:
-            raise PlatformError(f"Telegram could not be reached ({type(exc).__name__}).") from None
+            with netguard.pinned_sync_client(allowance=netguard.CHANNEL_HOSTS, home=base, timeout=timeout) as client:
+                return client.request(http_method, base + path, **kwargs)
+        except netguard.Refused as exc:
+            raise PlatformError(f"The Telegram server's address was refused: {exc}") from None
+        except httpx2.HTTPError as exc:
+            raise PlatformError(f"{what} ({type(exc).__name__}).") from None
+
+    def call(self, method: str, http_timeout: float = 15, **params: Any) -> Any:
+        response = self._send("POST", f"/bot{self.token}/{method}", json=params, timeout=http_timeout,
+                              what="Telegram could not be reached")
         try:
             data = response.json()
         except ValueError:
@@ -114,10 +126,8 @@ class TelegramClient(PlatformClient):
         path = info.get("file_path")
         if not path:
             raise PlatformError("Telegram did not say where the file is.")
-        try:
-            response = httpx.get(f"{self.base}/file/bot{self.token}/{path}", timeout=30)
-        except httpx.HTTPError as exc:
-            raise PlatformError(f"The file could not be downloaded ({type(exc).__name__}).") from None
+        response = self._send("GET", f"/file/bot{self.token}/{path}", timeout=30,
+                              what="The file could not be downloaded")
         if response.status_code != 200:
             raise PlatformError(f"Telegram answered {response.status_code} for a file.")
         if len(response.content) > max_bytes:
@@ -129,11 +139,8 @@ class TelegramClient(PlatformClient):
         form: dict[str, Any] = {"chat_id": chat_id}
         if reply_to:
             form["reply_to_message_id"] = reply_to
-        try:
-            response = httpx.post(f"{self.base}/bot{self.token}/{method}", data=form,
-                                  files={field: (name, data, mime)}, timeout=60)
-        except httpx.HTTPError as exc:
-            raise PlatformError(f"Telegram could not be reached ({type(exc).__name__}).") from None
+        response = self._send("POST", f"/bot{self.token}/{method}", data=form, files={field: (name, data, mime)},
+                              timeout=60, what="Telegram could not be reached")
         if response.status_code != 200:
             raise PlatformError(f"Telegram answered {response.status_code} to {method}.")
 

@@ -23,6 +23,7 @@ def _channel_settings(settings, tmp_path):
     settings.FRONTEND_URL = FRONTEND
     settings.MEDIA_ROOT = str(tmp_path / "media")
     settings.CHANNELBOTS_SILENCE_SECONDS = 20
+    settings.CHANNEL_ALLOWED_PRIVATE_HOSTS = ["127.0.0.1"]  # the fake platforms listen there
 
 
 def actor(user, org):

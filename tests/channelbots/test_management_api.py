@@ -60,8 +60,8 @@ def test_a_mattermost_bot_without_a_server_address_is_refused(api_as, org, build
     ("url", "ok"),
     [
         ("http://mattermost:8065", True),
-        ("https://10.0.0.5", True),
-        ("http://127.0.0.1:8065", True),
+        ("https://10.0.0.5", False),  # private, and not in CHANNEL_ALLOWED_PRIVATE_HOSTS
+        ("http://127.0.0.1:8065", True),  # listed by the tests' settings
         ("ftp://mattermost.example.com", False),
         ("https://user:pass@mattermost.example.com", False),
         ("http://169.254.169.254", False),
@@ -69,7 +69,7 @@ def test_a_mattermost_bot_without_a_server_address_is_refused(api_as, org, build
         ("mattermost.example.com", False),
     ],
 )
-def test_a_server_address_allows_private_hosts_but_refuses_metadata_and_credentials(api_as, org, builder, url, ok):
+def test_a_server_address_allows_listed_private_hosts_but_refuses_metadata_and_credentials(api_as, org, builder, url, ok):
     response = api_as(builder, org).post(
         "/api/v1/bots",
         {"platform": "mattermost", "name": "Ops", "token": "mm-token-000000000", "api_base_url": url},
