@@ -12,6 +12,7 @@ from rest_framework.response import Response
 
 from agenticos.api import ERRORS, WRITE_ERRORS, BaseOrgView
 from agenticos.tenancy import parse_uuid
+from agents.serializers import ID_MAX
 from knowledge import grants, services
 from knowledge.models import Collection, ContextFile, Document
 
@@ -51,7 +52,7 @@ class CollectionWriteSerializer(serializers.Serializer):
 
 
 class CollectionGrantSerializer(serializers.Serializer):
-    user_id = serializers.IntegerField()
+    user_id = serializers.IntegerField(min_value=1, max_value=ID_MAX)
     email = serializers.EmailField(read_only=True)
     level = serializers.ChoiceField(choices=list(grants.LEVELS))
 
@@ -108,10 +109,11 @@ class CollectionListView(CollectionAccessMixin, BaseOrgView):
     def get(self, request: Request) -> Response:
         from django.db.models import Count
 
-        rows = list(grants.visible_collections(self.actor).annotate(n_documents=Count("documents")))
+        qs = grants.visible_collections(self.actor).annotate(n_documents=Count("documents")).order_by("name", "pk")
+        rows = self.paginate_queryset(qs)
         levels = grants.grant_levels(self.actor.user_id, [c.pk for c in rows])
         context = {"access": lambda c: grants.collection_access(self.actor, c, known_grants=levels)}
-        return Response(CollectionSerializer(rows, many=True, context=context).data)
+        return self.get_paginated_response(CollectionSerializer(rows, many=True, context=context).data)
 
     @extend_schema(request=CollectionWriteSerializer, responses={201: CollectionSerializer, **WRITE_ERRORS},
                    summary="Create a collection")
@@ -152,7 +154,8 @@ class CollectionGrantListView(CollectionAccessMixin, BaseOrgView):
                    summary="Who a collection is shared with")
     def get(self, request: Request, pk) -> Response:
         collection = self.collection(pk)
-        return Response(CollectionGrantSerializer(grants.collection_grants(collection), many=True).data)
+        page = self.paginate_queryset(grants.collection_grants(collection))
+        return self.get_paginated_response(CollectionGrantSerializer(page, many=True).data)
 
     @extend_schema(request=CollectionGrantSerializer, responses={201: CollectionGrantSerializer, **WRITE_ERRORS},
                    summary="Share a collection with a member (view, use or edit)")
@@ -184,7 +187,8 @@ class DocumentListView(CollectionAccessMixin, BaseOrgView):
     @extend_schema(responses={200: DocumentSerializer(many=True), **ERRORS}, summary="Documents of a collection")
     def get(self, request: Request, pk) -> Response:
         collection = self.collection(pk)
-        return Response(DocumentSerializer(collection.documents.all(), many=True).data)
+        page = self.paginate_queryset(collection.documents.order_by("name", "pk"))
+        return self.get_paginated_response(DocumentSerializer(page, many=True).data)
 
     @extend_schema(request={"multipart/form-data": DocumentUploadSerializer},
                    responses={201: DocumentSerializer, **WRITE_ERRORS}, summary="Upload a document")
@@ -235,7 +239,8 @@ class ContextFileListView(BaseOrgView):
 
     @extend_schema(responses={200: ContextFileSerializer(many=True), **ERRORS}, summary="Context files")
     def get(self, request: Request) -> Response:
-        return Response(ContextFileSerializer(self.org_queryset(ContextFile), many=True).data)
+        page = self.paginate_queryset(self.org_queryset(ContextFile).order_by("name", "pk"))
+        return self.get_paginated_response(ContextFileSerializer(page, many=True).data)
 
     @extend_schema(request=ContextFileSerializer, responses={201: ContextFileSerializer, **WRITE_ERRORS},
                    summary="Create a context file")
@@ -287,28 +292,40 @@ class MemoryNoteSerializer(serializers.Serializer):
     updated_at = serializers.DateTimeField()
 
 
+class MyMemoryPageSerializer(serializers.Serializer):
+    """A page of my notes (the project's limit/offset page) and the agents whose memory cannot be listed."""
+
+    count = serializers.IntegerField()
+    next = serializers.URLField(allow_null=True)
+    previous = serializers.URLField(allow_null=True)
+    results = MemoryNoteSerializer(many=True)
+    not_listed_mem0_agents = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="Agents remembering with mem0: it answers what matches a question, not what is stored.")
+
+
 class MyMemoryView(BaseOrgView):
     """Everything agents here wrote about me. No permission: the answer is the same for a Viewer and an Owner."""
 
     serializer_class = MemoryNoteSerializer
     permission_map: dict[str, str] = {}
 
-    @extend_schema(responses={200: MemoryNoteSerializer(many=True), **ERRORS}, summary="My memory")
+    @extend_schema(responses={200: MyMemoryPageSerializer, **ERRORS}, summary="My memory")
     def get(self, request: Request) -> Response:
         from knowledge.mem0 import endpoints_for_agent
         from knowledge.models import MemoryNote
 
         notes = MemoryNote.objects.filter(organization=self.actor.organization, owner_user=self.actor.user,
-                                          chat_key="").select_related("agent").order_by("agent__name", "-updated_at")
+                                          chat_key="").select_related("agent").order_by("agent__name", "-updated_at",
+                                                                                        "pk")
         from agents.models import Agent
 
         mem0_agents = [a.name for a in Agent.objects.filter(organization=self.actor.organization)
                        .prefetch_related("versions") if endpoints_for_agent(a)]
-        return Response({
-            "notes": MemoryNoteSerializer(notes, many=True).data,
-            # mem0 answers "what matches a question", not "what is stored": these agents cannot be listed here.
-            "not_listed_mem0_agents": mem0_agents,
-        })
+        response = self.get_paginated_response(MemoryNoteSerializer(self.paginate_queryset(notes), many=True).data)
+        # mem0 answers "what matches a question", not "what is stored": these agents cannot be listed here.
+        response.data["not_listed_mem0_agents"] = mem0_agents
+        return response
 
 
 class MyMemoryNoteBase(BaseOrgView):
@@ -353,7 +370,7 @@ class MyMemoryNoteActionView(MyMemoryNoteBase):
 
 
 class ClearMemorySerializer(serializers.Serializer):
-    user_id = serializers.IntegerField(required=False, allow_null=True, default=None)
+    user_id = serializers.IntegerField(required=False, allow_null=True, default=None, min_value=1, max_value=ID_MAX)
 
 
 class ClearMemoryView(BaseOrgView):
@@ -414,12 +431,12 @@ class PersonMemoryView(BaseOrgView):
         if organization is None or not Membership.objects.filter(organization=organization, user_id=user_id).exists():
             raise NotFound("No such person in that organization.")
         notes = MemoryNote.objects.filter(organization=organization, owner_user_id=user_id, chat_key="").select_related(
-            "agent").order_by("agent__name", "-updated_at")
+            "agent").order_by("agent__name", "-updated_at", "pk")
         audit.record(actor=request.user, organization=organization, action="memory.admin_read",
                      target_type="user", target_id=str(user_id), details={"reason": reason[:500]},
                      ip_address=request.META.get("REMOTE_ADDR"))
-        return Response(MemoryNoteSerializer(notes, many=True).data)
-
+        page = self.paginate_queryset(notes)
+        return self.get_paginated_response(MemoryNoteSerializer(page, many=True).data)
 
 
 # ------------------------------------------------------------------ skills
@@ -460,7 +477,8 @@ class SkillListView(BaseOrgView):
     def get(self, request: Request) -> Response:
         from knowledge.models import Skill
 
-        return Response(SkillSerializer(self.org_queryset(Skill).prefetch_related("files"), many=True).data)
+        page = self.paginate_queryset(self.org_queryset(Skill).prefetch_related("files").order_by("name", "pk"))
+        return self.get_paginated_response(SkillSerializer(page, many=True).data)
 
     @extend_schema(request=SkillWriteSerializer, responses={201: SkillSerializer, **WRITE_ERRORS}, summary="Add a skill")
     def post(self, request: Request) -> Response:
@@ -522,8 +540,10 @@ class SkillProposalListView(BaseOrgView):
     def get(self, request: Request) -> Response:
         from knowledge.models import SkillProposal
 
-        rows = SkillProposal.objects.filter(organization=self.actor.organization, status="pending")
-        return Response(SkillProposalSerializer(rows, many=True).data)
+        rows = SkillProposal.objects.filter(organization=self.actor.organization, status="pending").order_by(
+            "-created_at", "pk")
+        page = self.paginate_queryset(rows)
+        return self.get_paginated_response(SkillProposalSerializer(page, many=True).data)
 
 
 class SkillProposalDecisionView(BaseOrgView):

@@ -58,7 +58,7 @@ def test_collections_list_in_a_constant_number_of_queries(api_as, viewer, org):
             factories.collection(org)  # empty ones too: a zero count must not trigger a query
         with CaptureQueriesContext(connection) as queries:
             response = client.get("/api/v1/collections/")
-        assert response.status_code == 200 and len(response.json()) == total
+        assert response.status_code == 200 and len(response.json()["results"]) == total
         counts.append(len(queries))
     assert counts[0] == counts[1]
 
@@ -98,7 +98,7 @@ def test_context_files_crud(api_as, builder, org):
     assert created.status_code == 201
     pk = created.json()["id"]
     assert client.patch(f"/api/v1/context/{pk}/", {"body": "Be kind."}, format="json").json()["body"] == "Be kind."
-    assert [f["name"] for f in client.get("/api/v1/context/").json()] == ["Tone"]
+    assert [f["name"] for f in client.get("/api/v1/context/").json()["results"]] == ["Tone"]
     assert client.delete(f"/api/v1/context/{pk}/").status_code == 204
     assert AuditEvent.objects.filter(organization=org, action__startswith="context.").count() == 3
 
@@ -136,8 +136,8 @@ def test_an_outsider_gets_404_on_every_object_endpoint(api_as, outsider, outside
 def test_an_outsider_lists_only_their_own_collections_and_context(api_as, outsider, outsider_org, collection,
                                                                    context_file):
     client = api_as(outsider, outsider_org)
-    assert client.get("/api/v1/collections/").json() == []
-    assert client.get("/api/v1/context/").json() == []
+    assert client.get("/api/v1/collections/").json()["results"] == []
+    assert client.get("/api/v1/context/").json()["results"] == []
 
 
 WRITES = [e for e in ENDPOINTS if e[0] != "get"] + [

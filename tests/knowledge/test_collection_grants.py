@@ -38,7 +38,7 @@ def share(api_as, who, org, collection, user, level):
 def listed(api_as, who, org) -> dict[str, str]:
     response = api_as(who, org).get("/api/v1/collections/")
     assert response.status_code == 200
-    return {row["name"]: row["access"] for row in response.json()}
+    return {row["name"]: row["access"] for row in response.json()["results"]}
 
 
 def test_a_private_collection_is_seen_only_by_its_creator_admins_and_grantees(api_as, org, builder, other_builder,
@@ -86,7 +86,7 @@ def test_sharing_needs_edit_and_only_reaches_members_of_the_same_organization(ap
     share(api_as, builder, org, private, member, "use")
     refused = share(api_as, member, org, private, viewer, "view")
     assert refused.status_code == 403
-    assert api_as(member, org).get(f"/api/v1/collections/{private.pk}/grants/").json() == [
+    assert api_as(member, org).get(f"/api/v1/collections/{private.pk}/grants/").json()["results"] == [
         {"user_id": member.pk, "email": member.email, "level": "use"}]
     # an outsider is not a member here: the grant is refused and nothing is written
     response = share(api_as, builder, org, private, outsider, "edit")
@@ -100,7 +100,7 @@ def test_an_outsider_never_sees_lists_or_shares_the_collection(api_as, org, outs
                                                               private):
     share(api_as, builder, org, private, member, "edit")
     client = api_as(outsider, outsider_org)
-    assert client.get("/api/v1/collections/").json() == []
+    assert client.get("/api/v1/collections/").json()["results"] == []
     for url in (f"/api/v1/collections/{private.pk}/", f"/api/v1/collections/{private.pk}/grants/",
                 f"/api/v1/collections/{private.pk}/documents/"):
         assert client.get(url).status_code == 404
@@ -185,6 +185,6 @@ def test_the_list_with_grants_runs_in_a_constant_number_of_queries(api_as, org, 
             grants.share_collection(actor=builder_actor, collection=created, user_id=member.pk, level="view")
         with CaptureQueriesContext(connection) as queries:
             response = client.get("/api/v1/collections/")
-        assert len(response.json()) == total
+        assert len(response.json()["results"]) == total
         counts.append(len(queries))
     assert counts[0] == counts[1]

@@ -28,7 +28,7 @@ def test_a_viewer_sees_every_note_agents_wrote_about_them_by_agent_and_date(api_
     _note(agent, owner, content="owner only")
     MemoryNote.objects.create(organization=org, agent=agent, chat_key="slack:C1", name="team.md", content="room")
     body = api_as(viewer, org).get("/api/v1/memory/").json()
-    assert [(n["agent_name"], n["name"], n["content"]) for n in body["notes"]] == [("Helper", "prefs.md", "likes tea")]
+    assert [(n["agent_name"], n["name"], n["content"]) for n in body["results"]] == [("Helper", "prefs.md", "likes tea")]
     assert body["not_listed_mem0_agents"] == []
 
 
@@ -105,7 +105,7 @@ def test_only_a_deployment_admin_reads_another_persons_notes_with_a_reason_and_i
     client = api_as(staff)
     assert client.get(f"/api/v1/memory/person/{member.pk}/?organization_id={org.pk}").status_code == 422
     response = client.get(url)
-    assert response.status_code == 200 and response.json()[0]["content"] == "very private words"
+    assert response.status_code == 200 and response.json()["results"][0]["content"] == "very private words"
     event = AuditEvent.objects.get(action="memory.admin_read")
     assert event.organization == org and event.target_id == str(member.pk)
     assert event.details == {"reason": "DSAR ticket 42"} and "private" not in str(event.details)

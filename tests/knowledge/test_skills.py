@@ -121,7 +121,7 @@ def test_skill_endpoints_are_tenant_scoped_and_need_knowledge_manage(api_as, out
     assert foreign.get(f"/api/v1/skills/{skill.pk}/").status_code == 404
     assert foreign.patch(f"/api/v1/skills/{skill.pk}/", {"skill_md": SKILL_MD}, format="json").status_code == 404
     assert foreign.delete(f"/api/v1/skills/{skill.pk}/").status_code == 404
-    assert foreign.get("/api/v1/skills/").json() == []
+    assert foreign.get("/api/v1/skills/").json()["results"] == []
     weak = api_as(viewer, org)
     assert weak.post("/api/v1/skills/", {"skill_md": SKILL_MD}, format="json").status_code == 403
     assert weak.patch(f"/api/v1/skills/{skill.pk}/", {"skill_md": SKILL_MD}, format="json").status_code == 403
@@ -137,7 +137,7 @@ def test_an_agents_edit_is_a_proposal_until_someone_with_skills_edit_accepts_it(
     assert SkillFile.objects.get(skill=skill).content == "old"
     assert api_as(member, org).post(f"/api/v1/skills/proposals/{proposal.pk}/accept/").status_code == 403
     assert api_as(outsider, outsider_org).post(f"/api/v1/skills/proposals/{proposal.pk}/accept/").status_code == 404
-    assert [p["id"] for p in api_as(builder, org).get("/api/v1/skills/proposals/").json()] == [str(proposal.pk)]
+    assert [p["id"] for p in api_as(builder, org).get("/api/v1/skills/proposals/").json()["results"]] == [str(proposal.pk)]
     assert api_as(builder, org).post(f"/api/v1/skills/proposals/{proposal.pk}/accept/").json()["status"] == "accepted"
     assert SkillFile.objects.get(skill=skill).content == "new"
     assert api_as(builder, org).post(f"/api/v1/skills/proposals/{proposal.pk}/discard/").status_code == 409
