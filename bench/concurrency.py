@@ -1,0 +1,381 @@
+"""Runs at scale: N runs started at once through `POST /api/v1/agents/{id}/run?wait=false`, against a local
+OpenAI-compatible server that streams at a real model's pace, behind an `openai_compatible` profile (the real
+OpenAI client path, the outbound guard included), through the `runs` workers `make run` starts.
+
+    .venv/bin/python bench/concurrency.py [--runs 50,300,1000] [--tokens 40] [--seconds 2.3]
+
+Each run asks the model twice: a `get_current_time` tool call (streamed in a few chunks), then an answer of
+--tokens tokens over --seconds. Printed per N: peak streams open at the model server, start delay (request
+sent → the run's first model request) p50/p95, wall time for all N against one run alone, CPU per run (web,
+runs workers, PostgreSQL, Redis; the model server apart), the peak RSS of each process, and errors / runs not
+completed. Runs against the embedded dev services (`python -m agenticos.devservices start`), starting its own
+daphne, runs workers and model server; launcher helpers and measurement from bench/turn_overhead.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import re
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agenticos.settings")
+
+MARKER = re.compile(r"bench-run-[0-9a-f]{32}")
+
+
+# ------------------------------------------------------------------ the model server (a process of its own)
+
+
+class ModelServer:
+    """chat.completions over SSE at a model's pace. Counts streams open at once and when each run's first
+    request arrived (the prompt carries a marker)."""
+
+    def __init__(self, tokens: int, seconds: float) -> None:
+        self.tokens = tokens
+        self.pace = seconds / tokens
+        self.open = 0
+        self.peak = 0
+        self.first_seen: dict[str, float] = {}
+        self.requests = 0
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+            request_line, *header_lines = head.decode("latin-1").split("\r\n")
+            headers = {k.strip().lower(): v.strip() for k, _, v in (h.partition(":") for h in header_lines if h)}
+            body = await reader.readexactly(int(headers.get("content-length", "0") or 0))
+            method, path, _ = request_line.split(" ", 2)
+            if path == "/stats":
+                await self._json(writer, {"peak": self.peak, "open": self.open, "requests": self.requests,
+                                          "first_seen": self.first_seen})
+            elif path == "/reset":
+                self.peak, self.requests, self.first_seen = self.open, 0, {}
+                await self._json(writer, {"ok": True})
+            elif path.endswith("/chat/completions") and method == "POST":
+                await self._chat(writer, json.loads(body or b"{}"))
+            else:
+                await self._json(writer, {"error": {"message": "not found"}}, status=404)
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    async def _json(self, writer, payload, status: int = 200) -> None:
+        data = json.dumps(payload).encode()
+        writer.write(f"HTTP/1.1 {status} OK\r\nContent-Type: application/json\r\nContent-Length: {len(data)}\r\n"
+                     f"Connection: close\r\n\r\n".encode() + data)
+        await writer.drain()
+
+    async def _chat(self, writer, body: dict) -> None:
+        self.requests += 1
+        messages = body.get("messages") or []
+        text = json.dumps(messages)
+        found = MARKER.search(text)
+        if found and found.group(0) not in self.first_seen:
+            self.first_seen[found.group(0)] = time.time()
+        answered_tool = any(m.get("role") == "tool" for m in messages)
+        self.open += 1
+        self.peak = max(self.peak, self.open)
+        try:
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
+                         b"Connection: close\r\n\r\n")
+            model = body.get("model", "gpt-4o-mini")
+
+            def chunk(delta, finish=None):
+                return {"id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 1764000000,
+                        "model": model, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+            async def send(event) -> None:
+                writer.write(b"data: " + json.dumps(event).encode() + b"\n\n")
+                await writer.drain()
+
+            await send(chunk({"role": "assistant", "content": ""}))
+            if answered_tool:
+                for n in range(self.tokens):
+                    await asyncio.sleep(self.pace)
+                    await send(chunk({"content": f" word{n}"}))
+                finish, completion = "stop", self.tokens
+            else:
+                call = {"index": 0, "id": f"call_{uuid.uuid4().hex[:12]}", "type": "function",
+                        "function": {"name": "get_current_time", "arguments": ""}}
+                await asyncio.sleep(self.pace)
+                await send(chunk({"tool_calls": [call]}))
+                for piece in ("{", "}"):
+                    await asyncio.sleep(self.pace)
+                    await send(chunk({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}))
+                finish, completion = "tool_calls", 5
+            await send(chunk({}, finish))
+            if (body.get("stream_options") or {}).get("include_usage"):
+                await send({"id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 1764000000,
+                            "model": model, "choices": [],
+                            "usage": {"prompt_tokens": len(text) // 4, "completion_tokens": completion,
+                                      "total_tokens": len(text) // 4 + completion}})
+            writer.write(b"data: [DONE]\n\n")
+            await writer.drain()
+        finally:
+            self.open -= 1
+
+
+async def serve_model(port: int, tokens: int, seconds: float) -> None:
+    server = ModelServer(tokens, seconds)
+    listener = await asyncio.start_server(server.handle, "127.0.0.1", port, backlog=4096)
+    async with listener:
+        await listener.serve_forever()
+
+
+# ------------------------------------------------------------------ the bench
+
+# --shared-tls-context: every default-verifying httpx2 transport of a process shares one TLS context (what
+# capabilities.netguard.PinnedTransport would do with `verify=` a context built once), loaded as sitecustomize.
+SHARED_TLS_CONTEXT = """
+import httpx2
+
+_original = httpx2.AsyncHTTPTransport.__init__
+_shared = []
+
+
+def _init(self, *args, verify=True, cert=None, trust_env=True, **kwargs):
+    if verify is True and cert is None:
+        if not _shared:
+            _shared.append(httpx2.create_ssl_context(trust_env=trust_env))
+        verify = _shared[0]
+    _original(self, *args, verify=verify, cert=cert, trust_env=trust_env, **kwargs)
+
+
+httpx2.AsyncHTTPTransport.__init__ = _init
+"""
+
+
+def setup_tenant(model_port: int) -> tuple[str, str]:
+    """An organization without a cap, an `openai_compatible` profile at the model server, an agent with the
+    clock, and an API key. Returns (agent id, raw key)."""
+    from agenticos.models import Membership, Organization, User
+    from agenticos.services import create_api_key
+    from agenticos.tenancy import actor_for_membership
+    from agents import services
+    from agents.models import Agent, ModelProfile
+
+    org, _ = Organization.objects.get_or_create(slug="bench-scale", defaults={"name": "Bench scale",
+                                                                            "monthly_budget_usd": None})
+    user, created = User.objects.get_or_create(email="bench-scale@example.com")
+    if created:
+        user.set_unusable_password()
+        user.save()
+    membership, _ = Membership.objects.get_or_create(organization=org, user=user, defaults={"role": "owner"})
+    actor = actor_for_membership(membership)
+    profile, _ = ModelProfile.objects.update_or_create(
+        organization=org, label="Paced", defaults={"provider": "openai_compatible", "model": "gpt-4o-mini",
+                                                   "base_url": f"http://127.0.0.1:{model_port}/v1"})
+    agent = Agent.objects.filter(organization=org, slug="scale").first()
+    if agent is None:
+        agent = services.create_agent(actor=actor, name="Scale", slug="scale", spec={
+            "name": "Scale", "instructions": "Answer after checking the time.", "model_profile_id": str(profile.pk),
+            "capabilities": [{"id": "clock"}]})
+        services.publish_agent(actor=actor, agent=agent)
+    _, raw = create_api_key(actor=actor, name=f"bench {uuid.uuid4().hex[:6]}")
+    return str(agent.pk), raw
+
+
+def rss_mb(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def percentile(values: list[float], q: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(q * len(values)))] if values else float("nan")
+
+
+async def fire(base: str, agent_id: str, key: str, n: int) -> tuple[dict[str, float], dict[str, str], list]:
+    """Start n runs at once. Returns {marker: sent at}, {marker: run id}, errors."""
+    import httpx
+
+    sent: dict[str, float] = {}
+    run_ids: dict[str, str] = {}
+    errors: list = []
+    limits = httpx.Limits(max_connections=n, max_keepalive_connections=0)
+    async with httpx.AsyncClient(base_url=base, limits=limits, timeout=120,
+                                 headers={"Authorization": f"Bearer {key}"}) as client:
+        async def one() -> None:
+            marker = f"bench-run-{uuid.uuid4().hex}"
+            sent[marker] = time.time()
+            try:
+                response = await client.post(f"/api/v1/agents/{agent_id}/run?wait=false",
+                                             json={"prompt": f"{marker}: what time is it?"})
+            except httpx.HTTPError as exc:
+                errors.append(repr(exc))
+                return
+            if response.status_code != 202:
+                errors.append((response.status_code, response.text[:200]))
+                return
+            run_ids[marker] = response.json()["run_id"]
+
+        await asyncio.gather(*(one() for _ in range(n)))
+    return sent, run_ids, errors
+
+
+def model_stats(port: int, path: str = "/stats") -> dict:
+    import httpx
+
+    return httpx.get(f"http://127.0.0.1:{port}{path}", timeout=10).json()
+
+
+def service_pids() -> dict[str, list[int]]:
+    """The embedded PostgreSQL (its postmaster and every backend) and Redis this bench talks to — not those of
+    another data dir on the same machine (the test servers)."""
+    from django.conf import settings
+
+    postmaster = int((Path(settings.DATA_DIR) / "pg" / "postmaster.pid").read_text().split()[0])
+    socket = str(Path(settings.DATA_DIR) / "redis" / "redis.sock")
+    postgres, redis = [postmaster], []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            cmdline = (entry / "cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        if int(stat[1]) == postmaster:
+            postgres.append(int(entry.name))
+        elif "redis-server" in cmdline and socket in cmdline:
+            redis.append(int(entry.name))
+    return {"postgres": postgres, "redis": redis}
+
+
+def measure(n: int, *, base: str, agent_id: str, key: str, model_port: int, procs: dict, timeout: float) -> dict:
+    from agents.models import Run
+    from bench.turn_overhead import cpu_seconds
+
+    model_stats(model_port, "/reset")
+    parts = {"web": [procs["web"].pid], "workers": [p.pid for name, p in procs.items() if name.startswith("worker")],
+             **service_pids(), "model": [procs["model"].pid]}
+    before = {part: cpu_seconds(pids) for part, pids in parts.items()}
+    rss = {name: 0.0 for name in procs}
+    started = time.time()
+    sent, run_ids, errors = asyncio.run(fire(base, agent_id, key, n))
+    terminal = {"completed", "failed", "cancelled", "budget_exceeded", "awaiting_approval", "awaiting_answer"}
+    deadline = time.monotonic() + timeout
+    statuses: dict[str, int] = {}
+    while time.monotonic() < deadline:
+        for name, proc in procs.items():
+            rss[name] = max(rss[name], rss_mb(proc.pid))
+        rows = Run.objects.filter(pk__in=list(run_ids.values())).values_list("status", flat=True)
+        statuses = {}
+        for status in rows:
+            statuses[status] = statuses.get(status, 0) + 1
+        if sum(count for status, count in statuses.items() if status in terminal) >= len(run_ids):
+            break
+        time.sleep(0.25)
+    finished = Run.objects.filter(pk__in=list(run_ids.values()), finished_at__isnull=False)
+    last = max((run.finished_at.timestamp() for run in finished.only("finished_at")), default=float("nan"))
+    after = {part: cpu_seconds(pids) for part, pids in parts.items()}
+    stats = model_stats(model_port)
+    delays = [stats["first_seen"][marker] - sent[marker] for marker in run_ids if marker in stats["first_seen"]]
+    return {
+        "n": n, "peak": stats["peak"], "wall": last - started, "p50": percentile(delays, 0.5),
+        "p95": percentile(delays, 0.95), "errors": errors, "statuses": statuses,
+        "completed": statuses.get("completed", 0),
+        "cpu_ms": {part: (after[part] - before[part]) * 1000 / max(n, 1) for part in parts},
+        "rss": rss,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", default="50,300,1000")
+    parser.add_argument("--tokens", type=int, default=40)
+    parser.add_argument("--seconds", type=float, default=2.3)
+    parser.add_argument("--timeout", type=float, default=300)
+    parser.add_argument("--shared-tls-context", action="store_true",
+                        help="what the proposed netguard patch gives: one TLS context per process instead of one "
+                             "per run's HTTP client (loading the CA bundle was most of a run's CPU)")
+    parser.add_argument("--serve-model", type=int, help=argparse.SUPPRESS)  # the model server's own process
+    args = parser.parse_args()
+    if args.serve_model:
+        asyncio.run(serve_model(args.serve_model, args.tokens, args.seconds))
+        return
+
+    import django
+
+    django.setup()
+    from django.conf import settings
+
+    from agenticos.launcher import daphne_command, run_worker_command, run_worker_processes
+    from bench.turn_overhead import free_port, start, wait_port, wait_quiet
+
+    model_port, web_port = free_port(), free_port()
+    agent_id, key = setup_tenant(model_port)
+    env = dict(os.environ, PYTHONUNBUFFERED="1", LOG_LEVEL="WARNING", DEBUG="false",
+               ALLOWED_HOSTS="127.0.0.1,localhost", SECRET_KEY=settings.SECRET_KEY,
+               VAULT_MASTER_KEY=settings.VAULT_MASTER_KEY, MODEL_ALLOWED_PRIVATE_HOSTS="127.0.0.1",
+               RATE_LIMIT_RUN_PER_MINUTE="1000000")
+    if args.shared_tls_context:
+        patch_dir = Path(tempfile.mkdtemp(prefix="bench-tls-"))
+        (patch_dir / "sitecustomize.py").write_text(SHARED_TLS_CONTEXT)
+        env["PYTHONPATH"] = os.pathsep.join([str(patch_dir), env.get("PYTHONPATH", "")])
+    procs = {
+        "model": start([sys.executable, str(Path(__file__)), "--serve-model", str(model_port), "--tokens",
+                        str(args.tokens), "--seconds", str(args.seconds)], env, "model"),
+        "web": start(daphne_command("agenticos.asgi:application", web_port), env, "web"),
+        **{f"worker{i + 1}": start(run_worker_command(i, log_level="WARNING"), env, f"worker{i}")
+           for i in range(run_worker_processes())},
+    }
+    try:
+        wait_port(model_port)
+        wait_port(web_port)
+        wait_quiet([proc.pid for proc in procs.values()])
+        base = f"http://127.0.0.1:{web_port}"
+        common = {"base": base, "agent_id": agent_id, "key": key, "model_port": model_port, "procs": procs,
+                  "timeout": args.timeout}
+        for _ in range(2 * run_worker_processes()):  # warm every worker
+            measure(1, **common)
+        wait_quiet([proc.pid for proc in procs.values()], limit=10)
+        print(f"machine: {platform.node()} {platform.machine()} {os.cpu_count()} cores, Python "
+              f"{platform.python_version()}, load {os.getloadavg()[0]:.1f}; {run_worker_processes()} runs workers "
+              f"× RUN_MAX_CONCURRENT {settings.RUN_MAX_CONCURRENT}; model: tool call, then {args.tokens} tokens "
+              f"over {args.seconds} s")
+        alone = measure(1, **common)
+        print(f"one run alone: {alone['wall']:.2f} s")
+        for n in [int(value) for value in args.runs.split(",")]:
+            wait_quiet([proc.pid for proc in procs.values()], limit=10)
+            r = measure(n, **common)
+            cpu = ", ".join(f"{part} {ms:.1f}" for part, ms in r["cpu_ms"].items())
+            rss = ", ".join(f"{name} {mb:.0f}" for name, mb in r["rss"].items())
+            print(f"N={n:>5}: peak streams {r['peak']:>5}, start delay p50 {r['p50']:.2f} s / p95 {r['p95']:.2f} s, "
+                  f"wall {r['wall']:.2f} s = {r['wall'] / alone['wall']:.2f}x one run; completed {r['completed']}/{n}, "
+                  f"statuses {r['statuses']}, {len(r['errors'])} errors{': ' + str(r['errors'][:3]) if r['errors'] else ''}")
+            print(f"         CPU ms/run: {cpu} (all but the model: "
+                  f"{sum(ms for part, ms in r['cpu_ms'].items() if part != 'model'):.1f}); peak RSS MB: {rss}")
+    finally:
+        import signal
+
+        for proc in procs.values():
+            try:
+                os.killpg(proc.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        for proc in procs.values():
+            try:
+                proc.wait(60)
+            except Exception:  # noqa: BLE001 - a worker still draining: it has had its chance
+                os.killpg(proc.pid, signal.SIGKILL)
+
+
+if __name__ == "__main__":
+    main()
