@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from django.db.models import Prefetch
 from django.http import HttpResponse
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, parsers, status
 from rest_framework.request import Request
@@ -18,6 +17,7 @@ from agents.models import Agent, AgentVersion, Environment, ModelProfile
 from agents.serializers import (
     AgentCreateSerializer,
     AgentDetailSerializer,
+    AgentExportSerializer,
     AgentSerializer,
     AgentUpdateSerializer,
     DiffSerializer,
@@ -100,7 +100,8 @@ class AgentView(BaseOrgView):
     what your role gives and what was shared with you: view < use < edit < publish. An agent you cannot
     see answers 404; too weak an access answers 403. Errors use `{"error": {"code", "message", "details"}}`."""
 
-    # Code note: loads go through org_get; every service decides access with governance.grants.
+    # Code note: loads go through org_get; every service decides access with governance.grants. A write also
+    # loads its agent at the level it needs, so who may not ask is refused (403/404) before the body is read.
 
     serializer_class = AgentSerializer
     # Reads need at least agents:view from the role; writes are decided per object (grants may allow them).
@@ -149,13 +150,13 @@ class AgentDetailView(AgentView):
     @extend_schema(request=AgentUpdateSerializer, responses={200: AgentDetailSerializer, **WRITE_ERRORS},
                    summary="Edit the draft (needs edit access; slug/visibility need publish access)")
     def patch(self, request: Request, pk) -> Response:
-        agent = self.agent(pk)
+        agent = self.agent(pk, level=grants.EDIT)  # slug/visibility need publish: the service decides that
         agent = services.update_agent(actor=self.actor, agent=agent, **self.valid(AgentUpdateSerializer))
         return Response(self.detail(agent))
 
     @extend_schema(responses={204: None, **WRITE_ERRORS}, summary="Delete an agent (needs publish access)")
     def delete(self, request: Request, pk) -> Response:
-        services.delete_agent(actor=self.actor, agent=self.agent(pk))
+        services.delete_agent(actor=self.actor, agent=self.agent(pk, level=grants.PUBLISH))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -163,8 +164,9 @@ class AgentPublishView(AgentView):
     @extend_schema(request=PublishSerializer, responses={201: VersionDetailSerializer, **WRITE_ERRORS},
                    summary="Publish the draft as a new version (422 lists every problem with its path)")
     def post(self, request: Request, pk) -> Response:
+        agent = self.agent(pk, level=grants.PUBLISH)
         data = self.valid(PublishSerializer)
-        version = services.publish_agent(actor=self.actor, agent=self.agent(pk), note=data.get("note", ""))
+        version = services.publish_agent(actor=self.actor, agent=agent, note=data.get("note", ""))
         return Response(VersionDetailSerializer(version).data, status=status.HTTP_201_CREATED)
 
 
@@ -220,10 +222,9 @@ class AgentPromoteView(AgentView):
     @extend_schema(request=PromoteSerializer, responses={200: EnvironmentSerializer, **WRITE_ERRORS},
                    summary="Point an environment at a version (an older one rolls back)")
     def post(self, request: Request, pk, name: str) -> Response:
+        agent = self.agent(pk, level=grants.PUBLISH)
         data = self.valid(PromoteSerializer)
-        env = services.promote_environment(
-            actor=self.actor, agent=self.agent(pk), environment=name, version=data["version"]
-        )
+        env = services.promote_environment(actor=self.actor, agent=agent, environment=name, version=data["version"])
         env = Environment.objects.select_related("version").get(pk=env.pk)
         return Response(EnvironmentSerializer(env).data)
 
@@ -231,7 +232,7 @@ class AgentPromoteView(AgentView):
 class AgentExportView(AgentView):
     @extend_schema(
         parameters=[OpenApiParameter("version", int, description="Export this version instead of the draft")],
-        responses={(200, "application/yaml"): OpenApiTypes.STR, **ERRORS},
+        responses={(200, "application/yaml"): AgentExportSerializer, **ERRORS},
         summary="The agent spec as YAML",
     )
     def get(self, request: Request, pk) -> HttpResponse:
@@ -254,12 +255,13 @@ class AgentAvatarView(AgentView):
     @extend_schema(request=IMAGE_UPLOAD_SCHEMA, responses={200: OpenApiResponse(description="{has_avatar: true}"),
                                                            **WRITE_ERRORS}, summary="Upload the agent's avatar")
     def post(self, request: Request, pk) -> Response:
-        services.set_avatar(actor=self.actor, agent=self.agent(pk), data=uploaded_image(request))
+        agent = self.agent(pk, level=grants.EDIT)
+        services.set_avatar(actor=self.actor, agent=agent, data=uploaded_image(request))
         return Response({"has_avatar": True})
 
     @extend_schema(request=None, responses={204: None, **ERRORS}, summary="Remove the agent's avatar")
     def delete(self, request: Request, pk) -> Response:
-        services.set_avatar(actor=self.actor, agent=self.agent(pk), data=None)
+        services.set_avatar(actor=self.actor, agent=self.agent(pk, level=grants.EDIT), data=None)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -285,7 +287,8 @@ class AgentImportView(AgentView):
                    summary="Create an agent from YAML (or replace a draft with agent_id)")
     def post(self, request: Request) -> Response:
         data = self.valid(ImportSerializer)
-        target = self.agent(data["agent_id"]) if data.get("agent_id") else None
+        # Replacing a draft needs edit access, decided before the YAML's references are looked up.
+        target = self.agent(data["agent_id"], level=grants.EDIT) if data.get("agent_id") else None
         agent = services.import_agent_yaml(actor=self.actor, text=data["yaml"], agent=target)
         return Response(self.detail(agent), status=status.HTTP_200_OK if target else status.HTTP_201_CREATED)
 
@@ -299,15 +302,16 @@ class AgentGrantListView(AgentView):
     @extend_schema(request=GrantCreateSerializer, responses={201: GrantSerializer, **WRITE_ERRORS},
                    summary="Share the agent with a member at a level (view, use, edit, publish)")
     def post(self, request: Request, pk) -> Response:
+        agent = self.agent(pk, level=grants.EDIT)
         data = self.valid(GrantCreateSerializer)
-        grant = grants.share_agent(actor=self.actor, agent=self.agent(pk), user_id=data["user_id"], level=data["level"])
+        grant = grants.share_agent(actor=self.actor, agent=agent, user_id=data["user_id"], level=data["level"])
         return Response(GrantSerializer(grant).data, status=status.HTTP_201_CREATED)
 
 
 class AgentGrantDetailView(AgentView):
     @extend_schema(responses={204: OpenApiResponse(description="Revoked"), **ERRORS}, summary="Revoke a grant")
     def delete(self, request: Request, pk, user_id: str) -> Response:
-        agent = self.agent(pk)
+        agent = self.agent(pk, level=grants.EDIT)
         if not user_id.isdigit():
             raise NotFound("Grant not found.")
         grants.revoke_agent_grant(actor=self.actor, agent=agent, user_id=int(user_id))

@@ -11,10 +11,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agenticos.api_base import OrgAPIView
-from agenticos.errors import Invalid
+from agenticos.errors import Forbidden, Invalid, NotFound
 from agents.models import Agent
 from channelbots import services
 from channelbots.models import Binding, ChannelBot, ChannelIdentity, Platform, Transport
+from governance.grants import EDIT, VIEW, require_agent_access
 
 
 def webhook_url(bot: ChannelBot) -> str | None:
@@ -103,32 +104,47 @@ class BotsView(OrgAPIView):
         return Response(serialize_bot(bot), status=status.HTTP_201_CREATED)
 
 
-class BotDetailView(OrgAPIView):
+class BotAPIView(OrgAPIView):
     permission_map = {"*": "bots:manage"}
     parser_classes = [JSONParser]
 
+    def changeable_bot(self, bot_id: str) -> ChannelBot:
+        """A bot that answers as an agent is part of that agent's exposure: its token, server, access policy and
+        pause decide who talks to the agent and where the conversation goes. Changing it needs edit access to
+        the agent, as the binding does; an unbound bot needs only `bots:manage`."""
+        bot = self.org_get(ChannelBot, bot_id, self.org_queryset(ChannelBot).select_related("binding__agent"))
+        try:
+            agent = bot.binding.agent
+        except Binding.DoesNotExist:
+            return bot
+        try:
+            require_agent_access(self.actor, agent, EDIT)
+        except NotFound:
+            # The bot itself is listed for everyone with bots:manage: refuse it, do not pretend it is absent.
+            raise Forbidden("This bot answers as an agent you cannot edit.", details={"needed": EDIT}) from None
+        return bot
+
+
+class BotDetailView(BotAPIView):
     def get(self, request: Request, bot_id: str) -> Response:
         return Response(serialize_bot(self.org_get(ChannelBot, bot_id)))
 
     def patch(self, request: Request, bot_id: str) -> Response:
-        bot = services.update_bot(
-            actor=self.actor, bot=self.org_get(ChannelBot, bot_id), data=_body(request), ip_address=self.client_ip()
-        )
+        bot = self.changeable_bot(bot_id)
+        bot = services.update_bot(actor=self.actor, bot=bot, data=_body(request), ip_address=self.client_ip())
         return Response(serialize_bot(bot))
 
     def delete(self, request: Request, bot_id: str) -> Response:
-        services.delete_bot(actor=self.actor, bot=self.org_get(ChannelBot, bot_id), ip_address=self.client_ip())
+        services.delete_bot(actor=self.actor, bot=self.changeable_bot(bot_id), ip_address=self.client_ip())
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-class BotPauseView(OrgAPIView):
-    permission_map = {"*": "bots:manage"}
-    parser_classes = [JSONParser]
+class BotPauseView(BotAPIView):
     paused = True
 
     def post(self, request: Request, bot_id: str) -> Response:
         bot = services.set_paused(
-            actor=self.actor, bot=self.org_get(ChannelBot, bot_id), paused=self.paused, ip_address=self.client_ip()
+            actor=self.actor, bot=self.changeable_bot(bot_id), paused=self.paused, ip_address=self.client_ip()
         )
         return Response(serialize_bot(bot))
 
@@ -142,8 +158,6 @@ class AgentBindingsView(OrgAPIView):
     parser_classes = [JSONParser]
 
     def get(self, request: Request, agent_id: str) -> Response:
-        from governance.grants import VIEW, require_agent_access
-
         agent = self.org_get(Agent, agent_id)
         require_agent_access(self.actor, agent, VIEW)
         rows = self.org_queryset(Binding).filter(agent=agent).select_related("bot")
@@ -151,6 +165,7 @@ class AgentBindingsView(OrgAPIView):
 
     def post(self, request: Request, agent_id: str) -> Response:
         agent = self.org_get(Agent, agent_id)
+        require_agent_access(self.actor, agent, EDIT)  # the service checks too; this refuses before the body
         binding = services.create_binding(actor=self.actor, agent=agent, data=_body(request), ip_address=self.client_ip())
         return Response(serialize_binding(binding), status=status.HTTP_201_CREATED)
 
@@ -159,26 +174,25 @@ class BindingDetailView(OrgAPIView):
     permission_map = {"GET": "agents:view", "*": "bots:manage"}
     parser_classes = [JSONParser]
 
-    def _binding(self, agent_id: str, binding_id: str) -> Binding:
+    def _binding(self, agent_id: str, binding_id: str, level: str) -> Binding:
         """The binding, through its agent: an agent the caller cannot see hides its bindings (404), as the
-        list does. Changing one needs edit access on top, which the services decide."""
-        from governance.grants import VIEW, require_agent_access
-
+        list does; changing one needs edit access (the services check it again)."""
         agent = self.org_get(Agent, agent_id)
-        require_agent_access(self.actor, agent, VIEW)
+        require_agent_access(self.actor, agent, level)
         rows = self.org_queryset(Binding).filter(agent=agent).select_related("bot", "agent")
         return self.org_get(Binding, binding_id, rows)
 
     def get(self, request: Request, agent_id: str, binding_id: str) -> Response:
-        return Response(serialize_binding(self._binding(agent_id, binding_id)))
+        return Response(serialize_binding(self._binding(agent_id, binding_id, VIEW)))
 
     def patch(self, request: Request, agent_id: str, binding_id: str) -> Response:
-        binding = services.update_binding(actor=self.actor, binding=self._binding(agent_id, binding_id),
-                                          data=_body(request), ip_address=self.client_ip())
+        binding = self._binding(agent_id, binding_id, EDIT)
+        binding = services.update_binding(actor=self.actor, binding=binding, data=_body(request),
+                                          ip_address=self.client_ip())
         return Response(serialize_binding(binding))
 
     def delete(self, request: Request, agent_id: str, binding_id: str) -> Response:
-        services.delete_binding(actor=self.actor, binding=self._binding(agent_id, binding_id),
+        services.delete_binding(actor=self.actor, binding=self._binding(agent_id, binding_id, EDIT),
                                 ip_address=self.client_ip())
         return Response(status=status.HTTP_204_NO_CONTENT)
 

@@ -51,7 +51,7 @@ class Persona:
         if route.permission and route.permission not in ROLE_PERMISSIONS[self.role]:
             return 403  # decided by the role alone, before any object is read: reveals nothing
         if self.level is None:
-            return 404
+            return route.unseen
         if RANK[self.level] < RANK[route.level]:
             return 403
         return route.ok
@@ -89,6 +89,8 @@ class Route:
     query: str = ""
     multipart: bool = False
     label: str = field(default="")
+    bad_body: Any = field(default_factory=list)  # a body the route refuses (a JSON array where an object goes)
+    unseen: int = 404  # the answer when the caller cannot see the agent (a bot is listed: it is refused, 403)
 
     @property
     def writes(self) -> bool:
@@ -117,7 +119,7 @@ ROUTES = [
     Route("post", "api-agent-grants", AGENT, "edit", 201, body={"user_id": "{colleague}", "level": "view"}),
     Route("delete", "api-agent-grant", {**AGENT, "user_id": "grantee"}, "edit", 204),
     Route("post", "api-agents-import", {}, "edit", 200, body={"yaml": "{yaml}", "agent_id": "{agent}"},
-          label="POST api-agents-import (replace a draft)"),
+          label="POST api-agents-import (replace a draft)", bad_body={"yaml": "spec: [", "agent_id": "{agent}"}),
     # agents/urls_runs.py
     Route("post", "agent-run", {"agent_id": "agent"}, "use", 202, "agents:run", body={"prompt": "Hello"},
           query="?wait=false"),
@@ -141,6 +143,16 @@ ROUTES = [
           "bots:manage", body={"extra_prompt": "Answer in French."}),
     Route("delete", "agent-binding-detail", {"agent_id": "agent", "binding_id": "binding"}, "edit", 204,
           "bots:manage"),
+    # A bot bound to the agent: its token, server and access policy decide who reaches the agent.
+    Route("patch", "channel-bot-detail", {"bot_id": "bound_bot"}, "edit", 200, "bots:manage",
+          body={"name": "Taken over", "access_policy": {"mode": "whitelist", "whitelist": ["U-ATTACKER"]}}, unseen=403,
+          label="PATCH channel-bot-detail (the agent's bot)"),
+    Route("delete", "channel-bot-detail", {"bot_id": "bound_bot"}, "edit", 204, "bots:manage", unseen=403,
+          label="DELETE channel-bot-detail (the agent's bot)"),
+    Route("post", "channel-bot-pause", {"bot_id": "bound_bot"}, "edit", 200, "bots:manage", unseen=403,
+          label="POST channel-bot-pause (the agent's bot)"),
+    Route("post", "channel-bot-resume", {"bot_id": "paused_bot"}, "edit", 200, "bots:manage", unseen=403,
+          label="POST channel-bot-resume (the agent's paused bot)"),
 ]
 
 
@@ -157,6 +169,9 @@ def _agent_with_everything(org, owner, profile, *, name: str, visibility: str, g
     bound = bots.create_bot(actor=actor, data={"platform": "slack", "name": f"{name} bot", "token": bot_token})
     free = bots.create_bot(actor=actor, data={"platform": "slack", "name": f"{name} spare", "token": bot_token + "-spare"})
     binding = bots.create_binding(actor=actor, agent=agent, data={"bot_id": str(bound.pk)})
+    paused = bots.create_bot(actor=actor, data={"platform": "slack", "name": f"{name} paused", "token": bot_token + "-p"})
+    bots.create_binding(actor=actor, agent=agent, data={"bot_id": str(paused.pk)})
+    bots.set_paused(actor=actor, bot=paused, paused=True)
     yaml = agents.export_agent_yaml(actor=actor, agent=agent).replace("Be helpful.", "Be brief.")
     assert "Be brief." in yaml
     return {
@@ -169,6 +184,8 @@ def _agent_with_everything(org, owner, profile, *, name: str, visibility: str, g
         "paused_embed": factories.embed(agent, kind="page", created_by=owner, is_paused=True).pk,
         "binding": binding.pk,
         "free_bot": free.pk,
+        "bound_bot": bound.pk,
+        "paused_bot": paused.pk,
         "yaml": yaml,
     }
 
@@ -275,6 +292,41 @@ def test_every_persona_gets_what_its_role_and_access_allow_and_a_refusal_changes
                                persona.expected(route), start)
         if problem:
             wrong[name] = problem
+    assert wrong == {}
+
+
+BODY_ROUTES = [
+    pytest.param(r, id=str(r), marks=[pytest.mark.xfail(
+        strict=True, reason="agents/api_runs.py validates the prompt before it loads the agent")]
+        if r.name == "agent-run" else [])
+    for r in ROUTES if r.body is not None or r.multipart
+]
+
+
+def _call_with_a_bad_body(client, route: Route, objects: dict):
+    url = reverse(route.name, kwargs={k: str(objects[v]) for k, v in route.kwargs.items()}) + route.query
+    send = getattr(client, route.method)
+    if route.multipart:
+        return send(url, {"note": "no file here"}, format="multipart")
+    return send(url, _fill(route.bad_body, objects), format="json")
+
+
+@pytest.mark.parametrize("route", BODY_ROUTES)
+def test_who_may_not_ask_is_refused_before_the_body_is_read(world, api_as, route):
+    """A refusal does not depend on the body: someone who may not ask gets 403/404 for a bad body too (never a
+    400/422 that tells them how to phrase it), and someone who may gets the 400/422."""
+    start = database_state()
+    wrong = {}
+    for name, persona in PERSONAS.items():
+        refusal = persona.expected(route)
+        # A body the serializer refuses is a 400, one a service refuses a 422: either says "the body".
+        wanted = {400, 422} if refusal < 400 else {refusal}
+        with rolled_back():
+            response = _call_with_a_bad_body(_client(api_as, world, persona), route, world[persona.target])
+            if response.status_code not in wanted:
+                wrong[name] = f"answered {response.status_code}, wanted {wanted}: {response.content[:100]!r}"
+            elif changed_tables(start, database_state()):
+                wrong[name] = "wrote"
     assert wrong == {}
 
 
