@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 TEST_DATA_DIR := $(CURDIR)/.agenticos-test
 
-.PHONY: install run test lint services-start services-stop browser vendor bench clean
+.PHONY: install run test lint services-start services-stop browser vendor bench fuzz clean
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "Python 3.11 is required ($(PYTHON) not found)"; exit 1; }
@@ -37,6 +37,15 @@ browser:
 test: install browser
 	AGENTICOS_DATA_DIR=$(TEST_DATA_DIR) $(PY) -m agenticos.devservices start >/dev/null
 	AGENTICOS_DATA_DIR=$(TEST_DATA_DIR) AGENTICOS_TESTING=true $(PY) -m pytest -n 2 $(PYTEST_ARGS)
+
+# Schemathesis over /api/schema/, in process through the WSGI app (tests/api/test_fuzz.py), as an owner whose
+# organization has a published agent: many examples per operation and mode, a fresh seed (FUZZ_SEED=n replays one).
+FUZZ_EXAMPLES ?= 40
+fuzz: install
+	AGENTICOS_DATA_DIR=$(TEST_DATA_DIR) $(PY) -m agenticos.devservices start >/dev/null
+	AGENTICOS_DATA_DIR=$(TEST_DATA_DIR) AGENTICOS_TESTING=true FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) \
+		FUZZ_SEED=$${FUZZ_SEED:-$$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')} \
+		$(PY) -m pytest tests/api/test_fuzz.py -p no:xdist -q -p no:logging --show-capture=no $(PYTEST_ARGS)
 
 lint: install
 	$(VENV)/bin/ruff check .

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.db.models import QuerySet
+from django.http import HttpResponse
 from django.urls import URLPattern, path
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.utils import OpenApiResponse, extend_schema
@@ -54,10 +56,13 @@ WRITE_ERRORS = {
 }
 
 
-def route(pattern: str, view: type[APIView], name: str) -> list[URLPattern]:
-    """URL patterns for a view: the canonical path has no trailing slash (like the rest of /api/v1/);
-    the slash form answers too but stays out of the schema."""
-    return [path(pattern, view.as_view(), name=name), path(f"{pattern}/", view.as_view(schema=None))]
+def route(pattern: str, view: type[APIView] | Callable[..., HttpResponse], name: str) -> list[URLPattern]:
+    """The one URL form of the API: the canonical path has no trailing slash and carries the name
+    `reverse()` uses; the slash form answers the same view but stays out of the schema (so a client
+    that appends a slash is never redirected — a redirected POST loses its body)."""
+    if isinstance(view, type):
+        return [path(pattern, view.as_view(), name=name), path(f"{pattern}/", view.as_view(schema=None))]
+    return [path(pattern, view, name=name), path(f"{pattern}/", view)]  # plain Django views are never in the schema
 
 
 class ApiKeyScheme(OpenApiAuthenticationExtension):

@@ -124,9 +124,11 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Every /api/ response is the error envelope (whatever answered), NUL / oversize / too-deep input refused.
+    "agenticos.middleware.ApiEdgeMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
-    "django.middleware.common.CommonMiddleware",
+    "agenticos.middleware.ApiCommonMiddleware",  # CommonMiddleware without slash redirects under /api/
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
@@ -342,6 +344,12 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "agenticos.errors.exception_handler",
+    # JSON in, JSON out: a view that takes uploads declares its multipart parser; a form-encoded body on
+    # a JSON endpoint is a 415 that says so (it used to reach the services as a QueryDict and fail there).
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_METADATA_CLASS": "agenticos.middleware.ApiMetadata",
+    "TEST_REQUEST_DEFAULT_FORMAT": "json",
     "DEFAULT_PAGINATION_CLASS": "agenticos.pagination.Pagination",
     "PAGE_SIZE": 50,
     "UNAUTHENTICATED_USER": None,
@@ -352,6 +360,10 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "agenticos.errors.document_error_responses",
+    ],
     "ENUM_NAME_OVERRIDES": {
         "MemberRoleEnum": "agenticos.permissions.Role",
         "MessageRoleEnum": "agents.models.Message.Role",

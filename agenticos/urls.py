@@ -19,8 +19,11 @@ api_v1 = [
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("healthz", health.healthz, name="healthz"),
+    # The schema and its page keep their documented slash; the other form answers too.
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("api/schema", SpectacularAPIView.as_view()),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("api/docs", SpectacularSwaggerView.as_view(url_name="api-schema")),
     path("api/v1/", include(api_v1)),
     path("", include("embeds.urls")),
     path("", include("channelbots.urls")),
@@ -30,7 +33,8 @@ urlpatterns = [
 
 
 def handler404(request, exception=None):
-    """API paths answer with the error envelope; console paths with Django's page."""
+    """API paths answer with the error envelope (with DEBUG on, agenticos.middleware does it: Django's
+    technical 404 page skips this handler); console paths with Django's page."""
     if request.path.startswith("/api/"):
         return json_error(404, "not_found", "Not found.")
     from django.views.defaults import page_not_found

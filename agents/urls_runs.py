@@ -1,15 +1,16 @@
-from django.urls import path
+"""/api/v1/ runs and conversations."""
 
+from agenticos.api import route
 from agents import api_runs as api
 
 urlpatterns = [
-    path("agents/<uuid:agent_id>/run", api.AgentRunView.as_view(), name="agent-run"),
-    path("runs", api.RunListView.as_view(), name="runs"),
-    path("runs/<uuid:run_id>", api.RunDetailView.as_view(), name="run-detail"),
-    path("runs/<uuid:run_id>/stop", api.RunStopView.as_view(), name="run-stop"),
-    path("runs/<uuid:run_id>/resume", api.RunResumeView.as_view(), name="run-resume"),
-    path("runs/<uuid:run_id>/questions", api.RunQuestionsView.as_view(), name="run-questions"),
-    path("runs/<uuid:run_id>/answers", api.RunAnswersView.as_view(), name="run-answers"),
-    path("conversations", api.ConversationListView.as_view(), name="conversations"),
-    path("conversations/<uuid:conversation_id>/messages", api.ConversationMessagesView.as_view(), name="conversation-messages"),
+    *route("agents/<uuid:agent_id>/run", api.AgentRunView, "agent-run"),
+    *route("runs", api.RunListView, "runs"),
+    *route("runs/<uuid:run_id>", api.RunDetailView, "run-detail"),
+    *route("runs/<uuid:run_id>/stop", api.RunStopView, "run-stop"),
+    *route("runs/<uuid:run_id>/resume", api.RunResumeView, "run-resume"),
+    *route("runs/<uuid:run_id>/questions", api.RunQuestionsView, "run-questions"),
+    *route("runs/<uuid:run_id>/answers", api.RunAnswersView, "run-answers"),
+    *route("conversations", api.ConversationListView, "conversations"),
+    *route("conversations/<uuid:conversation_id>/messages", api.ConversationMessagesView, "conversation-messages"),
 ]

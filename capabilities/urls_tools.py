@@ -1,27 +1,26 @@
-"""Mounted under /api/v1/ (see the report: `path("api/v1/", include("capabilities.urls_tools"))`)."""
+"""Mounted by agenticos/urls.py under /api/v1/: custom tools, tool kits, database and MCP connections."""
 
-from django.urls import path
-
+from agenticos.api import route
 from capabilities import api_tools as api
 
 urlpatterns = [
-    path("tools/", api.ToolListView.as_view(), name="api-tools"),
-    path("tools/<uuid:pk>/", api.ToolDetailView.as_view(), name="api-tool"),
-    path("tools/<uuid:pk>/test/", api.ToolTestView.as_view(), name="api-tool-test"),
-    path("tool-templates/", api.TemplateListView.as_view(), name="api-tool-templates"),
-    path("tool-templates/<slug:key>/install/", api.TemplateInstallView.as_view(), name="api-tool-template-install"),
-    path("tool-kits/sessions/", api.SessionListView.as_view(), name="api-tool-sessions"),
-    path("tool-kits/sessions/<uuid:pk>/", api.SessionDetailView.as_view(), name="api-tool-session"),
-    path("tool-kits/sessions/<uuid:pk>/restart/", api.SessionRestartView.as_view(), name="api-tool-session-restart"),
-    path("tool-kits/sessions/<uuid:pk>/messages/", api.SessionMessageView.as_view(), name="api-tool-session-messages"),
-    path("tool-kits/sessions/<uuid:pk>/kits/", api.KitListView.as_view(), name="api-tool-session-kits"),
-    path("tool-kits/<uuid:pk>/drafts/", api.KitDraftListView.as_view(), name="api-tool-kit-drafts"),
-    path("tool-kits/<uuid:pk>/finalize/", api.KitFinalizeView.as_view(), name="api-tool-kit-finalize"),
-    path("tool-kits/drafts/<uuid:pk>/", api.DraftActionView.as_view(), name="api-tool-draft"),
-    path("tool-kits/drafts/<uuid:pk>/<slug:action>/", api.DraftActionView.as_view(), name="api-tool-draft-action"),
-    path("db-connections/", api.DbConnectionListView.as_view(), name="api-db-connections"),
-    path("db-connections/<uuid:pk>/", api.DbConnectionDetailView.as_view(), name="api-db-connection"),
-    path("mcp-connections/", api.McpConnectionListView.as_view(), name="api-mcp-connections"),
-    path("mcp-connections/<uuid:pk>/", api.McpConnectionDetailView.as_view(), name="api-mcp-connection"),
-    path("mcp-connections/<uuid:pk>/check/", api.McpConnectionCheckView.as_view(), name="api-mcp-connection-check"),
+    *route("tools", api.ToolListView, "api-tools"),
+    *route("tools/<uuid:pk>", api.ToolDetailView, "api-tool"),
+    *route("tools/<uuid:pk>/test", api.ToolTestView, "api-tool-test"),
+    *route("tool-templates", api.TemplateListView, "api-tool-templates"),
+    *route("tool-templates/<slug:key>/install", api.TemplateInstallView, "api-tool-template-install"),
+    *route("tool-kits/sessions", api.SessionListView, "api-tool-sessions"),
+    *route("tool-kits/sessions/<uuid:pk>", api.SessionDetailView, "api-tool-session"),
+    *route("tool-kits/sessions/<uuid:pk>/restart", api.SessionRestartView, "api-tool-session-restart"),
+    *route("tool-kits/sessions/<uuid:pk>/messages", api.SessionMessageView, "api-tool-session-messages"),
+    *route("tool-kits/sessions/<uuid:pk>/kits", api.KitListView, "api-tool-session-kits"),
+    *route("tool-kits/<uuid:pk>/drafts", api.KitDraftListView, "api-tool-kit-drafts"),
+    *route("tool-kits/<uuid:pk>/finalize", api.KitFinalizeView, "api-tool-kit-finalize"),
+    *route("tool-kits/drafts/<uuid:pk>", api.DraftActionView, "api-tool-draft"),
+    *route("tool-kits/drafts/<uuid:pk>/<slug:action>", api.DraftActionView, "api-tool-draft-action"),
+    *route("db-connections", api.DbConnectionListView, "api-db-connections"),
+    *route("db-connections/<uuid:pk>", api.DbConnectionDetailView, "api-db-connection"),
+    *route("mcp-connections", api.McpConnectionListView, "api-mcp-connections"),
+    *route("mcp-connections/<uuid:pk>", api.McpConnectionDetailView, "api-mcp-connection"),
+    *route("mcp-connections/<uuid:pk>/check", api.McpConnectionCheckView, "api-mcp-connection-check"),
 ]

@@ -15,6 +15,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
+from agenticos.errors import json_error
 from channelbots import router, services
 from channelbots.models import ChannelBot, CredentialKind, Platform
 
@@ -45,15 +46,15 @@ def slack_events(request: HttpRequest, bot_id: str) -> HttpResponse:
     signing_secret = creds.get(CredentialKind.SIGNING_SECRET, "")
     if not signing_secret:
         logger.warning("slack bot %s has no signing secret: every event is refused (500)", bot.pk)
-        return HttpResponse("This bot has no signing secret.", status=500, content_type="text/plain")
+        return json_error(500, "not_configured", "This bot has no signing secret.")
     body = request.body
     if not verify.is_valid(signing_secret, body, request.headers.get("X-Slack-Request-Timestamp"),
                            request.headers.get("X-Slack-Signature")):
-        return HttpResponse(status=401)
+        return json_error(401, "bad_signature", "The request signature is missing, stale or wrong.")
     try:
         payload = json.loads(body)
     except ValueError:
-        return HttpResponse(status=400)
+        return json_error(400, "bad_request", "The body is not JSON.")
     if payload.get("type") == "url_verification":
         return JsonResponse({"challenge": str(payload.get("challenge") or "")})
     if bot.is_paused:
@@ -79,11 +80,11 @@ def telegram_webhook(request: HttpRequest, bot_id: str) -> HttpResponse:
     secret = services.reveal_credentials(bot).get(CredentialKind.WEBHOOK_SECRET, "")
     given = request.headers.get("X-Telegram-Bot-Api-Secret-Token") or ""
     if not secret or not hmac.compare_digest(secret.encode(), given.encode()):
-        return HttpResponse(status=403)
+        return json_error(403, "bad_secret", "The webhook secret is missing or wrong.")
     try:
         update = json.loads(request.body)
     except ValueError:
-        return HttpResponse(status=400)
+        return json_error(400, "bad_request", "The body is not JSON.")
     if bot.is_paused:
         return _ok()
     incoming = parse.parse_incoming(update, bot_id=str(bot.pk), bot_username=bot.platform_bot_username,
@@ -105,15 +106,15 @@ def mattermost_webhook(request: HttpRequest, bot_id: str) -> HttpResponse:
         try:
             body = json.loads(request.body)
         except ValueError:
-            return HttpResponse(status=400)
+            return json_error(400, "bad_request", "The body is not JSON.")
     else:
         body = request.POST.dict()
     if not isinstance(body, dict):
-        return HttpResponse(status=400)
+        return json_error(400, "bad_request", "The body is not a JSON object.")
     secret = services.reveal_credentials(bot).get(CredentialKind.WEBHOOK_SECRET, "")
     given = str(body.get("token") or "")
     if not secret or not hmac.compare_digest(secret.encode(), given.encode()):
-        return HttpResponse(status=403)
+        return json_error(403, "bad_secret", "The webhook secret is missing or wrong.")
     if bot.is_paused:
         return JsonResponse({})
     incoming = parse.parse_outgoing_webhook(body, bot_id=str(bot.pk), server=bot.api_base_url)

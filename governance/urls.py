@@ -1,8 +1,9 @@
-from django.urls import path
+"""/api/v1/ approvals."""
 
+from agenticos.api import route
 from governance import api
 
 urlpatterns = [
-    path("approvals", api.ApprovalListView.as_view(), name="approvals"),
-    path("approvals/<uuid:approval_id>", api.ApprovalDecideView.as_view(), name="approval-decide"),
+    *route("approvals", api.ApprovalListView, "approvals"),
+    *route("approvals/<uuid:approval_id>", api.ApprovalDecideView, "approval-decide"),
 ]
