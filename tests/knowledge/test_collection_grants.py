@@ -31,12 +31,12 @@ def other_builder(org):
 
 
 def share(api_as, who, org, collection, user, level):
-    return api_as(who, org).post(f"/api/v1/collections/{collection.pk}/grants/",
+    return api_as(who, org).post(f"/api/v1/collections/{collection.pk}/grants",
                                  {"user_id": user.pk, "level": level}, format="json")
 
 
 def listed(api_as, who, org) -> dict[str, str]:
-    response = api_as(who, org).get("/api/v1/collections/")
+    response = api_as(who, org).get("/api/v1/collections")
     assert response.status_code == 200
     return {row["name"]: row["access"] for row in response.json()["results"]}
 
@@ -48,12 +48,12 @@ def test_a_private_collection_is_seen_only_by_its_creator_admins_and_grantees(ap
     # knowledge:manage alone does not open someone else's private collection
     assert listed(api_as, other_builder, org) == {}
     assert listed(api_as, member, org) == {}
-    assert api_as(member, org).get(f"/api/v1/collections/{private.pk}/").status_code == 404
-    assert api_as(member, org).get(f"/api/v1/collections/{private.pk}/documents/").status_code == 404
+    assert api_as(member, org).get(f"/api/v1/collections/{private.pk}").status_code == 404
+    assert api_as(member, org).get(f"/api/v1/collections/{private.pk}/documents").status_code == 404
 
     assert share(api_as, builder, org, private, member, "view").status_code == 201
     assert listed(api_as, member, org) == {"Board minutes": "view"}
-    detail = api_as(member, org).get(f"/api/v1/collections/{private.pk}/")
+    detail = api_as(member, org).get(f"/api/v1/collections/{private.pk}")
     assert detail.status_code == 200 and detail.json()["access"] == "view"
 
 
@@ -68,14 +68,14 @@ def test_a_grant_raises_a_weak_role_and_an_edit_grant_allows_changes(api_as, org
                                                                      django_capture_on_commit_callbacks):
     client = api_as(member, org)
     share(api_as, builder, org, private, member, "use")
-    refused = client.patch(f"/api/v1/collections/{private.pk}/", {"description": "x"}, format="json")
+    refused = client.patch(f"/api/v1/collections/{private.pk}", {"description": "x"}, format="json")
     assert refused.status_code == 403 and refused.json()["error"]["details"] == {"needed": "edit", "have": "use"}
 
     assert share(api_as, builder, org, private, member, "edit").json()["level"] == "edit"
     assert listed(api_as, member, org) == {"Board minutes": "edit"}  # the new grant replaced the old one
-    assert client.patch(f"/api/v1/collections/{private.pk}/", {"description": "2026"}, format="json").status_code == 200
+    assert client.patch(f"/api/v1/collections/{private.pk}", {"description": "2026"}, format="json").status_code == 200
     with django_capture_on_commit_callbacks(execute=True):
-        upload = client.post(f"/api/v1/collections/{private.pk}/documents/",
+        upload = client.post(f"/api/v1/collections/{private.pk}/documents",
                              {"file": SimpleUploadedFile("m.txt", b"Minutes of the board.")}, format="multipart")
     assert upload.status_code == 201, upload.json()
     assert client.post(f"/api/v1/documents/{upload.json()['id']}/reingest/").status_code == 202
@@ -86,7 +86,7 @@ def test_sharing_needs_edit_and_only_reaches_members_of_the_same_organization(ap
     share(api_as, builder, org, private, member, "use")
     refused = share(api_as, member, org, private, viewer, "view")
     assert refused.status_code == 403
-    assert api_as(member, org).get(f"/api/v1/collections/{private.pk}/grants/").json()["results"] == [
+    assert api_as(member, org).get(f"/api/v1/collections/{private.pk}/grants").json()["results"] == [
         {"user_id": member.pk, "email": member.email, "level": "use"}]
     # an outsider is not a member here: the grant is refused and nothing is written
     response = share(api_as, builder, org, private, outsider, "edit")
@@ -100,13 +100,13 @@ def test_an_outsider_never_sees_lists_or_shares_the_collection(api_as, org, outs
                                                               private):
     share(api_as, builder, org, private, member, "edit")
     client = api_as(outsider, outsider_org)
-    assert client.get("/api/v1/collections/").json()["results"] == []
-    for url in (f"/api/v1/collections/{private.pk}/", f"/api/v1/collections/{private.pk}/grants/",
-                f"/api/v1/collections/{private.pk}/documents/"):
+    assert client.get("/api/v1/collections").json()["results"] == []
+    for url in (f"/api/v1/collections/{private.pk}", f"/api/v1/collections/{private.pk}/grants",
+                f"/api/v1/collections/{private.pk}/documents"):
         assert client.get(url).status_code == 404
-    assert client.post(f"/api/v1/collections/{private.pk}/grants/", {"user_id": outsider.pk, "level": "view"},
+    assert client.post(f"/api/v1/collections/{private.pk}/grants", {"user_id": outsider.pk, "level": "view"},
                        format="json").status_code == 404
-    assert client.delete(f"/api/v1/collections/{private.pk}/grants/{member.pk}/").status_code == 404
+    assert client.delete(f"/api/v1/collections/{private.pk}/grants/{member.pk}").status_code == 404
     assert grants.grant_levels(member.pk) == {str(private.pk): "edit"}
 
 
@@ -138,9 +138,9 @@ def test_binding_needs_use_access(org, builder, member, other_builder, outsider_
 
 def test_revoking_closes_access_and_both_are_audited(api_as, org, builder, member, private):
     share(api_as, builder, org, private, member, "view")
-    assert api_as(builder, org).delete(f"/api/v1/collections/{private.pk}/grants/{member.pk}/").status_code == 204
-    assert api_as(member, org).get(f"/api/v1/collections/{private.pk}/").status_code == 404
-    assert api_as(builder, org).delete(f"/api/v1/collections/{private.pk}/grants/{member.pk}/").status_code == 404
+    assert api_as(builder, org).delete(f"/api/v1/collections/{private.pk}/grants/{member.pk}").status_code == 204
+    assert api_as(member, org).get(f"/api/v1/collections/{private.pk}").status_code == 404
+    assert api_as(builder, org).delete(f"/api/v1/collections/{private.pk}/grants/{member.pk}").status_code == 404
     actions = list(AuditEvent.objects.filter(organization=org, action__startswith="collection.").order_by("pk")
                    .values_list("action", flat=True))
     assert actions == ["collection.shared", "collection.unshared"]
@@ -163,10 +163,10 @@ def test_deleting_a_collection_or_removing_a_member_drops_the_grants(org, builde
 
 def test_visibility_can_be_changed_by_an_editor_only(api_as, org, builder, member, private):
     client = api_as(builder, org)
-    response = client.patch(f"/api/v1/collections/{private.pk}/", {"visibility": "organization"}, format="json")
+    response = client.patch(f"/api/v1/collections/{private.pk}", {"visibility": "organization"}, format="json")
     assert response.status_code == 200 and response.json()["visibility"] == "organization"
     assert listed(api_as, member, org) == {"Board minutes": "use"}
-    refused = api_as(member, org).patch(f"/api/v1/collections/{private.pk}/", {"visibility": "private"},
+    refused = api_as(member, org).patch(f"/api/v1/collections/{private.pk}", {"visibility": "private"},
                                         format="json")
     assert refused.status_code == 403
     assert Collection.objects.get(pk=private.pk).visibility == "organization"
@@ -184,7 +184,7 @@ def test_the_list_with_grants_runs_in_a_constant_number_of_queries(api_as, org, 
             created = factories.collection(org, visibility="private", created_by=builder)
             grants.share_collection(actor=builder_actor, collection=created, user_id=member.pk, level="view")
         with CaptureQueriesContext(connection) as queries:
-            response = client.get("/api/v1/collections/")
+            response = client.get("/api/v1/collections")
         assert len(response.json()["results"]) == total
         counts.append(len(queries))
     assert counts[0] == counts[1]

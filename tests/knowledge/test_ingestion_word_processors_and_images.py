@@ -129,12 +129,12 @@ def test_the_upload_endpoint_accepts_the_new_extensions(api_as, builder, org, co
     from django.core.files.uploadedfile import SimpleUploadedFile
 
     with django_capture_on_commit_callbacks(execute=True):
-        response = api_as(builder, org).post(f"/api/v1/collections/{collection.pk}/documents/",
+        response = api_as(builder, org).post(f"/api/v1/collections/{collection.pk}/documents",
                                              {"file": SimpleUploadedFile("minutes.rtf", files.rtf(["Quorum met."]))},
                                              format="multipart")
     assert response.status_code == 201, response.json()
     assert Document.objects.get(pk=response.json()["id"]).status == "ready"
-    refused = api_as(builder, org).post(f"/api/v1/collections/{collection.pk}/documents/",
+    refused = api_as(builder, org).post(f"/api/v1/collections/{collection.pk}/documents",
                                         {"file": SimpleUploadedFile("x.exe", b"MZ")}, format="multipart")
     assert refused.status_code == 422
     supported = refused.json()["error"]["details"]["supported"]

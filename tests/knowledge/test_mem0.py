@@ -78,7 +78,7 @@ def test_clearing_a_person_reaches_mem0_for_every_version_that_bound_it(api_as, 
     agent.draft_spec = {**agent.draft_spec, "capabilities": []}
     agent.save()
     MemoryNote.objects.create(organization=org, agent=agent, owner_user=member, name="n.md", content="x")
-    response = api_as(member, org).post("/api/v1/memory/clear/", {}, format="json")
+    response = api_as(member, org).post("/api/v1/memory/clear", {}, format="json")
     assert response.status_code == 200 and response.json() == {"notes_deleted": 1, "mem0_spaces_cleared": 1}
     assert [m["user_id"] for m in fake_mem0.memories] == [f"{org.pk}:{agent.pk}:{owner.pk}"]
 
@@ -87,7 +87,7 @@ def test_clearing_a_person_reaches_mem0_for_every_version_that_bound_it(api_as, 
 def test_a_failing_mem0_stops_the_clearing_and_keeps_the_rows_for_a_retry(api_as, org, owner, member, fake_mem0):
     agent = _agent(org, owner, base_url=fake_mem0.base_url, key="wrong-key")
     MemoryNote.objects.create(organization=org, agent=agent, owner_user=member, name="n.md", content="x")
-    response = api_as(member, org).post("/api/v1/memory/clear/", {}, format="json")
+    response = api_as(member, org).post("/api/v1/memory/clear", {}, format="json")
     assert response.status_code == 400 and response.json()["error"]["code"] == "mem0_unavailable"
     assert "wrong-key" not in response.content.decode()
     assert MemoryNote.objects.filter(owner_user=member).exists()
@@ -96,5 +96,5 @@ def test_a_failing_mem0_stops_the_clearing_and_keeps_the_rows_for_a_retry(api_as
 @pytest.mark.django_db
 def test_settings_memory_names_agents_bound_to_mem0_instead_of_listing_them(api_as, org, owner, fake_mem0):
     _agent(org, owner, base_url=fake_mem0.base_url, name="Semantic")
-    body = api_as(owner, org).get("/api/v1/memory/").json()
+    body = api_as(owner, org).get("/api/v1/memory").json()
     assert body["not_listed_mem0_agents"] == ["Semantic"]

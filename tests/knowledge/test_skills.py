@@ -97,35 +97,35 @@ def _actor(org):
 @pytest.mark.django_db
 def test_skills_crud_checks_front_matter_and_paths(api_as, builder, org):
     client = api_as(builder, org)
-    created = client.post("/api/v1/skills/", {"skill_md": SKILL_MD, "files": [
+    created = client.post("/api/v1/skills", {"skill_md": SKILL_MD, "files": [
         {"path": "references/template.md", "content": "T"}]}, format="json")
     assert created.status_code == 201, created.json()
     assert created.json()["name"] == "postmortem" and created.json()["files"] == [
         {"path": "references/template.md", "content": "T"}]
     pk = created.json()["id"]
-    bad_name = client.post("/api/v1/skills/", {"skill_md": "---\nname: Bad Name\ndescription: x\n---\nbody"},
+    bad_name = client.post("/api/v1/skills", {"skill_md": "---\nname: Bad Name\ndescription: x\n---\nbody"},
                            format="json")
     assert bad_name.status_code == 422
-    no_front = client.post("/api/v1/skills/", {"skill_md": "just text"}, format="json")
+    no_front = client.post("/api/v1/skills", {"skill_md": "just text"}, format="json")
     assert no_front.status_code == 422 and "front matter" in no_front.json()["error"]["message"]
-    escape = client.patch(f"/api/v1/skills/{pk}/", {"files": [{"path": "../../etc/passwd", "content": "x"}]},
+    escape = client.patch(f"/api/v1/skills/{pk}", {"files": [{"path": "../../etc/passwd", "content": "x"}]},
                           format="json")
     assert escape.status_code == 422
-    assert client.delete(f"/api/v1/skills/{pk}/").status_code == 204
+    assert client.delete(f"/api/v1/skills/{pk}").status_code == 204
 
 
 @pytest.mark.django_db
 def test_skill_endpoints_are_tenant_scoped_and_need_knowledge_manage(api_as, outsider, outsider_org, viewer, org):
     skill = _skill(org)
     foreign = api_as(outsider, outsider_org)
-    assert foreign.get(f"/api/v1/skills/{skill.pk}/").status_code == 404
-    assert foreign.patch(f"/api/v1/skills/{skill.pk}/", {"skill_md": SKILL_MD}, format="json").status_code == 404
-    assert foreign.delete(f"/api/v1/skills/{skill.pk}/").status_code == 404
-    assert foreign.get("/api/v1/skills/").json()["results"] == []
+    assert foreign.get(f"/api/v1/skills/{skill.pk}").status_code == 404
+    assert foreign.patch(f"/api/v1/skills/{skill.pk}", {"skill_md": SKILL_MD}, format="json").status_code == 404
+    assert foreign.delete(f"/api/v1/skills/{skill.pk}").status_code == 404
+    assert foreign.get("/api/v1/skills").json()["results"] == []
     weak = api_as(viewer, org)
-    assert weak.post("/api/v1/skills/", {"skill_md": SKILL_MD}, format="json").status_code == 403
-    assert weak.patch(f"/api/v1/skills/{skill.pk}/", {"skill_md": SKILL_MD}, format="json").status_code == 403
-    assert weak.delete(f"/api/v1/skills/{skill.pk}/").status_code == 403
+    assert weak.post("/api/v1/skills", {"skill_md": SKILL_MD}, format="json").status_code == 403
+    assert weak.patch(f"/api/v1/skills/{skill.pk}", {"skill_md": SKILL_MD}, format="json").status_code == 403
+    assert weak.delete(f"/api/v1/skills/{skill.pk}").status_code == 403
 
 
 @pytest.mark.django_db
@@ -135,15 +135,15 @@ def test_an_agents_edit_is_a_proposal_until_someone_with_skills_edit_accepts_it(
     proposal = skill_store.propose_edit(organization_id=str(org.pk), skill_id=str(skill.pk),
                                         path="references/template.md", content="new")
     assert SkillFile.objects.get(skill=skill).content == "old"
-    assert api_as(member, org).post(f"/api/v1/skills/proposals/{proposal.pk}/accept/").status_code == 403
-    assert api_as(outsider, outsider_org).post(f"/api/v1/skills/proposals/{proposal.pk}/accept/").status_code == 404
-    assert [p["id"] for p in api_as(builder, org).get("/api/v1/skills/proposals/").json()["results"]] == [str(proposal.pk)]
-    assert api_as(builder, org).post(f"/api/v1/skills/proposals/{proposal.pk}/accept/").json()["status"] == "accepted"
+    assert api_as(member, org).post(f"/api/v1/skills/proposals/{proposal.pk}/accept").status_code == 403
+    assert api_as(outsider, outsider_org).post(f"/api/v1/skills/proposals/{proposal.pk}/accept").status_code == 404
+    assert [p["id"] for p in api_as(builder, org).get("/api/v1/skills/proposals").json()["results"]] == [str(proposal.pk)]
+    assert api_as(builder, org).post(f"/api/v1/skills/proposals/{proposal.pk}/accept").json()["status"] == "accepted"
     assert SkillFile.objects.get(skill=skill).content == "new"
-    assert api_as(builder, org).post(f"/api/v1/skills/proposals/{proposal.pk}/discard/").status_code == 409
+    assert api_as(builder, org).post(f"/api/v1/skills/proposals/{proposal.pk}/discard").status_code == 409
     discarded = skill_store.propose_edit(organization_id=str(org.pk), skill_id=str(skill.pk),
                                          path="references/template.md", content="worse")
-    api_as(builder, org).post(f"/api/v1/skills/proposals/{discarded.pk}/discard/")
+    api_as(builder, org).post(f"/api/v1/skills/proposals/{discarded.pk}/discard")
     assert SkillFile.objects.get(skill=skill).content == "new"
     assert SkillProposal.objects.get(pk=discarded.pk).status == "discarded"
     assert AuditEvent.objects.filter(action__startswith="skill.proposal_").count() == 2

@@ -106,7 +106,7 @@ def test_the_builder_builds_a_three_tool_kit_in_phases_through_the_runner(
     model, steps = scripted_builder(rest_api.base, str(secret.pk))
     monkeypatch.setattr("agents.runner.assembly.build_model", lambda profile: model)
     client = api_as(builder, org)
-    session = client.post("/api/v1/tool-kits/sessions/", {"title": "CRM tools"}, format="json").json()
+    session = client.post("/api/v1/tool-kits/sessions", {"title": "CRM tools"}, format="json").json()
     started = client.post(f"/api/v1/tool-kits/sessions/{session['id']}/messages/",
                           {"prompt": "Build create/get/list contact tools for FakeCRM"}, format="json")
     assert started.status_code == 202, started.json()
@@ -140,7 +140,7 @@ def test_the_builder_builds_a_three_tool_kit_in_phases_through_the_runner(
 
 @pytest.mark.urls("tests.tools.urls")
 def test_builder_sessions_are_closed_to_outsiders_and_viewers(org, builder, viewer, outsider, outsider_org, api_as):
-    session = api_as(builder, org).post("/api/v1/tool-kits/sessions/", {}, format="json").json()
+    session = api_as(builder, org).post("/api/v1/tool-kits/sessions", {}, format="json").json()
     url = f"/api/v1/tool-kits/sessions/{session['id']}/messages/"
     assert api_as(outsider, outsider_org).post(url, {"prompt": "x"}, format="json").status_code == 404
     assert api_as(viewer, org).post(url, {"prompt": "x"}, format="json").status_code == 403

@@ -71,8 +71,8 @@ def test_the_dsn_is_sealed_and_never_served(connect, org, builder, api_as, custo
     conn = connect("read")
     assert customer_dsn.encode() not in bytes(conn.ciphertext)
     client = api_as(builder, org)
-    assert customer_dsn not in client.get(f"/api/v1/db-connections/{conn.pk}/").content.decode()
-    assert customer_dsn not in client.get("/api/v1/db-connections/").content.decode()
+    assert customer_dsn not in client.get(f"/api/v1/db-connections/{conn.pk}").content.decode()
+    assert customer_dsn not in client.get("/api/v1/db-connections").content.decode()
 
 
 def test_read_runs_queries_with_a_row_cap_and_the_server_refuses_writes(connect, org):
@@ -159,36 +159,36 @@ def test_raising_a_permission_past_25_slots_is_refused_naming_the_total(connect,
 @pytest.mark.urls("tests.tools.urls")
 def test_connections_are_created_changed_and_deleted_over_rest(db, org, builder, api_as, customer_dsn, socket_allowed):
     client = api_as(builder, org)
-    created = client.post("/api/v1/db-connections/", {"name": "shop", "dsn": customer_dsn, "permission": "read"},
+    created = client.post("/api/v1/db-connections", {"name": "shop", "dsn": customer_dsn, "permission": "read"},
                           format="json")
     assert created.status_code == 201 and "dsn" not in created.json()
     pk = created.json()["id"]
-    assert client.patch(f"/api/v1/db-connections/{pk}/", {"permission": "write"},
+    assert client.patch(f"/api/v1/db-connections/{pk}", {"permission": "write"},
                         format="json").json()["permission"] == "write"
-    assert client.post("/api/v1/db-connections/", {"name": "shop", "dsn": customer_dsn}, format="json").status_code == 409
-    bad = client.post("/api/v1/db-connections/", {"name": "nowhere", "dsn": customer_dsn.replace("customer_", "missing_")},
+    assert client.post("/api/v1/db-connections", {"name": "shop", "dsn": customer_dsn}, format="json").status_code == 409
+    bad = client.post("/api/v1/db-connections", {"name": "nowhere", "dsn": customer_dsn.replace("customer_", "missing_")},
                       format="json")
     assert bad.status_code == 422 and "missing_" not in bad.content.decode()
-    assert client.delete(f"/api/v1/db-connections/{pk}/").status_code == 204
+    assert client.delete(f"/api/v1/db-connections/{pk}").status_code == 204
 
 
 @pytest.mark.urls("tests.tools.urls")
 def test_another_organization_cannot_see_or_change_a_connection(connect, outsider, outsider_org, api_as):
     conn = connect("read")
     other = api_as(outsider, outsider_org)
-    assert other.get(f"/api/v1/db-connections/{conn.pk}/").status_code == 404
-    assert other.patch(f"/api/v1/db-connections/{conn.pk}/", {"permission": "full"}, format="json").status_code == 404
-    assert other.delete(f"/api/v1/db-connections/{conn.pk}/").status_code == 404
-    assert other.get("/api/v1/db-connections/").json()["results"] == []
+    assert other.get(f"/api/v1/db-connections/{conn.pk}").status_code == 404
+    assert other.patch(f"/api/v1/db-connections/{conn.pk}", {"permission": "full"}, format="json").status_code == 404
+    assert other.delete(f"/api/v1/db-connections/{conn.pk}").status_code == 404
+    assert other.get("/api/v1/db-connections").json()["results"] == []
 
 
 @pytest.mark.urls("tests.tools.urls")
 def test_a_viewer_cannot_create_or_change_connections(connect, org, viewer, api_as, customer_dsn):
     conn = connect("read")
     weak = api_as(viewer, org)
-    assert weak.post("/api/v1/db-connections/", {"name": "x", "dsn": customer_dsn}, format="json").status_code == 403
-    assert weak.patch(f"/api/v1/db-connections/{conn.pk}/", {"permission": "full"}, format="json").status_code == 403
-    assert weak.delete(f"/api/v1/db-connections/{conn.pk}/").status_code == 403
+    assert weak.post("/api/v1/db-connections", {"name": "x", "dsn": customer_dsn}, format="json").status_code == 403
+    assert weak.patch(f"/api/v1/db-connections/{conn.pk}", {"permission": "full"}, format="json").status_code == 403
+    assert weak.delete(f"/api/v1/db-connections/{conn.pk}").status_code == 403
 
 
 def test_assigning_a_26th_slot_is_refused_with_the_total(connect, org):

@@ -82,17 +82,17 @@ def test_the_builder_warning_counts_allow_lists_else_the_last_listing(connection
 def test_a_connection_is_checked_on_save_by_listing_its_tools(db, org, builder, api_as, mcp_server):
     client = api_as(builder, org)
     secret = factories.secret(org, value=TOKEN)
-    created = client.post("/api/v1/mcp-connections/", {"name": "fake", "url": mcp_server.url,
+    created = client.post("/api/v1/mcp-connections", {"name": "fake", "url": mcp_server.url,
                                                       "auth_secret_id": str(secret.pk)}, format="json")
     assert created.status_code == 201, created.json()
     assert {"add", "echo", "weather"} <= {t["name"] for t in created.json()["tools"]}
     assert TOKEN not in created.content.decode()
     wrong = factories.secret(org, value="wrong-token-000000")
-    refused = client.post("/api/v1/mcp-connections/", {"name": "other", "url": mcp_server.url,
+    refused = client.post("/api/v1/mcp-connections", {"name": "other", "url": mcp_server.url,
                                                       "auth_secret_id": str(wrong.pk)}, format="json")
     assert refused.status_code == 422 and "wrong-token" not in refused.content.decode()
     pk = created.json()["id"]
-    assert client.post(f"/api/v1/mcp-connections/{pk}/check/", {}, format="json").status_code == 200
+    assert client.post(f"/api/v1/mcp-connections/{pk}/check", {}, format="json").status_code == 200
 
 
 @pytest.mark.urls("tests.tools.urls")
@@ -100,10 +100,10 @@ def test_mcp_connections_are_invisible_to_other_organizations_and_closed_to_view
     connection, org, viewer, outsider, outsider_org, api_as
 ):
     other = api_as(outsider, outsider_org)
-    assert other.get(f"/api/v1/mcp-connections/{connection.pk}/").status_code == 404
-    assert other.post(f"/api/v1/mcp-connections/{connection.pk}/check/", {}, format="json").status_code == 404
-    assert other.delete(f"/api/v1/mcp-connections/{connection.pk}/").status_code == 404
+    assert other.get(f"/api/v1/mcp-connections/{connection.pk}").status_code == 404
+    assert other.post(f"/api/v1/mcp-connections/{connection.pk}/check", {}, format="json").status_code == 404
+    assert other.delete(f"/api/v1/mcp-connections/{connection.pk}").status_code == 404
     weak = api_as(viewer, org)
-    assert weak.get(f"/api/v1/mcp-connections/{connection.pk}/").status_code == 200
-    assert weak.delete(f"/api/v1/mcp-connections/{connection.pk}/").status_code == 403
-    assert weak.post("/api/v1/mcp-connections/", {"name": "x", "url": "http://127.0.0.1/"}, format="json").status_code == 403
+    assert weak.get(f"/api/v1/mcp-connections/{connection.pk}").status_code == 200
+    assert weak.delete(f"/api/v1/mcp-connections/{connection.pk}").status_code == 403
+    assert weak.post("/api/v1/mcp-connections", {"name": "x", "url": "http://127.0.0.1/"}, format="json").status_code == 403

@@ -61,7 +61,7 @@ def _sse_connection(org, url, name="docs"):
 
 def _register(api_as, builder, org, url, transport="sse", name="docs", value=TOKEN):
     secret = factories.secret(org, value=value)
-    return api_as(builder, org).post("/api/v1/mcp-connections/", {
+    return api_as(builder, org).post("/api/v1/mcp-connections", {
         "name": name, "url": url, "transport": transport, "auth_secret_id": str(secret.pk)}, format="json")
 
 

@@ -20,7 +20,7 @@ def _create_contact_def(base: str) -> dict:
 def kit(db, org, builder, api_as, rest_api):
     client = api_as(builder, org)
     secret = factories.secret(org, value=rest_api.secret)
-    session = client.post("/api/v1/tool-kits/sessions/", {"title": "CRM"}, format="json").json()
+    session = client.post("/api/v1/tool-kits/sessions", {"title": "CRM"}, format="json").json()
     kit = client.post(f"/api/v1/tool-kits/sessions/{session['id']}/kits/",
                       {"name": "Fake Contacts", "provider": "FakeCRM", "credential_id": str(secret.pk),
                        "warnings": [{"level": "info", "text": "Sandbox account."}]}, format="json")
@@ -105,7 +105,7 @@ def test_another_organization_sees_none_of_the_builder_objects(kit, outsider, ou
     assert other.post(f"/api/v1/tool-kits/{kit_data['id']}/finalize/", {}, format="json").status_code == 404
     assert other.get(f"/api/v1/tool-kits/drafts/{draft['id']}/").status_code == 404
     assert other.post(f"/api/v1/tool-kits/drafts/{draft['id']}/test/", {}, format="json").status_code == 404
-    assert other.get("/api/v1/tool-kits/sessions/").json()["results"] == []
+    assert other.get("/api/v1/tool-kits/sessions").json()["results"] == []
 
 
 def test_a_viewer_cannot_start_sessions_or_change_drafts(kit, org, viewer, api_as):
@@ -113,6 +113,6 @@ def test_a_viewer_cannot_start_sessions_or_change_drafts(kit, org, viewer, api_a
     draft = client.post(f"/api/v1/tool-kits/{kit_data['id']}/drafts/", {"name": "x"}, format="json").json()
     weak = api_as(viewer, org)
     assert weak.get(f"/api/v1/tool-kits/sessions/{session['id']}/").status_code == 200
-    assert weak.post("/api/v1/tool-kits/sessions/", {}, format="json").status_code == 403
+    assert weak.post("/api/v1/tool-kits/sessions", {}, format="json").status_code == 403
     assert weak.post(f"/api/v1/tool-kits/drafts/{draft['id']}/configure/", {}, format="json").status_code == 403
     assert weak.post(f"/api/v1/tool-kits/{kit_data['id']}/finalize/", {}, format="json").status_code == 403
