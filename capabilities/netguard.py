@@ -118,6 +118,8 @@ def domain_key(host: str) -> str:
 TOOL_HOSTS = "TOOL_ALLOWED_PRIVATE_HOSTS"
 MODEL_HOSTS = "MODEL_ALLOWED_PRIVATE_HOSTS"
 CHANNEL_HOSTS = "CHANNEL_ALLOWED_PRIVATE_HOSTS"
+# mem0's list names the self-hosted servers the key may go to at all; a listed one may be private.
+MEM0_HOSTS = "MEM0_ALLOWED_HOSTS"
 
 
 def _allowed_private(hostname: str, ip: str, allowance: str = TOOL_HOSTS) -> bool:
@@ -315,8 +317,8 @@ class PinnedTransport(httpx2.AsyncBaseTransport):
 class PinnedSyncTransport(httpx2.BaseTransport):
     """`PinnedTransport` for synchronous clients (the channel adapters' platform calls run in worker threads)."""
 
-    def __init__(self, *, allowance: str = TOOL_HOSTS, home: str | None = None) -> None:
-        self._inner = httpx2.HTTPTransport(trust_env=False)
+    def __init__(self, *, allowance: str = TOOL_HOSTS, home: str | None = None, verify: Any = True) -> None:
+        self._inner = httpx2.HTTPTransport(trust_env=False, verify=verify)
         self._allowance = allowance
         self._home = home
 

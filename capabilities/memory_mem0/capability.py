@@ -13,7 +13,7 @@ from asgiref.sync import sync_to_async
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_ai import RunContext
 
-from capabilities import failures
+from capabilities import failures, netguard
 from capabilities.base import BuildContext, Built, Capability, KeyRequirement, ToolDecl, function_toolset
 from knowledge import mem0 as mem0_client
 from knowledge import memory
@@ -64,6 +64,12 @@ async def _prepare(ctx: RunContext[Any]) -> tuple[Any, str | None, bool, str]:
         client = await sync_to_async(_client_sync)(state)
     except mem0_client.Mem0NotAllowed as exc:
         return None, None, False, failures.refuse(str(exc))
+    try:
+        # The address, checked now and not only at publish: a listed name (or mem0's cloud) that resolves to a
+        # metadata address — or, unlisted, to a private one — never receives the key.
+        await netguard.check_url(client.base_url, allowance=netguard.MEM0_HOSTS)
+    except netguard.Refused as exc:
+        return None, None, False, failures.refuse(f"The mem0 server's address was refused: {exc}")
     return client, user_id, writable, ""
 
 
