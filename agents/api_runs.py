@@ -59,6 +59,11 @@ class RunDetailSerializer(RunSerializer):
         fields = [*RunSerializer.Meta.fields, "tool_calls"]
 
 
+class RunErrorSerializer(serializers.Serializer):
+    type = serializers.CharField(help_text="BudgetExceeded, Cancelled, the provider's error kind, …")
+    message = serializers.CharField()
+
+
 class RunResultSerializer(serializers.Serializer):
     run_id = serializers.UUIDField()
     status = serializers.CharField()
@@ -68,6 +73,7 @@ class RunResultSerializer(serializers.Serializer):
     cost_usd = serializers.DecimalField(max_digits=14, decimal_places=8)
     cost_is_partial = serializers.BooleanField()
     conversation_id = serializers.UUIDField(allow_null=True)
+    error = RunErrorSerializer(allow_null=True, help_text="Why the run ended without an answer; null otherwise.")
 
 
 def run_result(run: Run) -> dict:
@@ -165,6 +171,7 @@ class RunListView(OrgAPIView):
             OpenApiParameter("agent", str), OpenApiParameter("surface", str), OpenApiParameter("status", str),
             OpenApiParameter("since", str, description="ISO date-time"), OpenApiParameter("until", str),
         ],
+        responses={200: RunSerializer(many=True)},
         summary="List runs",
     )
     def get(self, request):
@@ -198,6 +205,7 @@ class RunDetailView(OrgAPIView):
     serializer_class = RunDetailSerializer
     permission_map = {"GET": "agents:view"}
 
+    @extend_schema(responses={200: RunDetailSerializer}, summary="One run with its tool calls")
     def get(self, request, run_id):
         run = member_run(self.actor, run_id)
         run = Run.objects.prefetch_related("tool_calls").select_related("version").get(pk=run.pk)
@@ -208,6 +216,7 @@ class RunStopView(OrgAPIView):
     serializer_class = RunSerializer
     permission_map = {"POST": "agents:run"}
 
+    @extend_schema(request=None, responses={200: RunResultSerializer}, summary="Stop a run")
     def post(self, request, run_id):
         run = member_run(self.actor, run_id)
         request_stop(run)
@@ -219,6 +228,7 @@ class RunResumeView(OrgAPIView):
     serializer_class = RunSerializer
     permission_map = {"POST": "agents:run"}
 
+    @extend_schema(request=None, responses={202: RunResultSerializer}, summary="Resume a parked run")
     def post(self, request, run_id):
         run = member_run(self.actor, run_id)
         run = governance.resume_run(actor=self.actor, run=run)
@@ -234,7 +244,9 @@ class QuestionSerializer(serializers.ModelSerializer):
 class RunQuestionsView(OrgAPIView):
     serializer_class = QuestionSerializer
     permission_map = {"GET": "agents:run"}
+    pagination_class = None  # the few ask_user calls of one run
 
+    @extend_schema(responses={200: QuestionSerializer(many=True)}, summary="A run's questions for a person")
     def get(self, request, run_id):
         run = member_run(self.actor, run_id)
         return Response(QuestionSerializer(run.questions.order_by("created_at"), many=True).data)
@@ -248,6 +260,8 @@ class RunAnswersView(OrgAPIView):
     serializer_class = AnswersSerializer
     permission_map = {"POST": "agents:run"}
 
+    @extend_schema(request=AnswersSerializer, responses={202: RunResultSerializer},
+                   summary="Answer a parked run's questions")
     def post(self, request, run_id):
         data = AnswersSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -274,6 +288,8 @@ class ConversationListView(OrgAPIView):
     serializer_class = ConversationSerializer
     permission_map = {"GET": "agents:run"}
 
+    @extend_schema(parameters=[OpenApiParameter("agent", str)], responses={200: ConversationSerializer(many=True)},
+                   summary="My conversations")
     def get(self, request):
         qs = Conversation.objects.filter(organization=self.actor.organization, owner_id=self.actor.user_id)
         if request.query_params.get("agent"):
@@ -286,6 +302,7 @@ class ConversationMessagesView(OrgAPIView):
     serializer_class = MessageSerializer
     permission_map = {"GET": "agents:run"}
 
+    @extend_schema(responses={200: MessageSerializer(many=True)}, summary="A conversation's messages, oldest first")
     def get(self, request, conversation_id):
         conversation = own_conversation(self.actor, conversation_id)
         page = self.paginate_queryset(conversation.messages.order_by("id"))

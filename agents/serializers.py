@@ -145,6 +145,17 @@ class DiffSerializer(serializers.Serializer):
 DiffSerializer._declared_fields["from"] = serializers.CharField()
 
 
+class AgentExportSerializer(serializers.Serializer):
+    """The exported YAML document (agents/yaml_io.py), which /agents/import reads back: a mapping, not a string."""
+
+    kind = serializers.ChoiceField(choices=["agent"])
+    format = serializers.IntegerField(help_text="The document format's version.")
+    slug = serializers.CharField()
+    visibility = serializers.ChoiceField(choices=Visibility.choices)
+    version = serializers.IntegerField(required=False, help_text="Only when a published version was exported.")
+    spec = serializers.DictField(help_text="The AgentSpec.")
+
+
 class ImportSerializer(serializers.Serializer):
     yaml = serializers.CharField(trim_whitespace=False)
     agent_id = serializers.UUIDField(required=False, help_text="Replace this agent's draft instead of creating one.")

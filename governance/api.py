@@ -33,7 +33,8 @@ class ApprovalListView(OrgAPIView):
     serializer_class = ApprovalSerializer
     permission_map = {"GET": "approvals:decide"}
 
-    @extend_schema(parameters=[OpenApiParameter("status", str)], summary="List approvals")
+    @extend_schema(parameters=[OpenApiParameter("status", str)], responses={200: ApprovalSerializer(many=True)},
+                   summary="List approvals")
     def get(self, request):
         qs = self.org_queryset(Approval).select_related("run", "decided_by")
         if request.query_params.get("status"):
@@ -46,6 +47,7 @@ class ApprovalDecideView(OrgAPIView):
     serializer_class = DecisionSerializer
     permission_map = {"GET": "approvals:decide", "POST": "approvals:decide"}
 
+    @extend_schema(responses={200: ApprovalSerializer}, summary="One approval")
     def get(self, request, approval_id):
         approval = self.org_get(Approval, approval_id, self.org_queryset(Approval).select_related("run", "decided_by"))
         return Response(ApprovalSerializer(approval).data)
