@@ -1,7 +1,7 @@
 """`POST /api/v1/memory/agents/{agent_id}/clear`: everything one agent remembers, about everyone.
 
-Kept out of `knowledge/api.py` on purpose (its list endpoints are being paginated elsewhere); the console's
-Toolbox action calls the same service, `knowledge.memory.clear_agent`.
+Its own module beside `knowledge/api.py` (routed in `knowledge/urls.py`); the console's Toolbox action calls
+the same service, `knowledge.memory.clear_agent`.
 """
 
 from __future__ import annotations

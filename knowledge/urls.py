@@ -1,7 +1,7 @@
 """/api/v1/ knowledge endpoints: collections, documents, context files, skills, memory."""
 
 from agenticos.api import route
-from knowledge import api
+from knowledge import api, api_agent_memory
 
 urlpatterns = [
     *route("collections", api.CollectionListView, "api-collections"),
@@ -21,6 +21,7 @@ urlpatterns += [
     *route("memory/notes/<int:pk>", api.MyMemoryNoteView, "api-memory-note"),
     *route("memory/notes/<int:pk>/<slug:action>", api.MyMemoryNoteActionView, "api-memory-note-action"),
     *route("memory/person/<int:user_id>", api.PersonMemoryView, "api-memory-person"),
+    *route("memory/agents/<uuid:agent_id>/clear", api_agent_memory.AgentMemoryClearView, "api-memory-agent-clear"),
 ]
 
 urlpatterns += [

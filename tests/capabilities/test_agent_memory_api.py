@@ -10,7 +10,7 @@ from knowledge.models import MemoryNote
 from tests import factories
 from tests.console.test_clear_agent_memory import _deletes, mem0, world  # noqa: F401  (fixtures)
 
-pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.capabilities.urls_agent_memory")]
+pytestmark = pytest.mark.django_db
 
 
 def _url(agent) -> str:
