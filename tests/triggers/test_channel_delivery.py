@@ -15,6 +15,11 @@ from triggers import delivery, firing
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
+@pytest.fixture(autouse=True)
+def _fake_platforms_are_local(settings):
+    settings.CHANNEL_ALLOWED_PRIVATE_HOSTS = ["127.0.0.1"]  # the fake Slack listens there
+
+
 @pytest.fixture
 def queued(monkeypatch):
     """The delivery task's enqueue, recorded instead of sent (the test delivers in this thread)."""
