@@ -4,7 +4,6 @@ server serving HTTP + WebSocket on the test database with a real Celery worker i
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -60,22 +59,30 @@ def outsider_agent(outsider_org, outsider):
 @pytest.fixture
 def live_server_url(transactional_db, celery_worker):
     """daphne in a subprocess (a fork of this multi-threaded process could inherit held locks)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    process = subprocess.Popen(
-        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "tests.console.live_asgi:application"],
-        cwd=ROOT, env={**os.environ, "DJANGO_SETTINGS_MODULE": "agenticos.settings",
-                       "CONSOLE_LIVE_DATABASE": connection.settings_dict["NAME"]},
-    )
+    from tests.fakes.ports import listening_socket
+
+    with listening_socket() as sock:  # daphne serves on this very socket (--fd): no one can take the port
+        port = sock.getsockname()[1]
+        process = subprocess.Popen(  # noqa: S603
+            [sys.executable, "-m", "daphne", "--fd", str(sock.fileno()), "tests.console.live_asgi:application"],
+            cwd=ROOT, env={**os.environ, "DJANGO_SETTINGS_MODULE": "agenticos.settings",
+                           "CONSOLE_LIVE_DATABASE": connection.settings_dict["NAME"]},
+            pass_fds=[sock.fileno()],
+        )
     try:
-        for _ in range(300):
+        # The socket accepts connections before daphne serves (it is listening already): wait for an answer.
+        import httpx
+
+        deadline = time.monotonic() + 60
+        while True:
             if process.poll() is not None:
                 raise RuntimeError("daphne exited")
             try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                    break
-            except OSError:
+                httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2)
+                break
+            except httpx.HTTPError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("daphne did not answer within 60 s") from None
                 time.sleep(0.1)
         yield f"http://127.0.0.1:{port}"
     finally:

@@ -122,14 +122,6 @@ async def wait_for(predicate, timeout: float = 5):
         await asyncio.sleep(0.05)
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def _test_database_url() -> str:
     from urllib.parse import quote
 
@@ -158,9 +150,11 @@ def serving_daphne(database_url: str, slow_reader_seconds: int | None = None):
     import httpx
 
     from agenticos.launcher import daphne_command
+    from tests.fakes.ports import daphne_on_socket, listening_socket
 
     root = Path(__file__).resolve().parents[2]
-    port = _free_port()
+    sock = listening_socket()
+    port = sock.getsockname()[1]
     base = f"http://127.0.0.1:{port}"
     env = {
         **os.environ,
@@ -175,8 +169,12 @@ def serving_daphne(database_url: str, slow_reader_seconds: int | None = None):
     log_path = root / "test-artifacts" / f"embeds-daphne-{port}.log"
     log_path.parent.mkdir(exist_ok=True)
     log = open(log_path, "w")  # noqa: SIM115 — closed after the server stops
-    command = daphne_command("tests.embeds.asgi_app:application", port, slow_reader_seconds=slow_reader_seconds)
-    process = subprocess.Popen(command, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
+    command = daphne_on_socket(
+        daphne_command("tests.embeds.asgi_app:application", port, slow_reader_seconds=slow_reader_seconds), sock
+    )
+    with sock:  # daphne holds its own copy of the socket
+        process = subprocess.Popen(command, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT,  # noqa: S603
+                                   pass_fds=[sock.fileno()])
     try:
         deadline = time.monotonic() + 60
         while True:

@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from tests import factories
-from tests.embeds.conftest import _free_port
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
@@ -49,8 +48,8 @@ def customer_site():
         def log_message(self, *args):
             pass
 
-    port = _free_port()
-    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)  # binds port 0 itself: nothing can take it between
+    port = server.server_address[1]
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield port, pages

@@ -15,18 +15,14 @@ import uvicorn
 from mcp.server.mcpserver import MCPServer
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class FakeMCPServer:
     def __init__(self, *, token: str | None = None, extra_tools: int = 0):
         self.token = token
         self.seen_auth: list[str | None] = []
         self.calls: list[tuple[str, dict]] = []
-        self.port = _free_port()
+        # uvicorn serves on this socket, bound here: a port chosen then released could be taken meanwhile.
+        self.socket = socket.create_server(("127.0.0.1", 0))
+        self.port = self.socket.getsockname()[1]
         server = MCPServer("fake-mcp")
 
         @server.tool()
@@ -77,7 +73,7 @@ class FakeMCPServer:
 
         config = uvicorn.Config(guarded, host="127.0.0.1", port=self.port, log_level="warning", lifespan="on")
         self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.socket]}, daemon=True)
 
     @property
     def url(self) -> str:
@@ -85,7 +81,8 @@ class FakeMCPServer:
 
     def start(self) -> FakeMCPServer:
         self.thread.start()
-        for _ in range(200):
+        deadline = time.monotonic() + 30  # a loaded machine starts a thread slowly; a dead one says so
+        while time.monotonic() < deadline and self.thread.is_alive():
             if self.server.started:
                 return self
             time.sleep(0.02)
@@ -94,3 +91,4 @@ class FakeMCPServer:
     def stop(self) -> None:
         self.server.should_exit = True
         self.thread.join(timeout=5)
+        self.socket.close()

@@ -18,18 +18,14 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class SseMCPServer:
     def __init__(self, *, token: str | None = None, extra_hosts: tuple[str, ...] = ()):
         self.token = token
         self.seen: list[tuple[str, str, str | None]] = []  # (host header, path, authorization)
         self.calls: list[tuple[str, dict]] = []
-        self.port = _free_port()
+        # uvicorn serves on this socket, bound here: a port chosen then released could be taken meanwhile.
+        self.socket = socket.create_server(("127.0.0.1", 0))
+        self.port = self.socket.getsockname()[1]
         server = MCPServer("fake-sse-mcp")
 
         @server.tool()
@@ -71,7 +67,7 @@ class SseMCPServer:
 
         config = uvicorn.Config(guarded, host="127.0.0.1", port=self.port, log_level="warning", lifespan="on")
         self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.socket]}, daemon=True)
 
     def url_for(self, host: str = "127.0.0.1") -> str:
         return f"http://{host}:{self.port}/events"
@@ -82,7 +78,8 @@ class SseMCPServer:
 
     def start(self) -> SseMCPServer:
         self.thread.start()
-        for _ in range(200):
+        deadline = time.monotonic() + 30  # a loaded machine starts a thread slowly; a dead one says so
+        while time.monotonic() < deadline and self.thread.is_alive():
             if self.server.started:
                 return self
             time.sleep(0.02)
@@ -91,3 +88,4 @@ class SseMCPServer:
     def stop(self) -> None:
         self.server.should_exit = True
         self.thread.join(timeout=5)
+        self.socket.close()
