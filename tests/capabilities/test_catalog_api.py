@@ -62,16 +62,21 @@ def test_a_suspended_member_gets_404(api_as, org, viewer):
     assert api_as(viewer, org).get(URL).status_code == 404
 
 
-def test_a_role_without_agents_view_gets_403(api_as, org, viewer, monkeypatch):
-    # Every role holds agents:view today, so the weakest role is made weaker for this test.
+@pytest.mark.parametrize("role", ["owner", "admin", "builder", "member", "viewer"])
+def test_every_real_role_reads_the_catalog_as_the_role_table_says(api_as, org, role):
+    # The real table, not an invented one: the catalog needs agents:view, and whichever roles hold it read it.
     from agenticos import permissions
+    from tests import factories
 
-    weaker = dict(permissions.ROLE_PERMISSIONS)
-    weaker["viewer"] = frozenset(weaker["viewer"] - {"agents:view"})
-    monkeypatch.setattr(permissions, "ROLE_PERMISSIONS", weaker)
-    response = api_as(viewer, org).get(URL)
-    assert response.status_code == 403
-    assert response.json()["error"]["details"]["permission"] == "agents:view"
+    assert set(permissions.ROLE_PERMISSIONS) == set(permissions.Role.values) == {  # every role is parametrized
+        "owner", "admin", "builder", "member", "viewer"}
+    user = factories.member(org, role)
+    response = api_as(user, org).get(URL)
+    if permissions.role_has(role, "agents:view"):
+        assert response.status_code == 200 and response.json()["capabilities"]
+    else:
+        assert response.status_code == 403
+        assert response.json()["error"]["details"]["permission"] == "agents:view"
 
 
 def test_the_catalog_costs_one_query_whatever_its_size(api_as, org, viewer, django_assert_num_queries):

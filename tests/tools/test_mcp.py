@@ -6,14 +6,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from pydantic_ai.tools import DeferredToolRequests
 
 from capabilities.mcp import services as mcp_services
 from capabilities.models import McpConnection
 from tests import factories
 from tests.capabilities.helpers import spec
 from tests.fakes.mcp_server import FakeMCPServer
-from tests.tools.helpers import run_sync
+from tests.tools.helpers import resume_real, run_real, run_sync
 
 TOKEN = "mcp-token-secret-9999"
 pytestmark = pytest.mark.usefixtures("tool_capabilities", "local_allowed")
@@ -47,13 +46,31 @@ def test_tools_arrive_prefixed_and_are_called_with_the_auth_header(connection, o
     assert TOKEN not in json.dumps(outcome.messages, default=str)
 
 
-def test_approval_keys_on_the_prefixed_tool_id(connection, org, mcp_server):
-    outcome = run_sync(spec(_mcp(connection, allowed_tools=["add", "weather"],
-                                 tool_approval={"fake_weather": "required"})),
-                       [("fake_weather", {"city": "Oslo"}), ("fake_add", {"a": 1, "b": 1})], org_id=str(org.pk),
-                       agent_kwargs={"output_type": [str, DeferredToolRequests]})
-    assert [call.tool_name for call in outcome.output.approvals] == ["fake_weather"]
-    assert ("weather", {"city": "Oslo"}) not in mcp_server.calls
+@pytest.mark.django_db(transaction=True)
+def test_approval_keys_on_the_prefixed_tool_id(connection, org, owner, mcp_server, monkeypatch):
+    # Through the runner's own gate (not a bare pydantic-ai Agent): the run parks, the Approval row names the
+    # prefixed tool with its arguments, the server never hears of the call until a person approves it.
+    from agenticos.models import AuditEvent, Membership
+    from agenticos.tenancy import actor_for_membership
+    from governance.models import Approval
+    from governance.services import decide_approval
+
+    binding = _mcp(connection, allowed_tools=["add", "weather"], tool_approval={"fake_weather": "required"})
+    parked = run_real(org, owner, [binding], [("fake_weather", {"city": "Oslo"}), ("fake_add", {"a": 1, "b": 1})],
+                      monkeypatch)
+    assert parked.run.status == "awaiting_approval", parked.run.error
+    (approval,) = Approval.objects.filter(run=parked.run)
+    assert (approval.tool_name, approval.args, approval.status) == ("fake_weather", {"city": "Oslo"}, "pending")
+    assert mcp_server.calls == []  # neither the gated call nor anything after it ran
+    assert "tool_approval_required" in [f["type"] for f in parked.frames]
+
+    actor = actor_for_membership(Membership.objects.select_related("user", "organization").get(user=owner))
+    decide_approval(actor=actor, approval=approval, decision="approve")
+    done = resume_real(parked, actor)
+    assert done.run.status == "completed", done.run.error
+    assert mcp_server.calls == [("weather", {"city": "Oslo"}), ("add", {"a": 1, "b": 1})]
+    assert AuditEvent.objects.filter(action="approval.approved", organization=org).count() == 1
+    assert TOKEN not in json.dumps(done.frames + parked.frames, default=str)
 
 
 def test_without_tool_search_every_tool_is_visible_and_with_it_mcp_tools_are_deferred(connection, org):
