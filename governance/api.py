@@ -54,9 +54,9 @@ class ApprovalDecideView(OrgAPIView):
 
     @extend_schema(request=DecisionSerializer, responses=ApprovalSerializer, summary="Approve or reject a parked call")
     def post(self, request, approval_id):
+        approval = self.org_get(Approval, approval_id)  # an approval of another organization: 404 before the body
         data = DecisionSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        approval = self.org_get(Approval, approval_id)
         approval = services.decide_approval(
             actor=self.actor, approval=approval, decision=data.validated_data["decision"],
             note=data.validated_data.get("note", ""),

@@ -130,6 +130,7 @@ def test_an_outsider_cannot_read_or_decide_our_approval(ours, outsider_client):
     _refused(outsider_client.get(url), 404, before)
     assert "ceo@example.com" not in outsider_client.get(url).content.decode()
     _refused(outsider_client.post(url, {"decision": "approve"}, format="json"), 404, before)
+    _refused(outsider_client.post(url, {"decision": "maybe"}, format="json"), 404, before)  # before the body
     assert Approval.objects.get(pk=ours["approval"]).status == "pending"
 
 
