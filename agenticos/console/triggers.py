@@ -10,7 +10,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.db.models import OuterRef, Subquery
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect
 from django.urls import reverse
 from django.utils.dateparse import parse_datetime
@@ -143,3 +143,15 @@ def trigger_action(request: HttpRequest, actor: Actor, agent_id: Any, trigger_id
         return _page(request, actor, agent, level, shown_secret=secret, shown_trigger=trigger,
                      shown_url=services.webhook_url(trigger))
     return _back(agent)
+
+
+@console_view("agents:view")
+def describe_cron(request: HttpRequest, actor: Actor, agent_id: Any) -> JsonResponse:
+    """The form's live preview of a cron expression: {"valid", "text"} (cron-descriptor's reading)."""
+    _agent(actor, agent_id)
+    expression = request.GET.get("cron", "")[:120]
+    try:
+        expression = schedule.check_cron(expression)
+    except Invalid as exc:
+        return JsonResponse({"valid": False, "text": exc.message})
+    return JsonResponse({"valid": True, "text": schedule.describe(expression)})

@@ -31,6 +31,7 @@ def test_the_builder_links_to_the_triggers_tab_which_lists_next_firing_and_last_
     page = client.get(f"/agents/{agent.pk}/triggers/").content.decode()
     run = Run.objects.get()
     assert "Nightly" in page and "08:30" in page and "Europe/Madrid" in page
+    assert "write {{payload}} where" in page and "data-cron-preview" in page
     assert f"/activity/runs/{run.pk}/" in page
 
 
@@ -82,3 +83,13 @@ def test_another_organization_gets_404_pages(org, owner, agent, outsider, outsid
     for action in ("fire", "pause", "delete", "rotate-secret"):
         assert client.post(f"/agents/{agent.pk}/triggers/{trigger.pk}/{action}").status_code == 404
     assert Trigger.objects.get().enabled is True and not Run.objects.exists()
+
+
+def test_the_cron_preview_reads_an_expression_and_names_a_bad_one(org, owner, agent, outsider, outsider_org):
+    client = signed_in(owner, org)
+    good = client.get(f"/agents/{agent.pk}/triggers/describe", {"cron": "30 8 * * 1-5"}).json()
+    assert good["valid"] is True and "08:30" in good["text"]
+    bad = client.get(f"/agents/{agent.pk}/triggers/describe", {"cron": "99 * * * *"}).json()
+    assert bad["valid"] is False and "invalid" in bad["text"]
+    assert signed_in(outsider, outsider_org).get(f"/agents/{agent.pk}/triggers/describe",
+                                                 {"cron": "* * * * *"}).status_code == 404
