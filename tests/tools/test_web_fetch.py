@@ -116,8 +116,10 @@ def test_approval_with_a_provider_executed_fetch_is_refused_and_not_assembled(me
     assert binding_problems(binding, config)
     from tests.capabilities.helpers import deps
 
-    built = registry.build_for_run(spec(binding.model_dump()), deps())
-    assert "web_fetch" not in built.active
+    from agents.runner.assembly import AssemblyError
+
+    with pytest.raises(AssemblyError, match="web_fetch"):
+        registry.build_for_run(spec(binding.model_dump()), deps())
     assert binding_problems(CapabilityBinding(id="web_fetch", config={"method": "local"}, approval="required"),
                             WebFetchConfig()) == []
 
