@@ -111,3 +111,17 @@ def test_a_creator_who_lost_access_fires_nothing_by_hand_either(api_as, org, own
     response = api_as(owner, org).post(f"/api/v1/triggers/{trigger.pk}/fire")
     assert response.status_code == 409 and "no longer" in response.json()["error"]["message"]
     assert not Run.objects.exists()
+
+
+def test_a_gated_tool_parks_the_triggered_run_into_approvals(org, owner, script):
+    from governance.models import Approval
+    from tests import factories
+
+    gated = factories.published_agent(org, owner, name="Gated",
+                                      capabilities=[{"id": "clock", "approval": "required"}])
+    script([("get_current_time", {})])
+    run = _fire_schedule(org, owner, gated)
+    run_now(run.pk)
+    assert Run.objects.get(pk=run.pk).status == RunStatus.AWAITING_APPROVAL
+    approval = Approval.objects.get(run=run)
+    assert approval.tool_name == "get_current_time" and approval.status == "pending"
