@@ -371,8 +371,19 @@ async def test_a_widget_conversation_lasts_as_long_as_its_socket(widget, dispatc
     assert count == 2
 
 
-async def test_a_client_that_stops_reading_is_closed_with_1011(widget, dispatched, settings):
+async def test_a_client_that_stops_reading_is_closed_with_1011(widget, dispatched, settings, monkeypatch):
+    from embeds.consumers import SLOW_READER_CODE, EmbedConsumer
+
     settings.EMBED_SLOW_READER_SECONDS = 0.5
+    gave_up = asyncio.Event()
+    original_close = EmbedConsumer.close
+
+    async def close(self, *args, **kwargs):
+        if kwargs.get("code", args[0] if args else None) == SLOW_READER_CODE:
+            gave_up.set()  # before the close frame itself waits behind the full buffer
+        return await original_close(self, *args, **kwargs)
+
+    monkeypatch.setattr(EmbedConsumer, "close", close)
     comm = communicator(widget.public_key, origin="https://shop.example.com", cls=SlowReaderCommunicator)
     connected, _ = await comm.connect(timeout=3)
     assert connected
@@ -381,7 +392,8 @@ async def test_a_client_that_stops_reading_is_closed_with_1011(widget, dispatche
     # The client reads nothing while the run streams: one frame fills its buffer, the next blocks.
     for n in range(5):
         await publish(run_id, "text_delta", index=0, content=f"word{n} ")
-    await asyncio.sleep(1.5)
+    # Read only once the server has given up on this client (not after a guess at how long that takes).
+    await asyncio.wait_for(gave_up.wait(), timeout=20)
     seen = []
     while True:
         message = await comm.receive_output(timeout=3)
