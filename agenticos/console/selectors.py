@@ -150,11 +150,16 @@ def visible_runs(actor: Actor) -> QuerySet[Run]:
     return qs
 
 
-def filtered_runs(actor: Actor, *, agent: str = "", surface: str = "", status: str = "",
+def filtered_runs(actor: Actor, *, agent: str = "", surface: str = "", status: str = "", trigger: str = "",
                   since: datetime | None = None, until: datetime | None = None) -> QuerySet[Run]:
     qs = visible_runs(actor).select_related("agent", "version", "user")
     if agent:
         qs = qs.filter(agent_id=agent)
+    if trigger:
+        from triggers.models import TriggerFiring
+
+        qs = qs.filter(pk__in=TriggerFiring.objects.filter(
+            trigger_id=trigger, organization=actor.organization).values("run_id"))
     if surface:
         qs = qs.filter(surface=surface)
     if status:

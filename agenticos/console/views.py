@@ -186,11 +186,15 @@ def activity(request: HttpRequest, actor: Actor) -> HttpResponse:
     since = parse_date(params.get("since", "") or "")
     until = parse_date(params.get("until", "") or "")
     agent_id = params.get("agent", "")
+    trigger_id = params.get("trigger", "")
     try:
         if agent_id:
             agent_id = str(uuid.UUID(agent_id))
+        if trigger_id:
+            trigger_id = str(uuid.UUID(trigger_id))
         qs = selectors.filtered_runs(
             actor, agent=agent_id, surface=params.get("surface", ""), status=params.get("status", ""),
+            trigger=trigger_id,
             since=_day(since), until=_day(until, end=True),
         )
         page = Paginator(qs, 50).get_page(params.get("page"))

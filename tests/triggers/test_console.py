@@ -93,3 +93,21 @@ def test_the_cron_preview_reads_an_expression_and_names_a_bad_one(org, owner, ag
     assert bad["valid"] is False and "invalid" in bad["text"]
     assert signed_in(outsider, outsider_org).get(f"/agents/{agent.pk}/triggers/describe",
                                                  {"cron": "* * * * *"}).status_code == 404
+
+
+def test_activity_filters_by_trigger_and_shows_only_its_runs(org, owner, agent, outsider, outsider_org):
+    nightly, _ = make_trigger(owner, org, agent, name="Nightly")
+    other, _ = make_trigger(owner, org, agent, name="Hourly")
+    client = signed_in(owner, org)
+    client.post(f"/agents/{agent.pk}/triggers/{nightly.pk}/fire")
+    client.post(f"/agents/{agent.pk}/triggers/{other.pk}/fire")
+    nightly_run = Run.objects.get(pk__in=nightly.firings.values("run_id"))
+    other_run = Run.objects.get(pk__in=other.firings.values("run_id"))
+    assert f"/activity/?trigger={nightly.pk}" in client.get(f"/agents/{agent.pk}/triggers/").content.decode()
+    page = client.get(f"/activity/?trigger={nightly.pk}").content.decode()
+    assert f"/activity/runs/{nightly_run.pk}/" in page
+    assert f"/activity/runs/{other_run.pk}/" not in page
+    assert client.get("/activity/?trigger=not-a-uuid").status_code == 404
+    # Another organization naming our trigger sees none of its runs.
+    page = signed_in(outsider, outsider_org).get(f"/activity/?trigger={nightly.pk}").content.decode()
+    assert f"/activity/runs/{nightly_run.pk}/" not in page
