@@ -38,6 +38,7 @@ CREATE_TABLES = (*TABLES, "knowledge.Collection", "knowledge.ContextFile", "capa
 def _media(settings, tmp_path):
     settings.MEDIA_ROOT = str(tmp_path / "media")
     settings.FRONTEND_URL = "https://app.example.com"
+    settings.CHANNEL_ALLOWED_PRIVATE_HOSTS = ["127.0.0.1"]  # the Mattermost bots' server address below
 
 
 @pytest.fixture
