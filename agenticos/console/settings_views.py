@@ -238,17 +238,16 @@ def budget(request: HttpRequest, actor: Actor) -> HttpResponse:
     if request.method == "POST":
         actor.require("budgets:manage")  # the role decides before the amount is read
         form = BudgetForm(request.POST)
-        try:
-            if not form.is_valid():
-                raise Invalid(_("Enter an amount of zero or more, or leave it empty for no cap."), details={
-                    "problems": [{"field": name, "message": " ".join(messages_)}
-                                 for name, messages_ in form.errors.items()]})
+        if not form.is_valid():
+            errors = {name: " ".join(str(text) for text in texts) for name, texts in form.errors.items()}
+        else:
             amount = form.cleaned_data["monthly_usd"]
-            kernel.set_organization_budget(actor=actor, monthly_usd="" if amount is None else str(amount))
-            messages.success(request, _("The budget was saved."))
-            return redirect("console:settings-budget")
-        except Invalid as exc:
-            errors = problems_by_field(exc)
+            try:
+                kernel.set_organization_budget(actor=actor, monthly_usd="" if amount is None else str(amount))
+                messages.success(request, _("The budget was saved."))
+                return redirect("console:settings-budget")
+            except Invalid as exc:
+                errors = problems_by_field(exc)
     return _page(request, "console/settings/budget.html", "budget", {
         "org_budget": selectors.organization_budget(actor), "errors": errors,
     }, status=422 if errors else 200)
