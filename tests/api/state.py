@@ -17,7 +17,7 @@ TABLES = (
     "agents.Message", "embeds.Embed", "channelbots.ChannelBot", "channelbots.Binding", "channelbots.BotCredential",
     "channelbots.ChannelIdentity", "channelbots.LinkRequest", "governance.Approval", "governance.Question",
     "guardian.UserObjectPermission", "agenticos.AuditEvent", "agenticos.Organization", "agenticos.Membership",
-    "knowledge.MemoryNote",
+    "knowledge.MemoryNote", "triggers.Trigger", "triggers.TriggerSecret", "triggers.TriggerFiring",
 )
 
 

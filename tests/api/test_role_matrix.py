@@ -24,9 +24,11 @@ from agents import services as agents
 from channelbots import services as bots
 from embeds.models import Embed
 from governance import grants
+from knowledge.models import MemoryNote
 from tests import factories
 from tests.api.conftest import actor_of, make_agent
 from tests.api.state import changed_tables, database_state
+from triggers import services as triggers
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 64
 # The levels on an agent, weakest first (written out here, not imported from the code under test).
@@ -143,6 +145,14 @@ ROUTES = [
           "bots:manage", body={"extra_prompt": "Answer in French."}),
     Route("delete", "agent-binding-detail", {"agent_id": "agent", "binding_id": "binding"}, "edit", 204,
           "bots:manage"),
+    # triggers/urls.py: the agent's triggers, and one by id
+    Route("get", "api-agent-triggers", {"agent_id": "agent"}, "view", 200, "agents:view"),
+    Route("post", "api-agent-triggers", {"agent_id": "agent"}, "edit", 201,
+          body={"name": "Weekly", "kind": "schedule", "prompt": "Report.", "cron": "0 9 * * 1", "timezone": "UTC"}),
+    Route("get", "api-trigger", {"trigger_id": "trigger"}, "view", 200, "agents:view"),
+    Route("post", "api-trigger-pause", {"trigger_id": "trigger"}, "edit", 200),
+    # knowledge/urls.py: one agent's memory, everyone's
+    Route("post", "api-memory-agent-clear", {"agent_id": "agent"}, "edit", 200),
     # A bot bound to the agent: its token, server and access policy decide who reaches the agent.
     Route("patch", "channel-bot-detail", {"bot_id": "bound_bot"}, "edit", 200, "bots:manage",
           body={"name": "Taken over", "access_policy": {"mode": "whitelist", "whitelist": ["U-ATTACKER"]}}, unseen=403,
@@ -172,6 +182,10 @@ def _agent_with_everything(org, owner, profile, *, name: str, visibility: str, g
     paused = bots.create_bot(actor=actor, data={"platform": "slack", "name": f"{name} paused", "token": bot_token + "-p"})
     bots.create_binding(actor=actor, agent=agent, data={"bot_id": str(paused.pk)})
     bots.set_paused(actor=actor, bot=paused, paused=True)
+    trigger, _secret = triggers.create_trigger(actor=actor, agent=agent, data={
+        "name": "Nightly", "kind": "schedule", "prompt": "Write the nightly report.", "cron": "0 9 * * *",
+        "timezone": "UTC"})
+    MemoryNote.objects.create(organization=org, agent=agent, owner_user=grantee, name="diet.md", content="Vegetarian.")
     yaml = agents.export_agent_yaml(actor=actor, agent=agent).replace("Be helpful.", "Be brief.")
     assert "Be brief." in yaml
     return {
@@ -183,6 +197,7 @@ def _agent_with_everything(org, owner, profile, *, name: str, visibility: str, g
         "widget": factories.embed(agent, kind="widget", created_by=owner).pk,
         "paused_embed": factories.embed(agent, kind="page", created_by=owner, is_paused=True).pk,
         "binding": binding.pk,
+        "trigger": trigger.pk,
         "free_bot": free.pk,
         "bound_bot": bound.pk,
         "paused_bot": paused.pk,
@@ -295,10 +310,13 @@ def test_every_persona_gets_what_its_role_and_access_allow_and_a_refusal_changes
     assert wrong == {}
 
 
+# Views outside this change's files that still validate the body before they check the agent (patches in the
+# report of the session that added this test): strict, so the mark must go when they are fixed.
+BODY_FIRST = {"agent-run": "agents/api_runs.py validates the prompt before it loads the agent",
+              "api-agent-triggers": "triggers/api.py validates the trigger before create_trigger checks the agent"}
 BODY_ROUTES = [
-    pytest.param(r, id=str(r), marks=[pytest.mark.xfail(
-        strict=True, reason="agents/api_runs.py validates the prompt before it loads the agent")]
-        if r.name == "agent-run" else [])
+    pytest.param(r, id=str(r), marks=[pytest.mark.xfail(strict=True, reason=BODY_FIRST[r.name])]
+                 if r.name in BODY_FIRST else [])
     for r in ROUTES if r.body is not None or r.multipart
 ]
 
