@@ -96,6 +96,7 @@ def subprocess_env(settings) -> dict[str, str]:
     env["DATABASE_URL"] = _test_database_url()  # the test database, which holds the committed demo profile
     env["REDIS_URL"] = settings.REDIS_URL
     env.pop("PYTEST_XDIST_WORKER", None)  # REDIS_URL already names this worker's Redis database
+    env["REDIS_NAMESPACE"] = settings.REDIS_NAMESPACE  # and this keeps its pub/sub apart from other workers'
     env["AGENTICOS_TESTING"] = "true"
     return env
 
