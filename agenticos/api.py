@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from django.db.models import QuerySet
 from django.http import HttpResponse
@@ -61,7 +61,8 @@ def route(pattern: str, view: type[APIView] | Callable[..., HttpResponse], name:
     `reverse()` uses; the slash form answers the same view but stays out of the schema (so a client
     that appends a slash is never redirected — a redirected POST loses its body)."""
     if isinstance(view, type):
-        return [path(pattern, view.as_view(), name=name), path(f"{pattern}/", view.as_view(schema=None))]
+        cls = cast("type[APIView]", view)
+        return [path(pattern, cls.as_view(), name=name), path(f"{pattern}/", cls.as_view(schema=None))]
     return [path(pattern, view, name=name), path(f"{pattern}/", view)]  # plain Django views are never in the schema
 
 
