@@ -370,7 +370,10 @@ def set_organization_budget(*, actor: Actor, monthly_usd: str) -> Organization:
         value = Decimal(text) if text else None
     except InvalidOperation:
         value = Decimal(-1)
-    if value is not None and (value < 0 or not value.is_finite()):
+    from agents.spec import MAX_MONTHLY_USD
+
+    # is_finite first: comparing a NaN Decimal raises.
+    if value is not None and (not value.is_finite() or value < 0 or value > MAX_MONTHLY_USD):
         raise Invalid(_("Enter an amount of zero or more, or leave it empty for no cap."),
                       details={"problems": [{"field": "monthly_usd", "message": _("Must be zero or more.")}]})
     with transaction.atomic():

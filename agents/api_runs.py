@@ -15,10 +15,11 @@ from rest_framework.response import Response
 from agenticos.api_base import OrgAPIView
 from agenticos.errors import Invalid
 from agents.chat import member_run, own_conversation, start_member_run
-from agents.models import Conversation, Message, Run, RunStatus, ToolCall
+from agents.models import Agent, Conversation, Message, Run, RunStatus, ToolCall
 from agents.runner.frames import FINAL_FRAME_TYPES, frames_in
 from agents.runs import group_name, request_stop
 from governance import services as governance
+from governance.grants import USE, require_agent_access
 from governance.models import Question
 
 WAIT_TIMEOUT_SECONDS = 300
@@ -136,6 +137,8 @@ class AgentRunView(OrgAPIView):
         summary="Run an agent",
     )
     def post(self, request, agent_id):
+        # Who may not run the agent is refused (404/403) before the prompt is read; start_member_run checks again.
+        require_agent_access(self.actor, self.org_get(Agent, agent_id), USE)
         data = RunRequestSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         wait = request.query_params.get("wait", "true").lower() not in ("false", "0", "no")

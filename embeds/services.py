@@ -202,8 +202,12 @@ def _check_fields(embed: Embed, data: dict) -> None:
             budget = Decimal(str(data["monthly_budget_usd"]))
         except Exception:
             raise Invalid("monthly_budget_usd must be a number.", details={"field": "monthly_budget_usd"}) from None
-        if budget < 0 or not budget.is_finite():
-            raise Invalid("monthly_budget_usd cannot be negative.", details={"field": "monthly_budget_usd"})
+        from agents.spec import MAX_MONTHLY_USD
+
+        # is_finite first: comparing a NaN Decimal raises.
+        if not budget.is_finite() or budget < 0 or budget > MAX_MONTHLY_USD:
+            raise Invalid(f"monthly_budget_usd must be between 0 and {MAX_MONTHLY_USD}.",
+                          details={"field": "monthly_budget_usd"})
         data["monthly_budget_usd"] = budget
 
 
@@ -264,7 +268,15 @@ def _set_jwt_secret(embed: Embed, plaintext: Any, *, actor: Actor) -> None:
 # ------------------------------------------------------------------ management
 
 
+def _require_edit(actor: Actor, agent: Agent) -> None:
+    """An embed exposes its agent: creating or changing one needs edit access to it, as a binding does."""
+    from governance.grants import EDIT, require_agent_access
+
+    require_agent_access(actor, agent, EDIT)
+
+
 def create_embed(*, actor: Actor, agent: Agent, data: dict, ip_address: str | None = None) -> Embed:
+    _require_edit(actor, agent)
     kind = data.get("kind")
     if kind not in Embed.Kind.values:
         raise Invalid("kind must be widget, socket or page.", details={"field": "kind"})
@@ -291,6 +303,7 @@ def create_embed(*, actor: Actor, agent: Agent, data: dict, ip_address: str | No
 
 
 def update_embed(*, actor: Actor, embed: Embed, data: dict, ip_address: str | None = None) -> Embed:
+    _require_edit(actor, embed.agent)
     data = dict(data)
     if "kind" in data and data["kind"] != embed.kind:
         raise Invalid(
@@ -322,6 +335,7 @@ def update_embed(*, actor: Actor, embed: Embed, data: dict, ip_address: str | No
 
 
 def set_paused(*, actor: Actor, embed: Embed, paused: bool, ip_address: str | None = None) -> Embed:
+    _require_edit(actor, embed.agent)
     with transaction.atomic():
         Embed.objects.filter(pk=embed.pk).update(is_paused=paused, updated_at=timezone.now())
         embed.refresh_from_db()
@@ -336,6 +350,7 @@ def set_paused(*, actor: Actor, embed: Embed, paused: bool, ip_address: str | No
 
 
 def delete_embed(*, actor: Actor, embed: Embed, ip_address: str | None = None) -> None:
+    _require_edit(actor, embed.agent)
     with transaction.atomic():
         audit.record(
             actor=actor.user,
@@ -558,6 +573,7 @@ def set_logo(*, actor: Actor, embed: Embed, data: bytes, ip_address: str | None 
     from agenticos import images
     from embeds import files
 
+    _require_edit(actor, embed.agent)
     if embed.kind != Embed.Kind.PAGE:
         raise Invalid("Only a hosted page has a logo.", details={"field": "logo"})
     ext = images.accept(data, what="logo", field="logo")

@@ -318,10 +318,11 @@ class MyMemoryView(BaseOrgView):
         notes = MemoryNote.objects.filter(organization=self.actor.organization, owner_user=self.actor.user,
                                           chat_key="").select_related("agent").order_by("agent__name", "-updated_at",
                                                                                         "pk")
-        from agents.models import Agent
+        from governance.grants import visible_agents
 
-        mem0_agents = [a.name for a in Agent.objects.filter(organization=self.actor.organization)
-                       .prefetch_related("versions") if endpoints_for_agent(a)]
+        # Only agents the person can see: a private agent's name is not everyone's to read.
+        mem0_agents = [a.name for a in visible_agents(self.actor).order_by("name").prefetch_related("versions")
+                       if endpoints_for_agent(a)]
         response = self.get_paginated_response(MemoryNoteSerializer(self.paginate_queryset(notes), many=True).data)
         # mem0 answers "what matches a question", not "what is stored": these agents cannot be listed here.
         response.data["not_listed_mem0_agents"] = mem0_agents

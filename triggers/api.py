@@ -13,6 +13,7 @@ from rest_framework.response import Response
 
 from agenticos.api import ERRORS, WRITE_ERRORS, BaseOrgView
 from agents.models import Agent
+from governance.grants import EDIT, require_agent_access
 from triggers import firing, schedule, services
 from triggers.models import Trigger, TriggerFiring
 
@@ -111,6 +112,8 @@ class AgentTriggersView(BaseOrgView):
                    summary="Create a trigger (an event trigger's signing secret is in this answer only)")
     def post(self, request, agent_id):
         agent = self.org_get(Agent, agent_id)
+        # Who may not add a trigger is refused (404/403) before the body is read; create_trigger checks again.
+        require_agent_access(self.actor, agent, EDIT)
         data = self.valid(TriggerInputSerializer)
         trigger, secret = services.create_trigger(actor=self.actor, agent=agent, data=data)
         return Response(_created(trigger, secret), status=status.HTTP_201_CREATED)

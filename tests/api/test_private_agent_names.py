@@ -1,14 +1,11 @@
 """Routes that are not under `agents/{id}/` but still name agents must name only those the caller can see.
 
-Known hole, kept visible: `GET memory/` lists, under `not_listed_mem0_agents`, every agent of the organization
-that binds mem0 — a private agent's name too, to any member or viewer. The fix belongs in knowledge/api.py
-(`MyMemoryView`: `governance.grants.visible_agents(self.actor)` instead of every agent of the organization);
-the test is a strict xfail until then.
+`GET memory/` lists, under `not_listed_mem0_agents`, the agents binding mem0 the caller can see
+(`governance.grants.visible_agents`), never a private agent's name to a member or viewer without access.
 """
 
 from __future__ import annotations
 
-import pytest
 from django.urls import reverse
 
 from agents.models import Agent
@@ -21,8 +18,6 @@ def _binds_mem0(agent: Agent) -> None:
     Agent.objects.filter(pk=agent.pk).update(draft_spec={**agent.draft_spec, "capabilities": [MEM0]})
 
 
-@pytest.mark.xfail(strict=True, reason="knowledge/api.py MyMemoryView lists every agent binding mem0: patch in "
-                                       "helper B's report")
 def test_my_memory_names_no_private_agent_the_caller_cannot_see(org, owner, member, api_as):
     hidden = make_agent(owner, org, name="Project Nightjar", slug="nightjar", visibility="private")
     _binds_mem0(hidden)

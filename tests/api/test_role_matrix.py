@@ -312,13 +312,7 @@ def test_every_persona_gets_what_its_role_and_access_allow_and_a_refusal_changes
 
 # Views outside this change's files that still validate the body before they check the agent (patches in the
 # report of the session that added this test): strict, so the mark must go when they are fixed.
-BODY_FIRST = {"agent-run": "agents/api_runs.py validates the prompt before it loads the agent",
-              "api-agent-triggers": "triggers/api.py validates the trigger before create_trigger checks the agent"}
-BODY_ROUTES = [
-    pytest.param(r, id=str(r), marks=[pytest.mark.xfail(strict=True, reason=BODY_FIRST[r.name])]
-                 if r.name in BODY_FIRST else [])
-    for r in ROUTES if r.body is not None or r.multipart
-]
+BODY_ROUTES = [pytest.param(r, id=str(r)) for r in ROUTES if r.body is not None or r.multipart]
 
 
 def _call_with_a_bad_body(client, route: Route, objects: dict):

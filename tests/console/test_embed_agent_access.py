@@ -1,11 +1,10 @@
 """The console's Availability section changes an agent's embeds only with edit access to the agent — the rule
 the REST API holds (embeds/api.py, tests/api/test_role_matrix.py) and bindings hold everywhere.
 
-Known hole, kept visible: the console calls `embeds.services` after loading the agent at *view* level, and the
-services do not check the agent themselves, so a builder who may only use (or only view) someone else's agent
-creates a public page for it, or pauses and deletes its owner's embeds. The fix belongs in `embeds.services`
+The console loads the agent at *view* level, so the check lives in `embeds.services` itself
 (`require_agent_access(actor, agent, EDIT)` in create/update/pause/delete/logo, as `channelbots.services` does
-for bindings); these tests are strict xfails until then, and fail loudly once it lands so the mark goes.
+for bindings): a builder who may only use (or only view) someone else's agent cannot create a public page for it,
+nor pause or delete its owner's embeds.
 """
 
 from __future__ import annotations
@@ -20,11 +19,7 @@ from tests import factories
 from tests.api.conftest import actor_of, make_agent
 from tests.api.state import changed_tables, database_state
 
-pytestmark = [
-    pytest.mark.django_db,
-    pytest.mark.xfail(strict=True, reason="embeds.services does not check access to the embed's agent "
-                                          "(the console loads it at view level): patch in helper B's report"),
-]
+pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture

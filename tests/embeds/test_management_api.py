@@ -15,6 +15,13 @@ from tests.embeds.conftest import FRONTEND
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 64
 
 
+@pytest.fixture
+def agent(org, builder):
+    """The builder's own agent: creating or changing an agent's embeds needs edit access to it (embeds/api.py),
+    which a builder has on the agents they own — not on every agent of the organization."""
+    return factories.published_agent(org, builder, name="Shop Helper")
+
+
 def _create(client, agent, **body):
     return client.post(f"/api/v1/agents/{agent.pk}/embeds", body, format="json")
 
