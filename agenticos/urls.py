@@ -25,6 +25,7 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/docs", SpectacularSwaggerView.as_view(url_name="api-schema")),
     path("api/v1/", include(api_v1)),
+    path("", include("interop.urls")),  # OpenAI-compatible /v1/ (root, as clients expect it)
     path("", include("embeds.urls")),
     path("", include("channelbots.urls")),
     path("", include("agenticos.console.urls_triggers")),
