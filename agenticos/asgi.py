@@ -17,6 +17,7 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.http.request import split_domain_port, validate_host  # noqa: E402
 
+from agenticos import daphne_close_reason  # noqa: E402, F401  (daphne sends the close reason)
 from agenticos.routing import websocket_urlpatterns  # noqa: E402
 
 CLOSE_REFUSED = 4003

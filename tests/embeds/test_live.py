@@ -51,8 +51,9 @@ async def test_daphne_refuses_a_disallowed_origin_with_4003_to_an_external_clien
     async with websockets.connect(ws_url(daphne_server, widget.public_key), origin="https://evil.example") as ws:
         with pytest.raises(websockets.ConnectionClosed) as closed:
             await asyncio.wait_for(ws.recv(), 10)
-    # (daphne does not forward an ASGI close reason; the code is the contract.)
+    # daphne forwards the ASGI close reason (agenticos/daphne_close_reason.py): the visitor can be told why.
     assert closed.value.rcvd.code == 4003
+    assert closed.value.rcvd.reason.startswith("Refused. Do not retry")
 
 
 async def test_an_external_client_talks_to_the_agent_through_daphne(daphne_server, widget, celery_worker):
