@@ -42,12 +42,7 @@ CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
 NOT_JSON = {"GET /api/v1/conversations/{conversation_id}/workspace/raw"}
 # Known failures that belong to another item of issue 16, fixed separately: (operation, failure kind) ->
 # the item. Still counted and printed, not asserted. Remove an entry when its fix lands; never a blanket one.
-SCHEMA_TRUTH = "issue 16, 'The schema tells the truth': items lack the documented agent_id"
-KNOWN: dict[tuple[str, str], str] = {
-    ("GET /api/v1/runs", "JsonSchemaError"): SCHEMA_TRUTH,
-    ("GET /api/v1/conversations", "JsonSchemaError"): SCHEMA_TRUTH,
-    ("GET /api/v1/approvals", "JsonSchemaError"): SCHEMA_TRUTH,
-}
+KNOWN: dict[tuple[str, str], str] = {}  # none left: the agent_id items of runs, conversations, approvals landed
 
 
 @dataclass
