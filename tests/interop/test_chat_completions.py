@@ -217,3 +217,33 @@ def test_a_parked_run_ends_the_completion_saying_so_with_its_run_id(live_server_
     text = "".join(c.choices[0].delta.content or "" for c in chunks)
     assert text.startswith("Drawing.") and str(second.pk) in text
     assert chunks[-1].choices[0].finish_reason == "stop"
+
+
+def test_a_key_whose_owner_became_a_viewer_lists_nothing_and_may_not_run(live_server_url, org, member, helper):
+    from agenticos.models import Membership
+
+    openai_client = client(live_server_url, api_key(member, org))  # a viewer cannot make keys: demoted after
+    Membership.objects.filter(user=member, organization=org).update(role="viewer")
+    assert list(openai_client.models.list()) == []
+    with pytest.raises(openai.PermissionDeniedError):
+        openai_client.chat.completions.create(model=helper.slug, messages=[{"role": "user", "content": "x"}])
+    assert not Run.objects.exists()
+
+
+def test_an_organization_header_naming_another_organization_is_404(live_server_url, org, owner, helper, outsider_org):
+    openai_client = client(live_server_url, api_key(owner, org))
+    with pytest.raises(openai.NotFoundError):
+        openai_client.chat.completions.create(model=helper.slug, messages=[{"role": "user", "content": "x"}],
+                                              extra_headers={"X-Organization-Id": str(outsider_org.pk)})
+    assert not Run.objects.exists()
+
+
+def test_slug_at_environment_runs_that_environments_version(live_server_url, org, owner, helper, echo_model,
+                                                            celery_worker):
+    completion = client(live_server_url, api_key(owner, org)).chat.completions.create(
+        model=f"{helper.slug}@dev", messages=[{"role": "user", "content": "hi"}])
+    assert completion.choices[0].message.content == "echo: hi"
+    with pytest.raises(openai.NotFoundError):
+        client(live_server_url, api_key(owner, org)).chat.completions.create(
+            model=f"{helper.slug}@nowhere", messages=[{"role": "user", "content": "hi"}])
+    assert Run.objects.count() == 1

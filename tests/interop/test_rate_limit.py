@@ -35,3 +35,6 @@ async def test_a_key_over_its_run_rate_gets_429_with_retry_after(org, owner, set
     assert limited.value.response.headers["Retry-After"] == "39"
     assert limited.value.code == "rate_limited" and limited.value.body["type"] == "rate_limit_error"
     assert not await Run.objects.aexists()
+    from django.db import connections
+
+    await sync_to_async(connections.close_all)()  # the request thread's connection, before the flush
