@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -22,6 +23,7 @@ from interop import service
 from interop.errors import ApiError, error_response, from_domain
 from interop.frames import RunFrames
 
+logger = logging.getLogger(__name__)
 CONVERSATION_HEADER = "HTTP_X_AGENTICOS_CONVERSATION_ID"
 PARKED = {RunStatus.AWAITING_APPROVAL, RunStatus.AWAITING_ANSWER}
 # Frames that show the model was reached: a stream's headers wait for one, so a run refused before it
@@ -90,6 +92,12 @@ async def chat_completions(request: HttpRequest) -> HttpResponseBase:
         if frames is not None:
             await frames.close()
         return error_response(from_domain(exc))
+    except Exception:
+        # An OpenAI client expects its error object even here; the trace stays in the log, never the response.
+        logger.exception("chat completion failed")
+        if frames is not None:
+            await frames.close()
+        return error_response(ApiError(500, "Something went wrong.", type_="server_error", code="internal_error"))
 
 
 def _body(request: HttpRequest) -> dict[str, Any]:

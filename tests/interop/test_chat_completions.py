@@ -247,3 +247,15 @@ def test_slug_at_environment_runs_that_environments_version(live_server_url, org
         client(live_server_url, api_key(owner, org)).chat.completions.create(
             model=f"{helper.slug}@nowhere", messages=[{"role": "user", "content": "hi"}])
     assert Run.objects.count() == 1
+
+
+def test_malformed_requests_are_400_in_openais_shape_and_run_nothing(live_server_url, org, owner, helper):
+    headers = {"Authorization": f"Bearer {api_key(owner, org)}", "Content-Type": "application/json"}
+    url = f"{live_server_url}/v1/chat/completions"
+    for body in (b"{not json", json.dumps({"model": helper.slug, "messages": []}).encode(),
+                 json.dumps({"model": helper.slug, "messages": [{"role": "assistant", "content": "x"}]}).encode(),
+                 json.dumps({"messages": [{"role": "user", "content": "x"}]}).encode()):
+        response = httpx.post(url, content=body, headers=headers)
+        assert response.status_code == 400, body
+        assert set(response.json()["error"]) >= {"message", "type", "code"}
+    assert not Run.objects.exists()
