@@ -283,7 +283,7 @@ def measure(n: int, *, base: str, agent_id: str, key: str, model_port: int, proc
             break
         time.sleep(0.25)
     finished = Run.objects.filter(pk__in=list(run_ids.values()), finished_at__isnull=False)
-    last = max((run.finished_at.timestamp() for run in finished.only("finished_at")), default=float("nan"))
+    last = max((at.timestamp() for at in finished.values_list("finished_at", flat=True) if at), default=float("nan"))
     after = {part: cpu_seconds(pids) for part, pids in parts.items()}
     stats = model_stats(model_port)
     delays = [stats["first_seen"][marker] - sent[marker] for marker in run_ids if marker in stats["first_seen"]]

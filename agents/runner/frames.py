@@ -200,5 +200,6 @@ class CollectingSink:
             await self.forward.send(frame)
 
     async def close(self) -> None:
-        if self.forward is not None:
-            await self.forward.close()
+        close = getattr(self.forward, "close", None)
+        if close is not None:
+            await close()
