@@ -259,3 +259,16 @@ def test_malformed_requests_are_400_in_openais_shape_and_run_nothing(live_server
         assert response.status_code == 400, body
         assert set(response.json()["error"]) >= {"message", "type", "code"}
     assert not Run.objects.exists()
+
+
+def test_a_colleagues_conversation_or_another_agents_is_a_404(live_server_url, org, owner, member, helper):
+    other_agent, _ = publish(org, owner, name="Other")
+    colleagues = Conversation.objects.create(organization=org, agent=helper, owner=owner)
+    mine_elsewhere = Conversation.objects.create(organization=org, agent=other_agent, owner=member)
+    openai_client = client(live_server_url, api_key(member, org))
+    for conversation in (colleagues, mine_elsewhere):
+        with pytest.raises(openai.NotFoundError):
+            openai_client.chat.completions.create(
+                model=helper.slug, messages=[{"role": "user", "content": "x"}],
+                extra_headers={"X-AgenticOS-Conversation-Id": str(conversation.pk)})
+    assert not Run.objects.exists() and not Message.objects.exists()
