@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import ipaddress
 import logging
 import re
@@ -292,6 +293,15 @@ async def safe_request(
 CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie", "x-api-key", "api-key"})
 
 
+@functools.lru_cache(maxsize=1)
+def shared_tls_context() -> Any:
+    """One verifying TLS context per process for every pinned client: building one loads the CA bundle, which
+    was most of a run's CPU when each run's model client made its own (bench/concurrency.py). An SSLContext
+    is safe to share between threads and event loops; the pinned address never changes what it verifies,
+    because the TLS server name stays the URL's host."""
+    return httpx2.create_ssl_context(trust_env=False)
+
+
 class PinnedTransport(httpx2.AsyncBaseTransport):
     """An httpx2 transport that applies `check_url` to every request it sends (each redirect hop, each
     SSE message POST) and connects to the address it checked, keeping the original `Host` header and TLS
@@ -302,7 +312,7 @@ class PinnedTransport(httpx2.AsyncBaseTransport):
     `CREDENTIAL_HEADERS`, whichever header the SDK put its key in."""
 
     def __init__(self, *, allowance: str = TOOL_HOSTS, home: str | None = None) -> None:
-        self._inner = httpx2.AsyncHTTPTransport(trust_env=False)
+        self._inner = httpx2.AsyncHTTPTransport(trust_env=False, verify=shared_tls_context())
         self._allowance = allowance
         self._home = home
 

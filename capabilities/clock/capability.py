@@ -8,6 +8,7 @@ clock, so there is nothing to approve.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -21,9 +22,15 @@ from capabilities import failures
 from capabilities.base import BuildContext, Built, Capability, ToolDecl, function_toolset
 
 
+@functools.cache
+def _iana_names() -> frozenset[str]:
+    # available_timezones() walks the zoneinfo tree on every call; the set does not change while we run.
+    return frozenset(available_timezones())
+
+
 def _zone(name: str) -> ZoneInfo | None:
     # ZoneInfo accepts odd keys such as "posixrules"; only real IANA names count.
-    if name not in available_timezones() and name != "UTC":
+    if name not in _iana_names() and name != "UTC":
         return None
     try:
         return ZoneInfo(name)

@@ -103,3 +103,16 @@ def test_domain_filters_match_every_equivalent_spelling(spelling):
     blocked = ["example.com", "xn--exmple-cua.com"]
     with pytest.raises(netguard.DomainRefused):
         netguard.check_domain(spelling, None, blocked)
+
+
+def test_every_pinned_client_shares_one_verifying_tls_context():
+    """Building a TLS context loads the CA bundle: one per process, not one per run's model client."""
+    import ssl
+
+    from capabilities import netguard as guard
+
+    first, second = guard.PinnedTransport(), guard.PinnedTransport(allowance=guard.MODEL_HOSTS)
+    contexts = {id(t._inner._pool._ssl_context) for t in (first, second)}
+    assert len(contexts) == 1
+    context = guard.shared_tls_context()
+    assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
