@@ -150,6 +150,10 @@ class Capability:
     never_does: str = ""
     # Checks that need the binding as well as the config (e.g. approval with a provider-executed method).
     binding_check: Callable[[Any, Any], list[str]] | None = None
+    # Checks of the config that only publishing makes (the run checks the same thing again when it connects):
+    # (field of the config, message) pairs, e.g. a server address outside the operator's list. Unlike
+    # `binding_check` it never stops a run at assembly.
+    publish_check: Callable[[Any], list[tuple[str, str]]] | None = None
     # Why the capability declares the tools it does, when that is not obvious: required (tests) for every
     # `tools=()` capability ("no tools on purpose", or tools that come from data such as MCP servers), and
     # for one the catalog lists without tools that still has one (clock). Served and shown on the card.

@@ -177,7 +177,8 @@ def validate_bindings(
     Refuses: an unknown capability, a config its schema rejects, unknown tool ids in `tool_approval` /
     `tool_overrides`, override names no model could call or that collide with another tool, a missing or
     foreign secret (indistinguishable on purpose) or one the publisher cannot view when the key requirement
-    applies, scopes the deployment does not grant, and approval required on a provider-executed tool.
+    applies, scopes the deployment does not grant, approval required on a provider-executed tool, and what a
+    capability's `publish_check` refuses in its config (a mem0 server outside MEM0_ALLOWED_HOSTS).
     Disabled bindings keep their config, so it is checked too; they claim no tool names and need no scope or
     key until switched on (a secret they do name must still be this organization's).
     """
@@ -220,6 +221,9 @@ def validate_bindings(
         if cap.binding_check is not None and config is not None:
             for message in cap.binding_check(binding, config):
                 problem(f"{base}.approval", message)
+        if cap.publish_check is not None and config is not None:
+            for config_field, message in cap.publish_check(config):
+                problem(f"{base}.config.{config_field}", message)
 
         declared = cap.tool_ids()
         for tool_id, mode in binding.tool_approval.items():

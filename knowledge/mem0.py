@@ -7,6 +7,9 @@ Every call is scoped by `user_id = "{org}:{agent}:{owner}"`, so one mem0 account
 of two organizations, two agents or two people. A self-hosted base_url must be https and its host listed
 in `MEM0_ALLOWED_HOSTS` (empty list = self-hosting refused): the key travels in the Authorization header,
 so someone who may bind a shared key without reading it must not be able to aim it at their own server.
+Every request goes through the outbound guard's pinned transport (allowance `MEM0_ALLOWED_HOSTS`): the address
+is resolved and checked on each call and the connection made to the checked address, so a listed name (or
+mem0's cloud) that resolves to a metadata address, or unlisted to a private one, never receives the key.
 """
 
 from __future__ import annotations
@@ -15,11 +18,13 @@ import ssl
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
+import httpx2
 from django.conf import settings
 
+from capabilities import netguard
+
 CLOUD_BASE_URL = "https://api.mem0.ai"
-TIMEOUT = httpx.Timeout(20.0, connect=5.0)
+TIMEOUT = httpx2.Timeout(20.0, connect=5.0)
 
 
 class Mem0Error(Exception):
@@ -27,7 +32,7 @@ class Mem0Error(Exception):
 
 
 class Mem0NotAllowed(Mem0Error):
-    """The base_url breaks the https + allow-list rule."""
+    """The base_url breaks the https + allow-list rule, or the outbound guard refused the server's address."""
 
 
 def owner_scope(organization_id: str, agent_id: str, owner: str) -> str:
@@ -58,10 +63,15 @@ class Mem0Client:
         self._verify: Any = ssl.create_default_context(cafile=ca_bundle) if ca_bundle else True
 
     def _request(self, method: str, path: str, **kwargs: Any) -> Any:
+        transport = netguard.PinnedSyncTransport(allowance=netguard.MEM0_HOSTS, home=self.base_url,
+                                                 verify=self._verify)
         try:
-            with httpx.Client(timeout=TIMEOUT, verify=self._verify, trust_env=False) as client:
+            with httpx2.Client(transport=transport, timeout=TIMEOUT, follow_redirects=False,
+                               trust_env=False) as client:
                 response = client.request(method, f"{self.base_url}{path}", headers=self._headers, **kwargs)
-        except httpx.HTTPError as exc:
+        except netguard.Refused as exc:
+            raise Mem0NotAllowed(f"The mem0 server's address was refused: {exc}") from None
+        except httpx2.HTTPError as exc:
             raise Mem0Error(f"mem0 could not be reached ({type(exc).__name__}).") from exc
         if response.status_code in (401, 403):
             raise Mem0Error("mem0 refused the API key.")

@@ -94,6 +94,8 @@ async def remember(ctx: RunContext[Any], fact: str) -> str:
         return failures.retry(ctx, "fact must be one sentence of 1-500 characters.")
     try:
         await sync_to_async(client.add)(user_id, fact.strip())
+    except mem0_client.Mem0NotAllowed as exc:
+        return failures.refuse(str(exc))
     except mem0_client.Mem0Error as exc:
         return failures.transient(ctx, str(exc))
     return "Remembered."
@@ -117,12 +119,31 @@ async def recall(ctx: RunContext[Any], query: str, limit: int | None = None) -> 
         return failures.retry(ctx, "limit must be between 1 and 20; omit it for the default.")
     try:
         rows = await sync_to_async(client.search)(user_id, query, limit or state.config.top_k)
+    except mem0_client.Mem0NotAllowed as exc:
+        return failures.refuse(str(exc))
     except mem0_client.Mem0Error as exc:
         return failures.transient(ctx, str(exc))
     facts = [str(r.get("memory") or "") for r in rows if r.get("memory")]
     if not facts:
         return failures.bad_news(f"Nothing remembered about {query!r}.")
     return "\n".join(f"- {fact}" for fact in facts)
+
+
+def publish_check(config: Any) -> list[tuple[str, str]]:
+    """A self-hosted base_url the run would refuse, refused at publish already: outside MEM0_ALLOWED_HOSTS, not
+    https, or a listed name resolving to a metadata address. A name that does not resolve from here may still
+    be published (the run checks again when it connects); mem0's cloud (no base_url) is checked then too."""
+    assert isinstance(config, Mem0Config)
+    if not config.base_url:
+        return []
+    try:
+        url = mem0_client.check_base_url(config.base_url)
+        netguard.check_url_blocking(url, allowance=netguard.MEM0_HOSTS)
+    except netguard.Unresolvable:
+        return []
+    except (mem0_client.Mem0NotAllowed, netguard.Refused) as exc:
+        return [("base_url", str(exc))]
+    return []
 
 
 def build(ctx: BuildContext) -> list[Built]:
@@ -154,4 +175,5 @@ CAPABILITY = Capability(
     config_model=Mem0Config,
     voice="live",
     build=build,
+    publish_check=publish_check,
 )
