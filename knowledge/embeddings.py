@@ -9,7 +9,9 @@
 
 Price: `profile.settings["input_usd_per_million_tokens"]`; without it a priced provider's spend is recorded
 with `is_partial=True` (tokens known, cost unknown) and the local model costs nothing.
-Keys come from the vault and go only into the Authorization header.
+Keys come from the vault and go only into the Authorization header. The remote call goes through the outbound
+guard with the model profiles' allowance (`MODEL_ALLOWED_PRIVATE_HOSTS`): the address is checked and pinned on
+every request, so a base URL whose name resolves to a metadata or (unlisted) private address never gets the key.
 """
 
 from __future__ import annotations
@@ -20,10 +22,11 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-import httpx
+import httpx2
 from django.conf import settings
 
 from agents.models import ModelProfile, Provider
+from capabilities import netguard
 
 DEFAULT_BASE_URLS: dict[str, str] = {
     Provider.OPENAI: "https://api.openai.com/v1",
@@ -32,7 +35,7 @@ DEFAULT_BASE_URLS: dict[str, str] = {
 }
 LOCAL_MODEL = "all-MiniLM-L6-v2"
 BATCH = 64
-TIMEOUT = httpx.Timeout(60.0, connect=10.0)
+TIMEOUT = httpx2.Timeout(60.0, connect=10.0)
 
 
 class EmbeddingError(Exception):
@@ -100,12 +103,15 @@ def _remote(profile: ModelProfile, texts: list[str]) -> Embedded:
         extra["dimensions"] = int(profile.settings["dimensions"])
     vectors: list[list[float]] = []
     tokens = 0
-    with httpx.Client(timeout=TIMEOUT, trust_env=False) as client:
+    transport = netguard.PinnedSyncTransport(allowance=netguard.MODEL_HOSTS, home=url)
+    with httpx2.Client(transport=transport, timeout=TIMEOUT, follow_redirects=False, trust_env=False) as client:
         for start in range(0, len(texts), BATCH):
             batch = texts[start:start + BATCH]
             try:
                 response = client.post(url, headers=headers, json={"model": profile.model, "input": batch, **extra})
-            except httpx.HTTPError as exc:
+            except netguard.Refused as exc:
+                raise EmbeddingError(f"The embedding model's address was refused: {exc}") from None
+            except httpx2.HTTPError as exc:
                 raise EmbeddingError(f"The embedding model could not be reached ({type(exc).__name__}).") from exc
             if response.status_code >= 400:
                 raise EmbeddingError(f"The embedding model answered HTTP {response.status_code}.")
