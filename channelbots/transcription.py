@@ -1,7 +1,9 @@
 """Voice notes → text through an OpenAI-compatible POST /audio/transcriptions (OpenAI, Groq, Mistral).
 
 The key is the one the organization already configured for that provider in its model profiles (matched
-by provider, or by base URL host for OpenAI-compatible profiles); nothing new is stored for it.
+by provider, or by base URL host for OpenAI-compatible profiles); nothing new is stored for it. The call goes
+through the outbound guard with the model profiles' allowance (`MODEL_ALLOWED_PRIVATE_HOSTS`), the address
+checked and pinned, so the key never reaches a metadata or (unlisted) private address.
 """
 
 from __future__ import annotations
@@ -9,10 +11,11 @@ from __future__ import annotations
 import logging
 from urllib.parse import urlsplit
 
-import httpx
+import httpx2
 
 from agenticos import vault
 from agents.models import ModelProfile
+from capabilities import netguard
 from channelbots.services import STT_CATALOG
 
 logger = logging.getLogger(__name__)
@@ -48,17 +51,22 @@ def transcribe(bot, data: bytes, *, filename: str = "voice.ogg", mime: str = "au
         raise TranscriptionFailed(f"this organization has no {provider} key in its model profiles")
     base = (profile.base_url or STT_CATALOG[provider]["base_url"]).rstrip("/")
     key = vault.reveal(profile.secret)
+    url = f"{base}/audio/transcriptions"
     try:
-        response = httpx.post(
-            f"{base}/audio/transcriptions",
-            headers={"Authorization": f"Bearer {key}"},
-            data={"model": model, "response_format": "json"},
-            files={"file": (filename, data, mime or "application/octet-stream")},
-            timeout=60,
-        )
-    except httpx.TimeoutException:
+        with netguard.pinned_sync_client(allowance=netguard.MODEL_HOSTS, home=url, timeout=60) as client:
+            response = client.post(
+                url,
+                headers={"Authorization": f"Bearer {key}"},
+                data={"model": model, "response_format": "json"},
+                files={"file": (filename, data, mime or "application/octet-stream")},
+            )
+    except netguard.Refused as exc:
+        # The reason (it names resolved addresses) is for the operator; the person hears only that it was refused.
+        logger.warning("Transcription for bot %s refused by the outbound guard: %s", bot.pk, exc)
+        raise TranscriptionFailed("this deployment's outbound guard refused the transcription service's address") from None
+    except httpx2.TimeoutException:
         raise TranscriptionFailed("the transcription service did not answer in time") from None
-    except httpx.HTTPError as exc:
+    except httpx2.HTTPError as exc:
         raise TranscriptionFailed(f"the transcription service could not be reached ({type(exc).__name__})") from None
     if response.status_code != 200:
         raise TranscriptionFailed(f"the transcription service refused the recording ({response.status_code})")
