@@ -5,7 +5,9 @@ from __future__ import annotations
 import io
 import json
 
+import pytest
 from django.core.management import call_command
+from django.core.management.base import CommandError
 from rest_framework.test import APIClient
 
 from agenticos.models import ApiKey, Organization, Secret, User
@@ -85,3 +87,16 @@ def test_a_base_url_creates_an_openai_compatible_profile(db, settings):
     assert (profile.provider, profile.base_url, profile.secret_id) == (
         "openai_compatible", "http://127.0.0.1:8111/v1", None
     )
+
+
+def test_a_loopback_base_url_the_operator_has_not_listed_is_a_command_error_naming_the_setting(db, settings):
+    settings.MODEL_ALLOWED_PRIVATE_HOSTS = []
+    _bootstrap()
+    with pytest.raises(CommandError, match="MODEL_ALLOWED_PRIVATE_HOSTS") as caught:
+        _bootstrap("--openai-api-key", "sk-bootstrap-PLAINTEXT-0002", "--base-url", "http://127.0.0.1:8111/v1")
+    assert "--base-url" in str(caught.value) and "sk-bootstrap-PLAINTEXT-0002" not in str(caught.value)
+    # Nothing of the refused run was kept: no profile, no sealed key, the agent still on the demo model.
+    org = Organization.objects.get(slug="acme")
+    assert list(ModelProfile.objects.filter(organization=org).values_list("provider", flat=True)) == ["demo"]
+    assert not Secret.objects.filter(organization=org).exists()
+    assert AgentVersion.objects.filter(agent__organization=org).count() == 1

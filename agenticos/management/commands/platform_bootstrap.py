@@ -15,6 +15,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
 from agenticos import services as kernel
+from agenticos.errors import Invalid
 from agenticos.models import Membership, Organization, Secret, SecretKind, User
 from agenticos.permissions import Role
 from agenticos.tenancy import Actor
@@ -51,6 +52,14 @@ def starter_instructions() -> str:
         "Help people discover what an agent here can do:\n" + "\n".join(lines) + "\n\n"
         "Be brief and concrete. When a capability would help, use it instead of describing it.\n"
     )
+def _refusal(exc: Invalid) -> str:
+    """The service's problems as one line per field, in the command's own words (--base-url, not base_url)."""
+    flags = {"base_url": "--base-url", "model": "--model", "secret_id": "the API key"}
+    problems = (exc.details or {}).get("problems") or []
+    lines = [f"{flags.get(str(p.get('field')), p.get('field'))}: {p.get('message')}" for p in problems]
+    return "The model profile was refused. " + (" ".join(lines) or str(exc))
+
+
 DEFAULT_MODELS = {
     Provider.OPENAI: "gpt-4o-mini",
     Provider.ANTHROPIC: "claude-3-5-haiku-latest",
@@ -156,9 +165,14 @@ class Command(BaseCommand):
             "base_url": base_url,
         }
         existing = ModelProfile.objects.filter(organization=actor.organization, label=label).first()
-        if existing is not None:
-            return agents.update_model_profile(actor=actor, profile=existing, **fields)
-        return agents.create_model_profile(actor=actor, label=label, **fields)
+        try:
+            if existing is not None:
+                return agents.update_model_profile(actor=actor, profile=existing, **fields)
+            return agents.create_model_profile(actor=actor, label=label, **fields)
+        except Invalid as exc:
+            # A --base-url on a private or loopback address needs the operator's MODEL_ALLOWED_PRIVATE_HOSTS (the
+            # guard's message names it); nothing is kept, the whole bootstrap runs in one transaction.
+            raise CommandError(_refusal(exc)) from None
 
     def _starter_agent(self, actor: Actor, demo: ModelProfile, profile: ModelProfile | None, say) -> Agent:
         agent = Agent.objects.filter(organization=actor.organization, slug=AGENT_SLUG).first()
