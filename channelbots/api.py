@@ -69,6 +69,7 @@ def serialize_binding(binding: Binding) -> dict[str, Any]:
         "extra_prompt": binding.extra_prompt,
         "workspace_scope": binding.workspace_scope or None,
         "channel_tools": binding.channel_tools,
+        "channel_tools_limit": binding.channel_tools_limit,
         "footer_mode": binding.footer_mode,
         "footer_every_n": binding.footer_every_n,
         "created_at": binding.created_at.isoformat(),

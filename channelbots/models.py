@@ -146,6 +146,8 @@ class Binding(models.Model):
     workspace_scope = models.CharField(max_length=32, blank=True)
     # Channel lookup tool ids granted on this binding (channel_tools), e.g. ["get_channel_info"].
     channel_tools = models.JSONField(default=list, blank=True)
+    # How many rows a channel lookup returns when the model names no limit (capability default_limit, 1–200).
+    channel_tools_limit = models.PositiveSmallIntegerField(default=20)
     footer_mode = models.CharField(max_length=16, choices=FooterMode.choices, default=FooterMode.NEAR_LIMIT)
     footer_every_n = models.PositiveIntegerField(default=10)
     created_by = models.ForeignKey(

@@ -45,6 +45,8 @@ PLACEHOLDERS = ("channel_name", "channel_purpose", "channel_topic", "member_coun
 CHANNEL_TOOL_IDS = ("get_channel_info", "list_channel_members", "search_channels", "read_channel_history",
                     "send_channel_file")
 TELEGRAM_CHANNEL_TOOLS = ("get_channel_info", "list_channel_members")
+# A binding's channel_tools_limit, as the capability's default_limit (capabilities/channel_tools MAX_LIMIT).
+CHANNEL_TOOLS_MAX_LIMIT = 200
 # Who shares a workspace for runs through a binding ("" = as the agent spec says).
 WORKSPACE_SCOPES = ("run", "conversation", "channel", "user", "agent")
 METADATA_HOSTS = {"metadata.google.internal", "metadata", "instance-data", "instance-data.ec2.internal"}
@@ -332,6 +334,12 @@ def _clean_binding(binding: Binding, data: dict) -> None:
             raise Invalid(f"channel_tools may only name {list(allowed)} on {binding.bot.platform}.",
                           details={"field": "channel_tools"})
         binding.channel_tools = sorted(set(tools))
+    if "channel_tools_limit" in data:
+        limit = data["channel_tools_limit"]
+        if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= CHANNEL_TOOLS_MAX_LIMIT:
+            raise Invalid(f"channel_tools_limit must be between 1 and {CHANNEL_TOOLS_MAX_LIMIT}.",
+                          details={"field": "channel_tools_limit"})
+        binding.channel_tools_limit = limit
     if "footer_mode" in data:
         if data["footer_mode"] not in FooterMode.values:
             raise Invalid(f"footer_mode must be one of {FooterMode.values}.", details={"field": "footer_mode"})

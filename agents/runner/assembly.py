@@ -50,7 +50,10 @@ def with_channel_grants(spec: AgentSpec, run: Run) -> AgentSpec:
     channel = (run.options or {}).get("channel") or {}
     capabilities = [b for b in spec.capabilities if b.id != "channel_tools"]
     if channel.get("tools"):
-        capabilities.append(CapabilityBinding(id="channel_tools", config={"tools": channel["tools"]}))
+        config: dict[str, Any] = {"tools": channel["tools"]}
+        if channel.get("tools_limit"):
+            config["default_limit"] = channel["tools_limit"]
+        capabilities.append(CapabilityBinding(id="channel_tools", config=config))
     return spec.model_copy(update={"capabilities": capabilities})
 
 
