@@ -144,7 +144,7 @@ def _profile_problems(actor: Actor, data: dict[str, Any], profile: ModelProfile 
         problems.append(_problem("base_url", f"The {provider} provider needs a base URL."))
     context_window = data.get("context_window")
     if context_window is not None and (not isinstance(context_window, int) or not 0 < context_window <= 2**31 - 1):
-        problems.append(_problem("context_window", "Must be a positive integer of at most 2147483647."))
+        problems.append(_problem("context_window", "Must be a positive integer (at most 2147483647)."))
     if not isinstance(data.get("settings") or {}, dict):
         problems.append(_problem("settings", "Must be an object."))
     fallback_ids = data.get("fallback_ids") or []

@@ -60,7 +60,7 @@ def test_switching_to_a_provider_with_a_key_uses_a_vault_secret_and_keeps_the_fa
     ({"model": ""}, "model", "This field is required."),
     ({"provider": "openai", "model": "gpt-4o"}, "secret", "needs an API key secret"),
     ({"provider": "openai_compatible"}, "base-url", "needs a base URL"),
-    ({"context_window": "lots"}, "context-window", "Must be a positive integer."),
+    ({"context_window": "lots"}, "context-window", "Must be a positive integer (at most 2147483647)."),
     ({"label": "Taken"}, "label", "A model profile with this label already exists."),
 ])
 def test_a_refused_change_is_shown_at_its_field_and_changes_nothing(client_as, org, builder, profile, changes,

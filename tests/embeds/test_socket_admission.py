@@ -129,7 +129,7 @@ async def test_a_token_signed_with_another_algorithm_is_refused(jwt_widget):
     assert await connect_and_close_code(communicator(jwt_widget.public_key, token=unsigned)) == 4003
 
 
-async def test_pausing_takes_effect_on_the_next_connect(widget, builder, org):
+async def test_pausing_takes_effect_on_the_next_connect(widget, owner, org):
     first = communicator(widget.public_key)
     connected, _ = await first.connect(timeout=3)
     assert connected and (await next_frame(first))["type"] == "ready"
@@ -137,7 +137,8 @@ async def test_pausing_takes_effect_on_the_next_connect(widget, builder, org):
     def pause():
         from agenticos.models import Membership
 
-        actor = actor_for_membership(Membership.objects.select_related("user", "organization").get(user=builder))
+        # The agent's owner: pausing an agent's embed needs edit access to that agent.
+        actor = actor_for_membership(Membership.objects.select_related("user", "organization").get(user=owner))
         services.set_paused(actor=actor, embed=widget, paused=True)
 
     await database_sync_to_async(pause)()

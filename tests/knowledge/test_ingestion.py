@@ -113,7 +113,8 @@ def test_embedding_spend_is_recorded_and_a_spent_budget_stops_ingestion_before_t
     assert len(fake_openai.requests_to("embeddings")) == calls
 
 
-def test_an_unreachable_embedding_model_fails_the_document_without_leaking_the_key(org):
+def test_an_unreachable_embedding_model_fails_the_document_without_leaking_the_key(org, settings):
+    settings.MODEL_ALLOWED_PRIVATE_HOSTS = ["127.0.0.1"]  # listed, so the guard lets it through to a closed port
     profile = factories.model_profile(org, "openai_compatible", "emb", base_url="http://127.0.0.1:9/v1",
                                       kind="embedding", api_key="sk-very-secret-embedding-key")
     collection = factories.collection(org, "Down", embedding_profile=profile)

@@ -33,8 +33,9 @@ def dns(monkeypatch) -> dict[str, list[str]]:
 async def test_a_listed_name_resolving_to_a_metadata_address_is_refused_at_connect(org, owner, fake_mem0, settings,
                                                                                   dns, answer):
     settings.MEM0_ALLOWED_HOSTS = [NAME, "localhost"]
-    dns[NAME] = answer
+    # Published while the name does not resolve from here (publish refuses a metadata answer it can see).
     agent = await sync_to_async(_agent)(org, owner, base_url=f"https://{NAME}:{fake_mem0.base_url.rsplit(':', 1)[1]}")
+    dns[NAME] = answer
     outcome, _ = await arun(agent, [("remember", {"fact": "Prefers tea."}), ("recall", {"query": "tea"})], user=owner)
     assert all(r.startswith("Refused") and "metadata" in r for r in outcome.returns), outcome.returns
     assert fake_mem0.requests == []
