@@ -114,9 +114,8 @@ def test_approval_with_a_provider_executed_fetch_is_refused_and_not_assembled(me
     binding = CapabilityBinding(id="web_fetch", config={"method": method}, approval="required")
     config = WebFetchConfig(method=method)
     assert binding_problems(binding, config)
-    from tests.capabilities.helpers import deps
-
     from agents.runner.assembly import AssemblyError
+    from tests.capabilities.helpers import deps
 
     with pytest.raises(AssemblyError, match="web_fetch"):
         registry.build_for_run(spec(binding.model_dump()), deps())
