@@ -16,6 +16,7 @@ from tests import factories
 # Imported while collecting, not in a test: the import runs django.setup(), whose logging configuration
 # replaces the root logger's handlers — caplog's among them, for the test that happened to import it first.
 from tests.embeds.asgi_app import application as _asgi_application
+from tests.fakes import live_daphne
 
 FRONTEND = "https://app.example.com"
 SHOP = "https://shop.example.com"
@@ -122,83 +123,18 @@ async def wait_for(predicate, timeout: float = 5):
         await asyncio.sleep(0.05)
 
 
-def _test_database_url() -> str:
-    from urllib.parse import quote
-
-    from django.db import connection
-
-    s = connection.settings_dict
-    auth = quote(s["USER"] or "postgres")
-    if s.get("PASSWORD"):
-        auth += ":" + quote(s["PASSWORD"])
-    host = s.get("HOST") or ""
-    if host.startswith("/"):
-        return f"postgres://{auth}@/{s['NAME']}?host={host}&port={s.get('PORT') or 5432}"
-    return f"postgres://{auth}@{host}:{s.get('PORT') or 5432}/{s['NAME']}"
-
-
 @contextlib.contextmanager
-def serving_daphne(database_url: str, slow_reader_seconds: int | None = None):
-    """daphne in a subprocess, started the way the launcher starts it (agenticos.launcher.daphne_command),
-    serving the test ASGI app against this session's test database and Redis. Yields its base URL (which
-    is also its FRONTEND_URL, so a hosted page is admitted from it)."""
-    import os
-    import subprocess
-    import time
-    from pathlib import Path
-
-    import httpx
-
-    from agenticos.launcher import daphne_command
-    from tests.fakes.ports import daphne_on_socket, listening_socket
-
-    root = Path(__file__).resolve().parents[2]
-    sock = listening_socket()
-    port = sock.getsockname()[1]
-    base = f"http://127.0.0.1:{port}"
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "agenticos.settings",
-        "DATABASE_URL": database_url,
-        "FRONTEND_URL": base,
-        "EMBEDS_TEST_URLCONF": "1",
-        "PYTHONPATH": str(root),
-        "DEBUG": "true",
-        **({"EMBED_SLOW_READER_SECONDS": str(slow_reader_seconds)} if slow_reader_seconds else {}),
-    }
-    log_path = root / "test-artifacts" / f"embeds-daphne-{port}.log"
-    log_path.parent.mkdir(exist_ok=True)
-    log = open(log_path, "w")  # noqa: SIM115 — closed after the server stops
-    command = daphne_on_socket(
-        daphne_command("tests.embeds.asgi_app:application", port, slow_reader_seconds=slow_reader_seconds), sock
-    )
-    with sock:  # daphne holds its own copy of the socket
-        process = subprocess.Popen(command, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT,  # noqa: S603
-                                   pass_fds=[sock.fileno()])
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"daphne did not start; see {log_path}")
-            time.sleep(0.2)
+def serving_daphne(slow_reader_seconds: int | None = None):
+    """The test ASGI app (tests.embeds.asgi_app) in a real daphne against this session's test database and
+    Redis. Yields its base URL, which is also its FRONTEND_URL, so a hosted page is admitted from it."""
+    env = {"EMBEDS_TEST_URLCONF": "1", "DEBUG": "true",
+           **({"EMBED_SLOW_READER_SECONDS": str(slow_reader_seconds)} if slow_reader_seconds else {})}
+    with live_daphne.serving_daphne("tests.embeds.asgi_app:application", "embeds", env=env, frontend_is_self=True,
+                                    slow_reader_seconds=slow_reader_seconds) as base:
         yield base
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-        log.close()
 
 
 @pytest.fixture(scope="session")
 def daphne_server(django_db_setup, django_db_blocker):
-    with django_db_blocker.unblock():
-        database_url = _test_database_url()
-    with serving_daphne(database_url) as base:
+    with django_db_blocker.unblock(), serving_daphne() as base:
         yield base

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 import pytest
 import websockets
 
-from tests.embeds.conftest import SHOP, _test_database_url, serving_daphne
+from tests.embeds.conftest import SHOP, serving_daphne
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -51,7 +51,7 @@ def closed_by_peer(sock: socket.socket) -> bool:
 
 
 def test_a_client_that_stops_reading_is_dropped_and_one_that_reads_is_not(widget):
-    with serving_daphne(_test_database_url(), slow_reader_seconds=SLOW_READER_SECONDS) as base:
+    with serving_daphne(slow_reader_seconds=SLOW_READER_SECONDS) as base:
         silent = handshake(base, widget.public_key)
 
         async def a_quiet_reader() -> bool:

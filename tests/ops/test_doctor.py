@@ -10,13 +10,12 @@ import sys
 import time
 from io import StringIO
 from pathlib import Path
-from urllib.parse import quote
 
 import pytest
 from django.core.management import CommandError, call_command
-from django.db import connection
 
 from agents.models import ModelProfile
+from tests.fakes.live_daphne import test_database_url
 from tests.ops import world
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -85,15 +84,10 @@ def test_secrets_sealed_with_a_key_that_is_no_longer_configured_fail_the_vault_c
 # ------------------------------------------------------------------ the real command, with a real worker
 
 
-def _test_database_url() -> str:
-    cfg = connection.settings_dict
-    return f"postgres://{cfg['USER'] or 'postgres'}@/{cfg['NAME']}?host={quote(cfg['HOST'], safe='/')}&port={cfg['PORT'] or 5432}"
-
-
 @pytest.fixture
 def subprocess_env(settings) -> dict[str, str]:
     env = dict(os.environ)
-    env["DATABASE_URL"] = _test_database_url()  # the test database, which holds the committed demo profile
+    env["DATABASE_URL"] = test_database_url()  # the test database, which holds the committed demo profile
     env["REDIS_URL"] = settings.REDIS_URL
     env.pop("PYTEST_XDIST_WORKER", None)  # REDIS_URL already names this worker's Redis database
     env["REDIS_NAMESPACE"] = settings.REDIS_NAMESPACE  # and this keeps its pub/sub apart from other workers'
