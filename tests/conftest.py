@@ -68,6 +68,23 @@ def _runs_wait_for_a_worker_only_when_one_is_asked_for(request, monkeypatch):
 
 
 @pytest.fixture
+def dns(monkeypatch) -> dict[str, list[str]]:
+    """The outbound guard's resolver, answered from this table (names not in it do not resolve): a test
+    points a name at a private or metadata address without touching the machine's DNS."""
+    from capabilities import netguard
+
+    table: dict[str, list[str]] = {}
+
+    async def resolve(hostname: str) -> list[str]:
+        if hostname not in table:
+            raise ValueError(f"no such host {hostname}")
+        return list(table[hostname])
+
+    monkeypatch.setattr(netguard, "resolve", resolve)
+    return table
+
+
+@pytest.fixture
 def org(db):
     return factories.organization(name="Acme")
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pytest
 
-from capabilities import netguard
 from channelbots.models import ChannelBot
 from channelbots.platforms import PlatformError, client_for
 from channelbots.services import reveal_credentials
@@ -16,20 +15,6 @@ from tests.fakes.telegram_api import fake_telegram  # noqa: F401  (fixture)
 
 BOTS = "/api/v1/bots"
 NAME = "chat.example.test"
-
-
-@pytest.fixture
-def dns(monkeypatch) -> dict[str, list[str]]:
-    """The guard's resolver, answered from this table (other names do not resolve)."""
-    table: dict[str, list[str]] = {}
-
-    async def resolve(hostname: str) -> list[str]:
-        if hostname not in table:
-            raise ValueError(f"no such host {hostname}")
-        return list(table[hostname])
-
-    monkeypatch.setattr(netguard, "resolve", resolve)
-    return table
 
 
 def _create(client, platform: str, url: str):

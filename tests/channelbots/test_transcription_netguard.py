@@ -8,7 +8,6 @@ import logging
 
 import pytest
 
-from capabilities import netguard
 from channelbots import transcription
 from channelbots.models import ChannelBot
 from tests import factories
@@ -17,20 +16,6 @@ from tests.fakes.openai_server import Reply, fake_openai  # noqa: F401  (fixture
 KEY = "sk-transcription-key-0123456789"
 NAME = "stt.example.test"
 AUDIO = b"OggS fake audio bytes"
-
-
-@pytest.fixture
-def dns(monkeypatch) -> dict[str, list[str]]:
-    """The guard's resolver, answered from this table (names not in it do not resolve)."""
-    table: dict[str, list[str]] = {}
-
-    async def resolve(hostname: str) -> list[str]:
-        if hostname not in table:
-            raise ValueError(f"no such host {hostname}")
-        return list(table[hostname])
-
-    monkeypatch.setattr(netguard, "resolve", resolve)
-    return table
 
 
 def _bot(org, base_url: str) -> ChannelBot:

@@ -6,27 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from capabilities import netguard
 from knowledge import embeddings
 from tests import factories
 from tests.fakes.openai_server import fake_openai  # noqa: F401  (fixture)
 
 KEY = "sk-embedding-key-0123456789"
 NAME = "embeddings.example.test"
-
-
-@pytest.fixture
-def dns(monkeypatch) -> dict[str, list[str]]:
-    """The guard's resolver, answered from this table (names not in it do not resolve)."""
-    table: dict[str, list[str]] = {}
-
-    async def resolve(hostname: str) -> list[str]:
-        if hostname not in table:
-            raise ValueError(f"no such host {hostname}")
-        return list(table[hostname])
-
-    monkeypatch.setattr(netguard, "resolve", resolve)
-    return table
 
 
 def _profile(org, base_url: str):

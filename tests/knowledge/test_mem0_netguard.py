@@ -7,25 +7,11 @@ from __future__ import annotations
 import pytest
 from asgiref.sync import sync_to_async
 
-from capabilities import netguard
 from tests.fakes.mem0_server import fake_mem0  # noqa: F401  (fixture)
 from tests.knowledge.helpers import arun
 from tests.knowledge.test_mem0 import _agent
 
 NAME = "mem0.example.test"
-
-
-@pytest.fixture
-def dns(monkeypatch) -> dict[str, list[str]]:
-    table: dict[str, list[str]] = {}
-
-    async def resolve(hostname: str) -> list[str]:
-        if hostname not in table:
-            raise ValueError(f"no such host {hostname}")
-        return list(table[hostname])
-
-    monkeypatch.setattr(netguard, "resolve", resolve)
-    return table
 
 
 @pytest.mark.django_db(transaction=True)

@@ -23,20 +23,6 @@ NAME = "mem0.example.test"
 FIELD = "capabilities[memory_mem0].config.base_url"
 
 
-@pytest.fixture
-def dns(monkeypatch) -> dict[str, list[str]]:
-    """The guard's resolver, answered from this table (names not in it do not resolve)."""
-    table: dict[str, list[str]] = {}
-
-    async def resolve(hostname: str) -> list[str]:
-        if hostname not in table:
-            raise ValueError(f"no such host {hostname}")
-        return list(table[hostname])
-
-    monkeypatch.setattr(netguard, "resolve", resolve)
-    return table
-
-
 def _draft(org, owner, base_url: str):
     """An unpublished agent binding mem0 at `base_url` (drafts are not checked against the allow-list)."""
     from agenticos.models import Membership

@@ -14,7 +14,6 @@ from pydantic_ai import Agent
 
 from agents.models import ModelProfile, RunStatus
 from agents.providers import build_model, describe_provider_error
-from capabilities import netguard
 from governance.models import SpendEntry
 from tests import factories
 from tests.fakes.openai_server import FakeOpenAIServer, Reply
@@ -39,20 +38,6 @@ def _failure(model) -> BaseException:
     with pytest.raises(Exception) as caught:
         asyncio.run(Agent(model).run("hello"))
     return caught.value
-
-
-@pytest.fixture
-def dns(monkeypatch) -> dict[str, list[str]]:
-    """The guard's resolver, answered from this table (names not in it do not resolve)."""
-    table: dict[str, list[str]] = {}
-
-    async def resolve(hostname: str) -> list[str]:
-        if hostname not in table:
-            raise ValueError(f"no such host {hostname}")
-        return list(table[hostname])
-
-    monkeypatch.setattr(netguard, "resolve", resolve)
-    return table
 
 
 class _Redirector(ThreadingHTTPServer):

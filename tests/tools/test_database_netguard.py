@@ -12,7 +12,6 @@ from django.conf import settings as django_settings
 
 from agenticos import vault
 from agenticos.errors import Invalid
-from capabilities import netguard
 from capabilities.db_connections import engine
 from capabilities.db_connections import services as db_services
 from capabilities.models import DatabaseConnection
@@ -49,19 +48,6 @@ def listener() -> Iterator[Listener]:
     owned = Listener()
     yield owned
     owned.sock.close()
-
-
-@pytest.fixture
-def dns(monkeypatch) -> dict[str, list[str]]:
-    table: dict[str, list[str]] = {}
-
-    async def resolve(hostname: str) -> list[str]:
-        if hostname not in table:
-            raise ValueError(f"no such host {hostname}")
-        return list(table[hostname])
-
-    monkeypatch.setattr(netguard, "resolve", resolve)
-    return table
 
 
 @pytest.fixture
