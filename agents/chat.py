@@ -73,7 +73,12 @@ def start_member_run(
     environment: str = "production",
     run_id: uuid.UUID | None = None,
     can_ask_user: bool = False,
+    extra_instructions: str = "",
 ) -> tuple[Run, Admitted]:
+    """Every member surface's admission (web chat, the REST run endpoint, the OpenAI-compatible and MCP
+    endpoints): the run right, prompt limits, the agent's environment at USE, the caller's own conversation,
+    the per-key rate limit on the API, then start_run. `extra_instructions` is added to the agent's own
+    (start_run's option), never in their place."""
     actor.require("agents:run")
     text = check_prompt(text)
     agent, version = agent_and_version(actor=actor, agent_id=agent_id, environment=environment, level=USE)
@@ -97,7 +102,7 @@ def start_member_run(
         conversation=conversation,
         api_key=actor.api_key,
         run_id=run_id,
-        options={"can_ask_user": can_ask_user},
+        options={"can_ask_user": can_ask_user, **({"extra_instructions": extra_instructions} if extra_instructions else {})},
     )
     message_id = getattr(run, "user_message_id", None)
     return run, Admitted(agent, conversation, created, message_id)

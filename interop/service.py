@@ -1,6 +1,5 @@
 """Admission for a Chat Completions request: the API key's actor, the agent a `model` names, the prompt the
-client's messages make, and the run — through the same pieces the REST run endpoint uses
-(agents.chat.start_member_run's checks, in its order, and agents.runs.start_run)."""
+client's messages make, and the run — through the members' one admission, agents.chat.start_member_run, as the REST run endpoint."""
 
 from __future__ import annotations
 
@@ -13,10 +12,8 @@ from rest_framework.exceptions import AuthenticationFailed
 
 from agenticos.authentication import ApiKeyAuthentication
 from agenticos.tenancy import HEADER, Actor, parse_uuid, resolve_actor
-from agents.chat import check_run_rate, own_conversation
+from agents.chat import start_member_run
 from agents.models import Agent, Environment, Run
-from agents.runs import check_prompt, start_run
-from agents.services import agent_and_version
 from governance.grants import USE, agent_access, at_least, grant_levels, visible_agents
 from interop.errors import ApiError
 
@@ -131,20 +128,12 @@ def _text_of(content: Any, index: int) -> str:
 
 
 def start(*, actor: Actor, model: str, turn: Turn, conversation_id: str | None, run_id: uuid.UUID) -> Run:
-    """start_member_run's admission (run right, prompt limits, the agent's environment at USE, the caller's
-    own conversation, the per-key rate limit) with what that helper cannot carry: the client's system
-    message as `extra_instructions` (agents.runs.start_run's option)."""
-    actor.require("agents:run")
-    check_prompt(turn.prompt)
+    """A turn through the members' one admission (agents.chat.start_member_run, surface `api`): the client's
+    system message is added to the agent's instructions as marked context."""
     agent_id, environment = agent_id_for(actor, model)
-    agent, version = agent_and_version(actor=actor, agent_id=agent_id, environment=environment, level=USE)
-    conversation = own_conversation(actor, conversation_id, agent) if conversation_id else None
-    check_run_rate(actor)
-    options: dict[str, Any] = {"can_ask_user": False}
-    if turn.system:
-        options["extra_instructions"] = f"{SYSTEM_CONTEXT_HEADING}\n{turn.system}"
-    return start_run(
-        agent=agent, version=version, surface="api", prompt=turn.prompt, user=actor.user,
-        acting_role=actor.role or "", conversation=conversation, api_key=actor.api_key, run_id=run_id,
-        options=options,
+    run, _admitted = start_member_run(
+        actor=actor, agent_id=agent_id, text=turn.prompt, surface="api", conversation_id=conversation_id,
+        create_conversation=False, environment=environment, run_id=run_id,
+        extra_instructions=f"{SYSTEM_CONTEXT_HEADING}\n{turn.system}" if turn.system else "",
     )
+    return run
