@@ -399,6 +399,15 @@ CHANNEL_MEMBERSHIP_CHECK = env.str("CHANNEL_MEMBERSHIP_CHECK", default="channelb
 SKILLS_CACHE_DIR = env.str("SKILLS_CACHE_DIR", default=str(DATA_DIR / "skills-cache"))
 # Capability sandbox, backend state: a workspace stored in this database refuses writes past this many bytes.
 SANDBOX_STATE_MAX_BYTES = _int("SANDBOX_STATE_MAX_BYTES", 50 * 1024 * 1024, minimum=1024)
+# Capability sandbox, backend service. The deployment's own sandboxd (`python -m sandboxd`, started by make run
+# and compose) and its token file (`make sandbox-token`); an empty URL or a missing token = no own sandboxd.
+SANDBOXD_URL = env.str("SANDBOXD_URL", default="http://127.0.0.1:8765")
+SANDBOXD_TOKEN_FILE = env.str("SANDBOXD_TOKEN_FILE", default=str(DATA_DIR / "sandboxd.token"))
+# Private hosts an operator-registered sandboxd connection may be on (the deployment's own is always allowed).
+SANDBOX_ALLOWED_PRIVATE_HOSTS = env.list("SANDBOX_ALLOWED_PRIVATE_HOSTS", default=[])
+# What `execute` hands the model: at most this many characters of output; timeouts within 1..max seconds.
+SANDBOX_EXECUTE_OUTPUT_CHARS = _int("SANDBOX_EXECUTE_OUTPUT_CHARS", 20_000, minimum=1000)
+SANDBOX_EXECUTE_MAX_TIMEOUT = _int("SANDBOX_EXECUTE_MAX_TIMEOUT", 600, minimum=1)
 RATE_LIMIT_RUN_PER_MINUTE = _int("RATE_LIMIT_RUN_PER_MINUTE", 30, minimum=1)
 RATE_LIMIT_EMBED_PER_MINUTE = _int("RATE_LIMIT_EMBED_PER_MINUTE", 30, minimum=1)
 RATE_LIMIT_HOSTED_PAGE_PER_MINUTE = _int("RATE_LIMIT_HOSTED_PAGE_PER_MINUTE", 120, minimum=1)

@@ -1,0 +1,28 @@
+"""`python -m sandboxd`: the sandbox service on SANDBOXD_HOST:SANDBOXD_PORT (default 127.0.0.1:8765)."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import uvicorn
+
+from sandboxd.app import create_app
+from sandboxd.config import ConfigError, from_env
+
+
+def main() -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    try:
+        config = from_env()
+    except ConfigError as exc:
+        print(f"sandboxd: {exc}", file=sys.stderr)
+        return 2
+    config.root.mkdir(parents=True, exist_ok=True)
+    logging.getLogger("sandboxd").info("runtimes: %s; root %s", ", ".join(config.runtimes) or "none", config.root)
+    uvicorn.run(create_app(config), host=config.host, port=config.port, log_level="warning", access_log=False)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

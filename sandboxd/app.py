@@ -1,0 +1,237 @@
+"""sandboxd's HTTP API (Starlette). Every /v1/ route needs `Authorization: Bearer <service token>`; every
+answer is JSON, errors as {"error": {"code", "message"}}.
+
+    GET    /healthz                               liveness, no token (says nothing about workspaces)
+    GET    /v1/runtimes                           the runtime aliases this host honours
+    GET    /v1/workspaces                         open workspaces: runtime, idle time, memory of the last command
+    POST   /v1/workspaces                         {id, runtime} → open (or re-attach to) a workspace
+    GET    /v1/workspaces/{id}                    one workspace with its activity log
+    DELETE /v1/workspaces/{id}                    close it: its files go
+    POST   /v1/workspaces/{id}/exec               {command, timeout, env} → exit code, capped output, changes
+    GET    /v1/workspaces/{id}/files?hash=1       every regular file: path, size, mtime (sha256)
+    GET    /v1/workspaces/{id}/file?path=         the file's bytes
+    PUT    /v1/workspaces/{id}/file?path=         write the request body there
+    DELETE /v1/workspaces/{id}/file?path=         remove a file or folder
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import logging
+import re
+import shutil
+from collections.abc import AsyncIterator
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from sandboxd import jail
+from sandboxd.config import Config
+from sandboxd.workspaces import Full, NotFound, Refused, Registry, changes
+
+log = logging.getLogger("sandboxd")
+ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]{0,63}$")
+# Names a caller may not set: they would change what runs or where (the jail sets them itself).
+RESERVED_ENV = frozenset({"PATH", "HOME", "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "TMPDIR", "USER",
+                          "SANDBOX_RUNTIME"})
+MAX_COMMAND_CHARS = 100_000
+
+
+def _error(status: int, code: str, message: str) -> JSONResponse:
+    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
+
+
+async def _capped_body(request: Request, cap: int) -> bytes:
+    data = bytearray()
+    async for chunk in request.stream():
+        data += chunk
+        if len(data) > cap:
+            raise Refused(f"A file written here is at most {cap:,} bytes.")
+    return bytes(data)
+
+
+class Service:
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.registry = Registry(config)
+        jail.write_etc(config.root)
+
+    # ------------------------------------------------------------------ plumbing
+
+    def authorized(self, request: Request) -> bool:
+        header = request.headers.get("authorization", "")
+        scheme, _, presented = header.partition(" ")
+        if scheme.lower() != "bearer" or not presented:
+            return False
+        return hmac.compare_digest(presented.strip().encode(), self.config.token.encode())
+
+    async def _json(self, request: Request) -> dict[str, Any]:
+        try:
+            body = await request.json()
+        except ValueError:
+            raise Refused("The body must be a JSON object.") from None
+        if not isinstance(body, dict):
+            raise Refused("The body must be a JSON object.")
+        return body
+
+    # ------------------------------------------------------------------ routes
+
+    async def healthz(self, request: Request) -> Response:
+        return JSONResponse({"ok": True})
+
+    async def runtimes(self, request: Request) -> Response:
+        return JSONResponse({"runtimes": [{"alias": r.alias, "description": r.description}
+                                          for r in self.config.runtimes.values()]})
+
+    async def list_workspaces(self, request: Request) -> Response:
+        return JSONResponse({"workspaces": [w.summary() for w in self.registry.items.values()]})
+
+    async def open_workspace(self, request: Request) -> Response:
+        body = await self._json(request)
+        runtime = str(body.get("runtime") or next(iter(self.config.runtimes), ""))
+        workspace, created = self.registry.open(str(body.get("id") or ""), runtime)
+        return JSONResponse({**workspace.summary(), "created": created}, status_code=201 if created else 200)
+
+    async def show_workspace(self, request: Request) -> Response:
+        workspace = self.registry.get(request.path_params["id"])
+        return JSONResponse({**workspace.summary(), "activity": list(workspace.activity),
+                             "disk_bytes": jail.disk_usage(workspace.path), "disk_cap": self.config.disk_bytes})
+
+    async def close_workspace(self, request: Request) -> Response:
+        workspace = self.registry.get(request.path_params["id"])
+        async with workspace.lock:
+            await asyncio.to_thread(self.registry.close, workspace.id)
+        return JSONResponse({"closed": workspace.id})
+
+    async def execute(self, request: Request) -> Response:
+        workspace = self.registry.get(request.path_params["id"])
+        body = await self._json(request)
+        command = body.get("command")
+        if not isinstance(command, str) or not command.strip():
+            raise Refused("command must be a non-empty string.")
+        if len(command) > MAX_COMMAND_CHARS:
+            raise Refused(f"command is longer than {MAX_COMMAND_CHARS:,} characters.")
+        try:
+            timeout = float(body.get("timeout") or self.config.default_timeout)
+        except (TypeError, ValueError):
+            raise Refused("timeout must be a number of seconds.") from None
+        if not 0 < timeout <= self.config.max_timeout:
+            raise Refused(f"timeout must be more than 0 and at most {self.config.max_timeout} seconds.")
+        env = body.get("env") or {}
+        if not isinstance(env, dict) or any(
+                not isinstance(k, str) or not ENV_NAME.match(k) or k in RESERVED_ENV or not isinstance(v, str)
+                or "\x00" in v for k, v in env.items()):
+            raise Refused("env must map UPPER_CASE names (not PATH, HOME, LD_*, TMPDIR) to strings.")
+        runtime = self.config.runtimes.get(workspace.runtime)
+        if runtime is None:
+            raise Refused(f"The workspace's runtime {workspace.runtime!r} is no longer offered here.")
+        async with workspace.lock:
+            workspace.running += 1
+            workspace.note("exec", command=command[:200], timeout=timeout)
+            try:
+                before = await asyncio.to_thread(self.registry.manifest, workspace, with_hash=False)
+                outcome = await asyncio.to_thread(jail.run, self.config, workspace.path, runtime, command,
+                                                  timeout=timeout, env=env)
+                after = await asyncio.to_thread(self.registry.manifest, workspace, with_hash=False)
+            finally:
+                workspace.running -= 1
+            workspace.last_max_rss_kb = outcome.max_rss_kb
+            changed, deleted = changes(before, after)
+            workspace.note("exit", exit_code=outcome.exit_code, timed_out=outcome.timed_out,
+                           disk_full=outcome.disk_full, duration_ms=outcome.duration_ms)
+        return JSONResponse({
+            "exit_code": outcome.exit_code, "stdout": outcome.stdout, "stderr": outcome.stderr,
+            "stdout_truncated": outcome.stdout_truncated, "stderr_truncated": outcome.stderr_truncated,
+            "timed_out": outcome.timed_out, "disk_full": outcome.disk_full, "duration_ms": outcome.duration_ms,
+            "max_rss_kb": outcome.max_rss_kb, "changed": changed, "deleted": deleted,
+        })
+
+    async def files(self, request: Request) -> Response:
+        workspace = self.registry.get(request.path_params["id"])
+        with_hash = request.query_params.get("hash") in ("1", "true")
+        async with workspace.lock:
+            items = await asyncio.to_thread(self.registry.manifest, workspace, with_hash=with_hash)
+        return JSONResponse({"files": items})
+
+    async def file(self, request: Request) -> Response:
+        workspace = self.registry.get(request.path_params["id"])
+        path = request.query_params.get("path", "")
+        if request.method == "PUT":
+            data = await _capped_body(request, self.config.read_bytes)
+            async with workspace.lock:
+                await asyncio.to_thread(self.registry.write, workspace, path, data)
+                workspace.note("write", path=path[:200], size=len(data))
+            return JSONResponse({"written": path, "size": len(data)})
+        if request.method == "DELETE":
+            async with workspace.lock:
+                await asyncio.to_thread(self.registry.remove, workspace, path)
+                workspace.note("remove", path=path[:200])
+            return JSONResponse({"removed": path})
+        async with workspace.lock:
+            data = await asyncio.to_thread(self.registry.read, workspace, path)
+        return Response(data, media_type="application/octet-stream")
+
+    async def sweep(self) -> None:
+        while True:
+            await asyncio.sleep(300)
+            for workspace_id in self.registry.idle():
+                with contextlib.suppress(NotFound):
+                    self.registry.close(workspace_id)
+                    log.info("closed idle workspace %s", workspace_id)
+
+
+def create_app(config: Config) -> Starlette:
+    if shutil.which(config.bwrap) is None:
+        raise RuntimeError("bubblewrap is not installed")
+    service = Service(config)
+
+    def guarded(handler):
+        async def endpoint(request: Request) -> Response:
+            if not service.authorized(request):
+                return _error(401, "unauthorized", "A valid service token is required.")
+            try:
+                return await handler(request)
+            except NotFound as exc:
+                return _error(404, "not_found", str(exc))
+            except Full as exc:
+                return _error(507, "workspace_full", str(exc))
+            except Refused as exc:
+                return _error(400, "invalid", str(exc))
+            except Exception:  # noqa: BLE001 — one envelope, the trace only in the log
+                log.exception("sandboxd request failed")
+                return _error(500, "internal", "sandboxd failed to handle the request.")
+        return endpoint
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        task = asyncio.create_task(service.sweep())
+        try:
+            yield
+        finally:
+            task.cancel()
+
+    async def not_found(request: Request, exc: Exception) -> Response:
+        return _error(404, "not_found", "No such route.")
+
+    async def bad_method(request: Request, exc: Exception) -> Response:
+        return _error(405, "method_not_allowed", "Method not allowed.")
+
+    routes = [
+        Route("/healthz", service.healthz),
+        Route("/v1/runtimes", guarded(service.runtimes)),
+        Route("/v1/workspaces", guarded(service.list_workspaces), methods=["GET"]),
+        Route("/v1/workspaces", guarded(service.open_workspace), methods=["POST"]),
+        Route("/v1/workspaces/{id}", guarded(service.show_workspace), methods=["GET"]),
+        Route("/v1/workspaces/{id}", guarded(service.close_workspace), methods=["DELETE"]),
+        Route("/v1/workspaces/{id}/exec", guarded(service.execute), methods=["POST"]),
+        Route("/v1/workspaces/{id}/files", guarded(service.files), methods=["GET"]),
+        Route("/v1/workspaces/{id}/file", guarded(service.file), methods=["GET", "PUT", "DELETE"]),
+    ]
+    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: not_found, 405: bad_method})
+    app.state.service = service
+    return app

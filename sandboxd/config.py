@@ -1,0 +1,142 @@
+"""sandboxd's settings, from the environment (it is not a Django process). Safe defaults; a bad value stops
+the service at start with the variable's name."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+class ConfigError(ValueError):
+    """A SANDBOXD_* variable holds a value the service cannot use."""
+
+
+def _int(name: str, default: int, *, minimum: int = 0) -> int:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be a whole number, not {raw!r}.") from None
+    if value < minimum:
+        raise ConfigError(f"{name} must be at least {minimum}, not {value}.")
+    return value
+
+
+def _token() -> str:
+    token = os.environ.get("SANDBOXD_TOKEN", "").strip()
+    path = os.environ.get("SANDBOXD_TOKEN_FILE", "").strip()
+    if not token and path:
+        try:
+            token = Path(path).read_text().strip()
+        except OSError as exc:
+            raise ConfigError(f"SANDBOXD_TOKEN_FILE {path!r} cannot be read: {exc.strerror}.") from None
+    if len(token) < 32:
+        raise ConfigError("sandboxd needs a service token of at least 32 characters in SANDBOXD_TOKEN or "
+                          "SANDBOXD_TOKEN_FILE (make sandbox-token writes one).")
+    return token
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """A runtime alias: what it promises (binaries that must exist) and what it adds to PATH."""
+
+    alias: str
+    description: str
+    needs: tuple[str, ...]
+    extra_path: tuple[str, ...] = ()
+    # Host directory mounted read-only at /opt/<alias> (the workbench's coding CLIs).
+    mount: str | None = None
+
+
+@dataclass(frozen=True)
+class Config:
+    token: str
+    root: Path
+    host: str = "127.0.0.1"
+    port: int = 8765
+    bwrap: str = "bwrap"
+    prlimit: str = "prlimit"
+    # Per command: CPU seconds, address space, processes, one file's size, open files; /tmp is an in-memory
+    # tmpfs of tmp_bytes. disk_bytes caps the whole workspace.
+    cpu_seconds: int = 300
+    memory_bytes: int = 2 * 1024**3
+    max_processes: int = 128
+    file_bytes: int = 256 * 1024**2
+    disk_bytes: int = 1024**3
+    tmp_bytes: int = 256 * 1024**2
+    open_files: int = 1024
+    max_timeout: int = 600
+    default_timeout: int = 120
+    output_bytes: int = 256 * 1024
+    read_bytes: int = 32 * 1024**2
+    idle_close_seconds: int = 7 * 24 * 3600
+    # The uid commands run as when sandboxd is root (an unprivileged account, so RLIMIT_NPROC binds and a
+    # file written in a workspace is not root's on the host). Ignored when sandboxd is not root.
+    run_as_uid: int = 65534
+    run_as_gid: int = 65534
+    workbench_dir: str | None = None
+    runtimes: dict[str, Runtime] = field(default_factory=dict)
+
+    @property
+    def workspaces(self) -> Path:
+        return self.root / "workspaces"
+
+
+def available_runtimes(workbench_dir: str | None) -> dict[str, Runtime]:
+    """The aliases this host can honour: each promises binaries, and is reported only when they exist."""
+    candidates = [
+        Runtime("python", "Python 3 with the host's standard library and a POSIX shell", ("python3", "sh")),
+        Runtime("node", "Node.js and npm with a POSIX shell", ("node", "sh")),
+    ]
+    if workbench_dir:
+        candidates.append(Runtime("workbench", "git, Node.js and the coding CLIs (Claude Code, Codex)",
+                                  ("git", "node", "npm", "sh"), extra_path=("/opt/workbench/node_modules/.bin",),
+                                  mount=workbench_dir))
+    else:
+        candidates.append(Runtime("workbench", "git, Python and Node.js", ("git", "node", "npm", "python3", "sh")))
+    usr_path = "/usr/local/bin:/usr/bin"
+    found = {}
+    for runtime in candidates:
+        if all(shutil.which(binary, path=usr_path) for binary in runtime.needs):
+            found[runtime.alias] = runtime
+    return found
+
+
+def from_env() -> Config:
+    root = Path(os.environ.get("SANDBOXD_ROOT", "").strip() or Path.cwd() / ".agenticos" / "sandboxd")
+    workbench = os.environ.get("SANDBOXD_WORKBENCH_DIR", "").strip() or None
+    if workbench and not Path(workbench).is_dir():
+        raise ConfigError(f"SANDBOXD_WORKBENCH_DIR {workbench!r} is not a directory.")
+    bwrap = shutil.which(os.environ.get("SANDBOXD_BWRAP", "bwrap"))
+    if bwrap is None:
+        raise ConfigError("bubblewrap (bwrap) is not installed: apt-get install bubblewrap. sandboxd never "
+                          "runs a command without it.")
+    prlimit = shutil.which("prlimit")
+    if prlimit is None:
+        raise ConfigError("prlimit (util-linux) is not installed; it sets each command's resource limits.")
+    mib = 1024 * 1024
+    return Config(
+        token=_token(),
+        root=root,
+        host=os.environ.get("SANDBOXD_HOST", "127.0.0.1").strip() or "127.0.0.1",
+        port=_int("SANDBOXD_PORT", 8765, minimum=1),
+        bwrap=bwrap,
+        prlimit=prlimit,
+        cpu_seconds=_int("SANDBOXD_CPU_SECONDS", 300, minimum=1),
+        memory_bytes=_int("SANDBOXD_MEMORY_MB", 2048, minimum=64) * mib,
+        max_processes=_int("SANDBOXD_MAX_PROCESSES", 128, minimum=4),
+        file_bytes=_int("SANDBOXD_FILE_MB", 256, minimum=1) * mib,
+        disk_bytes=_int("SANDBOXD_DISK_MB", 1024, minimum=1) * mib,
+        tmp_bytes=_int("SANDBOXD_TMP_MB", 256, minimum=1) * mib,
+        max_timeout=_int("SANDBOXD_MAX_TIMEOUT", 600, minimum=1),
+        output_bytes=_int("SANDBOXD_OUTPUT_BYTES", 256 * 1024, minimum=1024),
+        idle_close_seconds=_int("SANDBOXD_IDLE_CLOSE_SECONDS", 7 * 24 * 3600, minimum=60),
+        run_as_uid=_int("SANDBOXD_RUN_AS_UID", 65534, minimum=1),
+        run_as_gid=_int("SANDBOXD_RUN_AS_GID", 65534, minimum=1),
+        workbench_dir=workbench,
+        runtimes=available_runtimes(workbench),
+    )

@@ -1,0 +1,217 @@
+"""One command under bubblewrap: the isolation boundary of the deployment's sandboxes.
+
+What a command sees and may do:
+- new user, PID, IPC, UTS, network and cgroup namespaces; no capabilities (`--cap-drop ALL`), no further
+  user namespaces (`--disable-userns`), its own session (no terminal injection);
+- the host's /usr read-only (with the /bin, /lib, /lib64, /sbin links), a generated /etc holding only
+  passwd, group, hosts and the read-only CA bundle and `alternatives` links — never the host's
+  passwd/shadow, keys or credentials; a fresh minimal /proc of its own PID namespace and a minimal /dev;
+  /tmp an in-memory tmpfs of `tmp_bytes` gone with the command; the root remounted read-only, so the
+  workspace (/workspace) is the only writable tree on disk;
+- a cleared environment (PATH, HOME=/workspace, LANG, TMPDIR and what the caller passes by name);
+- network: only its own loopback (the network namespace has no route out, and the host's 127.0.0.1 is
+  another namespace's). An egress allow-list is not built;
+- rlimits set by prlimit before bwrap starts (inherited by everything inside): CPU seconds, address space,
+  processes (counted per host uid — sandboxd running as root runs commands as `run_as_uid`), one file's
+  size (at most what is left of the workspace's disk cap), open files, no core dumps;
+- a wall-clock timeout: the whole process group is killed, and because the command's processes live in
+  their own PID namespace whose init dies with bwrap (`--die-with-parent`), nothing started inside — a
+  background job, a daemon that called setsid — outlives its command;
+- the workspace's size is watched while the command runs: past `disk_bytes` the command is killed.
+
+cgroups v2 are not used: this needs a delegated, writable cgroup v2 subtree with the memory and pids
+controllers, which the machines this was built on lack (hybrid hierarchy); rlimits bind instead.
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from sandboxd.config import Config, Runtime
+
+SANDBOX_UID = 1000
+SANDBOX_GID = 1000
+HOSTNAME = "sandbox"
+_ETC_FILES = {
+    "passwd": f"sandbox:x:{SANDBOX_UID}:{SANDBOX_GID}:sandbox:/workspace:/bin/sh\n"
+              "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+    "group": f"sandbox:x:{SANDBOX_GID}:\nnogroup:x:65534:\n",
+    "hosts": f"127.0.0.1 localhost {HOSTNAME}\n::1 localhost\n",
+    "nsswitch.conf": "passwd: files\ngroup: files\nhosts: files\n",
+    "resolv.conf": "",
+}
+# Public, read-only host trees a program may need (certificate bundle, the alternatives links of /usr/bin).
+_ETC_TREES = ("alternatives", "ssl", "ca-certificates", "ld.so.cache", "localtime", "mime.types")
+WATCH_SECONDS = 0.25
+
+
+@dataclass
+class Outcome:
+    exit_code: int
+    stdout: str
+    stderr: str
+    stdout_truncated: int
+    stderr_truncated: int
+    timed_out: bool
+    disk_full: bool
+    duration_ms: int
+    max_rss_kb: int
+
+
+def write_etc(root: Path) -> Path:
+    """The generated /etc every sandbox sees (written at start; nothing of the host's identity in it)."""
+    etc = root / "etc"
+    etc.mkdir(parents=True, exist_ok=True)
+    for name, text in _ETC_FILES.items():
+        (etc / name).write_text(text)
+        os.chmod(etc / name, 0o644)
+    return etc
+
+
+def argv(config: Config, workspace: Path, runtime: Runtime, command: str, env: dict[str, str],
+         *, file_bytes: int) -> list[str]:
+    limits = [
+        config.prlimit,
+        f"--cpu={config.cpu_seconds}",
+        f"--as={config.memory_bytes}",
+        f"--nproc={config.max_processes}",
+        f"--fsize={file_bytes}",
+        f"--nofile={config.open_files}",
+        "--core=0",
+        "--",
+    ]
+    jail = [
+        config.bwrap,
+        "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net",
+        "--unshare-cgroup-try",
+        "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_GID), "--hostname", HOSTNAME,
+        "--disable-userns", "--cap-drop", "ALL", "--die-with-parent", "--new-session",
+        "--ro-bind", "/usr", "/usr",
+    ]
+    for link in ("bin", "lib", "lib64", "sbin"):
+        target = Path("/") / link
+        if target.is_symlink():
+            jail += ["--symlink", os.readlink(target), f"/{link}"]
+        elif target.is_dir():
+            jail += ["--ro-bind", str(target), f"/{link}"]
+    # The sandbox's own /tmp (a tmpfs inside its mount namespace), not the host's.
+    jail += ["--proc", "/proc", "--dev", "/dev", "--size", str(config.tmp_bytes), "--tmpfs", "/tmp",  # noqa: S108
+             "--dir", "/etc"]
+    etc = config.root / "etc"
+    for name in _ETC_FILES:
+        jail += ["--ro-bind", str(etc / name), f"/etc/{name}"]
+    for name in _ETC_TREES:
+        jail += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+    if runtime.mount:
+        jail += ["--ro-bind", runtime.mount, f"/opt/{runtime.alias}"]
+    jail += ["--bind", str(workspace), "/workspace", "--chdir", "/workspace", "--remount-ro", "/",
+             "--clearenv"]
+    path = ":".join((*runtime.extra_path, "/usr/local/bin", "/usr/bin", "/bin"))
+    base = {"PATH": path, "HOME": "/workspace", "LANG": "C.UTF-8", "TMPDIR": "/tmp", "USER": "sandbox",  # noqa: S108
+            "SANDBOX_RUNTIME": runtime.alias}
+    for name, value in {**base, **env}.items():
+        jail += ["--setenv", name, value]
+    return [*limits, *jail, "--", "/bin/sh", "-c", command]
+
+
+def disk_usage(root: Path) -> int:
+    """Bytes the workspace holds (allocated blocks, so a sparse file counts what it really takes)."""
+    total = 0
+    stack = [str(root)]
+    while stack:
+        current = stack.pop()
+        try:
+            with os.scandir(current) as entries:
+                for entry in entries:
+                    try:
+                        info = entry.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    total += max(info.st_blocks * 512, 0) if hasattr(info, "st_blocks") else info.st_size
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append(entry.path)
+        except OSError:
+            continue
+    return total
+
+
+def _kill(process: subprocess.Popen) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def run(config: Config, workspace: Path, runtime: Runtime, command: str, *, timeout: float,
+        env: dict[str, str] | None = None) -> Outcome:
+    """Run `command` in the workspace under the jail; blocking (sandboxd calls it on a thread)."""
+    used = disk_usage(workspace)
+    room = max(config.disk_bytes - used, 0)
+    cmd = argv(config, workspace, runtime, command, env or {}, file_bytes=min(config.file_bytes, room))
+    demote: dict = {}
+    if os.geteuid() == 0:
+        demote = {"user": config.run_as_uid, "group": config.run_as_gid, "extra_groups": []}
+    started = time.monotonic()
+    process = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               start_new_session=True, close_fds=True, env={"PATH": "/usr/bin:/bin"}, **demote)
+    flags = {"timed_out": False, "disk_full": False}
+    done = threading.Event()
+
+    def watch() -> None:
+        deadline = started + timeout
+        while not done.wait(WATCH_SECONDS):
+            if time.monotonic() >= deadline:
+                flags["timed_out"] = True
+                _kill(process)
+                return
+            if disk_usage(workspace) > config.disk_bytes:
+                flags["disk_full"] = True
+                _kill(process)
+                return
+
+    watcher = threading.Thread(target=watch, name="sandboxd-watch", daemon=True)
+    watcher.start()
+    out, err = bytearray(), bytearray()
+    dropped = {"out": 0, "err": 0}
+    cap = config.output_bytes
+    selector = selectors.DefaultSelector()
+    assert process.stdout is not None and process.stderr is not None
+    selector.register(process.stdout, selectors.EVENT_READ, ("out", out))
+    selector.register(process.stderr, selectors.EVENT_READ, ("err", err))
+    try:
+        open_streams = 2
+        while open_streams:
+            for key, _ in selector.select(timeout=0.5):
+                name, buffer = key.data
+                chunk = os.read(key.fd, 65536)
+                if not chunk:
+                    selector.unregister(key.fileobj)
+                    open_streams -= 1
+                    continue
+                room_left = cap - len(buffer)
+                if room_left > 0:
+                    buffer += chunk[:room_left]
+                dropped[name] += max(len(chunk) - max(room_left, 0), 0)
+        _, status, usage = os.wait4(process.pid, 0)
+        process.returncode = os.waitstatus_to_exitcode(status)
+    finally:
+        done.set()
+        selector.close()
+        _kill(process)  # nothing of the group may outlive the command, whatever ended it
+        process.stdout.close()
+        process.stderr.close()
+        watcher.join(timeout=2)
+    code = process.returncode
+    if code is not None and code < 0:
+        code = 128 - code  # the shell's convention for "killed by signal N"
+    return Outcome(exit_code=int(code if code is not None else -1), stdout=out.decode("utf-8", "replace"),
+                   stderr=err.decode("utf-8", "replace"), stdout_truncated=dropped["out"],
+                   stderr_truncated=dropped["err"], timed_out=flags["timed_out"], disk_full=flags["disk_full"],
+                   duration_ms=int((time.monotonic() - started) * 1000), max_rss_kb=int(usage.ru_maxrss))
