@@ -2,13 +2,18 @@
 OpenAI-compatible server that streams at a real model's pace, behind an `openai_compatible` profile (the real
 OpenAI client path, the outbound guard included), through the `runs` workers `make run` starts.
 
-    .venv/bin/python bench/concurrency.py [--runs 50,300,1000] [--tokens 40] [--seconds 2.3]
+    .venv/bin/python bench/concurrency.py [--runs 50,300,1000] [--via api|socket] [--tokens 40] [--seconds 2.3]
+
+--via socket opens N widget sockets (`/api/v1/embed/<key>/ws`, one visitor each) and sends one message on
+each instead of N REST calls: the same runner behind daphne's socket path.
 
 Each run asks the model twice: a `get_current_time` tool call (streamed in a few chunks), then an answer of
 --tokens tokens over --seconds. Printed per N: peak streams open at the model server, start delay (request
 sent → the run's first model request) p50/p95, wall time for all N against one run alone, CPU per run (web,
 runs workers, PostgreSQL, Redis; the model server apart), the peak RSS of each process, and errors / runs not
-completed. Runs against the embedded dev services (`python -m agenticos.devservices start`), starting its own
+completed. It also prints the floor: the same runs made by bare pydantic-ai (no platform) in one process
+against the same server — the CPU the agent library and the OpenAI client spend per run, which bounds what
+any runner can reach on this machine. Runs against the embedded dev services (`python -m agenticos.devservices start`), starting its own
 daphne, runs workers and model server; launcher helpers and measurement from bench/turn_overhead.py.
 """
 
@@ -229,6 +234,61 @@ async def fire(base: str, agent_id: str, key: str, n: int) -> tuple[dict[str, fl
     return sent, run_ids, errors
 
 
+ORIGIN = "http://bench.example"
+
+
+def setup_embed(agent_id: str) -> str:
+    """A widget on the bench agent (one visitor per socket, limits out of the way). Returns its public key."""
+    from agenticos.models import User
+    from agents.models import Agent
+    from embeds.models import Embed
+
+    agent = Agent.objects.get(pk=agent_id)
+    embed, _ = Embed.objects.update_or_create(
+        organization=agent.organization, agent=agent, name="bench-scale",
+        defaults={"kind": "widget", "allowed_origins": [ORIGIN], "rate_limit_per_minute": 1_000_000,
+                  "created_by": User.objects.get(email="bench-scale@example.com")})
+    return embed.public_key
+
+
+async def fire_sockets(url: str, n: int) -> tuple[dict[str, float], dict[str, str], list, dict[str, float]]:
+    """Open n widget sockets at once and send one message on each. Returns {marker: sent at},
+    {marker: run id}, errors, {marker: completed at}."""
+    import websockets
+
+    sent: dict[str, float] = {}
+    run_ids: dict[str, str] = {}
+    done: dict[str, float] = {}
+    errors: list = []
+
+    async def one() -> None:
+        marker = f"bench-run-{uuid.uuid4().hex}"
+        try:
+            async with websockets.connect(url, origin=ORIGIN, open_timeout=120, max_size=None) as ws:
+                ready = json.loads(await asyncio.wait_for(ws.recv(), 120))
+                if ready.get("type") != "ready":
+                    errors.append(f"no ready: {ready}")
+                    return
+                sent[marker] = time.time()
+                await ws.send(json.dumps({"type": "message", "text": f"{marker}: what time is it?"}))
+                while True:
+                    frame = json.loads(await asyncio.wait_for(ws.recv(), 300))
+                    run_id = frame.get("run_id") or (frame.get("data") or {}).get("run_id")
+                    if run_id:
+                        run_ids.setdefault(marker, run_id)
+                    if frame.get("type") == "complete":
+                        done[marker] = time.time()
+                        return
+                    if frame.get("type") == "error":
+                        errors.append(frame.get("data") or frame)
+                        return
+        except Exception as exc:  # noqa: BLE001 - every failure is counted and printed, by kind
+            errors.append(repr(exc)[:200])
+
+    await asyncio.gather(*(one() for _ in range(n)))
+    return sent, run_ids, errors, done
+
+
 def model_stats(port: int, path: str = "/stats") -> dict:
     import httpx
 
@@ -258,7 +318,8 @@ def service_pids() -> dict[str, list[int]]:
     return {"postgres": postgres, "redis": redis}
 
 
-def measure(n: int, *, base: str, agent_id: str, key: str, model_port: int, procs: dict, timeout: float) -> dict:
+def measure(n: int, *, base: str, agent_id: str, key: str, model_port: int, procs: dict, timeout: float,
+            socket_url: str = "") -> dict:
     from agents.models import Run
     from bench.turn_overhead import cpu_seconds
 
@@ -268,7 +329,11 @@ def measure(n: int, *, base: str, agent_id: str, key: str, model_port: int, proc
     before = {part: cpu_seconds(pids) for part, pids in parts.items()}
     rss = {name: 0.0 for name in procs}
     started = time.time()
-    sent, run_ids, errors = asyncio.run(fire(base, agent_id, key, n))
+    done: dict[str, float] = {}
+    if socket_url:
+        sent, run_ids, errors, done = asyncio.run(fire_sockets(socket_url, n))
+    else:
+        sent, run_ids, errors = asyncio.run(fire(base, agent_id, key, n))
     terminal = {"completed", "failed", "cancelled", "budget_exceeded", "awaiting_approval", "awaiting_answer"}
     deadline = time.monotonic() + timeout
     statuses: dict[str, int] = {}
@@ -284,16 +349,52 @@ def measure(n: int, *, base: str, agent_id: str, key: str, model_port: int, proc
         time.sleep(0.25)
     finished = Run.objects.filter(pk__in=list(run_ids.values()), finished_at__isnull=False)
     last = max((at.timestamp() for at in finished.values_list("finished_at", flat=True) if at), default=float("nan"))
+    if socket_url:  # a socket's run ends when its `complete` frame arrives
+        last = max(done.values(), default=float("nan"))
+        statuses = {"completed": len(done)}
+    lost = len(sent) - len(errors) - len(done) if socket_url else 0
     after = {part: cpu_seconds(pids) for part, pids in parts.items()}
     stats = model_stats(model_port)
     delays = [stats["first_seen"][marker] - sent[marker] for marker in run_ids if marker in stats["first_seen"]]
     return {
         "n": n, "peak": stats["peak"], "wall": last - started, "p50": percentile(delays, 0.5),
         "p95": percentile(delays, 0.95), "errors": errors, "statuses": statuses,
-        "completed": statuses.get("completed", 0),
+        "completed": statuses.get("completed", 0), "lost": lost,
         "cpu_ms": {part: (after[part] - before[part]) * 1000 / max(n, 1) for part in parts},
         "rss": rss,
     }
+
+
+def floor(model_port: int, n: int) -> tuple[float, float]:
+    """The same run (tool call, then the answer) made by bare pydantic-ai in this process, n at once, against the
+    model server: (wall seconds, CPU ms per run). No platform at all: the agent library and the OpenAI client."""
+    import httpx
+    from openai import AsyncOpenAI
+    from pydantic_ai import Agent
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    async def level() -> tuple[float, float]:
+        async with httpx.AsyncClient(limits=httpx.Limits(max_connections=None), timeout=120) as http:
+            client = AsyncOpenAI(base_url=f"http://127.0.0.1:{model_port}/v1", api_key="bench", http_client=http)
+            agent = Agent(OpenAIChatModel("gpt-4o-mini", provider=OpenAIProvider(openai_client=client)),
+                          instructions="Answer after checking the time.")
+
+            @agent.tool_plain
+            def get_current_time() -> str:
+                return "2026-12-04T01:00:00+00:00"
+
+            async def one() -> None:
+                async with agent.run_stream(f"bench-run-{uuid.uuid4().hex}: what time is it?") as result:
+                    async for _ in result.stream_text(delta=True):
+                        pass
+
+            await asyncio.gather(*(one() for _ in range(2)))  # warm
+            cpu, wall = time.process_time(), time.time()
+            await asyncio.gather(*(one() for _ in range(n)))
+            return time.time() - wall, (time.process_time() - cpu) * 1000 / n
+
+    return asyncio.run(level())
 
 
 def main() -> None:
@@ -302,6 +403,7 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=40)
     parser.add_argument("--seconds", type=float, default=2.3)
     parser.add_argument("--timeout", type=float, default=300)
+    parser.add_argument("--via", choices=("api", "socket"), default="api")
     parser.add_argument("--shared-tls-context", action="store_true",
                         help="what the proposed netguard patch gives: one TLS context per process instead of one "
                              "per run's HTTP client (loading the CA bundle was most of a run's CPU)")
@@ -324,7 +426,7 @@ def main() -> None:
     env = dict(os.environ, PYTHONUNBUFFERED="1", LOG_LEVEL="WARNING", DEBUG="false",
                ALLOWED_HOSTS="127.0.0.1,localhost", SECRET_KEY=settings.SECRET_KEY,
                VAULT_MASTER_KEY=settings.VAULT_MASTER_KEY, MODEL_ALLOWED_PRIVATE_HOSTS="127.0.0.1",
-               RATE_LIMIT_RUN_PER_MINUTE="1000000")
+               RATE_LIMIT_RUN_PER_MINUTE="1000000", RATE_LIMIT_EMBED_PER_MINUTE="1000000")
     if args.shared_tls_context:
         patch_dir = Path(tempfile.mkdtemp(prefix="bench-tls-"))
         (patch_dir / "sitecustomize.py").write_text(SHARED_TLS_CONTEXT)
@@ -341,15 +443,17 @@ def main() -> None:
         wait_port(web_port)
         wait_quiet([proc.pid for proc in procs.values()])
         base = f"http://127.0.0.1:{web_port}"
+        socket_url = (f"ws://127.0.0.1:{web_port}/api/v1/embed/{setup_embed(agent_id)}/ws"
+                      if args.via == "socket" else "")
         common = {"base": base, "agent_id": agent_id, "key": key, "model_port": model_port, "procs": procs,
-                  "timeout": args.timeout}
+                  "timeout": args.timeout, "socket_url": socket_url}
         for _ in range(2 * run_worker_processes()):  # warm every worker
             measure(1, **common)
         wait_quiet([proc.pid for proc in procs.values()], limit=10)
         print(f"machine: {platform.node()} {platform.machine()} {os.cpu_count()} cores, Python "
               f"{platform.python_version()}, load {os.getloadavg()[0]:.1f}; {run_worker_processes()} runs workers "
               f"× RUN_MAX_CONCURRENT {settings.RUN_MAX_CONCURRENT}; model: tool call, then {args.tokens} tokens "
-              f"over {args.seconds} s")
+              f"over {args.seconds} s; via {args.via}")
         alone = measure(1, **common)
         print(f"one run alone: {alone['wall']:.2f} s")
         for n in [int(value) for value in args.runs.split(",")]:
@@ -359,9 +463,15 @@ def main() -> None:
             rss = ", ".join(f"{name} {mb:.0f}" for name, mb in r["rss"].items())
             print(f"N={n:>5}: peak streams {r['peak']:>5}, start delay p50 {r['p50']:.2f} s / p95 {r['p95']:.2f} s, "
                   f"wall {r['wall']:.2f} s = {r['wall'] / alone['wall']:.2f}x one run; completed {r['completed']}/{n}, "
-                  f"statuses {r['statuses']}, {len(r['errors'])} errors{': ' + str(r['errors'][:3]) if r['errors'] else ''}")
+                  f"statuses {r['statuses']}, {len(r['errors'])} errors{': ' + str(r['errors'][:3]) if r['errors'] else ''}"
+                  f"{', ' + str(r['lost']) + ' sockets lost' if socket_url else ''}")
             print(f"         CPU ms/run: {cpu} (all but the model: "
                   f"{sum(ms for part, ms in r['cpu_ms'].items() if part != 'model'):.1f}); peak RSS MB: {rss}")
+        wait_quiet([proc.pid for proc in procs.values()], limit=10)
+        wall, cpu_ms = floor(model_port, 300)
+        print(f"floor, bare pydantic-ai in one process, 300 at once: {cpu_ms:.1f} CPU ms/run, wall {wall:.2f} s; "
+              f"on {os.cpu_count()} cores no runner can do 300 in under {300 * cpu_ms / 1000 / os.cpu_count():.1f} s "
+              f"of CPU alone ({300 * cpu_ms / 1000 / os.cpu_count() / alone['wall']:.1f}x one run)")
     finally:
         import signal
 
