@@ -244,6 +244,10 @@ class Message(models.Model):
     role = models.CharField(max_length=16, choices=Role.choices)
     author = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
     author_label = models.CharField(max_length=200, blank=True)
+    # The chat account that wrote a channel turn (linked or not): the author for search and the console when no
+    # member wrote it, and the one who becomes its person once the account is linked.
+    chat_identity = models.ForeignKey("channelbots.ChannelIdentity", on_delete=models.SET_NULL, null=True, blank=True,
+                                      related_name="messages")
     content = models.TextField(blank=True)
     thinking = models.TextField(blank=True)
     # [{type: text|thinking, text} | {type: tool, tool_call_id}] in streamed order.

@@ -54,6 +54,7 @@ def start_run(
     embed_id=None,
     chat_account: str = "",
     author_label: str = "",
+    chat_identity=None,
     options: dict[str, Any] | None = None,
     run_id: uuid.UUID | None = None,
     attachments: list[dict] | None = None,
@@ -66,6 +67,9 @@ def start_run(
     `history_limit`, `extra_instructions`, `can_ask_user`, `recorded_prompt` (what the person wrote
     when `prompt` was assembled around it). A `conversation` not saved yet is this turn's new one: it is
     written with the run (no conversation without its first turn, no second write to mark it active).
+    `chat_identity` is the chat account that wrote a channel turn: the message records it, and `user` is its
+    author only when the account is linked to that user (an unlinked sender runs under the binding's authority
+    but is not the binding's creator).
 
     Called inside a caller's transaction, it joins it.
     """
@@ -94,13 +98,17 @@ def start_run(
         else:
             writes.append(Update(Conversation.objects.filter(pk=conversation.pk), {"last_active_at": timezone.now()}))
         recorded = options.get("recorded_prompt") or text
+        author = user if surface != "embed" else None
+        if chat_identity is not None and (user is None or chat_identity.user_id != user.pk):
+            author = None
         message = Message(
             conversation=conversation,
             run=run,
             version=version,
             role=Message.Role.USER,
-            author=user if surface != "embed" else None,
-            author_label=author_label or (str(user) if user and surface != "embed" else ""),
+            author=author,
+            author_label=author_label or (str(author) if author else ""),
+            chat_identity=chat_identity,
             content=recorded,
             parts=[{"type": "text", "text": recorded}],
             attachments=attachments or [],
