@@ -120,6 +120,7 @@ INSTALLED_APPS = [
     "embeds",
     "channelbots",
     "triggers",
+    "evals",
 ]
 
 MIDDLEWARE = [
@@ -258,7 +259,11 @@ CHANNEL_LAYERS = {
         # Every socket of one web process shares that process's inbox, and channels-redis drops
         # (silently) what exceeds `capacity`: 50 streaming sockets × ~150 word frames overflowed 1,500.
         "CONFIG": {
-            "hosts": [{"address": REDIS_URL, "socket_timeout": 30}],
+            # redis-py 8 caps an asyncio pool at 100 connections and raises past it (no waiting): 300 widget
+            # sockets joining their groups at once closed 161 of them with 1011 (bench/concurrency.py
+            # --via socket). Connections are returned after each command; the cap only bounds a burst.
+            "hosts": [{"address": REDIS_URL, "socket_timeout": 30,
+                       "max_connections": _int("CHANNEL_LAYER_MAX_CONNECTIONS", 2000, minimum=10)}],
             "prefix": "asgi" if REDIS_NAMESPACE == "agenticos" else f"{REDIS_NAMESPACE}:asgi",
             "capacity": _int("CHANNEL_LAYER_CAPACITY", 100_000, minimum=100),
             "expiry": 120,
@@ -376,12 +381,15 @@ SPECTACULAR_SETTINGS = {
 
 # ------------------------------------------------------------------ product limits
 DEFAULT_ORG_MONTHLY_BUDGET_USD = _decimal_or_none("DEFAULT_ORG_MONTHLY_BUDGET_USD", "100")
-# Only scopes a capability declares (tests/capabilities/test_scopes.py): web:browse and agents:delegate come
-# back with browser_use and subagents; files:read, files:write and memory:write gated nothing.
+# Only scopes a capability declares (tests/capabilities/test_scopes.py): web:browse comes
+# back with browser_use; files:read, files:write and memory:write gated nothing.
 DEFAULT_GRANTED_SCOPES = env.list(
     "DEFAULT_GRANTED_SCOPES",
-    default=["knowledge:read", "conversations:read", "web:read", "web:fetch", "code:execute", "sandbox:execute"],
+    default=["knowledge:read", "conversations:read", "web:read", "web:fetch", "code:execute", "sandbox:execute",
+             "agents:delegate"],
 )
+# How many specialists an agent with delegation may write for itself in one run (subagents, allow_dynamic).
+MAX_DYNAMIC_SPECIALISTS = _int("MAX_DYNAMIC_SPECIALISTS", 5, minimum=0)
 # Hosts (names, IPs/CIDRs, PostgreSQL socket dirs) that tools may reach although they are private.
 TOOL_ALLOWED_PRIVATE_HOSTS = env.list("TOOL_ALLOWED_PRIVATE_HOSTS", default=[])
 # The same for model profiles' base URLs (a local Ollama or vLLM: `localhost`); kept apart from the tools' list
@@ -403,6 +411,7 @@ SANDBOX_STATE_MAX_BYTES = _int("SANDBOX_STATE_MAX_BYTES", 50 * 1024 * 1024, mini
 # and compose) and its token file (`make sandbox-token`); an empty URL or a missing token = no own sandboxd.
 SANDBOXD_URL = env.str("SANDBOXD_URL", default="http://127.0.0.1:8765")
 SANDBOXD_TOKEN_FILE = env.str("SANDBOXD_TOKEN_FILE", default=str(DATA_DIR / "sandboxd.token"))
+SANDBOXD_TOKEN = env.str("SANDBOXD_TOKEN", default="").strip()  # wins over the file (docker-compose passes it)
 # Private hosts an operator-registered sandboxd connection may be on (the deployment's own is always allowed).
 SANDBOX_ALLOWED_PRIVATE_HOSTS = env.list("SANDBOX_ALLOWED_PRIVATE_HOSTS", default=[])
 # What `execute` hands the model: at most this many characters of output; timeouts within 1..max seconds.
@@ -411,6 +420,14 @@ SANDBOX_EXECUTE_MAX_TIMEOUT = _int("SANDBOX_EXECUTE_MAX_TIMEOUT", 600, minimum=1
 RATE_LIMIT_RUN_PER_MINUTE = _int("RATE_LIMIT_RUN_PER_MINUTE", 30, minimum=1)
 RATE_LIMIT_EMBED_PER_MINUTE = _int("RATE_LIMIT_EMBED_PER_MINUTE", 30, minimum=1)
 RATE_LIMIT_HOSTED_PAGE_PER_MINUTE = _int("RATE_LIMIT_HOSTED_PAGE_PER_MINUTE", 120, minimum=1)
+# A hosted page is counted per address (and visitor key) above; this is the whole page's ceiling, far above
+# normal traffic, spent only by requests their own counters let through (embeds/views.py `_page_limit`).
+RATE_LIMIT_HOSTED_PAGE_CEILING_PER_MINUTE = _int("RATE_LIMIT_HOSTED_PAGE_CEILING_PER_MINUTE", 6000, minimum=1)
+if RATE_LIMIT_HOSTED_PAGE_CEILING_PER_MINUTE < RATE_LIMIT_HOSTED_PAGE_PER_MINUTE:
+    raise ImproperlyConfigured(
+        "RATE_LIMIT_HOSTED_PAGE_CEILING_PER_MINUTE must be at least RATE_LIMIT_HOSTED_PAGE_PER_MINUTE: "
+        "the page's ceiling is for everybody, the per-minute limit for one address."
+    )
 RATE_LIMIT_EMBED_UPLOAD_PER_MINUTE = _int("RATE_LIMIT_EMBED_UPLOAD_PER_MINUTE", 10, minimum=1)
 CHAT_MAX_UPLOAD_SIZE_MB = _int("CHAT_MAX_UPLOAD_SIZE_MB", 10, minimum=1)
 EMBED_MAX_UPLOAD_SIZE_MB = _int("EMBED_MAX_UPLOAD_SIZE_MB", 5, minimum=1)
@@ -460,6 +477,24 @@ TRIGGER_MIN_INTERVAL_SECONDS = _int("TRIGGER_MIN_INTERVAL_SECONDS", 60, minimum=
 RETENTION_AUDIT_DAYS = _int("RETENTION_AUDIT_DAYS", 400, minimum=1)
 RETENTION_WORKSPACE_IDLE_DAYS = _int("RETENTION_WORKSPACE_IDLE_DAYS", 90, minimum=1)
 RETENTION_BATCH_SIZE = _int("RETENTION_BATCH_SIZE", 1000, minimum=10)
+
+# ------------------------------------------------------------------ evaluation suites (evals/)
+# Cases of one suite run running at once (each a real run on the runs workers), and how many a suite holds.
+EVAL_MAX_CONCURRENT = _int("EVAL_MAX_CONCURRENT", 4, minimum=1)
+EVAL_MAX_CASES = _int("EVAL_MAX_CASES", 200, minimum=1)
+# A case's run not finished by then is stopped and the case fails; how often the driver looks at its runs.
+EVAL_CASE_TIMEOUT_SECONDS = _int("EVAL_CASE_TIMEOUT_SECONDS", 600, minimum=5)
+EVAL_POLL_SECONDS = _int("EVAL_POLL_MS", 250, minimum=20) / 1000
+# Days a run's transcript (messages, tool calls, the run's prompt and answer) is kept; 0 = keep (the default).
+# Each organization may set its own (Settings → Data retention); the run row and its spend stay either way.
+RETENTION_TRANSCRIPT_DAYS = _int("RETENTION_TRANSCRIPT_DAYS", 0, minimum=0)
+
+# ------------------------------------------------------------------ observability
+# Prometheus /metrics answers only `Authorization: Bearer <METRICS_TOKEN>`; unset, /metrics is a 404 (never open).
+# Traces (agenticos/telemetry.py) are read from the OTEL_* variables by each process's entry point.
+METRICS_TOKEN = env.str("METRICS_TOKEN", default="").strip()
+if METRICS_TOKEN and len(METRICS_TOKEN) < 16:
+    raise ImproperlyConfigured("METRICS_TOKEN must be at least 16 characters (or unset, which turns /metrics off).")
 
 LOGGING = {
     "version": 1,
