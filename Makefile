@@ -26,12 +26,13 @@ services-stop: install
 	$(PY) -m agenticos.devservices stop
 
 # Debian packages the tests need: chromium for the Playwright browser tests (a test tool's own browser
-# download cannot work here) and tesseract for OCR of images in knowledge collections.
-SYSTEM_PACKAGES := chromium tesseract-ocr tesseract-ocr-eng
+# download cannot work here), tesseract for OCR of images in knowledge collections, and bubblewrap, the
+# isolation sandboxd runs every command under.
+SYSTEM_PACKAGES := chromium tesseract-ocr tesseract-ocr-eng bubblewrap
 browser:
-	@if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/tesseract ]; then \
+	@if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/tesseract ] || [ ! -x /usr/bin/bwrap ]; then \
 		if [ "$$(id -u)" = "0" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(SYSTEM_PACKAGES) >/dev/null; \
-		else echo "missing: run 'sudo apt-get install $(SYSTEM_PACKAGES)' (browser and OCR tests will be skipped)"; fi; \
+		else echo "missing: run 'sudo apt-get install $(SYSTEM_PACKAGES)' (browser, OCR and sandbox tests will be skipped)"; fi; \
 	fi
 
 test: install browser
