@@ -34,4 +34,4 @@ VOLUME ["/data"]
 
 # Commands run from /app with `python -m`, so the source tree here (with templates/ and static/)
 # is what gets imported.
-CMD ["python", "-m", "daphne", "-b", "0.0.0.0", "-p", "8000", "--proxy-headers", "--websocket_connect_timeout", "30", "--ping-interval", "10", "--ping-timeout", "20", "agenticos.asgi:application"]
+CMD ["python", "-m", "daphne", "-e", "tcp:port=8000:interface=0.0.0.0:backlog=2048", "--proxy-headers", "--websocket_connect_timeout", "30", "--ping-interval", "10", "--ping-timeout", "20", "agenticos.asgi:application"]

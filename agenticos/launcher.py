@@ -51,8 +51,16 @@ def daphne_command(application: str, port: int, host: str = "127.0.0.1",
     EMBED_SLOW_READER_SECONDS without a word from the client, dropped when no pong came back by the end."""
     slow_reader = max(3, slow_reader_seconds or int(os.environ.get("EMBED_SLOW_READER_SECONDS", "30")))
     ping_interval = slow_reader // 3
-    return [sys.executable, "-m", "daphne", "-b", host, "-p", str(port), "--websocket_connect_timeout", "30",
+    return [sys.executable, "-m", "daphne", "-e", daphne_endpoint(host, port), "--websocket_connect_timeout", "30",
             "--ping-interval", str(ping_interval), "--ping-timeout", str(slow_reader - ping_interval), application]
+
+
+def daphne_endpoint(host: str, port: int) -> str:
+    """daphne's listening socket as a Twisted endpoint, for its accept backlog (DAPHNE_BACKLOG, 2048; the
+    kernel caps it at net.core.somaxconn). daphne's -b/-p take Twisted's default of 50: 1,000 clients
+    connecting at once overflowed it and 72 of them were reset (bench/concurrency.py --runs 1000)."""
+    backlog = max(50, int(os.environ.get("DAPHNE_BACKLOG", "2048")))
+    return f"tcp:port={port}:interface={host}:backlog={backlog}"
 
 
 def run_worker_processes() -> int:

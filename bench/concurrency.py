@@ -355,7 +355,7 @@ def measure(n: int, *, base: str, agent_id: str, key: str, model_port: int, proc
     lost = len(sent) - len(errors) - len(done) if socket_url else 0
     after = {part: cpu_seconds(pids) for part, pids in parts.items()}
     stats = model_stats(model_port)
-    delays = [stats["first_seen"][marker] - sent[marker] for marker in run_ids if marker in stats["first_seen"]]
+    delays = [stats["first_seen"][marker] - sent[marker] for marker in sent if marker in stats["first_seen"]]
     return {
         "n": n, "peak": stats["peak"], "wall": last - started, "p50": percentile(delays, 0.5),
         "p95": percentile(delays, 0.95), "errors": errors, "statuses": statuses,

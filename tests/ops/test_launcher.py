@@ -28,3 +28,18 @@ def test_the_operator_sets_the_number_and_the_threads(monkeypatch):
     monkeypatch.setenv("RUN_WORKER_CONCURRENCY", "8")
     workers = [cmd for name, cmd in launcher.commands(8000).items() if name.startswith("worker")]
     assert len(workers) == 1 and workers[0][workers[0].index("-c") + 1] == "8"
+
+
+def test_daphne_listens_with_a_backlog_for_a_burst_of_clients(monkeypatch):
+    """daphne's -b/-p give Twisted's accept backlog of 50: a thousand clients connecting at once overflowed it
+    and were reset. The endpoint daphne is given carries the deployment's backlog, and Twisted reads it."""
+    from twisted.internet import endpoints, reactor
+
+    monkeypatch.delenv("DAPHNE_BACKLOG", raising=False)
+    command = launcher.daphne_command("agenticos.asgi:application", 8123)
+    assert "-b" not in command and "-p" not in command
+    endpoint = endpoints.serverFromString(reactor, command[command.index("-e") + 1])
+    assert (endpoint._port, endpoint._interface, endpoint._backlog) == (8123, "127.0.0.1", 2048)
+    monkeypatch.setenv("DAPHNE_BACKLOG", "4096")
+    endpoint = endpoints.serverFromString(reactor, launcher.daphne_endpoint("0.0.0.0", 8000))
+    assert endpoint._backlog == 4096
