@@ -14,6 +14,7 @@ api_v1 = [
     path("", include("capabilities.urls_tools")),
     path("", include("knowledge.urls")),
     path("", include("triggers.urls")),
+    path("", include("evals.urls")),
 ]
 
 urlpatterns = [
@@ -29,6 +30,7 @@ urlpatterns = [
     path("", include("embeds.urls")),
     path("", include("channelbots.urls")),
     path("", include("agenticos.console.urls_triggers")),
+    path("", include("agenticos.console.urls_evals")),
     path("", include("agenticos.console.urls")),
 ]
 

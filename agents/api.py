@@ -174,7 +174,7 @@ class AgentVersionListView(AgentView):
     @extend_schema(responses={200: VersionSerializer(many=True), **ERRORS}, summary="Published versions, newest first")
     def get(self, request: Request, pk) -> Response:
         agent = self.agent(pk)
-        qs = AgentVersion.objects.filter(agent=agent).select_related("published_by").order_by("-number")
+        qs = AgentVersion.objects.filter(agent=agent, number__gt=0).select_related("published_by").order_by("-number")
         page = self.paginate_queryset(qs)
         return self.get_paginated_response(VersionSerializer(page, many=True).data)
 
@@ -184,7 +184,7 @@ class AgentVersionDetailView(AgentView):
     def get(self, request: Request, pk, number: str) -> Response:
         agent = self.agent(pk)
         version = None
-        if number.isdigit():
+        if number.isdigit() and int(number) > 0:  # 0: evaluation snapshots of the draft
             version = AgentVersion.objects.select_related("published_by").filter(agent=agent, number=int(number)).first()
         if version is None:
             raise NotFound(f"Version {number} not found.")

@@ -101,10 +101,13 @@ class AgentVersion(models.Model):
 
     class Meta:
         ordering = ["agent", "-number"]
-        constraints = [models.UniqueConstraint(fields=["agent", "number"], name="agentversion_unique_number")]
+        # Number 0 is an evaluation snapshot of the draft (evals: a suite run on the draft runs one): never
+        # published, never in an environment, never listed; any number of them, each frozen like a version.
+        constraints = [models.UniqueConstraint(fields=["agent", "number"], condition=Q(number__gt=0),
+                                               name="agentversion_unique_number")]
 
     def __str__(self) -> str:
-        return f"{self.agent} v{self.number}"
+        return f"{self.agent} v{self.number}" if self.number else f"{self.agent} (draft snapshot)"
 
     def save(self, *args, **kwargs):
         if not self._state.adding:
@@ -136,6 +139,7 @@ class Surface(models.TextChoices):
     MATTERMOST = "mattermost", "Mattermost"
     SCHEDULE = "schedule", "Schedule"
     EVENT = "event", "Event trigger"
+    EVAL = "eval", "Evaluation"
 
 
 class RunStatus(models.TextChoices):

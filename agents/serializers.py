@@ -85,7 +85,7 @@ class AgentDetailSerializer(AgentSerializer):
         fields = [*AgentSerializer.Meta.fields, "draft_spec", "latest_version"]
 
     def get_latest_version(self, obj: Agent) -> int | None:
-        return obj.versions.order_by("-number").values_list("number", flat=True).first()
+        return obj.versions.filter(number__gt=0).order_by("-number").values_list("number", flat=True).first()
 
 
 class AgentCreateSerializer(serializers.Serializer):

@@ -530,6 +530,10 @@ def publish_agent(*, actor: Actor, agent: Agent, note: str = "") -> AgentVersion
     """Freeze the draft into version N+1. The first publish creates `production` on it; `dev` (and any
     environment with tracks_latest) follows every publish. Raises Invalid listing every problem."""
     require_agent_access(actor, agent, PUBLISH)
+    from evals.gate import check_publish
+
+    # An agent whose evaluation suite gates publishing is published only when the suite passes on the draft.
+    check_publish(actor=actor, agent=agent)
     with transaction.atomic():
         agent = Agent.objects.select_for_update().get(pk=agent.pk)
         problems = publish_problems(actor, agent.draft_spec, agent=agent)
@@ -567,7 +571,8 @@ def _shares_workspace_across_people(spec: dict[str, Any]) -> bool:
 
 def _version(agent: Agent, number: Any) -> AgentVersion:
     try:
-        return AgentVersion.objects.get(agent=agent, number=int(number))
+        # Number 0 names the draft's evaluation snapshots (evals), never a published version.
+        return AgentVersion.objects.get(agent=agent, number=int(number), number__gt=0)
     except (AgentVersion.DoesNotExist, ValueError, TypeError):
         raise NotFound(f"Version {number} not found.") from None
 

@@ -186,7 +186,7 @@ def builder_context(actor: Actor, agent: Agent, level: str, *, diff: dict | None
     spec = agent.draft_spec or {}
     problems = {p["field"]: p["message"] for p in agent_services.publish_problems(actor, spec, agent=agent)}
     cards = _capability_cards(actor, spec, problems)
-    versions = list(agent.versions.select_related("published_by").order_by("-number")[:50])
+    versions = list(agent.versions.filter(number__gt=0).select_related("published_by").order_by("-number")[:50])
     environments = list(Environment.objects.filter(agent=agent).select_related("version").order_by("name"))
     budget = (spec.get("budget") or {}).get("monthly_usd")
     return {

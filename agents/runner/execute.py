@@ -138,6 +138,8 @@ class RunExecution:
         self._tools_announced = False
         self._text_streamed = False
         self._reached_model = False
+        # An evaluation case is answering this run's deferred calls (see _answered_by_the_case).
+        self._case_answering = False
         # Set when the worker shuts down under the run: the run is stopped and ends `failed`, saying this.
         self.shutdown_reason = ""
         # Model requests answered but not yet in the ledger (see BudgetGuard).
@@ -250,6 +252,8 @@ class RunExecution:
                 usage_limits=UsageLimits(request_limit=self.spec.max_steps),
                 **run_kwargs,
             )
+            if run.surface == "eval":
+                result = await self._answered_by_the_case(agent, run_kwargs, result)
         except BudgetExceeded as exc:
             await self._end(RunStatus.BUDGET_EXCEEDED, error={"type": "BudgetExceeded", "message": str(exc)},
                             error_frame=str(exc), code="budget_exceeded")
@@ -278,6 +282,29 @@ class RunExecution:
             await self._park(output, result.all_messages())
         else:
             await self._complete(str(output))
+
+    async def _answered_by_the_case(self, agent, run_kwargs: dict[str, Any], result):
+        """An evaluation case answers its own gated calls and ask_user questions (evals.answers), so the run
+        goes on instead of parking; a call the case says to leave parked parks as on any surface."""
+        from evals.answers import MAX_ROUNDS, deferred_results
+
+        for _round in range(MAX_ROUNDS):
+            if not isinstance(result.output, DeferredToolRequests):
+                break
+            answers = deferred_results(self.run.options.get("eval") or {}, result.output, self.tool_ids)
+            if answers is None:
+                break
+            self._case_answering = True
+            result = await agent.run(
+                event_stream_handler=self._on_events,
+                cancellation_token=self.token,
+                usage_limits=UsageLimits(request_limit=self.spec.max_steps),
+                usage=result.usage,
+                deps=run_kwargs["deps"],
+                message_history=result.all_messages(),
+                deferred_tool_results=answers,
+            )
+        return result
 
     # ------------------------------------------------------------- assembly
 
@@ -393,7 +420,7 @@ class RunExecution:
             await self.emit(frame("final_result_start", tool_name=event.tool_name))
         elif isinstance(event, FunctionToolCallEvent):
             call = event.part
-            if event.args_valid is None and self.run.parked_state:
+            if event.args_valid is None and (self.run.parked_state or self._case_answering):
                 # A resumed deferred call: it was announced before the park.
                 return
             if not self._tools_announced:
@@ -410,7 +437,7 @@ class RunExecution:
             content = getattr(returned, "content", None)
             ok = getattr(returned, "part_kind", "") == "tool-return" and getattr(
                 returned, "outcome", "success") in ("success", None)
-            if self.run.parked_state and not any(
+            if (self.run.parked_state or self._case_answering) and not any(
                 p.get("tool_call_id") == returned.tool_call_id for p in tr.parts if p["type"] == "tool"
             ):
                 tr.add_tool(returned.tool_call_id)

@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class EvalsConfig(AppConfig):
+    name = "evals"
+    verbose_name = "Evaluations"
+    default_auto_field = "django.db.models.BigAutoField"

@@ -1,0 +1,154 @@
+"""Evaluation suites: an agent's cases with their checks, and the suite runs that ran them (pydantic-evals).
+
+A case's checks are data (`evals.checks.CheckSpec`), validated by the services; a suite run keeps a snapshot
+of the cases it ran, so a comparison reads what was run, not what the suite says today.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+from agenticos.models import Organization
+from agents.models import Agent, AgentVersion, Run
+
+
+class Suite(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="eval_suites")
+    name = models.CharField(max_length=120)
+    description = models.TextField(blank=True)
+    # "Publish only when this suite passes": publishing runs it on the draft and refuses naming failing cases.
+    gates_publish = models.BooleanField(default=False)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [models.UniqueConstraint(fields=["agent", "name"], name="evalsuite_unique_name_per_agent")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Case(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    suite = models.ForeignKey(Suite, on_delete=models.CASCADE, related_name="cases")
+    name = models.CharField(max_length=120)
+    position = models.PositiveIntegerField(default=0)
+    prompt = models.TextField()
+    # A short prior conversation: [{"role": "user"|"assistant", "content": str}]
+    history = models.JSONField(default=list, blank=True)
+    # Text files attached to the prompt: [{"name", "mime", "content"}]
+    attachments = models.JSONField(default=list, blank=True)
+    # [{"kind": ..., ...}] (evals.checks.CheckSpec)
+    checks = models.JSONField(default=list, blank=True)
+    # How the case answers gated tools: {tool id: "approve"|"reject"|"park"}, and the default for the rest.
+    approvals = models.JSONField(default=dict, blank=True)
+    default_approval = models.CharField(max_length=8, default="reject")
+    # How the case answers ask_user: {question header: [labels]} (a header not listed: "did not answer").
+    answers = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["suite", "position", "name"]
+        constraints = [models.UniqueConstraint(fields=["suite", "name"], name="evalcase_unique_name_per_suite")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class SuiteRun(models.Model):
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        PASSED = "passed", "Passed"
+        FAILED = "failed", "Failed"
+        BUDGET_STOPPED = "budget_stopped", "Stopped by a budget"
+        ERROR = "error", "Error"
+
+    class Purpose(models.TextChoices):
+        MANUAL = "manual", "Started by a person"
+        PUBLISH_GATE = "publish_gate", "Publish gate"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="eval_runs")
+    suite = models.ForeignKey(Suite, on_delete=models.SET_NULL, null=True, related_name="runs")
+    suite_name = models.CharField(max_length=120)
+    # "draft" or "v<N>"; the version is the one the case runs ran (for the draft: its evaluation snapshot).
+    target = models.CharField(max_length=20)
+    version = models.ForeignKey(AgentVersion, on_delete=models.PROTECT, related_name="+")
+    purpose = models.CharField(max_length=16, choices=Purpose.choices, default=Purpose.MANUAL)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
+    started_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+")
+    acting_role = models.CharField(max_length=16, blank=True)
+    # The cases as they were run (the suite may change afterwards).
+    cases = models.JSONField(default=list)
+    max_concurrent = models.PositiveIntegerField(default=1)
+    total = models.PositiveIntegerField(default=0)
+    passed = models.PositiveIntegerField(default=0)
+    failed = models.PositiveIntegerField(default=0)
+    skipped = models.PositiveIntegerField(default=0)
+    input_tokens = models.PositiveIntegerField(default=0)
+    output_tokens = models.PositiveIntegerField(default=0)
+    cost_usd = models.DecimalField(max_digits=14, decimal_places=8, default=0)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["agent", "-created_at"], name="evalrun_agent_time")]
+
+    def __str__(self) -> str:
+        return f"{self.suite_name} on {self.target} ({self.status})"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status not in (self.Status.QUEUED, self.Status.RUNNING)
+
+
+class CaseResult(models.Model):
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        RUNNING = "running", "Running"
+        PASSED = "passed", "Passed"
+        FAILED = "failed", "Failed"
+        SKIPPED = "skipped", "Skipped"
+        ERROR = "error", "Error"
+
+    id = models.BigAutoField(primary_key=True)
+    suite_run = models.ForeignKey(SuiteRun, on_delete=models.CASCADE, related_name="results")
+    case_id = models.UUIDField()
+    case_name = models.CharField(max_length=120)
+    position = models.PositiveIntegerField(default=0)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    reason = models.TextField(blank=True)
+    run = models.ForeignKey(Run, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    run_status = models.CharField(max_length=24, blank=True)
+    output = models.TextField(blank=True)
+    # [{"index", "kind", "label", "passed", "reason"}]
+    checks = models.JSONField(default=list, blank=True)
+    input_tokens = models.PositiveIntegerField(default=0)
+    output_tokens = models.PositiveIntegerField(default=0)
+    steps = models.PositiveIntegerField(default=0)
+    cost_usd = models.DecimalField(max_digits=14, decimal_places=8, default=0)
+    judge_cost_usd = models.DecimalField(max_digits=14, decimal_places=8, default=0)
+    duration_ms = models.PositiveIntegerField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["suite_run", "position", "id"]
+        constraints = [models.UniqueConstraint(fields=["suite_run", "case_id"], name="evalresult_unique_case")]
+
+    def __str__(self) -> str:
+        return f"{self.case_name}: {self.status}"

@@ -1,0 +1,13 @@
+"""Celery tasks of evaluation suites (ids only; the work is evals.driver)."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+
+@shared_task(name="evals.tasks.run_suite")
+def run_suite(suite_run_id: str) -> None:
+    """Drive one suite run on the default queue: its cases' runs execute on the `runs` workers."""
+    from evals import driver
+
+    driver.run_suite(suite_run_id)

@@ -1,0 +1,14 @@
+"""/api/v1/ evaluation endpoints."""
+
+from agenticos.api import route
+from evals import api
+
+urlpatterns = [
+    *route("agents/<str:agent_id>/evals", api.AgentSuitesView, "api-agent-evals"),
+    *route("agents/<str:agent_id>/evals/import", api.SuiteImportView, "api-agent-evals-import"),
+    *route("agents/<str:agent_id>/evals/runs", api.AgentSuiteRunsView, "api-agent-eval-runs"),
+    *route("agents/<str:agent_id>/evals/<str:suite_id>", api.SuiteDetailView, "api-agent-eval"),
+    *route("agents/<str:agent_id>/evals/<str:suite_id>/yaml", api.SuiteExportView, "api-agent-eval-yaml"),
+    *route("evals/runs/<str:run_id>", api.SuiteRunDetailView, "api-eval-run"),
+    *route("evals/runs/<str:run_id>/compare", api.SuiteRunCompareView, "api-eval-run-compare"),
+]
