@@ -9,7 +9,7 @@ from django.utils.html import format_html
 from guardian.models import UserObjectPermission
 
 from agenticos.admin import ReadOnlyAdmin, UUIDSearchMixin, admin_link
-from governance.models import Approval, Question, SpendEntry
+from governance.models import Approval, PendingFileRemoval, Question, RetentionPolicy, SpendEntry
 
 
 class _RunLinks(UUIDSearchMixin):
@@ -79,6 +79,40 @@ class QuestionAdmin(_RunLinks, ReadOnlyAdmin):
     @admin.display(description="asked")
     def asked_user_link(self, obj: Question) -> str:
         return admin_link(obj.asked_user)
+
+
+# ------------------------------------------------------------------ retention
+
+
+@admin.register(RetentionPolicy)
+class RetentionPolicyAdmin(ReadOnlyAdmin):
+    """Each organization's own retention values (empty = the deployment default). Read-only: the owner sets
+    them in Settings → Data retention, audited (governance.retention.update_retention)."""
+
+    list_display = ("organization_link", "transcript_days", "audit_log_days", "idle_workspace_days",
+                    "updated_by_link", "updated_at")
+    search_fields = ("organization__name",)
+    list_select_related = ("organization", "updated_by")
+    fields = ("organization", "transcript_days", "audit_log_days", "idle_workspace_days", "updated_by", "updated_at")
+
+    @admin.display(description="organization", ordering="organization__name")
+    def organization_link(self, obj: RetentionPolicy) -> str:
+        return admin_link(obj.organization)
+
+    @admin.display(description="updated by")
+    def updated_by_link(self, obj: RetentionPolicy) -> str:
+        return admin_link(obj.updated_by)
+
+
+@admin.register(PendingFileRemoval)
+class PendingFileRemovalAdmin(ReadOnlyAdmin):
+    """Stored files of deleted conversations and messages waiting for the sweep (a row that stays names a
+    file the storage refused to delete)."""
+
+    list_display = ("created_at", "path", "reason", "organization_id")
+    list_filter = ("reason",)
+    search_fields = ("path",)
+    fields = ("created_at", "path", "reason", "organization_id")
 
 
 # ------------------------------------------------------------------ grants (django-guardian rows)

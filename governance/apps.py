@@ -4,3 +4,13 @@ from django.apps import AppConfig
 class GovernanceConfig(AppConfig):
     name = "governance"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from django.db.models.signals import pre_delete
+
+        from governance import retention
+
+        # However a conversation goes (deleted by a person, with its agent or organization, in the admin),
+        # its stored files are queued in the deleting transaction.
+        pre_delete.connect(retention.on_conversation_delete, sender="agents.Conversation",
+                           dispatch_uid="governance.retention.conversation_files")

@@ -98,3 +98,44 @@ class Question(models.Model):
 
     def __str__(self) -> str:
         return f"Question on {self.run_id} ({self.status})"
+
+
+class RetentionPolicy(models.Model):
+    """An organization's retention values (Settings → Data retention, owner only). A null field is the
+    deployment's default (RETENTION_* env); 0 is "keep: never delete". The spend ledger has no field here:
+    it is never deleted, because every budget cap is computed from it."""
+
+    organization = models.OneToOneField(Organization, on_delete=models.CASCADE, primary_key=True,
+                                        related_name="retention")
+    # Days a run's transcript (messages, tool calls, the run's prompt and answer text) is kept.
+    transcript_days = models.PositiveIntegerField(null=True, blank=True)
+    audit_log_days = models.PositiveIntegerField(null=True, blank=True)
+    # Days a workspace of scope user / channel / agent may sit unused before it goes with its files.
+    idle_workspace_days = models.PositiveIntegerField(null=True, blank=True)
+    updated_at = models.DateTimeField(default=timezone.now)
+    updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
+                                   related_name="+")
+
+    class Meta:
+        verbose_name_plural = "retention policies"
+
+    def __str__(self) -> str:
+        return f"Retention of {self.organization_id}"
+
+
+class PendingFileRemoval(models.Model):
+    """A stored file (default_storage) whose conversation or message is gone, waiting for the sweep that
+    deletes it. Written in the transaction that deletes the rows, so a rolled-back deletion leaves the file
+    and a storage failure leaves the row for the next sweep. No foreign key: it outlives its organization."""
+
+    id = models.BigAutoField(primary_key=True)
+    organization_id = models.UUIDField(null=True, blank=True)
+    path = models.CharField(max_length=500)
+    reason = models.CharField(max_length=32)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return self.path

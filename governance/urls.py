@@ -1,4 +1,4 @@
-"""/api/v1/ approvals."""
+"""/api/v1/ approvals and the organization's data retention."""
 
 from agenticos.api import route
 from governance import api
@@ -6,4 +6,5 @@ from governance import api
 urlpatterns = [
     *route("approvals", api.ApprovalListView, "approvals"),
     *route("approvals/<uuid:approval_id>", api.ApprovalDecideView, "approval-decide"),
+    *route("organization/retention", api.RetentionView, "organization-retention"),
 ]

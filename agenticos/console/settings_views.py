@@ -1,4 +1,4 @@
-"""Settings: profile, chat accounts, API keys, secrets, model profiles, members and roles, budget.
+"""Settings: profile, chat accounts, API keys, secrets, model profiles, members and roles, budget, data retention.
 
 Same services and permissions as the REST API (agenticos/api.py, agents/api.py).
 """
@@ -25,10 +25,14 @@ from agents import services as agent_services
 from agents.models import ModelProfile, Provider
 from channelbots import services as bot_services
 from channelbots.models import ChannelIdentity
+from governance import retention
 
 
 def _page(request: HttpRequest, template: str, tab: str, context: dict[str, Any], status: int = 200) -> HttpResponse:
-    return screen(request, template, {"nav": "settings", "tab": tab, **context}, status=status)
+    actor = getattr(request, "actor", None)
+    can_retention = actor is not None and retention.may_manage_retention(actor)
+    return screen(request, template, {"nav": "settings", "tab": tab, "can_retention": can_retention, **context},
+                  status=status)
 
 
 @console_view()
@@ -251,3 +255,28 @@ def budget(request: HttpRequest, actor: Actor) -> HttpResponse:
     return _page(request, "console/settings/budget.html", "budget", {
         "org_budget": selectors.organization_budget(actor), "errors": errors,
     }, status=422 if errors else 200)
+
+
+# ------------------------------------------------------------------ data retention
+
+
+@console_view()
+def data_retention(request: HttpRequest, actor: Actor) -> HttpResponse:
+    """The organization's retention values (owner only): each field's value in force, whether it is the
+    organization's or the deployment default; empty = the default, 0 = keep (governance.retention)."""
+    retention.require_retention_owner(actor)  # the role decides before anything is read or shown
+    values = retention.effective_values(actor.organization)
+    form = {row.field: "" if row.override is None else str(row.override) for row in values}
+    errors: dict[str, str] = {}
+    if request.method == "POST":
+        form = {field: request.POST.get(field, "").strip() for field in form}
+        try:
+            retention.update_retention(actor=actor, values=dict(form), ip_address=request.META.get("REMOTE_ADDR"))
+            messages.success(request, _("The retention values were saved."))
+            return redirect("console:settings-retention")
+        except Invalid as exc:
+            errors = problems_by_field(exc) or {"all": exc.message}
+    rows = [{"knob": row.knob, "field": row.field, "days": row.days, "source": row.source, "default": row.default,
+             "form_value": form[row.field], "error": errors.get(row.field, "")} for row in values]
+    return _page(request, "console/settings/retention.html", "retention", {"rows": rows, "errors": errors},
+                 status=422 if errors else 200)

@@ -74,4 +74,5 @@ urlpatterns = [
     path("settings/members/", settings_views.members, name="settings-members"),
     path("settings/members/<int:membership_id>", settings_views.change_member, name="settings-member"),
     path("settings/budget/", settings_views.budget, name="settings-budget"),
+    path("settings/retention/", settings_views.data_retention, name="settings-retention"),
 ]

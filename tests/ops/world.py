@@ -23,7 +23,7 @@ from agents.models import (
     Surface,
     ToolCall,
 )
-from governance.models import Approval, Question, SpendEntry
+from governance.models import Approval, PendingFileRemoval, Question, RetentionPolicy, SpendEntry
 from tests import factories
 
 _seq = itertools.count(1)
@@ -120,6 +120,9 @@ def build(name: str = "World", secret_value: str | None = None) -> World:
     ApiKey.objects.create(organization=org, user=member, name=f"key {n}", prefix=f"ak_{n:05d}", key_hash=f"{n:064d}")
     Invitation.objects.create(organization=org, email=f"new{n}@example.com", token_hash=f"{n:064x}", invited_by=owner)
     audit.record(actor=owner, organization=org, action="secret.create", target=sealed)
+    RetentionPolicy.objects.create(organization=org, audit_log_days=365, updated_by=owner)
+    PendingFileRemoval.objects.create(organization_id=org.pk, path=f"embeds/{n}/files/{n:032x}.txt",
+                                      reason="conversation_deleted")
     assign_perm("agents.use_agent", member, agent)
     assert Membership.objects.filter(organization=org).count() == 2
     return World(org, owner, value, sealed, profile, agent, version, run_row)

@@ -67,7 +67,9 @@ def test_sweep_all_reports_each_sweep_and_never_touches_the_spend_ledger(org, ow
                               created_at=timezone.now() - timedelta(days=2000))
     AuditEvent.objects.create(organization=org, action="old", created_at=timezone.now() - timedelta(days=500))
     removed = retention.sweep_all()
-    assert removed["audit_log"] == 1 and set(removed) == {"audit_log", "idle_workspaces", "expired_link_requests"}
+    assert removed["audit_log"] == 1 and set(removed) == {"audit_log", "idle_workspaces", "expired_link_requests",
+                                                          "transcript_messages", "tool_calls", "run_texts",
+                                                          "emptied_conversations", "removed_files"}
     assert SpendEntry.objects.count() == 1
 
 
