@@ -49,6 +49,11 @@ def serialize_bot(bot: ChannelBot, flags: dict[str, bool] | None = None) -> dict
         **flags,
         "agent_id": str(binding.agent_id) if binding else None,
         "webhook_url": webhook_url(bot),
+        # Slack: the Interactivity Request URL the approval buttons need (Socket Mode bots receive clicks over
+        # the socket instead). Telegram asks for its button clicks itself; Mattermost's go to the URL each
+        # button carries.
+        "interactions_url": (f"{settings.FRONTEND_URL.rstrip('/')}/api/v1/slack/{bot.pk}/interactions"
+                             if bot.platform == Platform.SLACK else None),
         "created_at": bot.created_at.isoformat(),
         "updated_at": bot.updated_at.isoformat(),
     }

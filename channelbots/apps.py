@@ -4,3 +4,11 @@ from django.apps import AppConfig
 class ChannelbotsConfig(AppConfig):
     name = "channelbots"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        # A decision anywhere updates the thread's card; a resumed channel run answers in its thread.
+        from channelbots import approvals
+        from governance import signals
+
+        signals.approval_decided.connect(approvals.on_approval_decided, dispatch_uid="channelbots.card")
+        signals.run_resumed.connect(approvals.on_run_resumed, dispatch_uid="channelbots.resumed")

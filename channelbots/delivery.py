@@ -18,6 +18,7 @@ from typing import Any
 from django.conf import settings
 from django.db import connection
 
+from agenticos import metrics
 from agents.runner.frames import frames_in
 from agents.runs import group_name
 from channelbots.platforms import PlatformClient, PlatformError
@@ -90,26 +91,66 @@ class Subscription:
             logger.debug("could not leave %s", self.group, exc_info=True)
 
 
+def split_text(text: str, limit: int) -> list[str]:
+    """Cut a long answer into messages of at most `limit` characters: at the last paragraph break that fits,
+    else a line break, else a sentence's end, else a space, and only as a last resort mid-word. Nothing is lost
+    and nothing is added; the pieces joined by their breaks are the answer."""
+    limit = max(int(limit), 20)
+    pieces: list[str] = []
+    rest = text.strip()
+    while len(rest) > limit:
+        window = rest[:limit + 1]
+        cut = -1
+        for sep in ("\n\n", "\n"):
+            at = window.rfind(sep)
+            if at > limit // 4:
+                cut = at
+                break
+        if cut < 0:
+            ends = [window.rfind(mark) for mark in (". ", "! ", "? ", "。", "; ")]
+            at = max(ends)
+            if at > limit // 4:
+                cut = at + 1
+        if cut < 0:
+            at = window.rfind(" ")
+            cut = at if at > limit // 4 else limit
+        pieces.append(rest[:cut].rstrip())
+        rest = rest[cut:].strip()
+    if rest or not pieces:
+        pieces.append(rest)
+    return pieces
+
+
 class LiveReply:
-    """The message a person sees being written."""
+    """The message a person sees being written. An answer longer than the platform's limit becomes several
+    messages, split at paragraph or sentence boundaries (`split_text`): the earlier ones are kept as they are
+    and the live edit carries on in the last."""
 
     def __init__(self, client: PlatformClient, chat_id: str, reply_to: str, *, interval: float = EDIT_INTERVAL_SECONDS):
         self.client = client
         self.chat_id = chat_id
         self.reply_to = reply_to
         self.interval = interval
-        self.ref = ""
+        self.limit = int(getattr(client, "max_text", 4000) or 4000)
+        self.refs: list[str] = []  # the messages of this reply, in order
+        self.shown_parts: list[str] = []
         self.text = ""
         self.activity = ""
         self.shown = ""
         self.last_edit = 0.0
         self.edits = 0
 
+    @property
+    def ref(self) -> str:
+        """The message the live edit is on: the last one."""
+        return self.refs[-1] if self.refs else ""
+
     def start(self) -> None:
         if not self.client.can_edit:
             return
         try:
-            self.ref = self.client.post(self.chat_id, PLACEHOLDER, reply_to=self.reply_to)
+            self.refs = [self.client.post(self.chat_id, PLACEHOLDER, reply_to=self.reply_to)]
+            self.shown_parts = [PLACEHOLDER]
             self.last_edit = time.monotonic()
         except PlatformError as exc:
             logger.warning("bot %s: no placeholder (%s); the answer will be posted at the end", self.client.bot.pk, exc)
@@ -123,39 +164,63 @@ class LiveReply:
     def due(self) -> bool:
         return bool(self.ref) and self.render() != self.shown and time.monotonic() - self.last_edit >= self.interval
 
+    def _show(self, text: str) -> None:
+        """Make the reply's messages read `text`: edit those that changed, post the ones it grew into."""
+        parts = split_text(text, self.limit)
+        for index, part in enumerate(parts):
+            if index < len(self.refs):
+                if self.shown_parts[index] != part:
+                    self.client.edit(self.chat_id, self.refs[index], part)
+                    self.shown_parts[index] = part
+                    self.edits += 1
+            else:
+                self.refs.append(self.client.post(self.chat_id, part, reply_to=self.reply_to))
+                self.shown_parts.append(part)
+        # A reply never shrinks in messages; a part that is no longer needed is emptied to its placeholder.
+        for index in range(len(parts), len(self.refs)):
+            if self.shown_parts[index] != PLACEHOLDER:
+                self.client.edit(self.chat_id, self.refs[index], PLACEHOLDER)
+                self.shown_parts[index] = PLACEHOLDER
+        self.shown = text
+
     def flush(self) -> None:
-        rendered = self.render()
         try:
-            self.client.edit(self.chat_id, self.ref, rendered)
-            self.edits += 1
-            self.shown = rendered
+            self._show(self.render())
         except PlatformError as exc:
             logger.info("bot %s: a live edit failed (%s)", self.client.bot.pk, exc)
         self.last_edit = time.monotonic()
 
     def finish(self, text: str) -> None:
-        """The final answer: edits the placeholder where one exists, posts otherwise."""
+        """The final answer: edits the reply's messages where they exist, posts otherwise."""
         text = text.strip() or "(no answer)"
-        if self.ref:
+        if self.refs:
             try:
-                self.client.edit(self.chat_id, self.ref, text)
-                self.edits += 1
-                self.shown = text
+                self._show(text)
                 return
             except PlatformError as exc:
                 logger.warning("bot %s: final edit failed (%s); posting instead", self.client.bot.pk, exc)
-        self.client.post(self.chat_id, text, reply_to=self.reply_to)
+                done = len(self.refs) - 1  # what was shown before the failing message stays
+                parts = split_text(text, self.limit)
+                for part in parts[done:] if done < len(parts) else parts[-1:]:
+                    self.client.post(self.chat_id, part, reply_to=self.reply_to)
+                return
+        for part in split_text(text, self.limit):
+            self.client.post(self.chat_id, part, reply_to=self.reply_to)
 
 
+@metrics.counting_deliveries
 def follow(subscription: Subscription, live: LiveReply, run_id: str, *, silence_limit: float | None = None,
-           on_frame: Callable[[dict], None] | None = None) -> Outcome:
-    """Read the run's frames until its one `complete` or `error`, editing `live` along the way."""
+           on_frame: Callable[[dict], None] | None = None, check_first: bool = False) -> Outcome:
+    """Read the run's frames until its one `complete` or `error`, editing `live` along the way.
+
+    `check_first`: ask the run's row once before waiting — a follower that subscribed after the run may have
+    missed all of it (a resumed run's follower is started beside the run, not before it)."""
     limit = silence_limit or float(
         getattr(settings, "CHANNELBOTS_SILENCE_SECONDS", 0) or settings.RUN_STALE_AFTER.total_seconds())
     # The wait lasts as long as the run: give this thread's database connection back meanwhile (to the
     # pool, which a worker full of waiting replies would otherwise drain).
     connection.close()
-    return asyncio.run(_follow(subscription, live, run_id, limit, on_frame))
+    return asyncio.run(_follow(subscription, live, run_id, limit, on_frame, check_first))
 
 
 def _ending_frames(run_id: str) -> list[dict] | None:
@@ -190,7 +255,7 @@ async def stop_reader(task: asyncio.Task, run_id: str, *, interval: float = 0.25
 
 
 async def _follow(subscription: Subscription, live: LiveReply, run_id: str, limit: float,
-                  on_frame: Callable[[dict], None] | None) -> Outcome:
+                  on_frame: Callable[[dict], None] | None, check_first: bool = False) -> Outcome:
     layer = subscription.layer
     queue: asyncio.Queue[dict] = asyncio.Queue()
 
@@ -202,6 +267,9 @@ async def _follow(subscription: Subscription, live: LiveReply, run_id: str, limi
 
     task = asyncio.create_task(reader())
     last_frame = last_asked = time.monotonic()
+    if check_first:
+        for ending in await asyncio.to_thread(_ending_frames, run_id) or []:
+            queue.put_nowait(ending)
     watchdog = float(settings.CHANNELBOTS_WATCHDOG_SECONDS)
     final_output: str | None = None
     # One pending get() kept across ticks: cancelling a get() on timeout (asyncio.wait_for on 3.11) can

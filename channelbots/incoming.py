@@ -65,3 +65,22 @@ class Incoming:
     @property
     def account_label(self) -> str:
         return f"{self.platform}:{self.sender_id}"
+
+
+@dataclass
+class Click:
+    """A person pressed Approve or Reject on a card. Every field is what the platform said, and `signed` is
+    whether the button's own data carried this deployment's signature (Slack: the request signature covers
+    it, so the route sets it)."""
+
+    platform: str
+    bot_id: str
+    approval_id: str
+    decision: str  # approve | reject
+    account_id: str  # who clicked (the platform's id)
+    chat_id: str
+    message_ref: str  # the message the button sits on
+    workspace: str = ""
+    display_name: str = ""
+    thread: str = ""
+    signed: bool = False

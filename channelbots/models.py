@@ -243,3 +243,26 @@ class LinkRequest(models.Model):
     @property
     def usable(self) -> bool:
         return not self.retired and self.used_at is None and self.expires_at > timezone.now()
+
+
+class ApprovalCard(models.Model):
+    """The message in a thread that shows one parked call (tool and arguments) with Approve / Reject; once
+    decided it says who decided and where. The click is checked against this row: a button only decides the
+    approval of the very message it was posted on, in the chat it was posted in."""
+
+    id = models.BigAutoField(primary_key=True)
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
+    approval = models.OneToOneField("governance.Approval", on_delete=models.CASCADE, related_name="channel_card")
+    bot = models.ForeignKey(ChannelBot, on_delete=models.CASCADE, related_name="approval_cards")
+    chat_id = models.CharField(max_length=120)
+    # Where the card sits: the thread the question was asked in (Slack thread_ts, Mattermost root, Telegram reply).
+    thread = models.CharField(max_length=120, blank=True)
+    # The platform's reference to the card message (Slack ts, Telegram message_id, Mattermost post id).
+    message_ref = models.CharField(max_length=120)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["created_at"]
+
+    def __str__(self) -> str:
+        return f"card of {self.approval_id} in {self.chat_id}"

@@ -5,6 +5,8 @@ A client holds the bot's revealed credential in memory for one unit of work and 
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -48,9 +50,55 @@ class Download:
     content_type: str
 
 
+@dataclass
+class Card:
+    """A parked call shown in a thread: the tool and its arguments as the Approvals page shows them, Approve /
+    Reject while it waits, and who decided where once it is decided (`outcome`)."""
+
+    bot_id: str
+    approval_id: str
+    tool_name: str
+    args_text: str
+    console_url: str
+    outcome: str = ""  # "" = still waiting; else "Approved by Ada in the console"
+
+    @property
+    def pending(self) -> bool:
+        return not self.outcome
+
+    def headline(self) -> str:
+        if self.pending:
+            return f"A step needs a person's decision before I go on: {self.tool_name}"
+        return f"{self.outcome}: {self.tool_name}"
+
+    def shown_args(self, limit: int = 3000) -> str:
+        if len(self.args_text) <= limit:
+            return self.args_text
+        return self.args_text[:limit] + "\n… (cut here; the console shows all of it)"
+
+    def plain(self) -> str:
+        """The card as plain text (Telegram, and every platform's notification fallback)."""
+        lines = [self.headline(), "", self.shown_args()]
+        if self.pending:
+            lines += ["", f"Decide with the buttons, or in the console: {self.console_url}"]
+        return "\n".join(lines)
+
+
+APPROVE, REJECT = "approve", "reject"
+
+
+def action_signature(token: str, bot_id: str, approval_id: str, decision: str) -> str:
+    """What a decision button carries so a click names only a decision this deployment offered: an HMAC keyed by
+    a key derived from the bot's own token (nobody but this deployment and the platform holds it)."""
+    key = hmac.new(token.encode(), b"agenticos:approval-action", hashlib.sha256).digest()
+    return hmac.new(key, f"{bot_id}:{approval_id}:{decision}".encode(), hashlib.sha256).hexdigest()
+
+
 class PlatformClient(ABC):
     platform: str = ""
     can_edit: bool = True
+    # The longest message the platform takes, in characters: a longer answer is split (delivery.split_text).
+    max_text: int = 4000
     # channel_tools this platform can answer (Telegram: info + admins only).
     channel_tools: tuple[str, ...] = (
         "get_channel_info",
@@ -80,6 +128,21 @@ class PlatformClient(ABC):
 
     def edit(self, chat_id: str, ref: str, text: str) -> None:
         raise PlatformError("This platform cannot edit a sent message.")
+
+    def post_card(self, chat_id: str, card: Card, *, reply_to: str = "") -> str:
+        """Post a parked call with Approve / Reject buttons; returns the message's reference."""
+        return self.post(chat_id, card.plain(), reply_to=reply_to)
+
+    def update_card(self, chat_id: str, ref: str, card: Card) -> None:
+        """Rewrite a card once decided: the outcome instead of the buttons."""
+        self.edit(chat_id, ref, card.plain())
+
+    def sign(self, approval_id: str, decision: str) -> str:
+        return action_signature(self.token, str(self.bot.pk), approval_id, decision)
+
+    def signature_ok(self, approval_id: str, decision: str, given: str, *, length: int = 64) -> bool:
+        expected = self.sign(approval_id, decision)[:length]
+        return bool(given) and hmac.compare_digest(expected.encode(), str(given).encode())
 
     @abstractmethod
     def is_member(self, chat_id: str, user_id: str) -> bool: ...

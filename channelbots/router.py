@@ -13,7 +13,6 @@ from decimal import Decimal
 from typing import Any
 
 import redis
-from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import F
 
@@ -38,6 +37,9 @@ MID_THREAD_FILES = 4
 ROOM_HANDLES = {"channel", "here", "all", "everyone"}
 HANDLE_RE = re.compile(r"(?<![\w@<])@([a-z0-9][a-z0-9_-]*)", re.IGNORECASE)
 LINK_COMMANDS = {"link", "/link"}
+# A fresh conversation in a direct message (Slack keeps a leading slash for its own commands, so the bare word
+# counts too, as `link` does).
+NEW_COMMANDS = {"new", "/new"}
 
 
 # ------------------------------------------------------------------ entry
@@ -210,6 +212,29 @@ class Turn:
             return ChannelSession.objects.select_related("conversation").get(
                 bot=self.bot, chat_id=incoming.chat_id, thread_key=incoming.thread_key)
 
+    def start_over(self, authority: Authority) -> str:
+        """`/new` in a direct message: the chat's session points at a fresh conversation, so the next message
+        starts without the earlier ones (which stay in the old conversation, reachable by its owner)."""
+        incoming = self.incoming
+        if incoming.chat_type != DM:
+            self.say("`/new` starts a fresh conversation in a direct message. Here, a new message that is not a "
+                     "reply in a thread already does.")
+            return "new_refused"
+        owner = authority.user if authority.linked else None
+        with transaction.atomic():
+            session = ChannelSession.objects.select_for_update().filter(
+                bot=self.bot, chat_id=incoming.chat_id, thread_key=incoming.thread_key).first()
+            if session is not None:
+                conversation = Conversation.objects.create(
+                    organization_id=self.bot.organization_id, agent=self.agent, owner=owner,
+                    surface=self.bot.platform, title="New conversation",
+                    external_key=f"{self.bot.pk}:{incoming.chat_id}:{incoming.thread_key}"[:200],
+                )
+                ChannelSession.objects.filter(pk=session.pk).update(conversation=conversation, history_loaded=True,
+                                                                    reply_count=0)
+        self.say("Fresh start: this is a new conversation, and I won't bring up what we said before.")
+        return "new_conversation"
+
     def mid_thread_context(self, session: ChannelSession, authority: Authority) -> tuple[str, list]:
         """Up to 50 earlier messages of a thread the bot was called into, once per session, plus up to 4
         of its files (for a linked sender only). A failed read costs the context, never the answer."""
@@ -376,18 +401,24 @@ def process(incoming: Incoming, claimed: bool) -> str:
     if not bot.platform_bot_user_id:
         resolve_identity(bot, client)
     turn = Turn(incoming, bot, binding, client)
+    if claimed:
+        dedup.refresh(incoming.bot_id, incoming.chat_id, incoming.message_id)
     try:
-        return _process(turn, claimed)
+        result = _process(turn, claimed)
     except Refusal as refusal:
         turn.drop_files()
         turn.say(refusal.message)
-        return "refused"
+        result = "refused"
     except Exception:
         # A caught error apologizes once and keeps the claim: a redelivery would only fail again.
         logger.exception("bot %s: a message could not be handled", bot.pk)
         turn.drop_files()
         turn.say("Sorry — something went wrong on our side and I couldn't answer that.")
-        return "failed"
+        result = "failed"
+    if claimed and result not in ("cancelled", "lost"):
+        # Answered (or refused, or apologized for): a redelivery from now on is a duplicate.
+        dedup.hold(incoming.bot_id, incoming.chat_id, incoming.message_id)
+    return result
 
 
 def _process(turn: Turn, claimed: bool) -> str:
@@ -406,6 +437,8 @@ def _process(turn: Turn, claimed: bool) -> str:
     identity = turn.identity()
     membership = services.active_membership(identity)
     turn.check_policy(identity, membership)
+    if prompt.lower() in NEW_COMMANDS:
+        return turn.start_over(turn.authority(membership))
     turn.rate_limit(identity)
     authority = turn.authority(membership)
     version = environment_version(turn.agent, binding.environment)
@@ -439,6 +472,8 @@ def _process(turn: Turn, claimed: bool) -> str:
             conversation=session.conversation,
             chat_account=identity.label,
             author_label=identity.display_name or identity.label,
+            # The account wrote the turn; the binding's creator only lent it authority (unlinked sender).
+            chat_identity=identity,
             options={
                 "history_limit": CHANNEL_HISTORY_LIMIT,
                 "extra_instructions": extra,
@@ -455,16 +490,23 @@ def _process(turn: Turn, claimed: bool) -> str:
     except Exception:
         subscription.close()
         raise
+    if claimed:
+        dedup.hold(incoming.bot_id, incoming.chat_id, incoming.message_id)
     outcome = delivery.follow(subscription, live, str(run_id))
     return finish(turn, session, live, outcome, person_notes, claimed)
 
 
-def finish(turn: Turn, session: ChannelSession, live, outcome: Outcome, person_notes: list[str], claimed: bool) -> str:
+def finish(turn: Turn, session: ChannelSession | None, live, outcome: Outcome, person_notes: list[str],
+           claimed: bool) -> str:
+    """The end of a reply (a first turn, or a resumed run's continuation: `session` None when the thread's
+    session has moved on to another conversation since)."""
     incoming = turn.incoming
     notes = ("\n\n" + " ".join(person_notes)) if person_notes else ""
     if outcome.kind == "completed":
-        ChannelSession.objects.filter(pk=session.pk).update(reply_count=F("reply_count") + 1)
-        footer = turn.footer(session, outcome.usage)
+        footer = ""
+        if session is not None:
+            ChannelSession.objects.filter(pk=session.pk).update(reply_count=F("reply_count") + 1)
+            footer = turn.footer(session, outcome.usage)
         from channelbots import charts, files_out
 
         held = files_out.deliver(turn.client, incoming.chat_id, incoming.reply_to, outcome.run_id)
@@ -476,9 +518,12 @@ def finish(turn: Turn, session: ChannelSession, live, outcome: Outcome, person_n
             logger.info("bot %s run %s cost %s", turn.bot.pk, outcome.run_id, outcome.usage.get("cost_usd"))
         return "answered"
     if outcome.kind == "awaiting":
-        url = f"{settings.FRONTEND_URL.rstrip('/')}/runs/{outcome.run_id}"
+        from channelbots import approvals
+
+        url = approvals.run_url(outcome.run_id)
         live.finish((outcome.text + "\n\n" if outcome.text else "")
-                    + f"A person must decide on a step before I can finish: {url}")
+                    + f"A person must decide on a step before I can finish — here below, or in the console: {url}")
+        approvals.post_cards(turn.client, turn.bot, incoming.chat_id, incoming.reply_to, outcome.run_id)
         return "awaiting"
     if outcome.kind in ("cancelled", "lost"):
         # Not finished by this process: the claim goes back so a redelivery is answered.

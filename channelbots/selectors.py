@@ -39,13 +39,14 @@ def _store(key: str, value: bool) -> None:
 
 
 def participant_identities(conversation: Conversation, user_id) -> list[ChannelIdentity]:
-    """The user's linked chat accounts that wrote in this thread (the claim)."""
-    labels = set(
-        Message.objects.filter(conversation=conversation, role="user", run__chat_account__gt="")
-        .values_list("run__chat_account", flat=True)
-    )
+    """The user's linked chat accounts that wrote in this thread (the claim): the account each turn records
+    (`Message.chat_identity`), or for turns written before it did, the run's account label."""
+    turns = Message.objects.filter(conversation=conversation, role="user")
+    written = set(turns.filter(chat_identity__user_id=user_id).values_list("chat_identity_id", flat=True))
+    labels = set(turns.filter(chat_identity__isnull=True, run__chat_account__gt="")
+                 .values_list("run__chat_account", flat=True))
     return [i for i in ChannelIdentity.objects.filter(organization_id=conversation.organization_id, user_id=user_id)
-            if i.label in labels]
+            if i.pk in written or i.label in labels]
 
 
 def is_participant(conversation: Conversation, user_id) -> bool:

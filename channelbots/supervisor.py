@@ -136,6 +136,14 @@ def telegram_session(bot, creds: dict[str, str]) -> Callable[[threading.Event], 
         while not stop.is_set():
             for update in client.get_updates(offset, timeout=poll_timeout()):
                 offset = int(update["update_id"]) + 1
+                if "callback_query" in update:
+                    from channelbots import approvals
+
+                    try:
+                        approvals.telegram_callback(bot, update, client)
+                    except Exception:  # one bad click must not end the session (its update would come again)
+                        logger.exception("channel bot %s: a button click could not be handled", bot.pk)
+                    continue
                 incoming = parse_incoming(update, bot_id=str(bot.pk), bot_username=me.username,
                                           bot_user_id=me.user_id, via="polling")
                 if incoming is not None:
@@ -195,6 +203,15 @@ def slack_socket_session(bot, creds: dict[str, str]) -> Callable[[threading.Even
                     return
                 if envelope.get("envelope_id"):
                     ws.send(json.dumps({"envelope_id": envelope["envelope_id"]}))
+                if envelope.get("type") == "interactive":
+                    # A click on a card's button: the socket is authenticated by the app token.
+                    from channelbots import approvals
+
+                    try:
+                        approvals.slack_interaction(bot, envelope.get("payload") or {})
+                    except Exception:  # one bad click must not end the session
+                        logger.exception("channel bot %s: a button click could not be handled", bot.pk)
+                    continue
                 if envelope.get("type") == "events_api":
                     incoming = parse_incoming(envelope.get("payload") or {}, bot_id=str(bot.pk),
                                               bot_user_id=bot.platform_bot_user_id, via="socket_mode")

@@ -19,6 +19,8 @@ urlpatterns = [
     *route("api/v1/chat-links/<str:token>", api.LinkView, "chat-link"),
     # Platforms (no session; each verifies its own way).
     *route("api/v1/slack/<str:bot_id>/events", webhooks.slack_events, "slack-events"),
+    *route("api/v1/slack/<str:bot_id>/interactions", webhooks.slack_interactions, "slack-interactions"),
     *route("api/v1/telegram/<str:bot_id>/webhook", webhooks.telegram_webhook, "telegram-webhook"),
     *route("api/v1/mattermost/<str:bot_id>/webhook", webhooks.mattermost_webhook, "mattermost-webhook"),
+    *route("api/v1/mattermost/<str:bot_id>/actions", webhooks.mattermost_actions, "mattermost-actions"),
 ]

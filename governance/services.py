@@ -9,12 +9,14 @@ from agenticos import audit
 from agenticos.errors import Conflict, Forbidden, Invalid
 from agenticos.tenancy import Actor
 from agents.models import Run, RunStatus
+from governance import signals
 from governance.models import Approval, Question
 
 MAX_QUESTIONS = 10
 
 
-def decide_approval(*, actor: Actor, approval: Approval, decision: str, note: str = "") -> Approval:
+def decide_approval(*, actor: Actor, approval: Approval, decision: str, note: str = "", via: str = "") -> Approval:
+    """`via` says where the decision was made ("" = the console or the REST API; a chat platform's name)."""
     actor.require("approvals:decide")
     if decision not in ("approve", "reject"):
         raise Invalid("decision must be approve or reject.", details={"field": "decision"})
@@ -33,8 +35,11 @@ def decide_approval(*, actor: Actor, approval: Approval, decision: str, note: st
             action=f"approval.{locked.status}",
             target=locked,
             target_name=f"{locked.tool_name} on run {locked.run_id}",
-            details={"run_id": str(locked.run_id), "tool_id": locked.tool_id, "note": locked.note},
+            details={"run_id": str(locked.run_id), "tool_id": locked.tool_id, "note": locked.note,
+                     **({"via": via} if via else {})},
         )
+        decided_id = locked.pk
+        transaction.on_commit(lambda: signals.send(signals.approval_decided, approval_id=decided_id, via=via))
     return locked
 
 
@@ -54,6 +59,8 @@ def resume_run(*, actor: Actor, run: Run) -> Run:
                      target_name=f"run {locked.pk}")
         from agents.runs import enqueue_run
 
+        # Heard before the run is enqueued, so a listener following the run subscribes as early as it can.
+        transaction.on_commit(lambda: signals.send(signals.run_resumed, run_id=locked.pk))
         transaction.on_commit(lambda: enqueue_run(locked.pk))
     return locked
 

@@ -9,6 +9,9 @@ import httpx2
 from capabilities import netguard
 from channelbots.incoming import IncomingFile
 from channelbots.platforms import (
+    APPROVE,
+    REJECT,
+    Card,
     ChannelInfo,
     CredentialRejected,
     Download,
@@ -18,8 +21,41 @@ from channelbots.platforms import (
 )
 
 
+def actions_url(bot) -> str:
+    """Where the Mattermost server posts a click on a card's button (the integration URL)."""
+    from django.conf import settings
+
+    return f"{settings.FRONTEND_URL.rstrip('/')}/api/v1/mattermost/{bot.pk}/actions"
+
+
 class MattermostClient(PlatformClient):
     platform = "mattermost"
+    # A post holds at most 16,383 characters (Mattermost's MaxPostSize on current servers).
+    max_text = 16383
+
+    def card_props(self, card: Card) -> dict[str, Any]:
+        attachment: dict[str, Any] = {"text": f"```json\n{card.shown_args(8000)}\n```"}
+        if card.pending:
+            attachment["text"] += f"\n[Or decide in the console]({card.console_url})"
+            # Mattermost keeps an action's integration (URL and context) on the server and sends the context
+            # back verbatim on a click; the signature in it says the decision is one this deployment offered.
+            attachment["actions"] = [
+                {"id": decision, "name": label, "style": style, "integration": {
+                    "url": actions_url(self.bot),
+                    "context": {"approval_id": card.approval_id, "decision": decision,
+                                "signature": self.sign(card.approval_id, decision)}}}
+                for decision, label, style in ((APPROVE, "Approve", "primary"), (REJECT, "Reject", "danger"))
+            ]
+        return {"attachments": [attachment]}
+
+    def post_card(self, chat_id: str, card: Card, *, reply_to: str = "") -> str:
+        body: dict[str, Any] = {"channel_id": chat_id, "message": card.headline(), "props": self.card_props(card)}
+        if reply_to:
+            body["root_id"] = reply_to
+        return str(self._json("POST", "/posts", json=body).get("id") or "")
+
+    def update_card(self, chat_id: str, ref: str, card: Card) -> None:
+        self._json("PUT", f"/posts/{ref}/patch", json={"message": card.headline(), "props": self.card_props(card)})
 
     @property
     def base(self) -> str:

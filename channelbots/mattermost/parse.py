@@ -88,3 +88,29 @@ def strip_trigger(text: str, trigger: str, bot_username: str = "") -> str:
     if bot_username:
         text = text.replace(f"@{bot_username}", "")
     return " ".join(text.split())
+
+
+def parse_action(body: dict[str, Any], *, bot_id: str, server: str = ""):
+    """The integration request Mattermost sends when a card's button is clicked → (Click, signature), or None.
+    The context is what the card was posted with (kept server-side by Mattermost and sent back verbatim)."""
+    from channelbots.incoming import Click
+    from channelbots.platforms import APPROVE, REJECT
+
+    context = body.get("context") or {}
+    if not isinstance(context, dict):
+        return None
+    decision = str(context.get("decision") or "")
+    if decision not in (APPROVE, REJECT) or not body.get("user_id") or not body.get("post_id"):
+        return None
+    click = Click(
+        platform="mattermost",
+        bot_id=bot_id,
+        approval_id=str(context.get("approval_id") or ""),
+        decision=decision,
+        account_id=str(body.get("user_id")),
+        display_name=str(body.get("user_name") or ""),
+        workspace=server,
+        chat_id=str(body.get("channel_id") or ""),
+        message_ref=str(body.get("post_id")),
+    )
+    return click, str(context.get("signature") or "")

@@ -11,6 +11,9 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 from capabilities import netguard
 from channelbots.incoming import IncomingFile
 from channelbots.platforms import (
+    APPROVE,
+    REJECT,
+    Card,
     ChannelInfo,
     CredentialRejected,
     Download,
@@ -19,6 +22,10 @@ from channelbots.platforms import (
     PlatformError,
 )
 
+# Block Kit action ids of a card's buttons (the interactions route reads them back).
+APPROVE_ACTION, REJECT_ACTION = "agenticos_approve", "agenticos_reject"
+# A section block's text holds at most 3,000 characters.
+SECTION_MAX = 2900
 DEFAULT_BASE_URL = "https://slack.com/api/"
 REJECTED = {"invalid_auth", "not_authed", "account_inactive", "token_revoked", "token_expired", "no_permission"}
 
@@ -45,8 +52,33 @@ def file_from_event(f: dict[str, Any]) -> IncomingFile:
     )
 
 
+def escape(text: str) -> str:
+    """Slack mrkdwn: &, < and > are control characters (a literal one must be an entity)."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def card_blocks(card: Card) -> list[dict[str, Any]]:
+    args = card.shown_args(SECTION_MAX - 300)
+    blocks: list[dict[str, Any]] = [{
+        "type": "section",
+        "text": {"type": "mrkdwn", "text": f"*{escape(card.headline())}*\n```{escape(args)}```"},
+    }]
+    if card.pending:
+        blocks.append({"type": "actions", "block_id": "agenticos_approval", "elements": [
+            {"type": "button", "action_id": APPROVE_ACTION, "style": "primary", "value": f"{card.approval_id}:{APPROVE}",
+             "text": {"type": "plain_text", "text": "Approve"}},
+            {"type": "button", "action_id": REJECT_ACTION, "style": "danger", "value": f"{card.approval_id}:{REJECT}",
+             "text": {"type": "plain_text", "text": "Reject"}},
+        ]})
+        blocks.append({"type": "context", "elements": [
+            {"type": "mrkdwn", "text": f"Or decide in the console: <{card.console_url}|open the run>"}]})
+    return blocks
+
+
 class SlackClient(PlatformClient):
     platform = "slack"
+    # Slack cuts a message at 40,000 characters and asks clients to keep one under 4,000 to stay readable.
+    max_text = 4000
 
     def __init__(self, bot, credentials):
         super().__init__(bot, credentials)
@@ -86,6 +118,22 @@ class SlackClient(PlatformClient):
 
     def edit(self, chat_id: str, ref: str, text: str) -> None:
         self._call("chat.update", channel=chat_id, ts=ref, text=text)
+
+    def post_card(self, chat_id: str, card: Card, *, reply_to: str = "") -> str:
+        kwargs: dict[str, Any] = {"channel": chat_id, "text": card.plain(), "blocks": card_blocks(card)}
+        if reply_to:
+            kwargs["thread_ts"] = reply_to
+        return str(self._call("chat.postMessage", **kwargs).get("ts") or "")
+
+    def update_card(self, chat_id: str, ref: str, card: Card) -> None:
+        self._call("chat.update", channel=chat_id, ts=ref, text=card.plain(), blocks=card_blocks(card))
+
+    def post_ephemeral(self, chat_id: str, user_id: str, text: str, *, reply_to: str = "") -> None:
+        """A message only `user_id` sees (why a click changed nothing)."""
+        kwargs: dict[str, Any] = {"channel": chat_id, "user": user_id, "text": text}
+        if reply_to:
+            kwargs["thread_ts"] = reply_to
+        self._call("chat.postEphemeral", **kwargs)
 
     def is_member(self, chat_id: str, user_id: str) -> bool:
         cursor = ""
@@ -155,6 +203,23 @@ class SlackClient(PlatformClient):
     def thread_history(self, chat_id: str, thread: str, limit: int = 50) -> list[dict[str, Any]]:
         data = self._call("conversations.replies", channel=chat_id, ts=thread, limit=min(limit + 1, 200))
         return self._rows(data.get("messages") or [])
+
+    def thread_tail(self, chat_id: str, thread: str, limit: int = 50) -> list[dict[str, Any]]:
+        """The newest `limit` messages of a thread, oldest first. conversations.replies pages from the thread's
+        start, so the pages are walked (at most 10 × 200) and the tail kept."""
+        messages: list[dict[str, Any]] = []
+        cursor = ""
+        for _ in range(10):
+            kwargs: dict[str, Any] = {"channel": chat_id, "ts": thread, "limit": 200}
+            if cursor:
+                kwargs["cursor"] = cursor
+            data = self._call("conversations.replies", **kwargs)
+            messages += data.get("messages") or []
+            messages = messages[-limit:]
+            cursor = (data.get("response_metadata") or {}).get("next_cursor") or ""
+            if not cursor or not data.get("has_more", True):
+                break
+        return self._rows(messages)
 
     def download(self, file: IncomingFile, max_bytes: int) -> Download:
         # The file's URL comes from the event: through the guard (pinned, every redirect hop checked, the token

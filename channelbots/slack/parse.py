@@ -75,3 +75,37 @@ def strip_mentions(text: str, bot_user_id: str) -> str:
     if bot_user_id:
         text = re.sub(rf"<@{re.escape(bot_user_id)}(?:\|[^>]*)?>", "", text)
     return " ".join(text.split())
+
+
+def parse_click(payload: dict[str, Any], *, bot_id: str):
+    """A block_actions payload on one of our cards' buttons → Click (unsigned: the route knows whether the request
+    signature held), or None for any other interaction."""
+    from channelbots.incoming import Click
+    from channelbots.platforms import APPROVE, REJECT
+    from channelbots.slack.client import APPROVE_ACTION, REJECT_ACTION
+
+    if payload.get("type") != "block_actions":
+        return None
+    action = next((a for a in payload.get("actions") or [] if isinstance(a, dict)
+                   and a.get("action_id") in (APPROVE_ACTION, REJECT_ACTION)), None)
+    if action is None:
+        return None
+    approval_id, _, decision = str(action.get("value") or "").partition(":")
+    expected = APPROVE if action.get("action_id") == APPROVE_ACTION else REJECT
+    if decision != expected:
+        return None
+    container = payload.get("container") or {}
+    message = payload.get("message") or {}
+    user = payload.get("user") or {}
+    return Click(
+        platform="slack",
+        bot_id=bot_id,
+        approval_id=approval_id,
+        decision=decision,
+        account_id=str(user.get("id") or ""),
+        display_name=str(user.get("name") or user.get("username") or ""),
+        workspace=str((payload.get("team") or {}).get("id") or user.get("team_id") or ""),
+        chat_id=str((payload.get("channel") or {}).get("id") or container.get("channel_id") or ""),
+        message_ref=str(container.get("message_ts") or message.get("ts") or ""),
+        thread=str(message.get("thread_ts") or ""),
+    )

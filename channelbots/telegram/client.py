@@ -14,6 +14,9 @@ import httpx2
 from capabilities import netguard
 from channelbots.incoming import IncomingFile
 from channelbots.platforms import (
+    APPROVE,
+    REJECT,
+    Card,
     ChannelInfo,
     CredentialRejected,
     Download,
@@ -40,11 +43,35 @@ class _RedactBotTokens(logging.Filter):
 logging.getLogger("httpx").addFilter(_RedactBotTokens())
 logging.getLogger("httpx2").addFilter(_RedactBotTokens())
 MAX_TEXT = 4096
+# callback_data holds at most 64 bytes: "ap:<approval hex>:<a|r>:<signature, 16 hex>" is 54.
+CALLBACK_PREFIX = "ap"
+CALLBACK_SIGNATURE = 16
+DECISION_CODES = {APPROVE: "a", REJECT: "r"}
+# What the bot asks Telegram for: messages, and the clicks on its cards' buttons.
+ALLOWED_UPDATES = ["message", "callback_query"]
+
+
+def callback_data(client: PlatformClient, approval_id: str, decision: str) -> str:
+    hex_id = approval_id.replace("-", "")
+    return (f"{CALLBACK_PREFIX}:{hex_id}:{DECISION_CODES[decision]}:"
+            f"{client.sign(hex_id, decision)[:CALLBACK_SIGNATURE]}")
+
+
+def read_callback_data(data: str) -> tuple[str, str, str] | None:
+    """(approval hex, decision, signature) of a card button's data, or None for anything else."""
+    parts = str(data or "").split(":")
+    if len(parts) != 4 or parts[0] != CALLBACK_PREFIX:
+        return None
+    decision = {code: name for name, code in DECISION_CODES.items()}.get(parts[2])
+    if decision is None or len(parts[1]) != 32:
+        return None
+    return parts[1], decision, parts[3]
 
 
 class TelegramClient(PlatformClient):
     platform = "telegram"
     channel_tools = ("get_channel_info", "list_channel_members")
+    max_text = MAX_TEXT
 
     @property
     def base(self) -> str:
@@ -94,6 +121,31 @@ class TelegramClient(PlatformClient):
         except PlatformError as exc:
             if "not modified" not in str(exc):
                 raise
+
+    def post_card(self, chat_id: str, card: Card, *, reply_to: str = "") -> str:
+        params: dict[str, Any] = {"chat_id": chat_id, "text": card.plain()[:MAX_TEXT], "reply_markup": {
+            "inline_keyboard": [[
+                {"text": "Approve", "callback_data": callback_data(self, card.approval_id, APPROVE)},
+                {"text": "Reject", "callback_data": callback_data(self, card.approval_id, REJECT)},
+            ]]}}
+        if reply_to:
+            params["reply_parameters"] = {"message_id": int(reply_to), "allow_sending_without_reply": True}
+        result = self.call("sendMessage", **params) or {}
+        return str(result.get("message_id") or "")
+
+    def update_card(self, chat_id: str, ref: str, card: Card) -> None:
+        # An empty keyboard takes the buttons away: a decided card offers nothing more to click.
+        try:
+            self.call("editMessageText", chat_id=chat_id, message_id=int(ref), text=card.plain()[:MAX_TEXT],
+                      reply_markup={"inline_keyboard": []})
+        except PlatformError as exc:
+            if "not modified" not in str(exc):
+                raise
+
+    def answer_callback(self, callback_id: str, text: str, *, alert: bool = False) -> None:
+        """Every callback_query is answered (the client shows a spinner until then); `text` is what the clicker
+        reads, as an alert when the click changed nothing."""
+        self.call("answerCallbackQuery", callback_query_id=callback_id, text=text[:200], show_alert=alert)
 
     def is_member(self, chat_id: str, user_id: str) -> bool:
         member = self.call("getChatMember", chat_id=chat_id, user_id=int(user_id)) or {}
@@ -145,13 +197,13 @@ class TelegramClient(PlatformClient):
             raise PlatformError(f"Telegram answered {response.status_code} to {method}.")
 
     def set_webhook(self, url: str, secret: str) -> None:
-        self.call("setWebhook", url=url, secret_token=secret, allowed_updates=["message"])
+        self.call("setWebhook", url=url, secret_token=secret, allowed_updates=ALLOWED_UPDATES)
 
     def delete_webhook(self) -> None:
         self.call("deleteWebhook")
 
     def get_updates(self, offset: int | None, timeout: int = 25) -> list[dict[str, Any]]:
-        params: dict[str, Any] = {"timeout": timeout, "allowed_updates": ["message"]}
+        params: dict[str, Any] = {"timeout": timeout, "allowed_updates": ALLOWED_UPDATES}
         if offset is not None:
             params["offset"] = offset
         return self.call("getUpdates", http_timeout=timeout + 10, **params) or []

@@ -82,3 +82,32 @@ def strip_mentions(text: str, bot_username: str) -> str:
 
         text = re.sub(rf"@{re.escape(bot_username)}\b", "", text, flags=re.IGNORECASE)
     return " ".join(text.split())
+
+
+def parse_callback(update: dict[str, Any], *, bot_id: str):
+    """A callback_query on one of our cards' buttons → (Click, callback id, signature), or None. The Click is
+    unsigned: the caller checks the signature with the bot's client."""
+    from channelbots.incoming import Click
+    from channelbots.telegram.client import read_callback_data
+
+    query = update.get("callback_query")
+    if not isinstance(query, dict):
+        return None
+    read = read_callback_data(str(query.get("data") or ""))
+    sender = query.get("from") or {}
+    message = query.get("message") or {}
+    if read is None or not sender or sender.get("is_bot"):
+        return None
+    hex_id, decision, signature = read
+    name = " ".join(p for p in (sender.get("first_name"), sender.get("last_name")) if p) or sender.get("username") or ""
+    click = Click(
+        platform="telegram",
+        bot_id=bot_id,
+        approval_id=hex_id,
+        decision=decision,
+        account_id=str(sender.get("id")),
+        display_name=str(name),
+        chat_id=str((message.get("chat") or {}).get("id") or ""),
+        message_ref=str(message.get("message_id") or ""),
+    )
+    return click, str(query.get("id") or ""), signature

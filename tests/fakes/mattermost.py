@@ -6,8 +6,11 @@ adapter's real WebSocket client talks to it. `emit_posted(...)` pushes a `posted
 
 Scripted: `token`, `bot` (id, username), `members[(channel, user)]`, `channels[channel]`, `threads[root]`
 (list of posts), `files[id] = (name, mime, bytes)`, `reject_token` (users/me answers 401).
-Recorded: `posts` (created posts with their edits and file_ids), `uploads` (POST /files, multipart), `calls`,
-`auth_challenges` (tokens the stream sent).
+Recorded: `posts` (created posts with their edits, props and file_ids), `uploads` (POST /files, multipart),
+`calls`, `auth_challenges` (tokens the stream sent).
+`press(post_id, action_id, user_id)` plays the server's side of an interactive message button: it looks the
+action's integration up on the stored post (kept server-side, as Mattermost does) and returns the URL and the
+JSON body Mattermost posts there. A post over 16,383 characters is refused, as Mattermost does.
 """
 
 from __future__ import annotations
@@ -119,6 +122,26 @@ class FakeMattermost(FakeServer):
             with self.lock:
                 self.streams.remove(outbox)
 
+    # ------------------------------------------------------------------ interactive buttons
+
+    @staticmethod
+    def actions_of(post: dict[str, Any]) -> list[dict[str, Any]]:
+        return [a for att in (post.get("props") or {}).get("attachments") or [] for a in att.get("actions") or []]
+
+    def press(self, post_id: str, action_id: str, *, user_id: str = "u-ada",
+              user_name: str = "ada") -> tuple[str, dict[str, Any]]:
+        """(integration URL, body) of a click on the button `action_id` of a stored post."""
+        with self.lock:
+            post = self.posts[post_id]
+        action = next((a for a in self.actions_of(post) if a.get("id") == action_id), None)
+        if action is None:
+            raise AssertionError(f"the post has no button {action_id!r}")
+        integration = action["integration"]
+        body = {"user_id": user_id, "user_name": user_name, "channel_id": post["channel_id"], "channel_name": "town",
+                "team_id": "team1", "team_domain": "acme", "post_id": post_id, "trigger_id": "trig1", "type": "",
+                "data_source": "", "context": dict(integration.get("context") or {})}
+        return integration["url"], body
+
     # ------------------------------------------------------------------ REST
 
     def handle(self, method: str, path: str, headers: dict[str, str], body: bytes):
@@ -142,16 +165,22 @@ class FakeMattermost(FakeServer):
                                          "bytes": upload[2]}
             return self.json_reply({"file_infos": [{"id": file_id, "name": upload[0], "mime_type": upload[1]}]}, 201)
         if route == "/posts" and method == "POST":
+            if len(data.get("message", "")) > 16383:
+                return self.json_reply({"id": "model.post.is_valid.msg.app_error"}, 400)
             post_id = f"bp{next(self._ids)}"
             post = {"id": post_id, "channel_id": data["channel_id"], "message": data.get("message", ""),
-                    "root_id": data.get("root_id", ""), "file_ids": list(data.get("file_ids") or []), "edits": []}
+                    "root_id": data.get("root_id", ""), "file_ids": list(data.get("file_ids") or []), "edits": [],
+                    "props": data.get("props") or {}}
             with self.lock:
                 self.posts[post_id] = post
             return self.json_reply({k: v for k, v in post.items() if k != "edits"}, 201)
         if route.startswith("/posts/") and route.endswith("/patch"):
             post_id = route.split("/")[2]
             with self.lock:
-                self.posts[post_id]["edits"].append(data.get("message", ""))
+                if "message" in data:
+                    self.posts[post_id]["edits"].append(data.get("message", ""))
+                if "props" in data:
+                    self.posts[post_id]["props"] = data["props"]
             return self.json_reply({"id": post_id})
         if route.startswith("/posts/") and route.endswith("/thread"):
             root = route.split("/")[2]

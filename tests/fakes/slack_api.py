@@ -1,16 +1,20 @@
 """A local fake of the Slack Web API (real HTTP on 127.0.0.1, a thread), for the real slack-sdk WebClient.
 
-Speaks what the adapter calls: auth.test, chat.postMessage, chat.update, conversations.members/info/replies/
-history/list, users.info, files.getUploadURLExternal/completeUploadExternal, and serves files at
+Speaks what the adapter calls: auth.test, chat.postMessage and chat.update (text and Block Kit `blocks`),
+chat.postEphemeral, conversations.members/info/replies (paged with `cursor`)/history/list, users.info,
+files.getUploadURLExternal/completeUploadExternal, and serves files at
 /files/<name> (url_private_download) behind the bot token. Parameters are read from the query string, a
 form body or a JSON body, as Slack does; the token from `Authorization: Bearer`.
 
 State a test scripts: `tokens` (valid bot tokens), `members[channel]`, `channels[channel]`,
 `replies[(channel, thread_ts)]`, `users[user]`, `files[name] = (bytes, content_type)`, `upload_error`.
-What a test reads: `posts` (every message with its edits), `calls` (every method called), `uploads`
-(bytes sent to an upload URL; files.completeUploadExternal in `calls` says where they were shared).
+What a test reads: `posts` (every message with its edits and its current blocks), `ephemerals` (what one user
+was shown), `calls` (every method called), `uploads` (bytes sent to an upload URL; files.completeUploadExternal
+in `calls` says where they were shared).
 
-Also `SlackEventSender`: plays Slack's side of the Events API (signed POSTs of event callbacks).
+Also `SlackEventSender`: plays Slack's side of the Events API (signed POSTs of event callbacks) and of
+interactivity (`click`: the block_actions payload Slack posts when someone presses a button of a posted
+message, form-encoded and signed like events).
 """
 
 from __future__ import annotations
@@ -126,10 +130,15 @@ class Post:
     text: str
     thread_ts: str = ""
     edits: list[str] = field(default_factory=list)
+    blocks: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def final(self) -> str:
         return self.edits[-1] if self.edits else self.text
+
+    def buttons(self) -> list[dict[str, Any]]:
+        return [e for b in self.blocks if b.get("type") == "actions" for e in b.get("elements") or []
+                if e.get("type") == "button"]
 
 
 class FakeSlack(FakeServer):
@@ -145,6 +154,8 @@ class FakeSlack(FakeServer):
         self.files: dict[str, tuple[bytes, str]] = {}
         self.uploads: list[dict[str, Any]] = []
         self.upload_error = ""  # e.g. "missing_scope": files.getUploadURLExternal refuses, as without files:write
+        self.ephemerals: list[dict[str, Any]] = []
+        self.replies_page = 200  # conversations.replies answers at most this many per page
         self._ts = itertools.count(1)
 
     @property
@@ -195,10 +206,20 @@ class FakeSlack(FakeServer):
     def _next_ts(self) -> str:
         return f"{int(time.time())}.{next(self._ts):06d}"
 
+    @staticmethod
+    def _blocks(p: dict) -> list[dict[str, Any]] | None:
+        blocks = p.get("blocks")
+        if blocks is None:
+            return None
+        return json.loads(blocks) if isinstance(blocks, str) else list(blocks)
+
     def api_chat_postMessage(self, p: dict) -> dict:
+        if len(p.get("text", "")) > 40000:
+            return {"ok": False, "error": "msg_too_long"}
         ts = self._next_ts()
         with self.lock:
-            self.posts.append(Post(channel=p["channel"], ts=ts, text=p.get("text", ""), thread_ts=p.get("thread_ts", "")))
+            self.posts.append(Post(channel=p["channel"], ts=ts, text=p.get("text", ""), thread_ts=p.get("thread_ts", ""),
+                                   blocks=self._blocks(p) or []))
         return {"ok": True, "channel": p["channel"], "ts": ts}
 
     def api_chat_update(self, p: dict) -> dict:
@@ -206,8 +227,21 @@ class FakeSlack(FakeServer):
             for post in self.posts:
                 if post.channel == p["channel"] and post.ts == p["ts"]:
                     post.edits.append(p.get("text", ""))
+                    blocks = self._blocks(p)
+                    if blocks is not None:
+                        post.blocks = blocks
                     return {"ok": True, "channel": p["channel"], "ts": p["ts"]}
         return {"ok": False, "error": "message_not_found"}
+
+    def api_chat_postEphemeral(self, p: dict) -> dict:
+        with self.lock:
+            self.ephemerals.append({"channel": p["channel"], "user": p["user"], "text": p.get("text", ""),
+                                    "thread_ts": p.get("thread_ts", "")})
+        return {"ok": True, "message_ts": self._next_ts()}
+
+    def post(self, channel: str, ts: str) -> Post:
+        with self.lock:
+            return next(p for p in self.posts if p.channel == channel and p.ts == ts)
 
     def api_conversations_members(self, p: dict) -> dict:
         if p["channel"] not in self.members:
@@ -224,7 +258,12 @@ class FakeSlack(FakeServer):
         messages = self.replies.get((p["channel"], p["ts"]))
         if messages is None:
             return {"ok": False, "error": "thread_not_found"}
-        return {"ok": True, "messages": messages}
+        start = int(p.get("cursor") or 0)
+        size = min(int(p.get("limit") or 200), self.replies_page)
+        page = messages[start:start + size]
+        more = start + size < len(messages)
+        return {"ok": True, "messages": page, "has_more": more,
+                "response_metadata": {"next_cursor": str(start + size) if more else ""}}
 
     def api_conversations_history(self, p: dict) -> dict:
         return {"ok": True, "messages": [
@@ -300,6 +339,43 @@ class SlackEventSender:
 
     def send(self, event: dict[str, Any], **kwargs: Any):
         return self.post_raw(json.dumps(self.callback(event)).encode(), **kwargs)
+
+    def block_actions(self, post: Post, action_id: str, *, user: str = "U1", user_name: str = "ada",
+                      value: str | None = None) -> dict[str, Any]:
+        """The payload Slack posts when `user` presses the button `action_id` of `post` (its real value)."""
+        button = next((b for b in post.buttons() if b["action_id"] == action_id), None)
+        if button is None and value is None:
+            raise AssertionError(f"the message has no button {action_id!r}")
+        message = {"type": "message", "ts": post.ts, "text": post.text, "blocks": post.blocks}
+        if post.thread_ts:
+            message["thread_ts"] = post.thread_ts
+        return {
+            "type": "block_actions",
+            "user": {"id": user, "username": user_name, "name": user_name, "team_id": self.team_id},
+            "api_app_id": "A1", "token": "legacy-verification-token",
+            "container": {"type": "message", "message_ts": post.ts, "channel_id": post.channel, "is_ephemeral": False},
+            "trigger_id": "1.2.3", "team": {"id": self.team_id, "domain": "acme"},
+            "channel": {"id": post.channel, "name": "general"}, "message": message,
+            "response_url": "https://hooks.slack.invalid/actions/T1/1/x",
+            "actions": [{"action_id": action_id, "block_id": "agenticos_approval", "type": "button",
+                         "value": value if value is not None else button["value"], "action_ts": "1764000000.1"}],
+        }
+
+    def interact(self, payload: dict[str, Any], *, secret: str | None = None, timestamp: int | None = None):
+        from urllib.parse import urlencode
+
+        from channelbots.slack.verify import sign
+
+        body = urlencode({"payload": json.dumps(payload)}).encode()
+        ts = str(timestamp if timestamp is not None else int(time.time()))
+        return self.client.post(f"/api/v1/slack/{self.bot_id}/interactions", data=body,
+                                content_type="application/x-www-form-urlencoded",
+                                HTTP_X_SLACK_REQUEST_TIMESTAMP=ts,
+                                HTTP_X_SLACK_SIGNATURE=sign(secret if secret is not None else self.signing_secret,
+                                                            body, ts))
+
+    def click(self, post: Post, action_id: str, **kwargs: Any):
+        return self.interact(self.block_actions(post, action_id, **kwargs))
 
 
 @pytest.fixture

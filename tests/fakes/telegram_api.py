@@ -2,8 +2,11 @@
 
 Scripted state: `token` (the valid one), `updates` (served by getUpdates from `offset`), `chat_members`,
 `chats`, `files[file_id] = (path, bytes)`, `fail_updates` (how many getUpdates answer 500 first).
-Recorded: `sent` (sendMessage / editMessageText with their texts), `media` (sendPhoto / sendDocument, multipart),
-`calls`.
+Recorded: `sent` (sendMessage / editMessageText with their texts and inline keyboards), `media` (sendPhoto /
+sendDocument, multipart), `answers` (answerCallbackQuery), `calls`.
+`press(chat_id, message_id, label, user_id)` builds the callback_query update Telegram sends when someone presses
+an inline-keyboard button of a sent message (its real callback_data); `push_update` queues any update for
+getUpdates. sendMessage refuses a text over 4,096 characters, as Telegram does.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ class FakeTelegram(FakeServer):
         self.fail_updates = 0
         self.webhook: dict[str, Any] = {}
         self.media: list[dict[str, Any]] = []  # sendPhoto / sendDocument: method, chat_id, reply_to, file
+        self.answers: list[dict[str, Any]] = []  # answerCallbackQuery
         self._ids = itertools.count(1000)
         self.updates_served = threading.Event()
 
@@ -43,6 +47,28 @@ class FakeTelegram(FakeServer):
     def push(self, message: dict[str, Any]) -> None:
         with self.lock:
             self.updates.append({"update_id": len(self.updates) + 1, "message": message})
+
+    def push_update(self, update: dict[str, Any]) -> None:
+        with self.lock:
+            self.updates.append({**update, "update_id": len(self.updates) + 1})
+
+    def message(self, chat_id, message_id) -> dict[str, Any]:
+        with self.lock:
+            return self.messages[(str(chat_id), int(message_id))]
+
+    def press(self, chat_id, message_id, label: str, *, user_id: int = 9, first_name: str = "Ada",
+              data: str | None = None) -> dict[str, Any]:
+        """The update Telegram sends when `user_id` presses the button `label` of a sent message."""
+        message = self.message(chat_id, message_id)
+        keyboard = (message.get("reply_markup") or {}).get("inline_keyboard") or []
+        button = next((b for row in keyboard for b in row if b.get("text") == label), None)
+        if button is None and data is None:
+            raise AssertionError(f"the message has no button {label!r}")
+        return {"update_id": 0, "callback_query": {
+            "id": f"cb{next(self._ids)}", "from": {"id": user_id, "is_bot": False, "first_name": first_name},
+            "message": {"message_id": int(message_id), "chat": {"id": int(chat_id), "type": "private"},
+                        "text": message["edits"][-1] if message["edits"] else message["text"]},
+            "chat_instance": "ci1", "data": data if data is not None else button["callback_data"]}}
 
     def handle(self, method: str, path: str, headers: dict[str, str], body: bytes):
         route = urlsplit(path).path
@@ -95,10 +121,13 @@ class FakeTelegram(FakeServer):
         return self.ok(pending)
 
     def m_sendMessage(self, p):
+        if len(p.get("text", "")) > 4096:
+            return self.json_reply({"ok": False, "description": "Bad Request: message is too long"}, 400)
         message_id = next(self._ids)
         with self.lock:
             self.messages[(str(p["chat_id"]), message_id)] = {"text": p.get("text", ""), "edits": [],
-                                                              "reply": p.get("reply_parameters")}
+                                                              "reply": p.get("reply_parameters"),
+                                                              "reply_markup": p.get("reply_markup")}
         return self.ok({"message_id": message_id, "chat": {"id": p["chat_id"]}, "text": p.get("text", "")})
 
     def _media(self, method: str, field: str, p):
@@ -120,11 +149,20 @@ class FakeTelegram(FakeServer):
         return self._media("sendDocument", "document", p)
 
     def m_editMessageText(self, p):
+        if len(p.get("text", "")) > 4096:
+            return self.json_reply({"ok": False, "description": "Bad Request: MESSAGE_TOO_LONG"}, 400)
         with self.lock:
             message = self.messages.get((str(p["chat_id"]), int(p["message_id"])))
             if message is None:
                 return self.json_reply({"ok": False, "description": "Bad Request: message to edit not found"}, 400)
             message["edits"].append(p.get("text", ""))
+            # Telegram: an edit without reply_markup takes the inline keyboard away.
+            message["reply_markup"] = p.get("reply_markup")
+        return self.ok(True)
+
+    def m_answerCallbackQuery(self, p):
+        with self.lock:
+            self.answers.append(dict(p))
         return self.ok(True)
 
     def m_getChatMember(self, p):
