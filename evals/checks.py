@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Annotated, Any, Literal, Protocol
+from typing import Annotated, Any, Literal, Protocol, cast
 
 import regex
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
@@ -314,7 +314,9 @@ class Judge(Evaluator[Any, CaseOutcome, Any]):
         judge = LLMJudge(rubric=self.spec["rubric"], model=self.model, include_input=self.spec.get("include_prompt", True),
                          assertion={"evaluation_name": name, "include_reason": True})
         prompt = ctx.inputs.get("prompt") if isinstance(ctx.inputs, dict) else ctx.inputs
-        answer_ctx = dataclasses.replace(ctx, inputs=prompt, output=ctx.output.output)
+        # The judge reads the answer's text (and the prompt), not the whole outcome.
+        answer_ctx: EvaluatorContext[Any, Any, Any] = dataclasses.replace(
+            cast(EvaluatorContext[Any, Any, Any], ctx), inputs=prompt, output=ctx.output.output)
         try:
             verdict = await judge.evaluate(answer_ctx)
         except BudgetExceeded as exc:
