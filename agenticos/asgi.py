@@ -112,9 +112,24 @@ class SameOriginSockets:
         return await self.inner(scope, receive, send)
 
 
+class A2AInFront:
+    """`/a2a/…` (interop/a2a.py) is the A2A SDK's Starlette app: `message/stream` streams, which Django's view
+    layer would buffer. Everything else goes to Django."""
+
+    def __init__(self, inner):
+        from interop import a2a
+
+        self.inner, self.a2a = inner, a2a
+
+    async def __call__(self, scope, receive, send):
+        if self.a2a.handles(scope):
+            return await self.a2a.application(scope, receive, send)
+        return await self.inner(scope, receive, send)
+
+
 application = ProtocolTypeRouter(
     {
-        "http": django_asgi_app,
+        "http": A2AInFront(django_asgi_app),
         "websocket": SameOriginSockets(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from celery import Celery
-from celery.signals import worker_ready, worker_shutdown, worker_shutting_down
+from celery.signals import beat_init, worker_init, worker_ready, worker_shutdown, worker_shutting_down
 
 from agenticos.redis_compat import never_send_client_setinfo
 
@@ -15,6 +15,21 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agenticos.settings")
 app = Celery("agenticos")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@worker_init.connect
+def _start_tracing(**_kwargs) -> None:
+    """Spans of tasks and runs, when an OTLP endpoint is configured (agenticos.telemetry; nothing otherwise)."""
+    from agenticos import telemetry
+
+    telemetry.setup("worker")
+
+
+@beat_init.connect
+def _start_tracing_beat(**_kwargs) -> None:
+    from agenticos import telemetry
+
+    telemetry.setup("beat")
 
 
 @worker_ready.connect

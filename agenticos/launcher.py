@@ -116,6 +116,11 @@ def main() -> int:
         return 1
     for key, value in urls.items():
         print(f"embedded service: {key}={value}")
+    # One Prometheus directory for every process started below (/metrics adds them up, agenticos/metrics.py),
+    # emptied: the counts of processes of an earlier launch would otherwise be added forever.
+    from agenticos import metrics
+
+    os.environ[metrics.MULTIPROC_VARIABLE] = metrics.prepare_multiproc_dir(devservices.data_dir())
     _manage("migrate", "--noinput")
     _manage("platform_bootstrap")
 

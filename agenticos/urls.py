@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from agenticos import health
+from agenticos import health, metrics
 from agenticos.errors import json_error
 
 api_v1 = [
@@ -20,6 +20,7 @@ api_v1 = [
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("healthz", health.healthz, name="healthz"),
+    path("metrics", metrics.metrics_view, name="metrics"),  # Prometheus, behind METRICS_TOKEN
     # The schema and its page keep their documented slash; the other form answers too.
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/schema", SpectacularAPIView.as_view()),

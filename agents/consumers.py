@@ -8,6 +8,7 @@ import uuid
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
+from agenticos import metrics
 from agenticos.errors import DomainError, NotFound
 from agenticos.tenancy import SESSION_KEY, resolve_actor
 from agents.chat import member_run, start_member_run
@@ -34,6 +35,8 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         self.groups_joined: set[str] = set()
         self.current_run_id: str | None = None
         await self.accept()
+        metrics.socket_opened("chat")
+        self._socket_counted = True
 
     def _resolve(self, user):
         session = self.scope.get("session")
@@ -41,6 +44,9 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         return resolve_actor(None, user=user, header_org=org_id)
 
     async def disconnect(self, code):
+        if getattr(self, "_socket_counted", False):
+            self._socket_counted = False
+            metrics.socket_closed("chat")
         for group in getattr(self, "groups_joined", set()):
             await self.channel_layer.group_discard(group, self.channel_name)
 

@@ -217,6 +217,9 @@ class Run(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
+    # The OpenTelemetry trace of the run's first execution, 32 hex digits ("" when tracing was off): how an
+    # operator finds the run in Jaeger / Tempo (agenticos/telemetry.py).
+    trace_id = models.CharField(max_length=32, blank=True, default="", db_default="")
 
     class Meta:
         ordering = ["-created_at"]

@@ -353,6 +353,9 @@ def reference_problems(
             problems.append(_problem(path, "An agent cannot be its own sub-agent."))
         elif not Environment.objects.filter(agent__organization=org, agent_id__in=target_ids, name=PRODUCTION).exists():
             problems.append(_problem(path, f"No published agent {sub['agent_id']} in this organization."))
+    from capabilities.subagents.publish import delegate_problems
+
+    problems += [_problem(p["field"], p["message"]) for p in delegate_problems(actor, data, format_path)]
     return problems
 
 

@@ -53,9 +53,13 @@ class BudgetSpec(_Strict):
 
 
 class SubagentSpec(_Strict):
+    """A published agent of the same organization this agent may delegate to (capability `subagents`)."""
+
     name: str = Field(min_length=1, max_length=64)
     description: str = ""
     agent_id: str
+    # Overrides the delegation's mode for this delegate (a slow researcher is worth running in the background).
+    mode: Literal["sync", "async", "auto"] | None = None
 
 
 class AgentSpec(_Strict):

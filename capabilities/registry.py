@@ -55,6 +55,7 @@ BUILTIN: tuple[str, ...] = (
     "capabilities.memory_mem0",
     "capabilities.conversation_search",
     "capabilities.sandbox",
+    "capabilities.subagents",
     "capabilities.channel_tools",
 )
 

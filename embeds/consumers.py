@@ -27,7 +27,7 @@ from django.conf import settings
 from django.db import connections, transaction
 from django.utils import timezone
 
-from agenticos import ratelimit
+from agenticos import metrics, ratelimit
 from agenticos.errors import DomainError
 from agents import runs
 from agents.models import Run
@@ -141,6 +141,8 @@ class EmbedConsumer(AsyncWebsocketConsumer):
             # Done with this socket: a flood of refused connections holds no channel-layer listener.
             raise StopConsumer()
         history = outcome
+        metrics.socket_opened("embed")
+        self._socket_counted = True
         await self.send_frame({"type": "ready", "data": {"visitor": self.visitor_sub is not None}})
         if self.embed.kind == Embed.Kind.PAGE:
             await self.send_frame({"type": "history", "data": {"messages": history}})
@@ -393,4 +395,7 @@ class EmbedConsumer(AsyncWebsocketConsumer):
 
     async def disconnect(self, code: int) -> None:
         self.gone = True
+        if getattr(self, "_socket_counted", False):
+            self._socket_counted = False
+            metrics.socket_closed("embed")
         await self._drop_turn()

@@ -236,11 +236,20 @@ def conversation_turns(conversation: Conversation) -> list[dict[str, Any]]:
                                                      part["tool_call_id"])})
             elif part.get("type") in ("text", "thinking"):
                 parts.append({"type": part["type"], "text": part.get("text", "")})
+            elif part.get("type") == "delegation":  # a delegation panel (capabilities/subagents), as drawn live
+                parts.append(part)
         previous = turns[-1] if turns else None
         if previous and previous["role"] == "assistant" and run_id and previous["run_id"] == run_id:
             # A resumed run writes the parked call again in its continuation: one turn shows it once.
             seen = {p["call"]["id"] for p in previous["parts"] if p["type"] == "tool"}
-            previous["parts"] += [p for p in parts if p["type"] != "tool" or p["call"]["id"] not in seen]
+            # A delegation resumed after an approval keeps its one panel: the continuation is added to it.
+            panels = {p.get("task_id"): i for i, p in enumerate(previous["parts"]) if p["type"] == "delegation"}
+            for p in parts:
+                if p["type"] == "delegation" and p.get("task_id") in panels:
+                    earlier = previous["parts"][panels[p["task_id"]]]
+                    previous["parts"][panels[p["task_id"]]] = {**p, "parts": earlier["parts"] + p["parts"]}
+            previous["parts"] += [p for p in parts if (p["type"] != "tool" or p["call"]["id"] not in seen)
+                                  and not (p["type"] == "delegation" and p.get("task_id") in panels)]
             continue
         run = runs.get(run_id or "")
         turns.append({

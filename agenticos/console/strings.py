@@ -25,6 +25,7 @@ def tool_phrases() -> dict[str, dict[str, str]]:
         "search_documents": {"running": _("Searching the documents"), "done": _("Searched the documents")},
         "web_search": {"running": _("Searching the web"), "done": _("Searched the web")},
         "web_fetch": {"running": _("Reading a web page"), "done": _("Read a web page")},
+        "task": {"running": _("Handing work to a specialist"), "done": _("Handed work to a specialist")},
     }
 
 
@@ -75,4 +76,12 @@ def chat_strings() -> dict[str, str]:
         "chart": _("Chart"),
         "status_parked": _("waiting"),
         "budget_exceeded": _("The budget is used up."),
+        # delegation panels (capabilities/subagents)
+        "delegation_title": _("%(name)s"),
+        "delegation_running": _("working"),
+        "delegation_completed": _("done"),
+        "delegation_failed": _("failed"),
+        "delegation_cancelled": _("cancelled"),
+        "delegation_awaiting_approval": _("waiting for a person"),
+        "delegation_usage": _("%(tokens)s tokens · $%(cost)s"),
     }

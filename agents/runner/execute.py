@@ -41,6 +41,7 @@ from pydantic_ai.messages import (
 from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults, ToolDenied
 from pydantic_ai.usage import UsageLimits
 
+from agenticos import metrics, telemetry
 from agenticos.models import Organization
 from agenticos.queries import Insert, Loaded, Update, load_row, write_together
 from agents.models import Agent as AgentRow
@@ -116,6 +117,7 @@ def _claim_sql() -> str:
     # Table and column names come from the models; every value is a parameter.
     return (
         f"WITH r AS (UPDATE {run} SET status = %s, started_at = COALESCE(started_at, %s), heartbeat_at = %s"  # noqa: S608
+        f", trace_id = CASE WHEN trace_id = '' THEN %s ELSE trace_id END"
         f" WHERE id = %s AND status = %s AND NOT cancel_requested RETURNING *)"
         f" SELECT {columns} FROM r JOIN {agent} a ON a.id = r.agent_id JOIN {version} v ON v.id = r.version_id"
         f" JOIN {organization} o ON o.id = r.organization_id"
@@ -138,6 +140,10 @@ class RunExecution:
         self._tools_announced = False
         self._text_streamed = False
         self._reached_model = False
+        # The trace of this execution's span (stored on the run at its first start; "" without tracing), and
+        # how the execution ended (for the span).
+        self.trace_id = ""
+        self.ended_status = ""
         # An evaluation case is answering this run's deferred calls (see _answered_by_the_case).
         self._case_answering = False
         # Set when the worker shuts down under the run: the run is stopped and ends `failed`, saying this.
@@ -200,10 +206,12 @@ class RunExecution:
             if started is None:
                 return
             runs_loop().register(self)
+            metrics.run_started(self.run)
             try:
                 await self._run(started)
             finally:
                 runs_loop().unregister(self)
+                metrics.run_left(self.run)
         finally:
             await self._close_sink()
             if not _connection_pool():  # pooled connections went back after each piece of work
@@ -228,7 +236,7 @@ class RunExecution:
             return False
         now = timezone.now()
         with connection.cursor() as cursor:
-            cursor.execute(_claim_sql(), [RunStatus.RUNNING, now, now, run_id, RunStatus.QUEUED])
+            cursor.execute(_claim_sql(), [RunStatus.RUNNING, now, now, self.trace_id, run_id, RunStatus.QUEUED])
             row = cursor.fetchone()
         if row is None:  # gone, taken by another worker, ended, or stopped while it waited
             Run.objects.filter(pk=run_id, status=RunStatus.QUEUED, cancel_requested=True).update(
@@ -437,6 +445,7 @@ class RunExecution:
             content = getattr(returned, "content", None)
             ok = getattr(returned, "part_kind", "") == "tool-return" and getattr(
                 returned, "outcome", "success") in ("success", None)
+            metrics.tool_call(tr.tool_capabilities.get(getattr(returned, "tool_name", None) or "", ""), ok=ok)
             if (self.run.parked_state or self._case_answering) and not any(
                 p.get("tool_call_id") == returned.tool_call_id for p in tr.parts if p["type"] == "tool"
             ):
@@ -461,6 +470,8 @@ class RunExecution:
         from agents.runner import parking
 
         status, frames = await self.db(self._park_and_forget, parking.park, requests, messages)
+        self.ended_status = status
+        metrics.run_finished(self.run, status)
         for payload in frames:
             await self.emit(payload)
         await self.emit(frame("final_result", output=""))
@@ -499,6 +510,8 @@ class RunExecution:
             totals = write_together(*answer, *inserts, ending)[-1]
             if resets_state:
                 assembly.on_run_failed(self.run)
+        self.ended_status = status
+        metrics.run_finished(self.run, status)
         if self._reached_model:
             recovery.forget(self.run.pk)
         return (message.pk if message else None), totals
@@ -524,21 +537,27 @@ class RunExecution:
         )
 
 
-async def _execution(run_id: Any, sink: Sink | None) -> None:
-    # Built on the loop: its sink's queue and events belong to it.
-    await RunExecution(run_id, sink).execute()
+async def _execution(run_id: Any, sink: Sink | None, parent: Any = None) -> None:
+    # Built on the loop: its sink's queue and events belong to it. `parent`: the starter's trace context.
+    execution = RunExecution(run_id, sink)
+    with telemetry.run_span(run_id, parent) as span:  # nothing without tracing
+        execution.trace_id = telemetry.trace_id(span)
+        try:
+            await execution.execute()
+        finally:
+            telemetry.describe_run(span, execution)
 
 
 def start(run_id: Any) -> Future:
     """Hand a run to this process's runs loop and return once it is admitted (see loop.RunLoop.admit: this
     waits while the process holds RUN_MAX_CONCURRENT runs, and raises loop.Draining while it shuts down)."""
-    return runs_loop().admit(partial(_execution, run_id, None))
+    return runs_loop().admit(partial(_execution, run_id, None, telemetry.current_context()))
 
 
 def execute(run_id: Any, sink: Sink | None = None) -> None:
     """Run one queued run to its end (or its next park) on the runs loop, and wait for it. Safe to call twice:
     a second call is a no-op."""
-    runs_loop().admit(partial(_execution, run_id, sink)).result()
+    runs_loop().admit(partial(_execution, run_id, sink, telemetry.current_context())).result()
 
 
 def execute_collecting(run_id: Any) -> list[dict]:

@@ -13,12 +13,14 @@ with nothing to act on, e.g. thinking only, is retried), the pending spend is wr
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from pydantic_ai.capabilities import AbstractCapability
 
+from agenticos import metrics
 from agents.runner.frames import frame
 from governance import budgets
 from governance.models import SpendEntry
@@ -51,8 +53,11 @@ class BudgetGuard(AbstractCapability[Any]):
             await ex.db(ex.record_spend)
         await ex.reaching_model()
         await ex.emit(frame("model_request_start"))
+        started = time.monotonic()
         response = await handler(request_context)
-        ex.unrecorded_spend.append(self._entry(response))
+        entry = self._entry(response)
+        ex.unrecorded_spend.append(entry)
+        metrics.model_request(response, entry, started, surface=ex.run.surface)
         if response.tool_calls:
             await ex.db(ex.record_spend)
         return response

@@ -26,18 +26,23 @@ if TYPE_CHECKING:
 def park(ex: RunExecution, requests: DeferredToolRequests, messages) -> tuple[str, list[dict[str, Any]]]:
     run = ex.run
     frames: list[dict[str, Any]] = []
+    # A sync delegate parked inside a `task` call (capabilities/subagents): the person approves the delegate's
+    # own call, and its state is kept so the approval resumes that delegate in place.
+    delegations = {cid: meta["delegation"] for cid, meta in (requests.metadata or {}).items()
+                   if isinstance(meta, dict) and "delegation" in meta}
     with transaction.atomic():
         for call in requests.approvals:
             args = call.args_as_dict()
+            inner = (delegations.get(call.tool_call_id) or {}).get("approvals", [{}])[0]
             approval, _ = Approval.objects.get_or_create(
                 run=run,
                 tool_call_id=call.tool_call_id,
                 defaults={
                     "organization_id": run.organization_id,
-                    "tool_id": ex.tool_ids.get(call.tool_name, call.tool_name),
-                    "tool_name": call.tool_name,
-                    "capability_id": ex.transcript.tool_capabilities.get(call.tool_name, ""),
-                    "args": jsonable(args),
+                    "tool_id": inner.get("tool_id") or ex.tool_ids.get(call.tool_name, call.tool_name),
+                    "tool_name": inner.get("tool_name") or call.tool_name,
+                    "capability_id": inner.get("capability_id", ex.transcript.tool_capabilities.get(call.tool_name, "")),
+                    "args": jsonable(inner.get("args", args)),
                 },
             )
             ex.transcript.tool_parked(call.tool_call_id)
@@ -47,8 +52,8 @@ def park(ex: RunExecution, requests: DeferredToolRequests, messages) -> tuple[st
                     run_id=str(run.pk),
                     approval_id=str(approval.pk),
                     tool_call_id=call.tool_call_id,
-                    tool_name=call.tool_name,
-                    args=jsonable(args),
+                    tool_name=approval.tool_name,
+                    args=approval.args,
                 )
             )
         for call in requests.calls:
@@ -69,7 +74,8 @@ def park(ex: RunExecution, requests: DeferredToolRequests, messages) -> tuple[st
         inserts, spend = ex.spend_writes()
         write_together(*answer, *inserts, Update(Run.objects.filter(pk=run.pk), {
             "status": status,
-            "parked_state": {"messages": ModelMessagesTypeAdapter.dump_python(messages, mode="json")},
+            "parked_state": {"messages": ModelMessagesTypeAdapter.dump_python(messages, mode="json"),
+                             **({"delegations": delegations} if delegations else {})},
             "heartbeat_at": timezone.now(),
             **spend,
         }))

@@ -186,7 +186,9 @@
     function flush() { if (batch.length) { body.appendChild(rail(batch)); batch = []; } }
     turn.parts.forEach(function (part) {
       if (part.type === "tool") { batch.push(part.call); return; }
+      if (part.type === "delegation" && part.parent_task_id) return; // drawn inside its parent's panel
       flush();
+      if (part.type === "delegation") { body.appendChild(delegationPanel(part, turn.parts)); return; }
       if (part.type === "text") body.appendChild(h("div", {class: "answer markdown", "data-part": "text", html: markdown(part.text)}));
       else if (part.type === "thinking") {
         body.appendChild(h("details", {class: "thinking", "data-part": "thinking"}, [
@@ -212,6 +214,54 @@
       ]));
     }
     return article;
+  }
+
+  // A delegation is a panel, not a pause: the specialist's own text and steps, its name, status and cost.
+  // A specialist that delegates in turn is drawn inside the panel of the delegation it was made in.
+  function delegationPanel(part, siblings) {
+    var status = part.status || "running";
+    var head = [h("span", {class: "delegation-name", "data-delegation-name": "", text: fill(T.delegation_title, {name: part.name})}),
+                h("span", {class: "delegation-status", "data-delegation-status": status,
+                           text: T["delegation_" + status] || status})];
+    if (part.usage) {
+      head.push(h("span", {class: "delegation-usage muted", "data-delegation-usage": "",
+        text: fill(T.delegation_usage, {tokens: Number(part.usage.input_tokens || 0) + Number(part.usage.output_tokens || 0),
+                                        cost: money(part.usage.cost_usd)})}));
+    }
+    var inner = h("div", {class: "delegation-body"});
+    var batch = [];
+    function flush() { if (batch.length) { inner.appendChild(rail(batch)); batch = []; } }
+    (part.parts || []).forEach(function (p) {
+      if (p.type === "tool") {
+        batch.push({id: p.tool_call_id, name: p.tool_name, args: p.args || {}, result: p.result, status: p.status});
+        return;
+      }
+      flush();
+      if (p.type === "text") inner.appendChild(h("div", {class: "answer markdown", "data-part": "text", html: markdown(p.text)}));
+      else if (p.type === "thinking") inner.appendChild(h("details", {class: "thinking"}, [h("summary", {text: T.thinking}),
+                                                                                       h("div", {class: "thinking-text", text: p.text})]));
+    });
+    flush();
+    (siblings || []).forEach(function (child) {
+      if (child.type === "delegation" && child.parent_task_id === part.task_id) inner.appendChild(delegationPanel(child, siblings));
+    });
+    return h("section", {class: "delegation status-" + status, "data-delegation": part.task_id,
+                         "data-depth": String(part.depth || 1)}, [h("header", {class: "delegation-head"}, head), inner]);
+  }
+  function findDelegation(taskId) {
+    for (var i = turns.length - 1; i >= 0; i--) {
+      var parts = turns[i].parts || [];
+      for (var j = 0; j < parts.length; j++) if (parts[j].type === "delegation" && parts[j].task_id === taskId) return parts[j];
+    }
+    return null;
+  }
+  function delegationFor(d) {
+    var found = findDelegation(d.task_id);
+    if (found) return found;
+    found = {type: "delegation", task_id: d.task_id, parent_task_id: d.parent_task_id || null, depth: d.depth || 1,
+             name: d.name || "", status: "running", parts: [], usage: null};
+    liveTurn().parts.push(found);
+    return found;
   }
 
   function renderTranscript() {
@@ -471,6 +521,32 @@
         call.result = d.content;
         call.status = d.ok === false ? "error" : "ok";
         if (openSteps[call.id] === undefined) openSteps[call.id] = true; // what just finished is what one looks at
+        break;
+      case "subagent_started":
+        var opened = delegationFor(d);
+        Object.assign(opened, {parent_task_id: d.parent_task_id || null, depth: d.depth, name: d.name, kind: d.kind,
+                               mode: d.mode, task: d.task, tool_call_id: d.tool_call_id});
+        if (d.definition) opened.definition = d.definition;
+        break;
+      case "subagent_delta":
+        var inner = delegationFor(d).parts;
+        var lastInner = inner[inner.length - 1];
+        if (!d.new_part && lastInner && lastInner.type === d.part_type) lastInner.text += d.content;
+        else inner.push({type: d.part_type, text: d.content});
+        break;
+      case "subagent_tool_call":
+        delegationFor(d).parts.push({type: "tool", tool_call_id: d.tool_call_id, tool_name: d.tool_name,
+                                     args: d.args || {}, status: "running", result: null});
+        break;
+      case "subagent_tool_result":
+        delegationFor(d).parts.forEach(function (p) {
+          if (p.type === "tool" && p.tool_call_id === d.tool_call_id) { p.status = d.ok === false ? "error" : "ok"; p.result = d.content; }
+        });
+        break;
+      case "subagent_finished":
+        var closed = delegationFor(d);
+        closed.status = d.status;
+        closed.usage = d.usage || null;
         break;
       case "tool_approval_required":
         activeRunId = d.run_id;

@@ -29,6 +29,8 @@ REPRESENTATIVE: dict[str, dict[str, Any]] = {
     "code_execution": {"timeout_secs": 5, "max_memory_mb": 128},
     "clock": {"timezone": "Europe/Warsaw"},
     "thinking": {"effort": "medium"},
+    "guardrails": {"redact_secrets_out": True, "blocked_keywords_tool": "ignore previous instructions"},
+    "system_reminders": {"reminders": [{"text": "Cite your sources.", "interval": 2}]},
 }
 
 def _knowledge(org: Organization) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -76,6 +78,14 @@ def _sandbox(org: Organization) -> tuple[dict[str, Any], dict[str, Any]]:
     return {}, {"_deps": {"run_id": str(run.pk), "agent_id": str(agent.pk)}}
 
 
+def _subagents(org: Organization) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A published delegate to name; background work and dynamic specialists on, so all that can be offered is."""
+    owner = factories.member(org, "owner")
+    delegate = factories.published_agent(org, owner, name="Drift delegate")
+    return ({"mode": "async", "allow_dynamic": True},
+            {"subagents": [{"name": "delegate", "description": "Helps.", "agent_id": str(delegate.pk)}]})
+
+
 # capability id → function(org) → (binding config, extra AgentSpec fields), for data-bound capabilities
 # ("_binding" in the extra fields goes onto the binding itself, e.g. a secret_id; "_deps" into the RunDeps).
 SETUPS: dict[str, Callable[[Organization], tuple[dict[str, Any], dict[str, Any]]]] = {
@@ -85,12 +95,17 @@ SETUPS: dict[str, Callable[[Organization], tuple[dict[str, Any], dict[str, Any]]
     "database": _database,
     "memory_mem0": _mem0,
     "sandbox": _sandbox,
+    "subagents": _subagents,
 }
 
 # capability id → {declared tool id: why it is not offered with the representative setup}
 EXEMPT: dict[str, dict[str, str]] = {
     "sandbox": {"execute": "the stored (state) backend has no shell; only a service backend offers it, and this "
                            "deployment has no sandbox connection to publish one with"},
+    # The other nine are offered with this setup; tests/capabilities/test_subagents.py proves the narrower offers
+    # (sync only: task alone; without allow_dynamic: no create_agent/delegate).
+    "subagents": {"answer_subagent": "declared so a policy can gate or rename it, offered to nobody: a sync "
+                                     "delegate's question goes to the person, a background one cannot ask"},
 }
 
 # pydantic-ai's own tools that a capability brings along (skills loads on demand through load_capability).
