@@ -9,6 +9,9 @@ from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agenticos.settings")
+from agenticos import telemetry  # noqa: E402
+
+telemetry.setup("web")  # before the middleware loads: the request spans are a middleware (off without an endpoint)
 # daphne serves /static/ itself (no separate web server in `make run`; behind a CDN in production).
 django_asgi_app = ASGIStaticFilesHandler(get_asgi_application())
 
