@@ -56,6 +56,7 @@ BUILTIN: tuple[str, ...] = (
     "capabilities.conversation_search",
     "capabilities.sandbox",
     "capabilities.subagents",
+    "capabilities.subagents",
     "capabilities.channel_tools",
 )
 
