@@ -56,7 +56,6 @@ BUILTIN: tuple[str, ...] = (
     "capabilities.conversation_search",
     "capabilities.sandbox",
     "capabilities.subagents",
-    "capabilities.subagents",
     "capabilities.channel_tools",
 )
 
