@@ -6,12 +6,13 @@ import uuid
 from dataclasses import dataclass
 
 from django.conf import settings
+from django.db import transaction
 from django.db.models import Q, QuerySet
 
-from agenticos import ratelimit
-from agenticos.errors import NotFound, RateLimited
+from agenticos import audit, ratelimit
+from agenticos.errors import Conflict, NotFound, RateLimited
 from agenticos.tenancy import Actor, org_get
-from agents.models import Agent, Conversation, Run
+from agents.models import TERMINAL_STATUSES, Agent, Conversation, Message, Run
 from agents.runs import check_prompt, start_run
 from agents.services import agent_and_version
 from governance.grants import USE
@@ -60,6 +61,26 @@ def own_conversation(actor: Actor, conversation_id, agent: Agent | None = None) 
         qs = qs.filter(agent=agent)
     conversation = org_get(actor, Conversation, conversation_id, queryset=qs)
     return conversation
+
+
+def delete_conversation(*, actor: Actor, conversation_id, ip_address: str | None = None) -> None:
+    """A person deletes their own conversation: its messages, its runs (the spend they made stays in the ledger:
+    SpendEntry.run goes null), its run and conversation workspaces (by foreign key) and its uploaded files —
+    queued in this transaction by governance.retention's pre_delete receiver, removed from storage right after
+    commit. Refused while one of its runs is queued, running or waiting for a decision."""
+    actor.require("agents:run")
+    with transaction.atomic():
+        conversation = own_conversation(actor, conversation_id)
+        conversation = Conversation.objects.select_for_update().get(pk=conversation.pk)
+        if Run.objects.filter(conversation=conversation).exclude(status__in=list(TERMINAL_STATUSES)).exists():
+            raise Conflict("A run of this conversation is still going or waiting for a decision: stop it first.",
+                           code="run_active")
+        audit.record(actor=actor.user, organization=actor.organization, action="conversation.deleted",
+                     target=conversation, details={
+                         "agent_id": str(conversation.agent_id),
+                         "messages": Message.objects.filter(conversation=conversation).count(),
+                         "runs": Run.objects.filter(conversation=conversation).count()}, ip_address=ip_address)
+        conversation.delete()
 
 
 def start_member_run(

@@ -1,6 +1,7 @@
 """/api/v1/ runs and conversations."""
 
 from agenticos.api import route
+from agents import api_conversations
 from agents import api_runs as api
 
 urlpatterns = [
@@ -12,5 +13,6 @@ urlpatterns = [
     *route("runs/<uuid:run_id>/questions", api.RunQuestionsView, "run-questions"),
     *route("runs/<uuid:run_id>/answers", api.RunAnswersView, "run-answers"),
     *route("conversations", api.ConversationListView, "conversations"),
+    *route("conversations/<uuid:conversation_id>", api_conversations.ConversationDetailView, "conversation-detail"),
     *route("conversations/<uuid:conversation_id>/messages", api.ConversationMessagesView, "conversation-messages"),
 ]

@@ -36,6 +36,7 @@ urlpatterns = [
     path("chat/", views.chat, name="chat"),
     path("chat/<uuid:conversation_id>/", views.chat, name="chat-conversation"),
     path("chat/<uuid:conversation_id>/turns.json", views.chat_turns, name="chat-turns"),
+    path("chat/<uuid:conversation_id>/delete", views.delete_conversation, name="chat-delete"),
     path("approvals/", views.approvals, name="approvals"),
     path("approvals/<uuid:approval_id>/decide", views.approval_decide, name="approval-decide"),
     path("activity/", views.activity, name="activity"),

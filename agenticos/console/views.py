@@ -27,6 +27,7 @@ from agenticos.console.strings import chat_strings, tool_phrases
 from agenticos.errors import Conflict, DomainError, NotFound
 from agenticos.models import Membership
 from agenticos.tenancy import SESSION_KEY, Actor, membership_for, org_get
+from agents.chat import delete_conversation as delete_own_conversation
 from agents.chat import member_run, readable_conversation, readable_conversations
 from agents.models import Run, RunStatus, Surface
 from governance import services as governance
@@ -68,6 +69,19 @@ def home(request: HttpRequest, actor: Actor) -> HttpResponse:
 
 
 # ------------------------------------------------------------------ chat
+
+
+@require_POST
+@console_view("agents:run")
+def delete_conversation(request: HttpRequest, actor: Actor, conversation_id: Any) -> HttpResponse:
+    """Delete one's own conversation (agents.chat.delete_conversation: files and workspace go with it)."""
+    try:
+        delete_own_conversation(actor=actor, conversation_id=conversation_id, ip_address=request.META.get("REMOTE_ADDR"))
+    except Conflict as exc:
+        messages.error(request, exc.message)
+        return redirect("console:chat-conversation", conversation_id=conversation_id)
+    messages.success(request, _("The conversation was deleted, with its files."))
+    return redirect("console:chat")
 
 
 @console_view()
