@@ -91,8 +91,31 @@ def stop_grace_seconds() -> float:
     return int(os.environ.get("RUN_SHUTDOWN_GRACE_SECONDS", "25")) + 15
 
 
+def sandboxd_command() -> list[str] | None:
+    """The deployment's own sandbox service (`python -m sandboxd`) when bubblewrap is installed, else None.
+    Its token is SANDBOXD_TOKEN_FILE (made by `manage.py sandbox_token` before this starts), its workspaces
+    live in <data dir>/sandboxd, its port is SANDBOXD_URL's."""
+    import shutil
+
+    url = os.environ.get("SANDBOXD_URL", "http://127.0.0.1:8765")
+    if not url or shutil.which("bwrap") is None:
+        return None
+    return [sys.executable, "-m", "sandboxd"]
+
+
+def sandboxd_env() -> dict[str, str]:
+    from urllib.parse import urlparse
+
+    data = devservices.data_dir()
+    parsed = urlparse(os.environ.get("SANDBOXD_URL", "http://127.0.0.1:8765"))
+    return {"SANDBOXD_TOKEN_FILE": os.environ.get("SANDBOXD_TOKEN_FILE", str(data / "sandboxd.token")),
+            "SANDBOXD_ROOT": os.environ.get("SANDBOXD_ROOT", str(data / "sandboxd")),
+            "SANDBOXD_HOST": parsed.hostname or "127.0.0.1", "SANDBOXD_PORT": str(parsed.port or 8765)}
+
+
 def commands(port: int) -> dict[str, list[str]]:
     py = sys.executable
+    sandbox = sandboxd_command()
     workers = {f"worker{index + 1 if index else ''}": run_worker_command(index) for index in range(run_worker_processes())}
     return {
         "web": daphne_command("agenticos.asgi:application", port),
@@ -104,6 +127,8 @@ def commands(port: int) -> dict[str, list[str]]:
         "beat": [py, "-m", "celery", "-A", "agenticos", "beat", "-l", "INFO"],
         # Polling / socket / stream connections of channel bots, in a process of their own.
         "bots": [py, "manage.py", "channel_supervisor"],
+        # The sandbox service of capability sandbox's `service` backend (bubblewrap; absent without it).
+        **({"sandbox": sandbox} if sandbox else {}),
     }
 
 
@@ -123,11 +148,16 @@ def main() -> int:
     os.environ[metrics.MULTIPROC_VARIABLE] = metrics.prepare_multiproc_dir(devservices.data_dir())
     _manage("migrate", "--noinput")
     _manage("platform_bootstrap")
+    if sandboxd_command() is not None:
+        _manage("sandbox_token")  # keeps an existing token
+    else:
+        print("bubblewrap is not installed: no sandbox service (agents get stored files, no shell).")
 
     procs: dict[str, subprocess.Popen] = {}
     for index, (name, cmd) in enumerate(commands(port).items()):
+        env = {**_env(), **(sandboxd_env() if name == "sandbox" else {})}
         proc = subprocess.Popen(
-            cmd, cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
+            cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
         )
         procs[name] = proc
         threading.Thread(target=_relay, args=(name, COLORS[index % len(COLORS)], proc), daemon=True).start()

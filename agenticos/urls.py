@@ -12,6 +12,7 @@ api_v1 = [
     path("", include("governance.urls")),
     path("", include("capabilities.urls")),
     path("", include("capabilities.urls_tools")),
+    path("", include("capabilities.sandbox.urls")),
     path("", include("knowledge.urls")),
     path("", include("triggers.urls")),
     path("", include("evals.urls")),
@@ -31,6 +32,7 @@ urlpatterns = [
     path("", include("embeds.urls")),
     path("", include("channelbots.urls")),
     path("", include("agenticos.console.urls_triggers")),
+    path("", include("capabilities.sandbox.console_urls")),
     path("", include("agenticos.console.urls_evals")),
     path("", include("agenticos.console.urls")),
 ]

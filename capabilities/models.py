@@ -318,3 +318,41 @@ class WorkspaceUse(models.Model):
 
     def __str__(self) -> str:
         return f"{self.conversation_id} → {self.workspace_id}"
+
+
+class SandboxConnection(models.Model):
+    """A sandbox service an organization's agents may run workspaces on (capability `sandbox`, backend
+    `service`). Where a sandbox runs is the connection's property, never the spec's.
+
+    `is_deployment` marks "This deployment's sandbox": its address is the operator's SANDBOXD_URL (never
+    stored, never tenant-settable); any other connection's URL is checked by the outbound guard. The service
+    token is an organization `Secret` (`secret`); a connection without one cannot be published against."""
+
+    class Kind(models.TextChoices):
+        SANDBOXD = "sandboxd", "sandboxd"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    organization = models.ForeignKey("agenticos.Organization", on_delete=models.CASCADE,
+                                     related_name="sandbox_connections")
+    name = models.CharField(max_length=80)
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.SANDBOXD)
+    url = models.CharField(max_length=2000, blank=True)
+    is_deployment = models.BooleanField(default=False)
+    is_default = models.BooleanField(default=False)
+    secret = models.ForeignKey("agenticos.Secret", on_delete=models.SET_NULL, null=True, blank=True,
+                               related_name="+")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.UniqueConstraint(fields=["organization", "name"], name="sandbox_connection_name_unique"),
+            models.UniqueConstraint(fields=["organization"], condition=models.Q(is_default=True),
+                                    name="sandbox_connection_one_default"),
+            models.UniqueConstraint(fields=["organization"], condition=models.Q(is_deployment=True),
+                                    name="sandbox_connection_one_deployment"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name

@@ -117,7 +117,7 @@ class Service:
         if len(command) > MAX_COMMAND_CHARS:
             raise Refused(f"command is longer than {MAX_COMMAND_CHARS:,} characters.")
         try:
-            timeout = float(body.get("timeout") or self.config.default_timeout)
+            timeout = float(body.get("timeout") or min(self.config.default_timeout, self.config.max_timeout))
         except (TypeError, ValueError):
             raise Refused("timeout must be a number of seconds.") from None
         if not 0 < timeout <= self.config.max_timeout:

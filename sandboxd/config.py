@@ -107,7 +107,7 @@ def available_runtimes(workbench_dir: str | None) -> dict[str, Runtime]:
 
 
 def from_env() -> Config:
-    root = Path(os.environ.get("SANDBOXD_ROOT", "").strip() or Path.cwd() / ".agenticos" / "sandboxd")
+    root = Path(os.environ.get("SANDBOXD_ROOT", "").strip() or Path.cwd() / ".agenticos" / "sandboxd").resolve()
     workbench = os.environ.get("SANDBOXD_WORKBENCH_DIR", "").strip() or None
     if workbench and not Path(workbench).is_dir():
         raise ConfigError(f"SANDBOXD_WORKBENCH_DIR {workbench!r} is not a directory.")

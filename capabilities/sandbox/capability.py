@@ -2,8 +2,11 @@
 (and execute, on a backend with a shell).
 
 Backend `state` keeps the files in this database (`store.py`), capped at `SANDBOX_STATE_MAX_BYTES`, with no
-shell: `execute` is not offered there. Backend `service` (a registered sandbox connection running
-containers) does not exist in this deployment, so publish refuses it by name instead of pretending.
+shell: `execute` is not offered there. Backend `service` runs commands on a sandbox connection (a sandboxd,
+`connections.py`; null takes the organization's default, the deployment's own sandboxd registered the first
+time it is needed) with the same stored files as its source of truth (`service.py`); `execute` is offered
+there unless `include_execute` is off. Publish refuses `service` without a connection, with one that no
+longer exists, or with one that has no credential, each by name.
 
 Who shares the workspace is `session_scope` (run | conversation | channel | user | agent), which a chat
 bot binding may override for runs through it. The file tools come from pydantic-ai-backend's console
@@ -13,10 +16,11 @@ approval policy says, and grep drops matches inside them.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic_ai import RunContext
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.workspaces import WorkspaceRef
@@ -26,6 +30,8 @@ from pydantic_ai_backends.permissions.types import OperationPermissions, Permiss
 
 from capabilities.base import BuildContext, Built, Capability, ToolDecl, enum_labels, tool_text
 from capabilities.sandbox import store
+
+logger = logging.getLogger(__name__)
 
 # The spec's credential paths, refused for read, write and edit (and hidden from grep), plus the system tree.
 CREDENTIAL_PATTERNS = ["**/.env", "**/*.pem", "**/*.key", "**/credentials*", "**/.ssh/**", "**/.aws/**"]
@@ -73,15 +79,6 @@ class SandboxConfig(BaseModel):
     runtime: str | None = Field(default=None, description="Only for service: a runtime alias the connection allows.")
     include_execute: bool = Field(default=True, description="Off removes the shell entirely instead of gating it. "
                                                             "The state backend has no shell either way.")
-
-    @field_validator("backend")
-    @classmethod
-    def _service_needs_a_connection(cls, value: str) -> str:
-        if value == "service":
-            raise ValueError(
-                "This deployment has no sandbox connection registered, so a service workspace cannot be "
-                "published; choose backend 'state' (stored files), or ask an operator to register one.")
-        return value
 
     @model_validator(mode="after")
     def _service_only_settings(self) -> SandboxConfig:
@@ -148,6 +145,7 @@ class StoredWorkspace(AbstractCapability[Any]):
     backend: store.DatabaseWorkspaceBackend
     label: str = ""
     skills: list[str] = field(default_factory=list)
+    shell: bool = False
 
     def get_workspace(self, ctx: RunContext[Any], *, ref: WorkspaceRef | None) -> Any:
         if ref is not None and ref != self.backend.ref:
@@ -158,14 +156,18 @@ class StoredWorkspace(AbstractCapability[Any]):
         lines = [
             "## Your workspace",
             f"You have files that outlive this turn ({self.label.lower()}). Work in /workspace with ls, "
-            "read_file, glob, grep, write_file and edit_file. There is no shell here: you cannot run commands "
-            "or programs in this workspace.",
+            "read_file, glob, grep, write_file and edit_file. " + (
+                "execute runs a shell command in /workspace, in an isolated sandbox without network access; "
+                "what it writes in /workspace is kept with your files, anything elsewhere is gone after the "
+                "command." if self.shell else
+                "There is no shell here: you cannot run commands or programs in this workspace."),
             "Files people attach to their messages are in /workspace/uploads/.",
         ]
         if self.skills:
             lines.append("Your skills are also files, in /workspace/skills/<name>/ ("
                          + ", ".join(self.skills) + "). Changing one there records a proposal that someone "
-                         "who edits skills accepts or discards; the skill stays as it is until then.")
+                         "who edits skills accepts or discards; the skill stays as it is until then."
+                         + (" A skill's scripts run from there with execute." if self.shell else ""))
         return "\n".join(lines)
 
 
@@ -201,6 +203,38 @@ def _proposal_recorder(ctx: BuildContext, skills_by_name: dict[str, Any]):
     return on_write
 
 
+def _scope(run: Any, config: SandboxConfig) -> str:
+    scope = str((run.options or {}).get("workspace_scope") or config.session_scope)
+    return scope if scope in store.SCOPES else config.session_scope
+
+
+def _bound_skills(ctx: BuildContext) -> list[Any]:
+    if ctx.spec is not None and ctx.spec.skill_ids and any(
+            b.id == "skills" and b.enabled for b in ctx.spec.capabilities):
+        from knowledge import skills as skill_store
+
+        return skill_store.bound_skills(ctx.organization_id, list(ctx.spec.skill_ids))
+    return []
+
+
+def _service_backend(ctx: BuildContext, run: Any, config: SandboxConfig) -> tuple[Any, Any] | None:
+    """(workspace row, backend) on the binding's sandbox connection, or None when none is usable now."""
+    from agenticos.models import Organization
+    from capabilities.sandbox import connections
+    from capabilities.sandbox.service import ServiceWorkspaceBackend
+
+    organization = Organization.objects.get(pk=ctx.organization_id)
+    try:
+        connection = connections.for_run(organization, config.connection_id)
+        client = connections.client_for(connection)
+    except connections.ConnectionUnavailable as exc:
+        logger.warning("sandbox run %s gets no service workspace: %s", ctx.deps.run_id, exc)
+        return None
+    workspace = store.open_for_run(run, _scope(run, config), backend="service", host=str(connection.pk))
+    backend = ServiceWorkspaceBackend(str(workspace.pk), run_id=str(run.pk), client=client, runtime=config.runtime)
+    return workspace, backend
+
+
 def build(ctx: BuildContext) -> list[Built]:
     from agents.models import Run
 
@@ -208,27 +242,39 @@ def build(ctx: BuildContext) -> list[Built]:
     run = Run.objects.filter(pk=ctx.deps.run_id, organization_id=ctx.organization_id).first()
     if run is None:
         return []
-    scope = str((run.options or {}).get("workspace_scope") or ctx.config.session_scope)
-    if scope not in store.SCOPES:
-        scope = ctx.config.session_scope
-    workspace = store.open_for_run(run, scope)
-    bound: list[Any] = []
-    if ctx.spec is not None and ctx.spec.skill_ids and any(
-            b.id == "skills" and b.enabled for b in ctx.spec.capabilities):
-        from knowledge import skills as skill_store
-
-        bound = skill_store.bound_skills(ctx.organization_id, list(ctx.spec.skill_ids))
+    shell = False
+    if ctx.config.backend == "service":
+        found = _service_backend(ctx, run, ctx.config)
+        if found is None:
+            return []
+        workspace, backend = found
+        shell = ctx.config.include_execute
+    else:
+        workspace = store.open_for_run(run, _scope(run, ctx.config))
+        backend = store.DatabaseWorkspaceBackend(str(workspace.pk), run_id=str(run.pk))
+    bound = _bound_skills(ctx)
     store.materialize_skills(str(workspace.pk), bound)  # also clears the folders of skills no longer bound
     skills_by_name = {skill.name: skill for skill in bound}
-    backend = store.DatabaseWorkspaceBackend(
-        str(workspace.pk), run_id=str(run.pk),
-        on_write=_proposal_recorder(ctx, skills_by_name) if skills_by_name else None)
+    if skills_by_name:
+        backend.on_write = _proposal_recorder(ctx, skills_by_name)
     ctx.deps.scratch["workspace_id"] = str(workspace.pk)
     return [
-        StoredWorkspace(backend=backend, label=workspace.label, skills=sorted(skills_by_name)),
-        _FileTools(include_execute=False, permissions=RULESET, profile="agent"),
+        StoredWorkspace(backend=backend, label=workspace.label, skills=sorted(skills_by_name), shell=shell),
+        _FileTools(include_execute=shell, permissions=RULESET, profile="agent"),
     ]
 
+
+def organization_check(config: Any, organization: Any) -> list[tuple[str, str]]:
+    """Publish's refusals that need the organization: a `service` binding without a usable connection."""
+    from capabilities.sandbox.connections import publish_problems
+
+    return publish_problems(config, organization)
+
+
+# The registry runs `organization_check` at publish once it knows the field (a patch to capabilities/base.py
+# and registry.py, outside this package); until then the capability still loads.
+_ORG_CHECK: dict[str, Any] = ({"organization_check": organization_check}
+              if "organization_check" in getattr(Capability, "__dataclass_fields__", {}) else {})
 
 CAPABILITY = Capability(
     id="sandbox",
@@ -243,8 +289,10 @@ CAPABILITY = Capability(
     ),
     never_does=(
         "It never reads, writes or edits credential files (.env, *.pem, *.key, credentials*, .ssh, .aws) or "
-        "system paths, never returns grep matches from them, and on stored files never runs a command. It "
-        "never turns an edit of a skill into a change: that is a proposal a person decides."
+        "system paths, never returns grep matches from them, never runs a command naming them, and on stored "
+        "files never runs a command. Its commands never reach the network or a file outside the workspace "
+        "(the sandbox service's isolation, not string checks, is what stops them). It never turns an edit of "
+        "a skill into a change: that is a proposal a person decides."
     ),
     tools=TOOLS,
     scopes=("sandbox:execute",),
@@ -252,4 +300,5 @@ CAPABILITY = Capability(
     voice="hand_off",
     recommended=True,
     build=build,
+    **_ORG_CHECK,
 )

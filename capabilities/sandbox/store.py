@@ -106,18 +106,22 @@ def placement(run: Run, scope: str) -> Placement:
     return Placement("run", str(run.pk), "Files of this turn only", conversation_id)
 
 
-def open_for_run(run: Run, scope: str) -> Workspace:
-    """The stored workspace this run works in (created on first use), marked as used now."""
+def open_for_run(run: Run, scope: str, *, backend: str = "state", host: str = "") -> Workspace:
+    """The stored workspace this run works in (created on first use), marked as used now.
+
+    `host` names where a `service` workspace runs (its connection's id): a workspace on another connection,
+    or on stored files, is another workspace, so changing either starts an empty one (the old one stays)."""
     where = placement(run, scope)
+    key = f"{host}|{where.key}" if host else where.key
     defaults = {"label": where.label, "conversation_id": where.conversation_id}
     try:
         with transaction.atomic():
             workspace, created = Workspace.objects.get_or_create(
-                organization_id=run.organization_id, agent_id=run.agent_id, backend="state", scope=where.scope,
-                key=where.key, defaults=defaults)
+                organization_id=run.organization_id, agent_id=run.agent_id, backend=backend, scope=where.scope,
+                key=key, defaults=defaults)
     except IntegrityError:  # a concurrent first run of the same scope created it
         workspace = Workspace.objects.get(organization_id=run.organization_id, agent_id=run.agent_id,
-                                          backend="state", scope=where.scope, key=where.key)
+                                          backend=backend, scope=where.scope, key=key)
         created = False
     now = timezone.now()
     if not created:
@@ -443,10 +447,11 @@ def sweep_turn_workspaces(grace: timedelta = timedelta(minutes=10), batch: int =
     cutoff = timezone.now() - grace
     candidates = dict(Workspace.objects.filter(scope="run", conversation__isnull=True, last_used_at__lt=cutoff)
                       .values_list("key", "pk")[:batch])
-    run_ids = [key for key in candidates if parse_uuid(key) is not None]
+    # A service workspace's key is "<connection>|<run id>".
+    run_ids = [key.rpartition("|")[2] for key in candidates if parse_uuid(key.rpartition("|")[2]) is not None]
     keep = {str(pk) for pk in Run.objects.filter(pk__in=run_ids).filter(
         Q(finished_at__isnull=True) | Q(finished_at__gte=cutoff)).values_list("pk", flat=True)}
-    doomed = [pk for key, pk in candidates.items() if key not in keep]
+    doomed = [pk for key, pk in candidates.items() if key.rpartition("|")[2] not in keep]
     _, per_model = Workspace.objects.filter(pk__in=doomed).delete()
     return per_model.get(Workspace._meta.label, 0)
 

@@ -1,6 +1,7 @@
 """Capability sandbox (backend state) through the real runner: files that outlive the turn, who shares them
 (session_scope), refused paths, the byte cap, attachments in /workspace/uploads, skills as files whose edits
-become proposals, and publish refusing a service backend."""
+become proposals, and publish refusing service-only settings on stored files (a service workspace without a
+connection: tests/sandbox/test_connections.py)."""
 
 from __future__ import annotations
 
@@ -194,11 +195,10 @@ def test_skills_are_files_and_an_edit_becomes_a_proposal_not_a_change(org, owner
 
 
 @pytest.mark.parametrize(("config", "reason"), [
-    ({"backend": "service"}, "no sandbox connection registered"),
     ({"runtime": "python"}, "runtime applies to a service workspace only"),
     ({"connection_id": "c1"}, "connection_id applies to a service workspace only"),
 ])
-def test_publish_refuses_a_service_backend_and_its_settings_by_name(org, owner, config, reason):
+def test_publish_refuses_service_settings_on_stored_files_by_name(org, owner, config, reason):
     agent, _ = publish(org, owner)
     agent.draft_spec = {**agent.draft_spec, "capabilities": [{"id": "sandbox", "config": config}]}
     agent.save(update_fields=["draft_spec"])

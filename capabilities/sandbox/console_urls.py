@@ -1,0 +1,11 @@
+"""Settings → Sandboxes (web console)."""
+
+from django.urls import path
+
+from capabilities.sandbox import console
+
+urlpatterns = [
+    path("settings/sandboxes", console.sandboxes, name="sandbox-settings"),
+    path("settings/sandboxes/<uuid:connection_id>/default", console.make_default, name="sandbox-settings-default"),
+    path("settings/sandboxes/<uuid:connection_id>/delete", console.delete, name="sandbox-settings-delete"),
+]

@@ -1,0 +1,75 @@
+"""sandboxd over its own HTTP API (no platform in between): the token, the runtimes, the file API never
+following a link a command planted, and the service outliving what its commands do."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from tests.sandbox.sandboxd_server import needs_bwrap
+
+pytestmark = needs_bwrap
+
+
+def _call(server, method: str, path: str, *, token: str | None = None, **kwargs) -> httpx.Response:
+    headers = {} if token == "" else {"Authorization": f"Bearer {token or server.token}"}
+    return httpx.request(method, server.url + path, headers=headers, timeout=60, **kwargs)
+
+
+def test_every_route_refuses_a_missing_or_wrong_token_and_opens_nothing(sandboxd_server):
+    for token in ("", "wrong-" + "x" * 40, sandboxd_server.token[:-1]):
+        for method, path, body in [("GET", "/v1/runtimes", None), ("GET", "/v1/workspaces", None),
+                                   ("POST", "/v1/workspaces", {"id": "intruder", "runtime": "python"}),
+                                   ("POST", "/v1/workspaces/intruder/exec", {"command": "touch x"})]:
+            response = _call(sandboxd_server, method, path, token=token, json=body)
+            assert response.status_code == 401, (token, path)
+            assert response.json() == {"error": {"code": "unauthorized",
+                                                 "message": "A valid service token is required."}}
+    ids = [w["id"] for w in _call(sandboxd_server, "GET", "/v1/workspaces").json()["workspaces"]]
+    assert "intruder" not in ids
+    assert not (sandboxd_server.root / "workspaces" / "intruder").exists()
+
+
+def test_it_reports_the_runtimes_this_host_can_honour_and_refuses_others(sandboxd_server):
+    aliases = [r["alias"] for r in _call(sandboxd_server, "GET", "/v1/runtimes").json()["runtimes"]]
+    assert "python" in aliases
+    refused = _call(sandboxd_server, "POST", "/v1/workspaces", json={"id": "w-bad", "runtime": "ubuntu:latest"})
+    assert refused.status_code == 400 and "no runtime 'ubuntu:latest'" in refused.json()["error"]["message"]
+    bad_id = _call(sandboxd_server, "POST", "/v1/workspaces", json={"id": "../etc", "runtime": "python"})
+    assert bad_id.status_code == 400
+
+
+def test_the_file_api_never_follows_a_link_a_command_planted(sandboxd_server):
+    assert _call(sandboxd_server, "POST", "/v1/workspaces", json={"id": "links", "runtime": "python"}).status_code in (200, 201)
+    done = _call(sandboxd_server, "POST", "/v1/workspaces/links/exec",
+                 json={"command": "ln -s /etc/passwd passwd; ln -s / host; echo ok", "timeout": 20}).json()
+    assert done["exit_code"] == 0 and "ok" in done["stdout"]
+    for path in ("passwd", "host/etc/passwd", "host/etc/shadow", "../links.json"):
+        response = _call(sandboxd_server, "GET", "/v1/workspaces/links/file", params={"path": path})
+        assert response.status_code == 400, path
+        assert "root:" not in response.text
+    written = _call(sandboxd_server, "PUT", "/v1/workspaces/links/file", params={"path": "host/tmp/pwned"},
+                    content=b"x")
+    assert written.status_code == 400
+    manifest = _call(sandboxd_server, "GET", "/v1/workspaces/links/files").json()["files"]
+    assert manifest == []  # links are not files: nothing of the host is listed
+
+
+def test_a_command_that_kills_everything_it_can_leaves_the_service_up(sandboxd_server):
+    _call(sandboxd_server, "POST", "/v1/workspaces", json={"id": "killer", "runtime": "python"})
+    done = _call(sandboxd_server, "POST", "/v1/workspaces/killer/exec",
+                 json={"command": "kill -9 -1; kill -9 1; echo still", "timeout": 20}).json()
+    assert "exit_code" in done
+    assert sandboxd_server.healthy()
+    again = _call(sandboxd_server, "POST", "/v1/workspaces/killer/exec", json={"command": "echo fine"}).json()
+    assert again["stdout"] == "fine\n"
+    closed = _call(sandboxd_server, "DELETE", "/v1/workspaces/killer")
+    assert closed.status_code == 200 and not (sandboxd_server.root / "workspaces" / "killer").exists()
+    assert _call(sandboxd_server, "POST", "/v1/workspaces/killer/exec", json={"command": "true"}).status_code == 404
+
+
+@pytest.mark.parametrize("env", [{"PATH": "/tmp"}, {"LD_PRELOAD": "/workspace/x.so"}, {"lower": "x"}])
+def test_a_caller_cannot_set_what_decides_what_runs(sandboxd_server, env):
+    _call(sandboxd_server, "POST", "/v1/workspaces", json={"id": "envs", "runtime": "python"})
+    refused = _call(sandboxd_server, "POST", "/v1/workspaces/envs/exec", json={"command": "env", "env": env})
+    assert refused.status_code == 400
