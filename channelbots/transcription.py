@@ -4,6 +4,11 @@ The key is the one the organization already configured for that provider in its 
 by provider, or by base URL host for OpenAI-compatible profiles); nothing new is stored for it. The call goes
 through the outbound guard with the model profiles' allowance (`MODEL_ALLOWED_PRIVATE_HOSTS`), the address
 checked and pinned, so the key never reaches a metadata or (unlisted) private address.
+
+It spends the organization's provider credit, so it is metered like every model call (`governance.metered`):
+the bot's agent's, the organization's caps are checked before the upload (a used-up cap sends nothing), and the
+call is written to the ledger as `transcription` with the organization and the agent it served — a voice note
+is heard before its run exists, so the row has no run.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from agenticos import vault
 from agents.models import ModelProfile
 from capabilities import netguard
 from channelbots.services import STT_CATALOG
+from governance import budgets, metered
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +46,26 @@ def _profile(organization_id, provider: str) -> ModelProfile | None:
     return None
 
 
+def _meter(bot) -> metered.Meter:
+    """The bot's agent (its binding's environment) and organization; a bot with no binding meters its
+    organization alone."""
+    from channelbots.models import Binding
+
+    binding = Binding.objects.filter(bot_id=bot.pk).values("agent_id", "environment").first()
+    if binding is None:
+        return metered.Meter(organization_id=bot.organization_id, kind=metered.TRANSCRIPTION, surface=bot.platform)
+    return metered.for_agent(bot.organization_id, binding["agent_id"], kind=metered.TRANSCRIPTION,
+                             surface=bot.platform, environment=binding["environment"])
+
+
+def _record(meter: metered.Meter, provider: str, model: str, usage) -> None:
+    usage = usage if isinstance(usage, dict) else None
+    cost, partial = metered.price_audio(model, provider, usage)
+    metered.record(meter, model=model, cost=cost, partial=partial, chat=False,
+                   input_tokens=int((usage or {}).get("input_tokens") or 0),
+                   output_tokens=int((usage or {}).get("output_tokens") or 0))
+
+
 def transcribe(bot, data: bytes, *, filename: str = "voice.ogg", mime: str = "audio/ogg") -> str:
     provider, model = bot.stt_provider, bot.stt_model
     if not provider or not model:
@@ -49,6 +75,11 @@ def transcribe(bot, data: bytes, *, filename: str = "voice.ogg", mime: str = "au
     profile = _profile(bot.organization_id, provider)
     if profile is None or profile.secret is None:
         raise TranscriptionFailed(f"this organization has no {provider} key in its model profiles")
+    meter = _meter(bot)
+    try:
+        metered.check(meter)
+    except budgets.BudgetExceeded as exc:
+        raise TranscriptionFailed(f"{exc.cap.label} is used up") from None
     base = (profile.base_url or STT_CATALOG[provider]["base_url"]).rstrip("/")
     key = vault.reveal(profile.secret)
     url = f"{base}/audio/transcriptions"
@@ -71,9 +102,12 @@ def transcribe(bot, data: bytes, *, filename: str = "voice.ogg", mime: str = "au
     if response.status_code != 200:
         raise TranscriptionFailed(f"the transcription service refused the recording ({response.status_code})")
     try:
-        text = str(response.json().get("text") or "").strip()
+        body = response.json()
     except ValueError:
-        text = response.text.strip()
+        body = {"text": response.text}
+    body = body if isinstance(body, dict) else {}
+    _record(meter, provider, model, body.get("usage"))
+    text = str(body.get("text") or "").strip()
     if not text:
         raise TranscriptionFailed("the transcription came back empty")
     return text

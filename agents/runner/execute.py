@@ -334,7 +334,6 @@ class RunExecution:
             user_id=run.user_id,
             can_ask_user=bool(run.options.get("can_ask_user")),
         )
-        deps.scratch["execution"] = self  # delegation meters its delegates on this run (capabilities/subagents)
         built = assembly.build_capabilities(self.spec, deps, run)
         self.tool_approval = built.approval
         self.tool_ids = built.tool_ids

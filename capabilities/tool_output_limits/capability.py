@@ -5,6 +5,12 @@ the turn and written through to `SpilledOutput` rows of the run, because a run t
 approval or an answer resumes in another Celery task, and the handles in its history must still read.
 The rows are deleted with the run and swept after it finishes. Custom REST tools reuse the same store
 and reader for their big responses (`limits_for_run`).
+
+`summarize` spends provider credit, so its summary goes through the platform's one metered path
+(`governance.metered`) instead of the agent the harness builds for it (which no budget guard wraps): every
+cap is checked before the call, the call is priced and written to the run's ledger as `tool_output_summary`
+after it, and a used-up cap (or a provider failure) falls back to spilling, as the harness does on any
+failure of the summary.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from typing import Any, Literal
 from asgiref.sync import sync_to_async
 from django.utils import timezone
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic_ai.messages import ModelRequest, TextPart
 from pydantic_ai_harness.tool_output_limits import (
     READ_TOOL_NAME,
     Band,
@@ -78,6 +85,47 @@ class RunSpillStore:
         return data
 
 
+SUMMARY_INSTRUCTIONS = "You summarize oversized tool output."
+
+
+@dataclass
+class MeteredSummarizer:
+    """The `Summarize` action's callable: one metered request on the run's own model (`model` is set from the
+    run's context before each reduction — the model whose key the vault resolved, as the spec asks)."""
+
+    run_id: Any
+    organization_id: Any
+    prompt: str
+    model: Any = None
+
+    async def __call__(self, tool_name: str, text: str) -> str:
+        from governance import metered
+
+        if self.model is None:
+            raise RuntimeError("no model to summarize with")  # the harness falls back to spilling
+        meter = await sync_to_async(metered.for_run)(self.run_id, self.organization_id,
+                                                     kind=metered.TOOL_OUTPUT_SUMMARY)
+        request = ModelRequest.user_text_prompt(self.prompt.format(tool_name=tool_name, output=text),
+                                                instructions=SUMMARY_INSTRUCTIONS)
+        response = await metered.model_request(meter, self.model, [request])
+        summary = "".join(p.content for p in response.parts if isinstance(p, TextPart)).strip()
+        if not summary:
+            raise RuntimeError("the summary came back empty")
+        return summary
+
+
+@dataclass
+class MeteredToolOutputLimits(ToolOutputLimits):
+    """The harness's ToolOutputLimits, telling its metered summarizer which model the run uses."""
+
+    summarizer: MeteredSummarizer | None = field(default=None, repr=False, kw_only=True)
+
+    async def after_tool_execute(self, ctx, **kwargs):  # type: ignore[override]
+        if self.summarizer is not None:
+            self.summarizer.model = ctx.model
+        return await super().after_tool_execute(ctx, **kwargs)
+
+
 def run_store(deps: Any) -> RunSpillStore:
     store = deps.scratch.get("tool_output_store")
     if store is None:
@@ -108,23 +156,31 @@ class ToolOutputLimitsConfig(BaseModel):
         return self.threshold or (15_000 if self.over_tokens else 60_000)
 
 
+# The library's own prompt (what the harness would have sent), read from its declared default.
+DEFAULT_SUMMARY_PROMPT: str = ToolOutputLimits.__dataclass_fields__["summary_prompt"].default  # type: ignore[assignment]
+
+
 def limits_for_run(deps: Any, config: ToolOutputLimitsConfig, tool_filter: Any = "all",
                    serializer: Any = None) -> ToolOutputLimits:
     threshold = config.effective_threshold()
     max_chars = min(config.max_chars or 20_000, threshold)
     truncate = Truncate(strategy=TruncationStrategy(config.truncation_strategy), max_chars=max_chars)
+    kwargs: dict[str, Any] = {}
     if config.action == "truncate":
         action: Any = truncate
     elif config.action == "summarize":
-        action = Summarize(then=Spill(then=truncate))
+        summarizer = MeteredSummarizer(run_id=getattr(deps, "run_id", None),
+                                       organization_id=getattr(deps, "organization_id", None),
+                                       prompt=config.summary_prompt or DEFAULT_SUMMARY_PROMPT)
+        action = Summarize(summarize=summarizer, then=Spill(then=truncate))
+        kwargs["summarizer"] = summarizer
     else:
         action = Spill(then=truncate)
-    kwargs: dict[str, Any] = {}
     if config.summary_prompt:
         kwargs["summary_prompt"] = config.summary_prompt
     if serializer is not None:
         kwargs["serializer"] = serializer
-    return ToolOutputLimits(
+    return MeteredToolOutputLimits(
         bands=[Band(over=threshold, action=action)],
         over_tokens=config.over_tokens,
         strip_ansi=config.strip_ansi,
