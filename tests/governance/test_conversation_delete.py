@@ -16,10 +16,14 @@ from agents.models import Conversation, Message, Run, RunStatus
 from capabilities.models import Workspace
 from governance.models import PendingFileRemoval, SpendEntry
 from tests import factories
+from tests.api.state import TABLES, changed_tables, database_state
 from tests.governance.helpers import conversation, turn
 from tests.governance.test_conversation_files import filled_conversation, run_after_commit, stored
 
 pytestmark = pytest.mark.django_db
+
+WATCHED = (*TABLES, "agents.ToolCall", "capabilities.Workspace", "capabilities.WorkspaceFile", "embeds.EmbedFile",
+           "governance.PendingFileRemoval", "governance.SpendEntry")
 
 
 @pytest.fixture(autouse=True)
@@ -80,17 +84,19 @@ def test_the_owner_deletes_a_conversation_with_its_files_and_the_spend_stays(
 def test_a_colleagues_conversation_is_a_404_and_stays(org, owner, agent, page, bot, api_as):
     colleague = factories.member(org, "admin")
     theirs = filled_conversation(agent, owner, page, bot, "theirs")
+    before = database_state(WATCHED)
     response = api_as(colleague, org).delete(url(theirs["chat"]))
     assert response.status_code == 404 and response.json()["error"]["code"] == "not_found"
-    assert untouched(theirs) and not AuditEvent.objects.filter(action="conversation.deleted").exists()
+    assert changed_tables(before, database_state(WATCHED)) == [] and untouched(theirs)
 
 
 def test_an_outsider_is_a_404_whichever_organization_they_name(org, owner, agent, page, bot, outsider, outsider_org,
                                                                 api_as):
     mine = filled_conversation(agent, owner, page, bot, "mine")
+    before = database_state(WATCHED)
     assert api_as(outsider, org).delete(url(mine["chat"])).status_code == 404
     assert api_as(outsider, outsider_org).delete(url(mine["chat"])).status_code == 404
-    assert untouched(mine)
+    assert changed_tables(before, database_state(WATCHED)) == [] and untouched(mine)
 
 
 def test_a_viewer_may_not_delete_even_their_own(org, agent, api_as):
@@ -107,9 +113,10 @@ def test_a_conversation_with_a_run_still_going_is_a_409_and_stays(org, owner, ag
     chat = conversation(agent, owner)
     turn(chat)
     turn(chat, status=status)
+    before = database_state(WATCHED)
     response = api_as(owner, org).delete(url(chat))
     assert response.status_code == 409 and response.json()["error"]["code"] == "run_active"
-    assert Message.objects.filter(conversation=chat).count() == 4
+    assert changed_tables(before, database_state(WATCHED)) == []
 
 
 def test_the_chat_page_deletes_ones_own_conversation_and_refuses_a_colleagues(org, owner, agent, page, bot):

@@ -13,6 +13,7 @@ from governance import retention
 from governance.models import RetentionPolicy
 from tests import factories
 from tests.api.conftest import actor_of
+from tests.api.state import TABLES, changed_tables, database_state
 from tests.api.test_schema_truth import assert_matches
 
 pytestmark = pytest.mark.django_db
@@ -20,6 +21,7 @@ pytestmark = pytest.mark.django_db
 PAGE = "/settings/retention/"
 API = "/api/v1/organization/retention"
 WEAKER = ["admin", "builder", "member", "viewer"]
+WATCHED = (*TABLES, "governance.RetentionPolicy")
 VALID = {"transcript_days": "30", "audit_log_days": "", "idle_workspace_days": "0"}
 
 
@@ -190,18 +192,20 @@ def test_a_bad_patch_is_a_422_in_the_envelope_and_changes_nothing(org, owner, ap
 @pytest.mark.parametrize("role", WEAKER)
 def test_a_weaker_role_may_not_patch_even_with_a_bad_body(org, role, api_as):
     client = api_as(factories.member(org, role), org)
+    before = database_state(WATCHED)
     for body in ({"transcript_days": 30}, {"transcript_days": "x"}):
         response = client.patch(API, body, format="json")
         assert response.status_code == 403 and response.json()["error"]["code"] == "forbidden"
-    assert stored(org) is None and changes() == 0
+    assert changed_tables(before, database_state(WATCHED)) == []
 
 
 def test_an_outsider_naming_this_organization_is_a_404_and_changes_nothing(org, outsider, api_as):
     RetentionPolicy.objects.create(organization=org, audit_log_days=4321)
     client = api_as(outsider, org)
+    before = database_state(WATCHED)
     for response in (client.get(API), client.patch(API, {"audit_log_days": 31}, format="json")):
         assert response.status_code == 404 and response.json()["error"]["code"] == "not_found"
-    assert stored(org) == (None, 4321, None)
+    assert changed_tables(before, database_state(WATCHED)) == [] and stored(org) == (None, 4321, None)
 
 
 def test_without_credentials_the_endpoint_is_a_401_in_the_envelope(db):
