@@ -443,6 +443,9 @@ EMBED_TRUST_X_FORWARDED_FOR = _bool("EMBED_TRUST_X_FORWARDED_FOR", False)
 CHANNELBOTS_SILENCE_SECONDS = _int("CHANNELBOTS_SILENCE_SECONDS", 20 if TESTING else 1800, minimum=1)
 # After this long without a frame, a channel reply asks the run row whether it has ended (frames can be lost).
 CHANNELBOTS_WATCHDOG_SECONDS = _int("CHANNELBOTS_WATCHDOG_SECONDS", 5, minimum=1)
+# How long a channel delivery's claim lasts until its run is started (then 15 minutes): a process that died in
+# between lets the platform's redelivery through after this long instead of dropping it (channelbots/dedup.py).
+CHANNELBOTS_CLAIM_PENDING_SECONDS = _int("CHANNELBOTS_CLAIM_PENDING_SECONDS", 120, minimum=1)
 RUN_STALE_AFTER = timedelta(seconds=_int("RUN_STALE_AFTER_SECONDS", 1800, minimum=60))
 # Runs of a `runs` worker execute as asyncio tasks on one event loop per process (agents/runner/loop.py): at
 # most RUN_MAX_CONCURRENT at once; beyond it the worker stops taking runs and the rest wait in the broker.
