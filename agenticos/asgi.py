@@ -123,10 +123,11 @@ class A2AInFront:
         from interop import a2a
 
         self.inner, self.a2a = inner, a2a
+        self.a2a_app = telemetry.traced_asgi(a2a.application)  # Django's request spans do not see it
 
     async def __call__(self, scope, receive, send):
         if self.a2a.handles(scope):
-            return await self.a2a.application(scope, receive, send)
+            return await self.a2a_app(scope, receive, send)
         return await self.inner(scope, receive, send)
 
 

@@ -135,6 +135,25 @@ def _route_only_urls(span, request, response) -> None:
             span.set_attribute(name, "" if name == "url.query" else route)
 
 
+def traced_asgi(app: Any) -> Any:
+    """An HTTP app served beside Django (the A2A server, agenticos/asgi.py) with request spans like Django's:
+    its URL attributes are the path, query dropped. The app itself when tracing is off."""
+    if _enabled_in is None:
+        return app
+    from opentelemetry.instrumentation.asgi import OpenTelemetryMiddleware
+
+    return OpenTelemetryMiddleware(app, server_request_hook=_path_only_urls, exclude_spans=["receive", "send"])
+
+
+def _path_only_urls(span, scope) -> None:
+    if span is None or not span.is_recording():
+        return
+    present = set(getattr(span, "attributes", None) or ())
+    for name in _URL_ATTRIBUTES:
+        if name in present:
+            span.set_attribute(name, "" if name == "url.query" else str(scope.get("path", "")))
+
+
 def _instrument_celery() -> None:
     from opentelemetry.instrumentation.celery import CeleryInstrumentor
 

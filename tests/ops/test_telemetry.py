@@ -401,6 +401,7 @@ def test_content_is_in_the_spans_only_when_asked_for(web, receiver, metrics_dir,
         assert secret not in said
 
 
+@pytest.mark.django_db(transaction=True)  # the web process reads this session's test database
 def test_a_credential_in_a_path_or_query_never_reaches_a_span(web, receiver):
     hook_key = "hookkey-SECRET-5e1d09c7b2"
     response = httpx.post(f"{web}/api/v1/hooks/{hook_key}?token=query-SECRET-77aa", content=b"{}", timeout=30)
@@ -408,8 +409,14 @@ def test_a_credential_in_a_path_or_query_never_reaches_a_span(web, receiver):
     spans = receiver.wait_for(lambda spans: any("hooks" in span["name"] for span in spans))
     request = next(span for span in spans if "hooks" in span["name"])
     assert request["attributes"].get("http.target") == "/api/v1/hooks/<str:key>"
+    # The A2A server is served beside Django (agenticos/asgi.py): its requests are traced too, query dropped.
+    card = httpx.get(f"{web}/a2a/no-such-agent/.well-known/agent-card.json?key=query-SECRET-a2a", timeout=30)
+    assert card.status_code in (401, 404)
+    spans = receiver.wait_for(lambda spans: any("/a2a/" in json.dumps(span["attributes"]) for span in spans))
+    a2a = next(span for span in spans if "/a2a/" in json.dumps(span["attributes"]))
+    assert a2a["kind"] == SPAN_KIND_SERVER and a2a["resource"]["agenticos.process"] == "web"
     said = everything_said(receiver.snapshot())
-    assert hook_key not in said and "query-SECRET-77aa" not in said
+    assert hook_key not in said and "query-SECRET-77aa" not in said and "query-SECRET-a2a" not in said
 
 
 @pytest.mark.django_db(transaction=True)
