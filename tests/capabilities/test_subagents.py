@@ -353,3 +353,64 @@ def test_stopping_the_run_cancels_its_delegates(org, owner, demo_profile, script
     finished = [f["data"] for f in frames if f["type"] == "subagent_finished"]
     assert [f["status"] for f in finished] == ["cancelled"], finished
     assert _types(frames)[-1] == "error"
+
+
+# ------------------------------------------------------------------ surfaces that do not draw panels
+
+
+@pytest.mark.parametrize("surface", ["embed", "slack", "telegram", "mattermost", "schedule"])
+def test_every_surface_but_web_chat_gets_no_delegation_frame_and_the_same_answer(org, owner, demo_profile,
+                                                                                 scripted_model, surface):
+    team = Team()
+    scripted_model(team.model())
+    team.role("You are the lead.", call("task", {"description": "Look it up.", "subagent_type": "researcher"}),
+              lambda m: "Lead: " + str(returns(m)[-1]))
+    team.role("You are the researcher.", "Found it.")
+    _r, lead, version = _pair(org, owner, demo_profile)
+    run = start_run(agent=lead, version=version, surface=surface, prompt="look", user=owner, acting_role="owner",
+                    enqueue=False)
+    frames = run_now(run)
+    run.refresh_from_db()
+    assert run.status == RunStatus.COMPLETED, run.error
+    assert run.output.startswith("Lead: Found it.")
+    assert not [t for t in _types(frames) if t.startswith("subagent")]
+    assert len(team.seen["You are the researcher."]) == 1  # the delegation ran all the same
+
+
+def test_the_embed_socket_filter_drops_delegation_frames_whatever_reaches_it():
+    from embeds.frames import Toggles, TurnFilter
+
+    turn = TurnFilter(Toggles(show_tool_steps=True, show_tool_results=True, show_thinking=True))
+    for kind in ("subagent_started", "subagent_delta", "subagent_tool_call", "subagent_tool_result",
+                 "subagent_finished"):
+        assert turn.apply({"type": kind, "data": {"task_id": "t", "name": "researcher"}}) == []
+
+
+# ------------------------------------------------------------------ specialists the model writes
+
+
+def test_a_specialist_the_model_writes_runs_on_an_organization_profile_and_never_asks(org, owner, demo_profile,
+                                                                                      scripted_model):
+    team = Team()
+    scripted_model(team.model())
+    team.role("You are the lead.",
+              call("delegate", {"description": "Translate 'hello'.", "instructions": "You are a translator.",
+                                "name": "translator", "model": "Nowhere"}, 0),
+              call("delegate", {"description": "Translate 'hello'.", "instructions": "You are a translator.",
+                                "name": "translator", "model": "Team", "can_ask_questions": True}, 1),
+              lambda m: "Lead: " + str(returns(m)[-1]))
+    team.role("You are a translator.", "hola")
+    _r, lead, version = _pair(org, owner, demo_profile, config={"allow_dynamic": True})
+    run = start(org, owner, lead, version, prompt="translate")
+    frames = run_now(run)
+    run.refresh_from_db()
+    assert run.status == RunStatus.COMPLETED, run.error
+    refused = returns(team.seen["You are the lead."][1][0])[-1]
+    assert "not allowed" in refused and "Team" in refused  # the refusal names the organization's profiles
+    assert run.output == "Lead: hola"
+    [(_m, info)] = team.seen["You are a translator."]
+    assert {t.name for t in info.function_tools} == set()  # no tools, no ask_parent: it never asks
+    started = next(f["data"] for f in frames if f["type"] == "subagent_started")
+    assert started["kind"] == "dynamic" and started["definition"]["instructions"] == "You are a translator."
+    # Its request is in this run's ledger, attributed to the lead (a specialist has no agent row of its own).
+    assert SpendEntry.objects.filter(run=run).count() == 4
