@@ -10,7 +10,7 @@ class GovernanceConfig(AppConfig):
 
         from governance import retention
 
-        # However a conversation goes (deleted by a person, with its agent or organization, in the admin),
-        # its stored files are queued in the deleting transaction.
+        # However a conversation goes (agents.chat.delete_conversation, a cascade, a queryset), its stored
+        # files are queued in the deleting transaction.
         pre_delete.connect(retention.on_conversation_delete, sender="agents.Conversation",
                            dispatch_uid="governance.retention.conversation_files")

@@ -412,9 +412,9 @@ def queue_message_files(messages: models.QuerySet, *, reason: str) -> int:
 
 
 def on_conversation_delete(sender: Any, instance: Any, **kwargs: Any) -> None:
-    """pre_delete of agents.Conversation, whoever deletes it (a person, its agent or organization going, the
-    admin): its messages are still there, so their files are queued in the deleting transaction. Its run and
-    conversation workspaces go by foreign key in the same delete."""
+    """pre_delete of agents.Conversation, however it is deleted (agents.chat.delete_conversation, a cascade, a
+    queryset): its messages are still there, so their files are queued in the deleting transaction. Its run
+    and conversation workspaces go by foreign key in the same delete."""
     from agents.models import Message
 
     queue_message_files(Message.objects.filter(conversation_id=instance.pk), reason="conversation_deleted")
