@@ -291,18 +291,32 @@ class RunExecutor(AgentExecutor):
             message = f"{ended_error(run.status).message} (run {run.pk})"
             await updater.failed(updater.new_agent_message(_text_parts(message), metadata=metadata))
 
-    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
-        """`tasks/cancel`: the task's run is asked to stop (a parked or queued one is cancelled at once)."""
+    async def stop_run(self, task_id: str) -> None:
+        """The task's run is asked to stop (a parked or queued one is cancelled at once), as the console's Stop."""
         from agents.runs import request_stop
 
-        run_id = await _run_of(self.owner, context.task_id or "")
+        run_id = await _run_of(self.owner, task_id)
         if run_id:
             run = await Run.objects.filter(pk=run_id, organization=self.actor.organization,
                                            user_id=self.actor.user_id).afirst()
             if run is not None and not run.is_terminal:
                 await sync_to_async(request_stop)(run)
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        await self.stop_run(context.task_id or "")
         updater = TaskUpdater(event_queue, context.task_id or "", context.context_id or "")
         await updater.cancel(updater.new_agent_message(_text_parts("Cancelled at the caller's request.")))
+
+
+class RunRequestHandler(DefaultRequestHandler):
+    """The SDK's handler; a cancelled task also stops its run. The handler lives for one HTTP request, so the
+    SDK sees every task as held by another replica and only records it cancelled: stopping the run is ours."""
+
+    async def on_cancel_task(self, params: Any, context: ServerCallContext) -> Task | None:
+        task = await super().on_cancel_task(params, context)
+        assert isinstance(self.agent_executor, RunExecutor)
+        await self.agent_executor.stop_run(params.id)
+        return task
 
 
 def _text_parts(text: str) -> list:
@@ -329,8 +343,8 @@ async def endpoint(request: Request) -> Response:
         actor, agent, environment, spec = await caller(request)
     except Refused as refused:
         return refused.response()
-    handler = DefaultRequestHandler(agent_executor=RunExecutor(actor, agent, environment), task_store=TASKS,
-                                    agent_card=card_for(request, agent, environment, spec))
+    handler = RunRequestHandler(agent_executor=RunExecutor(actor, agent, environment), task_store=TASKS,
+                                agent_card=card_for(request, agent, environment, spec))
     dispatcher = JsonRpcDispatcher(request_handler=handler, context_builder=_OwnerContext(owner_of(actor)),
                                    enable_v0_3_compat=True)
     return await dispatcher.handle_requests(request)

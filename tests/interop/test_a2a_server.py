@@ -5,6 +5,7 @@ conversation, A2A 0.3's method names on the wire, and who may reach it."""
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 
 import httpx
@@ -172,3 +173,44 @@ def test_an_outsider_key_cannot_send_to_our_agent(live_server_url, org, owner, o
     anonymous = httpx.post(f"{live_server_url}/a2a/shop-helper", timeout=30, json={"jsonrpc": "2.0", "id": 1,
                                                                                    "method": "tasks/get"})
     assert anonymous.status_code == 401 and "Bearer" in anonymous.headers["WWW-Authenticate"]
+
+
+def test_a_parked_run_ends_the_task_input_required_with_its_run_id(
+    live_server_url, org, owner, scripted_model, celery_worker
+):
+    from pydantic_ai.models.function import DeltaToolCall
+
+    from governance.models import Approval
+    from tests.runner.test_execute import CHART_ARGS
+
+    async def stream(messages, info):
+        yield "Drawing."
+        yield {0: DeltaToolCall(name="create_chart", json_args=json.dumps(CHART_ARGS), tool_call_id="c1")}
+
+    scripted_model(FunctionModel(stream_function=stream, model_name="scripted"))
+    publish(org, owner, name="Charts", capabilities=[{"id": "charts", "tool_approval": {"create_chart": "required"}}])
+    task, _, _ = asyncio.run(_send(live_server_url, "charts", api_key(owner, org), "draw it"))
+    run = Run.objects.get()
+    assert run.status == RunStatus.AWAITING_APPROVAL and Approval.objects.filter(run=run).exists()
+    assert task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+    assert "waiting for an approval" in _answer(task) and str(run.pk) in _answer(task)
+
+
+def test_tasks_cancel_stops_the_tasks_run(live_server_url, org, owner, scripted_model, celery_worker):
+    """A parked task cancelled by its caller: the run is cancelled with it (the same stop as the console's)."""
+    from pydantic_ai.models.function import DeltaToolCall
+
+    from tests.runner.test_execute import CHART_ARGS
+
+    async def stream(messages, info):
+        yield {0: DeltaToolCall(name="create_chart", json_args=json.dumps(CHART_ARGS), tool_call_id="c1")}
+
+    scripted_model(FunctionModel(stream_function=stream, model_name="scripted"))
+    publish(org, owner, name="Charts", capabilities=[{"id": "charts", "tool_approval": {"create_chart": "required"}}])
+    key = api_key(owner, org)
+    task, _, _ = asyncio.run(_send(live_server_url, "charts", key, "draw it"))
+    assert Run.objects.get().status == RunStatus.AWAITING_APPROVAL
+    response = httpx.post(f"{live_server_url}/a2a/charts", headers=_headers(key), timeout=30, json={
+        "jsonrpc": "2.0", "id": 3, "method": "tasks/cancel", "params": {"id": task.id}}).json()
+    assert response["result"]["status"]["state"] == "canceled", response
+    assert Run.objects.get().status == RunStatus.CANCELLED
