@@ -257,4 +257,23 @@ def publish_problems(config: Any, organization: Organization) -> list[tuple[str,
     if connection.secret_id is None:
         return [("connection_id", f"The sandbox connection {connection.name!r} has no credential; an operator "
                                   "must give it the service's token in Settings → Sandboxes.")]
+    runtime = getattr(config, "runtime", None)
+    if runtime:
+        return _runtime_problems(connection, str(runtime))
+    return []
+
+
+def _runtime_problems(connection: SandboxConnection, runtime: str) -> list[tuple[str, str]]:
+    """A runtime must be one the connection's service reports now (read live: a stored copy would offer
+    one the service has stopped allowing)."""
+    from capabilities.sandbox.client import SandboxdError
+
+    try:
+        offered = [str(item.get("alias")) for item in client_for(connection).runtimes_sync()]
+    except (SandboxdError, ConnectionUnavailable) as exc:
+        return [("runtime", f"The runtimes of {connection.name!r} could not be read ({exc}); publish again once "
+                            "the sandbox service answers, or leave runtime empty for its default.")]
+    if runtime not in offered:
+        return [("runtime", f"{connection.name!r} offers no runtime {runtime!r}; it offers: "
+                            f"{', '.join(offered) or 'none'}.")]
     return []

@@ -182,3 +182,61 @@ def test_publishing_a_service_workspace_without_a_connection_is_refused_by_name(
         agent_services.publish_agent(actor=_actor(owner, org), agent=agent, note="service")
     assert "no sandbox connection registered" in str(caught.value.details)
     assert agent.versions.count() == 1
+
+
+@needs_bwrap
+def test_publish_names_a_runtime_the_connection_does_not_offer_read_live(org, owner, own_sandboxd):
+    assert connections.publish_problems(SandboxConfig(backend="service", runtime="python"), org) == []
+    problems = connections.publish_problems(SandboxConfig(backend="service", runtime="cobol"), org)
+    assert problems[0][0] == "runtime" and "offers no runtime 'cobol'" in problems[0][1] and "python" in problems[0][1]
+
+
+def test_sandbox_token_writes_a_private_token_keeps_it_and_rotates_every_organizations_copy(
+        org, owner, settings, tmp_path):
+    import stat
+
+    from django.core.management import call_command
+
+    path = tmp_path / "sandboxd.token"
+    settings.SANDBOXD_TOKEN_FILE = str(path)
+    settings.SANDBOXD_TOKEN = ""
+    call_command("sandbox_token")
+    first = path.read_text().strip()
+    assert len(first) >= 32 and stat.S_IMODE(path.stat().st_mode) == 0o600
+    call_command("sandbox_token")
+    assert path.read_text().strip() == first  # kept
+    connection = connections.ensure_default(org)
+    assert vault.reveal(connection.secret) == first
+    call_command("sandbox_token", rotate=True)
+    second = path.read_text().strip()
+    connection.refresh_from_db()
+    connection.secret.refresh_from_db()
+    assert second != first and vault.reveal(connection.secret) == second
+    assert AuditEvent.objects.filter(action="sandbox_connection.rotated", organization=org).count() == 1
+
+
+def test_the_sandboxes_page_shows_the_default_and_only_operators_register(org, admin_user, viewer, outsider,
+                                                                        client, settings, tmp_path, dns):
+    token_file = tmp_path / "sandboxd.token"
+    token_file.write_text("page-token-" + "q" * 40)
+    settings.SANDBOXD_TOKEN_FILE, settings.SANDBOXD_TOKEN = str(token_file), ""
+    settings.SANDBOXD_URL = "http://127.0.0.1:9"  # nothing listens: the page says so instead of failing
+    factories.member(org, "owner")
+    client.force_login(viewer)
+    page = client.get("/settings/sandboxes")
+    assert page.status_code == 200 and "This deployment&#x27;s sandbox" in page.content.decode()
+    assert "Register a sandbox service" not in page.content.decode()
+    assert client.post("/settings/sandboxes", {"name": "X", "url": "https://x.example.com"}).status_code == 403
+    client.force_login(admin_user)
+    page = client.get("/settings/sandboxes").content.decode()
+    assert "Register a sandbox service" in page and "page-token" not in page
+    assert "could not be reached" in page  # the open sandboxes of a host that does not answer
+    dns["farm.example.com"] = ["93.184.216.34"]
+    secret = factories.secret(org, value="r" * 40)
+    done = client.post("/settings/sandboxes", {"name": "Farm", "url": "https://farm.example.com",
+                                               "secret_id": str(secret.pk)})
+    assert done.status_code == 302 and SandboxConnection.objects.filter(organization=org, name="Farm").exists()
+    client.force_login(outsider)
+    farm = SandboxConnection.objects.get(name="Farm")
+    assert client.post(f"/settings/sandboxes/{farm.pk}/delete").status_code in (403, 404)
+    assert SandboxConnection.objects.filter(pk=farm.pk).exists()

@@ -34,7 +34,8 @@ def execute(command: str, timeout: int = 20) -> tuple[str, dict]:
     return ("execute", {"command": command, "timeout": timeout})
 
 
-def test_execute_is_offered_and_what_it_writes_is_kept_like_a_stored_file(org, owner, scripted_model, own_sandboxd):
+def test_execute_is_offered_and_what_it_writes_is_kept_like_a_stored_file(org, owner, scripted_model, own_sandboxd,
+                                                                          api_as):
     agent = service(org, owner)
     script, run = turn(scripted_model, org, owner, agent, [
         ("write_file", {"path": "data.csv", "content": "a,b\n1,2\n"}),
@@ -52,6 +53,13 @@ def test_execute_is_offered_and_what_it_writes_is_kept_like_a_stored_file(org, o
     assert workspace.backend == "service"
     connection = SandboxConnection.objects.get(organization=org)
     assert connection.is_default and connection.is_deployment and workspace.key.startswith(f"{connection.pk}|")
+
+    # The Files panel lists what the command wrote, and serves it.
+    panel = api_as(owner, org).get(f"/api/v1/conversations/{run.conversation_id}/workspace")
+    assert "/workspace/out/summary.txt" in [f["path"] for f in panel.json()["workspace"]["files"]]
+    raw = api_as(owner, org).get(f"/api/v1/conversations/{run.conversation_id}/workspace/file",
+                                 {"path": "/workspace/out/summary.txt"})
+    assert raw.status_code == 200 and "2" in raw.content.decode()
 
     # The next turn of the chat finds the file, through the file tools and through the shell.
     again, _ = turn(scripted_model, org, owner, agent, [
@@ -192,3 +200,25 @@ def test_a_command_and_its_children_do_not_outlive_the_timeout(org, owner, scrip
     assert folder.is_dir() and not list(folder.glob("late*.txt"))
     later, _ = turn(scripted_model, org, owner, agent, [execute("ls; echo listed")])
     assert "late" not in later.results[0] and "listed" in later.results[0]
+
+
+def test_another_connection_starts_a_new_workspace_and_the_old_one_stays(org, owner, admin_user, scripted_model,
+                                                                         own_sandboxd, settings):
+    from capabilities.sandbox import connections
+    from tests import factories
+    from tests.runner.conftest import actor_of
+
+    agent = service(org, owner, session_scope="agent")
+    turn(scripted_model, org, owner, agent, [execute("echo first > first.txt")])
+    first = Workspace.objects.get(agent=agent[0])
+    # A second registration of the same host is another installation as far as workspaces go; it is reached
+    # through the outbound guard, so its loopback address must be listed.
+    settings.SANDBOX_ALLOWED_PRIVATE_HOSTS = ["127.0.0.1"]
+    second = connections.register(actor=actor_of(admin_user, org), name="Second", url=own_sandboxd.url,
+                                  secret_id=str(factories.secret(org, value=own_sandboxd.token).pk),
+                                  make_default=True)
+    script, _ = turn(scripted_model, org, owner, agent, [execute("ls; echo listed")])
+    assert "first.txt" not in script.results[0] and "listed" in script.results[0]
+    assert Workspace.objects.filter(agent=agent[0]).count() == 2
+    assert Workspace.objects.exclude(pk=first.pk).get(agent=agent[0]).key.startswith(f"{second.pk}|")
+    assert WorkspaceFile.objects.filter(workspace=first, path="/workspace/first.txt").exists()  # still readable
