@@ -210,21 +210,16 @@ class RedisTaskStore(TaskStore):
 TASKS = RedisTaskStore()
 
 
-async def _conversation_of(owner: str, context_id: str) -> str | None:
+async def _recall(owner: str, name: str, key: str) -> str | None:
     async with _redis() as client:
-        raw = await client.get(_key("context", owner, context_id))
-    return raw.decode() if raw else None
+        raw = await client.get(_key(name, owner, key))
+    return raw.decode() if isinstance(raw, bytes) else raw
 
 
 async def _remember(owner: str, name: str, key: str, value: str, ttl: int) -> None:
     async with _redis() as client:
         await client.set(_key(name, owner, key), value, ex=ttl)
 
-
-async def _run_of(owner: str, task_id: str) -> str | None:
-    async with _redis() as client:
-        raw = await client.get(_key("run", owner, task_id))
-    return raw.decode() if raw else None
 
 
 # ------------------------------------------------------------------ the executor: one A2A message, one run
@@ -247,7 +242,7 @@ class RunExecutor(AgentExecutor):
         await updater.start_work()
         run_id = uuid.uuid4()
         await _remember(self.owner, "run", context.task_id, str(run_id), TASK_TTL_SECONDS)
-        conversation_id = await _conversation_of(self.owner, context.context_id)
+        conversation_id = await _recall(self.owner, "context", context.context_id)
         frames = RunFrames(run_id)
         try:
             run = await frames.start(lambda: self._start(text, conversation_id, run_id))
@@ -295,7 +290,7 @@ class RunExecutor(AgentExecutor):
         """The task's run is asked to stop (a parked or queued one is cancelled at once), as the console's Stop."""
         from agents.runs import request_stop
 
-        run_id = await _run_of(self.owner, task_id)
+        run_id = await _recall(self.owner, "run", task_id)
         if run_id:
             run = await Run.objects.filter(pk=run_id, organization=self.actor.organization,
                                            user_id=self.actor.user_id).afirst()
