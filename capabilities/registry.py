@@ -46,6 +46,7 @@ BUILTIN: tuple[str, ...] = (
     "capabilities.mcp",
     "capabilities.tool_search",
     "capabilities.tool_output_limits",
+    "capabilities.guardrails",
     "capabilities.web_research",
     "capabilities.web_fetch",
     "capabilities.knowledge",

@@ -40,6 +40,7 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults, ToolDenied
 from pydantic_ai.usage import UsageLimits
+from pydantic_ai_harness.guardrails import GuardrailError
 
 from agenticos import metrics, telemetry
 from agenticos.models import Organization
@@ -59,6 +60,9 @@ from governance.budgets import BudgetExceeded
 from governance.models import SpendEntry
 
 logger = logging.getLogger(__name__)
+
+# What the person is told when a guardrail ends the run (never which term or edge: the list is the author's).
+GUARDRAIL_MESSAGE = "This message could not be answered: one of this agent's guardrails stopped it."
 
 # What the `complete` frame reports of a run.
 USAGE_FIELDS = ("status", "input_tokens", "output_tokens", "requests", "cost_usd", "cost_is_partial")
@@ -265,6 +269,11 @@ class RunExecution:
         except BudgetExceeded as exc:
             await self._end(RunStatus.BUDGET_EXCEEDED, error={"type": "BudgetExceeded", "message": str(exc)},
                             error_frame=str(exc), code="budget_exceeded")
+            return
+        except GuardrailError as exc:
+            # A guardrail's verdict (capabilities/guardrails): its own outcome, the person told only that it stopped.
+            await self._end(RunStatus.GUARDRAIL_BLOCKED, error={"type": "GuardrailBlocked", "message": str(exc)},
+                            error_frame=GUARDRAIL_MESSAGE, code="guardrail_blocked")
             return
         except RunCancelled:
             if self.shutdown_reason:
@@ -503,7 +512,8 @@ class RunExecution:
             "parked_state": None,
             **spend,
         }, returning=USAGE_FIELDS)
-        failed = status in (RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.BUDGET_EXCEEDED)
+        failed = status in (RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.BUDGET_EXCEEDED,
+                            RunStatus.GUARDRAIL_BLOCKED)
         resets_state = failed and self.run.conversation_id
         # A failed run's capability state is reset with its ending; a completed one is a single statement.
         with transaction.atomic() if resets_state else nullcontext():

@@ -29,7 +29,8 @@ REPRESENTATIVE: dict[str, dict[str, Any]] = {
     "code_execution": {"timeout_secs": 5, "max_memory_mb": 128},
     "clock": {"timezone": "Europe/Warsaw"},
     "thinking": {"effort": "medium"},
-    "guardrails": {"redact_secrets_out": True, "blocked_keywords_tool": "ignore previous instructions"},
+    # Input and tool-result edges: the output edge streams every request, which the drift script does not.
+    "guardrails": {"redact_secrets_in": True, "blocked_keywords_tool": "ignore previous instructions"},
     "system_reminders": {"reminders": [{"text": "Cite your sources.", "interval": 2}]},
 }
 
