@@ -431,3 +431,13 @@ def test_slack_socket_mode_clicks_arrive_as_interactive_envelopes_and_decide(cel
         answer = wait_until(lambda: next((p for p in fake.answers("C1") if p.final == APPROVED_ANSWER), None))
         assert answer.thread_ts == "1764000200.000100"
     assert Approval.objects.get().status == "approved"
+
+
+def test_a_slack_bot_row_prints_its_interactivity_url_and_others_none(org, builder, api_as, fake_slack,  # noqa: F811
+                                                                      fake_telegram):  # noqa: F811
+    bot = slack_bot(org, builder, fake=fake_slack)
+    tg = telegram_bot(org, builder, fake_telegram)
+    client = api_as(builder, org)
+    body = client.get(f"/api/v1/bots/{bot.pk}").json()
+    assert body["interactions_url"] == f"https://app.example.com/api/v1/slack/{bot.pk}/interactions"
+    assert client.get(f"/api/v1/bots/{tg.pk}").json()["interactions_url"] is None
