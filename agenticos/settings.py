@@ -295,6 +295,8 @@ CELERY_BEAT_SCHEDULE = {
     # One dispatcher for every schedule trigger; a claim row per (trigger, due time) makes a second beat harmless.
     "dispatch-triggers": {"task": "triggers.tasks.dispatch_due_triggers", "schedule": 60.0},
     "retention-sweeps": {"task": "triggers.tasks.retention_sweeps", "schedule": 3600.0},
+    # Suite runs whose driver's worker was lost end `error` (evals.driver.sweep_stale).
+    "sweep-stale-suite-runs": {"task": "evals.tasks.sweep_stale_suite_runs", "schedule": 300.0},
 }
 
 # ------------------------------------------------------------------ auth

@@ -334,6 +334,20 @@ def _finish(suite_run_id: Any, ctx: SuiteContext | None, error: str = "") -> Non
                                                     skipped=skipped)
 
 
+def sweep_stale(now=None) -> int:
+    """Suite runs still `running` long after their cases could have ended (their driver's worker died; a
+    redelivered task finds the run taken and leaves it) end `error`, their unfinished cases with them."""
+    now = now or timezone.now()
+    ended = 0
+    for suite_run in SuiteRun.objects.filter(status=SuiteRun.Status.RUNNING, started_at__isnull=False):
+        rounds = -(-suite_run.total // max(1, suite_run.max_concurrent))
+        deadline = suite_run.started_at + timedelta(seconds=(rounds + 1) * settings.EVAL_CASE_TIMEOUT_SECONDS)
+        if now > deadline:
+            _finish(suite_run.pk, None, error="The suite run stopped answering (its worker was lost).")
+            ended += 1
+    return ended
+
+
 def run_suite(suite_run_id: Any) -> None:
     """Run a queued suite run to its end (a no-op for one already taken)."""
     suite_run = _claim(suite_run_id)

@@ -11,3 +11,10 @@ def run_suite(suite_run_id: str) -> None:
     from evals import driver
 
     driver.run_suite(suite_run_id)
+
+
+@shared_task(name="evals.tasks.sweep_stale_suite_runs")
+def sweep_stale_suite_runs() -> int:
+    from evals import driver
+
+    return driver.sweep_stale()

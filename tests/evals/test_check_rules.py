@@ -43,3 +43,25 @@ def test_a_draft_that_would_not_publish_is_not_evaluated(org, owner, scripted_op
     assert response.status_code == 422, response.content
     assert "model_profile_id" in {p["field"] for p in response.json()["error"]["details"]["problems"]}
     assert not AgentVersion.objects.filter(agent=agent, number=0).exists() and not SuiteRun.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_suite_run_whose_driver_was_lost_is_swept_to_error(org, owner, scripted_openai, settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from evals import driver, services
+    from evals.models import CaseResult
+
+    agent, _v, _p = make_agent(org, owner, scripted_openai)
+    suite = suite_with(org, owner, agent, [{"name": "c", "prompt": "hi"}, {"name": "d", "prompt": "yo"}])
+    suite_run = services.start_suite_run(actor=actor_of(owner, org), suite=suite, target="1")
+    SuiteRun.objects.filter(pk=suite_run.pk).update(status=SuiteRun.Status.RUNNING, started_at=timezone.now())
+    now = timezone.now()
+    assert driver.sweep_stale(now) == 0  # still within what its cases could take
+    later = now + timedelta(seconds=3 * settings.EVAL_CASE_TIMEOUT_SECONDS + 1)
+    assert driver.sweep_stale(later) == 1
+    suite_run.refresh_from_db()
+    assert suite_run.status == SuiteRun.Status.ERROR and "worker was lost" in suite_run.error
+    assert set(suite_run.results.values_list("status", flat=True)) == {CaseResult.Status.ERROR}
