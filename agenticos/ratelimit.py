@@ -47,6 +47,33 @@ def hit(bucket: str, identity: str, limit: int, *, window: int = 60) -> tuple[bo
     return int(count) <= limit, retry_after
 
 
+def hit_all(counters: list[tuple[str, str, int]], *, window: int = 60) -> tuple[bool, int]:
+    """Count one event in each (bucket, identity, limit) counter, in one round trip. Allowed only when every
+    counter allows it — for identities a caller can vary (an address, a key the browser mints), so varying
+    one does not escape the other. Returns (allowed, seconds until the window resets)."""
+    now = int(clock())
+    slot = now // window
+    pipe = client().pipeline()
+    for bucket, identity, _ in counters:
+        key = redis_name("rl", bucket, identity, slot)
+        pipe.incr(key)
+        pipe.expire(key, window + 5)
+    results = pipe.execute()
+    counts = results[0::2]
+    allowed = all(int(count) <= limit for count, (_, _, limit) in zip(counts, counters, strict=True))
+    return allowed, window - (now % window)
+
+
+def hit_then_share(own: list[tuple[str, str, int]], shared: tuple[str, str, int], *,
+                   window: int = 60) -> tuple[bool, int]:
+    """A caller's own counters first, then a shared ceiling — spent only by what its own counters let
+    through, so one caller refused by their own limit cannot use up everybody's share."""
+    allowed, retry = hit_all(own, window=window)
+    if not allowed:
+        return allowed, retry
+    return hit(*shared, window=window)
+
+
 def client_address(scope_or_meta_client: str | None, forwarded_for: str | None) -> str:
     """The caller's address. Behind a proxy every visitor arrives as the proxy unless
     EMBED_TRUST_X_FORWARDED_FOR says to read the first hop the proxy recorded."""

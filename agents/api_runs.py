@@ -26,10 +26,40 @@ WAIT_TIMEOUT_SECONDS = 300
 PARKED = (RunStatus.AWAITING_APPROVAL, RunStatus.AWAITING_ANSWER)
 
 
+NEW_CONVERSATION = "new"
+
+
 class RunRequestSerializer(serializers.Serializer):
     prompt = serializers.CharField(allow_blank=True, trim_whitespace=False)
-    conversation_id = serializers.UUIDField(required=False, allow_null=True)
+    conversation = serializers.CharField(
+        required=False,
+        allow_null=True,
+        max_length=64,
+        trim_whitespace=False,
+        help_text='"new" opens a conversation with this turn; the response\'s conversation_id continues it: '
+        "send it here on later calls and the model reads the turns before. A conversation that is not yours "
+        "(or of another agent) is 404. Without it the run has no conversation and records no turn.",
+    )
+    conversation_id = serializers.UUIDField(
+        required=False, allow_null=True, help_text="The same as conversation with an id (kept for older callers)."
+    )
     environment = serializers.SlugField(required=False, default="production")
+
+    def validate_conversation(self, value: str | None) -> str | uuid.UUID | None:
+        if value is None or value == NEW_CONVERSATION:
+            return value
+        try:
+            return uuid.UUID(value)
+        except ValueError:
+            raise serializers.ValidationError('Send "new" or the conversation_id of an earlier call.') from None
+
+    def validate(self, attrs: dict) -> dict:
+        named, by_id = attrs.get("conversation"), attrs.get("conversation_id")
+        if named is not None and by_id is not None and named != by_id:
+            raise serializers.ValidationError({"conversation": "Send conversation or conversation_id, not both."})
+        if named is None and by_id is not None:
+            attrs["conversation"] = by_id
+        return attrs
 
 
 class ToolCallSerializer(serializers.ModelSerializer):
@@ -73,7 +103,9 @@ class RunResultSerializer(serializers.Serializer):
     output_tokens = serializers.IntegerField()
     cost_usd = serializers.DecimalField(max_digits=14, decimal_places=8)
     cost_is_partial = serializers.BooleanField()
-    conversation_id = serializers.UUIDField(allow_null=True)
+    conversation_id = serializers.UUIDField(
+        allow_null=True, help_text='The conversation this turn belongs to (send it as "conversation" to continue).'
+    )
     error = RunErrorSerializer(allow_null=True, help_text="Why the run ended without an answer; null otherwise.")
 
 
@@ -145,14 +177,17 @@ class AgentRunView(OrgAPIView):
         run_id = uuid.uuid4()
         started: dict = {}
 
+        conversation = data.validated_data.get("conversation")
+        new_conversation = conversation == NEW_CONVERSATION
+
         def start():
             started["run"], _ = start_member_run(
                 actor=self.actor,
                 agent_id=agent_id,
                 text=data.validated_data["prompt"],
                 surface="api",
-                conversation_id=data.validated_data.get("conversation_id"),
-                create_conversation=False,
+                conversation_id=None if new_conversation else conversation,
+                create_conversation=new_conversation,
                 environment=data.validated_data.get("environment") or "production",
                 run_id=run_id,
             )

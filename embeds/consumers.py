@@ -243,7 +243,11 @@ class EmbedConsumer(AsyncWebsocketConsumer):
         user, role = services.publisher_authority(embed)
         with transaction.atomic():
             files = self._claim_files(embed, prepared["file_ids"])
-            conversation = services.get_or_create_conversation(embed, self.visitor)
+            existing = services.find_conversation(embed, self.visitor)
+            conversation = existing or services.create_conversation(embed, self.visitor)
+            instructions, placement = services.turn_instructions(
+                conversation, services.extra_instructions(embed, prepared["variables"]), fresh=existing is None
+            )
             run = runs.start_run(
                 agent=embed.agent,
                 version=prepared["version"],
@@ -256,7 +260,9 @@ class EmbedConsumer(AsyncWebsocketConsumer):
                 author_label=f"visitor {self.visitor_sub}" if self.visitor_sub else "",
                 options={
                     "history_limit": services.HISTORY_LIMIT,
-                    "extra_instructions": services.extra_instructions(embed, prepared["variables"]),
+                    "extra_instructions": instructions,
+                    # What of the context note and visitor variables this turn carried (see turn_instructions).
+                    **({"placement": placement} if placement else {}),
                     "can_ask_user": False,
                     "recorded_prompt": prepared["text"],
                     "embed_kind": embed.kind,

@@ -10,9 +10,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 EMPTY_TURN_MESSAGE = "The assistant did not produce an answer. Please try again."
+# Not "try again later": asking again is what piled the same call up in the approval queue. The turn is over
+# and the conversation goes on; the waiting call is not asked for twice (embeds.services.waiting_note).
 PARKED_MESSAGE = (
-    "This needs a decision from a person before it can go on, so the answer will not arrive here. "
-    "Please try again later."
+    "This needs a decision from a person before it can go on, so that part of the answer will not arrive "
+    "here. You can keep asking about anything else."
 )
 
 STEP_PART_TYPES = {"tool-call", "builtin-tool-call", "builtin-tool-return", "tool_call", "builtin_tool_call"}

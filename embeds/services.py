@@ -27,7 +27,7 @@ from agenticos import audit, vault
 from agenticos.errors import Invalid
 from agenticos.models import Membership, Secret, SecretKind
 from agenticos.tenancy import Actor
-from agents.models import Agent, AgentVersion, Conversation, Environment, Message
+from agents.models import Agent, AgentVersion, Conversation, Environment, Message, Run, RunStatus
 from embeds.models import DEFAULT_ACCENT, Embed, EmbedFile
 
 logger = logging.getLogger(__name__)
@@ -498,6 +498,10 @@ def get_or_create_conversation(embed: Embed, visitor: str) -> Conversation:
     existing = find_conversation(embed, visitor)
     if existing is not None:
         return existing
+    return create_conversation(embed, visitor)
+
+
+def create_conversation(embed: Embed, visitor: str) -> Conversation:
     return Conversation.objects.create(
         organization_id=embed.organization_id,
         agent_id=embed.agent_id,
@@ -563,6 +567,76 @@ def extra_instructions(embed: Embed, variables: dict[str, str]) -> str:
             "<visitor_data>\n" + "\n".join(lines) + "\n</visitor_data>"
         )
     return "\n\n".join(blocks)
+
+
+# Run statuses whose instructions reached the model (or are about to): a turn that failed never answered,
+# so the visitor's retry carries the placement again.
+_PLACEMENT_DELIVERED = (
+    RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.COMPLETED, RunStatus.AWAITING_APPROVAL, RunStatus.AWAITING_ANSWER,
+)
+MAX_WAITING_CALLS = 10
+MAX_WAITING_ARGS_CHARS = 500
+
+
+def placement_to_send(conversation: Conversation, placement: str) -> str:
+    """The context note and visitor variables go to the model with the visitor's first message of a
+    conversation, once — not on every turn. They go again only when they changed since (an application
+    learned who the visitor is, the operator edited the note): the runs that carried them keep a copy."""
+    if not placement:
+        return ""
+    last = (
+        Run.objects.filter(conversation=conversation, status__in=_PLACEMENT_DELIVERED, options__has_key="placement")
+        .order_by("-created_at")
+        .values_list("options__placement", flat=True)
+        .first()
+    )
+    return "" if last == placement else placement
+
+
+def waiting_calls(conversation: Conversation) -> list[dict]:
+    """Calls of this conversation's parked runs that still wait for a person's decision, oldest first."""
+    from governance.models import Approval
+
+    return list(
+        Approval.objects.filter(
+            run__conversation=conversation,
+            run__status=RunStatus.AWAITING_APPROVAL,
+            status=Approval.Status.PENDING,
+        )
+        .order_by("created_at")
+        .values("tool_name", "args")[:MAX_WAITING_CALLS]
+    )
+
+
+def waiting_note(calls: list[dict]) -> str:
+    """What the model is told on the turn after a park. The transcript it reads back holds what was said,
+    not the call that is waiting, so a model that saw its request unanswered asked for it again on every
+    turn: each new message parked once more and the approvals queue filled with the same call."""
+    if not calls:
+        return ""
+    lines = []
+    for call in calls:
+        args = json.dumps(call["args"], ensure_ascii=False, sort_keys=True, default=str)
+        if len(args) > MAX_WAITING_ARGS_CHARS:
+            args = args[:MAX_WAITING_ARGS_CHARS] + "…"
+        lines.append(f"- {call['tool_name']} {args}")
+    return (
+        "Waiting for a person's decision: earlier in this conversation you called the tool(s) below, and each "
+        "call is in the organization's approval queue. The visitor cannot decide them and will not see their "
+        "result here. Do not call them again — that would only ask the same person twice. If the visitor asks "
+        "about them, say they are waiting for a person's decision; otherwise answer their new message.\n"
+        + "\n".join(lines)
+    )
+
+
+def turn_instructions(conversation: Conversation, placement: str, *, fresh: bool) -> tuple[str, str]:
+    """(the turn's extra instructions, the placement it carries — "" when none). A conversation this turn
+    opens (`fresh`) has nothing sent before it and nothing waiting: no query."""
+    if fresh:
+        return placement, placement
+    sent = placement_to_send(conversation, placement)
+    blocks = [text for text in (sent, waiting_note(waiting_calls(conversation))) if text]
+    return "\n\n".join(blocks), sent
 
 
 # ------------------------------------------------------------------ logo

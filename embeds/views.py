@@ -112,11 +112,19 @@ def _page_embed(key: str) -> Embed | None:
     return embed
 
 
-def _page_limit(embed_key: str) -> tuple[bool, int]:
-    # Per page, not per address: the config is fetched by a frontend server, whose address would put
-    # every visitor of the deployment into one bucket.
-    limit = int(getattr(settings, "RATE_LIMIT_HOSTED_PAGE_PER_MINUTE", 120))
-    return ratelimit.hit("embed-page", embed_key, limit)
+def _page_limit(request: HttpRequest, embed: Embed) -> tuple[bool, int]:
+    """A page load (or its config) counts against the caller's address and, when the request names one,
+    its visitor key — both must allow it, as for uploads, since the browser mints the key — and only then
+    against a per-page ceiling far above normal traffic. One bucket per page let one stranger make the link
+    answer 429 for everybody; a stranger refused by their own counters now spends nothing of the ceiling.
+    A frontend server fetching for its visitors passes their address (EMBED_TRUST_X_FORWARDED_FOR)."""
+    per_caller = int(getattr(settings, "RATE_LIMIT_HOSTED_PAGE_PER_MINUTE", 120))
+    ceiling = int(getattr(settings, "RATE_LIMIT_HOSTED_PAGE_CEILING_PER_MINUTE", 6000))
+    own = [("embed-page-addr", f"{embed.pk}:{_address(request)}", per_caller)]
+    visitor = services.clean_visitor_key(request.headers.get("X-Visitor") or request.GET.get("visitor"))
+    if visitor is not None:
+        own.append(("embed-page-visitor", f"{embed.pk}:{visitor}", per_caller))
+    return ratelimit.hit_then_share(own, ("embed-page", str(embed.pk), ceiling))
 
 
 def logo_path(embed: Embed) -> str:
@@ -158,7 +166,7 @@ def page_config_json(request: HttpRequest, key: str) -> HttpResponse:
     embed = _page_embed(key)
     if embed is None:
         return _not_available()
-    allowed, retry = _page_limit(embed.public_key)
+    allowed, retry = _page_limit(request, embed)
     if not allowed:
         return _rate_limited(retry)
     return JsonResponse(page_config(embed))
@@ -170,7 +178,7 @@ def hosted_page(request: HttpRequest, key: str) -> HttpResponse:
     if embed is None:
         response = render(request, "embeds/unavailable.html", status=404)
     else:
-        allowed, retry = _page_limit(embed.public_key)
+        allowed, retry = _page_limit(request, embed)
         if not allowed:
             response = render(request, "embeds/unavailable.html", {"rate_limited": True}, status=429)
             response["Retry-After"] = str(retry)

@@ -92,14 +92,55 @@ def test_a_widget_key_or_unknown_key_has_no_hosted_page(client, widget):
     assert client.get("/e/unknown").status_code == 404
 
 
-def test_the_page_config_is_rate_limited_per_page_not_per_address(page, agent, settings):
+@pytest.mark.parametrize("route", ["/api/v1/embed/{key}/config", "/e/{key}"])
+def test_one_address_spending_its_page_loads_does_not_close_the_link_for_anybody(
+    page, agent, settings, ratelimit_clock, route
+):
+    settings.RATE_LIMIT_HOSTED_PAGE_PER_MINUTE = 2
+    url = route.format(key=page.public_key)
+    stranger = Client(REMOTE_ADDR="10.0.0.1")
+    assert [stranger.get(url).status_code for _ in range(12)] == [200, 200] + [429] * 10
+    limited = stranger.get(url)
+    assert int(limited["Retry-After"]) == 59
+    # Everybody else still gets the page: the stranger's own counter refused them, not the link's.
+    assert Client(REMOTE_ADDR="10.0.0.2").get(url).status_code == 200
+    assert Client(REMOTE_ADDR="10.0.0.3").get(url).status_code == 200
+    other = factories.embed(agent, kind="page")
+    assert stranger.get(route.format(key=other.public_key)).status_code == 200
+    ratelimit_clock.advance(60)
+    assert stranger.get(url).status_code == 200  # the next window
+
+
+def test_the_page_config_counts_a_visitor_key_across_addresses_too(page, settings, ratelimit_clock):
     settings.RATE_LIMIT_HOSTED_PAGE_PER_MINUTE = 2
     url = f"/api/v1/embed/{page.public_key}/config"
-    assert Client(REMOTE_ADDR="10.0.0.1").get(url).status_code == 200
-    assert Client(REMOTE_ADDR="10.0.0.2").get(url).status_code == 200
-    assert Client(REMOTE_ADDR="10.0.0.3").get(url).status_code == 429
-    other = factories.embed(agent, kind="page")
-    assert Client(REMOTE_ADDR="10.0.0.3").get(f"/api/v1/embed/{other.public_key}/config").status_code == 200
+    # A new visitor key per request does not escape the address's count…
+    one_address = Client(REMOTE_ADDR="10.0.1.1")
+    assert [one_address.get(url, {"visitor": v * 32}).status_code for v in "abc"] == [200, 200, 429]
+    # …and moving address does not escape the visitor's.
+    visitor = {"visitor": "d" * 32}
+    assert [Client(REMOTE_ADDR=f"10.0.2.{i}").get(url, visitor).status_code for i in range(3)] == [200, 200, 429]
+    # A key of any other shape is no visitor key: only the address counts.
+    assert Client(REMOTE_ADDR="10.0.3.1").get(url, {"visitor": "not-a-key"}).status_code == 200
+
+
+def test_the_per_page_ceiling_holds_and_only_admitted_loads_spend_it(page, settings, ratelimit_clock):
+    settings.RATE_LIMIT_HOSTED_PAGE_PER_MINUTE = 2
+    settings.RATE_LIMIT_HOSTED_PAGE_CEILING_PER_MINUTE = 4
+    url = f"/api/v1/embed/{page.public_key}/config"
+    stranger = Client(REMOTE_ADDR="10.0.4.1")
+    assert [stranger.get(url).status_code for _ in range(20)] == [200, 200] + [429] * 18
+    # The stranger's eighteen refusals spent nothing of the page's ceiling: two of four remain.
+    assert Client(REMOTE_ADDR="10.0.4.2").get(url).status_code == 200
+    assert Client(REMOTE_ADDR="10.0.4.3").get(url).status_code == 200
+    ceiling = Client(REMOTE_ADDR="10.0.4.4").get(url)
+    assert ceiling.status_code == 429 and ceiling.json()["error"]["code"] == "rate_limited"
+
+
+def test_the_default_page_ceiling_is_far_above_one_addresses_limit():
+    from agenticos import settings as defaults  # the module's values, not this suite's overrides
+
+    assert defaults.RATE_LIMIT_HOSTED_PAGE_CEILING_PER_MINUTE >= 50 * defaults.RATE_LIMIT_HOSTED_PAGE_PER_MINUTE
 
 
 def test_the_page_config_names_only_url_safe_variables(client, page):
