@@ -210,3 +210,52 @@ def test_the_dashboard_in_the_docs_reads_only_metrics_that_exist():
     # Every metric is on the dashboard (a histogram through its buckets).
     assert {name for name in exposed if not name.endswith(("_count", "_sum"))} - used <= {
         "agenticos_socket_connections_opened_total"}
+
+
+# ------------------------------------------------------------------ sockets and bot deliveries
+
+
+def open_sockets(kind: str) -> float:
+    return metrics.SOCKETS.labels(kind)._value.get()
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_member_socket_counts_while_open_and_a_refused_one_never(org, owner):
+    from channels.testing import WebsocketCommunicator
+
+    from agenticos.asgi import application
+    from tests.runner.test_chat_socket import connect
+
+    before = open_sockets("chat"), metrics.SOCKETS_OPENED.labels("chat")._value.get()
+    refused = WebsocketCommunicator(application, "/ws/chat/")
+    connected, _ = await refused.connect(timeout=20)
+    assert not connected
+    await refused.disconnect()
+    assert open_sockets("chat") == before[0]
+
+    communicator, connected = await connect(owner, org)
+    assert connected
+    assert open_sockets("chat") == before[0] + 1
+    assert metrics.SOCKETS_OPENED.labels("chat")._value.get() == before[1] + 1
+    await communicator.disconnect()
+    assert open_sockets("chat") == before[0]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_each_followed_bot_reply_is_counted_by_platform_and_outcome(org, owner, settings):
+    from types import SimpleNamespace
+
+    from channelbots import delivery
+    from tests.channelbots.test_delivery_watchdog import a_run, delivery_subscription
+
+    settings.CHANNELBOTS_WATCHDOG_SECONDS = 0.2
+    counted = metrics.CHANNEL_DELIVERIES.labels("telegram", "completed")
+    before = counted._value.get()
+    run = a_run(org, owner)
+    Run.objects.filter(pk=run.pk).update(status="completed", output="All done.")
+    # The platform client is the outside world: this reply only needs to say which platform it is.
+    reply = delivery.LiveReply(SimpleNamespace(can_edit=False, bot=SimpleNamespace(pk="bot", platform="telegram")),
+                               "C1", "1.0")  # type: ignore[arg-type]
+    outcome = delivery.follow(delivery_subscription(run), reply, str(run.pk), silence_limit=10)
+    assert outcome.kind == "completed"
+    assert counted._value.get() == before + 1
