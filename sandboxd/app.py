@@ -1,5 +1,6 @@
-"""sandboxd's HTTP API (Starlette). Every /v1/ route needs `Authorization: Bearer <service token>`; every
-answer is JSON, errors as {"error": {"code", "message"}}.
+"""sandboxd's HTTP API (Starlette). Every /v1/ route needs `Authorization: Bearer <token>`: the service
+token (every workspace) or a tenant token derived from it (tokens.py: that tenant's workspaces only, in a
+namespace of their own). Every answer is JSON, errors as {"error": {"code", "message"}}.
 
     GET    /healthz                               liveness, no token (says nothing about workspaces)
     GET    /v1/runtimes                           the runtime aliases this host honours
@@ -18,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hmac
 import logging
 import re
 import shutil
@@ -30,9 +30,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from sandboxd import jail
+from sandboxd import jail, tokens
 from sandboxd.config import Config
-from sandboxd.workspaces import Full, NotFound, Refused, Registry, changes
+from sandboxd.workspaces import ID_PATTERN, Full, NotFound, Refused, Registry, changes
 
 log = logging.getLogger("sandboxd")
 ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]{0,63}$")
@@ -64,11 +64,32 @@ class Service:
     # ------------------------------------------------------------------ plumbing
 
     def authorized(self, request: Request) -> bool:
+        """Sets `request.state.tenant`: "" for the service token, an organization's tenant for its token."""
         header = request.headers.get("authorization", "")
         scheme, _, presented = header.partition(" ")
         if scheme.lower() != "bearer" or not presented:
             return False
-        return hmac.compare_digest(presented.strip().encode(), self.config.token.encode())
+        tenant = tokens.principal(self.config.token, presented.strip())
+        request.state.tenant = tenant
+        return tenant is not None
+
+    def _internal(self, request: Request, workspace_id: str) -> str:
+        """A tenant's workspace ids live in its own namespace: another tenant naming the same id reaches
+        another workspace, and a tenant can never name one outside its namespace."""
+        if not ID_PATTERN.match(workspace_id or "") or len(workspace_id) > 64:
+            raise NotFound(f"No open workspace {workspace_id[:64]!r}.")
+        tenant = request.state.tenant
+        return f"{tenant}-{workspace_id}" if tenant else workspace_id
+
+    def _summary(self, request: Request, workspace: Any) -> dict[str, Any]:
+        tenant = request.state.tenant
+        data = workspace.summary()
+        if tenant:
+            data["id"] = data["id"][len(tenant) + 1:]
+        return data
+
+    def _workspace(self, request: Request) -> Any:
+        return self.registry.get(self._internal(request, request.path_params["id"]))
 
     async def _json(self, request: Request) -> dict[str, Any]:
         try:
@@ -89,27 +110,33 @@ class Service:
                                           for r in self.config.runtimes.values()]})
 
     async def list_workspaces(self, request: Request) -> Response:
-        return JSONResponse({"workspaces": [w.summary() for w in self.registry.items.values()]})
+        tenant = request.state.tenant
+        mine = [w for w in self.registry.items.values() if not tenant or w.id.startswith(f"{tenant}-")]
+        return JSONResponse({"workspaces": [self._summary(request, w) for w in mine]})
 
     async def open_workspace(self, request: Request) -> Response:
         body = await self._json(request)
         runtime = str(body.get("runtime") or next(iter(self.config.runtimes), ""))
-        workspace, created = self.registry.open(str(body.get("id") or ""), runtime)
-        return JSONResponse({**workspace.summary(), "created": created}, status_code=201 if created else 200)
+        raw_id = str(body.get("id") or "")
+        if not ID_PATTERN.match(raw_id) or len(raw_id) > 64:
+            raise Refused("A workspace id is 1-64 letters, digits, '-' or '_'.")
+        workspace, created = self.registry.open(self._internal(request, raw_id), runtime)
+        return JSONResponse({**self._summary(request, workspace), "created": created},
+                            status_code=201 if created else 200)
 
     async def show_workspace(self, request: Request) -> Response:
-        workspace = self.registry.get(request.path_params["id"])
-        return JSONResponse({**workspace.summary(), "activity": list(workspace.activity),
+        workspace = self._workspace(request)
+        return JSONResponse({**self._summary(request, workspace), "activity": list(workspace.activity),
                              "disk_bytes": jail.disk_usage(workspace.path), "disk_cap": self.config.disk_bytes})
 
     async def close_workspace(self, request: Request) -> Response:
-        workspace = self.registry.get(request.path_params["id"])
+        workspace = self._workspace(request)
         async with workspace.lock:
             await asyncio.to_thread(self.registry.close, workspace.id)
-        return JSONResponse({"closed": workspace.id})
+        return JSONResponse({"closed": request.path_params["id"]})
 
     async def execute(self, request: Request) -> Response:
-        workspace = self.registry.get(request.path_params["id"])
+        workspace = self._workspace(request)
         body = await self._json(request)
         command = body.get("command")
         if not isinstance(command, str) or not command.strip():
@@ -152,14 +179,14 @@ class Service:
         })
 
     async def files(self, request: Request) -> Response:
-        workspace = self.registry.get(request.path_params["id"])
+        workspace = self._workspace(request)
         with_hash = request.query_params.get("hash") in ("1", "true")
         async with workspace.lock:
             items = await asyncio.to_thread(self.registry.manifest, workspace, with_hash=with_hash)
         return JSONResponse({"files": items})
 
     async def file(self, request: Request) -> Response:
-        workspace = self.registry.get(request.path_params["id"])
+        workspace = self._workspace(request)
         path = request.query_params.get("path", "")
         if request.method == "PUT":
             data = await _capped_body(request, self.config.read_bytes)

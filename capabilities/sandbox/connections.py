@@ -4,7 +4,9 @@
   its token; the URL passes the outbound guard (SANDBOX_ALLOWED_PRIVATE_HOSTS lists private hosts).
 - The deployment's own sandboxd ("This deployment's sandbox") is registered as an organization's default
   the first time one is needed — listing sandboxes or running an agent that needs one — on behalf of the
-  organization's owner, its token sealed in the organization's vault, audited like any other connection.
+  organization's owner, audited like any other connection. What is sealed in the organization's vault is a
+  token derived for that organization (`tenant_token`), so the organization's secret opens its own
+  workspaces on the shared sandboxd and nobody else's.
 - `publish_problems` refuses a `service` binding when the organization has no connection, when the one
   it names is gone, or when that connection has no credential, each by name.
 
@@ -60,8 +62,16 @@ def deployment_token() -> str | None:
     return token or None
 
 
-def _seal_into(secret: Secret | None, organization: Organization, token: str, owner: Any) -> Secret:
-    sealed = vault.seal(organization.pk, token)
+def tenant_token(service_token: str, organization: Organization) -> str:
+    """What an organization holds of the own sandboxd: a token derived for it alone (sandboxd/tokens.py),
+    which reaches only its own workspaces — never the service token, which reaches everybody's."""
+    from sandboxd.tokens import derive
+
+    return derive(service_token, str(organization.pk).replace("-", ""))
+
+
+def _seal_into(secret: Secret | None, organization: Organization, service_token: str, owner: Any) -> Secret:
+    sealed = vault.seal(organization.pk, tenant_token(service_token, organization))
     if secret is None:
         name = DEPLOYMENT_SECRET_NAME
         if Secret.objects.filter(organization=organization, name=name).exists():

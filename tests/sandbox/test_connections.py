@@ -77,7 +77,9 @@ def test_the_own_sandboxd_becomes_the_default_once_on_behalf_of_the_owner_with_i
     assert listed["url"] == "" and listed["has_credential"] is True
     assert "own-token" not in response.content.decode()
     connection = SandboxConnection.objects.get(organization=org)
-    assert vault.reveal(connection.secret) == "own-token-" + "z" * 40
+    held = vault.reveal(connection.secret)
+    assert held == connections.tenant_token("own-token-" + "z" * 40, org)  # derived for this organization
+    assert held.startswith(f"sbx1.{org.pk.hex}.") and "own-token" not in held
     assert connection.secret.organization_id == org.pk and connection.created_by == owner
     event = AuditEvent.objects.get(action="sandbox_connection.registered")
     assert event.actor == owner and event.details == {"deployment": True, "default": True, "on_behalf_of": "owner"}
@@ -206,12 +208,12 @@ def test_sandbox_token_writes_a_private_token_keeps_it_and_rotates_every_organiz
     call_command("sandbox_token")
     assert path.read_text().strip() == first  # kept
     connection = connections.ensure_default(org)
-    assert vault.reveal(connection.secret) == first
+    assert vault.reveal(connection.secret) == connections.tenant_token(first, org)
     call_command("sandbox_token", rotate=True)
     second = path.read_text().strip()
     connection.refresh_from_db()
     connection.secret.refresh_from_db()
-    assert second != first and vault.reveal(connection.secret) == second
+    assert second != first and vault.reveal(connection.secret) == connections.tenant_token(second, org)
     assert AuditEvent.objects.filter(action="sandbox_connection.rotated", organization=org).count() == 1
 
 

@@ -73,3 +73,27 @@ def test_a_caller_cannot_set_what_decides_what_runs(sandboxd_server, env):
     _call(sandboxd_server, "POST", "/v1/workspaces", json={"id": "envs", "runtime": "python"})
     refused = _call(sandboxd_server, "POST", "/v1/workspaces/envs/exec", json={"command": "env", "env": env})
     assert refused.status_code == 400
+
+
+def test_a_tenant_token_reaches_only_its_own_workspaces_and_a_forged_one_nothing(sandboxd_server):
+    from sandboxd.tokens import derive
+
+    acme, other = derive(sandboxd_server.token, "acme"), derive(sandboxd_server.token, "other")
+    assert _call(sandboxd_server, "POST", "/v1/workspaces", token=acme,
+                 json={"id": "shared-name", "runtime": "python"}).status_code == 201
+    _call(sandboxd_server, "POST", "/v1/workspaces/shared-name/exec", token=acme,
+          json={"command": "echo acme-secret > notes.txt", "timeout": 20})
+    # The same id under another tenant is another workspace; the first one cannot be named or listed.
+    assert _call(sandboxd_server, "GET", "/v1/workspaces/shared-name", token=other).status_code == 404
+    assert _call(sandboxd_server, "GET", "/v1/workspaces/acme-shared-name", token=other).status_code == 404
+    assert _call(sandboxd_server, "GET", "/v1/workspaces/shared-name/file", token=other,
+                 params={"path": "notes.txt"}).status_code == 404
+    assert _call(sandboxd_server, "GET", "/v1/workspaces", token=other).json() == {"workspaces": []}
+    [mine] = _call(sandboxd_server, "GET", "/v1/workspaces", token=acme).json()["workspaces"]
+    assert mine["id"] == "shared-name"
+    assert _call(sandboxd_server, "GET", "/v1/workspaces/shared-name/file", token=acme,
+                 params={"path": "notes.txt"}).content == b"acme-secret\n"
+    forged = "sbx1.acme." + "0" * 64
+    assert _call(sandboxd_server, "GET", "/v1/workspaces", token=forged).status_code == 401
+    assert _call(sandboxd_server, "GET", "/v1/workspaces", token=derive("not-the-service-token", "acme")
+                 ).status_code == 401

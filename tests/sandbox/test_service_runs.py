@@ -196,7 +196,7 @@ def test_a_command_and_its_children_do_not_outlive_the_timeout(org, owner, scrip
     assert "timed out" in script.results[0]
     time.sleep(3.5)
     workspace = Workspace.objects.get(agent=agent[0])
-    folder = own_sandboxd.root / "workspaces" / str(workspace.pk).replace("-", "")
+    folder = own_sandboxd.root / "workspaces" / f"{org.pk.hex}-{workspace.pk.hex}"  # the organization's namespace
     assert folder.is_dir() and not list(folder.glob("late*.txt"))
     later, _ = turn(scripted_model, org, owner, agent, [execute("ls; echo listed")])
     assert "late" not in later.results[0] and "listed" in later.results[0]
