@@ -16,6 +16,7 @@ from a2a.types.a2a_pb2 import GetTaskRequest, Role, SendMessageRequest, TaskStat
 from pydantic_ai.messages import ModelRequest, UserPromptPart
 from pydantic_ai.models.function import FunctionModel
 
+from agenticos.models import Membership
 from agents.models import Conversation, Run, RunStatus
 from tests.interop.conftest import api_key
 from tests.runner.conftest import publish
@@ -96,6 +97,10 @@ def test_the_card_names_the_agent_and_needs_a_key_of_its_organization(
     assert httpx.get(private, headers=_headers(api_key(member, org)), timeout=30).status_code == 404
     missing = f"{live_server_url}/a2a/nobody/.well-known/agent-card.json"
     assert httpx.get(missing, headers=_headers(api_key(member, org)), timeout=30).status_code == 404
+    # A key whose person is now a viewer holds no run right: no agent of the organization is theirs to call.
+    key = api_key(member, org)
+    Membership.objects.filter(user=member, organization=org).update(role="viewer")
+    assert httpx.get(card_url, headers=_headers(key), timeout=30).status_code == 404
 
 
 def test_message_send_runs_the_agent_and_the_task_holds_its_answer_and_run(
