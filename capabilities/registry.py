@@ -47,6 +47,7 @@ BUILTIN: tuple[str, ...] = (
     "capabilities.tool_search",
     "capabilities.tool_output_limits",
     "capabilities.guardrails",
+    "capabilities.system_reminders",
     "capabilities.web_research",
     "capabilities.web_fetch",
     "capabilities.knowledge",
