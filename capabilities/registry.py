@@ -48,6 +48,7 @@ BUILTIN: tuple[str, ...] = (
     "capabilities.tool_output_limits",
     "capabilities.guardrails",
     "capabilities.system_reminders",
+    "capabilities.compaction",
     "capabilities.web_research",
     "capabilities.web_fetch",
     "capabilities.knowledge",

@@ -1,0 +1,154 @@
+"""Long conversations (spec "Conversaciones largas"): no tools. Trims a long run's message history before each
+model request so a run that would reach the model's context limit keeps working — pydantic-ai-harness's
+strategies: `summarize` (SummarizingCompaction, the default: the only one that keeps what old turns said),
+`tiered` (clear old tool results first, summarize only if that was not enough), `clear_tool_results`,
+`sliding_window`.
+
+The trigger is `max_fraction` of the window. The window is, in order: the binding's `context_window`, the
+model profile's own (noted from the provider's listing), what the harness resolves for the model (its profile,
+then genai-prices), and `fallback_context_window`. The harness measures against what the provider billed for
+the last response (instructions and every tool schema included), so the trigger is corrected for the
+per-request overhead; before the first response it measures the messages alone.
+
+A summary is a model request on the run's own model that no budget guard wraps, so it goes through the
+platform's metered path (`governance.metered`, ledger label `compaction_summary`): checked against every cap
+before, priced and written to the run's ledger after. A used-up cap fails the summary, and the run's next
+request is refused by its own guard.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, Literal
+
+from asgiref.sync import sync_to_async
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic_ai_harness.compaction import (
+    DEFAULT_CONTEXT_WINDOW,
+    ClearToolResults,
+    SlidingWindowCompaction,
+    SummarizingCompaction,
+    TieredCompaction,
+)
+
+from capabilities.base import BuildContext, Built, Capability, enum_labels
+
+
+class CompactionConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    strategy: Literal["summarize", "tiered", "clear_tool_results", "sliding_window"] = Field(
+        default="summarize", json_schema_extra=enum_labels({
+            "summarize": "Summarize old turns", "tiered": "Clear tool results, then summarize",
+            "clear_tool_results": "Clear old tool results", "sliding_window": "Drop the oldest messages"}))
+    max_fraction: float = Field(default=0.9, ge=0.05, le=0.95,
+                                description="Share of the context window at which compaction starts.")
+    keep_messages: int = Field(default=20, ge=1, le=1000,
+                               description="Recent messages that survive a summary or a window.")
+    keep_tool_pairs: int = Field(default=3, ge=0, le=100, description="Recent tool calls that keep their result.")
+    summary_prompt: str | None = Field(default=None, max_length=8000,
+                                       description="What the summarizing model is told; must contain {messages}.")
+    context_window: int | None = Field(default=None, ge=1000, le=10_000_000,
+                                       description="Overrides the model's window (tokens).")
+    fallback_context_window: int = Field(default=DEFAULT_CONTEXT_WINDOW, ge=1000, le=10_000_000,
+                                         description="The window assumed when the model's cannot be resolved.")
+
+    @field_validator("summary_prompt")
+    @classmethod
+    def _prompt(cls, value: str | None) -> str | None:
+        if value is not None and "{messages}" not in value:
+            raise ValueError("summary_prompt must contain {messages}")
+        return value
+
+
+class MeteredSummarizingCompaction(SummarizingCompaction[Any]):
+    """The harness's SummarizingCompaction, its summary written on the run's own model through the metered path."""
+
+    meter_for: tuple[str, str] | None = None  # (run id, organization id)
+
+    async def for_run(self, ctx: Any) -> MeteredSummarizingCompaction:
+        from governance import metered
+
+        if self.meter_for is None:
+            return self
+        run_id, organization_id = self.meter_for
+        meter = await sync_to_async(metered.for_run)(run_id, organization_id, kind=metered.COMPACTION_SUMMARY)
+        clone = replace(self)
+        clone.model = metered.metered_model(ctx.model, meter)
+        return clone
+
+
+class MeteredTieredCompaction(TieredCompaction[Any]):
+    """TieredCompaction drives its tiers itself (their hooks never run), so its summarizing tier is metered here."""
+
+    async def for_run(self, ctx: Any) -> MeteredTieredCompaction:
+        tiers = [await tier.for_run(ctx) if isinstance(tier, MeteredSummarizingCompaction) else tier
+                 for tier in self.tiers]
+        return replace(self, tiers=tiers)
+
+
+def _profile_window(ctx: BuildContext) -> int | None:
+    from agents.models import ModelProfile
+
+    profile_id = ctx.spec.model_profile_id if ctx.spec is not None else None
+    if not profile_id:
+        return None
+    try:
+        return (ModelProfile.objects.filter(pk=profile_id, organization_id=ctx.organization_id)
+                .values_list("context_window", flat=True).first())
+    except Exception:  # a malformed id in an old spec: the harness resolves the window instead
+        return None
+
+
+def _summarizer(config: CompactionConfig, ctx: BuildContext, window: dict[str, Any], **trigger: Any) -> Any:
+    kwargs: dict[str, Any] = {"keep_messages": config.keep_messages, **window, **trigger}
+    if config.summary_prompt:
+        kwargs["summary_prompt"] = config.summary_prompt
+    summarizer = MeteredSummarizingCompaction(**kwargs)
+    summarizer.meter_for = (str(ctx.deps.run_id), str(ctx.organization_id))
+    return summarizer
+
+
+def build(ctx: BuildContext) -> list[Built]:
+    config = ctx.config
+    assert isinstance(config, CompactionConfig)
+    window: dict[str, Any] = {"fallback_context_window": config.fallback_context_window}
+    resolved = config.context_window or _profile_window(ctx)
+    if resolved:
+        window["context_window"] = resolved
+    fraction: dict[str, Any] = {"max_fraction": config.max_fraction}
+    if config.strategy == "summarize":
+        return [_summarizer(config, ctx, window, **fraction)]
+    if config.strategy == "clear_tool_results":
+        return [ClearToolResults(keep_pairs=config.keep_tool_pairs, **window, **fraction)]
+    if config.strategy == "sliding_window":
+        return [SlidingWindowCompaction(keep_messages=config.keep_messages, **window, **fraction)]
+    # tiered: each tier's own trigger is bypassed; the orchestrator fires at the fraction.
+    tiers = [ClearToolResults(keep_pairs=config.keep_tool_pairs, max_tokens=1),
+             _summarizer(config, ctx, {}, max_messages=1)]
+    return [MeteredTieredCompaction(tiers=tiers, target_fraction=config.max_fraction, **window)]
+
+
+CAPABILITY = Capability(
+    id="compaction",
+    name="Long conversations",
+    category="utility",
+    description="Trims a long run's history before each model request so it stays within the model's window.",
+    offers="long tool-heavy runs kept within the model's context window",
+    examples=(
+        "Go through every file in the repository and list the TODOs.",
+        "Search all our docs for each product and compare them.",
+    ),
+    never_does=(
+        "It never changes the stored conversation between turns (it trims one run's own history), and never "
+        "summarizes without metering the summary on the run."
+    ),
+    tools=(),
+    tools_note="No tools on purpose: it rewrites the history a request carries instead of offering the model "
+               "anything to call.",
+    config_model=CompactionConfig,
+    # In a voice call it has no effect (catalog "sin efecto"): a call sends no stored history.
+    voice="never",
+    advanced=True,
+    build=build,
+)
