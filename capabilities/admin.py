@@ -23,6 +23,7 @@ from capabilities.models import (
     CustomTool,
     DatabaseConnection,
     McpConnection,
+    SandboxConnection,
     SpilledOutput,
     ToolBuilderSession,
     ToolDraft,
@@ -322,3 +323,26 @@ class WorkspaceAdmin(ReadAndDeleteAdmin):
     def files_listing(self, obj: Workspace) -> str:
         rows = obj.files.filter(is_dir=False).order_by("path").values_list("path", "size")[:500]
         return format_html_join("", "<div>{} — {} bytes</div>", rows) or "–"
+
+
+@admin.register(SandboxConnection)
+class SandboxConnectionAdmin(ReadAndDeleteAdmin):
+    """Where an organization's service workspaces run. The token is an organization secret (linked, never
+    shown); the deployment's own sandboxd has no stored URL (SANDBOXD_URL)."""
+
+    list_display = ("name", "organization_link", "kind", "is_deployment", "is_default", "url_display",
+                    "credential_link", "created_at")
+    list_filter = ("kind", "is_deployment", "is_default")
+    search_fields = ("name", "url", "organization__name")
+    list_select_related = ("organization", "secret")
+    fields = ("organization", "name", "kind", "is_deployment", "is_default", "url_display", "credential_link",
+              "created_by_link", "created_at")
+    readonly_fields = fields
+
+    @admin.display(description="URL")
+    def url_display(self, obj: SandboxConnection) -> str:
+        return "SANDBOXD_URL (this deployment's)" if obj.is_deployment else url_without_query(obj.url)
+
+    @admin.display(description="credential")
+    def credential_link(self, obj: SandboxConnection) -> str:
+        return admin_link(obj.secret) if obj.secret_id else "none"

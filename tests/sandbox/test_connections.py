@@ -242,3 +242,20 @@ def test_the_sandboxes_page_shows_the_default_and_only_operators_register(org, a
     farm = SandboxConnection.objects.get(name="Farm")
     assert client.post(f"/settings/sandboxes/{farm.pk}/delete").status_code in (403, 404)
     assert SandboxConnection.objects.filter(pk=farm.pk).exists()
+
+
+def test_the_operator_console_lists_connections_without_their_token(org, owner, client, settings, tmp_path):
+    from django.urls import reverse
+
+    token_file = tmp_path / "sandboxd.token"
+    token_file.write_text("admin-token-" + "k" * 40)
+    settings.SANDBOXD_TOKEN_FILE, settings.SANDBOXD_TOKEN = str(token_file), ""
+    connection = connections.ensure_default(org)
+    operator = factories.user(is_staff=True, is_superuser=True)
+    client.force_login(operator)
+    listing = client.get(reverse("admin:capabilities_sandboxconnection_changelist"))
+    detail = client.get(reverse("admin:capabilities_sandboxconnection_change", args=[connection.pk]))
+    for page in (listing, detail):
+        text = page.content.decode()
+        assert page.status_code == 200 and "This deployment" in text
+        assert "admin-token" not in text and vault.reveal(connection.secret) not in text
