@@ -341,7 +341,8 @@ def sweep_stale(now=None) -> int:
     ended = 0
     for suite_run in SuiteRun.objects.filter(status=SuiteRun.Status.RUNNING, started_at__isnull=False):
         rounds = -(-suite_run.total // max(1, suite_run.max_concurrent))
-        deadline = suite_run.started_at + timedelta(seconds=(rounds + 1) * settings.EVAL_CASE_TIMEOUT_SECONDS)
+        started = suite_run.started_at or suite_run.created_at
+        deadline = started + timedelta(seconds=(rounds + 1) * settings.EVAL_CASE_TIMEOUT_SECONDS)
         if now > deadline:
             _finish(suite_run.pk, None, error="The suite run stopped answering (its worker was lost).")
             ended += 1
