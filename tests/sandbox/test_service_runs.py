@@ -222,3 +222,24 @@ def test_another_connection_starts_a_new_workspace_and_the_old_one_stays(org, ow
     assert Workspace.objects.filter(agent=agent[0]).count() == 2
     assert Workspace.objects.exclude(pk=first.pk).get(agent=agent[0]).key.startswith(f"{second.pk}|")
     assert WorkspaceFile.objects.filter(workspace=first, path="/workspace/first.txt").exists()  # still readable
+
+
+def test_a_sandbox_service_that_does_not_answer_is_a_readable_result_and_files_still_work(
+        org, owner, admin_user, scripted_model, own_sandboxd, settings):
+    from capabilities.sandbox import connections
+    from tests import factories
+    from tests.runner.conftest import actor_of
+    from tests.sandbox.sandboxd_server import _free_port
+
+    settings.SANDBOX_ALLOWED_PRIVATE_HOSTS = ["127.0.0.1"]
+    connections.register(actor=actor_of(admin_user, org), name="Down", url=f"http://127.0.0.1:{_free_port()}",
+                         secret_id=str(factories.secret(org, value="d" * 40).pk), make_default=True)
+    agent = service(org, owner)
+    script, run = turn(scripted_model, org, owner, agent, [
+        execute("echo never"), ("write_file", {"path": "kept.md", "content": "still here"}),
+        ("read_file", {"path": "kept.md"})])
+    assert run.status == RunStatus.COMPLETED
+    assert "sandbox service is unavailable" in script.results[0] and "could not be reached" in script.results[0]
+    assert "never" not in script.results[0]
+    assert "still here" in script.results[2]
+    assert "d" * 40 not in " ".join(script.results)
