@@ -593,19 +593,20 @@ def placement_to_send(conversation: Conversation, placement: str) -> str:
     return "" if last == placement else placement
 
 
-def waiting_calls(conversation: Conversation) -> list[dict]:
+def waiting_calls(conversation: Conversation) -> list[dict[str, Any]]:
     """Calls of this conversation's parked runs that still wait for a person's decision, oldest first."""
     from governance.models import Approval
 
-    return list(
-        Approval.objects.filter(
+    return [
+        dict(row)
+        for row in Approval.objects.filter(
             run__conversation=conversation,
             run__status=RunStatus.AWAITING_APPROVAL,
             status=Approval.Status.PENDING,
         )
         .order_by("created_at")
         .values("tool_name", "args")[:MAX_WAITING_CALLS]
-    )
+    ]
 
 
 def waiting_note(calls: list[dict]) -> str:

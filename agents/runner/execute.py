@@ -387,11 +387,7 @@ class RunExecution:
             else:
                 approvals[approval.tool_call_id] = ToolDenied("Nobody approved this call in time; it was not run.")
         calls: dict[str, Any] = {}
-        delegations = (self.run.parked_state or {}).get("delegations") or {}
         for question in Question.objects.filter(run=self.run):
-            if question.tool_call_id in delegations:  # a delegate asked: its `task` call resumes it in place
-                approvals[question.tool_call_id] = True
-                continue
             if question.status == Question.Status.ANSWERED:
                 calls[question.tool_call_id] = question.answers
             else:
