@@ -8,7 +8,7 @@ import sys
 import uvicorn
 
 from sandboxd.app import create_app
-from sandboxd.config import ConfigError, from_env
+from sandboxd.config import ConfigError, check_reachable, from_env
 
 
 def main() -> int:
@@ -19,6 +19,12 @@ def main() -> int:
         print(f"sandboxd: {exc}", file=sys.stderr)
         return 2
     config.root.mkdir(parents=True, exist_ok=True)
+    config.workspaces.mkdir(exist_ok=True)
+    try:
+        check_reachable(config)
+    except ConfigError as exc:
+        print(f"sandboxd: {exc}", file=sys.stderr)
+        return 2
     logging.getLogger("sandboxd").info("runtimes: %s; root %s", ", ".join(config.runtimes) or "none", config.root)
     uvicorn.run(create_app(config), host=config.host, port=config.port, log_level="warning", access_log=False)
     return 0

@@ -140,3 +140,16 @@ def from_env() -> Config:
         workbench_dir=workbench,
         runtimes=available_runtimes(workbench),
     )
+
+
+def check_reachable(config: Config) -> None:
+    """Run as root, commands start as `run_as_uid`, and bubblewrap (running as that uid) must reach the
+    workspace it binds: every folder above the workspaces must be searchable by others."""
+    if os.geteuid() != 0:
+        return
+    folder = config.workspaces
+    for current in [folder, *folder.parents]:
+        if current.exists() and not os.stat(current).st_mode & 0o001:
+            raise ConfigError(f"{current} is not searchable by other users, so commands (run as uid "
+                              f"{config.run_as_uid}) cannot reach their workspace: chmod o+x it, or choose "
+                              "another SANDBOXD_ROOT.")

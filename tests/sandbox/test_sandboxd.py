@@ -3,6 +3,8 @@ following a link a command planted, and the service outliving what its commands 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import httpx
 import pytest
 
@@ -97,3 +99,19 @@ def test_a_tenant_token_reaches_only_its_own_workspaces_and_a_forged_one_nothing
     assert _call(sandboxd_server, "GET", "/v1/workspaces", token=forged).status_code == 401
     assert _call(sandboxd_server, "GET", "/v1/workspaces", token=derive("not-the-service-token", "acme")
                  ).status_code == 401
+
+
+def test_it_refuses_to_start_as_root_where_commands_could_not_reach_their_workspace(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    if os.geteuid() != 0:
+        pytest.skip("only root starts commands as another uid")
+    hidden = tmp_path / "private"
+    hidden.mkdir(mode=0o700)
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "SANDBOXD_TOKEN": "s" * 40,
+           "SANDBOXD_ROOT": str(hidden / "root"), "SANDBOXD_PORT": "1"}
+    done = subprocess.run([sys.executable, "-m", "sandboxd"], env=env, capture_output=True, text=True, timeout=60,
+                          cwd=str(Path(__file__).resolve().parents[2]))
+    assert done.returncode == 2 and "is not searchable by other users" in done.stderr
