@@ -48,12 +48,18 @@ WHERE c.organization_id = %(org)s AND c.surface <> 'schedule'
                      WHERE p.user_id = %(user)s AND p.content_type_id = %(type)s
                        AND a.codename = 'view_conversation' AND a.content_type_id = %(type)s)
 """
-# Channel threads the person wrote in (ownerless or someone else's); membership is confirmed in Python. The
-# surfaces are CHANNEL_SURFACES, spelled as the partial index conv_channel_threads (agents 0005) has them.
+# Channel threads the person wrote in (ownerless or someone else's): as the author of a turn, or through one
+# of their chat accounts linked in this organization (a turn written before the account was linked, or by an
+# account whose turns the binding creator's authority answered, has the account and no author). Membership is
+# confirmed in Python. The surfaces are CHANNEL_SURFACES, spelled as the partial index conv_channel_threads
+# (agents 0005) has them.
 CHANNEL_SQL = """
 SELECT c.id FROM agents_conversation c
 WHERE c.organization_id = %(org)s AND c.surface IN ('slack', 'telegram', 'mattermost')
-  AND EXISTS (SELECT 1 FROM agents_message m WHERE m.conversation_id = c.id AND m.author_id = %(user)s)
+  AND EXISTS (SELECT 1 FROM agents_message m WHERE m.conversation_id = c.id
+              AND (m.author_id = %(user)s
+                   OR m.chat_identity_id IN (SELECT i.id FROM channelbots_channelidentity i
+                                             WHERE i.user_id = %(user)s AND i.organization_id = %(org)s)))
 """
 
 
