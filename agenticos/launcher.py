@@ -6,6 +6,7 @@ each child runs in its own process group so nothing is orphaned.
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import subprocess
@@ -91,14 +92,20 @@ def stop_grace_seconds() -> float:
     return int(os.environ.get("RUN_SHUTDOWN_GRACE_SECONDS", "25")) + 15
 
 
+@functools.lru_cache(maxsize=1)
 def sandboxd_command() -> list[str] | None:
-    """The deployment's own sandbox service (`python -m sandboxd`) when bubblewrap is installed, else None.
-    Its token is SANDBOXD_TOKEN_FILE (made by `manage.py sandbox_token` before this starts), its workspaces
-    live in <data dir>/sandboxd, its port is SANDBOXD_URL's."""
+    """The deployment's own sandbox service (`python -m sandboxd`) when bubblewrap is installed and can
+    isolate a command on this machine (`sandboxd --check`), else None — a sandboxd that cannot start would
+    stop every other process here. Its token is SANDBOXD_TOKEN_FILE (made by `manage.py sandbox_token`
+    before this starts), its workspaces live in <data dir>/sandboxd, its port is SANDBOXD_URL's."""
     import shutil
 
     url = os.environ.get("SANDBOXD_URL", "http://127.0.0.1:8765")
     if not url or shutil.which("bwrap") is None:
+        return None
+    check = subprocess.run([sys.executable, "-m", "sandboxd", "--check"], cwd=ROOT, capture_output=True, text=True)
+    if check.returncode != 0:
+        print(check.stderr.strip(), file=sys.stderr)
         return None
     return [sys.executable, "-m", "sandboxd"]
 
@@ -151,7 +158,7 @@ def main() -> int:
     if sandboxd_command() is not None:
         _manage("sandbox_token")  # keeps an existing token
     else:
-        print("bubblewrap is not installed: no sandbox service (agents get stored files, no shell).")
+        print("no sandbox service (bubblewrap missing or unable to isolate here): agents get stored files, no shell.")
 
     procs: dict[str, subprocess.Popen] = {}
     for index, (name, cmd) in enumerate(commands(port).items()):

@@ -215,3 +215,22 @@ def run(config: Config, workspace: Path, runtime: Runtime, command: str, *, time
                    stderr=err.decode("utf-8", "replace"), stdout_truncated=dropped["out"],
                    stderr_truncated=dropped["err"], timed_out=flags["timed_out"], disk_full=flags["disk_full"],
                    duration_ms=int((time.monotonic() - started) * 1000), max_rss_kb=int(usage.ru_maxrss))
+
+
+def probe(bwrap: str) -> str | None:
+    """None when bubblewrap can create the namespaces every command needs here, else what it said (a
+    kernel without unprivileged user namespaces, a container whose seccomp profile refuses them)."""
+    command = [bwrap, "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net",
+               "--disable-userns", "--cap-drop", "ALL", "--die-with-parent", "--ro-bind", "/usr", "/usr"]
+    for link in ("bin", "lib", "lib64"):
+        target = Path("/") / link
+        if target.is_symlink():
+            command += ["--symlink", os.readlink(target), f"/{link}"]
+        elif target.is_dir():
+            command += ["--ro-bind", str(target), f"/{link}"]
+    try:
+        done = subprocess.run([*command, "--", "/bin/sh", "-c", "true"], capture_output=True, text=True, timeout=30,
+                              env={"PATH": "/usr/bin:/bin"})
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return str(exc)
+    return None if done.returncode == 0 else (done.stderr.strip() or f"exit code {done.returncode}")

@@ -115,3 +115,20 @@ def test_it_refuses_to_start_as_root_where_commands_could_not_reach_their_worksp
     done = subprocess.run([sys.executable, "-m", "sandboxd"], env=env, capture_output=True, text=True, timeout=60,
                           cwd=str(Path(__file__).resolve().parents[2]))
     assert done.returncode == 2 and "is not searchable by other users" in done.stderr
+
+
+def test_make_run_starts_sandboxd_where_bubblewrap_isolates_on_the_url_it_names(monkeypatch):
+    from agenticos import launcher
+
+    monkeypatch.setenv("SANDBOXD_URL", "http://127.0.0.1:9876")
+    launcher.sandboxd_command.cache_clear()
+    try:
+        assert launcher.commands(8000)["sandbox"][-2:] == ["-m", "sandboxd"]
+        env = launcher.sandboxd_env()
+        assert (env["SANDBOXD_HOST"], env["SANDBOXD_PORT"]) == ("127.0.0.1", "9876")
+        assert env["SANDBOXD_TOKEN_FILE"].endswith("sandboxd.token")
+        monkeypatch.setenv("SANDBOXD_BWRAP", "/nonexistent/bwrap")  # what --check reports on a machine without it
+        launcher.sandboxd_command.cache_clear()
+        assert "sandbox" not in launcher.commands(8000)
+    finally:
+        launcher.sandboxd_command.cache_clear()
