@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 TEST_DATA_DIR := $(CURDIR)/.agenticos-test
 
-.PHONY: install run test lint services-start services-stop browser vendor bench fuzz clean
+.PHONY: install run test lint services-start services-stop browser vendor bench fuzz clean sandbox-token
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "Python 3.11 is required ($(PYTHON) not found)"; exit 1; }
@@ -24,6 +24,10 @@ services-start: install
 
 services-stop: install
 	$(PY) -m agenticos.devservices stop
+
+# The token sandboxd and the platform share (kept in the vault; printed once for docker-compose's .env).
+sandbox-token: install
+	$(PY) manage.py sandbox_token --print
 
 # Debian packages the tests need: chromium for the Playwright browser tests (a test tool's own browser
 # download cannot work here), tesseract for OCR of images in knowledge collections, and bubblewrap, the
@@ -52,7 +56,7 @@ lint: install
 	$(VENV)/bin/ruff check .
 	# django-stubs loads the settings, which only parse these URLs (no server is needed to type-check).
 	DATABASE_URL=$${DATABASE_URL:-postgres://lint@localhost/lint} REDIS_URL=$${REDIS_URL:-redis://localhost:6379/0} \
-		$(VENV)/bin/mypy agenticos agents capabilities governance knowledge embeds channelbots triggers interop
+		$(VENV)/bin/mypy agenticos agents capabilities governance knowledge embeds channelbots triggers interop evals sandboxd
 
 # Third-party JS for the console, from the npm registry, committed under static/vendor/ (no CDN, no build step).
 vendor:
