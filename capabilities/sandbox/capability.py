@@ -288,11 +288,9 @@ CAPABILITY = Capability(
         "Draft the report in report.md and refine it next time.",
     ),
     never_does=(
-        "It never reads, writes or edits credential files (.env, *.pem, *.key, credentials*, .ssh, .aws) or "
-        "system paths, never returns grep matches from them, never runs a command naming them, and on stored "
-        "files never runs a command. Its commands never reach the network or a file outside the workspace "
-        "(the sandbox service's isolation, not string checks, is what stops them). It never turns an edit of "
-        "a skill into a change: that is a proposal a person decides."
+        "It never reads, writes, greps or runs a command naming credential files (.env, *.pem, *.key, "
+        "credentials*, .ssh, .aws) or system paths; its commands never reach the network or files outside "
+        "the workspace, and stored files have no shell. A skill's edit is a proposal a person decides."
     ),
     tools=TOOLS,
     scopes=("sandbox:execute",),
