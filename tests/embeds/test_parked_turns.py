@@ -159,3 +159,38 @@ async def test_another_visitors_waiting_call_is_never_told_to_this_visitor(
     assert frames[-1]["data"]["code"] == "needs_approval"  # the model, not told, drew for them: their own call
     assert await database_sync_to_async(Approval.objects.filter(status="pending").count)() == 2
     await stranger.disconnect()
+
+
+async def test_a_call_waiting_in_another_organization_is_never_told_to_a_visitor_here(
+    gated_agent, builder, outsider, outsider_org, dispatched, insistent_model
+):
+    from tests.embeds.conftest import FRONTEND
+
+    visitor = "ab" * 16  # the same continuity key on both organizations' pages
+    theirs = await database_sync_to_async(
+        lambda: factories.embed(
+            factories.published_agent(outsider_org, outsider, name="Their Charts",
+                                      capabilities=[{"id": "charts", "tool_approval": {"create_chart": "required"}}]),
+            kind="page", created_by=outsider,
+        )
+    )()
+    ours = await database_sync_to_async(factories.embed)(gated_agent, kind="page", created_by=builder)
+
+    async def page_turn(embed, text):
+        comm = communicator(embed.public_key, origin=FRONTEND, visitor=visitor)
+        connected, _ = await comm.connect(timeout=5)
+        assert connected and [(await next_frame(comm))["type"] for _ in range(2)] == ["ready", "history"]
+        _, frames = await turn(comm, dispatched, text)
+        await comm.disconnect()
+        return frames
+
+    await page_turn(theirs, "Chart their sales.")
+    assert insistent_model[-1].count(WAITING) == 0
+    frames = await page_turn(ours, "Chart our sales.")
+    # Our page's conversation is its own: nothing of the other organization's waiting call reached the model.
+    assert WAITING not in insistent_model[-1]
+    assert frames[-1]["data"]["code"] == "needs_approval"
+    by_org = await database_sync_to_async(
+        lambda: sorted(Approval.objects.filter(status="pending").values_list("organization_id", flat=True))
+    )()
+    assert sorted([outsider_org.pk, gated_agent.organization_id]) == by_org
