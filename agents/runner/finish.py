@@ -29,10 +29,20 @@ def _close(run: Run, status: str, error: dict) -> None:
     ToolCall.objects.filter(run=run, status__in=[ToolCall.Status.PARKED, ToolCall.Status.RUNNING]).update(
         status=ToolCall.Status.UNFINISHED, finished_at=timezone.now()
     )
-    Approval.objects.filter(run=run, status=Approval.Status.PENDING).update(
+    pending = list(Approval.objects.filter(run=run, status=Approval.Status.PENDING).values_list("pk", flat=True))
+    Approval.objects.filter(pk__in=pending, status=Approval.Status.PENDING).update(
         status=Approval.Status.EXPIRED, decided_at=timezone.now()
     )
+    for approval_id in pending:
+        # Heard like a decision (a chat card then reads "Expired without a decision", its buttons gone).
+        transaction.on_commit(partial(_closed, approval_id))
     Question.objects.filter(run=run, status=Question.Status.PENDING).update(status=Question.Status.EXPIRED)
+
+
+def _closed(approval_id) -> None:
+    from governance import signals
+
+    signals.send(signals.approval_decided, approval_id=approval_id, via="")
 
 
 def _close_each(runs, status: str, error: dict) -> int:
