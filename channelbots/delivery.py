@@ -2,8 +2,9 @@
 answer so far and what the agent is doing, and the final answer at the end.
 
 Frames come from the run's channel-layer group. The subscription is made BEFORE the run starts (so no
-frame is missed) on a layer instance of this delivery's own: a Celery threads pool runs many deliveries
-at once, and a layer's receive machinery must not be shared across event loops.
+frame is missed) on a layer instance of this delivery's own: it is opened on a short loop in the Celery
+thread and read on the follows loop (`follow_async`, channelbots/follows.py), and a layer's receive machinery
+must not be shared across event loops (its pools are closed in between).
 """
 
 from __future__ import annotations
@@ -221,6 +222,16 @@ def follow(subscription: Subscription, live: LiveReply, run_id: str, *, silence_
     # pool, which a worker full of waiting replies would otherwise drain).
     connection.close()
     return asyncio.run(_follow(subscription, live, run_id, limit, on_frame, check_first))
+
+
+async def follow_async(subscription: Subscription, live: LiveReply, run_id: str, *, check_first: bool = False,
+                       on_frame: Callable[[dict], None] | None = None) -> Outcome:
+    """`follow` as a task of the follows loop (channelbots/follows.py): the same reading and live edits, with
+    the platform calls on the loop's pool threads (its default executor), counted like `follow`."""
+    limit = float(getattr(settings, "CHANNELBOTS_SILENCE_SECONDS", 0) or settings.RUN_STALE_AFTER.total_seconds())
+    outcome = await _follow(subscription, live, run_id, limit, on_frame, check_first)
+    metrics.channel_delivery(getattr(getattr(live.client, "bot", None), "platform", ""), outcome.kind)
+    return outcome
 
 
 def _ending_frames(run_id: str) -> list[dict] | None:

@@ -405,6 +405,12 @@ def process(incoming: Incoming, claimed: bool) -> str:
         dedup.refresh(incoming.bot_id, incoming.chat_id, incoming.message_id)
     try:
         result = _process(turn, claimed)
+        if isinstance(result, Reply):
+            # The run is started and its placeholder posted: the rest is waiting on its frames, done as a task
+            # of this process's follows loop (channelbots/follows.py), not in this Celery thread.
+            from channelbots import follows
+
+            return follows.hand_over(result)
     except Refusal as refusal:
         turn.drop_files()
         turn.say(refusal.message)
@@ -421,7 +427,51 @@ def process(incoming: Incoming, claimed: bool) -> str:
     return result
 
 
-def _process(turn: Turn, claimed: bool) -> str:
+@dataclass
+class Reply:
+    """A started run and the live reply that follows it: what the follows loop carries on with."""
+
+    turn: Turn
+    session: ChannelSession | None
+    live: Any  # delivery.LiveReply
+    subscription: Any  # delivery.Subscription
+    run_id: str
+    person_notes: list[str]
+    claimed: bool
+
+
+def conclude(reply: Reply, outcome: Outcome) -> str:
+    """The end of a followed reply (on a follows-loop pool thread): the final answer, the parking notice and
+    its cards, or the error; a failure here apologizes once, as `process` does. Sync (ORM, platform)."""
+    try:
+        result = finish(reply.turn, reply.session, reply.live, outcome, reply.person_notes, reply.claimed)
+    except Exception:
+        logger.exception("bot %s: the end of run %s's reply could not be delivered", reply.turn.bot.pk, reply.run_id)
+        return apologize(reply)
+    _hold_answered(reply, result)
+    return result
+
+
+def apologize(reply: Reply) -> str:
+    """The follow itself failed: say so once in the thread (on the live reply where there is one)."""
+    turn = reply.turn
+    turn.drop_files()
+    text = "Sorry — something went wrong on our side and I couldn't answer that."
+    try:
+        reply.live.finish(text)
+    except PlatformError as exc:
+        logger.warning("bot %s: could not reply (%s)", turn.bot.pk, exc)
+    _hold_answered(reply, "failed")
+    return "failed"
+
+
+def _hold_answered(reply: Reply, result: str) -> None:
+    incoming = reply.turn.incoming
+    if reply.claimed and result not in ("cancelled", "lost"):
+        dedup.hold(incoming.bot_id, incoming.chat_id, incoming.message_id)
+
+
+def _process(turn: Turn, claimed: bool) -> str | Reply:
     from agents.services import environment_version
     from channelbots import delivery
 
@@ -492,8 +542,8 @@ def _process(turn: Turn, claimed: bool) -> str:
         raise
     if claimed:
         dedup.hold(incoming.bot_id, incoming.chat_id, incoming.message_id)
-    outcome = delivery.follow(subscription, live, str(run_id))
-    return finish(turn, session, live, outcome, person_notes, claimed)
+    return Reply(turn=turn, session=session, live=live, subscription=subscription, run_id=str(run_id),
+                 person_notes=person_notes, claimed=claimed)
 
 
 def finish(turn: Turn, session: ChannelSession | None, live, outcome: Outcome, person_notes: list[str],
