@@ -3,6 +3,7 @@
 from agenticos.api import route
 from agents import api_conversations
 from agents import api_runs as api
+from capabilities.subagents.api import PromoteSpecialistView
 
 urlpatterns = [
     *route("agents/<uuid:agent_id>/run", api.AgentRunView, "agent-run"),
@@ -12,6 +13,8 @@ urlpatterns = [
     *route("runs/<uuid:run_id>/resume", api.RunResumeView, "run-resume"),
     *route("runs/<uuid:run_id>/questions", api.RunQuestionsView, "run-questions"),
     *route("runs/<uuid:run_id>/answers", api.RunAnswersView, "run-answers"),
+    *route("runs/<uuid:run_id>/delegations/<str:task_id>/promote", PromoteSpecialistView,
+           "run-delegation-promote"),
     *route("conversations", api.ConversationListView, "conversations"),
     *route("conversations/<uuid:conversation_id>", api_conversations.ConversationDetailView, "conversation-detail"),
     *route("conversations/<uuid:conversation_id>/messages", api.ConversationMessagesView, "conversation-messages"),

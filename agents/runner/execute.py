@@ -343,6 +343,7 @@ class RunExecution:
             user_id=run.user_id,
             can_ask_user=bool(run.options.get("can_ask_user")),
         )
+        deps.scratch["execution"] = self  # delegation meters its delegates on this run (capabilities/subagents)
         built = assembly.build_capabilities(self.spec, deps, run)
         self.tool_approval = built.approval
         self.tool_ids = built.tool_ids
@@ -387,7 +388,11 @@ class RunExecution:
             else:
                 approvals[approval.tool_call_id] = ToolDenied("Nobody approved this call in time; it was not run.")
         calls: dict[str, Any] = {}
+        delegations = (self.run.parked_state or {}).get("delegations") or {}
         for question in Question.objects.filter(run=self.run):
+            if question.tool_call_id in delegations:  # a delegate asked: its `task` call resumes it in place
+                approvals[question.tool_call_id] = True
+                continue
             if question.status == Question.Status.ANSWERED:
                 calls[question.tool_call_id] = question.answers
             else:

@@ -58,12 +58,13 @@ def park(ex: RunExecution, requests: DeferredToolRequests, messages) -> tuple[st
             )
         for call in requests.calls:
             args = call.args_as_dict()
+            asked = (delegations.get(call.tool_call_id) or {}).get("questions")
             question = Question.objects.create(
                 organization_id=run.organization_id,
                 run=run,
                 asked_user_id=run.user_id,  # type: ignore[misc]  # nullable FK typed as int
                 tool_call_id=call.tool_call_id,
-                questions=jsonable(args.get("questions", args)),
+                questions=jsonable(asked or args.get("questions", args)),
             )
             ex.transcript.tool_parked(call.tool_call_id)
             frames.append(

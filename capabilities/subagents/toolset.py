@@ -317,8 +317,11 @@ class DelegatingToolset(WrapperToolset[Any]):
                 raise
             raise ApprovalRequired(metadata={"delegation": state}) from None
         except CallDeferred:
-            owner.finish_call(ctx.tool_call_id, "awaiting_approval")
-            raise
+            owner.finish_call(ctx.tool_call_id, "awaiting_answer")
+            state = owner.parking_state(ctx.tool_call_id, delegate)
+            if state is None:
+                raise
+            raise CallDeferred(metadata={"delegation": state}) from None
         except UsageLimitExceeded:
             # The library lets a delegate's usage limit end the parent run so it cannot fan out into an empty
             # wallet; here the wallet is the budget guard's (BudgetExceeded above), and a usage limit is only
@@ -434,12 +437,13 @@ class Delegation(AbstractCapability[Any]):
         return self.panels.handler(task_id) if self.panels is not None else None
 
     async def _ask_person(self, question: str) -> str:
-        deps_can_ask = self.execution is not None and bool((self.execution.run.options or {}).get("can_ask_user"))
-        if not deps_can_ask:
+        """`ask_parent` of a sync delegate (allow_questions): the run's own ask_user channel answers it — the
+        person — never a model. Where someone can answer, the call is deferred: the run parks on a question
+        and the answer resumes the delegate in place; elsewhere it is answered at once as nobody can."""
+        can_ask = self.execution is not None and bool((self.execution.run.options or {}).get("can_ask_user"))
+        if not can_ask or BACKGROUND.get():
             return NOBODY_TO_ASK
-        # Parking a run on a delegate's question needs the delegate resumed in place (as approvals are); until
-        # then it is answered like a channel where nobody can answer, never by a model.
-        return NOBODY_TO_ASK
+        raise CallDeferred()
 
     def dynamic_deps(self) -> Any:
         return self.dynamic.deps() if self.dynamic is not None else None
@@ -501,18 +505,11 @@ class Delegation(AbstractCapability[Any]):
         handle = self._library.task_manager.get_handle(task_id) if task_id else None
         if handle is None or delegate is None or handle.deferred_requests is None or not handle.message_history:
             return None
-        from agents.runner.transcript import jsonable
-
-        approvals = [
-            {"tool_call_id": c.tool_call_id, "tool_name": c.tool_name, "args": jsonable(c.args_as_dict()),
-             "tool_id": delegate.tool_ids.get(c.tool_name, c.tool_name),
-             "capability_id": delegate.tool_capabilities.get(c.tool_name, "")}
-            for c in handle.deferred_requests.approvals
-        ]
-        if not approvals:
+        state = _deferred_state(delegate, handle.deferred_requests)
+        if state is None:
             return None
         return {"task_id": task_id, "name": delegate.name, "depth": CURRENT_DEPTH.get() + 1,
-                "messages": json.loads(handle.message_history), "approvals": approvals}
+                "parent_call_id": tool_call_id, "messages": json.loads(handle.message_history), **state}
 
     def parked_here(self, tool_call_id: str | None) -> dict[str, Any] | None:
         """The delegation this run parked in, when it is being resumed on the same `task` call."""
@@ -531,15 +528,15 @@ class Delegation(AbstractCapability[Any]):
         DEFERRED and its run kwargs take no deferred results), so this drives the delegate's agent directly,
         with the same guard, gate, limits and panel handler a fresh delegation gets."""
         from pydantic_ai.messages import ModelMessagesTypeAdapter
-        from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults
+        from pydantic_ai.tools import DeferredToolRequests
 
         delegate = self.delegates[state["name"]]
         task_id = state["task_id"]
         tokens = (CURRENT_TASK.set(CURRENT_TASK.get()), CURRENT_DEPTH.set(CURRENT_DEPTH.get()))
         try:
             if self.panels is not None:
-                config = self._library._compiled[delegate.name].config
-                self.panels.open(ctx, config, task_id, mode="sync", description=str(_task_text(ctx)))
+                self.panels.open(ctx, self._library._compiled[delegate.name].config, task_id, mode="sync",
+                                 description=str(_task_text(ctx)))
             self.started_by_call[ctx.tool_call_id or ""] = task_id
             CURRENT_DEPTH.set(CURRENT_DEPTH.get() + 1)
             CURRENT_TASK.set(task_id)
@@ -547,16 +544,27 @@ class Delegation(AbstractCapability[Any]):
             kwargs: dict[str, Any] = {}
             if handler is not None:
                 kwargs["event_stream_handler"] = handler
+            config = self._library._compiled[delegate.name].config
+            if config.get("can_ask_questions"):
+                # The same ask_parent the library gives a delegation, bound to the same channel (its private
+                # helpers: the library has no public way to resume a delegation, see the docstring).
+                from subagents_pydantic_ai.toolset import _create_ask_parent_toolset
+
+                kwargs["toolsets"] = [_create_ask_parent_toolset()]
+            from subagents_pydantic_ai._state import SubAgentState, bind_subagent_state
+
+            decisions = await self._decisions(state)
             try:
-                result = await delegate.agent.run(
-                    None,
-                    message_history=ModelMessagesTypeAdapter.validate_python(state["messages"]),
-                    deferred_tool_results=DeferredToolResults(
-                        approvals={a["tool_call_id"]: True for a in state["approvals"]}),
-                    deps=delegate.clone_deps(),
-                    usage_limits=UsageLimits(request_limit=delegate.max_steps),
-                    **kwargs,
-                )
+                with bind_subagent_state(SubAgentState(ask_timeout_seconds=300.0, ask_callback=self._ask_person,
+                                                       name=delegate.name)):
+                    result = await delegate.agent.run(
+                        None,
+                        message_history=ModelMessagesTypeAdapter.validate_python(state["messages"]),
+                        deferred_tool_results=decisions,
+                        deps=delegate.clone_deps(),
+                        usage_limits=UsageLimits(request_limit=delegate.max_steps),
+                        **kwargs,
+                    )
             except UsageLimitExceeded:
                 self.finish_call(ctx.tool_call_id, "failed")
                 return STEP_LIMIT.format(name=delegate.name, steps=delegate.max_steps)
@@ -567,22 +575,44 @@ class Delegation(AbstractCapability[Any]):
                 self.finish_call(ctx.tool_call_id, "failed")
                 raise
             output = result.output
-            if isinstance(output, DeferredToolRequests) and output.approvals:
+            deferred = _deferred_state(delegate, output) if isinstance(output, DeferredToolRequests) else None
+            if deferred is not None:
                 # Parked again on a new decision: the same delegation waits again, under the same task id.
-                self.finish_call(ctx.tool_call_id, "awaiting_approval")
-                from agents.runner.transcript import jsonable
-
-                again = dict(state, messages=json.loads(result.all_messages_json()), approvals=[
-                    {"tool_call_id": c.tool_call_id, "tool_name": c.tool_name, "args": jsonable(c.args_as_dict()),
-                     "tool_id": delegate.tool_ids.get(c.tool_name, c.tool_name),
-                     "capability_id": delegate.tool_capabilities.get(c.tool_name, "")}
-                    for c in output.approvals])
-                raise ApprovalRequired(metadata={"delegation": again})
+                again = {k: v for k, v in state.items() if k not in ("approvals", "questions", "asks")}
+                again.update(deferred, messages=json.loads(result.all_messages_json()))
+                if deferred.get("approvals"):
+                    self.finish_call(ctx.tool_call_id, "awaiting_approval")
+                    raise ApprovalRequired(metadata={"delegation": again})
+                self.finish_call(ctx.tool_call_id, "awaiting_answer")
+                raise CallDeferred(metadata={"delegation": again})
             self.finish_call(ctx.tool_call_id, "completed")
             return str(output)
         finally:
             CURRENT_TASK.reset(tokens[0])
             CURRENT_DEPTH.reset(tokens[1])
+
+    async def _decisions(self, state: dict[str, Any]) -> Any:
+        """The person's decisions for the calls the delegate stopped on: approvals are the `task` call's own
+        (it runs again only when approved), a question's answer is read from its Question row."""
+        from pydantic_ai.tools import DeferredToolResults
+
+        approvals: dict[str, Any] = {str(a["tool_call_id"]): True for a in state.get("approvals", [])}
+        calls: dict[str, Any] = {}
+        if state.get("asks"):
+            answer = await self.execution.db(self._answer_of, state["parent_call_id"]) if self.execution else None
+            for ask in state["asks"]:
+                calls[ask] = answer or "The person did not answer. Finish with what you have, and say so."
+        return DeferredToolResults(approvals=approvals, calls=calls)
+
+    def _answer_of(self, parent_call_id: str) -> str | None:
+        from governance.models import Question
+
+        assert self.execution is not None
+        question = Question.objects.filter(run_id=self.execution.run.pk, tool_call_id=parent_call_id,
+                                           status=Question.Status.ANSWERED).first()
+        if question is None:
+            return None
+        return "; ".join(" ".join(str(x) for x in v) for v in (question.answers or {}).values()) or None
 
     async def wrap_run(self, ctx: RunContext[Any], *, handler: Any) -> Any:
         try:
@@ -596,6 +626,29 @@ class Delegation(AbstractCapability[Any]):
     @property
     def task_manager(self):
         return self._library.task_manager
+
+
+def _deferred_state(delegate: BuiltDelegate, deferred: Any) -> dict[str, Any] | None:
+    """What a delegate stopped on, in the shape parking stores: its gated calls (the person approves these,
+    with their exact arguments) or its `ask_parent` question (the person answers it on the run's ask_user
+    card); None when it stopped on nothing this platform can put to a person."""
+    from agents.runner.transcript import jsonable
+
+    approvals = [
+        {"tool_call_id": c.tool_call_id, "tool_name": c.tool_name, "args": jsonable(c.args_as_dict()),
+         "tool_id": delegate.tool_ids.get(c.tool_name, c.tool_name),
+         "capability_id": delegate.tool_capabilities.get(c.tool_name, "")}
+        for c in deferred.approvals
+    ]
+    if approvals:
+        return {"approvals": approvals}
+    asks = [c for c in deferred.calls if c.tool_name == "ask_parent"]
+    if not asks:
+        return None
+    question = str(asks[0].args_as_dict().get("question", ""))[:500]
+    return {"asks": [c.tool_call_id for c in asks],
+            "questions": [{"header": delegate.name[:25], "question": question, "options": [],
+                           "multi_select": False}]}
 
 
 def _mode_words(mode: str) -> str:

@@ -353,3 +353,130 @@ def test_stopping_the_run_cancels_its_delegates(org, owner, demo_profile, script
     finished = [f["data"] for f in frames if f["type"] == "subagent_finished"]
     assert [f["status"] for f in finished] == ["cancelled"], finished
     assert _types(frames)[-1] == "error"
+
+
+# ------------------------------------------------------------------ surfaces that do not draw panels
+
+
+@pytest.mark.parametrize("surface", ["embed", "slack", "telegram", "mattermost", "schedule"])
+def test_every_surface_but_web_chat_gets_no_delegation_frame_and_the_same_answer(org, owner, demo_profile,
+                                                                                 scripted_model, surface):
+    team = Team()
+    scripted_model(team.model())
+    team.role("You are the lead.", call("task", {"description": "Look it up.", "subagent_type": "researcher"}),
+              lambda m: "Lead: " + str(returns(m)[-1]))
+    team.role("You are the researcher.", "Found it.")
+    _r, lead, version = _pair(org, owner, demo_profile)
+    run = start_run(agent=lead, version=version, surface=surface, prompt="look", user=owner, acting_role="owner",
+                    enqueue=False)
+    frames = run_now(run)
+    run.refresh_from_db()
+    assert run.status == RunStatus.COMPLETED, run.error
+    assert run.output.startswith("Lead: Found it.")
+    assert not [t for t in _types(frames) if t.startswith("subagent")]
+    assert len(team.seen["You are the researcher."]) == 1  # the delegation ran all the same
+
+
+def test_the_embed_socket_filter_drops_delegation_frames_whatever_reaches_it():
+    from embeds.frames import Toggles, TurnFilter
+
+    turn = TurnFilter(Toggles(show_tool_steps=True, show_tool_results=True, show_thinking=True))
+    for kind in ("subagent_started", "subagent_delta", "subagent_tool_call", "subagent_tool_result",
+                 "subagent_finished"):
+        assert turn.apply({"type": kind, "data": {"task_id": "t", "name": "researcher"}}) == []
+
+
+# ------------------------------------------------------------------ specialists the model writes
+
+
+def test_a_specialist_the_model_writes_runs_on_an_organization_profile_and_never_asks(org, owner, demo_profile,
+                                                                                      scripted_model):
+    team = Team()
+    scripted_model(team.model())
+    team.role("You are the lead.",
+              call("delegate", {"description": "Translate 'hello'.", "instructions": "You are a translator.",
+                                "name": "translator", "model": "Nowhere"}, 0),
+              call("delegate", {"description": "Translate 'hello'.", "instructions": "You are a translator.",
+                                "name": "translator", "model": "Team", "can_ask_questions": True}, 1),
+              lambda m: "Lead: " + str(returns(m)[-1]))
+    team.role("You are a translator.", "hola")
+    _r, lead, version = _pair(org, owner, demo_profile, config={"allow_dynamic": True})
+    run = start(org, owner, lead, version, prompt="translate")
+    frames = run_now(run)
+    run.refresh_from_db()
+    assert run.status == RunStatus.COMPLETED, run.error
+    refused = returns(team.seen["You are the lead."][1][0])[-1]
+    assert "not allowed" in refused and "Team" in refused  # the refusal names the organization's profiles
+    assert run.output == "Lead: hola"
+    [(_m, info)] = team.seen["You are a translator."]
+    assert {t.name for t in info.function_tools} == set()  # no tools, no ask_parent: it never asks
+    started = next(f["data"] for f in frames if f["type"] == "subagent_started")
+    assert started["kind"] == "dynamic" and started["definition"]["instructions"] == "You are a translator."
+    # Its request is in this run's ledger, attributed to the lead (a specialist has no agent row of its own).
+    assert SpendEntry.objects.filter(run=run).count() == 4
+
+
+# ------------------------------------------------------------------ inline specialists, sharing, result size
+
+
+def test_an_inline_specialist_runs_on_its_own_profile_and_instructions(org, owner, demo_profile, scripted_model):
+    team = Team()
+    scripted_model(team.model())
+    team.role("You are the lead.", call("task", {"description": "Write a haiku.", "subagent_type": "poet"}),
+              lambda m: "Lead: " + str(returns(m)[-1]).split("\n\nChat Trace ID")[0])
+    team.role("You write haiku only.", "old pond, a frog jumps")
+    config = {"inline": [{"name": "poet", "description": "Writes haiku", "instructions": "You write haiku only.",
+                          "model_profile_id": str(demo_profile.pk), "max_steps": 2}]}
+    lead, version = _publish(org, owner, {"instructions": "You are the lead.", "model_profile_id": str(demo_profile.pk),
+                                          "capabilities": [{"id": "subagents", "config": config}]}, name="Lead")
+    run = start(org, owner, lead, version, prompt="haiku")
+    frames = run_now(run)
+    run.refresh_from_db()
+    assert run.output == "Lead: old pond, a frog jumps", run.error
+    [(_m, info)] = team.seen["You write haiku only."]
+    assert "You write haiku only." in info.instructions
+    started = next(f["data"] for f in frames if f["type"] == "subagent_started")
+    assert started["kind"] == "inline" and started["agent_id"] is None
+    # An inline specialist is billed with the agent it is written in.
+    assert {str(e.agent_id) for e in SpendEntry.objects.filter(run=run)} == {str(lead.pk)}
+
+
+def test_share_with_delegates_lends_the_parents_binding_and_nothing_else(org, owner, demo_profile, scripted_model):
+    team = Team()
+    scripted_model(team.model())
+    for shared, expected in (([], set()), (["charts"], {"create_chart"})):
+        team.seen.clear()
+        team.role("You are the lead.", call("task", {"description": "Chart it.", "subagent_type": "researcher"}),
+                  "done")
+        team.role("You are the researcher.", "no chart")
+        researcher, _lead, _v = _pair(org, owner, demo_profile)
+        lead, version = _publish(org, owner, {
+            "instructions": "You are the lead.", "model_profile_id": str(demo_profile.pk),
+            "capabilities": [{"id": "subagents", "config": {"share_with_delegates": shared}}, {"id": "charts"},
+                             {"id": "clock"}],
+            "subagents": [{"name": "researcher", "description": "Finds facts", "agent_id": str(researcher.pk)}],
+        }, name="Sharing lead")
+        run_now(start(org, owner, lead, version, prompt="chart"))
+        [(_m, info)] = team.seen["You are the researcher."]
+        # The lead's clock is never lent; its charts only when named.
+        assert {t.name for t in info.function_tools} & {"create_chart", "get_current_time"} == expected, shared
+
+
+def test_max_result_chars_cuts_what_wait_tasks_shows_and_check_task_has_it_all(org, owner, demo_profile,
+                                                                              scripted_model):
+    team = Team()
+    scripted_model(team.model())
+    long_answer = "fact " * 100
+
+    def ids(m):
+        return [r.split("Task ID: ")[1].split("\n")[0] for r in returns(m) if isinstance(r, str) and "Task ID:" in r]
+
+    team.role("You are the lead.", call("task", {"description": "Many facts.", "subagent_type": "researcher"}),
+              lambda m: call("wait_tasks", {"task_ids": ids(m), "timeout": 20}, 1),
+              lambda m: call("check_task", {"task_id": ids(m)[0]}, 2), "ok")
+    team.role("You are the researcher.", long_answer)
+    _r, lead, version = _pair(org, owner, demo_profile, config={"mode": "async", "max_result_chars": 200})
+    run_now(start(org, owner, lead, version, prompt="facts"))
+    waited, checked = (returns(team.seen["You are the lead."][i][0])[-1] for i in (2, 3))
+    assert "showing 200 of 500 characters" in waited and long_answer not in waited
+    assert long_answer in checked

@@ -114,3 +114,54 @@ def test_a_background_delegate_refuses_a_gated_call_and_says_to_delegate_it_sync
     assert not Approval.objects.filter(run=run).exists()
     waited = returns(team.seen[LEAD][2][0])[-1]
     assert 'mode="sync"' in waited and "COMPLETED" in waited
+
+
+def test_a_sync_delegates_question_goes_to_the_person_and_the_answer_resumes_it_in_place(org, owner, demo_profile,
+                                                                                        scripted_model):
+    from governance.models import Question
+
+    team = Team()
+    scripted_model(team.model())
+    team.role(LEAD, call("task", {"description": "When was it founded?", "subagent_type": "researcher"}),
+              lambda m: "Lead: " + str(returns(m)[-1]).split("\n\nChat Trace ID")[0])
+    team.role(RESEARCHER, call("ask_parent", {"question": "Which company do you mean?"}),
+              lambda m: "Founded by " + str(returns(m)[-1]))
+    _r, lead, version = _pair(org, owner, demo_profile, config={"allow_questions": True})
+    run = start(org, owner, lead, version, prompt="founded?", options={"can_ask_user": True})
+
+    frames = run_now(run)
+
+    run.refresh_from_db()
+    assert run.status == RunStatus.AWAITING_ANSWER, run.error
+    question = Question.objects.get(run=run)
+    assert question.asked_user_id == owner.pk and question.tool_call_id == "task-0"
+    assert question.questions == [{"header": "researcher", "question": "Which company do you mean?",
+                                   "options": [], "multi_select": False}]
+    assert any(f["type"] == "ask_user" for f in frames)
+    assert "ask_parent" in {t.name for t in team.seen[RESEARCHER][0][1].function_tools}
+
+    Question.objects.filter(pk=question.pk).update(status=Question.Status.ANSWERED, answers={"researcher": ["Acme"]})
+    _resume(run)
+
+    run.refresh_from_db()
+    assert run.status == RunStatus.COMPLETED, run.error
+    assert run.output == "Lead: Founded by Acme"
+    assert len(team.seen[LEAD]) == 2 and len(team.seen[RESEARCHER]) == 2  # resumed, not delegated again
+
+
+def test_where_nobody_can_answer_a_delegates_question_is_answered_at_once_and_nothing_parks(
+        org, owner, demo_profile, scripted_model):
+    team = Team()
+    scripted_model(team.model())
+    team.role(LEAD, call("task", {"description": "When was it founded?", "subagent_type": "researcher"}),
+              lambda m: "Lead: " + str(returns(m)[-1]).split("\n\nChat Trace ID")[0])
+    team.role(RESEARCHER, call("ask_parent", {"question": "Which company?"}), lambda m: str(returns(m)[-1]))
+    _r, lead, version = _pair(org, owner, demo_profile, config={"allow_questions": True})
+    from agents.runs import start_run
+
+    run = start_run(agent=lead, version=version, surface="api", prompt="founded?", user=owner, acting_role="owner",
+                    enqueue=False)
+    run_now(run)
+    run.refresh_from_db()
+    assert run.status == RunStatus.COMPLETED
+    assert run.output.startswith("Lead: Nobody can answer questions here")
