@@ -25,6 +25,7 @@ from django.utils import timezone
 from pydantic_ai import Agent, CancellationToken
 from pydantic_ai.exceptions import RunCancelled, UsageLimitExceeded
 from pydantic_ai.messages import (
+    CapabilityEvent,
     FinalResultEvent,
     FunctionToolCallEvent,
     FunctionToolResultEvent,
@@ -440,6 +441,9 @@ class RunExecution:
                 await self.emit(frame("tool_call_delta", index=event.index, args_delta=args_delta))
         elif isinstance(event, FinalResultEvent):
             await self.emit(frame("final_result_start", tool_name=event.tool_name))
+        elif isinstance(event, CapabilityEvent) and callable(as_frame := getattr(event, "as_frame", None)):
+            # A capability's own event that says what to show (compaction's "summarizing…").
+            await self.emit(as_frame())
         elif isinstance(event, FunctionToolCallEvent):
             call = event.part
             if event.args_valid is None and (self.run.parked_state or self._case_answering):

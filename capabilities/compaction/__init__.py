@@ -18,11 +18,12 @@ request is refused by its own guard.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from asgiref.sync import sync_to_async
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic_ai.messages import CapabilityEvent
 from pydantic_ai_harness.compaction import (
     DEFAULT_CONTEXT_WINDOW,
     ClearToolResults,
@@ -61,6 +62,19 @@ class CompactionConfig(BaseModel):
         return value
 
 
+@dataclass(kw_only=True)
+class Summarizing(CapabilityEvent, namespace="agenticos.compaction", name="summarizing"):
+    """A summary is being written: a whole model request between two of the turn's own, with nothing else
+    streaming, so the chat says what is happening (a silent screen reads as broken and gets reloaded)."""
+
+    messages: int
+
+    def as_frame(self) -> dict[str, Any]:
+        from agents.runner.frames import frame
+
+        return frame("compaction", status="summarizing", messages=self.messages)
+
+
 class MeteredSummarizingCompaction(SummarizingCompaction[Any]):
     """The harness's SummarizingCompaction, its summary written on the run's own model through the metered path."""
 
@@ -76,6 +90,10 @@ class MeteredSummarizingCompaction(SummarizingCompaction[Any]):
         clone = replace(self)
         clone.model = metered.metered_model(ctx.model, meter)
         return clone
+
+    async def compact(self, messages: Any, ctx: Any) -> Any:  # type: ignore[override]
+        await ctx.emit(Summarizing(messages=len(messages)))
+        return await super().compact(messages, ctx)
 
 
 class MeteredTieredCompaction(TieredCompaction[Any]):

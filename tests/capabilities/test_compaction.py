@@ -50,10 +50,14 @@ def test_a_long_tool_heavy_run_is_summarized_and_finishes(org, owner, fake_opena
                       Reply.text("SUMMARY: 150 shipments, all delivered on time, to the northern depot."),
                       Reply.text("All 150 shipments arrived on time."))
     run = start(org, owner, agent, version, prompt="did every shipment arrive?")
-    run_now(run)
+    frames = run_now(run)
     run.refresh_from_db()
     assert run.status == RunStatus.COMPLETED, run.error
     assert run.output == "All 150 shipments arrived on time."
+    # The chat is told while each summary is written, between the turn's own requests.
+    types = [f["type"] for f in frames]
+    assert types.count("compaction") == 2 and types.index("compaction") > types.index("tool_result")
+    assert next(f for f in frames if f["type"] == "compaction")["data"]["status"] == "summarizing"
     requests = fake_openai.chat_requests
     summaries = [r for r in requests if "context summarization" in r.text]
     assert len(requests) == 5 and len(summaries) == 2
