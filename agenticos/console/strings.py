@@ -83,5 +83,6 @@ def chat_strings() -> dict[str, str]:
         "delegation_failed": _("failed"),
         "delegation_cancelled": _("cancelled"),
         "delegation_awaiting_approval": _("waiting for a person"),
+        "delegation_awaiting_answer": _("waiting for your answer"),
         "delegation_usage": _("%(tokens)s tokens · $%(cost)s"),
     }

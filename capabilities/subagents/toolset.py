@@ -218,6 +218,10 @@ class Panels:
         part = self.parts.get(task_id)
         if part is None or part["status"] not in ("running",):
             return
+        if status == "deferred":
+            # A background delegation that suspended anyway (a shape the library documents as undeliverable):
+            # failed, with the library's "use mode='sync'" text on its handle — not a panel left waiting.
+            status = "failed"
         part["status"] = status
         part["usage"] = None if usage is None else {
             "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens, "requests": usage.requests,
