@@ -51,7 +51,7 @@ from agents.models import AgentVersion, ModelProfile, Run, RunStatus
 from agents.runner import assembly, attachments, recovery
 from agents.runner.deps import RunDeps
 from agents.runner.frames import ChannelLayerSink, CollectingSink, Sink, frame
-from agents.runner.gate import ApprovalGate
+from agents.runner.gate import ApprovalGate, waiting_calls
 from agents.runner.guard import BudgetGuard
 from agents.runner.loop import runs_loop
 from agents.runner.transcript import Transcript, jsonable
@@ -357,7 +357,9 @@ class RunExecution:
             instructions=assembly.instructions(self.spec, run, built),
             deps_type=RunDeps,
             toolsets=built.toolsets,
-            capabilities=[BudgetGuard(execution=self), ApprovalGate(approval=built.approval), *built.capabilities],
+            capabilities=[BudgetGuard(execution=self), ApprovalGate(approval=built.approval, waiting=(
+                waiting_calls(run.conversation_id, exclude_run=run.pk) if "required" in built.approval.values()
+                else ())), *built.capabilities],
             model_settings=assembly.model_settings(profile, self.spec),
             retries=2,
         )
