@@ -154,6 +154,9 @@ class Capability:
     # (field of the config, message) pairs, e.g. a server address outside the operator's list. Unlike
     # `binding_check` it never stops a run at assembly.
     publish_check: Callable[[Any], list[tuple[str, str]]] | None = None
+    # Publish's checks that need the publishing organization as well (e.g. a sandbox `service` binding with no
+    # usable connection of theirs): (field of the config, message) pairs, for an enabled binding only.
+    organization_check: Callable[[Any, Any], list[tuple[str, str]]] | None = None
     # Why the capability declares the tools it does, when that is not obvious: required (tests) for every
     # `tools=()` capability ("no tools on purpose", or tools that come from data such as MCP servers), and
     # for one the catalog lists without tools that still has one (clock). Served and shown on the card.

@@ -228,6 +228,9 @@ def validate_bindings(
         if cap.publish_check is not None and config is not None:
             for config_field, message in cap.publish_check(config):
                 problem(f"{base}.config.{config_field}", message)
+        if cap.organization_check is not None and config is not None and binding.enabled:
+            for config_field, message in cap.organization_check(config, organization):
+                problem(f"{base}.config.{config_field}", message)
 
         declared = cap.tool_ids()
         for tool_id, mode in binding.tool_approval.items():

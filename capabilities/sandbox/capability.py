@@ -271,10 +271,6 @@ def organization_check(config: Any, organization: Any) -> list[tuple[str, str]]:
     return publish_problems(config, organization)
 
 
-# The registry runs `organization_check` at publish once it knows the field (a patch to capabilities/base.py
-# and registry.py, outside this package); until then the capability still loads.
-_ORG_CHECK: dict[str, Any] = ({"organization_check": organization_check}
-              if "organization_check" in getattr(Capability, "__dataclass_fields__", {}) else {})
 
 CAPABILITY = Capability(
     id="sandbox",
@@ -298,5 +294,5 @@ CAPABILITY = Capability(
     voice="hand_off",
     recommended=True,
     build=build,
-    **_ORG_CHECK,
+    organization_check=organization_check,
 )

@@ -9,7 +9,6 @@ import pytest
 
 from agenticos import vault
 from agenticos.models import AuditEvent, Secret
-from capabilities.base import Capability
 from capabilities.models import SandboxConnection, Workspace
 from capabilities.sandbox import connections
 from capabilities.sandbox.capability import SandboxConfig
@@ -169,9 +168,6 @@ def _actor(user, org):
     return actor_of(user, org)
 
 
-@pytest.mark.skipif("organization_check" not in Capability.__dataclass_fields__,
-                    reason="publish runs organization checks once capabilities/base.py and registry.py carry "
-                           "`organization_check` (the patch in issue 23's report)")
 def test_publishing_a_service_workspace_without_a_connection_is_refused_by_name(org, owner, no_own_sandboxd):
     from agenticos.errors import Invalid
     from agents import services as agent_services
