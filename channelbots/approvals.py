@@ -192,10 +192,15 @@ def on_approval_decided(sender=None, *, approval_id, via: str = "", **kwargs) ->
         tasks.update_card.delay(str(approval_id), via)
 
 
+# The runs that answer in a thread: a bot's own, and a trigger's whose answer a binding posts in a channel
+# (triggers.delivery records the channel on such a run when it parks).
+THREAD_SURFACES = (*Platform.values, "schedule", "event")
+
+
 def on_run_resumed(sender=None, *, run_id, **kwargs) -> None:
     from agents.models import Run
 
-    options = Run.objects.filter(pk=run_id, surface__in=Platform.values).values_list("options", flat=True).first()
+    options = Run.objects.filter(pk=run_id, surface__in=THREAD_SURFACES).values_list("options", flat=True).first()
     if options and (options or {}).get("channel"):
         from channelbots import tasks
 

@@ -3,13 +3,18 @@
 The delivery follows the run's frames on the default queue like a bot reply does (a live placeholder,
 edited as the answer arrives); what is posted at the end is the run's own output read back from its row,
 so frames published before the delivery subscribed cost nothing but the early live edits.
+
+A run that parks on an approval links its page in the console and posts a card per pending call in the thread
+(Approve / Reject, `channelbots.approvals`); the run then remembers the channel (`options["channel"]`, as a
+bot's own runs do), so after a decision — in the thread or in the console — the continued answer is written
+into the same thread.
 """
 
 from __future__ import annotations
 
 import logging
 
-from django.conf import settings
+from django.db import transaction
 
 from agents.models import Run, RunStatus
 from triggers.models import Trigger, TriggerFiring
@@ -21,12 +26,35 @@ ENDED = {RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.B
 
 
 def _text(run: Run) -> str:
+    from channelbots.approvals import run_url
+
     if run.status == RunStatus.COMPLETED:
         return run.output or "(no answer)"
     if run.status in (RunStatus.AWAITING_APPROVAL, RunStatus.AWAITING_ANSWER):
-        url = f"{settings.FRONTEND_URL}/runs/{run.pk}"
-        return (run.output + "\n\n" if run.output else "") + f"A person must decide on a step before I can finish: {url}"
+        where = "here below, or in the console" if run.status == RunStatus.AWAITING_APPROVAL else "in the console"
+        return ((run.output + "\n\n" if run.output else "")
+                + f"A person must decide on a step before I can finish — {where}: {run_url(run.pk)}")
     return f"The scheduled run did not finish ({run.get_status_display().lower()})."
+
+
+def channel_of(trigger: Trigger, bot) -> dict:
+    """Where the run answers, spelled as a bot's own runs have it in `options["channel"]` (no channel tools:
+    those come with a person's message through a binding, never with a trigger)."""
+    return {"bot_id": str(bot.pk), "chat_id": trigger.delivery_chat_id, "thread": trigger.delivery_thread,
+            "platform": bot.platform}
+
+
+def _remember_channel(run_id: str, channel: dict) -> bool:
+    """Record the channel on a parked run, so its resumed answer is followed into the thread. Only while it is
+    parked: a run no worker is executing, whose options nothing else writes then."""
+    with transaction.atomic():
+        run = (Run.objects.select_for_update().only("options", "status")
+               .filter(pk=run_id, status=RunStatus.AWAITING_APPROVAL).first())
+        if run is None:
+            return False
+        if (run.options or {}).get("channel") != channel:
+            Run.objects.filter(pk=run_id).update(options={**(run.options or {}), "channel": channel})
+    return True
 
 
 def deliver_to_channel(firing_id: int) -> str:
@@ -58,7 +86,12 @@ def deliver_to_channel(firing_id: int) -> str:
     finally:
         subscription.close()
     run = Run.objects.get(pk=run_id)
+    parked = run.status == RunStatus.AWAITING_APPROVAL and _remember_channel(run_id, channel_of(trigger, bot))
     live.finish(_text(run))
+    if parked:
+        from channelbots import approvals
+
+        approvals.post_cards(client, bot, trigger.delivery_chat_id, trigger.delivery_thread, run.pk)
     logger.info("trigger %s: run %s delivered to %s %s (%s)", trigger.pk, run_id, bot.platform,
                 trigger.delivery_chat_id, outcome_kind)
     return "posted"
