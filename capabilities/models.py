@@ -356,3 +356,7 @@ class SandboxConnection(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+# The follow-ups capability keeps its model in its own folder (one folder per capability).
+from capabilities.follow_ups.models import FollowUp  # noqa: E402, F401

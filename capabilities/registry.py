@@ -60,6 +60,7 @@ BUILTIN: tuple[str, ...] = (
     "capabilities.sandbox",
     "capabilities.subagents",
     "capabilities.channel_tools",
+    "capabilities.follow_ups",
 )
 
 # A name every provider accepts for a function tool.

@@ -17,3 +17,10 @@ def sweep_turn_workspaces() -> int:
     from capabilities.sandbox.store import sweep_turn_workspaces as sweep
 
     return sweep()
+
+
+@shared_task(name="capabilities.tasks.write_follow_ups", ignore_result=True)
+def write_follow_ups(follow_up_id: int) -> str:
+    from capabilities.follow_ups.service import write
+
+    return write(follow_up_id)

@@ -198,13 +198,24 @@ def _reconstructed_parts(message: Message, calls: list[ToolCall]) -> list[dict[s
     return parts
 
 
+def _follow_up_steps(message: Message) -> list[str]:
+    from capabilities.follow_ups.models import FollowUp
+
+    try:
+        follow_up = message.follow_up  # type: ignore[attr-defined]
+    except FollowUp.DoesNotExist:
+        return []
+    return list(follow_up.steps) if follow_up.status == FollowUp.Status.READY else []
+
+
 def conversation_turns(conversation: Conversation) -> list[dict[str, Any]]:
     """The transcript as the chat client renders it, live and reopened alike.
 
     Consecutive assistant messages of one run are one turn (avatar and name once); a message without a run is
     never grouped. Four queries whatever the length.
     """
-    messages = list(conversation.messages.order_by("id"))
+    # A reverse one-to-one in the same query: the follow-up buttons an answer got (capabilities/follow_ups).
+    messages = list(conversation.messages.select_related("follow_up").order_by("id"))
     calls: dict[tuple[str, str], ToolCall] = {}
     calls_by_message: dict[int, list[ToolCall]] = {}
     for call in ToolCall.objects.filter(run__conversation=conversation).order_by("id"):
@@ -238,8 +249,11 @@ def conversation_turns(conversation: Conversation) -> list[dict[str, Any]]:
                 parts.append({"type": part["type"], "text": part.get("text", "")})
             elif part.get("type") == "delegation":  # a delegation panel (capabilities/subagents), as drawn live
                 parts.append(part)
+        follow_ups = _follow_up_steps(message)
         previous = turns[-1] if turns else None
         if previous and previous["role"] == "assistant" and run_id and previous["run_id"] == run_id:
+            if follow_ups:  # the buttons belong under the turn's last answer
+                previous["follow_ups"], previous["message_id"] = follow_ups, message.pk
             # A resumed run writes the parked call again in its continuation: one turn shows it once.
             seen = {p["call"]["id"] for p in previous["parts"] if p["type"] == "tool"}
             # A delegation resumed after an approval keeps its one panel: the continuation is added to it.
@@ -253,6 +267,8 @@ def conversation_turns(conversation: Conversation) -> list[dict[str, Any]]:
             continue
         run = runs.get(run_id or "")
         turns.append({
+            "message_id": message.pk,
+            "follow_ups": follow_ups,
             "role": "assistant",
             "run_id": run_id,
             "agent": message.author_label or conversation.agent.name,

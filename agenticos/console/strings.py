@@ -32,6 +32,7 @@ def tool_phrases() -> dict[str, dict[str, str]]:
 def chat_strings() -> dict[str, str]:
     return {
         "files_title": _("Files"),
+        "follow_ups": _("Suggested next steps"),
         "files_fill": _("%(used)s of %(max)s used (%(percent)s%%)"),
         "files_open": _("Open"),
         "files_download": _("Download"),

@@ -322,8 +322,25 @@ class Plan:
     calls: tuple[ToolCallPart, ...] = ()
 
 
+# The follow-up model's request (capabilities/follow_ups) starts its instructions with this marker.
+FOLLOW_UPS_MARKER = "[follow-ups]"
+_FOLLOW_UPS = {
+    "en": ("What else can you do?", "Draw me a chart of sample sales", "What time is it in Tokyo?"),
+    "es": ("¿Qué más puedes hacer?", "Dibújame un gráfico de ventas de ejemplo", "¿Qué hora es en Tokio?"),
+}
+
+
+def _is_follow_up_request(messages: list[ModelMessage]) -> bool:
+    first = messages[0] if messages else None
+    return isinstance(first, ModelRequest) and any(
+        isinstance(part, SystemPromptPart) and part.content.startswith(FOLLOW_UPS_MARKER) for part in first.parts)
+
+
 def plan(messages: list[ModelMessage], info: AgentInfo) -> Plan:
     prompt = _latest_prompt(messages)
+    if _is_follow_up_request(messages):  # three next steps in the person's language, one per line
+        asked = prompt.split("The answer they got:")[0]
+        return Plan("\n".join(_FOLLOW_UPS["es" if detect(asked).spanish else "en"]))
     detected = detect(prompt)
     text = _t(detected.spanish)
     results = _results_since_prompt(messages)

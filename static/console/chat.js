@@ -26,6 +26,7 @@
   var answers = {};       // question id -> [answers as shown in the summary]
   var answerValues = {};  // question id -> [answers as sent]
   var lastUsage = S.usage || null;
+  var followUpsByRun = {}; // run id -> next steps that arrived live (a reconcile fetched earlier must not drop them)
   var renderQueued = false;
 
   // ---------------------------------------------------------------- helpers
@@ -206,6 +207,8 @@
     else if (turn.stopped || (turn.usage && turn.usage.status === "cancelled")) {
       article.appendChild(h("p", {class: "turn-stopped muted", "data-stopped": "", text: T.stopped}));
     }
+    var steps = turn.follow_ups && turn.follow_ups.length ? turn.follow_ups : followUpsByRun[turn.run_id];
+    if (steps && steps.length) article.appendChild(followUps(steps));
     if (turn.usage && turn.usage.status && turn.usage.status !== "running" && turn.usage.status !== "queued") {
       var cost = fill(turn.usage.cost_is_partial ? T.cost_partial : T.cost, {cost: money(turn.usage.cost_usd)});
       article.appendChild(h("p", {class: "turn-usage", "data-turn-usage": ""}, [
@@ -214,6 +217,17 @@
       ]));
     }
     return article;
+  }
+
+  // Suggested next steps (capabilities/follow_ups): buttons under the answer; a click sends the text.
+  function followUps(steps) {
+    var group = h("div", {class: "follow-ups", role: "group", "aria-label": T.follow_ups, "data-follow-ups": ""});
+    steps.forEach(function (text) {
+      var b = h("button", {type: "button", class: "button follow-up", "data-follow-up": "", text: text});
+      b.addEventListener("click", function () { sendText(text); });
+      group.appendChild(b);
+    });
+    return group;
   }
 
   // A delegation is a panel, not a pause: the specialist's own text and steps, its name, status and cost.
@@ -558,6 +572,11 @@
         activeRunId = d.run_id;
         if (!pending.questions.some(function (q) { return q.question_id === d.question_id; })) pending.questions.push(d);
         break;
+      case "follow_ups":
+        if (d.conversation_id !== S.conversation_id) break;
+        followUpsByRun[d.run_id] = d.steps || [];
+        turns.forEach(function (t) { if (t.role === "assistant" && t.run_id === d.run_id) t.follow_ups = d.steps || []; });
+        break;
       case "complete":
         var turn = liveTurn();
         turn.usage = Object.assign({status: d.status}, d.usage || {});
@@ -686,18 +705,22 @@
 
   // ---------------------------------------------------------------- composer
 
+  function sendText(text) {
+    if (!S.agent_id) { showNotice(T.choose_agent); return false; }
+    var message = {type: "message", agent_id: S.agent_id, text: text};
+    if (S.conversation_id) message.conversation_id = S.conversation_id;
+    turns.push({role: "user", text: text});
+    schedule();
+    socketSend(message);
+    return true;
+  }
+
   if (composer) {
     composer.addEventListener("submit", function (event) {
       event.preventDefault();
       var text = textarea.value.trim();
       if (!text) return;
-      if (!S.agent_id) { showNotice(T.choose_agent); return; }
-      var message = {type: "message", agent_id: S.agent_id, text: text};
-      if (S.conversation_id) message.conversation_id = S.conversation_id;
-      turns.push({role: "user", text: text});
-      textarea.value = "";
-      schedule();
-      socketSend(message);
+      if (sendText(text)) textarea.value = "";
     });
     textarea.addEventListener("keydown", function (event) {
       if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {

@@ -34,9 +34,11 @@ def test_bootstrap_creates_everything_once_and_prints_the_password_only_the_firs
     assert ModelProfile.objects.filter(organization=org).count() == 1
     version = environment_version(agent, "production")
     assert [c["id"] for c in version.spec["capabilities"]] == [
-        "clock", "charts", "code_execution", "planning", "ask_user", "sandbox"
+        "clock", "charts", "code_execution", "planning", "ask_user", "sandbox", "follow_ups"
     ]
     assert ModelProfile.objects.get(pk=version.spec["model_profile_id"]).provider == "demo"
+    # Follow-ups are on with the demo model, so `make run` shows the buttons.
+    assert version.spec["capabilities"][-1]["config"] == {"model_profile_id": version.spec["model_profile_id"]}
 
 
 def test_the_printed_password_signs_in(db, client):

@@ -107,6 +107,8 @@ EXEMPT: dict[str, dict[str, str]] = {
     # (sync only: task alone; without allow_dynamic: no create_agent/delegate).
     "subagents": {"answer_subagent": "declared so a policy can gate or rename it, offered to nobody: a sync "
                                      "delegate's question goes to the person, a background one cannot ask"},
+    "follow_ups": {"suggest_next_steps": "declared so a policy can name it, never offered to the main model: a "
+                                         "separate model writes the steps after the answer is committed"},
 }
 
 # pydantic-ai's own tools that a capability brings along (skills loads on demand through load_capability).

@@ -43,6 +43,14 @@ def starter_capabilities() -> tuple[str, ...]:
     )
 
 
+def starter_binding(cap_id: str, demo: ModelProfile) -> dict[str, Any]:
+    """A starter binding: follow-ups need a model of their own, the demo one (free, offline), so `make run`
+    shows the buttons; every other capability starts with its defaults."""
+    if cap_id == "follow_ups":
+        return {"id": cap_id, "config": {"model_profile_id": str(demo.pk)}}
+    return {"id": cap_id}
+
+
 def starter_instructions() -> str:
     """The starter's instructions, naming what its capabilities offer (their catalog `offers` line)."""
     lines = [f"- {registry.get(cap_id).offers or registry.get(cap_id).description} ({cap_id})"
@@ -182,7 +190,7 @@ class Command(BaseCommand):
                 description="A friendly tour of what agents can do.",
                 instructions=starter_instructions(),
                 model_profile_id=str((profile or demo).pk),
-                capabilities=[{"id": cap} for cap in starter_capabilities()],  # type: ignore[misc]
+                capabilities=[starter_binding(cap, demo) for cap in starter_capabilities()],  # type: ignore[misc]
             )
             agent = agents.create_agent(actor=actor, slug=AGENT_SLUG, spec=dump_spec(spec))
             agents.publish_agent(actor=actor, agent=agent, note="Created by platform_bootstrap")

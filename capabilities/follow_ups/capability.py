@@ -1,0 +1,111 @@
+"""Follow-ups (spec "Follow-ups"): suggested next steps under an answer, and setup cards.
+
+- `suggest_next_steps` is declared (so a policy can name it and old specs keep their settings) and offered to
+  nobody: the steps are written by a separate model (`model_profile_id`; unset = none) after the answer is
+  committed, in a Celery task (`capabilities.follow_ups.service`), never by the main model, which neither calls
+  it nor waits for it.
+- `propose_setup` is the main model's: up to three cards — a trigger (routine), an agent, a connection — drawn
+  under the answer from the stored tool call.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from capabilities.base import BuildContext, Built, Capability, ToolDecl, function_toolset, tool_text
+
+# The spec's fixed limits of the follow-up model's work.
+MAX_STEPS = 3
+TIMEOUT_SECONDS = 15.0
+MAX_OUTPUT_TOKENS = 512
+MAX_CARDS = 3
+STEP_MAX_CHARS = 120
+
+
+class FollowUpsConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    model_profile_id: str | None = Field(
+        default=None, title="Model for next steps",
+        description="The model that writes the suggested next steps after each answer. Unset: no suggestions.")
+
+    @field_validator("model_profile_id")
+    @classmethod
+    def _a_uuid(cls, value: str | None) -> str | None:
+        import uuid
+
+        if value in (None, ""):
+            return None
+        try:
+            return str(uuid.UUID(str(value)))
+        except ValueError:
+            raise ValueError("must be a model profile id") from None
+
+
+class SetupCard(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["trigger", "agent", "connection"]
+    title: str = Field(min_length=1, max_length=80)
+    detail: str = Field(default="", max_length=300)
+    # trigger: a cron line or an event name to prefill; connection: the catalog key of the server, if any.
+    schedule: str = Field(default="", max_length=120)
+    server_key: str = Field(default="", max_length=80)
+
+
+def propose_setup(cards: list[SetupCard]) -> dict:
+    """Propose up to three things for the person to set up, drawn as cards under your answer.
+
+    Use it when a request would be served better by something the person has not set up yet: a routine that
+    runs on a schedule, an agent of their own, or a service to connect. Do not use it for the answer itself.
+
+    Args:
+        cards: one to three cards; each has kind (trigger, agent or connection), title (short), optional
+            detail, optional schedule (for a trigger, e.g. '0 9 * * 1') and optional server_key (for a
+            connection, the catalog key of the service).
+
+    Returns:
+        {"cards": [...]} as they will be drawn; more than three cards is refused with a message and nothing is
+        drawn.
+    """
+    if not cards:
+        return {"cards": [], "error": "Give at least one card."}
+    if len(cards) > MAX_CARDS:
+        return {"cards": [], "error": f"At most {MAX_CARDS} cards; nothing was drawn."}
+    return {"cards": [card.model_dump() for card in cards]}
+
+
+SUGGEST = ToolDecl(
+    id="suggest_next_steps",
+    description=tool_text(
+        what="Suggest up to three short next steps the person may want, shown as buttons under the answer.",
+        when="Never called by the agent: a separate model writes the steps after the answer is saved.",
+        returns="Nothing to the agent; the buttons appear under the answer.",
+    ),
+)
+TOOLS = (SUGGEST, ToolDecl.from_function(propose_setup))
+
+
+def build(ctx: BuildContext) -> list[Built]:
+    # Only propose_setup is offered: suggest_next_steps is the follow-up model's, after the answer.
+    return [function_toolset([propose_setup])]
+
+
+CAPABILITY = Capability(
+    id="follow_ups",
+    name="Follow-ups",
+    category="utility",
+    description="Suggested next steps under each answer, written by a separate model after the answer, and "
+                "cards proposing a routine, an agent or a connection to set up.",
+    offers="suggested next steps as buttons under each answer, and setup cards",
+    examples=("Show me three things I could ask next.", "Suggest a routine that sends me this every Monday."),
+    never_does="It never gives the follow-up model tools or the agent's instructions, never suggests more than "
+               "three steps, and never shows them on a widget, hosted page or raw socket.",
+    tools=TOOLS,
+    build=build,
+    config_model=FollowUpsConfig,
+    voice="never",
+    recommended=True,
+)
