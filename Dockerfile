@@ -11,6 +11,9 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 
 WORKDIR /app
 
+# bubblewrap: the isolation sandboxd runs every command under (the `sandboxd` service of docker-compose.yml).
+RUN apt-get update && apt-get install -y --no-install-recommends bubblewrap && rm -rf /var/lib/apt/lists/*
+
 # libpq-free: psycopg[binary] ships its own; curl-free: the healthcheck uses Python.
 RUN groupadd --system app && useradd --system --gid app --home-dir /app app \
     && mkdir -p /data/media && chown -R app:app /data
