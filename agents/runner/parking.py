@@ -23,6 +23,13 @@ if TYPE_CHECKING:
     from agents.runner.execute import RunExecution
 
 
+def delegation_extras(run: Run) -> dict[str, Any]:
+    """Specialists the model wrote in this run (capabilities/subagents), kept so the resumed run knows them."""
+    from capabilities.subagents.toolset import parked_extras
+
+    return parked_extras(run.pk)
+
+
 def park(ex: RunExecution, requests: DeferredToolRequests, messages) -> tuple[str, list[dict[str, Any]]]:
     run = ex.run
     frames: list[dict[str, Any]] = []
@@ -76,7 +83,7 @@ def park(ex: RunExecution, requests: DeferredToolRequests, messages) -> tuple[st
         write_together(*answer, *inserts, Update(Run.objects.filter(pk=run.pk), {
             "status": status,
             "parked_state": {"messages": ModelMessagesTypeAdapter.dump_python(messages, mode="json"),
-                             **({"delegations": delegations} if delegations else {})},
+                             **({"delegations": delegations} if delegations else {}), **delegation_extras(run)},
             "heartbeat_at": timezone.now(),
             **spend,
         }))

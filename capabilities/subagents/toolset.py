@@ -27,6 +27,7 @@ import asyncio
 import dataclasses
 import json
 import logging
+import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -110,8 +111,18 @@ def build_delegation(ctx: BuildContext) -> list[Built]:
     if not delegates and factory is None:
         raise NotBuilt(f"none of its delegates can be reached ({', '.join(missing)})")
     return [Delegation(config=config, delegates={d.name: d for d in delegates}, missing=missing,
-                       execution=execution, dynamic=factory, usage=usage,
+                       execution=execution, dynamic=factory, usage=usage, root=inherited is None,
                        panels=Panels(execution, enabled=_draws_panels(execution)))]
+
+
+# run id → that run's root delegation, while its agent lives (weakly: nothing here keeps a run alive).
+_ROOTS: weakref.WeakValueDictionary[str, Delegation] = weakref.WeakValueDictionary()
+
+
+def parked_extras(run_id: Any) -> dict[str, Any]:
+    """For `agents.runner.parking.park`: what delegation keeps across a park besides the parked calls."""
+    delegation = _ROOTS.get(str(run_id))
+    return delegation.parked_extras() if delegation is not None else {}
 
 
 def _draws_panels(execution: RunExecution | None) -> bool:
@@ -357,6 +368,8 @@ class Delegation(AbstractCapability[Any]):
     usage: dict[str, DelegateUsage] = field(default_factory=dict, repr=False)
     panels: Panels | None = None
     dynamic_steps: int = 10
+    # The run's own delegation (not a delegate's): the one whose written specialists a park keeps.
+    root: bool = False
     # the parent's tool call id → the task id the library gave that delegation
     started_by_call: dict[str, str] = field(default_factory=dict)
     _resumed: set[str] = field(default_factory=set)
@@ -381,6 +394,37 @@ class Delegation(AbstractCapability[Any]):
             id="subagents",
         )
         self._toolset = DelegatingToolset(self._library, owner=self)
+        if self.root and self.execution is not None:
+            _ROOTS[str(self.execution.run.pk)] = self
+            if dynamic is not None:
+                self._restore_specialists()
+
+    def _restore_specialists(self) -> None:
+        """Specialists written before the run parked are registered again in the resumed run (the library's
+        registry is built per agent, and a resumed run is a new build): a name created before an approval is
+        still known after it (subagents-pydantic-ai#175). Not across turns: a new message is a new build with
+        no parked state."""
+        from subagents_pydantic_ai import SubAgentConfig as Config
+
+        parked = getattr(self.execution.run, "parked_state", None) or {} if self.execution else {}
+        for item in parked.get("dynamic_specialists") or []:
+            if self.dynamic is None or item.get("model") not in self.dynamic.profiles:
+                continue
+            if self._library.registry.exists(item["name"]):
+                continue
+            config = Config(name=item["name"], description=item.get("description", ""),
+                            instructions=item.get("instructions", ""), model=item["model"], can_ask_questions=False)
+            try:
+                self._library.registry.register(config, self.dynamic.build(config))
+            except ValueError:  # past the cap: the rest are not kept
+                break
+
+    def parked_extras(self) -> dict[str, Any]:
+        """What a park keeps of this run's delegation beyond the parked calls: the written specialists."""
+        kept = [{"name": c["name"], "description": c.get("description", ""),
+                 "instructions": c.get("instructions", ""), "model": str(c.get("model", ""))}
+                for c in self._library.registry.list_configs()]
+        return {"dynamic_specialists": kept} if kept else {}
 
     def _library_config(self, delegate: BuiltDelegate) -> SubAgentConfig:
         mode = delegate.mode or self.config.mode

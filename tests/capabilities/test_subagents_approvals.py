@@ -165,3 +165,34 @@ def test_where_nobody_can_answer_a_delegates_question_is_answered_at_once_and_no
     run.refresh_from_db()
     assert run.status == RunStatus.COMPLETED
     assert run.output.startswith("Lead: Nobody can answer questions here")
+
+
+def test_a_specialist_written_before_a_park_is_still_known_after_the_approval(org, owner, admin_user, demo_profile,
+                                                                             scripted_model):
+    from tests.capabilities.test_subagents import _publish
+
+    team = Team()
+    scripted_model(team.model())
+    team.role(LEAD,
+              call("create_agent", {"name": "translator", "description": "Translates", "model": "Team",
+                                    "instructions": "You are a translator."}),
+              call("create_chart", CHART_ARGS, 1),
+              call("task", {"description": "Translate 'hello'.", "subagent_type": "translator"}, 2),
+              lambda m: "Lead: " + str(returns(m)[-1]).split("\n\nChat Trace ID")[0])
+    team.role("You are a translator.", "hola")
+    lead, version = _publish(org, owner, {
+        "instructions": "You are the lead.", "model_profile_id": str(demo_profile.pk),
+        "capabilities": [{"id": "subagents", "config": {"allow_dynamic": True}},
+                         {"id": "charts", "tool_approval": {"create_chart": "required"}}],
+    }, name="Writer lead")
+    run = start(org, owner, lead, version, prompt="translate")
+    run_now(run)
+    run.refresh_from_db()
+    assert run.status == RunStatus.AWAITING_APPROVAL, run.error
+    assert [s["name"] for s in run.parked_state["dynamic_specialists"]] == ["translator"]
+
+    decide_approval(actor=actor_of(admin_user, org), approval=Approval.objects.get(run=run), decision="approve")
+    _resume(run)
+    run.refresh_from_db()
+    assert run.status == RunStatus.COMPLETED, run.error
+    assert run.output == "Lead: hola"
