@@ -79,7 +79,8 @@ def run_worker_processes() -> int:
 def run_worker_command(index: int, concurrency: str | None = None, log_level: str = "INFO") -> list[str]:
     # Agent runs are I/O-bound (model streams, HTTP tools): each is a task on the worker's runs loop (up to
     # RUN_MAX_CONCURRENT), and a handful of Celery threads is enough to hand them over (agents/runner/loop.py).
-    # Runs get their own workers: a bot delivery (queue "default") holds a thread for the run it follows.
+    # Runs get their own workers; a bot delivery (queue "default") hands the run it follows to its worker's
+    # follows loop (channelbots/follows.py) and frees its thread.
     return [
         sys.executable, "-m", "celery", "-A", "agenticos", "worker", "-Q", "runs", "-n", f"runs{index + 1 if index else ''}@%h",
         "-P", "threads", "-c", concurrency or os.environ.get("RUN_WORKER_CONCURRENCY", "8"), "-l", log_level,

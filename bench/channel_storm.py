@@ -7,8 +7,10 @@ offline demo model through Celery and the real runner, live replies on a local f
 Prints the ack latency of the route (p50/p95/max: verify + parse + claim + enqueue — the 200 never waits for
 the run), then waits for the answers and checks answers posted == distinct messages exactly (no duplicate,
 no loss). Runs against the dev services (`python -m agenticos.devservices start`), with two Celery workers
-in their own processes, as `make run` starts them: one for "default" (deliveries, which wait on their run)
-and one for "runs" — a delivery holds its thread while the run it follows executes. (Two workers inside
+in their own processes, as `make run` starts them: one for "default" (deliveries) and one for "runs". A
+delivery no longer holds its thread while the run it follows executes: the follow is a task of the default
+worker's follows loop (channelbots/follows.py, up to CHANNELBOTS_MAX_FOLLOWS), so a few delivery threads
+are enough (`--delivery-threads`; this bench's figures were taken before that change). (Two workers inside
 this one process lost their broker consumer under the storm — "Unrecoverable error" on a Redis connection
 — which is not how anything here is deployed.) Worker logs: /tmp/agenticos-storm-*.log.
 """

@@ -65,7 +65,7 @@ def setting(name: str) -> int:
     return int(getattr(settings, name, DEFAULTS[name]))
 
 
-DEFAULTS = {"CHANNELBOTS_MAX_FOLLOWS": 300, "CHANNELBOTS_FOLLOW_THREADS": 32, "CHANNELBOTS_FOLLOW_LEASE_SECONDS": 30,
+DEFAULTS = {"CHANNELBOTS_MAX_FOLLOWS": 300, "CHANNELBOTS_FOLLOW_THREADS": 16, "CHANNELBOTS_FOLLOW_LEASE_SECONDS": 30,
             "CHANNELBOTS_FOLLOW_SHUTDOWN_GRACE_SECONDS": 10}
 
 
@@ -88,6 +88,7 @@ class FollowLoop(RunLoop):
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.following: dict[str, asyncio.Task] = {}  # run id → its task; touched on the loop thread only
         self.failures = 0
+        self.waiting: set[str] = set()  # recorded, waiting for room in a Celery thread (under self._room)
         super().__init__(capacity)
 
     def _serve(self) -> None:
@@ -102,15 +103,22 @@ class FollowLoop(RunLoop):
 
     # ------------------------------------------------------------------ handing over
 
-    def hand_over(self, reply: Reply) -> None:
+    def hand_over(self, reply: Reply, *, check_first: bool = False) -> None:
         """Record `reply`'s follow, then wait for room and start it here. Raises Draining when this process
-        is shutting down: the record stays, without a lease, for another worker to adopt."""
+        is shutting down: the record stays, without a lease, for another worker to adopt. `check_first`: the
+        subscription was made after the run started (a resumed run), ask its row first."""
+        run_id = str(reply.run_id)
         record(reply, self.owner)
+        with self._room:
+            self.waiting.add(run_id)  # its lease is renewed while it waits for room
         try:
-            self.admit(lambda: self._follow(reply))
+            self.admit(lambda: self._follow(reply, check_first=check_first))
         except Draining:
-            release_lease(str(reply.run_id))
+            release_lease(run_id)
             raise
+        finally:
+            with self._room:
+                self.waiting.discard(run_id)
 
     async def _follow(self, reply: Reply, *, check_first: bool = False) -> str:
         from channelbots import delivery, router
@@ -142,12 +150,14 @@ class FollowLoop(RunLoop):
         while True:
             await asyncio.sleep(max(0.2, lease_seconds() / 3))
             try:
-                await self.loop.run_in_executor(self.pool, renew, list(self.following), self.owner)
+                with self._room:
+                    held = [*self.following, *self.waiting]
+                await self.loop.run_in_executor(self.pool, renew, held, self.owner)
                 if not self.draining:
                     for run_id, data in await self.loop.run_in_executor(self.pool, orphans, self.owner):
                         self._adopt(run_id, data)
             except RuntimeError:  # the pool was shut down: the process is exiting
-                if self._closed.is_set() or threading.main_thread().is_alive() is False:
+                if self._closed.is_set() or not threading.main_thread().is_alive():
                     return
                 logger.warning("the follows loop could not renew or adopt", exc_info=True)
             except Exception:  # a Redis outage must not end the renewal of every follow
@@ -156,7 +166,7 @@ class FollowLoop(RunLoop):
     def _adopt(self, run_id: str, data: dict) -> None:
         with self._room:
             if self._admitted >= self.capacity or self.draining:
-                release_lease(run_id)  # taken by `orphans`; someone with room may have it
+                self.loop.run_in_executor(self.pool, release_lease, run_id)  # someone with room may have it
                 return
             self._admitted += 1
             self.peak = max(self.peak, self._admitted)
@@ -250,11 +260,14 @@ def renew(run_ids: list[str], owner: str) -> None:
 def orphans(owner: str) -> list[tuple[str, dict]]:
     """Recorded follows nobody holds a lease on, each now leased to `owner` (SET NX: one adopter)."""
     client = ratelimit.client()
-    found = client.hgetall(records_key())
+    found = {(key.decode() if isinstance(key, bytes) else str(key)): raw
+             for key, raw in client.hgetall(records_key()).items()}
+    if not found:
+        return []
+    leases = client.mget([lease_key(run_id) for run_id in found])
     taken: list[tuple[str, dict]] = []
-    for raw_id, raw in found.items():
-        run_id = raw_id.decode() if isinstance(raw_id, bytes) else str(raw_id)
-        if client.set(lease_key(run_id), owner, nx=True, ex=lease_seconds()):
+    for (run_id, raw), lease in zip(found.items(), leases, strict=True):
+        if lease is None and client.set(lease_key(run_id), owner, nx=True, ex=lease_seconds()):
             try:
                 taken.append((run_id, json.loads(raw)))
             except ValueError:
@@ -310,10 +323,10 @@ def started_loop() -> FollowLoop | None:
         return _loop
 
 
-def hand_over(reply: Reply) -> str:
+def hand_over(reply: Reply, *, check_first: bool = False) -> str:
     """From the Celery task: the follow goes to this process's loop; the thread returns at once."""
     try:
-        follows_loop().hand_over(reply)
+        follows_loop().hand_over(reply, check_first=check_first)
     except Draining:
         logger.info("run %s: this worker is shutting down; its follow is left for another worker", reply.run_id)
         return "handed_over"
