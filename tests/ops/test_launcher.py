@@ -41,5 +41,5 @@ def test_daphne_listens_with_a_backlog_for_a_burst_of_clients(monkeypatch):
     endpoint = endpoints.serverFromString(reactor, command[command.index("-e") + 1])
     assert (endpoint._port, endpoint._interface, endpoint._backlog) == (8123, "127.0.0.1", 2048)
     monkeypatch.setenv("DAPHNE_BACKLOG", "4096")
-    endpoint = endpoints.serverFromString(reactor, launcher.daphne_endpoint("0.0.0.0", 8000))
+    endpoint = endpoints.serverFromString(reactor, launcher.daphne_endpoint("127.0.0.2", 8000))
     assert endpoint._backlog == 4096
