@@ -109,6 +109,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI and Redoc served from our static files (no CDN)
     "channels",
     "guardian",
     "django_celery_beat",
@@ -362,6 +363,9 @@ REST_FRAMEWORK = {
     "UNAUTHENTICATED_USER": None,
 }
 SPECTACULAR_SETTINGS = {
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
     "TITLE": "AgenticOS API",
     "DESCRIPTION": "Agents as data: build, publish and run agents on every surface.",
     "VERSION": "1.0.0",
@@ -448,6 +452,15 @@ CHANNELBOTS_WATCHDOG_SECONDS = _int("CHANNELBOTS_WATCHDOG_SECONDS", 5, minimum=1
 # How long a channel delivery's claim lasts until its run is started (then 15 minutes): a process that died in
 # between lets the platform's redelivery through after this long instead of dropping it (channelbots/dedup.py).
 CHANNELBOTS_CLAIM_PENDING_SECONDS = _int("CHANNELBOTS_CLAIM_PENDING_SECONDS", 120, minimum=1)
+# A bot reply following its run is a task on its default worker's follows loop (channelbots/follows.py): at most
+# CHANNELBOTS_MAX_FOLLOWS per process (beyond it the worker stops taking messages), their platform calls and ORM
+# on CHANNELBOTS_FOLLOW_THREADS threads; a follow's lease (renewed by its loop) lapses after
+# CHANNELBOTS_FOLLOW_LEASE_SECONDS when its worker died, and another default worker carries it on.
+CHANNELBOTS_MAX_FOLLOWS = _int("CHANNELBOTS_MAX_FOLLOWS", 300, minimum=1)
+CHANNELBOTS_FOLLOW_THREADS = _int("CHANNELBOTS_FOLLOW_THREADS", 16, minimum=1)
+CHANNELBOTS_FOLLOW_LEASE_SECONDS = _int("CHANNELBOTS_FOLLOW_LEASE_SECONDS", 30, minimum=1)
+# On SIGTERM a default worker lets its follows finish this long; the rest are left to another worker at once.
+CHANNELBOTS_FOLLOW_SHUTDOWN_GRACE_SECONDS = _int("CHANNELBOTS_FOLLOW_SHUTDOWN_GRACE_SECONDS", 10, minimum=0)
 RUN_STALE_AFTER = timedelta(seconds=_int("RUN_STALE_AFTER_SECONDS", 1800, minimum=60))
 # Runs of a `runs` worker execute as asyncio tasks on one event loop per process (agents/runner/loop.py): at
 # most RUN_MAX_CONCURRENT at once; beyond it the worker stops taking runs and the rest wait in the broker.

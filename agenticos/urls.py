@@ -1,6 +1,6 @@
 from django.contrib import admin
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 from agenticos import health, metrics
 from agenticos.errors import json_error
@@ -27,6 +27,8 @@ urlpatterns = [
     path("api/schema", SpectacularAPIView.as_view()),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/docs", SpectacularSwaggerView.as_view(url_name="api-schema")),
+    path("api/redoc/", SpectacularRedocView.as_view(url_name="api-schema", template_name="console/api_redoc.html"), name="api-redoc"),
+    path("api/redoc", SpectacularRedocView.as_view(url_name="api-schema", template_name="console/api_redoc.html")),
     path("api/v1/", include(api_v1)),
     path("", include("interop.urls")),  # OpenAI-compatible /v1/ (root, as clients expect it)
     path("", include("embeds.urls")),

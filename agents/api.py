@@ -162,11 +162,13 @@ class AgentDetailView(AgentView):
 
 class AgentPublishView(AgentView):
     @extend_schema(request=PublishSerializer, responses={201: VersionDetailSerializer, **WRITE_ERRORS},
-                   summary="Publish the draft as a new version (422 lists every problem with its path)")
+                   summary="Publish the draft as a new version (422 lists every problem with its path; "
+                           "409 `unchanged` when nothing changed since the latest version)")
     def post(self, request: Request, pk) -> Response:
         agent = self.agent(pk, level=grants.PUBLISH)
         data = self.valid(PublishSerializer)
-        version = services.publish_agent(actor=self.actor, agent=agent, note=data.get("note", ""))
+        version = services.publish_agent(actor=self.actor, agent=agent, note=data.get("note", ""),
+                                        allow_unchanged=False)
         return Response(VersionDetailSerializer(version).data, status=status.HTTP_201_CREATED)
 
 

@@ -529,12 +529,16 @@ def delete_agent(*, actor: Actor, agent: Agent) -> None:
 # ------------------------------------------------------------------ publish and environments
 
 
-def publish_agent(*, actor: Actor, agent: Agent, note: str = "") -> AgentVersion:
+def publish_agent(*, actor: Actor, agent: Agent, note: str = "", allow_unchanged: bool = True) -> AgentVersion:
     """Freeze the draft into version N+1. The first publish creates `production` on it; `dev` (and any
-    environment with tracks_latest) follows every publish. Raises Invalid listing every problem."""
+    environment with tracks_latest) follows every publish. Raises Invalid listing every problem.
+    allow_unchanged=False (the API and the console) refuses a draft equal to the latest version with Conflict
+    `unchanged` ("Nothing changed since vN."), so a person's publish never makes an empty version."""
     require_agent_access(actor, agent, PUBLISH)
     from evals.gate import check_publish
 
+    if not allow_unchanged:  # before the gate: no suite is run for a publish that is refused
+        _refuse_unchanged(agent, agent.draft_spec)
     # An agent whose evaluation suite gates publishing is published only when the suite passes on the draft.
     check_publish(actor=actor, agent=agent)
     with transaction.atomic():
@@ -542,6 +546,8 @@ def publish_agent(*, actor: Actor, agent: Agent, note: str = "") -> AgentVersion
         problems = publish_problems(actor, agent.draft_spec, agent=agent)
         if problems:
             raise _invalid("The agent cannot be published.", problems)
+        if not allow_unchanged:  # again under the lock: two publishes of one draft make one version
+            _refuse_unchanged(agent, agent.draft_spec)
         spec = dump_spec(AgentSpec.model_validate(agent.draft_spec))
         number = (agent.versions.aggregate(n=Max("number"))["n"] or 0) + 1
         version = AgentVersion.objects.create(
@@ -562,6 +568,21 @@ def publish_agent(*, actor: Actor, agent: Agent, note: str = "") -> AgentVersion
             # Scope agent crosses a boundary between people: whoever finds a file they never made can look up why.
             _record(actor, "agent.workspace_shared", target=agent, details={"version": number, "scope": "agent"})
     return version
+
+
+def _refuse_unchanged(agent: Agent, draft: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The draft as it would be frozen; Conflict (409 `unchanged`) when it equals the latest version's spec, so
+    a publish with no change never creates an empty version. None for a draft that does not parse (its
+    publish problems say why)."""
+    try:
+        spec = dump_spec(AgentSpec.model_validate(draft or {}))
+    except ValidationError:
+        return None
+    latest = agent.versions.filter(number__gt=0).order_by("-number").only("number", "spec").first()
+    if latest is not None and latest.spec == spec:
+        raise Conflict(f"Nothing changed since v{latest.number}.", code="unchanged",
+                       details={"version": latest.number})
+    return spec
 
 
 def _shares_workspace_across_people(spec: dict[str, Any]) -> bool:

@@ -22,7 +22,7 @@ from django.views.decorators.http import require_POST
 from agenticos.console import selectors
 from agenticos.console.base import console_view, problems_by_field, screen
 from agenticos.console.schema_forms import config_from_post, fields_for
-from agenticos.errors import Invalid, NotFound
+from agenticos.errors import Conflict, Invalid, NotFound
 from agenticos.models import Secret
 from agenticos.tenancy import Actor, org_get
 from agents import services as agent_services
@@ -208,6 +208,9 @@ def builder_context(actor: Actor, agent: Agent, level: str, *, diff: dict | None
         "budget": "" if budget is None else budget,
         "versions": versions,
         "environments": environments,
+        # production behind the latest version: the Builder offers to promote it in one click
+        "production_behind": next((e for e in environments if e.name == "production" and versions
+                                   and e.version_id != versions[0].pk), None),
         "diff": diff,
         "api_url": f"{settings.FRONTEND_URL}/api/v1/agents/{agent.pk}/run",
         "can_run": actor.has("agents:run"),
@@ -362,10 +365,21 @@ def memory_clear_context(actor: Actor, agent: Agent, spec: dict[str, Any], level
 def publish(request: HttpRequest, actor: Actor, agent_id: Any) -> HttpResponse:
     agent, _level = _agent(actor, agent_id)
     try:
-        version = agent_services.publish_agent(actor=actor, agent=agent, note=request.POST.get("note", ""))
+        version = agent_services.publish_agent(actor=actor, agent=agent, note=request.POST.get("note", ""),
+                                                allow_unchanged=False)
     except Invalid as exc:
         return _render_invalid(request, actor, agent, exc)
-    messages.success(request, _("Published version %(n)s.") % {"n": version.number})
+    except Conflict as exc:  # nothing changed since the latest version: no empty version is made
+        messages.error(request, exc.message)
+        return _back(agent, "versions")
+    # Say which environments the publish moved and which stayed behind (production is promoted on purpose).
+    envs = Environment.objects.filter(agent=agent).select_related("version").order_by("name")
+    moved = [e.name for e in envs if e.version_id == version.pk]
+    behind = [f"{e.name} v{e.version.number}" for e in envs if e.version_id != version.pk]
+    text = _("Published version %(n)s: %(moved)s now runs it.") % {"n": version.number, "moved": ", ".join(moved)}
+    if behind:
+        text += " " + _("Still on an older version: %(envs)s.") % {"envs": ", ".join(behind)}
+    messages.success(request, text)
     return _back(agent, "versions")
 
 

@@ -174,6 +174,8 @@ def _agent_with_everything(org, owner, profile, *, name: str, visibility: str, g
     agent = make_agent(owner, org, name=name, slug=name.lower(), visibility=visibility, profile=profile)
     agents.publish_agent(actor=actor, agent=agent, note="v1")
     agents.publish_agent(actor=actor, agent=agent, note="v2")  # production stays on 1: promoting to 2 is a change
+    # A draft with a change since v2, so the matrix's publish makes a version (an unchanged one is refused, 409).
+    agents.update_agent(actor=actor, agent=agent, spec={**agent.draft_spec, "description": "Changed since v2"})
     agents.set_avatar(actor=actor, agent=agent, data=PNG)
     grants.share_agent(actor=actor, agent=agent, user_id=grantee.pk, level="view")
     bound = bots.create_bot(actor=actor, data={"platform": "slack", "name": f"{name} bot", "token": bot_token})

@@ -1,0 +1,113 @@
+"""Issue 25, "Broken today": each flow in a real browser (Debian chromium via Playwright) against daphne + a
+real Celery worker, each test written so that it failed before its fix."""
+
+from __future__ import annotations
+
+import pytest
+
+from agenticos.models import Membership
+from tests import factories
+from tests.console.conftest import ARTIFACTS
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+PASSWORD = "pw-correct-horse-9"
+TIMEOUT = 30_000
+
+
+def offline_page(browser, base_url, *, width=1440, height=900):
+    """A page on which every request to anything but this machine's server fails, as without internet; the
+    refused addresses are kept so a test can say none was tried."""
+    page = browser.new_page(viewport={"width": width, "height": height})
+    page.set_default_timeout(TIMEOUT)
+    refused: list[str] = []
+
+    def route(r):
+        if r.request.url.startswith(base_url + "/"):
+            r.continue_()
+        else:
+            refused.append(r.request.url)
+            r.abort("internetdisconnected")
+
+    page.route("**/*", route)
+    return page, refused
+
+
+def sign_in(page, base_url, email):
+    page.goto(f"{base_url}/login/")
+    page.get_by_label("Email").fill(email)
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(f"{base_url}/")
+
+
+def member_of(org, email, role="owner"):
+    person = factories.user(email=email, password=PASSWORD)
+    Membership.objects.create(organization=org, user=person, role=role)
+    return person
+
+
+# ------------------------------------------------------------------ 1. the API docs without internet
+
+
+def test_the_api_docs_render_their_operations_without_internet(live_server_url, browser):
+    org = factories.organization(name="Acme")
+    member_of(org, "owner@example.com")
+    page, refused = offline_page(browser, live_server_url)
+    sign_in(page, live_server_url, "owner@example.com")
+
+    page.goto(f"{live_server_url}/api/docs/")
+    page.wait_for_selector(".swagger-ui .opblock")  # Swagger UI drew the operations of the schema
+    page.locator(".swagger-ui .opblock-summary-path", has_text="/api/v1/agents").first.wait_for()
+    page.screenshot(path=str(ARTIFACTS / "api-docs-offline-1440.png"))
+
+    page.goto(f"{live_server_url}/api/redoc/")
+    page.wait_for_selector("[data-section-id^='operation']", state="attached")
+    assert page.locator("[data-section-id^='operation']").count() >= 1
+    assert refused == []
+
+
+# ------------------------------------------------------------------ 2. publishing: environments and no empty versions
+
+
+def test_a_publish_says_which_environment_moved_and_an_unchanged_one_makes_no_version(live_server_url, browser,
+                                                                                     client_as):
+    from agents.models import AgentVersion, Environment
+
+    org = factories.organization(name="Acme")
+    owner = member_of(org, "owner@example.com")
+    agent = factories.published_agent(org, owner, name="Helper")  # v1: production and dev
+    page = browser.new_page(viewport={"width": 1440, "height": 900})
+    page.set_default_timeout(TIMEOUT)
+    sign_in(page, live_server_url, "owner@example.com")
+    page.goto(f"{live_server_url}/agents/{agent.pk}/")
+
+    page.locator("#b-instructions").fill("You answer in one short sentence.")
+    page.locator("form:has(#b-instructions)").get_by_role("button", name="Save the draft").click()
+    page.wait_for_selector(".flash")
+    page.get_by_role("button", name="Publish", exact=True).click()
+    flash = page.locator(".flash").first
+    flash.wait_for()
+    assert "version 2" in flash.text_content() and "dev" in flash.text_content()
+    assert "production v1" in flash.text_content()
+    behind = page.locator("[data-production-behind]")
+    assert "Production still runs v1" in behind.text_content()
+    page.screenshot(path=str(ARTIFACTS / "publish-production-behind-1440.png"), full_page=True)
+
+    page.get_by_role("button", name="Promote v2 to production").click()
+    page.wait_for_selector("[data-environment=production]:has-text('v2')")
+    assert page.locator("[data-production-behind]").count() == 0
+    assert Environment.objects.get(agent=agent, name="production").version.number == 2
+
+    page.get_by_role("button", name="Publish", exact=True).click()
+    page.wait_for_selector(".flash-error")
+    assert "Nothing changed since v2." in page.locator(".flash-error").text_content()
+    assert list(AgentVersion.objects.filter(agent=agent, number__gt=0).values_list("number", flat=True)
+                .order_by("number")) == [1, 2]
+
+    # The API refuses it too, in the error envelope, and makes no version either.
+    response = client_as(owner, org).post(f"/api/v1/agents/{agent.pk}/publish", {"note": "again"},
+                                          content_type="application/json")
+    assert response.status_code == 409
+    assert response.json()["error"]["code"] == "unchanged"
+    assert response.json()["error"]["message"] == "Nothing changed since v2."
+    assert AgentVersion.objects.filter(agent=agent, number__gt=0).count() == 2
