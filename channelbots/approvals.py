@@ -247,9 +247,12 @@ def follow_resumed(run_id: str) -> str:
 def slack_interaction(bot: ChannelBot, payload: dict, client: PlatformClient | None = None) -> str:
     """A verified block_actions payload (the Events-style signature at the route, or the Socket Mode socket).
     A refusal is told to the clicker alone (chat.postEphemeral); a decision shows on the card itself."""
+    from capabilities.follow_ups import chat_apps
     from channelbots.platforms import client_for
     from channelbots.slack.parse import parse_click
 
+    if chat_apps.is_slack_click(payload):  # a suggested next step: a new message from the clicker
+        return chat_apps.slack_click(bot, payload)
     click = parse_click(payload, bot_id=str(bot.pk))
     if click is None:
         return "ignored"

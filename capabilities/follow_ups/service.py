@@ -201,3 +201,7 @@ def deliver(follow_up: FollowUp) -> None:
                 "type": "run.frame", "frame": frame("follow_ups", **turn_payload(follow_up))})
         except Exception as exc:  # the steps are stored; a reopened chat still shows them
             logger.warning("follow-ups frame not sent: %s", type(exc).__name__)
+    if follow_up.source_run.surface in ("slack", "telegram", "mattermost"):
+        from capabilities.follow_ups import chat_apps
+
+        chat_apps.post(follow_up)
