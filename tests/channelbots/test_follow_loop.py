@@ -192,3 +192,21 @@ def test_a_follow_past_the_grace_is_carried_on_by_another_worker_in_the_same_mes
     post = wait_until(lambda: answer(fake_slack, 7), timeout=30)
     assert post.thread_ts == event["ts"] and post.text == "…"
     assert len(fake_slack.answers("C1")) == 1  # the same message, not a second reply
+
+
+def test_a_follow_whose_worker_died_is_carried_on_once_its_lease_lapses(
+        celery_worker, scripted_model, fake_slack, sender, bound, own_loop):
+    own_loop, other = own_loop
+    release = threading.Event()
+    scripted_model(gated_model(fake_slack, release=release))
+    event = sender.message("<@UBOT> q8", user="U8", channel="C1")
+    sender.send(event)
+    wait_until(lambda: own_loop.admitted == 1 and Run.objects.filter(status="running").exists())
+    run = Run.objects.get()
+    # As a SIGKILL leaves it: the loop stops dead, nothing is released, its leases are no longer renewed.
+    own_loop.loop.call_soon_threadsafe(own_loop.loop.stop)
+    wait_until(lambda: str(run.pk) in other.following, timeout=20)  # the 3 s lease lapsed
+    release.set()
+    post = wait_until(lambda: answer(fake_slack, 8), timeout=30)
+    assert post.thread_ts == event["ts"] and post.text == "…"
+    assert len(fake_slack.answers("C1")) == 1
