@@ -1,0 +1,49 @@
+"""Follow-ups in a real browser (Debian chromium via Playwright) against daphne + a real Celery worker, on the
+offline demo model as `make run` has it: the suggested next steps appear as buttons under the answer, a click
+sends the step as a new message, and the reopened conversation shows the same buttons."""
+
+from __future__ import annotations
+
+import pytest
+
+from agenticos.models import Membership
+from agents.models import ModelProfile
+from capabilities.follow_ups.models import FollowUp
+from tests import factories
+from tests.console.conftest import ARTIFACTS
+from tests.console.test_browser_chat import PASSWORD, TIMEOUT, send, sign_in
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+STEPS_JS = "() => Array.from(document.querySelectorAll('[data-follow-up]')).map(b => b.textContent)"
+
+
+def test_next_steps_appear_under_the_answer_a_click_sends_one_and_they_survive_a_reopen(live_server_url, browser):
+    org = factories.organization(name="Acme")
+    person = factories.user(email="follower@example.com", password=PASSWORD)
+    Membership.objects.create(organization=org, user=person, role="member")
+    builder = factories.member(org, "builder")
+    demo, _ = ModelProfile.objects.get_or_create(organization=org, label="Demo",
+                                                 defaults={"provider": "demo", "model": "demo"})
+    agent = factories.published_agent(org, builder, name="Guide", capabilities=[
+        {"id": "follow_ups", "config": {"model_profile_id": str(demo.pk)}}])
+
+    page = browser.new_page(viewport={"width": 1440, "height": 900})
+    page.set_default_timeout(TIMEOUT)
+    sign_in(page, live_server_url, "follower@example.com")
+    page.goto(f"{live_server_url}/chat/?agent={agent.pk}")
+    send(page, "hello")
+    page.wait_for_selector("[data-follow-ups] [data-follow-up]")
+    steps = page.evaluate(STEPS_JS)
+    assert steps == ["What else can you do?", "Draw me a chart of sample sales", "What time is it in Tokyo?"]
+    page.screenshot(path=str(ARTIFACTS / "chat-follow-ups-1440.png"), full_page=True)
+
+    page.locator("[data-follow-up]").first.click()
+    page.wait_for_function("() => Array.from(document.querySelectorAll('.turn-user .bubble'))"
+                           ".some(b => b.textContent === 'What else can you do?')")
+    page.wait_for_function("() => document.querySelectorAll('[data-follow-ups]').length === 2")
+    assert FollowUp.objects.filter(status="ready").count() == 2
+
+    page.reload()
+    page.wait_for_selector("[data-follow-ups]")
+    assert page.locator("[data-follow-ups]").count() == 2
+    assert page.evaluate(STEPS_JS)[:3] == steps
