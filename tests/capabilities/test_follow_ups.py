@@ -183,3 +183,22 @@ def test_the_demo_model_answers_the_follow_up_call_in_the_persons_language(org, 
     steps = service.parse_steps(text)
     assert len(steps) == 3 and steps[0] == "¿Qué más puedes hacer?"
     assert SpendEntry.objects.get(kind=service.LEDGER_KIND).cost_usd == 0
+
+
+def test_propose_setup_draws_at_most_three_cards_of_a_trigger_an_agent_or_a_connection(org, owner, fake_openai,
+                                                                                        queued_tasks):
+    from agents.models import ToolCall
+
+    agent, version = follow_up_agent(org, owner, fake_openai)
+    trigger = {"kind": "trigger", "title": "Monday refunds digest", "schedule": "0 9 * * 1"}
+    fake_openai.queue(
+        Reply.tool_call("propose_setup", {"cards": [trigger] * 4}),
+        Reply.tool_call("propose_setup", {"cards": [trigger, {"kind": "agent", "title": "Refund tracker"},
+                                                    {"kind": "connection", "title": "Stripe", "server_key": "stripe"}]}),
+        Reply.text("Here are three things to set up."))
+    run = ask(owner, agent, version, "What should I automate?")
+    refused, drawn = ToolCall.objects.filter(run=run, tool_name="propose_setup").order_by("id")
+    assert refused.result["cards"] == [] and "At most 3" in refused.result["error"]
+    assert [card["kind"] for card in drawn.result["cards"]] == ["trigger", "agent", "connection"]
+    assert drawn.result["cards"][0]["schedule"] == "0 9 * * 1"
+    assert "suggest_next_steps" not in fake_openai.chat_requests[0].text  # never offered to the main model
