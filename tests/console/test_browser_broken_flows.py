@@ -111,3 +111,23 @@ def test_a_publish_says_which_environment_moved_and_an_unchanged_one_makes_no_ve
     assert response.json()["error"]["code"] == "unchanged"
     assert response.json()["error"]["message"] == "Nothing changed since v2."
     assert AgentVersion.objects.filter(agent=agent, number__gt=0).count() == 2
+
+
+# ------------------------------------------------------------------ 5. long values wrap
+
+
+@pytest.mark.parametrize("width", [390, 1440])
+def test_long_values_wrap_at_phone_and_desktop_widths(live_server_url, browser, width):
+    org = factories.organization(name="The " + "Remarkably" * 7 + " Org")
+    member_of(org, "owner@example.com")
+    factories.secret(org, name="long", description="x" * 300)
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    page.set_default_timeout(TIMEOUT)
+    sign_in(page, live_server_url, "owner@example.com")
+    page.goto(f"{live_server_url}/settings/secrets/")
+    page.wait_for_selector("[data-secret]")
+    page.screenshot(path=str(ARTIFACTS / f"long-values-{width}.png"), full_page=True)
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= width
+    assert page.evaluate("() => document.querySelector('table').getBoundingClientRect().right") <= width
+    sign_out = page.get_by_role("button", name="Sign out").bounding_box()
+    assert sign_out is not None and sign_out["x"] >= 0 and sign_out["x"] + sign_out["width"] <= width
