@@ -33,6 +33,11 @@ def chat_strings() -> dict[str, str]:
     return {
         "files_title": _("Files"),
         "follow_ups": _("Suggested next steps"),
+        "setup_trigger": _("Routine"),
+        "setup_agent": _("Agent"),
+        "setup_connection": _("Connection"),
+        "setup_open_trigger": _("Open routines"),
+        "setup_open_agent": _("Create the agent"),
         "files_fill": _("%(used)s of %(max)s used (%(percent)s%%)"),
         "files_open": _("Open"),
         "files_download": _("Download"),

@@ -207,6 +207,12 @@
     else if (turn.stopped || (turn.usage && turn.usage.status === "cancelled")) {
       article.appendChild(h("p", {class: "turn-stopped muted", "data-stopped": "", text: T.stopped}));
     }
+    var cards = [];
+    turn.parts.forEach(function (p) {
+      var r = p.type === "tool" && p.call.name === "propose_setup" ? p.call.result : null;
+      if (r && r.cards) cards = cards.concat(r.cards);
+    });
+    if (cards.length) article.appendChild(setupCards(cards.slice(0, 3)));
     var steps = turn.follow_ups && turn.follow_ups.length ? turn.follow_ups : followUpsByRun[turn.run_id];
     if (steps && steps.length) article.appendChild(followUps(steps));
     if (turn.usage && turn.usage.status && turn.usage.status !== "running" && turn.usage.status !== "queued") {
@@ -226,6 +232,24 @@
       var b = h("button", {type: "button", class: "button follow-up", "data-follow-up": "", text: text});
       b.addEventListener("click", function () { sendText(text); });
       group.appendChild(b);
+    });
+    return group;
+  }
+
+  // propose_setup's cards (capabilities/follow_ups): a routine opens this agent's Triggers, an agent New agent;
+  // a connection names the service (this console has no connection page to open yet).
+  function setupCards(cards) {
+    var group = h("div", {class: "setup-cards", "data-setup-cards": ""});
+    cards.forEach(function (c) {
+      var card = h("section", {class: "setup-card", "data-setup-card": c.kind}, [
+        h("span", {class: "badge", text: T["setup_" + c.kind] || c.kind}),
+        h("h4", {text: c.title}),
+        c.detail ? h("p", {class: "muted", text: c.detail}) : null,
+        c.schedule ? h("p", {class: "muted", text: c.schedule}) : null,
+      ]);
+      var href = c.kind === "trigger" && S.agent_id ? "/agents/" + S.agent_id + "/triggers/" : c.kind === "agent" ? "/agents/new" : "";
+      if (href) card.appendChild(h("a", {class: "button", href: href, text: T["setup_open_" + c.kind]}));
+      group.appendChild(card);
     });
     return group;
   }

@@ -47,3 +47,37 @@ def test_next_steps_appear_under_the_answer_a_click_sends_one_and_they_survive_a
     page.wait_for_selector("[data-follow-ups]")
     assert page.locator("[data-follow-ups]").count() == 2
     assert page.evaluate(STEPS_JS)[:3] == steps
+
+
+def test_propose_setup_cards_are_drawn_under_the_answer(live_server_url, browser, scripted_model):
+    from pydantic_ai.messages import ToolReturnPart
+    from pydantic_ai.models.function import DeltaToolCall, FunctionModel
+
+    cards = {"cards": [{"kind": "trigger", "title": "Monday digest", "schedule": "0 9 * * 1"},
+                       {"kind": "agent", "title": "Refund tracker"}, {"kind": "connection", "title": "Stripe"}]}
+
+    async def stream(messages, info):
+        if not any(isinstance(p, ToolReturnPart) for m in messages for p in getattr(m, "parts", [])):
+            import json
+
+            yield {0: DeltaToolCall(name="propose_setup", json_args=json.dumps(cards), tool_call_id="c1")}
+        else:
+            yield "Three things to set up."
+
+    scripted_model(FunctionModel(stream_function=stream, model_name="scripted"))
+    org = factories.organization(name="Acme")
+    person = factories.user(email="carder@example.com", password=PASSWORD)
+    Membership.objects.create(organization=org, user=person, role="member")
+    agent = factories.published_agent(org, factories.member(org, "builder"), name="Setup",
+                                      capabilities=[{"id": "follow_ups"}])
+    page = browser.new_page(viewport={"width": 1440, "height": 900})
+    page.set_default_timeout(TIMEOUT)
+    sign_in(page, live_server_url, "carder@example.com")
+    page.goto(f"{live_server_url}/chat/?agent={agent.pk}")
+    send(page, "What should I automate?")
+    page.wait_for_selector("[data-setup-card]")
+    kinds = page.evaluate("() => Array.from(document.querySelectorAll('[data-setup-card]')).map(c => c.dataset.setupCard)")
+    assert kinds == ["trigger", "agent", "connection"]
+    assert page.locator("[data-setup-card='trigger'] a").get_attribute("href") == f"/agents/{agent.pk}/triggers/"
+    assert page.locator("[data-follow-ups]").count() == 0  # no model chosen for next steps: no buttons
+    page.screenshot(path=str(ARTIFACTS / "chat-setup-cards-1440.png"), full_page=True)
