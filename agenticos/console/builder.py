@@ -44,7 +44,8 @@ EMBED_KINDS = (
 
 @console_view("agents:view")
 def agent_list(request: HttpRequest, actor: Actor) -> HttpResponse:
-    return screen(request, "console/agents.html", {"nav": "agents", "rows": selectors.agent_rows(actor)})
+    return screen(request, "console/agents.html", {"nav": "agents", "rows": selectors.agent_rows(actor),
+                                                   "templates": AGENT_TEMPLATES})
 
 
 def starter_spec(actor: Actor, name: str) -> dict[str, Any]:
@@ -72,12 +73,62 @@ def starter_spec(actor: Actor, name: str) -> dict[str, Any]:
     }
 
 
+STARTER_SELF = "You are the Getting Started assistant of AgenticOS."
+
+# The New agent choices: (id, label, one line, capabilities bound, instructions with {name}). The starter is
+# computed (starter_spec); the others are small, fixed and useful from the first message.
+AGENT_TEMPLATES: tuple[tuple[str, Any, Any, tuple[str, ...], str], ...] = (
+    ("starter", gettext_lazy("Starter"),
+     gettext_lazy("The organization's starter: its instructions, the Recommended capabilities and its budget."),
+     (), ""),
+    ("blank", gettext_lazy("Blank"), gettext_lazy("Just a model and no tools: you write the instructions."), (),
+     "You are {name}."),
+    ("analyst", gettext_lazy("Data analyst"),
+     gettext_lazy("Calculates with code and draws charts from the numbers people give it."),
+     ("code_execution", "charts"),
+     "You are {name}, a data analyst. Check every figure by calculating it with code, never by guessing; when "
+     "numbers compare or change over time, draw a chart. Say which assumptions you made."),
+    ("researcher", gettext_lazy("Web researcher"),
+     gettext_lazy("Searches the web and reads pages, and answers with the sources it used."),
+     ("web_research", "web_fetch", "clock"),
+     "You are {name}, a research assistant. Search before you answer anything that may have changed, read the "
+     "pages you cite, and end with the list of sources (title and address). Say so when sources disagree."),
+)
+TEMPLATE_IDS = {t[0] for t in AGENT_TEMPLATES}
+
+
+def template_spec(actor: Actor, template_id: str, name: str) -> dict[str, Any]:
+    """The draft a New agent template makes, named for the agent it creates."""
+    if template_id == "starter":
+        spec = starter_spec(actor, name)
+        # The starter speaks as the platform's Getting Started agent: a new agent is told its own name instead.
+        spec["instructions"] = spec["instructions"].replace(STARTER_SELF, f"You are {name}, an assistant on AgenticOS.")
+        return spec
+    _id, _label, _line, capabilities, instructions = next(t for t in AGENT_TEMPLATES if t[0] == template_id)
+    profile = (
+        ModelProfile.objects.filter(organization=actor.organization, kind=ModelProfile.Kind.CHAT)
+        .order_by("created_at").values_list("pk", flat=True).first()
+    )
+    return {
+        "name": name,
+        "instructions": instructions.format(name=name),
+        "model_profile_id": str(profile) if profile else None,
+        "capabilities": [{"id": c.id, "enabled": True} for c in registry.all_capabilities() if c.id in capabilities],
+    }
+
+
 @require_POST
 @console_view("agents:edit")
 def new_agent(request: HttpRequest, actor: Actor) -> HttpResponse:
     name = (request.POST.get("name") or "").strip() or _("New agent")
-    agent = agent_services.create_agent(actor=actor, name=name, spec=starter_spec(actor, name))
-    messages.success(request, _("Created %(name)s from the starter template.") % {"name": agent.name})
+    template_id = request.POST.get("template") or "starter"
+    if template_id not in TEMPLATE_IDS:
+        messages.error(request, _("Choose one of the templates."))
+        return redirect("console:agents")
+    agent = agent_services.create_agent(actor=actor, name=name, spec=template_spec(actor, template_id, name))
+    label = next(t[1] for t in AGENT_TEMPLATES if t[0] == template_id)
+    messages.success(request, _("Created %(name)s from the %(template)s template.") % {
+        "name": agent.name, "template": label})
     return redirect("console:builder", agent_id=agent.pk)
 
 
@@ -89,7 +140,8 @@ def import_agent(request: HttpRequest, actor: Actor) -> HttpResponse:
     except Invalid as exc:
         errors = problems_by_field(exc) or {"yaml": exc.message}
         return screen(request, "console/agents.html", {
-            "nav": "agents", "rows": selectors.agent_rows(actor), "import_errors": errors}, status=422)
+            "nav": "agents", "rows": selectors.agent_rows(actor), "import_errors": errors,
+            "templates": AGENT_TEMPLATES}, status=422)
     messages.success(request, _("Imported %(name)s.") % {"name": agent.name})
     return redirect("console:builder", agent_id=agent.pk)
 

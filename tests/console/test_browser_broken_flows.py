@@ -131,3 +131,37 @@ def test_long_values_wrap_at_phone_and_desktop_widths(live_server_url, browser, 
     assert page.evaluate("() => document.querySelector('table').getBoundingClientRect().right") <= width
     sign_out = page.get_by_role("button", name="Sign out").bounding_box()
     assert sign_out is not None and sign_out["x"] >= 0 and sign_out["x"] + sign_out["width"] <= width
+
+
+# ------------------------------------------------------------------ 6. New agent: templates, named for the agent
+
+
+def test_new_agent_offers_templates_and_names_the_agent_it_creates(live_server_url, browser):
+    from agents.models import Agent
+
+    org = factories.organization(name="Acme")
+    member_of(org, "owner@example.com")
+    factories.model_profile(org, label="Demo")
+    page = browser.new_page(viewport={"width": 1440, "height": 900})
+    page.set_default_timeout(TIMEOUT)
+    sign_in(page, live_server_url, "owner@example.com")
+
+    page.goto(f"{live_server_url}/agents/")
+    assert {"starter", "blank", "analyst", "researcher"} <= set(
+        page.locator("[data-template]").evaluate_all("els => els.map(e => e.dataset.template)"))
+    page.screenshot(path=str(ARTIFACTS / "new-agent-templates-1440.png"), full_page=True)
+    page.get_by_label("Name").fill("Ledger")
+    page.get_by_label("Data analyst").check()
+    page.get_by_role("button", name="Create agent").click()
+    page.wait_for_selector("[data-capabilities]")
+    instructions = page.locator("#b-instructions").input_value()
+    assert instructions.startswith("You are Ledger, a data analyst.")
+    spec = Agent.objects.get(organization=org, name="Ledger").draft_spec
+    assert {b["id"] for b in spec["capabilities"]} == {"code_execution", "charts"}
+
+    page.goto(f"{live_server_url}/agents/")
+    page.get_by_label("Name").fill("Concierge")  # the starter, checked first
+    page.get_by_role("button", name="Create agent").click()
+    page.wait_for_selector("[data-capabilities]")
+    instructions = page.locator("#b-instructions").input_value()
+    assert "Getting Started assistant" not in instructions and instructions.startswith("You are Concierge")

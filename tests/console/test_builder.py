@@ -25,7 +25,7 @@ def test_new_agent_starts_with_exactly_the_recommended_capabilities(client_as, o
     assert {b["id"] for b in agent.draft_spec["capabilities"]} == recommended
     assert all(b["enabled"] for b in agent.draft_spec["capabilities"])
     assert agent.draft_spec["model_profile_id"] == str(demo.pk)
-    assert "Getting Started" in agent.draft_spec["instructions"]
+    assert agent.draft_spec["instructions"].startswith("You are Support, an assistant on AgenticOS.")
 
 
 def test_the_toolbox_shows_every_capability_with_badges_and_advanced_folded(client_as, org, builder, demo):
