@@ -47,8 +47,10 @@ def test_slack_posts_the_steps_as_buttons_after_the_reply_in_the_same_thread(sla
     assert post.thread_ts == event["ts"]
     assert [b["text"]["text"] for b in post.buttons()] == ["Show me refunds", "Track my order"]
     assert [b["action_id"] for b in post.buttons()] == [f"{ACTION}_0", f"{ACTION}_1"]
-    reply = next(p for p in slack.answers("C1") if p.final.startswith("You said"))
-    assert float(reply.ts) < float(post.ts)  # the buttons are their own message, after the reply
+    reply = wait_until(lambda: next((p for p in slack.answers("C1") if p.final.startswith("You said")), None))
+    # The buttons are their own message, below the reply in the thread (posted after its placeholder; the
+    # reply's last edit may land a moment later).
+    assert float(reply.ts) < float(post.ts)
     follow_up = FollowUp.objects.get()
     assert follow_up.delivered_to["message_ref"] == post.ts and follow_up.status == "ready"
     assert "tools" not in fake_openai.chat_requests[-1].json
