@@ -221,10 +221,14 @@ def celery_worker(celery_worker_session, transactional_db):
     from celery.worker import state as worker_state
 
     from agents.models import Run
+    from channelbots import follows
 
     def busy() -> bool:
-        # The test's runs, and any task still working for it (a channel reply following its run).
-        return bool(worker_state.active_requests) or Run.objects.filter(status__in=["queued", "running"]).exists()
+        # The test's runs, any task still working for it, and a channel reply still following its run on the
+        # follows loop (the task that handed it over has returned).
+        loop = follows.started_loop()
+        return (bool(worker_state.active_requests) or bool(loop and loop.admitted)
+                or Run.objects.filter(status__in=["queued", "running"]).exists())
 
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline and busy():
