@@ -722,9 +722,13 @@
     setTimeout(tick, 1000);
   }
 
+  // While a turn runs, Send is disabled and Stop offered (issue 25): a message sent mid-turn was accepted but
+  // answered only after a reload, so one turn at a time; Stop ends the running one.
+  var sendButton = root.querySelector("[data-send]");
   function setBusy(busy) {
     transcriptEl.setAttribute("aria-busy", busy ? "true" : "false");
     if (stopButton) stopButton.hidden = !busy;
+    if (sendButton) sendButton.disabled = busy;
   }
 
   // ---------------------------------------------------------------- composer
@@ -743,7 +747,7 @@
     composer.addEventListener("submit", function (event) {
       event.preventDefault();
       var text = textarea.value.trim();
-      if (!text) return;
+      if (!text || transcriptEl.getAttribute("aria-busy") === "true") return;  // Enter while a turn runs
       if (sendText(text)) textarea.value = "";
     });
     textarea.addEventListener("keydown", function (event) {

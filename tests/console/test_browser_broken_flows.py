@@ -165,3 +165,40 @@ def test_new_agent_offers_templates_and_names_the_agent_it_creates(live_server_u
     page.wait_for_selector("[data-capabilities]")
     instructions = page.locator("#b-instructions").input_value()
     assert "Getting Started assistant" not in instructions and instructions.startswith("You are Concierge")
+
+
+# ------------------------------------------------------------------ 4. one turn at a time: Send off, Stop on
+
+
+def test_send_is_disabled_while_a_turn_runs_and_stop_is_offered(live_server_url, browser, scripted_model):
+    from pydantic_ai.models.function import FunctionModel
+
+    from agents.models import Run
+    from tests.console.test_browser_stop import slow_unless_asked_quickly
+
+    scripted_model(FunctionModel(stream_function=slow_unless_asked_quickly, model_name="scripted"))
+    org = factories.organization(name="Acme")
+    member_of(org, "person@example.com", role="member")
+    agent = factories.published_agent(org, factories.member(org, "builder"), name="Slowpoke")
+    page = browser.new_page(viewport={"width": 1440, "height": 900})
+    page.set_default_timeout(TIMEOUT)
+    sign_in(page, live_server_url, "person@example.com")
+    page.goto(f"{live_server_url}/chat/?agent={agent.pk}")
+    send_button = page.get_by_role("button", name="Send")
+    page.get_by_label("Message").fill("Think slowly about it")
+    send_button.click()
+    page.wait_for_function("() => Array.from(document.querySelectorAll('.answer'))"
+                           ".some(a => a.textContent.startsWith('Thinking'))")
+    assert send_button.is_disabled()
+    page.get_by_role("button", name="Stop").wait_for(state="visible")
+    page.get_by_label("Message").fill("Now answer quickly")
+    page.get_by_label("Message").press("Enter")  # Enter does not slip past the disabled button
+    assert page.get_by_label("Message").input_value() == "Now answer quickly"
+    assert Run.objects.filter(agent=agent).count() == 1
+
+    page.get_by_role("button", name="Stop").click()
+    page.wait_for_selector("[data-stopped]")
+    page.wait_for_function("() => !document.querySelector('[data-send]').disabled")
+    send_button.click()  # the kept text is sent now, and answered live
+    page.wait_for_function("() => document.querySelectorAll('.turn-usage').length >= 2")
+    assert Run.objects.filter(agent=agent).count() == 2
