@@ -20,7 +20,14 @@ def platform_calls(monkeypatch):
         calls.append((fn_name, args))
         return [] if fn_name != "members" else ["Ada"]
 
+    class Thread:  # read_channel_history reads the arriving thread through the bot's client, not `_call`
+        def thread_history(self, chat_id, thread, limit):
+            calls.append(("history", (limit,)))
+            return []
+
     monkeypatch.setattr("capabilities.channel_tools.capability._call", fake_call)
+    monkeypatch.setattr("capabilities.channel_tools.capability._channel",
+                        lambda run_id: (Thread(), {"chat_id": "C1", "thread": "1700000000.000100"}))
     return calls
 
 

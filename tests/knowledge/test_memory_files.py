@@ -66,7 +66,8 @@ async def test_a_group_chat_uses_the_chats_notes_and_never_the_speakers(agent, o
                             user=owner, **GROUP)
     private, index = outcome.returns
     assert private.startswith("There is no note") and index == "- team.md: team facts"
-    assert "team facts" not in _instructions(outcome) and "secret" not in _instructions(outcome)
+    # (not the bare word "secret": the catalog's guardrails line speaks of secrets)
+    assert "team facts" not in _instructions(outcome) and "owner's secret" not in _instructions(outcome)
     assert "group chat" in _instructions(outcome)
 
 
