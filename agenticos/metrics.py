@@ -8,8 +8,9 @@ export view has no authentication of its own.
 
 Multi-process: daphne, the `runs` workers and the default worker each count in their own process. With
 PROMETHEUS_MULTIPROC_DIR set (the launcher sets it for every process it starts, under the data dir, and
-empties it when it starts) each process writes its values to files there and a scrape of any web process
-adds them up; gauges count only live processes ("livesum"). Without it (one process, the tests) values
+empties it when it starts; docker-compose shares a `metrics` volume between its containers) each process
+writes its values to files there, named by host and pid, and a scrape of any web process adds them up; gauges
+count only live processes ("livesum"). Without it (one process, the tests) values
 live in memory. The variable must be set before this module is first imported: prometheus_client picks
 its storage then.
 """
@@ -20,6 +21,7 @@ import functools
 import hmac
 import logging
 import os
+import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -39,6 +41,24 @@ from prometheus_client.core import GaugeMetricFamily
 logger = logging.getLogger(__name__)
 
 MULTIPROC_VARIABLE = "PROMETHEUS_MULTIPROC_DIR"
+
+
+def process_identifier() -> str:
+    """What names this process's files in the multi-process directory: host and pid. prometheus_client's default
+    is the pid alone, and containers sharing one directory (docker-compose's `metrics` volume) all run as pid 1."""
+    host = socket.gethostname().replace("_", "-") or "host"
+    return f"{host}-{os.getpid()}"
+
+
+if os.environ.get(MULTIPROC_VARIABLE, "").strip():
+    from prometheus_client import multiprocess, values
+
+    os.makedirs(os.environ[MULTIPROC_VARIABLE].strip(), exist_ok=True)  # compose: a directory of the shared volume
+
+    values.ValueClass = values.MultiProcessValue(process_identifier=process_identifier)
+    # A restarted container has the same host name and pid: its live gauges start again from zero, not from
+    # what the process before it left in the files.
+    multiprocess.mark_process_dead(process_identifier())
 
 _SECONDS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
 

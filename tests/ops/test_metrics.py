@@ -259,3 +259,22 @@ def test_each_followed_bot_reply_is_counted_by_platform_and_outcome(org, owner, 
     outcome = delivery.follow(delivery_subscription(run), reply, str(run.pk), silence_limit=10)
     assert outcome.kind == "completed"
     assert counted._value.get() == before + 1
+
+
+def test_containers_sharing_the_directory_as_pid_1_keep_their_own_files(tmp_path, monkeypatch):
+    """docker-compose: every container is pid 1 and they share /data/prometheus. Files are named by host and pid,
+    so two containers add up; a restarted container (same host, same pid) carries its counters on and starts
+    its live gauges from zero instead of from what its previous process left."""
+    directory = tmp_path / "prometheus"
+    env = dict(os.environ, DJANGO_SETTINGS_MODULE="agenticos.settings", PROMETHEUS_MULTIPROC_DIR=str(directory))
+    for host in ("web-a", "worker-b", "web-a"):  # the third is web-a restarted
+        as_container = f"import os, socket\nos.getpid = lambda: 1\nsocket.gethostname = lambda: {host!r}\n"
+        result = subprocess.run([sys.executable, "-c", as_container + COUNT_ONE_RUN], cwd=ROOT, env=env,
+                                capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0 and "counted" in result.stdout, result.stderr
+    assert {p.name for p in directory.glob("counter_*.db")} == {"counter_web-a-1.db", "counter_worker-b-1.db"}
+
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(directory))
+    found = samples(metrics.exposition().decode())
+    assert value(found, "agenticos_runs_started_total", surface="embed") == 3
+    assert value(found, "agenticos_runs_in_flight", surface="embed") == 2  # web-a's restart did not carry its 1 on
