@@ -73,6 +73,10 @@ def sweep_stale_runs() -> int:
     lost = [run for run in stale if str(run.pk) not in unstarted]
     _close_each(lost, RunStatus.FAILED,
                 {"type": "WorkerLost", "message": "The worker running this run stopped answering."})
+    from agenticos import metrics
+
+    for run in lost:  # their own worker, which would have counted the ending, is gone
+        metrics.run_finished(run, RunStatus.FAILED)
     return len(stale)
 
 

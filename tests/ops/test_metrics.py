@@ -278,3 +278,27 @@ def test_containers_sharing_the_directory_as_pid_1_keep_their_own_files(tmp_path
     found = samples(metrics.exposition().decode())
     assert value(found, "agenticos_runs_started_total", surface="embed") == 3
     assert value(found, "agenticos_runs_in_flight", surface="embed") == 2  # web-a's restart did not carry its 1 on
+
+
+def test_a_run_the_stale_sweep_ends_is_counted_as_finished(org, owner, settings):
+    """A worker killed mid-run never counts its run's ending; the sweep that ends it failed does."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from agents.runner import recovery
+    from agents.runner.finish import sweep_stale_runs
+    from tests.channelbots.test_delivery_watchdog import a_run
+
+    counted = metrics.RUNS_FINISHED.labels("web", "failed")
+    before = counted._value.get()
+    run = a_run(org, owner)
+    Run.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING, surface="web",
+                                         heartbeat_at=timezone.now() - timedelta(hours=1))
+    recovery.mark_reached_model(run.pk)  # it had reached the model: ended failed, not requeued
+    try:
+        assert sweep_stale_runs() == 1
+    finally:
+        recovery.forget(run.pk)
+    assert Run.objects.get(pk=run.pk).status == RunStatus.FAILED
+    assert counted._value.get() == before + 1
