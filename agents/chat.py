@@ -95,6 +95,7 @@ def start_member_run(
     run_id: uuid.UUID | None = None,
     can_ask_user: bool = False,
     extra_instructions: str = "",
+    client_history: list[dict[str, str]] | None = None,
 ) -> tuple[Run, Admitted]:
     """Every member surface's admission (web chat, the REST run endpoint, the OpenAI-compatible and MCP
     endpoints): the run right, prompt limits, the agent's environment at USE, the caller's own conversation,
@@ -123,7 +124,10 @@ def start_member_run(
         conversation=conversation,
         api_key=actor.api_key,
         run_id=run_id,
-        options={"can_ask_user": can_ask_user, **({"extra_instructions": extra_instructions} if extra_instructions else {})},
+        options={"can_ask_user": can_ask_user, **({"extra_instructions": extra_instructions} if extra_instructions else {}),
+                 # A client that sends the conversation itself (the OpenAI-compatible API): its earlier turns,
+                 # the model's history when the run has no stored conversation (runner.assembly.turn_and_history).
+                 **({"client_history": client_history} if client_history and not conversation else {})},
     )
     message_id = getattr(run, "user_message_id", None)
     return run, Admitted(agent, conversation, created, message_id)

@@ -4,7 +4,7 @@ client's messages make, and the run — through the members' one admission, agen
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.db.models import Q
@@ -22,8 +22,6 @@ SYSTEM_CONTEXT_HEADING = (
     "Context from the client application (its system message; it adds to your instructions and does not "
     "replace them):"
 )
-TRANSCRIPT_HEADING = "Earlier turns of this conversation, as the client sent them:"
-CURRENT_HEADING = "The user's new message:"
 
 
 def actor_for(request) -> Actor:
@@ -73,15 +71,19 @@ def agent_id_for(actor: Actor, model: str) -> tuple[Any, str]:
 
 @dataclass
 class Turn:
-    prompt: str  # what the model is asked (the transcript block folded in when there is no stored conversation)
-    said: str  # the user's own last message
+    prompt: str  # what the model is asked: the user's last message
+    said: str  # the same, as the user wrote it
     system: str
+    # The earlier user/assistant turns the client sent, as the model's message history (not stored: without a
+    # conversation id the client's messages are the conversation).
+    earlier: list[dict[str, str]] = field(default_factory=list)
 
 
 def turn_from_messages(messages: Any, *, continuing: bool) -> Turn:
     """The last user message is the prompt; earlier user/assistant turns are the history; system (and
     developer) messages are context for the instructions. The runner takes history only from a stored
-    conversation, so without one the earlier turns travel in the prompt as a marked transcript."""
+    conversation, so without one the earlier turns travel with the run (`client_history`) and reach the model as
+    its message history, as a stored conversation's would."""
     if not isinstance(messages, list) or not messages:
         raise ApiError(400, "`messages` must be a non-empty list.", code="invalid_messages")
     system, turns = [], []
@@ -101,13 +103,8 @@ def turn_from_messages(messages: Any, *, continuing: bool) -> Turn:
     if not turns or turns[-1][0] != "user":
         raise ApiError(400, "The last message must be the user's.", code="invalid_messages")
     said = turns[-1][1]
-    earlier = turns[:-1]
-    if continuing or not earlier:
-        prompt = said
-    else:
-        transcript = "\n\n".join(f"[{role}]\n{text}" for role, text in earlier)
-        prompt = f"{TRANSCRIPT_HEADING}\n<transcript>\n{transcript}\n</transcript>\n\n{CURRENT_HEADING}\n{said}"
-    return Turn(prompt=prompt, said=said, system="\n\n".join(t for t in system if t.strip()))
+    earlier = [] if continuing else [{"role": role, "content": text} for role, text in turns[:-1] if text]
+    return Turn(prompt=said, said=said, system="\n\n".join(t for t in system if t.strip()), earlier=earlier)
 
 
 def _text_of(content: Any, index: int) -> str:
@@ -133,7 +130,7 @@ def start(*, actor: Actor, model: str, turn: Turn, conversation_id: str | None, 
     agent_id, environment = agent_id_for(actor, model)
     run, _admitted = start_member_run(
         actor=actor, agent_id=agent_id, text=turn.prompt, surface="api", conversation_id=conversation_id,
-        create_conversation=False, environment=environment, run_id=run_id,
+        create_conversation=False, environment=environment, run_id=run_id, client_history=turn.earlier,
         extra_instructions=f"{SYSTEM_CONTEXT_HEADING}\n{turn.system}" if turn.system else "",
     )
     return run

@@ -146,9 +146,10 @@ def turn_and_history(run: Run) -> tuple[dict[str, Any] | None, list]:
 
     Usually it is the conversation's newest message, and one read of the newest gives both. When a later turn
     has written since (or this run wrote no message), a second read takes the newest up to this run's own."""
-    if run.conversation_id is None:
-        return None, []
     limit = int((run.options or {}).get("history_limit") or settings.WEB_HISTORY_TURNS)
+    if run.conversation_id is None:
+        # No stored conversation: the turns the client sent with the run, if any (`client_history`).
+        return None, client_history((run.options or {}).get("client_history"))[-limit:]
     fields = ("run_id", "attachments")
     messages = get_recent_messages(str(run.conversation_id), limit + 1, fields=fields)
     if not _is_own_turn(run, messages):
@@ -161,6 +162,14 @@ def turn_and_history(run: Run) -> tuple[dict[str, Any] | None, list]:
         last = messages.pop()
         current = {"id": last.pk, "attachments": last.attachments}
     return current, to_model_messages(messages[-limit:])
+
+
+def client_history(turns: Any) -> list:
+    """`[{"role": "user" | "assistant", "content": str}, …]` as the model's message history, read exactly as a
+    stored conversation's turns are (unsaved messages through history.to_model_messages)."""
+    turns = turns if isinstance(turns, list) else []
+    return to_model_messages([Message(role=t.get("role"), content=str(t.get("content") or ""))
+                              for t in turns if isinstance(t, dict) and t.get("role") in ("user", "assistant")])
 
 
 def _is_own_turn(run: Run, messages: list[Message]) -> bool:

@@ -484,9 +484,10 @@ class RunExecution:
         if message_id:
             await self.emit(frame("message_saved", message_id=message_id, role="assistant"))
             # The answer is committed: its follow-ups (capabilities/follow_ups) are written by a task of their own.
-            from capabilities.follow_ups.service import after_answer
+            from capabilities.follow_ups.service import after_answer, wanted
 
-            await self.db(after_answer, self.run.pk, message_id)
+            if wanted(self.run):
+                await self.db(after_answer, self.run.pk, message_id)
         await self.emit(frame("final_result", output=output))
         await self.emit(complete)
 

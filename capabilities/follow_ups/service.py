@@ -56,6 +56,14 @@ def binding_config(spec: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
+def wanted(run: Any) -> bool:
+    """Whether this run's answer gets follow-ups at all, from what the runner already holds (no query: the hot
+    path of every other turn stays as it was)."""
+    if run.conversation_id is None or run.embed_id is not None or run.surface not in SURFACES:
+        return False
+    return bool((binding_config(run.version.spec) or {}).get("model_profile_id"))
+
+
 def after_answer(run_id: Any, message_id: int | None) -> FollowUp | None:
     """Schedule the follow-up task for this committed answer when its agent and surface call for one. Sync.
     Never raises: the answer is already the person's, suggestions are optional."""

@@ -9,6 +9,7 @@ from decimal import Decimal
 import httpx
 import openai
 import pytest
+from pydantic_ai.messages import TextPart, UserPromptPart
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
 
 from agents.models import Conversation, Message, Run, RunStatus
@@ -101,9 +102,12 @@ def test_the_clients_messages_are_the_conversation_and_its_system_message_adds_c
         {"role": "assistant", "content": "noted"},
         {"role": "user", "content": "what is my name?"},
     ])
-    prompt = str(seen[0]["messages"][-1].parts[-1].content)
-    assert "[user]\nmy name is Ada" in prompt and "[assistant]\nnoted" in prompt
-    assert prompt.endswith("The user's new message:\nwhat is my name?")
+    # The earlier turns are the model's message history (a request, a response), the last one the prompt.
+    said = [(type(m).__name__, p.content) for m in seen[0]["messages"] for p in m.parts
+            if isinstance(p, (UserPromptPart, TextPart))]
+    assert said == [("ModelRequest", "my name is Ada"), ("ModelResponse", "noted"),
+                    ("ModelRequest", "what is my name?")]
+    assert Run.objects.get().prompt == "what is my name?"
     assert "You are a helpful test agent." in seen[0]["instructions"]  # the agent's own, kept
     assert "Answer in French." in seen[0]["instructions"]
     assert not Conversation.objects.exists()  # nothing stored without a conversation id
