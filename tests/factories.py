@@ -11,7 +11,8 @@ _seq = itertools.count(1)
 
 def organization(name: str = "Org", **extra) -> Organization:
     n = next(_seq)
-    return Organization.objects.create(name=name, slug=f"{name.lower().replace(' ', '-')}-{n}", **extra)
+    # The slug keeps the sequence number within its 80 characters however long the name.
+    return Organization.objects.create(name=name, slug=f"{name.lower().replace(' ', '-')[:60]}-{n}", **extra)
 
 
 def user(email: str | None = None, password: str = "pw-correct-horse-9", **extra) -> User:

@@ -168,7 +168,7 @@ def client_history(turns: Any) -> list:
     """`[{"role": "user" | "assistant", "content": str}, …]` as the model's message history, read exactly as a
     stored conversation's turns are (unsaved messages through history.to_model_messages)."""
     turns = turns if isinstance(turns, list) else []
-    return to_model_messages([Message(role=t.get("role"), content=str(t.get("content") or ""))
+    return to_model_messages([Message(role=str(t["role"]), content=str(t.get("content") or ""))
                               for t in turns if isinstance(t, dict) and t.get("role") in ("user", "assistant")])
 
 
