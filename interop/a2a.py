@@ -336,6 +336,7 @@ class _OwnerContext(DefaultServerCallContextBuilder):
 async def endpoint(request: Request) -> Response:
     try:
         actor, agent, environment, spec = await caller(request)
+        _within_limit(request)
     except Refused as refused:
         return refused.response()
     handler = RunRequestHandler(agent_executor=RunExecutor(actor, agent, environment), task_store=TASKS,
@@ -343,6 +344,18 @@ async def endpoint(request: Request) -> Response:
     dispatcher = JsonRpcDispatcher(request_handler=handler, context_builder=_OwnerContext(owner_of(actor)),
                                    enable_v0_3_compat=True)
     return await dispatcher.handle_requests(request)
+
+
+def _within_limit(request: Request) -> None:
+    """The body limit every /api/ request has (agenticos/middleware.py), which this app in front of Django would
+    otherwise not: past DATA_UPLOAD_MAX_MEMORY_SIZE a 413, before the SDK reads it."""
+    try:
+        length = int(request.headers.get("content-length") or 0)
+    except ValueError:
+        raise Refused(400, "The Content-Length header is not a number.", "bad_request") from None
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    if limit is not None and length > limit:
+        raise Refused(413, f"The request body is larger than {limit} bytes.", "too_large")
 
 
 async def not_allowed(request: Request) -> Response:

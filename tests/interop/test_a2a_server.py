@@ -219,3 +219,15 @@ def test_tasks_cancel_stops_the_tasks_run(live_server_url, org, owner, scripted_
         "jsonrpc": "2.0", "id": 3, "method": "tasks/cancel", "params": {"id": task.id}}).json()
     assert response["result"]["status"]["state"] == "canceled", response
     assert Run.objects.get().status == RunStatus.CANCELLED
+
+
+def test_a_body_past_the_upload_limit_is_refused_before_it_is_read(live_server_url, org, owner, settings):
+    """The limit every /api/ body has holds here too (this app stands in front of Django's middleware)."""
+    publish(org, owner, name="Shop Helper")
+    text = "x" * (settings.DATA_UPLOAD_MAX_MEMORY_SIZE + 1)
+    response = httpx.post(f"{live_server_url}/a2a/shop-helper", headers=_headers(api_key(owner, org)), timeout=60,
+                          json={"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {"message": {
+                              "kind": "message", "messageId": "m1", "role": "user",
+                              "parts": [{"kind": "text", "text": text}]}}})
+    assert response.status_code == 413 and response.json()["error"]["code"] == "too_large"
+    assert not Run.objects.exists()
