@@ -41,7 +41,11 @@ browser:
 
 test: install browser
 	AGENTICOS_DATA_DIR=$(TEST_DATA_DIR) $(PY) -m agenticos.devservices start >/dev/null
-	AGENTICOS_DATA_DIR=$(TEST_DATA_DIR) AGENTICOS_TESTING=true $(PY) -m pytest -n 2 $(PYTEST_ARGS)
+	rm -f test-artifacts/runs-diagnosis.txt
+	AGENTICOS_DATA_DIR=$(TEST_DATA_DIR) AGENTICOS_TESTING=true $(PY) -m pytest -n 2 $(PYTEST_ARGS) || { \
+		status=$$?; if [ -f test-artifacts/runs-diagnosis.txt ]; then \
+		echo "--- where the runs stood when a test failed (test-artifacts/runs-diagnosis.txt):"; \
+		tail -c 12000 test-artifacts/runs-diagnosis.txt; fi; exit $$status; }
 
 # Schemathesis over /api/schema/, in process through the WSGI app (tests/api/test_fuzz.py), as an owner whose
 # organization has a published agent: many examples per operation and mode, a fresh seed (FUZZ_SEED=n replays one).

@@ -150,6 +150,75 @@ def _thread_stacks() -> str:
     return "\n".join(stacks)[:4000]
 
 
+def _runs_diagnosis() -> str:
+    """Where the runs of this process stand: every thread's stack, every task on the runs loop (what each
+    run awaits), the ORM threads' backlog, the connection pool, the loop's recorded stalls and the rows of
+    unfinished runs. Attached to a failed test that used the worker, and kept in
+    test-artifacts/runs-diagnosis.txt (`make test` prints its end when the suite fails)."""
+    import asyncio
+    import io
+    import sys
+    import threading
+    import traceback
+
+    out = io.StringIO()
+    names = {thread.ident: thread.name for thread in threading.enumerate()}
+    for ident, frame in sys._current_frames().items():
+        out.write(f"--- thread {names.get(ident, ident)}\n")
+        out.write("".join(traceback.format_stack(frame)[-12:]))
+    from agents.runner import loop
+
+    execute = sys.modules["agents.runner.execute"]  # the package's `execute` is the function
+    runs = loop.started_loop()
+    if runs is not None:
+        out.write(f"--- runs loop: admitted={runs.admitted} live={list(runs.live)} blocked={len(runs.blocked)}\n")
+        for stall in list(runs.blocked)[-3:]:
+            out.write(f"stalled {stall.seconds:.1f} s at:\n{stall.stack[-1500:]}\n")
+        for _attempt in range(3):
+            try:
+                tasks = list(asyncio.all_tasks(runs.loop))
+                break
+            except RuntimeError:  # the set changed while it was read from this thread
+                tasks = []
+        for task in tasks:
+            stack = io.StringIO()
+            task.print_stack(limit=12, file=stack)
+            out.write(f"--- task {task.get_name()}\n{stack.getvalue()[-2500:]}")
+    pool = execute._db_pool
+    if pool is not None:
+        out.write(f"--- run-db threads: {len(pool._threads)}, queued work: {pool._work_queue.qsize()}\n")
+    try:
+        from django.db import connection
+
+        db_pool = getattr(connection, "pool", None)
+        if db_pool is not None:
+            out.write(f"--- connection pool: {db_pool.get_stats()}\n")
+        from agents.models import Run
+
+        rows = list(Run.objects.exclude(status__in=["completed"]).values_list(
+            "pk", "status", "surface", "created_at", "started_at", "heartbeat_at", "error"))
+        out.write(f"--- runs not completed: {rows}\n")
+    except Exception as exc:  # noqa: BLE001  (a diagnosis must not hide the failure it describes)
+        out.write(f"--- database unreadable: {exc!r}\n")
+    return out.getvalue()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if report.when != "call" or not report.failed or "celery_worker" not in getattr(item, "fixturenames", ()):
+        return
+    from pathlib import Path
+
+    text = _runs_diagnosis()
+    report.sections.append(("runs diagnosis", text))
+    artifacts = Path(__file__).resolve().parents[1] / "test-artifacts"
+    artifacts.mkdir(exist_ok=True)
+    with open(artifacts / "runs-diagnosis.txt", "a") as diagnosis:
+        diagnosis.write(f"===== {item.nodeid}\n{text}\n")
+
+
 class _SessionWorker:
     """One real worker consuming `runs` and `default` for the whole session. Before each test that needs
     it, it must answer a ping; when it does not, the warning (in the summary CI prints) says where its

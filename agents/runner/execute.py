@@ -570,8 +570,24 @@ async def _execution(run_id: Any, sink: Sink | None, parent: Any = None) -> None
         execution.trace_id = telemetry.trace_id(span)
         try:
             await execution.execute()
+        except Exception as exc:
+            # Nobody awaits a started run's future: without this, a crash (the database gone mid-claim, a bug)
+            # would leave no word anywhere and the run unfinished until the stale sweep.
+            logger.exception("run %s: the execution crashed", run_id)
+            await execution.db(_fail_crashed, run_id, exc)
         finally:
             telemetry.describe_run(span, execution)
+
+
+def _fail_crashed(run_id: Any, exc: Exception) -> None:
+    """End a run whose execution crashed while it was running (a queued one is left to the sweeps: it may not
+    have been taken). Its transcript and spend stay as written. Sync (ORM); a database still gone is logged."""
+    try:
+        Run.objects.filter(pk=run_id, status=RunStatus.RUNNING).update(
+            status=RunStatus.FAILED, finished_at=timezone.now(),
+            error={"type": "ExecutionCrashed", "message": f"{type(exc).__name__}: {str(exc)[:300]}"})
+    except Exception:
+        logger.warning("run %s: could not record that its execution crashed", run_id, exc_info=True)
 
 
 def start(run_id: Any) -> Future:
