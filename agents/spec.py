@@ -62,6 +62,15 @@ class SubagentSpec(_Strict):
     mode: Literal["sync", "async", "auto"] | None = None
 
 
+class ExternalAgentSpec(_Strict):
+    """A remote agent registered in Connections → Remote agents (A2A), delegated to like a sub-agent."""
+
+    name: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9-]+$")
+    description: str = Field(default="", max_length=1000)
+    remote_agent_id: str
+    mode: Literal["sync", "async", "auto"] | None = None
+
+
 class AgentSpec(_Strict):
     spec_version: int = SPEC_VERSION
     name: str = Field(min_length=1, max_length=200)
@@ -75,6 +84,7 @@ class AgentSpec(_Strict):
     skill_ids: list[str] = Field(default_factory=list)
     custom_tool_ids: list[str] = Field(default_factory=list)
     subagents: list[SubagentSpec] = Field(default_factory=list)
+    external_agents: list[ExternalAgentSpec] = Field(default_factory=list, max_length=20)
     max_steps: int = Field(default=20, ge=1, le=200)
     budget: BudgetSpec = Field(default_factory=BudgetSpec)
 

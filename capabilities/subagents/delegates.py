@@ -161,7 +161,7 @@ class BuiltDelegate:
     description: str
     agent: Agent[RunDeps, Any]
     deps: RunDeps
-    kind: str  # "agent" | "inline" | "dynamic"
+    kind: str  # "agent" | "inline" | "dynamic" | "remote" (an A2A remote agent, capabilities/remote_agents)
     mode: str | None = None
     agent_id: str | None = None
     max_steps: int = 10

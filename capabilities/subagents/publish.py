@@ -18,9 +18,10 @@ from typing import Any
 
 def delegate_problems(actor: Any, data: dict[str, Any], format_path: Any) -> list[dict[str, str]]:
     from agents.models import Agent
+    from capabilities.remote_agents.publish import external_agent_problems
     from governance.grants import USE, agent_access, at_least
 
-    problems: list[dict[str, str]] = []
+    problems: list[dict[str, str]] = external_agent_problems(actor, data, format_path)
     subs = [s for s in (data.get("subagents") or []) if isinstance(s, dict) and s.get("agent_id")]
     bindings = [b for b in (data.get("capabilities") or []) if isinstance(b, dict)]
     delegation = next((b for b in bindings if b.get("id") == "subagents"), None)

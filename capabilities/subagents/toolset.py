@@ -96,7 +96,7 @@ def build_delegation(ctx: BuildContext) -> list[Built]:
     levels = config.max_depth if inherited is None else min(int(inherited), config.max_depth)
     if levels <= 0:
         raise NotBuilt("this agent runs as a delegate at the end of the delegation depth, so it does not delegate")
-    if spec is None or not (spec.subagents or config.inline or config.allow_dynamic):
+    if spec is None or not (spec.subagents or spec.external_agents or config.inline or config.allow_dynamic):
         raise NotBuilt("it names no delegates")
     execution = deps.scratch.get("execution")
     usage: dict[str, DelegateUsage] = deps.scratch.setdefault("delegation_usage", {})
@@ -105,7 +105,10 @@ def build_delegation(ctx: BuildContext) -> list[Built]:
                              levels_left=levels - 1, usage=usage, shared=shared)
     built, missing = published_delegates(dctx, spec)
     more, missing_inline = inline_delegates(dctx, config.inline)
-    delegates = built + more
+    # Remote agents over A2A (capabilities/remote_agents): delegates whose model is the remote agent.
+    from capabilities.remote_agents.delegate import remote_delegates
+
+    delegates = built + more + remote_delegates(dctx, spec)
     missing += missing_inline
     factory = dynamic_factory(dctx) if config.allow_dynamic else None
     if not delegates and factory is None:
@@ -431,7 +434,8 @@ class Delegation(AbstractCapability[Any]):
         return SubAgentConfig(
             name=delegate.name, description=delegate.description, instructions="", agent=delegate.agent,
             # Only a sync delegate asks, and only when the author allowed it; the question goes to the person.
-            can_ask_questions=self.config.allow_questions and mode == "sync",
+            # A remote agent never calls ask_parent: its questions come back as text (input-required).
+            can_ask_questions=self.config.allow_questions and mode == "sync" and delegate.kind != "remote",
             preferred_mode=mode,  # type: ignore[typeddict-item]  # a Mode, typed str on BuiltDelegate
             extra={"delegate": delegate, "max_steps": delegate.max_steps},
         )
