@@ -1,0 +1,316 @@
+"""Channels in the console: adding Slack / Telegram / Mattermost bots (write-only credentials, the pencil),
+the connection badge with its reason, pause / resume / delete, the Telegram Register-webhook button against the
+fake Telegram, the Slack manifest, and a binding's full settings — then a Slack bot set up only through these
+screens answering the fake Slack. Viewers see and never change; outsiders get 404."""
+
+from __future__ import annotations
+
+import pytest
+
+from agenticos.models import AuditEvent
+from channelbots import services
+from channelbots.models import Binding, ChannelBot, ConnectionState
+from tests import factories
+from tests.fakes.slack_api import FakeSlack, SlackEventSender
+from tests.fakes.telegram_api import FakeTelegram
+
+pytestmark = pytest.mark.django_db
+FRONTEND = "https://agents.example.com"
+SLACK_TOKEN = "xoxb-test-token-0001"
+SIGNING = "8f742231b10e8888abcd99yyyzzz85a5"
+APP_TOKEN = "xapp-1-A111-secret-app-token"
+
+
+@pytest.fixture(autouse=True)
+def _channel_settings(settings):
+    settings.FRONTEND_URL = FRONTEND
+    settings.CHANNEL_ALLOWED_PRIVATE_HOSTS = ["127.0.0.1"]  # the fake platforms listen there
+
+
+@pytest.fixture
+def fake_slack():
+    with FakeSlack() as server:
+        yield server
+
+
+@pytest.fixture
+def fake_telegram():
+    with FakeTelegram() as server:
+        yield server
+
+
+@pytest.fixture
+def shop(org, builder):
+    return factories.published_agent(org, builder, name="Shop")
+
+
+def add_bot(client, **data):
+    return client.post("/channels/", {"name": "Support", "transport": "webhook", "mode": "open",
+                                      "rate_limit_rpm": "10", **data})
+
+
+def slack_bot(client, fake):
+    response = add_bot(client, platform="slack", token=SLACK_TOKEN, signing_secret=SIGNING,
+                       api_base_url=fake.base_url)
+    assert response.status_code == 302, response.content.decode()[:2000]
+    return ChannelBot.objects.get(platform="slack")
+
+
+# ------------------------------------------------------------------ adding and editing bots
+
+
+def test_a_builder_adds_a_slack_events_bot_and_its_page_shows_urls_and_the_manifest_never_a_secret(
+        client_as, org, builder, fake_slack):
+    client = client_as(builder, org)
+    bot = slack_bot(client, fake_slack)
+    assert services.reveal_credentials(bot) == {"token": SLACK_TOKEN, "signing_secret": SIGNING}
+    page = client.get(f"/channels/{bot.pk}/").content.decode()
+    assert SLACK_TOKEN not in page and SIGNING not in page
+    assert f"{FRONTEND}/api/v1/slack/{bot.pk}/events" in page
+    assert f"{FRONTEND}/api/v1/slack/{bot.pk}/interactions" in page
+    manifest = page.split("data-manifest>", 1)[1].split("</pre>", 1)[0]
+    for scope in ("chat:write", "files:write", "files:read", "app_mentions:read", "users:read", "channels:read",
+                  "groups:read", "channels:history", "groups:history", "im:history", "mpim:history", "im:read",
+                  "mpim:read"):
+        assert f"      - {scope}\n" in manifest
+    for event in ("app_mention", "message.channels", "message.groups", "message.im", "message.mpim"):
+        assert f"      - {event}\n" in manifest
+    assert f"request_url: {FRONTEND}/api/v1/slack/{bot.pk}/events" in manifest
+    assert "socket_mode_enabled: false" in manifest and "token_rotation_enabled: false" in manifest
+    assert page.count('data-stored') == 2 and 'data-credential="app_token"' in page
+
+
+def test_a_socket_mode_bot_without_its_app_token_says_why_it_is_not_started(client_as, org, builder):
+    client = client_as(builder, org)
+    response = add_bot(client, platform="slack", transport="polling", token=SLACK_TOKEN)
+    bot = ChannelBot.objects.get()
+    assert response.status_code == 302 and bot.transport == "polling"
+    services.record_connection(bot.pk, ConnectionState.NOT_STARTED, "Socket Mode needs the xapp- app-level token.")
+    listing = client.get("/channels/").content.decode()
+    row = listing.split(f'data-bot-row="{bot.pk}"', 1)[1].split("</tr>", 1)[0]
+    assert 'data-connection="not_started"' in row and "Not connected" in row
+    assert "Socket Mode needs the xapp- app-level token." in row
+    assert "data-unbound" in row
+    manifest = client.get(f"/channels/{bot.pk}/").content.decode().split("data-manifest>", 1)[1]
+    assert "socket_mode_enabled: true" in manifest.split("</pre>")[0] and "request_url" not in manifest.split("</pre>")[0]
+
+
+def test_an_empty_token_field_keeps_the_stored_one_and_a_typed_one_replaces_it(client_as, org, builder):
+    client = client_as(builder, org)
+    add_bot(client, platform="slack", transport="polling", token=SLACK_TOKEN)
+    bot = ChannelBot.objects.get()
+    form = {"name": "Renamed", "api_base_url": "", "token": "", "app_token": "", "signing_secret": "",
+            "stt": "groq:whisper-large-v3", "mode": "whitelist", "whitelist": "U1\nU2", "rate_limit_rpm": "30"}
+    assert client.post(f"/channels/{bot.pk}/", form).status_code == 302
+    bot.refresh_from_db()
+    assert services.reveal_credentials(bot) == {"token": SLACK_TOKEN}
+    assert bot.name == "Renamed" and (bot.stt_provider, bot.stt_model) == ("groq", "whisper-large-v3")
+    assert bot.policy["mode"] == "whitelist" and bot.policy["whitelist"] == ["U1", "U2"]
+    assert bot.policy["rate_limit_rpm"] == 30
+    assert client.post(f"/channels/{bot.pk}/", {**form, "app_token": APP_TOKEN}).status_code == 302
+    assert services.reveal_credentials(bot) == {"token": SLACK_TOKEN, "app_token": APP_TOKEN}
+    assert APP_TOKEN not in client.get(f"/channels/{bot.pk}/").content.decode()
+
+
+def test_a_mattermost_bot_needs_its_server_and_a_refused_form_does_not_echo_the_token(client_as, org, builder):
+    client = client_as(builder, org)
+    token = "mattermost-bot-token-123456"
+    response = add_bot(client, platform="mattermost", token=token)
+    assert response.status_code == 422 and ChannelBot.objects.count() == 0
+    page = response.content.decode()
+    assert "server address" in page and token not in page
+    response = add_bot(client, platform="mattermost", token=token, api_base_url="http://169.254.169.254")
+    assert response.status_code == 422 and ChannelBot.objects.count() == 0
+    ok = add_bot(client, platform="mattermost", token=token, api_base_url="https://chat.example.com",
+                 webhook_secret="outgoing-hook-token-1")
+    assert ok.status_code == 302
+    bot = ChannelBot.objects.get()
+    assert bot.api_base_url == "https://chat.example.com"
+    assert services.reveal_credentials(bot)["webhook_secret"] == "outgoing-hook-token-1"
+
+
+def test_pause_resume_and_delete_go_through_the_services_with_their_audit(client_as, org, builder):
+    client = client_as(builder, org)
+    add_bot(client, platform="telegram", token="123456:ABCDEFGHIJ-telegram")
+    bot = ChannelBot.objects.get()
+    client.post(f"/channels/{bot.pk}/pause")
+    bot.refresh_from_db()
+    assert bot.is_paused
+    assert 'data-connection="paused"' in client.get(f"/channels/{bot.pk}/").content.decode()
+    client.post(f"/channels/{bot.pk}/resume")
+    bot.refresh_from_db()
+    assert not bot.is_paused
+    assert client.post(f"/channels/{bot.pk}/delete").status_code == 302
+    assert not ChannelBot.objects.exists()
+    actions = set(AuditEvent.objects.filter(organization=org).values_list("action", flat=True))
+    assert {"channelbot.create", "channelbot.pause", "channelbot.resume", "channelbot.delete"} <= actions
+
+
+def test_register_webhook_sets_the_deployment_url_and_its_secret_at_the_fake_telegram(
+        client_as, org, builder, fake_telegram):
+    client = client_as(builder, org)
+    add_bot(client, platform="telegram", transport="polling", token=fake_telegram.token,
+            api_base_url=fake_telegram.url)
+    bot = ChannelBot.objects.get()
+    assert fake_telegram.webhook == {}
+    response = client.post(f"/channels/{bot.pk}/register-webhook")
+    assert response.status_code == 302
+    bot.refresh_from_db()
+    secret = services.reveal_credentials(bot)["webhook_secret"]
+    assert bot.transport == "webhook" and bot.platform_bot_username == "acme_bot"
+    assert fake_telegram.webhook["url"] == f"{FRONTEND}/api/v1/telegram/{bot.pk}/webhook"
+    assert fake_telegram.webhook["secret_token"] == secret
+    page = client.get(f"/channels/{bot.pk}/").content.decode()
+    assert "Telegram webhook registered" in page and secret not in page
+
+
+def test_a_webhook_telegram_refuses_rejected_token_and_shows_why(client_as, org, builder, fake_telegram):
+    client = client_as(builder, org)
+    add_bot(client, platform="telegram", token="999999:WRONG-token-here", api_base_url=fake_telegram.url)
+    bot = ChannelBot.objects.get()
+    response = client.post(f"/channels/{bot.pk}/register-webhook")
+    assert response.status_code == 422 and "data-webhook-error" in response.content.decode()
+    assert fake_telegram.webhook == {}
+    bot.refresh_from_db()
+    assert bot.connection_state == "not_started" and "setWebhook failed" in bot.connection_reason
+
+
+# ------------------------------------------------------------------ a binding's settings
+
+
+def bound(client, shop, bot):
+    assert client.post(f"/agents/{shop.pk}/bindings", {"bot_id": str(bot.pk), "environment": "production"}
+                       ).status_code == 302
+    return Binding.objects.get(bot=bot)
+
+
+def test_a_new_binding_opens_with_the_platform_starter_and_the_real_tool_descriptions(
+        client_as, org, builder, shop, fake_slack):
+    from capabilities.channel_tools import capability
+
+    client = client_as(builder, org)
+    binding = bound(client, shop, slack_bot(client, fake_slack))
+    builder_page = client.get(f"/agents/{shop.pk}/").content.decode()
+    assert f"/agents/{shop.pk}/bindings/{binding.pk}/" in builder_page
+    page = client.get(f"/agents/{shop.pk}/bindings/{binding.pk}/").content.decode()
+    assert "data-starter-note" in page and "Slack does not render Markdown" in page
+    for name in ("channel_name", "channel_purpose", "channel_topic", "member_count", "member_list"):
+        assert f"{{{name}}}" in page
+    first_line = capability.read_channel_history.__doc__.strip().splitlines()[0]
+    assert first_line in page
+    assert 'data-channel-tool="send_channel_file"' in page
+
+
+def test_saving_a_binding_writes_every_setting_and_the_bot_access_policy(
+        client_as, org, builder, shop, fake_slack):
+    client = client_as(builder, org)
+    binding = bound(client, shop, slack_bot(client, fake_slack))
+    form = {"environment": "production", "extra_prompt": "Answer in {channel_name} briefly.",
+            "workspace_scope": "channel", "channel_tools": ["get_channel_info", "read_channel_history"],
+            "channel_tools_limit": "50", "footer_mode": "every_n", "footer_every_n": "5",
+            "mode": "group_only", "allowed_groups": "C1\nC2", "rate_limit_rpm": "7", "denied_message": "No."}
+    response = client.post(f"/agents/{shop.pk}/bindings/{binding.pk}/", form)
+    assert response.status_code == 302
+    binding.refresh_from_db()
+    assert binding.extra_prompt == "Answer in {channel_name} briefly." and binding.workspace_scope == "channel"
+    assert binding.channel_tools == ["get_channel_info", "read_channel_history"]
+    assert (binding.channel_tools_limit, binding.footer_mode, binding.footer_every_n) == (50, "every_n", 5)
+    policy = ChannelBot.objects.get(pk=binding.bot_id).policy
+    assert policy["mode"] == "group_only" and policy["allowed_groups"] == ["C1", "C2"]
+    assert policy["rate_limit_rpm"] == 7 and policy["denied_message"] == "No."
+    page = client.get(f"/agents/{shop.pk}/bindings/{binding.pk}/").content.decode()
+    assert "data-starter-note" not in page and "Answer in {channel_name} briefly." in page
+    bad = client.post(f"/agents/{shop.pk}/bindings/{binding.pk}/", {**form, "channel_tools_limit": "999"})
+    assert bad.status_code == 422
+    binding.refresh_from_db()
+    assert binding.channel_tools_limit == 50
+
+
+def test_telegram_offers_only_the_two_tools_it_can_answer(client_as, org, builder, shop):
+    client = client_as(builder, org)
+    add_bot(client, platform="telegram", token="123456:ABCDEFGHIJ-telegram")
+    binding = bound(client, shop, ChannelBot.objects.get())
+    page = client.get(f"/agents/{shop.pk}/bindings/{binding.pk}/").content.decode()
+    assert 'data-channel-tool="get_channel_info"' in page and 'data-channel-tool="list_channel_members"' in page
+    assert 'data-channel-tool="read_channel_history"' not in page
+    assert "Telegram refuses a message with an unclosed" in page
+
+
+# ------------------------------------------------------------------ the real path
+
+
+def test_a_slack_bot_set_up_only_in_the_console_answers_the_fake_slack(
+        celery_worker, scripted_model, client_as, client, org, builder, shop, fake_slack):
+    from tests.channelbots.conftest import wait_until
+    from tests.channelbots.test_slack_end_to_end import streaming_model
+
+    console = client_as(builder, org)
+    bot = slack_bot(console, fake_slack)
+    binding = bound(console, shop, bot)
+    console.post(f"/agents/{shop.pk}/bindings/{binding.pk}/", {
+        "environment": "production", "extra_prompt": "", "workspace_scope": "", "channel_tools_limit": "20",
+        "footer_mode": "log_only", "footer_every_n": "10", "mode": "open", "rate_limit_rpm": "10"})
+    scripted_model(streaming_model("Set up from the console."))
+    sender = SlackEventSender(client, str(bot.pk), SIGNING)
+    event = sender.message("<@UBOT> are you there?", user="U7", channel="C9")
+    assert sender.send(event).status_code == 200
+    post = wait_until(lambda: next((p for p in fake_slack.answers("C9") if p.final == "Set up from the console."),
+                                   None))
+    assert post.thread_ts == event["ts"]
+
+
+# ------------------------------------------------------------------ who may
+
+
+def test_a_viewer_sees_the_bots_and_changes_nothing(client_as, org, builder, viewer, shop):
+    admin_client = client_as(builder, org)
+    add_bot(admin_client, platform="telegram", token="123456:ABCDEFGHIJ-telegram")
+    bot = ChannelBot.objects.get()
+    binding = bound(admin_client, shop, bot)
+    client = client_as(viewer, org)
+    listing = client.get("/channels/")
+    assert listing.status_code == 200 and bot.name in listing.content.decode()
+    assert "data-add-bot" not in listing.content.decode()
+    detail = client.get(f"/channels/{bot.pk}/").content.decode()
+    assert "data-pause" not in detail and "data-delete" not in detail
+    assert add_bot(client, platform="telegram", token="123456:ANOTHER-telegram-x").status_code == 403
+    assert client.post(f"/channels/{bot.pk}/pause").status_code == 403
+    assert client.post(f"/channels/{bot.pk}/", {"name": "Hijacked"}).status_code == 403
+    assert client.post(f"/channels/{bot.pk}/delete").status_code == 403
+    page = client.get(f"/agents/{shop.pk}/bindings/{binding.pk}/")
+    assert page.status_code == 200 and "Save the binding" not in page.content.decode()
+    changed = client.post(f"/agents/{shop.pk}/bindings/{binding.pk}/", {
+        "extra_prompt": "x", "channel_tools_limit": "20", "footer_every_n": "10"})
+    assert changed.status_code == 403
+    bot.refresh_from_db()
+    binding.refresh_from_db()
+    assert ChannelBot.objects.count() == 1 and not bot.is_paused and bot.name == "Support"
+    assert binding.extra_prompt == ""
+
+
+def test_a_builder_cannot_change_a_bot_bound_to_an_agent_they_cannot_edit(client_as, org, owner, builder):
+    private = factories.published_agent(org, owner, name="Owner's")
+    owner_client = client_as(owner, org)
+    add_bot(owner_client, platform="telegram", token="123456:ABCDEFGHIJ-telegram")
+    bot = ChannelBot.objects.get()
+    bound(owner_client, private, bot)
+    client = client_as(builder, org)
+    assert client.post(f"/channels/{bot.pk}/pause").status_code == 403
+    bot.refresh_from_db()
+    assert not bot.is_paused
+
+
+def test_an_outsider_gets_404_for_another_organizations_bot_and_binding(
+        client_as, org, builder, shop, outsider, outsider_org):
+    add_bot(client_as(builder, org), platform="telegram", token="123456:ABCDEFGHIJ-telegram")
+    bot = ChannelBot.objects.get()
+    binding = bound(client_as(builder, org), shop, bot)
+    client = client_as(outsider, outsider_org)
+    assert bot.name not in client.get("/channels/").content.decode()
+    assert client.get(f"/channels/{bot.pk}/").status_code == 404
+    assert client.post(f"/channels/{bot.pk}/pause").status_code == 404
+    assert client.post(f"/channels/{bot.pk}/delete").status_code == 404
+    assert client.get(f"/agents/{shop.pk}/bindings/{binding.pk}/").status_code == 404
+    assert client.post(f"/agents/{shop.pk}/bindings/{binding.pk}/", {"extra_prompt": "x"}).status_code == 404
+    bot.refresh_from_db()
+    assert ChannelBot.objects.filter(pk=bot.pk).exists() and not bot.is_paused
