@@ -1,0 +1,132 @@
+"""The browser binding's settings, and the checks publishing makes on them."""
+
+from __future__ import annotations
+
+import re
+import zoneinfo
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from capabilities import netguard
+from capabilities.browser import policy
+from capabilities.browser.session import cdp_host_allowed
+
+CDP_HOSTS = "BROWSER_CDP_ALLOWED_HOSTS"
+_LOCALE = re.compile(r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$")
+
+
+class BrowserConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    cdp_url: str = Field(default="", description="The Chromium DevTools endpoint of the operator's browser service, "
+                                                 "e.g. http://browser:9222; its host must be in "
+                                                 "BROWSER_CDP_ALLOWED_HOSTS.")
+    allowed_domains: list[str] | None = Field(
+        default=None, description="Hosts the browser may be on (patterns like *.example.com); null = any public "
+                                  "host. A listed host may also be reached on an internal address.")
+    max_steps: int = Field(default=50, ge=1, le=200, description="Steps per browse_web call, each one model request.")
+    vision: bool = Field(default=False, description="Also send each step's screenshot to the model.")
+    candidate_cap: int = Field(default=60, ge=2, le=200, description="How many elements one step may offer.")
+    preview_width: int = Field(default=1024, ge=320, le=1920, description="The width of the page, in pixels.")
+    step_model_profile_id: str | None = Field(
+        default=None, description="A model profile browse_web asks at each step instead of the agent's model.")
+    connection: Literal["built_in", "proxy", "hosted"] = Field(default="built_in", json_schema_extra={
+        "x-enum-labels": {"built_in": "This deployment's browser", "proxy": "Through a proxy",
+                          "hosted": "A hosted browser"}})
+    proxy_url: str = Field(default="", description="With proxy: http://, https:// or socks5:// host and port; the "
+                                                   "binding's secret, if any, is its username:password.")
+    hosted_url: str = Field(default="", description="With hosted: the service's wss:// CDP address; the binding's "
+                                                    "secret is its key.")
+    hosted_key_param: str = Field(default="apiKey", pattern=r"^[A-Za-z0-9_.-]{1,40}$")
+    timezone: str = Field(default="", description="An IANA time zone the browser declares.")
+    locale: str = Field(default="", description="A language tag like pl-PL (Accept-Language, navigator.language).")
+
+    @field_validator("allowed_domains")
+    @classmethod
+    def _domains(cls, value: list[str] | None) -> list[str] | None:
+        if value is None:
+            return None
+        if not value:
+            raise ValueError("an empty list would refuse every page; leave it unset to allow any public host")
+        return list(dict.fromkeys(policy.normalize_pattern(entry) for entry in value))
+
+    @field_validator("timezone")
+    @classmethod
+    def _timezone(cls, value: str) -> str:
+        if value:
+            try:
+                zoneinfo.ZoneInfo(value)
+            except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+                raise ValueError(f"{value!r} is not an IANA time zone") from None
+        return value
+
+    @field_validator("locale")
+    @classmethod
+    def _locale(cls, value: str) -> str:
+        if value and not _LOCALE.match(value):
+            raise ValueError(f"{value!r} is not a language tag like en-US")
+        return value
+
+    @model_validator(mode="after")
+    def _connection_fields(self) -> BrowserConfig:
+        if self.connection == "proxy":
+            parts = urlsplit(self.proxy_url)
+            if parts.scheme not in ("http", "https", "socks5") or not parts.hostname or not parts.port:
+                raise ValueError("proxy_url must be http://, https:// or socks5:// with a host and a port")
+        elif self.proxy_url:
+            raise ValueError("proxy_url is only used with connection proxy")
+        if self.connection == "hosted":
+            parts = urlsplit(self.hosted_url)
+            if parts.scheme != "wss" or not parts.hostname:
+                raise ValueError("hosted_url must be a wss:// address")
+        elif self.hosted_url:
+            raise ValueError("hosted_url is only used with connection hosted")
+        return self
+
+
+def _internal(url: str) -> str | None:
+    """Why an address the author chose is inside this deployment's network (unless the operator listed it)."""
+    try:
+        netguard.check_url_blocking(url.replace("socks5://", "http://").replace("wss://", "https://"),
+                                    allowance=CDP_HOSTS)
+    except netguard.Unresolvable:
+        return None  # checked again when a browse starts
+    except netguard.AddressRefused as exc:
+        return str(exc)
+    return None
+
+
+def publish_problems(config: BrowserConfig) -> list[tuple[str, str]]:
+    problems: list[tuple[str, str]] = []
+    if config.connection == "hosted":
+        reason = _internal(config.hosted_url)
+        if reason:
+            problems.append(("hosted_url", reason))
+        return problems
+    if not config.cdp_url:
+        problems.append(("cdp_url", "Name the browser service (a Chromium DevTools endpoint such as "
+                                    "http://browser:9222)."))
+    elif urlsplit(config.cdp_url).scheme not in ("http", "https", "ws", "wss"):
+        problems.append(("cdp_url", "A DevTools endpoint is http(s):// or ws(s)://."))
+    elif not cdp_host_allowed(config.cdp_url):
+        problems.append(("cdp_url", "This browser service is not one the operator allows: its host must be in "
+                                    "BROWSER_CDP_ALLOWED_HOSTS (empty refuses every browser)."))
+    if config.connection == "proxy":
+        reason = _internal(config.proxy_url)
+        if reason:
+            problems.append(("proxy_url", reason))
+    return problems
+
+
+def organization_problems(config: BrowserConfig, organization: Any) -> list[tuple[str, str]]:
+    if not config.step_model_profile_id:
+        return []
+    from agenticos.tenancy import parse_uuid
+    from agents.models import ModelProfile
+
+    pk = parse_uuid(config.step_model_profile_id)
+    exists = pk is not None and ModelProfile.objects.filter(
+        pk=pk, organization=organization, kind=ModelProfile.Kind.CHAT).exists()
+    return [] if exists else [("step_model_profile_id", "No such chat model profile in this organization.")]

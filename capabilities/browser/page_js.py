@@ -1,0 +1,77 @@
+"""The script that reads a page into rows: run by the server in the live DOM, never written by the model.
+
+It returns the actionable elements a person could act on (links, buttons, fields, selects, things with a
+button role or a click handler attribute), visible and not disabled, in document order, capped; and up to
+`maxText` characters of the page's visible text. A field's value is never read back: the row says whether
+it is filled, so a value the agent typed is never echoed into the model's next step.
+"""
+
+COLLECT = r"""
+([cap, maxText]) => {
+  const sel = 'a[href], button, input:not([type=hidden]), select, textarea, summary, [role=button], '
+    + '[role=link], [role=checkbox], [role=tab], [role=menuitem], [onclick], [contenteditable=""], '
+    + '[contenteditable=true]';
+  const clean = (s) => (s || '').replace(/\s+/g, ' ').trim().slice(0, 80);
+  const visible = (el) => {
+    const r = el.getBoundingClientRect();
+    if (r.width < 1 || r.height < 1) return false;
+    const st = getComputedStyle(el);
+    return st.visibility !== 'hidden' && st.display !== 'none' && Number(st.opacity) > 0.05;
+  };
+  const labelOf = (el) => {
+    if (el.labels && el.labels.length) return clean(el.labels[0].innerText);
+    return clean(el.getAttribute('aria-label') || el.innerText || el.getAttribute('title')
+      || el.getAttribute('alt') || el.getAttribute('placeholder') || el.getAttribute('name')
+      || el.getAttribute('value') || '');
+  };
+  const rows = [], els = [];
+  for (const el of document.querySelectorAll(sel)) {
+    if (rows.length >= cap) break;
+    if (!visible(el) || el.disabled) continue;
+    const tag = el.tagName.toLowerCase();
+    const type = (el.getAttribute('type') || '').toLowerCase();
+    const row = {tag, label: labelOf(el)};
+    if (tag === 'input' || tag === 'textarea') {
+      row.kind = tag === 'textarea' ? 'text' : (type || 'text');
+      if (['checkbox', 'radio'].includes(type)) row.checked = !!el.checked;
+      else if (!['submit', 'button', 'reset', 'image'].includes(type)) row.filled = !!el.value;
+      if (el.getAttribute('placeholder')) row.placeholder = clean(el.getAttribute('placeholder'));
+    } else if (tag === 'select') {
+      row.kind = 'select';
+      row.options = Array.from(el.options).slice(0, 20).map((o) => clean(o.label || o.text));
+      row.selected = el.selectedIndex >= 0 ? clean(el.options[el.selectedIndex].label) : '';
+    } else if (tag === 'a') {
+      row.kind = 'link';
+      try { row.href = new URL(el.href).pathname.slice(0, 80); } catch (e) {}
+    } else {
+      row.kind = 'button';
+    }
+    rows.push(row); els.push(el);
+  }
+  const text = (document.body ? document.body.innerText : '').replace(/\n{3,}/g, '\n\n').trim();
+  return {rows, els, text: text.slice(0, maxText), truncated: text.length > maxText};
+}
+"""
+
+# Where a browser would show it is driven, the capability shows a desktop instead (the headless shell's
+# SwiftShader renderer; navigator.webdriver where a build still sets it). Runs before any page script.
+DESKTOP = r"""
+(() => {
+  try {
+    if (navigator.webdriver) {
+      Object.defineProperty(Navigator.prototype, 'webdriver', {get: () => false, configurable: true});
+    }
+  } catch (e) {}
+  for (const proto of [window.WebGLRenderingContext, window.WebGL2RenderingContext]) {
+    if (!proto) continue;
+    const original = proto.prototype.getParameter;
+    proto.prototype.getParameter = function (p) {
+      const value = original.call(this, p);
+      if (typeof value === 'string' && /SwiftShader/i.test(value)) {
+        return p === 37445 ? 'Google Inc. (Intel)' : 'ANGLE (Intel, Mesa Intel(R) UHD Graphics 620, OpenGL 4.6)';
+      }
+      return value;
+    };
+  }
+})();
+"""

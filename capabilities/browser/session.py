@@ -1,0 +1,403 @@
+"""One run's tab: a browser context of its own on the operator's Chromium, its guard, and the actions.
+
+Why Playwright's `connect_over_cdp`: it is a maintained CDP client that is already this project's browser
+test driver (the same wheel, no second client to keep), it manages browser contexts (`new_context` is CDP's
+`Target.createBrowserContext`: cookies and storage of one browse never reach another) and gives element
+handles that stay bound to the DOM node a row was read from, so an action names a row and never a selector.
+What it lacks is interception of redirect hops (`route` sees only a request's first URL), so the guard also
+holds a CDP session of its own on each page with `Fetch` paused at the request stage, which Chromium raises
+for every hop, every subresource and every `fetch()` a page makes.
+
+Known limit of that choice: Playwright enables the CDP Runtime domain on every page it drives (its element
+handles and evaluation need it), so the spec's "never enable Runtime" does not hold with this client; a raw
+CDP client (cdp-use) would be needed for that (see the report of issue 24).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlencode, urlsplit, urlunsplit
+
+from django.conf import settings
+
+from capabilities import netguard
+from capabilities.browser import page_js
+from capabilities.browser.policy import RequestPolicy
+
+logger = logging.getLogger(__name__)
+
+INSTALL_LINE = 'pip install "agenticos[browser]"'
+MAX_TEXT = 4000
+ACTION_TIMEOUT_MS = 8000
+NAVIGATION_TIMEOUT_MS = 20000
+READ_ATTEMPTS = 6
+# What Playwright says when the document being read was replaced by a navigation.
+_NAVIGATION_ERRORS = ("Execution context was destroyed", "navigat", "Cannot find context with specified id")
+
+
+class BrowserUnavailable(Exception):
+    """The browser service cannot be used now (not installed, not answering, refused). Message is safe."""
+
+
+class ActionFailed(Exception):
+    """One action could not be done on this page (a row that is gone, a field that is not a field)."""
+
+
+@dataclass
+class PageView:
+    url: str
+    title: str
+    rows: list[dict[str, Any]]
+    text: str
+    truncated: bool
+    screenshot: bytes | None = None
+
+    def render(self) -> str:
+        lines = [f"URL: {self.url}", f"Title: {self.title}", "", "Elements you can act on (by number):"]
+        lines += [f"[{i}] {describe_row(row)}" for i, row in enumerate(self.rows, start=1)] or ["(none)"]
+        lines += ["", "Visible text" + (" (cut at 4,000 characters)" if self.truncated else "") + ":",
+                  self.text or "(no text)"]
+        return "\n".join(lines)
+
+
+def describe_row(row: dict[str, Any]) -> str:
+    kind = row.get("kind", row.get("tag", ""))
+    label = row.get("label") or row.get("placeholder") or ""
+    parts = [f"{kind} {label!r}" if label else kind]
+    if kind == "link" and row.get("href"):
+        parts.append(f"-> {row['href']}")
+    if "filled" in row:
+        parts.append("(filled)" if row["filled"] else "(empty)")
+    if "checked" in row:
+        parts.append("(checked)" if row["checked"] else "(unchecked)")
+    if kind == "select":
+        parts.append(f"options {row.get('options', [])} selected {row.get('selected', '')!r}")
+    return " ".join(parts)
+
+
+def _playwright() -> Any:
+    try:
+        from playwright.async_api import async_playwright
+    except ImportError:
+        raise BrowserUnavailable(f"The browser capability is not installed here: run {INSTALL_LINE}.") from None
+    return async_playwright
+
+
+async def endpoint(config: Any, secret: str | None) -> str:
+    """The CDP address to connect to. An http/ws endpoint given by name is resolved once and reached by its
+    address (Chromium answers DevTools only on an IP or localhost Host header); a TLS one keeps its name for
+    its certificate. A hosted browser gets the binding's key in its query under `hosted_key_param`."""
+    if config.connection == "hosted":
+        if not secret:
+            raise BrowserUnavailable("A hosted browser needs its key: bind a secret to the capability.")
+        parts = urlsplit(config.hosted_url)
+        query = "&".join(p for p in (parts.query, urlencode({config.hosted_key_param: secret})) if p)
+        return urlunsplit((parts.scheme, parts.netloc, parts.path, query, ""))
+    parts = urlsplit(config.cdp_url)
+    host = parts.hostname or ""
+    if parts.scheme in ("https", "wss"):
+        return config.cdp_url
+    try:
+        ipaddress.ip_address(host)
+        return config.cdp_url
+    except ValueError:
+        pass
+    try:
+        ips = await netguard.resolve(host)
+    except (ValueError, OSError):
+        raise BrowserUnavailable(f"The browser service's host {host} does not resolve.") from None
+    ip = ips[0]
+    netloc = (f"[{ip}]" if ":" in ip else ip) + (f":{parts.port}" if parts.port else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, ""))
+
+
+def proxy_option(config: Any, secret: str | None) -> dict[str, str] | None:
+    if config.connection != "proxy":
+        return None
+    proxy = {"server": config.proxy_url}
+    if secret:
+        username, _, password = secret.partition(":")
+        proxy.update(username=username, password=password)
+    return proxy
+
+
+@dataclass
+class BrowseState:
+    """The browse_web task in this tab: what was asked, the model's memory, the steps so far."""
+
+    task: str = ""
+    start_url: str = ""
+    memory: str = ""
+    history: list[str] = field(default_factory=list)
+    steps: int = 0
+
+
+@dataclass
+class BrowserSession:
+    config: Any
+    secret: str | None = None
+    policy: RequestPolicy = field(default_factory=RequestPolicy)
+    state: BrowseState = field(default_factory=BrowseState)
+    _pw: Any = None
+    _browser: Any = None
+    context: Any = None
+    page: Any = None
+    _elements: list[Any] = field(default_factory=list)
+    _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    _guards: list[Any] = field(default_factory=list)
+
+    # ------------------------------------------------------------ lifecycle
+
+    async def start(self) -> None:
+        if self.page is not None:
+            return
+        address = await endpoint(self.config, self.secret)
+        self.policy.allowed_domains = self.config.allowed_domains
+        manager = _playwright()()
+        self._pw = await manager.start()
+        try:
+            self._browser = await self._pw.chromium.connect_over_cdp(address, timeout=15000)
+            user_agent = await self._desktop_user_agent()
+            options: dict[str, Any] = {
+                "service_workers": "block",  # a service worker's requests would bypass the page's guard
+                "viewport": {"width": self.config.preview_width, "height": 768},
+                "user_agent": user_agent,
+                "accept_downloads": False,
+            }
+            if self.config.timezone:
+                options["timezone_id"] = self.config.timezone
+            if self.config.locale:
+                options["locale"] = self.config.locale
+            proxy = proxy_option(self.config, self.secret)
+            if proxy:
+                options["proxy"] = proxy
+            # A context of its own: in a browser many share, the default one would keep a cookie one person's
+            # agent set and hand the next one that session.
+            self.context = await self._browser.new_context(**options)
+            await self.context.add_init_script(page_js.DESKTOP)
+            await self.context.route("**/*", self._route)
+            self.context.on("page", lambda page: asyncio.ensure_future(self._guard(page)))
+            self.page = await self.context.new_page()
+            await self._guard(self.page)
+        except BrowserUnavailable:
+            await self.close()
+            raise
+        except Exception as exc:
+            await self.close()
+            logger.warning("browser service unreachable: %s", type(exc).__name__)
+            raise BrowserUnavailable(
+                "The browser service is not responding; an operator of this deployment can check it "
+                f"({type(exc).__name__}).") from None
+
+    async def _desktop_user_agent(self) -> str:
+        """The browser's own user agent, without the headless shell's `HeadlessChrome` marker."""
+        session = await self._browser.new_browser_cdp_session()
+        try:
+            version = await session.send("Browser.getVersion")
+        finally:
+            await session.detach()
+        return str(version.get("userAgent", "")).replace("HeadlessChrome", "Chrome")
+
+    async def close(self) -> None:
+        for closer in (self.context, self._browser):
+            if closer is not None:
+                try:
+                    await closer.close()
+                except Exception:  # already gone with the browser
+                    logger.debug("browser close", exc_info=True)
+        if self._pw is not None:
+            try:
+                await self._pw.stop()
+            except Exception:
+                logger.debug("playwright stop", exc_info=True)
+        self.context = self._browser = self._pw = self.page = None
+
+    # ------------------------------------------------------------ the guard
+
+    async def _route(self, route: Any) -> None:
+        """Playwright's interception: the first request of every page of the context, popups included."""
+        reason = await self.policy.check(route.request.url)
+        if reason is None:
+            await route.continue_()
+        else:
+            await route.abort("blockedbyclient")
+
+    async def _guard(self, page: Any) -> None:
+        """Every request of this page, every redirect hop included, paused until the policy answers."""
+        session = await self.context.new_cdp_session(page)
+        self._guards.append(session)
+
+        async def paused(event: dict[str, Any]) -> None:
+            url = event["request"]["url"]
+            try:
+                reason = await self.policy.check(url)
+                if reason is None:
+                    await session.send("Fetch.continueRequest", {"requestId": event["requestId"]})
+                else:
+                    await session.send("Fetch.failRequest",
+                                       {"requestId": event["requestId"], "errorReason": "BlockedByClient"})
+            except Exception:  # the page closed meanwhile
+                logger.debug("browser guard", exc_info=True)
+
+        session.on("Fetch.requestPaused", lambda event: asyncio.ensure_future(paused(event)))
+        await session.send("Fetch.enable", {"patterns": [{"urlPattern": "*", "requestStage": "Request"}]})
+
+    # ------------------------------------------------------------ reading
+
+    async def read(self, *, screenshot: bool = False) -> PageView:
+        """The page as it is now. A page that is still navigating (a redirect, a refused request's error page,
+        a form that just posted) destroys the document being read; wait for the next one and read that."""
+        for attempt in range(READ_ATTEMPTS):
+            page = self._current_page()
+            try:
+                await page.wait_for_load_state("domcontentloaded", timeout=5000)
+            except Exception:
+                logger.debug("page still loading", exc_info=True)
+            try:
+                return await self._read_once(page, screenshot)
+            except Exception as exc:
+                if not _navigated_away(exc) or attempt == READ_ATTEMPTS - 1:
+                    raise
+                await asyncio.sleep(0.2 * (attempt + 1))
+        raise AssertionError("unreachable")  # the loop returns or raises
+
+    async def _read_once(self, page: Any, screenshot: bool) -> PageView:
+        handle = await page.evaluate_handle(page_js.COLLECT, [self.config.candidate_cap, MAX_TEXT])
+        try:
+            data = await (await handle.get_property("rows")).json_value()
+            text = await (await handle.get_property("text")).json_value()
+            truncated = await (await handle.get_property("truncated")).json_value()
+            elements = await (await handle.get_property("els")).get_properties()
+            found = [elements[str(i)].as_element() for i in range(len(data))]
+        finally:
+            try:
+                await handle.dispose()
+            except Exception:  # the document it lived in is gone
+                logger.debug("handle dispose", exc_info=True)
+        shot = await page.screenshot(type="png") if screenshot else None
+        title = await page.title()
+        self._elements = found
+        return PageView(url=page.url, title=title, rows=data, text=text, truncated=bool(truncated), screenshot=shot)
+
+    def _current_page(self) -> Any:
+        if self.page is None:
+            raise ActionFailed("No page is open: open one with a URL first.")
+        # A link that opened a new tab: the agent follows it there (one tab in its hands).
+        pages = [p for p in self.context.pages if not p.is_closed()] if self.context else []
+        if pages and pages[-1] is not self.page:
+            self.page = pages[-1]
+        return self.page
+
+    def _element(self, index: int) -> Any:
+        if not 1 <= index <= len(self._elements):
+            raise ActionFailed(f"There is no element [{index}] on this page (rows 1-{len(self._elements)}).")
+        element = self._elements[index - 1]
+        if element is None:
+            raise ActionFailed(f"Element [{index}] is not an element.")
+        return element
+
+    # ------------------------------------------------------------ actions
+
+    async def open(self, url: str) -> None:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https"):
+            raise ActionFailed("Give a full http(s) URL.")
+        reason = await self.policy.refusal(url)
+        if reason is not None:
+            raise ActionFailed(f"Refused: {reason}")
+        await self.start()
+        await self._goto(url)
+
+    async def _goto(self, url: str) -> None:
+        page = self._current_page()
+        refused_before = len(self.policy.refused)
+        try:
+            await page.goto(url, wait_until="domcontentloaded", timeout=NAVIGATION_TIMEOUT_MS)
+        except Exception as exc:
+            if len(self.policy.refused) > refused_before and "ERR_BLOCKED_BY_CLIENT" in str(exc):
+                await self._error_page_committed(page)
+                raise ActionFailed(f"Refused: the page led to {self.policy.refused[-1]}, and the browser did not "
+                                   f"send that request. {self.policy.reasons[-1]}") from None
+            raise ActionFailed(f"The page did not load ({_short(exc)}).") from None
+
+    async def _error_page_committed(self, page: Any) -> None:
+        """Chromium replaces a refused navigation with its error page just after `goto` gives up; read that
+        page, not the one it replaces."""
+        if page.url.startswith("chrome-error:"):
+            return
+        try:
+            await page.wait_for_url(lambda address: address.startswith("chrome-error:"), timeout=3000,
+                                    wait_until="commit")
+        except Exception:
+            logger.debug("no error page after a refused navigation", exc_info=True)
+
+    async def click(self, index: int) -> None:
+        element = self._element(index)
+        try:
+            await element.click(timeout=ACTION_TIMEOUT_MS)
+        except Exception as exc:
+            raise ActionFailed(f"Could not click [{index}] ({_short(exc)}).") from None
+        await self._settle()
+
+    async def type(self, index: int, text: str, submit: bool = False) -> None:
+        element = self._element(index)
+        try:
+            await element.fill(text, timeout=ACTION_TIMEOUT_MS)
+            if submit:
+                await element.press("Enter", timeout=ACTION_TIMEOUT_MS)
+        except Exception as exc:
+            raise ActionFailed(f"Could not type into [{index}] ({_short(exc)}).") from None
+        await self._settle()
+
+    async def select(self, index: int, option: str) -> None:
+        element = self._element(index)
+        try:
+            try:
+                await element.select_option(label=option, timeout=ACTION_TIMEOUT_MS)
+            except Exception:
+                await element.select_option(value=option, timeout=ACTION_TIMEOUT_MS)
+        except Exception as exc:
+            raise ActionFailed(f"Could not choose {option!r} in [{index}] ({_short(exc)}).") from None
+        await self._settle()
+
+    async def scroll(self, direction: str) -> None:
+        page = self._current_page()
+        height = (page.viewport_size or {}).get("height", 768)
+        await page.mouse.wheel(0, -height * 0.8 if direction == "up" else height * 0.8)
+        await asyncio.sleep(0.2)
+
+    async def back(self) -> None:
+        page = self._current_page()
+        try:
+            await page.go_back(wait_until="domcontentloaded", timeout=NAVIGATION_TIMEOUT_MS)
+        except Exception as exc:
+            raise ActionFailed(f"Could not go back ({_short(exc)}).") from None
+
+    async def _settle(self) -> None:
+        """After an action that may navigate: let the next document start and its DOM arrive."""
+        await asyncio.sleep(0.3)
+        page = self._current_page()
+        try:
+            await page.wait_for_load_state("domcontentloaded", timeout=5000)
+        except Exception:
+            logger.debug("page still loading after an action", exc_info=True)
+
+
+def _navigated_away(exc: BaseException) -> bool:
+    message = str(exc)
+    return any(marker in message for marker in _NAVIGATION_ERRORS)
+
+
+def _short(exc: BaseException) -> str:
+    return str(exc).split("\n")[0][:200] or type(exc).__name__
+
+
+def cdp_host_allowed(url: str) -> bool:
+    """The operator's list of browser services (BROWSER_CDP_ALLOWED_HOSTS); an empty list allows none."""
+    host = (urlsplit(url).hostname or "").lower()
+    entries = [str(e).strip().lower() for e in getattr(settings, "BROWSER_CDP_ALLOWED_HOSTS", []) or []]
+    return bool(host) and any(e and e == host for e in entries)

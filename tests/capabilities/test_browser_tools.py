@@ -1,0 +1,153 @@
+"""The browser's direct tools on Debian's Chromium against local pages: the form filled step by step, every
+request into the deployment's network refused in the browser (also after a redirect and from a page's own
+fetch), two browses never sharing cookies, and the operator's list of browser services at publish."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from capabilities import registry
+from capabilities.browser.config import BrowserConfig, publish_problems
+from tests.capabilities.helpers import run, spec
+from tests.fakes.web_pages import INTRANET, SITE, browser_env, chromium, internal, site  # noqa: F401
+
+pytestmark = pytest.mark.django_db
+
+
+def browser_spec(chromium, **config):
+    return spec({"id": "browser_use", "config": {"cdp_url": chromium.cdp_url, **config}})
+
+
+def calls(*steps):
+    return list(steps)
+
+
+def test_the_direct_tools_fill_a_form_step_by_step(browser_env, site):
+    url = f"http://{SITE}:{site.port}/form"
+    outcome = asyncio.run(run(browser_spec(browser_env), calls(
+        ("browser_open", {"url": url}),
+        ("browser_type", {"element": 1, "text": "Ada"}),
+        ("browser_type", {"element": 2, "text": "ada@example.com"}),
+        ("browser_select", {"element": 3, "option": "Pro"}),
+        ("browser_click", {"element": 4}),
+    )))
+    opened, typed_name, typed_email, chose, clicked = outcome.returns
+    assert "[1] text 'Name' (empty)" in opened and "[4] button 'Send'" in opened
+    assert "[2] email 'Email' (filled)" in typed_email
+    assert "ada@example.com" not in typed_email and "Ada" not in typed_name.split("\n\n", 1)[1]
+    assert "selected 'Pro'" in chose
+    assert "Thanks, Ada" in clicked and f"http://{SITE}:{site.port}/thanks" in clicked
+    posted = [hit for hit in site.hits if hit.method == "POST"]
+    assert [hit.form for hit in posted] == [{"name": ["Ada"], "email": ["ada@example.com"], "plan": ["Pro"]}]
+
+
+@pytest.mark.parametrize("target", [
+    "http://127.0.0.1:{internal}/secret",
+    f"http://{INTRANET}:{{internal}}/secret",
+    "http://169.254.169.254/latest/meta-data/",
+    "http://[::ffff:127.0.0.1]:{internal}/secret",
+])
+def test_a_redirect_into_the_deployment_is_refused_in_the_browser(browser_env, site, internal, target):
+    target = target.format(internal=internal.port)
+    url = f"http://{SITE}:{site.port}/redirect?to={target}"
+    outcome = asyncio.run(run(browser_spec(browser_env), calls(("browser_open", {"url": url}))))
+    [answer] = outcome.returns
+    assert "Refused" in answer and "internal secret" not in answer
+    assert site.paths() == ["/redirect"]  # the first hop went out, the redirect did not
+    assert internal.hits == []
+
+
+def test_a_page_fetching_an_internal_address_or_the_cdp_endpoint_is_refused(browser_env, site, internal):
+    targets = [f"http://{INTRANET}:{internal.port}/secret", f"{browser_env.cdp_url}/json/version"]
+    for target in targets:
+        outcome = asyncio.run(run(browser_spec(browser_env), calls(
+            ("browser_open", {"url": f"http://{SITE}:{site.port}/fetcher?to={target}"}),
+            ("browser_read", {}),
+        )))
+        assert "Title: refused" in outcome.returns[-1], outcome.returns[-1]
+    assert internal.hits == []
+
+
+def test_a_host_listed_in_allowed_domains_may_be_browsed_on_an_internal_address(browser_env, site, internal):
+    """The control for the refusals above: the same redirect reaches the internal page once it is listed."""
+    url = f"http://{SITE}:{site.port}/redirect?to=http://{INTRANET}:{internal.port}/secret"
+    outcome = asyncio.run(run(browser_spec(browser_env, allowed_domains=[SITE, INTRANET]),
+                              calls(("browser_open", {"url": url}))))
+    assert "internal secret 7731" in outcome.returns[0]
+    assert internal.paths() == ["/secret"]
+
+
+def test_allowed_domains_refuses_any_other_host(browser_env, site):
+    outcome = asyncio.run(run(browser_spec(browser_env, allowed_domains=["*.example.com"]),
+                              calls(("browser_open", {"url": f"http://{SITE}:{site.port}/form"}))))
+    assert "not in this agent's allowed_domains" in outcome.returns[0]
+    assert site.hits == []
+
+
+def test_two_browses_never_share_cookies(browser_env, site):
+    base = f"http://{SITE}:{site.port}"
+    first = asyncio.run(run(browser_spec(browser_env), calls(
+        ("browser_open", {"url": f"{base}/cookie/set"}), ("browser_open", {"url": f"{base}/cookie/show"}))))
+    assert "Cookie: session=alice" in first.returns[-1]
+    second = asyncio.run(run(browser_spec(browser_env), calls(("browser_open", {"url": f"{base}/cookie/show"}))))
+    assert "Cookie: no cookie" in second.returns[0]
+
+
+def test_the_page_sees_a_desktop_browser_not_a_headless_one(browser_env, site):
+    from capabilities.browser.session import BrowserSession
+
+    async def probe():
+        tab = BrowserSession(config=BrowserConfig(cdp_url=browser_env.cdp_url))
+        await tab.open(f"http://{SITE}:{site.port}/form")
+        try:
+            return await tab.page.evaluate("[navigator.userAgent, navigator.webdriver]")
+        finally:
+            await tab.close()
+
+    user_agent, webdriver = asyncio.run(probe())
+    assert "HeadlessChrome" not in user_agent and "Chrome/" in user_agent
+    assert webdriver is False
+
+
+def test_the_browser_not_answering_is_an_answer_not_a_failed_run(browser_env):
+    outcome = asyncio.run(run(spec({"id": "browser_use", "config": {"cdp_url": "http://127.0.0.1:9"}}),
+                              calls(("browser_open", {"url": "https://example.com/"}))))
+    assert "browser service is not responding" in outcome.returns[0]
+
+
+def test_publish_refuses_a_browser_service_the_operator_does_not_list(settings, org):
+    settings.BROWSER_CDP_ALLOWED_HOSTS = []
+    config = BrowserConfig(cdp_url="http://browser:9222")
+    assert [f for f, _ in publish_problems(config)] == ["cdp_url"]
+    settings.BROWSER_CDP_ALLOWED_HOSTS = ["browser"]
+    assert publish_problems(config) == []
+    problems = registry.validate_bindings(
+        spec({"id": "browser_use", "config": {"cdp_url": "http://other:9222"}}), organization=org,
+        can_view_secret=lambda secret_id: True)
+    assert [p["field"] for p in problems] == ["capabilities.0.config.cdp_url"]
+    assert "BROWSER_CDP_ALLOWED_HOSTS" in problems[0]["message"]
+
+
+@pytest.mark.parametrize("config", [
+    {"allowed_domains": []},
+    {"allowed_domains": ["http://example.com"]},
+    {"allowed_domains": ["ex*ample.com"]},
+    {"connection": "proxy", "proxy_url": "ftp://proxy:1"},
+    {"connection": "hosted", "hosted_url": "http://cloud.example/"},
+    {"timezone": "Mars/Olympus"},
+    {"max_steps": 0},
+    {"preview": True},
+])
+def test_settings_the_capability_cannot_honour_are_refused(config):
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError):
+        BrowserConfig(cdp_url="http://browser:9222", **config)
+
+
+def test_a_proxy_inside_the_deployment_is_refused_at_publish(settings):
+    settings.BROWSER_CDP_ALLOWED_HOSTS = ["browser"]
+    config = BrowserConfig(cdp_url="http://browser:9222", connection="proxy", proxy_url="http://10.0.0.5:3128")
+    assert [f for f, _ in publish_problems(config)] == ["proxy_url"]

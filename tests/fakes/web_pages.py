@@ -1,0 +1,226 @@
+"""Local web pages for the browser capability's tests, and Debian's Chromium as the browser service.
+
+`WebPages`: real HTTP on 127.0.0.1 (a thread), every request recorded. Pages: `/form` (name, email, plan,
+POST → `/thanks`), `/flow/1` → `/flow/2` → `/flow/3` (a multi-page flow), `/login` (POST user+password →
+`/account` with a session cookie), `/cookie/set` and `/cookie/show`, `/redirect?to=<url>` (302), `/fetcher?to=<url>`
+(the page's own `fetch()`; its title says what came back). The tests reach it by a name Chromium maps to
+127.0.0.1 (`--host-resolver-rules`) while netguard's resolver is told that name is public, so the page is a
+"site on the internet" and 127.0.0.1 itself stays the deployment's inside — where a second `WebPages`
+(the "internal" server) records whether anything reached it.
+
+`Chromium`: `/usr/bin/chromium --headless=new` with remote debugging on an ephemeral loopback port (read from
+its DevToolsActivePort file), its own profile directory, stopped after the test module.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+CHROMIUM = "/usr/bin/chromium"
+
+
+@dataclass
+class Hit:
+    method: str
+    path: str
+    form: dict[str, list[str]] = field(default_factory=dict)
+    cookie: str = ""
+
+
+def _page(title: str, body: str) -> bytes:
+    return f"<!doctype html><html><head><title>{title}</title></head><body>{body}</body></html>".encode()
+
+
+PAGES = {
+    "/form": _page("Contact", """<h1>Contact us</h1><form method=post action=/thanks>
+        <label for=n>Name</label><input id=n name=name>
+        <label for=e>Email</label><input id=e name=email type=email>
+        <label for=p>Plan</label><select id=p name=plan><option>Free</option><option>Pro</option></select>
+        <button type=submit>Send</button></form>"""),
+    "/flow/1": _page("Shop", "<h1>Boots</h1><a href=/flow/2>See size 42</a>"),
+    "/flow/2": _page("Size 42", "<h1>Size 42 boots</h1><form action=/flow/3><button>Order</button></form>"),
+    "/flow/3": _page("Ordered", "<h1>Order confirmed</h1><p>Your order number is ORD-4242.</p>"),
+    "/login": _page("Sign in", """<form method=post action=/account><label for=u>User</label><input id=u name=user>
+        <label for=w>Password</label><input id=w name=password type=password><button>Sign in</button></form>"""),
+}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def _send(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _record(self, form: dict[str, list[str]] | None = None) -> urlsplit:
+        parts = urlsplit(self.path)
+        self.server.pages.hits.append(Hit(self.command, parts.path, form or {}, self.headers.get("Cookie", "")))
+        return parts
+
+    def do_GET(self) -> None:
+        parts = self._record()
+        query = parse_qs(parts.query)
+        if parts.path in PAGES:
+            return self._send(200, PAGES[parts.path])
+        if parts.path == "/redirect":
+            return self._send(302, b"", {"Location": query["to"][0]})
+        if parts.path == "/fetcher":
+            target = html.escape(query["to"][0], quote=True)
+            script = (f"<script>fetch('{target}').then(r => r.text()).then(t => document.title = 'got ' + t,"
+                      " e => document.title = 'refused')</script>")
+            return self._send(200, _page("fetching", "<p>Fetching.</p>" + script))
+        if parts.path == "/cookie/set":
+            return self._send(200, _page("Set", "<p>cookie set</p>"), {"Set-Cookie": "session=alice; Path=/"})
+        if parts.path == "/cookie/show":
+            cookie = html.escape(self.headers.get("Cookie", "") or "no cookie")
+            return self._send(200, _page("Cookie", f"<p>Cookie: {cookie}</p>"))
+        if parts.path == "/secret":
+            return self._send(200, _page("internal", "<p>internal secret 7731</p>"))
+        self._send(404, _page("Not found", "<p>nothing here</p>"))
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length", "0") or 0)
+        form = parse_qs(self.rfile.read(length).decode())
+        parts = self._record(form)
+        if parts.path == "/thanks":
+            name = html.escape(form.get("name", [""])[0])
+            return self._send(200, _page("Thanks", f"<h1>Thanks, {name}</h1><p>We will write soon.</p>"))
+        if parts.path == "/account":
+            return self._send(200, _page("Account", "<h1>Signed in</h1>"), {"Set-Cookie": "session=signed; Path=/"})
+        self._send(404, _page("Not found", ""))
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    pages: WebPages
+
+
+class WebPages:
+    def __init__(self) -> None:
+        self.hits: list[Hit] = []
+        self._server = _Server(("127.0.0.1", 0), _Handler)
+        self._server.pages = self
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def start(self) -> WebPages:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    @property
+    def port(self) -> int:
+        return self._server.server_address[1]
+
+    def paths(self) -> list[str]:
+        return [hit.path for hit in self.hits]
+
+
+class Chromium:
+    """Debian's Chromium as a browser service. `host_rules` maps test names to 127.0.0.1."""
+
+    def __init__(self, host_rules: str = "") -> None:
+        self.profile = Path(tempfile.mkdtemp(prefix="agenticos-chromium-"))
+        self.host_rules = host_rules
+        self.proc: subprocess.Popen | None = None
+        self.port = 0
+
+    def start(self) -> Chromium:
+        args = [CHROMIUM, "--headless=new", "--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0",
+                f"--user-data-dir={self.profile}", "--no-first-run", "--no-default-browser-check",
+                "--disable-gpu", "--disable-dev-shm-usage"]
+        if os.geteuid() == 0:
+            args.append("--no-sandbox")  # Chromium refuses to run as root with its sandbox (this test machine)
+        if self.host_rules:
+            args.append(f"--host-resolver-rules={self.host_rules}")
+        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                     start_new_session=True)
+        marker = self.profile / "DevToolsActivePort"
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if marker.exists() and marker.read_text().strip():
+                self.port = int(marker.read_text().split()[0])
+                return self
+            time.sleep(0.1)
+        self.stop()
+        raise RuntimeError("chromium did not start")
+
+    @property
+    def cdp_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        shutil.rmtree(self.profile, ignore_errors=True)
+
+
+# ------------------------------------------------------------------ fixtures (import them into a test module)
+
+import pytest  # noqa: E402
+
+SITE = "site.test"  # "on the internet": netguard is told it is public, Chromium sends it to 127.0.0.1
+INTRANET = "intranet.test"  # "inside the deployment": resolves to 10.20.30.40, Chromium sends it to 127.0.0.1
+PUBLIC_IP = "93.184.216.34"
+PRIVATE_IP = "10.20.30.40"
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    browser = Chromium(host_rules=f"MAP {SITE} 127.0.0.1, MAP {INTRANET} 127.0.0.1").start()
+    yield browser
+    browser.stop()
+
+
+@pytest.fixture
+def site():
+    pages = WebPages().start()
+    yield pages
+    pages.stop()
+
+
+@pytest.fixture
+def internal():
+    pages = WebPages().start()
+    yield pages
+    pages.stop()
+
+
+@pytest.fixture
+def browser_env(settings, monkeypatch, chromium):
+    """The operator allows the test's Chromium; netguard resolves the two test names as the world would."""
+    from capabilities import netguard
+
+    settings.BROWSER_CDP_ALLOWED_HOSTS = ["127.0.0.1"]
+    real = netguard.resolve
+
+    async def resolve(hostname: str) -> list[str]:
+        return {SITE: [PUBLIC_IP], INTRANET: [PRIVATE_IP]}.get(hostname) or await real(hostname)
+
+    monkeypatch.setattr(netguard, "resolve", resolve)
+    return chromium
