@@ -64,6 +64,15 @@ def _read(card_url: str, key: str | None) -> client.ReadCard:
     return read
 
 
+def _secret_for(actor: Actor, secret_id: Any) -> Any:
+    """The vault secret the registration will send, one the actor may use (custom tools' rule), reported on
+    this API's own field name."""
+    try:
+        return credential_for(actor, secret_id)
+    except Invalid:
+        raise _problem("secret_id", "No such secret in this organization.") from None
+
+
 def _key_of(secret: Any) -> str | None:
     return vault.reveal(secret) if secret is not None else None
 
@@ -71,7 +80,7 @@ def _key_of(secret: Any) -> str | None:
 def create_remote_agent(*, actor: Actor, card_url: Any, secret_id: Any = None, name: Any = None) -> RemoteAgent:
     actor.require("agents:edit")
     card_url = str(card_url or "").strip()
-    secret = credential_for(actor, secret_id)
+    secret = _secret_for(actor, secret_id)
     read = _read(card_url, _key_of(secret))
     row = RemoteAgent(organization=actor.organization, name=(str(name or "").strip() or read.card.name)[:120],
                       description=read.card.description[:4000], card_url=card_url, endpoint_url=read.endpoint_url,
@@ -100,7 +109,7 @@ def update_remote_agent(*, actor: Actor, row: RemoteAgent, changes: dict[str, An
     if row.secret_id is not None:
         actor.require("secrets:view")  # an update decides where the key goes: only someone who may use it
     card_url = str(changes.get("card_url") or row.card_url).strip()
-    secret = credential_for(actor, changes["secret_id"]) if "secret_id" in changes else row.secret
+    secret = _secret_for(actor, changes["secret_id"]) if "secret_id" in changes else row.secret
     read = _read(card_url, _key_of(secret))
     old_host = urlsplit(row.endpoint_url).hostname
     new_host = urlsplit(read.endpoint_url).hostname
