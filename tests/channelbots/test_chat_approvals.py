@@ -441,3 +441,51 @@ def test_a_slack_bot_row_prints_its_interactivity_url_and_others_none(org, build
     body = client.get(f"/api/v1/bots/{bot.pk}").json()
     assert body["interactions_url"] == f"https://app.example.com/api/v1/slack/{bot.pk}/interactions"
     assert client.get(f"/api/v1/bots/{tg.pk}").json()["interactions_url"] is None
+
+
+# ------------------------------------------------------------------ a decision in the console, on every platform
+
+
+def decide_in_console(org, user, approval, decision="approve"):
+    from django.test import Client
+
+    from agenticos.tenancy import SESSION_KEY
+
+    console = Client()
+    console.force_login(user)
+    session = console.session
+    session[SESSION_KEY] = str(org.pk)
+    session.save()
+    response = console.post(f"/approvals/{approval.pk}/decide", {"decision": decision},
+                            HTTP_ACCEPT="application/json")
+    assert response.status_code == 200
+
+
+def test_telegram_a_decision_in_the_console_updates_the_card_and_the_answer_lands_in_the_thread(
+        celery_worker, scripted_model, client, org, builder, admin_user, fake_telegram, gated_agent):
+    bot = telegram_bot(org, builder, fake_telegram)
+    bind(gated_agent, bot, builder, org)
+    scripted_model(clock_model())
+    question, message_id, _card = ask_on_telegram(client, bot, fake_telegram)
+    decide_in_console(org, admin_user, Approval.objects.get())
+    updated = wait_until(lambda: (m := fake_telegram.message(-100, message_id))["edits"] and m)
+    assert updated["edits"][-1].startswith(f"Approved by {admin_user} in the console")
+    assert updated["reply_markup"] == {"inline_keyboard": []}
+    wait_until(lambda: any(m["edits"][-1:] == [APPROVED_ANSWER]
+                           and (m["reply"] or {}).get("message_id") == question["message_id"]
+                           for m in fake_telegram.sent("-100")))
+    assert Run.objects.get().status == "completed"
+
+
+def test_mattermost_a_rejection_in_the_console_updates_the_card_and_the_refusal_lands_in_the_thread(
+        celery_worker, scripted_model, client, org, builder, owner, fake_mattermost, gated_agent):
+    bot = mattermost_setup(org, builder, fake_mattermost, gated_agent)
+    scripted_model(clock_model())
+    card = ask_on_mattermost(client, bot, fake_mattermost)
+    decide_in_console(org, owner, Approval.objects.get(), decision="reject")
+    updated = wait_until(lambda: (p := fake_mattermost.posts[card["id"]])["edits"] and p)
+    assert updated["edits"][-1].startswith(f"Rejected by {owner} in the console")
+    assert not fake_mattermost.actions_of(updated)
+    wait_until(lambda: any(p["edits"][-1:] == [REFUSED_ANSWER] and p["root_id"] == "q1"
+                           for p in fake_mattermost.answers("town")))
+    assert Approval.objects.get().status == "rejected"
