@@ -37,7 +37,7 @@ from channelbots.models import (
     Platform,
     Transport,
 )
-from governance.grants import EDIT, VIEW, at_least, require_agent_access
+from governance.grants import EDIT, VIEW, at_least, require_agent_access, visible_agents
 
 BOT_ACTIONS = ("pause", "resume", "delete", "register-webhook", "use-polling")
 
@@ -96,23 +96,40 @@ def _ip(request: HttpRequest) -> str | None:
 # ------------------------------------------------------------------ reads
 
 
+def _visible_agent_ids(actor: Actor, bots: list[ChannelBot]) -> set[Any]:
+    """Which of the agents behind these bots the actor may see (one query). Everyone in the organization sees
+    the bots; the agent a bot answers as is named only to those who can see that agent — a private agent's
+    name is not the business of a viewer who happens to open Channels."""
+    agent_ids = {bot.binding.agent_id for bot in bots if _binding_of(bot) is not None}
+    if not agent_ids:
+        return set()
+    return set(visible_agents(actor).filter(pk__in=agent_ids).values_list("pk", flat=True))
+
+
+def _binding_of(bot: ChannelBot) -> Binding | None:
+    try:
+        return bot.binding
+    except Binding.DoesNotExist:
+        return None
+
+
 def _bots(actor: Actor) -> list[ChannelBot]:
     bots = list(org_queryset(actor, ChannelBot).select_related("binding__agent").order_by("name", "id"))
     kinds: dict[Any, set[str]] = {}
     for bot_id, kind in BotCredential.objects.filter(bot__in=bots).values_list("bot_id", "kind"):
         kinds.setdefault(bot_id, set()).add(kind)
+    visible = _visible_agent_ids(actor, bots)
     for bot in bots:
         have = kinds.get(bot.pk, set())
         bot.flags = {name: kind in have for name, kind in services.CREDENTIAL_FIELDS.items()}  # type: ignore[attr-defined]
-        _decorate(bot)
+        _decorate(bot, visible)
     return bots
 
 
-def _decorate(bot: ChannelBot) -> None:
-    try:
-        bot.bound = bot.binding  # type: ignore[attr-defined]
-    except Binding.DoesNotExist:
-        bot.bound = None  # type: ignore[attr-defined]
+def _decorate(bot: ChannelBot, visible_agent_ids: set[Any]) -> None:
+    bot.bound = _binding_of(bot)  # type: ignore[attr-defined]
+    # Bound to an agent this person cannot see: say that it answers, never as whom.
+    bot.bound_hidden = bot.bound is not None and bot.bound.agent_id not in visible_agent_ids  # type: ignore[attr-defined]
     bot.events_url = webhook_url(bot)  # type: ignore[attr-defined]
     bot.interactions_url = (  # type: ignore[attr-defined]
         f"{settings.FRONTEND_URL.rstrip('/')}/api/v1/slack/{bot.pk}/interactions" if bot.platform == Platform.SLACK
@@ -137,7 +154,7 @@ def _bot(actor: Actor, bot_id: Any) -> ChannelBot:
         for name, k in services.CREDENTIAL_FIELDS.items():
             if k == kind:
                 bot.flags[name] = True  # type: ignore[attr-defined]
-    _decorate(bot)
+    _decorate(bot, _visible_agent_ids(actor, [bot]))
     return bot
 
 

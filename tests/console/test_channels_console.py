@@ -314,3 +314,157 @@ def test_an_outsider_gets_404_for_another_organizations_bot_and_binding(
     assert client.post(f"/agents/{shop.pk}/bindings/{binding.pk}/", {"extra_prompt": "x"}).status_code == 404
     bot.refresh_from_db()
     assert ChannelBot.objects.filter(pk=bot.pk).exists() and not bot.is_paused
+
+
+def test_a_viewer_can_neither_resume_switch_nor_register_a_webhook(client_as, org, builder, viewer, fake_telegram):
+    admin_client = client_as(builder, org)
+    add_bot(admin_client, platform="telegram", transport="polling", token=fake_telegram.token,
+            api_base_url=fake_telegram.url)
+    bot = ChannelBot.objects.get()
+    admin_client.post(f"/channels/{bot.pk}/pause")
+    client = client_as(viewer, org)
+    for action in ("resume", "register-webhook", "use-polling"):
+        assert client.post(f"/channels/{bot.pk}/{action}").status_code == 403, action
+    assert client.post(f"/channels/{bot.pk}/", {"name": "Support", "token": "123456:STOLEN-token-x"}
+                       ).status_code == 403
+    bot.refresh_from_db()
+    assert bot.is_paused and bot.transport == "polling"
+    assert services.reveal_credentials(bot) == {"token": fake_telegram.token}
+    assert fake_telegram.calls == [] and fake_telegram.webhook == {}
+    assert not AuditEvent.objects.filter(organization=org, actor=viewer).exists()
+
+
+def test_an_outsider_gets_404_from_every_bot_action_and_nothing_happens(
+        client_as, org, builder, outsider, outsider_org, fake_telegram):
+    add_bot(client_as(builder, org), platform="telegram", transport="polling", token=fake_telegram.token,
+            api_base_url=fake_telegram.url)
+    bot = ChannelBot.objects.get()
+    client = client_as(outsider, outsider_org)
+    for action in ("pause", "resume", "register-webhook", "use-polling", "delete", "no-such-action"):
+        assert client.post(f"/channels/{bot.pk}/{action}").status_code == 404, action
+    assert client.post(f"/channels/{bot.pk}/", {"name": "Hijacked", "token": "123456:STOLEN-token-x"}
+                       ).status_code == 404
+    bot.refresh_from_db()
+    assert (bot.name, bot.transport, bot.is_paused) == ("Support", "polling", False)
+    assert services.reveal_credentials(bot) == {"token": fake_telegram.token}
+    assert fake_telegram.calls == []
+    assert not AuditEvent.objects.filter(actor=outsider).exists()
+
+
+def test_a_binding_is_reached_only_through_its_own_agent(
+        client_as, org, builder, shop, outsider, outsider_org):
+    client = client_as(builder, org)
+    add_bot(client, platform="telegram", token="123456:ABCDEFGHIJ-telegram")
+    binding = bound(client, shop, ChannelBot.objects.get())
+    other = factories.published_agent(org, builder, name="Other")
+    assert client.get(f"/agents/{other.pk}/bindings/{binding.pk}/").status_code == 404
+    assert client.post(f"/agents/{other.pk}/bindings/{binding.pk}/", {
+        "extra_prompt": "moved", "channel_tools_limit": "20", "footer_every_n": "10"}).status_code == 404
+    foreign = factories.published_agent(outsider_org, outsider, name="Foreign")
+    outsider_client = client_as(outsider, outsider_org)
+    assert outsider_client.get(f"/agents/{foreign.pk}/bindings/{binding.pk}/").status_code == 404
+    assert outsider_client.post(f"/agents/{foreign.pk}/bindings/{binding.pk}/", {
+        "extra_prompt": "moved", "channel_tools_limit": "20", "footer_every_n": "10"}).status_code == 404
+    binding.refresh_from_db()
+    assert binding.extra_prompt == "" and binding.agent_id == shop.pk
+
+
+def test_a_bot_bound_to_a_private_agent_does_not_name_it_to_who_cannot_see_it(client_as, org, owner, viewer):
+    from agents.models import Agent
+
+    secret_agent = factories.published_agent(org, owner, name="Payroll Whisperer")
+    Agent.objects.filter(pk=secret_agent.pk).update(visibility="private")
+    owner_client = client_as(owner, org)
+    add_bot(owner_client, platform="telegram", token="123456:ABCDEFGHIJ-telegram")
+    bot = ChannelBot.objects.get()
+    binding = bound(owner_client, secret_agent, bot)
+    assert "Payroll Whisperer" in owner_client.get("/channels/").content.decode()
+    client = client_as(viewer, org)
+    listing = client.get("/channels/").content.decode()
+    detail = client.get(f"/channels/{bot.pk}/").content.decode()
+    for page in (listing, detail):
+        assert "Support" in page and "data-bound-hidden" in page
+        assert "Payroll Whisperer" not in page and str(binding.pk) not in page and str(secret_agent.pk) not in page
+    assert client.get(f"/agents/{secret_agent.pk}/bindings/{binding.pk}/").status_code == 404
+
+
+def test_the_channels_list_does_not_grow_its_queries_with_its_bots(client_as, org, builder, shop):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from agents.models import Agent
+
+    client = client_as(builder, org)
+
+    def grow(n):
+        for _ in range(n):
+            add_bot(client, platform="telegram", token="123456:ABCDEFGHIJ-telegram")
+            bot = ChannelBot.objects.order_by("-created_at").first()
+            agent = factories.published_agent(org, builder, name=f"Agent {ChannelBot.objects.count()}")
+            bound(client, agent, bot)
+            Agent.objects.filter(pk=agent.pk).update(visibility="private")
+
+    def queries():
+        with CaptureQueriesContext(connection) as captured:
+            assert client.get("/channels/").status_code == 200
+        return len(captured)
+
+    grow(2)
+    few = queries()
+    grow(5)
+    assert queries() == few
+
+
+def test_the_speech_to_text_choice_is_stored_shown_cleared_and_checked(client_as, org, builder):
+    client = client_as(builder, org)
+    refused = add_bot(client, platform="telegram", token="123456:ABCDEFGHIJ-telegram", stt="openai:not-a-model")
+    assert refused.status_code == 422 and not ChannelBot.objects.exists()
+    assert "123456:ABCDEFGHIJ-telegram" not in refused.content.decode()
+    assert add_bot(client, platform="telegram", token="123456:ABCDEFGHIJ-telegram", stt="openai:whisper-1"
+                   ).status_code == 302
+    bot = ChannelBot.objects.get()
+    assert (bot.stt_provider, bot.stt_model) == ("openai", "whisper-1")
+    page = client.get(f"/channels/{bot.pk}/").content.decode()
+    assert '<option value="openai:whisper-1" selected>' in page
+    form = {"name": "Support", "api_base_url": "", "token": "", "stt": "", "mode": "open", "rate_limit_rpm": "10"}
+    assert client.post(f"/channels/{bot.pk}/", form).status_code == 302
+    bot.refresh_from_db()
+    assert (bot.stt_provider, bot.stt_model) == ("", "")
+    assert client.post(f"/channels/{bot.pk}/", {**form, "stt": "nobody:whisper"}).status_code == 422
+    bot.refresh_from_db()
+    assert (bot.stt_provider, bot.stt_model) == ("", "")
+
+
+def test_a_mattermost_webhook_bot_without_its_token_says_so_and_switches_transport(client_as, org, builder):
+    client = client_as(builder, org)
+    add_bot(client, platform="mattermost", token="mattermost-bot-token-123456", api_base_url="https://chat.example.com")
+    bot = ChannelBot.objects.get()
+    page = client.get(f"/channels/{bot.pk}/").content.decode()
+    assert "data-bot-warning" in page and "No outgoing-webhook token" in page
+    assert f"{FRONTEND}/api/v1/mattermost/{bot.pk}/webhook" in page
+    assert client.post(f"/channels/{bot.pk}/use-polling").status_code == 302
+    bot.refresh_from_db()
+    assert bot.transport == "polling"
+    page = client.get(f"/channels/{bot.pk}/").content.decode()
+    assert "data-bot-warning" not in page and "data-register-webhook" in page
+    assert client.post(f"/channels/{bot.pk}/register-webhook").status_code == 302
+    bot.refresh_from_db()
+    assert bot.transport == "webhook"
+    # Mattermost generates its own webhook token: nothing is minted here, the URL to paste is shown.
+    assert services.reveal_credentials(bot) == {"token": "mattermost-bot-token-123456"}
+    assert f"paste {FRONTEND}/api/v1/mattermost/{bot.pk}/webhook" in client.get(f"/channels/{bot.pk}/"
+                                                                                ).content.decode()
+    actions = list(AuditEvent.objects.filter(organization=org, action="channelbot.transport")
+                   .order_by("created_at").values_list("details__transport", flat=True))
+    assert actions == ["polling", "webhook"]
+
+
+def test_switching_a_slack_bot_to_socket_mode_changes_its_manifest(client_as, org, builder, fake_slack):
+    client = client_as(builder, org)
+    bot = slack_bot(client, fake_slack)
+    assert client.post(f"/channels/{bot.pk}/use-polling").status_code == 302
+    page = client.get(f"/channels/{bot.pk}/").content.decode()
+    manifest = page.split("data-manifest>", 1)[1].split("</pre>", 1)[0]
+    assert "socket_mode_enabled: true" in manifest and "request_url" not in manifest
+    assert "data-events-url" not in page
+    assert "Socket Mode needs the app-level token" in page
