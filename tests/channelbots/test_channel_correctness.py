@@ -316,3 +316,26 @@ def test_the_live_edit_moves_on_to_the_last_message_when_the_answer_outgrows_one
     live.finish(live.text)
     assert all(len(t) <= 100 for t in client.messages.values())
     assert " ".join(" ".join(client.messages.values()).split()) == " ".join(live.text.split())
+
+
+def test_a_mattermost_answer_over_16383_characters_arrives_whole_in_several_posts_of_the_thread(
+        celery_worker, scripted_model, client, org, builder, fake_mattermost):  # noqa: F811
+    agent = factories.published_agent(org, builder, name="Support Agent")
+    bot = services.create_bot(actor=actor(builder, org), data={
+        "platform": "mattermost", "name": "Ops", "token": fake_mattermost.token, "api_base_url": fake_mattermost.url,
+        "transport": "webhook", "webhook_secret": "tok-from-mattermost-1"})
+    bind(agent, bot, builder, org)
+    answer = "\n\n".join(f"Section {i}. " + "plenty of words here " * 100 for i in range(17))  # ~36,000 characters
+    assert len(answer) > 2 * 16383
+    scripted_model(streaming_model(answer))
+    body = {"token": "tok-from-mattermost-1", "channel_id": "town", "post_id": "q1", "user_id": "u-bob",
+            "user_name": "bob", "text": "opsbot tell me everything", "trigger_word": "opsbot"}
+    assert client.post(f"/api/v1/mattermost/{bot.pk}/webhook", body).status_code == 200
+    wait_until(lambda: Run.objects.filter(status="completed").exists())
+
+    def shown() -> list[str]:
+        return [(p["edits"][-1] if p["edits"] else p["message"]) for p in fake_mattermost.answers("town")]
+
+    wait_until(lambda: len(shown()) >= 3 and " ".join(" ".join(shown()).split()) == " ".join(answer.split()))
+    assert all(len(text) <= 16383 for text in shown())
+    assert all(p["root_id"] == "q1" for p in fake_mattermost.answers("town"))
