@@ -338,18 +338,20 @@ def register_webhook(*, actor: Actor, bot: ChannelBot, ip_address: str | None) -
     """Both halves of `manage.py channel_webhook_register`: webhook mode (a fresh secret for Telegram) and,
     for Telegram, setWebhook with this deployment's URL and that secret. Slack and Mattermost have no API
     for it: the URL to paste is shown."""
-    from channelbots.platforms import PlatformError, client_for
+    from channelbots.platforms import PlatformError
+    from channelbots.telegram.client import TelegramClient
 
     bot = services.set_transport(actor=actor, bot=bot, transport=Transport.WEBHOOK, ip_address=ip_address)
     url = webhook_url(bot) or ""
     if bot.platform != Platform.TELEGRAM:
         return url
-    client = client_for(bot)
+    credentials = services.reveal_credentials(bot)
+    client = TelegramClient(bot, credentials)
     try:
         me = client.identity()
         ChannelBot.objects.filter(pk=bot.pk).update(platform_bot_user_id=me.user_id,
                                                     platform_bot_username=me.username)
-        client.set_webhook(url, services.reveal_credentials(bot)[CredentialKind.WEBHOOK_SECRET])
+        client.set_webhook(url, credentials[CredentialKind.WEBHOOK_SECRET])
     except PlatformError as exc:
         services.record_connection(bot.pk, ConnectionState.NOT_STARTED, f"setWebhook failed: {exc}")
         raise Invalid(_("Telegram refused the webhook: %(reason)s") % {"reason": exc}) from None
