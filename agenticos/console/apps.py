@@ -1,0 +1,103 @@
+"""Apps: the applications agents published (capabilities/artifacts) — mine / shared with me, one app with
+its version history and share dialog, and the page itself at its stable link.
+
+The page (`raw`) is served with the sandbox's own policy (capabilities/artifacts/sandbox.py): an opaque
+origin, `connect-src 'none'`, nothing remote but the library bundle. The console frames it with
+`sandbox="allow-scripts"` (never allow-same-origin), so the page can reach neither the network nor the console.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.urls import reverse
+from django.utils.translation import gettext as _
+from django.views.decorators.clickjacking import xframe_options_sameorigin
+from django.views.decorators.http import require_POST
+
+from agenticos.console.base import console_view, screen
+from agenticos.errors import Invalid
+from agenticos.models import Membership
+from agenticos.tenancy import Actor, org_get
+from capabilities.artifacts import access, sandbox, services
+from capabilities.artifacts.models import Artifact
+
+
+def _artifact(actor: Actor, artifact_id: Any, level: str = access.VIEW) -> tuple[Artifact, str]:
+    artifact = org_get(actor, Artifact, artifact_id)
+    return artifact, access.require_access(actor, artifact, level)
+
+
+@console_view("agents:view")
+def app_list(request: HttpRequest, actor: Actor) -> HttpResponse:
+    qs = access.visible_artifacts(actor).select_related("agent", "owner").order_by("-updated_at", "pk")
+    rows = list(qs)
+    mine = [a for a in rows if a.owner_id == actor.user_id]
+    shared = [a for a in rows if a.owner_id != actor.user_id]
+    return screen(request, "console/apps.html", {"nav": "apps", "mine": mine, "shared": shared})
+
+
+@console_view("agents:view")
+def app_detail(request: HttpRequest, actor: Actor, artifact_id: Any) -> HttpResponse:
+    artifact, level = _artifact(actor, artifact_id)
+    versions = list(artifact.versions.order_by("-number").only("number", "format", "size", "created_at", "run_id"))
+    shown = _version_number(request, artifact)
+    can_share = access.GRANTS.at_least(level, access.EDIT) and actor.has(access.SHARE_PERMISSION)
+    members: list[Membership] = []
+    if can_share:
+        qs = Membership.objects.filter(organization=actor.organization, is_suspended=False).select_related("user")
+        if artifact.owner_id is not None:
+            qs = qs.exclude(user_id=artifact.owner_id)
+        members = list(qs.order_by("user__email"))
+    return screen(request, "console/apps_detail.html", {
+        "nav": "apps", "artifact": artifact, "level": level, "versions": versions, "shown": shown,
+        "can_share": can_share, "grants": access.GRANTS.holders(artifact) if can_share else [], "members": members,
+        "levels": access.LEVELS, "raw_url": reverse("console-apps:raw", args=[artifact.pk]) + f"?version={shown}",
+    })
+
+
+def _version_number(request: HttpRequest, artifact: Artifact) -> int:
+    raw = request.GET.get("version", "")
+    return int(raw) if raw.isdigit() and 0 < int(raw) <= artifact.current_version else artifact.current_version
+
+
+@xframe_options_sameorigin
+@console_view("agents:view")
+def app_raw(request: HttpRequest, actor: Actor, artifact_id: Any) -> HttpResponse:
+    artifact, _level = _artifact(actor, artifact_id)
+    version = artifact.versions.filter(number=_version_number(request, artifact)).first()
+    if version is None:
+        raise Http404("No version yet.")
+    response = HttpResponse(sandbox.document(version.format, version.content, artifact.title or artifact.name),
+                            content_type="text/html; charset=utf-8")
+    response["Content-Security-Policy"] = sandbox.policy(f"{request.scheme}://{request.get_host()}")
+    response["X-Content-Type-Options"] = "nosniff"
+    response["Referrer-Policy"] = "no-referrer"
+    response["Cache-Control"] = "private, no-store"
+    return response
+
+
+@require_POST
+@console_view("agents:view")
+def app_share(request: HttpRequest, actor: Actor, artifact_id: Any) -> HttpResponse:
+    artifact, _level = _artifact(actor, artifact_id)
+    action = request.POST.get("action", "")
+    if action == "visibility":
+        services.set_visibility(actor=actor, artifact=artifact, visibility=request.POST.get("visibility", ""))
+        messages.success(request, _("Who can open it was changed."))
+    elif action == "grant":
+        user_id = request.POST.get("user_id", "")
+        if not user_id.isdigit():
+            raise Invalid(_("Choose a member."), details={"field": "user_id"})
+        services.share(actor=actor, artifact=artifact, user_id=int(user_id), level=request.POST.get("level", ""))
+        messages.success(request, _("Shared."))
+    elif action == "revoke":
+        user_id = request.POST.get("user_id", "")
+        services.revoke(actor=actor, artifact=artifact, user_id=int(user_id) if user_id.isdigit() else 0)
+        messages.success(request, _("Access removed."))
+    else:
+        raise Invalid(_("Unknown action."))
+    return redirect(reverse("console-apps:detail", args=[artifact.pk]))

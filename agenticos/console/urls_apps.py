@@ -1,0 +1,14 @@
+"""Console routes of Apps (included in agenticos.urls before the console's own)."""
+
+from django.urls import path
+
+from agenticos.console import apps
+
+app_name = "console-apps"
+
+urlpatterns = [
+    path("apps/", apps.app_list, name="list"),
+    path("apps/<uuid:artifact_id>/", apps.app_detail, name="detail"),
+    path("apps/<uuid:artifact_id>/raw", apps.app_raw, name="raw"),
+    path("apps/<uuid:artifact_id>/share", apps.app_share, name="share"),
+]

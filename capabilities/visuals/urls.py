@@ -1,0 +1,6 @@
+"""/api/v1/ visuals endpoints (included from agenticos.urls)."""
+
+from agenticos.api import route
+from capabilities.visuals import api
+
+urlpatterns = [*route("visuals/reports", api.VisualReportView, "api-visual-reports")]
