@@ -1,0 +1,164 @@
+"""browse_web end to end: a published agent whose model (the real OpenAI client against tests/fakes/openai_server)
+hands the browser a task; every step is one more request to that model, checked against the run's budget before
+it is sent and written to the ledger after. Against local pages on Debian's Chromium: the loop fills the form and
+finishes, a typed value never comes back in the next step, max_steps pauses and a call without start_url goes on
+in the same tab, a spent budget stops the browse before its next step, and the run's browser context is gone
+when the run ends."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from decimal import Decimal
+
+import pytest
+
+from agents import services
+from agents.models import RunStatus, ToolCall
+from capabilities.browser.capability import BROWSE_STEP
+from governance.models import SpendEntry
+from tests import factories
+from tests.fakes.openai_server import Reply, fake_openai  # noqa: F401
+from tests.fakes.web_pages import SITE, browser_env, chromium, internal, site  # noqa: F401
+from tests.runner.conftest import actor_of
+from tests.runner.test_execute import run_now, start
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+KEY = "sk-live-browser-key-000000000000000"
+
+
+def browsing_agent(org, owner, fake_openai, browser_env, *, budget: str = "10", **config):
+    profile = factories.model_profile(org, "openai_compatible", "gpt-4o-mini", api_key=KEY,
+                                      base_url=fake_openai.base_url)
+    actor = actor_of(owner, org)
+    agent = services.create_agent(actor=actor, name="Browser", spec={
+        "name": "Browser", "model_profile_id": str(profile.pk), "budget": {"monthly_usd": budget},
+        "capabilities": [{"id": "browser_use", "config": {"cdp_url": browser_env.cdp_url, **config}}]})
+    return agent, services.publish_agent(actor=actor, agent=agent)
+
+
+def step(action: str, **fields) -> Reply:
+    return Reply.tool_call("step", {"evaluation": "ok", "memory": fields.pop("memory", ""), "next_goal": action,
+                                    "action": action, **fields})
+
+
+def contexts(cdp_url: str) -> list[str]:
+    """The browser contexts Chromium holds now (its default one is not listed)."""
+    from playwright.async_api import async_playwright
+
+    async def ask() -> list[str]:
+        async with async_playwright() as pw:
+            browser = await pw.chromium.connect_over_cdp(cdp_url)
+            session = await browser.new_browser_cdp_session()
+            answer = await session.send("Target.getBrowserContexts")
+            await session.detach()
+            return list(answer["browserContextIds"])
+
+    return asyncio.run(ask())
+
+
+def tool_results(run) -> list[dict]:
+    results = []
+    for call in ToolCall.objects.filter(run=run).order_by("id"):
+        result = call.result
+        results.append(json.loads(result) if isinstance(result, str) else result)
+    return results
+
+
+def test_browse_web_fills_the_form_and_finishes(org, owner, fake_openai, browser_env, site):
+    agent, version = browsing_agent(org, owner, fake_openai, browser_env)
+    url = f"http://{SITE}:{site.port}/form"
+    fake_openai.queue(
+        Reply.tool_call("browse_web", {"task": "Send the contact form as Ada, ada@example.com, plan Pro",
+                                       "start_url": url}),
+        step("type", element=1, text="Ada", memory="name typed"),
+        step("type", element=2, text="ada@example.com"),
+        step("select", element=3, option="Pro"),
+        step("click", element=4),
+        step("done", answer="The form was sent; the page thanks Ada."),
+        Reply.text("Sent."),
+    )
+    before = contexts(browser_env.cdp_url)
+    run = start(org, owner, agent, version, prompt="send the form")
+    run_now(run)
+    run.refresh_from_db()
+
+    assert run.status == RunStatus.COMPLETED, run.error
+    posted = [hit.form for hit in site.hits if hit.method == "POST"]
+    assert posted == [{"name": ["Ada"], "email": ["ada@example.com"], "plan": ["Pro"]}]
+    [result] = tool_results(run)
+    assert result["outcome"] == "done" and result["steps"] == 5
+    assert result["url"].endswith("/thanks") and "thanks Ada" in result["message"]
+    steps = fake_openai.chat_requests[1:6]
+    assert all('"step"' in json.dumps(r.json.get("tools")) for r in steps)
+    assert "[1] text 'Name' (empty)" in steps[0].text
+    after_typing = steps[2].text
+    assert "[2] email 'Email' (filled)" in after_typing and "filled field [2]" in after_typing
+    assert "ada@example.com" not in after_typing.split("Steps so far:", 1)[1]  # the value never comes back
+    assert "Thanks, Ada" in steps[4].text and "Your memory: name typed" in steps[4].text
+    # Five steps, each its own ledger row on the run; the run's totals count them with the agent's two requests.
+    assert SpendEntry.objects.filter(run=run, kind=BROWSE_STEP).count() == 5
+    assert run.requests == 7
+    assert contexts(browser_env.cdp_url) == before  # the run's browser context is gone with the run
+
+
+def test_max_steps_pauses_and_a_call_without_start_url_goes_on_in_the_same_tab(org, owner, fake_openai,
+                                                                             browser_env, site):
+    agent, version = browsing_agent(org, owner, fake_openai, browser_env, max_steps=1)
+    fake_openai.queue(
+        Reply.tool_call("browse_web", {"task": "Order size 42 boots", "start_url": f"http://{SITE}:{site.port}/flow/1"}),
+        step("click", element=1, memory="on the size 42 page"),
+        Reply.tool_call("browse_web", {"task": "Order size 42 boots"}),
+        step("click", element=1),
+        Reply.tool_call("browse_web", {"task": "Order size 42 boots"}),
+        step("done", answer="Ordered: ORD-4242"),
+        Reply.text("Your order number is ORD-4242."),
+    )
+    run = start(org, owner, agent, version, prompt="order the boots")
+    run_now(run)
+    run.refresh_from_db()
+
+    assert run.status == RunStatus.COMPLETED, run.error
+    paused, paused_again, done = tool_results(run)
+    assert paused["outcome"] == "paused" and paused["url"].endswith("/flow/2")
+    assert paused_again["outcome"] == "paused" and "/flow/3" in paused_again["url"]
+    assert done["outcome"] == "done" and done["message"] == "Ordered: ORD-4242"
+    assert done["steps"] == 3  # one task over three calls
+    resumed = fake_openai.chat_requests[3].text
+    assert "Your memory: on the size 42 page" in resumed and "/flow/2" in resumed
+    assert "Order confirmed" in fake_openai.chat_requests[5].text
+    assert site.paths().count("/flow/1") == 1  # the same tab went on; nothing started over
+
+
+def test_a_browse_web_call_with_nothing_to_continue_says_so(org, owner, fake_openai, browser_env, site):
+    agent, version = browsing_agent(org, owner, fake_openai, browser_env)
+    fake_openai.queue(Reply.tool_call("browse_web", {"task": "go on"}), Reply.text("Nothing to continue."))
+    run = start(org, owner, agent, version, prompt="continue")
+    run_now(run)
+    [result] = tool_results(run)
+    assert result["outcome"] == "blocked" and "start_url" in result["message"]
+    assert len(fake_openai.chat_requests) == 2 and site.hits == []  # no step was asked, no page opened
+
+
+def test_a_spent_budget_stops_the_browse_before_its_next_step(org, owner, fake_openai, browser_env, site):
+    agent, version = browsing_agent(org, owner, fake_openai, browser_env, budget="0.01")
+    first_step = step("type", element=1, text="Ada")
+    first_step.usage = {"prompt_tokens": 1_000_000, "completion_tokens": 10}
+    fake_openai.queue(
+        Reply.tool_call("browse_web", {"task": "Send the form", "start_url": f"http://{SITE}:{site.port}/form"}),
+        first_step,
+        step("click", element=4),
+        Reply.text("never sent"),
+    )
+    run = start(org, owner, agent, version, prompt="send the form")
+    run_now(run)
+    run.refresh_from_db()
+
+    step_entry = SpendEntry.objects.get(run=run, kind=BROWSE_STEP)
+    assert step_entry.cost_usd >= Decimal("0.01"), "the control: the first step used the cap up"
+    assert len(fake_openai.chat_requests) == 2  # the agent's request and one step; nothing after
+    [result] = tool_results(run)
+    assert result["outcome"] == "budget" and "budget" in result["message"]
+    assert [hit for hit in site.hits if hit.method == "POST"] == []  # the click it would have paid for never ran
+    assert run.status == RunStatus.BUDGET_EXCEEDED
