@@ -102,14 +102,17 @@ class BrowserRun:
 def _load_step_model(organization_id: str, profile_id: str) -> Any:
     from agenticos.tenancy import parse_uuid
     from agents.models import ModelProfile
-    from agents.providers import build_model
+    from agents.providers import ModelConfigurationError, build_model
 
     pk = parse_uuid(profile_id)
     profile = None if pk is None else ModelProfile.objects.filter(
         pk=pk, organization_id=organization_id, kind=ModelProfile.Kind.CHAT).select_related("secret").first()
     if profile is None:
         raise BrowserUnavailable("The step model profile of this browser no longer exists; edit the agent.")
-    return build_model(profile)
+    try:
+        return build_model(profile)
+    except ModelConfigurationError as exc:
+        raise BrowserUnavailable(f"The step model profile cannot be used: {exc}") from None
 
 
 class BrowserToolset(FunctionToolset[Any]):
@@ -349,7 +352,10 @@ async def browse_web(ctx: RunContext[Any], task: str, start_url: str | None = No
         return {"outcome": "blocked", "message": "No browse to continue: call browse_web with a start_url."}
     elif task and task != tab.state.task:
         tab.state.task = f"{tab.state.task}\nThen: {task}"
-    model = await browser.step_model(ctx.model)
+    try:
+        model = await browser.step_model(ctx.model)
+    except BrowserUnavailable as exc:
+        return _outcome(tab, "browser_unavailable", str(exc))
     meter = await sync_to_async(metered.for_run)(ctx.deps.run_id, ctx.deps.organization_id, kind=BROWSE_STEP)
     parameters = ModelRequestParameters(function_tools=[STEP_TOOL], allow_text_output=False)
     for _ in range(browser.config.max_steps):

@@ -14,7 +14,7 @@ from decimal import Decimal
 import pytest
 
 from agents import services
-from agents.models import RunStatus, ToolCall
+from agents.models import AgentVersion, RunStatus, ToolCall
 from capabilities.browser.capability import BROWSE_STEP
 from governance.models import SpendEntry
 from tests import factories
@@ -162,3 +162,39 @@ def test_a_spent_budget_stops_the_browse_before_its_next_step(org, owner, fake_o
     assert result["outcome"] == "budget" and "budget" in result["message"]
     assert [hit for hit in site.hits if hit.method == "POST"] == []  # the click it would have paid for never ran
     assert run.status == RunStatus.BUDGET_EXCEEDED
+
+
+def test_browse_web_asks_the_step_model_profile_and_the_agent_keeps_its_own(org, owner, fake_openai, browser_env,
+                                                                           site):
+    stepper = factories.model_profile(org, "openai_compatible", "gpt-4.1-nano", api_key=KEY,
+                                      base_url=fake_openai.base_url)
+    agent, version = browsing_agent(org, owner, fake_openai, browser_env, step_model_profile_id=str(stepper.pk))
+    fake_openai.queue(
+        Reply.tool_call("browse_web", {"task": "Read the shop", "start_url": f"http://{SITE}:{site.port}/flow/1"}),
+        step("done", answer="Boots."),
+        Reply.text("Boots."),
+    )
+    run = start(org, owner, agent, version, prompt="what is sold")
+    run_now(run)
+    models = [r.json["model"] for r in fake_openai.chat_requests]
+    assert models == ["gpt-4o-mini", "gpt-4.1-nano", "gpt-4o-mini"]
+    assert SpendEntry.objects.get(run=run, kind=BROWSE_STEP).model == "gpt-4.1-nano"
+
+
+def test_a_step_model_profile_of_another_organization_is_refused(org, owner, outsider_org, fake_openai,
+                                                                 browser_env, site):
+    from agenticos.errors import Invalid
+    from capabilities.browser.capability import _load_step_model
+    from capabilities.browser.session import BrowserUnavailable
+
+    foreign = factories.model_profile(outsider_org, "openai_compatible", "gpt-4o", api_key=KEY,
+                                      base_url=fake_openai.base_url)
+    with pytest.raises(Invalid) as refused:
+        browsing_agent(org, owner, fake_openai, browser_env, step_model_profile_id=str(foreign.pk))
+    fields = [p["field"] for p in refused.value.details["problems"]]
+    assert fields == ["capabilities[browser_use].config.step_model_profile_id"]
+    assert not AgentVersion.objects.filter(agent__organization=org).exists()  # nothing was published
+    # A version frozen before the profile moved away is refused again when a browse asks for it.
+    with pytest.raises(BrowserUnavailable, match="no longer exists"):
+        _load_step_model(str(org.pk), str(foreign.pk))
+    assert fake_openai.requests == []
