@@ -405,6 +405,20 @@ def tool_descriptions(platform: str) -> list[dict[str, str]]:
             for tool_id in allowed]
 
 
+def sandbox_scope(binding: Binding) -> str | None:
+    """Who shares the workspace according to the version this binding serves (the sandbox's session_scope),
+    or None when that version keeps no files — then there is nothing for the binding to override."""
+    from capabilities.sandbox.capability import SandboxConfig
+
+    env = Environment.objects.filter(agent_id=binding.agent_id, name=binding.environment).select_related(
+        "version").first()
+    for cap in (env.version.spec.get("capabilities") or []) if env else []:
+        if isinstance(cap, dict) and cap.get("id") == "sandbox" and cap.get("enabled", True) is not False:
+            return str((cap.get("config") or {}).get("session_scope")
+                       or SandboxConfig.model_fields["session_scope"].default)
+    return None
+
+
 def _binding(actor: Actor, agent_id: Any, binding_id: Any, level: str) -> tuple[Agent, str, Binding]:
     agent = org_get(actor, Agent, agent_id)
     have = require_agent_access(actor, agent, level)
@@ -419,15 +433,18 @@ def _binding_data(post: Any) -> dict[str, Any]:
             raise Invalid(_("Enter a whole number."), details={"field": field})
         return int(raw)
 
-    return {
+    data = {
         "environment": post.get("environment", "production"),
         "extra_prompt": post.get("extra_prompt", ""),
-        "workspace_scope": post.get("workspace_scope", ""),
         "channel_tools": post.getlist("channel_tools"),
         "channel_tools_limit": number("channel_tools_limit"),
         "footer_mode": post.get("footer_mode", FooterMode.NEAR_LIMIT),
         "footer_every_n": number("footer_every_n"),
     }
+    # The scope control is only on the page for an agent that keeps files: absent, the stored value stays.
+    if "workspace_scope" in post:
+        data["workspace_scope"] = post["workspace_scope"]
+    return data
 
 
 def _binding_page(request: HttpRequest, actor: Actor, agent: Agent, level: str, binding: Binding, *,
@@ -440,6 +457,7 @@ def _binding_page(request: HttpRequest, actor: Actor, agent: Agent, level: str, 
         item["description"] = descriptions.get(item["tool"], "")
     # A binding nobody has saved yet: its extra prompt opens with what this platform renders.
     from agenticos.models import AuditEvent
+    from channelbots.router import NEAR_LIMIT
 
     fresh = not binding.extra_prompt and not AuditEvent.objects.filter(
         organization=actor.organization, action="channelbinding.update", target_id=str(binding.pk)).exists()
@@ -456,6 +474,9 @@ def _binding_page(request: HttpRequest, actor: Actor, agent: Agent, level: str, 
         "extra_prompt": STARTER_TEXT[Platform(platform)] if fresh else binding.extra_prompt,
         "fresh": fresh,
         "scopes": services.WORKSPACE_SCOPES,
+        # The control shows for an agent that keeps files, or to clear a value stored before it stopped.
+        "spec_scope": sandbox_scope(binding),
+        "near_limit_percent": int(NEAR_LIMIT * 100),
         "footer_modes": FooterMode.choices,
         "modes": AccessMode.choices,
         "policy": bot.policy,

@@ -468,3 +468,31 @@ def test_switching_a_slack_bot_to_socket_mode_changes_its_manifest(client_as, or
     assert "socket_mode_enabled: true" in manifest and "request_url" not in manifest
     assert "data-events-url" not in page
     assert "Socket Mode needs the app-level token" in page
+
+
+def test_the_workspace_scope_shows_only_for_an_agent_that_keeps_files(client_as, org, builder, shop):
+    client = client_as(builder, org)
+    add_bot(client, platform="telegram", token="123456:ABCDEFGHIJ-telegram")
+    add_bot(client, platform="telegram", token="654321:ABCDEFGHIJ-telegram", name="Files bot")
+    plain = bound(client, shop, ChannelBot.objects.get(name="Support"))
+    files_agent = factories.published_agent(org, builder, name="Files",
+                                            capabilities=[{"id": "sandbox", "config": {"session_scope": "user"}}])
+    with_files = bound(client, files_agent, ChannelBot.objects.get(name="Files bot"))
+    page = client.get(f"/agents/{files_agent.pk}/bindings/{with_files.pk}/").content.decode()
+    assert "data-workspace-scope" in page and "As the agent's spec says (user)" in page
+    assert "passes 80%" in page
+    page = client.get(f"/agents/{shop.pk}/bindings/{plain.pk}/").content.decode()
+    assert "data-workspace-scope" not in page
+    form = {"environment": "production", "extra_prompt": "", "channel_tools_limit": "20",
+            "footer_mode": "near_limit", "footer_every_n": "10"}
+    assert client.post(f"/agents/{files_agent.pk}/bindings/{with_files.pk}/",
+                       {**form, "workspace_scope": "channel"}).status_code == 302
+    with_files.refresh_from_db()
+    assert with_files.workspace_scope == "channel"
+    # A form without the control (its agent keeps no files) leaves a stored scope alone, and shows it to clear.
+    Binding.objects.filter(pk=plain.pk).update(workspace_scope="agent")
+    assert client.post(f"/agents/{shop.pk}/bindings/{plain.pk}/", form).status_code == 302
+    plain.refresh_from_db()
+    assert plain.workspace_scope == "agent"
+    page = client.get(f"/agents/{shop.pk}/bindings/{plain.pk}/").content.decode()
+    assert "data-workspace-scope" in page and "data-scope-unused" in page
