@@ -121,9 +121,79 @@ def sandboxd_env() -> dict[str, str]:
             "SANDBOXD_HOST": parsed.hostname or "127.0.0.1", "SANDBOXD_PORT": str(parsed.port or 8765)}
 
 
+BROWSER_DEFAULT_PORT = 9222
+
+
+def browser_profile_dir() -> Path:
+    return devservices.data_dir() / "browser"
+
+
+def browser_command() -> list[str] | None:
+    """Debian's `chromium` as this deployment's browser service (capability browser_use), or None when it is not
+    installed or BROWSER_SERVICE=off. DevTools listens on loopback only (BROWSER_CDP_PORT, 9222): pages it opens
+    are guarded by the capability, and nothing off this machine can drive it. `--headless=new` is the full browser
+    without a window; the capability replaces its HeadlessChrome user agent per browse. BROWSER_LANG (en-US) is
+    the language it says it speaks; BROWSER_TZ (UTC), its time zone, goes in its environment (`browser_env`)."""
+    import shutil
+
+    if os.environ.get("BROWSER_SERVICE", "chromium").strip().lower() in ("off", "false", "0", "none"):
+        return None
+    executable = os.environ.get("BROWSER_EXECUTABLE") or shutil.which("chromium")
+    if not executable:
+        return None
+    port = int(os.environ.get("BROWSER_CDP_PORT", str(BROWSER_DEFAULT_PORT)))
+    command = [
+        executable, "--headless=new", "--remote-debugging-address=127.0.0.1", f"--remote-debugging-port={port}",
+        f"--user-data-dir={browser_profile_dir()}", f"--lang={os.environ.get('BROWSER_LANG', 'en-US')}",
+        "--no-first-run", "--no-default-browser-check", "--disable-dev-shm-usage", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--metrics-recording-only", "--mute-audio",
+    ]
+    if os.geteuid() == 0:
+        # Chromium will not start its sandbox as root (a dev container); the capability's request guard and the
+        # per-browse contexts still hold, but a renderer exploit is not contained: run `make run` as a user.
+        command.append("--no-sandbox")
+    return command
+
+
+def browser_env() -> dict[str, str]:
+    return {"TZ": os.environ.get("BROWSER_TZ", "UTC")}
+
+
+def prepare_browser_profile() -> None:
+    """A fresh profile per launch: each browse works in a context of its own, so the default profile holds
+    nothing worth keeping, and a stale DevToolsActivePort or lock of an earlier launch would mislead."""
+    import shutil
+
+    shutil.rmtree(browser_profile_dir(), ignore_errors=True)
+    browser_profile_dir().mkdir(parents=True, exist_ok=True)
+
+
+def browser_cdp_url(timeout: float = 15.0) -> str | None:
+    """The browser service's DevTools address once Chromium is listening (it writes the port it bound, also
+    for BROWSER_CDP_PORT=0, to DevToolsActivePort in its profile), or None if it did not come up in time."""
+    marker = browser_profile_dir() / "DevToolsActivePort"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            first = marker.read_text().split()
+        except OSError:
+            first = []
+        if first:
+            return f"http://127.0.0.1:{int(first[0])}"
+        time.sleep(0.1)
+    return None
+
+
+def allow_own_browser() -> None:
+    """`make run` lists its own browser service for every process it starts (publish checks in web, browses in
+    the workers); an operator's BROWSER_CDP_ALLOWED_HOSTS, when set, wins."""
+    os.environ.setdefault("BROWSER_CDP_ALLOWED_HOSTS", "127.0.0.1")
+
+
 def commands(port: int) -> dict[str, list[str]]:
     py = sys.executable
     sandbox = sandboxd_command()
+    browser = browser_command()
     workers = {f"worker{index + 1 if index else ''}": run_worker_command(index) for index in range(run_worker_processes())}
     return {
         "web": daphne_command("agenticos.asgi:application", port),
@@ -137,6 +207,8 @@ def commands(port: int) -> dict[str, list[str]]:
         "bots": [py, "manage.py", "channel_supervisor"],
         # The sandbox service of capability sandbox's `service` backend (bubblewrap; absent without it).
         **({"sandbox": sandbox} if sandbox else {}),
+        # The browser service of capability browser_use (Debian's chromium; absent without it).
+        **({"browser": browser} if browser else {}),
     }
 
 
@@ -160,15 +232,24 @@ def main() -> int:
         _manage("sandbox_token")  # keeps an existing token
     else:
         print("no sandbox service (bubblewrap missing or unable to isolate here): agents get stored files, no shell.")
+    if browser_command() is not None:
+        prepare_browser_profile()
+        allow_own_browser()
+    else:
+        print("no browser service (chromium not installed, or BROWSER_SERVICE=off): agents get no web browser.")
 
     procs: dict[str, subprocess.Popen] = {}
     for index, (name, cmd) in enumerate(commands(port).items()):
-        env = {**_env(), **(sandboxd_env() if name == "sandbox" else {})}
+        env = {**_env(), **(sandboxd_env() if name == "sandbox" else {}), **(browser_env() if name == "browser" else {})}
         proc = subprocess.Popen(
             cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
         )
         procs[name] = proc
         threading.Thread(target=_relay, args=(name, COLORS[index % len(COLORS)], proc), daemon=True).start()
+    if "browser" in procs:
+        cdp_url = browser_cdp_url()
+        print(f"browser service: {cdp_url} (an agent's browser names it as cdp_url)" if cdp_url
+              else "the browser service did not open its DevTools port (BROWSER_CDP_PORT taken?)")
     print(f"\nAgenticOS is up: http://127.0.0.1:{port}/  (admin: /admin/, API docs: /api/docs/)  Ctrl-C stops.\n")
 
     stopping = threading.Event()

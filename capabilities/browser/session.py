@@ -150,13 +150,15 @@ class BrowserSession:
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     _guards: list[Any] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        self.policy.allowed_domains = self.config.allowed_domains
+
     # ------------------------------------------------------------ lifecycle
 
     async def start(self) -> None:
         if self.page is not None:
             return
         address = await endpoint(self.config, self.secret)
-        self.policy.allowed_domains = self.config.allowed_domains
         manager = _playwright()()
         self._pw = await manager.start()
         try:
