@@ -8,8 +8,8 @@ read-only; nothing on it ever carries a credential, only whether one is stored.
 
 from __future__ import annotations
 
-import inspect
 import json
+import re
 from typing import Any
 
 from django.conf import settings
@@ -395,14 +395,35 @@ def bot_action(request: HttpRequest, actor: Actor, bot_id: Any, action: str) -> 
 # ------------------------------------------------------------------ a binding's settings
 
 
-def tool_descriptions(platform: str) -> list[dict[str, str]]:
-    """The channel tools this platform can answer, each with the description the model reads (the tool
-    function's docstring, as pydantic-ai sends it)."""
-    from capabilities.channel_tools import capability as channel_tools
+# pydantic-ai wraps a docstring's parts in tags so the model can tell the summary from the shape of the answer;
+# a person reads the same words without them.
+_DOC_MARKUP = re.compile(r"</?(summary|description)>")
+
+
+def _readable(description: str) -> str:
+    text = _DOC_MARKUP.sub("", description).replace("<returns>", "\n").replace("</returns>", "")
+    return re.sub(r"\n{3,}", "\n\n", text).strip()
+
+
+def tool_descriptions(platform: str) -> list[dict[str, Any]]:
+    """The channel tools this platform can answer, each with the description the model reads: the tool
+    definitions of the very toolset the capability builds (capabilities.channel_tools), markup aside."""
+    from capabilities.base import function_toolset
+    from capabilities.channel_tools.capability import FUNCTIONS
 
     allowed = services.TELEGRAM_CHANNEL_TOOLS if platform == Platform.TELEGRAM else services.CHANNEL_TOOL_IDS
-    return [{"id": tool_id, "description": inspect.getdoc(getattr(channel_tools, tool_id)) or ""}
-            for tool_id in allowed]
+    tools = function_toolset([FUNCTIONS[tool_id] for tool_id in allowed]).tools
+    found = []
+    for tool_id in allowed:
+        tool = tools[tool_id]
+        properties = tool.function_schema.json_schema.get("properties") or {}
+        found.append({
+            "id": tool_id,
+            "description": _readable(tool.description or ""),
+            "parameters": [{"name": name, "description": spec.get("description", "")}
+                           for name, spec in properties.items()],
+        })
+    return found
 
 
 def sandbox_scope(binding: Binding) -> str | None:

@@ -496,3 +496,25 @@ def test_the_workspace_scope_shows_only_for_an_agent_that_keeps_files(client_as,
     assert plain.workspace_scope == "agent"
     page = client.get(f"/agents/{shop.pk}/bindings/{plain.pk}/").content.decode()
     assert "data-workspace-scope" in page and "data-scope-unused" in page
+
+
+def test_each_channel_tool_shows_the_description_the_model_reads_without_its_markup(client_as, org, builder, shop):
+    from capabilities.base import function_toolset
+    from capabilities.channel_tools.capability import FUNCTIONS
+
+    client = client_as(builder, org)
+    add_bot(client, platform="mattermost", token="mattermost-bot-token-123456", api_base_url="https://chat.example.com")
+    binding = bound(client, shop, ChannelBot.objects.get())
+    page = client.get(f"/agents/{shop.pk}/bindings/{binding.pk}/").content.decode()
+    sent = function_toolset([FUNCTIONS["list_channel_members"]]).tools["list_channel_members"]
+    assert "<summary>" in sent.description  # what the model reads carries markup a person should not see
+    doc = page.split('data-tool-doc="list_channel_members">', 1)[1].split("</pre>", 1)[0]
+    assert "&lt;summary&gt;" not in doc and "&lt;returns&gt;" not in doc and "&lt;description&gt;" not in doc
+    summary = sent.description.split("<summary>", 1)[1].split("</summary>", 1)[0]
+    returns = sent.description.split("<description>", 1)[1].split("</description>", 1)[0]
+    from django.utils.html import escape
+
+    assert escape(summary) in doc and escape(returns) in doc
+    params = page.split('data-tool-params="list_channel_members">', 1)[1].split("</dl>", 1)[0]
+    limit_doc = sent.function_schema.json_schema["properties"]["limit"]["description"]
+    assert "limit" in params and escape(limit_doc) in params
