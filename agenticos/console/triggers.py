@@ -6,6 +6,7 @@ Every change goes through `triggers.services` / `triggers.firing`, which check e
 
 from __future__ import annotations
 
+from datetime import UTC
 from typing import Any
 
 from django.contrib import messages
@@ -66,7 +67,12 @@ def _rows(agent: Agent, actor: Actor) -> list[Trigger]:
             _("Every %(n)s seconds") % {"n": trigger.every_seconds} if trigger.every_seconds else "")
         trigger.url = services.webhook_url(trigger)  # type: ignore[attr-defined]
         if trigger.next_run_at:
-            trigger.next_local = trigger.next_run_at.astimezone(schedule.zone(trigger.timezone))  # type: ignore[attr-defined]
+            # The instant in UTC for the page's script (it shows it in the viewer's own timezone), and the text
+            # in the trigger's timezone as the title and the fallback. Formatted here: the template's `date`
+            # filter would move it to the server's timezone first.
+            trigger.next_utc = trigger.next_run_at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")  # type: ignore[attr-defined]
+            trigger.next_local = (  # type: ignore[attr-defined]
+                trigger.next_run_at.astimezone(schedule.zone(trigger.timezone)).strftime("%Y-%m-%d %H:%M"))
     return rows
 
 

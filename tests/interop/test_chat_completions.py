@@ -276,3 +276,70 @@ def test_a_colleagues_conversation_or_another_agents_is_a_404(live_server_url, o
                 model=helper.slug, messages=[{"role": "user", "content": "x"}],
                 extra_headers={"X-AgenticOS-Conversation-Id": str(conversation.pk)})
     assert not Run.objects.exists() and not Message.objects.exists()
+
+
+def test_the_conversation_header_alone_continues_a_stored_transcript_streamed_or_not(
+    live_server_url, org, owner, helper, echo_model, seen, celery_worker
+):
+    conversation = Conversation.objects.create(organization=org, agent=helper, owner=owner, surface="api")
+    header = {"X-AgenticOS-Conversation-Id": str(conversation.pk)}
+    openai_client = client(live_server_url, api_key(owner, org))
+    raw = openai_client.chat.completions.with_raw_response.create(
+        model=helper.slug, messages=[{"role": "user", "content": "my name is Ada"}], extra_headers=header)
+    assert raw.headers["X-AgenticOS-Conversation-Id"] == str(conversation.pk)
+    assert raw.parse().choices[0].message.content == "echo: my name is Ada"
+
+    # Streamed, with only the new message: the earlier turn comes from the store.
+    raw = openai_client.chat.completions.with_raw_response.create(
+        model=helper.slug, messages=[{"role": "user", "content": "what is my name?"}], stream=True,
+        extra_headers=header)
+    assert raw.headers["X-AgenticOS-Conversation-Id"] == str(conversation.pk)
+    assert "".join(c.choices[0].delta.content or "" for c in raw.parse() if c.choices) == "echo: what is my name?"
+
+    assert list(Message.objects.filter(conversation=conversation).order_by("id").values_list("role", "content")) == [
+        ("user", "my name is Ada"), ("assistant", "echo: my name is Ada"),
+        ("user", "what is my name?"), ("assistant", "echo: what is my name?")]
+    assert set(Run.objects.values_list("conversation_id", flat=True)) == {conversation.pk}
+    assert Conversation.objects.count() == 1  # continued, not a new one
+    history = [(type(m).__name__, str(p.content)) for m in seen[1]["messages"] for p in m.parts
+               if isinstance(p, (UserPromptPart, TextPart))]
+    assert history == [("ModelRequest", "my name is Ada"), ("ModelResponse", "echo: my name is Ada"),
+                       ("ModelRequest", "what is my name?")]
+
+
+def test_an_organization_header_chooses_the_keys_organization_for_a_person_in_two(
+    live_server_url, org, owner, helper, echo_model, celery_worker
+):
+    from agenticos.models import Membership
+    from tests import factories
+
+    second = factories.organization(name="Beta")
+    Membership.objects.create(organization=second, user=owner, role="builder")
+    theirs, _ = publish(second, owner, name="Helper")  # the same slug as the first organization's agent
+    payroll, _ = publish(second, owner, name="Payroll")
+    assert theirs.slug == helper.slug
+    openai_client = client(live_server_url, api_key(owner, second))
+    chosen = {"X-Organization-Id": str(second.pk)}
+
+    models = list(openai_client.models.list(extra_headers=chosen))
+    assert {m.id for m in models} == {theirs.slug, f"{theirs.slug}@dev", payroll.slug, f"{payroll.slug}@dev"}
+    assert {m.owned_by for m in models} == {second.slug}
+    completion = openai_client.chat.completions.create(
+        model=helper.slug, messages=[{"role": "user", "content": "hi"}], extra_headers=chosen)
+    assert completion.choices[0].message.content == "echo: hi"
+    run = Run.objects.get()
+    assert run.organization_id == second.pk and run.agent_id == theirs.pk  # not the first organization's Helper
+
+    # The person owns the first organization too, but this key acts in the second only: naming the first is 404.
+    first = {"X-Organization-Id": str(org.pk)}
+    with pytest.raises(openai.NotFoundError):
+        openai_client.models.list(extra_headers=first)
+    with pytest.raises(openai.NotFoundError):
+        openai_client.chat.completions.create(
+            model=helper.slug, messages=[{"role": "user", "content": "x"}], extra_headers=first)
+    assert Run.objects.count() == 1
+
+    # The first organization's key, naming it, runs the first organization's Helper.
+    client(live_server_url, api_key(owner, org)).chat.completions.create(
+        model=helper.slug, messages=[{"role": "user", "content": "hello"}], extra_headers=first)
+    assert Run.objects.exclude(pk=run.pk).get().agent_id == helper.pk

@@ -3,6 +3,10 @@ signed curl shown once), pause / fire / delete; a viewer sees no controls; anoth
 
 from __future__ import annotations
 
+from datetime import UTC
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
 import pytest
 from django.test import Client
 
@@ -111,3 +115,61 @@ def test_activity_filters_by_trigger_and_shows_only_its_runs(org, owner, agent, 
     # Another organization naming our trigger sees none of its runs.
     page = signed_in(outsider, outsider_org).get(f"/activity/?trigger={nightly.pk}").content.decode()
     assert f"/activity/runs/{nightly_run.pk}/" not in page
+
+
+def test_the_next_firing_carries_the_utc_instant_for_the_viewers_zone_and_the_triggers_zone_as_fallback(
+    org, owner, viewer, agent
+):
+    trigger, _ = make_trigger(owner, org, agent, cron="30 8 * * 1-5", timezone="Europe/Madrid")
+    due = Trigger.objects.get().next_run_at
+    instant = due.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    madrid = due.astimezone(ZoneInfo("Europe/Madrid")).strftime("%Y-%m-%d %H:%M")
+    assert madrid.endswith("08:30") and not instant.endswith("08:30:00Z")  # Madrid is never UTC
+    for person in (owner, viewer):
+        page = signed_in(person, org).get(f"/agents/{agent.pk}/triggers/").content.decode()
+        cell = page.split(f'data-trigger-row="{trigger.pk}"')[1].split("</tr>")[0]
+        assert f'<time datetime="{instant}" data-local-time' in cell
+        # The trigger's own timezone: the title, and the text a browser without scripts shows.
+        assert f"{madrid} in the trigger's timezone (Europe/Madrid)" in cell
+        assert f'>{madrid} <span class="muted">Europe/Madrid</span></time>' in cell
+        assert "/static/console/local-time.js" in page
+    script = (Path(__file__).resolve().parents[2] / "static" / "console" / "local-time.js").read_text()
+    assert "Intl.DateTimeFormat" in script and "time[data-local-time]" in script
+
+
+def test_an_editor_changes_the_schedule_and_a_viewer_or_an_outsider_cannot(
+    org, owner, viewer, agent, outsider, outsider_org
+):
+    trigger, _ = make_trigger(owner, org, agent, cron="30 8 * * 1-5", timezone="Europe/Madrid")
+    url = f"/agents/{agent.pk}/triggers/{trigger.pk}/"
+    edited = {"name": "Morning digest", "prompt": "Write the morning digest.", "cron": "15 6 * * *",
+              "timezone": "Asia/Tokyo", "overlap": "queue", "delivery": "none"}
+    owner_client = signed_in(owner, org)
+    form = owner_client.get(url).content.decode()
+    assert "Edit “Nightly”" in form and 'value="30 8 * * 1-5"' in form and 'value="Europe/Madrid"' in form
+
+    # A viewer sees the list without the form and cannot save; another organization does not see it at all.
+    viewer_client = signed_in(viewer, org)
+    assert "data-trigger-form" not in viewer_client.get(url).content.decode()
+    assert viewer_client.post(url, edited).status_code == 403
+    outsider_client = signed_in(outsider, outsider_org)
+    assert outsider_client.get(url).status_code == 404
+    assert outsider_client.post(url, edited).status_code == 404
+    unchanged = Trigger.objects.get()
+    assert (unchanged.name, unchanged.cron, unchanged.timezone, unchanged.overlap) == (
+        "Nightly", "30 8 * * 1-5", "Europe/Madrid", "skip")
+
+    # A bad timezone is shown at the form and saves nothing.
+    response = owner_client.post(url, {**edited, "timezone": "Mars/Olympus"})
+    assert response.status_code == 422 and "data-trigger-error" in response.content.decode()
+    assert Trigger.objects.get().timezone == "Europe/Madrid"
+
+    response = owner_client.post(url, edited)
+    assert response.status_code == 302 and response["Location"] == f"/agents/{agent.pk}/triggers/"
+    saved = Trigger.objects.get()
+    assert (saved.name, saved.prompt, saved.cron, saved.timezone, saved.overlap) == (
+        "Morning digest", "Write the morning digest.", "15 6 * * *", "Asia/Tokyo", "queue")
+    # The next firing follows the new schedule, in its new timezone.
+    assert saved.next_run_at.astimezone(ZoneInfo("Asia/Tokyo")).strftime("%H:%M") == "06:15"
+    page = owner_client.get(f"/agents/{agent.pk}/triggers/").content.decode()
+    assert "Morning digest" in page and "Asia/Tokyo" in page and "Trigger saved." in page
