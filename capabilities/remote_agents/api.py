@@ -42,7 +42,7 @@ class RemoteAgentDetailView(BaseOrgView):
 
     def patch(self, request: Request, pk: Any) -> Response:
         body = _body(request)
-        changes = {k: body[k] for k in ("card_url", "secret_id", "name") if k in body}
+        changes: dict[str, Any] = {k: body[k] for k in ("card_url", "secret_id", "name") if k in body}
         row = services.update_remote_agent(actor=self.actor, row=self.org_get(RemoteAgent, pk), changes=changes)
         return Response(services.remote_agent_json(row))
 

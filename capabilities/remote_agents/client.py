@@ -10,6 +10,7 @@ the original Host header and TLS server name; a request that leaves the endpoint
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +37,9 @@ from capabilities import netguard
 
 CARD_MAX_BYTES = 256 * 1024
 POLL_SECONDS = 1.0
+# httpx logs every request URL at INFO, and a card may name an endpoint whose query signs the request: the same
+# filter netguard puts on httpx2's logger.
+logging.getLogger("httpx").addFilter(netguard._NoQueryStrings())
 
 
 class PinnedHttpxTransport(httpx.AsyncBaseTransport):
