@@ -290,6 +290,10 @@ def channel_list(request: HttpRequest, actor: Actor) -> HttpResponse:
         return screen(request, "console/channels/list.html",
                       _page_context(actor, form=_safe_form(request.POST), errors=_errors(exc)), status=422)
     messages.success(request, _("The bot %(name)s was added.") % {"name": bot.name})
+    if bot.platform == Platform.TELEGRAM and bot.transport == Transport.WEBHOOK:
+        # Its secret was minted just now and Telegram learns it only from setWebhook: until then every call
+        # to the webhook is refused, so the next step is the button.
+        messages.warning(request, _("Next: Register the webhook. Until then Telegram's calls are refused."))
     return redirect(reverse("console-channels:bot", args=[bot.pk]))
 
 

@@ -518,3 +518,21 @@ def test_each_channel_tool_shows_the_description_the_model_reads_without_its_mar
     params = page.split('data-tool-params="list_channel_members">', 1)[1].split("</dl>", 1)[0]
     limit_doc = sent.function_schema.json_schema["properties"]["limit"]["description"]
     assert "limit" in params and escape(limit_doc) in params
+
+
+def test_a_telegram_bot_added_in_webhook_mode_is_told_to_register_and_the_button_keeps_its_secret(
+        client_as, org, builder, fake_telegram):
+    client = client_as(builder, org)
+    response = add_bot(client, platform="telegram", token=fake_telegram.token, api_base_url=fake_telegram.url)
+    bot = ChannelBot.objects.get()
+    minted = services.reveal_credentials(bot)["webhook_secret"]
+    page = client.get(response["Location"]).content.decode()
+    assert "Next: Register the webhook" in page and minted not in page
+    assert fake_telegram.calls == []
+    assert client.post(f"/channels/{bot.pk}/register-webhook").status_code == 302
+    # Already in webhook mode: the secret Telegram now holds is the one minted at creation.
+    assert services.reveal_credentials(bot)["webhook_secret"] == minted
+    assert fake_telegram.webhook["secret_token"] == minted
+    assert fake_telegram.webhook["url"] == f"{FRONTEND}/api/v1/telegram/{bot.pk}/webhook"
+    bot.refresh_from_db()
+    assert (bot.connection_state, bot.connection_reason) == ("idle", "")
