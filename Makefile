@@ -40,7 +40,7 @@ browser:
 	fi
 
 test: install browser
-	AGENTICOS_DATA_DIR=$(TEST_DATA_DIR) $(PY) -m agenticos.devservices start >/dev/null
+	AGENTICOS_DATA_DIR=$(TEST_DATA_DIR) AGENTICOS_TESTING=true $(PY) -m agenticos.devservices start >/dev/null
 	rm -f test-artifacts/runs-diagnosis.txt
 	AGENTICOS_DATA_DIR=$(TEST_DATA_DIR) AGENTICOS_TESTING=true $(PY) -m pytest -n 2 $(PYTEST_ARGS) || { \
 		status=$$?; if [ -f test-artifacts/runs-diagnosis.txt ]; then \
@@ -51,7 +51,7 @@ test: install browser
 # organization has a published agent: many examples per operation and mode, a fresh seed (FUZZ_SEED=n replays one).
 FUZZ_EXAMPLES ?= 40
 fuzz: install
-	AGENTICOS_DATA_DIR=$(TEST_DATA_DIR) $(PY) -m agenticos.devservices start >/dev/null
+	AGENTICOS_DATA_DIR=$(TEST_DATA_DIR) AGENTICOS_TESTING=true $(PY) -m agenticos.devservices start >/dev/null
 	AGENTICOS_DATA_DIR=$(TEST_DATA_DIR) AGENTICOS_TESTING=true FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) \
 		FUZZ_SEED=$${FUZZ_SEED:-$$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')} \
 		$(PY) -m pytest tests/api/test_fuzz.py -p no:xdist -q -p no:logging --show-capture=no $(PYTEST_ARGS)
