@@ -1,0 +1,129 @@
+"""The image catalog: which providers and models `generate_image` offers, from `image_models.json`.
+
+No listing endpoint answers which models draw (`/v1/models` lists chat models), so the models are data. Which
+providers can draw is the SDK's answer, not a list: an entry is kept only when its pydantic-ai model class
+says it supports `ImageGenerationTool` (`Model.supported_native_tools()`) and this capability can build that
+class from the one API key it seals. Anything else is dropped at load with a warning, never offered.
+
+Prices are dated and per image at one size, keyed by quality; where none applies the image is recorded at
+zero and the run's cost marked partial (`image_price`).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+from datetime import date
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+logger = logging.getLogger(__name__)
+
+CATALOG_PATH = Path(__file__).with_name("image_models.json")
+
+
+class Price(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    from_date: date = Field(alias="from")
+    size: str
+    usd_per_image: dict[str, Decimal]
+
+
+class ImageModel(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(min_length=1, max_length=120)
+    name: str = Field(min_length=1)
+    use_when: str = Field(min_length=1)
+    prices: list[Price] = Field(default_factory=list)
+
+
+class ProviderEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(pattern=r"^[a-z][a-z0-9_-]{1,30}$")
+    name: str
+    model_class: str
+    # OpenAI: the Responses model that calls the image tool (the chosen image model travels as the tool's
+    # `model`). Google names the image model itself; no caller.
+    caller: str = ""
+    sizes: list[str] = Field(default_factory=list)
+    aspect_ratios: list[str] = Field(default_factory=list)
+    models: list[ImageModel] = Field(min_length=1)
+
+
+class CatalogFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    providers: list[ProviderEntry]
+
+
+def _model_classes() -> dict[str, Any]:
+    """The pydantic-ai classes a catalog entry may name, asked whether they draw."""
+    from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel
+
+    return {"openai-responses": OpenAIResponsesModel, "openai-chat": OpenAIChatModel}
+
+
+# Model classes this capability can build from a single API key (capability.build_model).
+BUILDABLE = frozenset({"openai-responses"})
+
+
+def _why_dropped(entry: ProviderEntry) -> str:
+    from pydantic_ai.native_tools import ImageGenerationTool
+
+    model_class = _model_classes().get(entry.model_class)
+    if model_class is None:
+        return f"unknown model class {entry.model_class!r}"
+    if ImageGenerationTool not in model_class.supported_native_tools():
+        return f"{model_class.__name__} does not support ImageGenerationTool"
+    if entry.model_class not in BUILDABLE:
+        return f"this capability cannot build {model_class.__name__} from an API key"
+    if entry.model_class == "openai-responses" and not entry.caller:
+        return "an OpenAI entry needs the Responses model that calls the image tool (caller)"
+    return ""
+
+
+def parse(raw: Any) -> dict[str, ProviderEntry]:
+    """The usable providers of a catalog document, by id. A malformed file raises (ValidationError)."""
+    document = CatalogFile.model_validate(raw)
+    usable: dict[str, ProviderEntry] = {}
+    for entry in document.providers:
+        reason = _why_dropped(entry)
+        if reason:
+            logger.warning("image catalog: provider %s dropped: %s", entry.id, reason)
+            continue
+        usable[entry.id] = entry
+    return usable
+
+
+@functools.cache
+def providers() -> dict[str, ProviderEntry]:
+    try:
+        return parse(json.loads(CATALOG_PATH.read_text()))
+    except (OSError, ValueError, ValidationError) as exc:
+        # A broken data file is a deployment bug: loud, with the path.
+        raise RuntimeError(f"{CATALOG_PATH} is not a valid image catalog: {exc}") from exc
+
+
+def provider(provider_id: str) -> ProviderEntry | None:
+    return providers().get(provider_id)
+
+
+def model(provider_id: str, model_id: str) -> ImageModel | None:
+    entry = provider(provider_id)
+    return next((m for m in entry.models if m.id == model_id), None) if entry else None
+
+
+def image_price(entry: ImageModel, *, quality: str | None, size: str | None, on: date) -> Decimal | None:
+    """The price of one image, or None when the catalog has none for this quality and size on that day."""
+    applicable = [p for p in entry.prices if p.from_date <= on and p.size == size]
+    if not applicable or not quality:
+        return None
+    latest = max(applicable, key=lambda p: p.from_date)
+    return latest.usd_per_image.get(quality)
