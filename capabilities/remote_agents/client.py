@@ -134,12 +134,30 @@ def _part_text(part: Part) -> str:
     return ""
 
 
+def _parts_text(parts: Any) -> str:
+    """Consecutive text parts are one text (a streamed artifact arrives as one part per chunk, split anywhere,
+    even inside a word); a data or file part is a line of its own."""
+    segments: list[str] = []
+    after_text = False
+    for part in parts:
+        text = _part_text(part)
+        if not text:
+            continue
+        is_text = part.WhichOneof("content") == "text"
+        if is_text and after_text:
+            segments[-1] += text
+        else:
+            segments.append(text)
+        after_text = is_text
+    return "\n".join(segments)
+
+
 def _message_text(message: Message) -> str:
-    return "\n".join(t for t in (_part_text(p) for p in message.parts) if t)
+    return _parts_text(message.parts)
 
 
 def _task_text(task: Task) -> str:
-    artifacts = "\n".join(t for a in task.artifacts for t in (_part_text(p) for p in a.parts) if t)
+    artifacts = "\n".join(t for t in (_parts_text(a.parts) for a in task.artifacts) if t)
     status = _message_text(task.status.message) if task.status.HasField("message") else ""
     return artifacts or status
 

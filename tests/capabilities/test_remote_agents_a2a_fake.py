@@ -51,6 +51,8 @@ class Said:
     state: str = "completed"
     data: dict[str, Any] | None = None
     file_url: str | None = None
+    # A completed answer streamed into one artifact in these pieces (each appended as a part of its own).
+    chunks: list[str] | None = None
 
 
 @dataclass
@@ -92,7 +94,12 @@ class _Executor(AgentExecutor):
             await event_queue.enqueue_event(new_task_from_user_message(context.message))
         updater = TaskUpdater(event_queue, context.task_id, context.context_id)
         await updater.start_work()
-        if said.state == "completed":
+        if said.state == "completed" and said.chunks:
+            for index, chunk in enumerate(said.chunks):
+                await updater.add_artifact([new_text_part(chunk)], artifact_id="answer", name="answer",
+                                           append=index > 0, last_chunk=index == len(said.chunks) - 1)
+            await updater.complete()
+        elif said.state == "completed":
             await updater.add_artifact(parts, name="answer")
             await updater.complete()
         elif said.state == "input-required":

@@ -222,6 +222,7 @@ def test_a_follow_up_continues_the_remote_context_and_a_new_task_starts_its_own(
      ["needs authorization", "auth-required", "Sign in at the partner portal first."]),
     (Said(text="The forecast service is down.", state="failed"),
      ["did not complete the task (failed)", "The forecast service is down."]),
+    (Said(chunks=["Sun", "ny in Lis", "bon, 24 de", "grees."]), ["Sunny in Lisbon, 24 degrees.\n\nChat Trace ID"]),
     (Said(text="Forecast attached.", data={"temp_c": 24}, file_url="https://files.partner.test/r.pdf"),
      ["Forecast attached.", "sent a data part, not read here", "sent a file (report.pdf), not read here"]),
 ])
