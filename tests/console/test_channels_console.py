@@ -259,6 +259,47 @@ def test_a_slack_bot_set_up_only_in_the_console_answers_the_fake_slack(
     assert post.thread_ts == event["ts"]
 
 
+def test_a_telegram_bot_set_up_only_in_the_console_hears_a_voice_note_through_its_registered_webhook(
+        celery_worker, scripted_model, client_as, client, org, builder, shop, fake_telegram, fake_openai, settings,
+        tmp_path):
+    import json
+
+    from agents.models import Run
+    from tests.channelbots.conftest import wait_until
+    from tests.channelbots.test_slack_end_to_end import streaming_model
+    from tests.fakes.openai_server import Reply
+    from tests.fakes.telegram_api import telegram_message
+
+    settings.MEDIA_ROOT = str(tmp_path / "media")
+    factories.model_profile(org, "openai", "gpt-4o", api_key="sk-test-openai-key-0001", base_url=fake_openai.base_url)
+    console = client_as(builder, org)
+    add_bot(console, platform="telegram", transport="polling", token=fake_telegram.token,
+            api_base_url=fake_telegram.url, stt="openai:whisper-1")
+    bot = ChannelBot.objects.get()
+    assert console.post(f"/channels/{bot.pk}/register-webhook").status_code == 302
+    bound(console, shop, bot)
+    fake_telegram.files["v1"] = ("voice/file_1.oga", b"OggS fake audio bytes")
+    fake_openai.queue(Reply.text("is the shop open"), route="transcriptions")
+    scripted_model(streaming_model("Open until six."))
+    # Telegram calls the URL it was given, with the secret it was given: nothing else is known here.
+    path = fake_telegram.webhook["url"].removeprefix(FRONTEND)
+    # In a group, a reply to the bot addresses it (the bot's own id came from getMe when the webhook was set).
+    message = telegram_message(chat_id=-55, chat_type="group", voice={"file_id": "v1", "mime_type": "audio/ogg"},
+                               reply_to_message={"message_id": 1, "from": {"id": 777}})
+    wrong = client.post(path, data=json.dumps({"update_id": 1, "message": message}), content_type="application/json",
+                        HTTP_X_TELEGRAM_BOT_API_SECRET_TOKEN="not-the-secret")
+    assert wrong.status_code in (401, 403) and not Run.objects.exists()
+    response = client.post(path, data=json.dumps({"update_id": 2, "message": message}),
+                           content_type="application/json",
+                           HTTP_X_TELEGRAM_BOT_API_SECRET_TOKEN=fake_telegram.webhook["secret_token"])
+    assert response.status_code == 200
+    run = wait_until(lambda: Run.objects.filter(status="completed").first())
+    assert run.surface == "telegram" and "[Voice message, transcribed]" in run.prompt
+    assert "is the shop open" in run.prompt
+    wait_until(lambda: any(m["edits"][-1:] == ["Open until six."] or m["text"] == "Open until six."
+                           for m in fake_telegram.sent("-55")))
+
+
 # ------------------------------------------------------------------ who may
 
 
