@@ -2,6 +2,8 @@
 
 from agenticos import api
 from agenticos.api import route
+from capabilities.generated_media.views import GeneratedFileView
+from capabilities.remote_agents.urls import api_routes as remote_agent_routes
 
 urlpatterns = [
     *route("me", api.MeView, "api-me"),
@@ -17,4 +19,6 @@ urlpatterns = [
     *route("secrets", api.SecretListView, "api-secrets"),
     *route("secrets/<uuid:pk>", api.SecretDetailView, "api-secret"),
     *route("secrets/<uuid:pk>/rotate", api.SecretRotateView, "api-secret-rotate"),
+    *remote_agent_routes,
+    *route("generated/<str:filename>", GeneratedFileView, "api-generated-file"),
 ]

@@ -387,12 +387,12 @@ SPECTACULAR_SETTINGS = {
 
 # ------------------------------------------------------------------ product limits
 DEFAULT_ORG_MONTHLY_BUDGET_USD = _decimal_or_none("DEFAULT_ORG_MONTHLY_BUDGET_USD", "100")
-# Only scopes a capability declares (tests/capabilities/test_scopes.py): web:browse comes
-# back with browser_use; files:read, files:write and memory:write gated nothing.
+# Only scopes a capability declares (tests/capabilities/test_scopes.py): web:browse gates browser_use;
+# files:read, files:write and memory:write gated nothing.
 DEFAULT_GRANTED_SCOPES = env.list(
     "DEFAULT_GRANTED_SCOPES",
     default=["knowledge:read", "conversations:read", "web:read", "web:fetch", "code:execute", "sandbox:execute",
-             "agents:delegate"],
+             "agents:delegate", "web:browse"],
 )
 # How many specialists an agent with delegation may write for itself in one run (subagents, allow_dynamic).
 MAX_DYNAMIC_SPECIALISTS = _int("MAX_DYNAMIC_SPECIALISTS", 5, minimum=0)
@@ -507,6 +507,23 @@ EVAL_POLL_SECONDS = _int("EVAL_POLL_MS", 250, minimum=20) / 1000
 # Each organization may set its own (Settings → Data retention); the run row and its spend stay either way.
 RETENTION_TRANSCRIPT_DAYS = _int("RETENTION_TRANSCRIPT_DAYS", 0, minimum=0)
 
+# ------------------------------------------------------------------ generated media (capabilities/generated_media)
+# Images, speech and video agents make: stored per organization (default_storage: MEDIA_ROOT or S3), served by
+# /api/v1/generated/<filename>. The quota is checked before any provider is paid; 0 = no quota.
+INSTALLED_APPS += ["capabilities.generated_media"]
+GENERATED_MEDIA_QUOTA_MB = _int("GENERATED_MEDIA_QUOTA_MB", 1024, minimum=0)
+# The image provider's endpoint (an operator setting, reached through the model-host guard:
+# MODEL_ALLOWED_PRIVATE_HOSTS). Speech and video providers come with their capabilities (not built yet).
+GENERATED_MEDIA_OPENAI_BASE_URL = env.str("GENERATED_MEDIA_OPENAI_BASE_URL", default="https://api.openai.com/v1")
+
+# ------------------------------------------------------------------ applications and visuals (issue 21)
+# Published applications (capabilities/artifacts) and drawings (capabilities/visuals): one page or drawing at
+# most this many bytes (UTF-8), served in the opaque-origin sandbox with the vendored libraries only.
+INSTALLED_APPS += ["capabilities.artifacts.apps.ArtifactsConfig"]
+ARTIFACT_MAX_BYTES = _int("ARTIFACT_MAX_BYTES", 1024 * 1024, minimum=1024)
+# How long `draw` waits for the watching console's report on how the drawing rendered.
+VISUAL_REPORT_WAIT_SECONDS = _int("VISUAL_REPORT_WAIT_SECONDS", 10, minimum=0)
+
 # ------------------------------------------------------------------ observability
 # Prometheus /metrics answers only `Authorization: Bearer <METRICS_TOKEN>`; unset, /metrics is a 404 (never open).
 # Traces (agenticos/telemetry.py) are read from the OTEL_* variables by each process's entry point.
@@ -525,3 +542,18 @@ LOGGING = {
         "daphne": {"level": "WARNING"},
     },
 }
+
+# ------------------------------------------------------------------ remote agents over A2A (issue 19)
+# Registrations of other providers' agents by agent card (capabilities/remote_agents). Every card and endpoint
+# request goes through capabilities/netguard.py with the tools' allowance (TOOL_ALLOWED_PRIVATE_HOSTS).
+INSTALLED_APPS += ["capabilities.remote_agents"]
+# A keyed registration must be https; hosts listed here may be reached over plain http with the key (a
+# deployment's own A2A endpoint on its internal network, where there is no TLS hop). Empty: https only.
+REMOTE_AGENT_PLAIN_HTTP_HOSTS = env.list("REMOTE_AGENT_PLAIN_HTTP_HOSTS", default=[])
+# How long one A2A message/send may take (a remote agent that runs a whole turn before answering).
+REMOTE_AGENT_TIMEOUT_SECONDS = _int("REMOTE_AGENT_TIMEOUT_SECONDS", 300, minimum=5)
+
+# ------------------------------------------------------------------ web browser (capabilities/browser)
+# Browser services (Chromium DevTools endpoints) an agent's cdp_url may name, by host; empty refuses the browser
+# capability at publish. `make run` starts Debian's chromium on 127.0.0.1 and lists it (agenticos/launcher.py).
+BROWSER_CDP_ALLOWED_HOSTS = env.list("BROWSER_CDP_ALLOWED_HOSTS", default=[])

@@ -16,6 +16,8 @@ api_v1 = [
     path("", include("knowledge.urls")),
     path("", include("triggers.urls")),
     path("", include("evals.urls")),
+    path("", include("capabilities.artifacts.urls")),
+    path("", include("capabilities.visuals.urls")),
 ]
 
 urlpatterns = [
@@ -36,6 +38,8 @@ urlpatterns = [
     path("", include("agenticos.console.urls_triggers")),
     path("", include("capabilities.sandbox.console_urls")),
     path("", include("agenticos.console.urls_evals")),
+    path("", include("agenticos.console.urls_channels")),
+    path("", include("agenticos.console.urls_apps")),
     path("", include("agenticos.console.urls")),
 ]
 

@@ -51,6 +51,7 @@ BUILTIN: tuple[str, ...] = (
     "capabilities.compaction",
     "capabilities.web_research",
     "capabilities.web_fetch",
+    "capabilities.browser",
     "capabilities.knowledge",
     "capabilities.skills",
     "capabilities.context",
@@ -61,6 +62,8 @@ BUILTIN: tuple[str, ...] = (
     "capabilities.subagents",
     "capabilities.channel_tools",
     "capabilities.follow_ups",
+    "capabilities.artifacts",
+    "capabilities.visuals",
 )
 
 # A name every provider accepts for a function tool.

@@ -348,6 +348,13 @@ def sweep_removed_files(now: datetime | None = None) -> int:
     return removed
 
 
+def _generated_media_sweep(now: datetime | None = None) -> int:
+    """Generated images, speech and video older than the transcript period (capabilities/generated_media)."""
+    from capabilities.generated_media.store import sweep_expired
+
+    return sweep_expired(now)
+
+
 SWEEPS: dict[str, Callable[..., int]] = {
     "audit_log": sweep_audit_log,
     "idle_workspaces": sweep_idle_workspaces,
@@ -355,6 +362,7 @@ SWEEPS: dict[str, Callable[..., int]] = {
     "tool_calls": sweep_tool_calls,
     "run_texts": sweep_run_texts,
     "emptied_conversations": sweep_emptied_conversations,
+    "generated_media": _generated_media_sweep,  # before removed_files: its files go in the same pass
     "removed_files": sweep_removed_files,
     "expired_link_requests": sweep_link_requests,
 }

@@ -165,7 +165,8 @@ def test_the_sweeps_report_what_each_removed_and_log_under_which_value(org, owne
     with caplog.at_level("INFO", logger="governance.retention"):
         removed = retention.sweep_all(NOW)
     assert removed == {"audit_log": 0, "idle_workspaces": 0, "transcript_messages": 2, "tool_calls": 1,
-                       "run_texts": 1, "emptied_conversations": 1, "removed_files": 0, "expired_link_requests": 0}
+                       "run_texts": 1, "emptied_conversations": 1, "removed_files": 0, "expired_link_requests": 0,
+                       "generated_media": 0}
     assert "retention transcript_messages: removed 2 older than 5 days (organization value)" in caplog.text
 
 
