@@ -11,6 +11,7 @@ from agenticos.models import AuditEvent
 from channelbots import services
 from channelbots.models import Binding, ChannelBot, ConnectionState
 from tests import factories
+from tests.fakes.mattermost import fake_mattermost  # noqa: F401  (fixture)
 from tests.fakes.slack_api import FakeSlack, SlackEventSender
 from tests.fakes.telegram_api import FakeTelegram
 
@@ -298,6 +299,36 @@ def test_a_telegram_bot_set_up_only_in_the_console_hears_a_voice_note_through_it
     assert "is the shop open" in run.prompt
     wait_until(lambda: any(m["edits"][-1:] == ["Open until six."] or m["text"] == "Open until six."
                            for m in fake_telegram.sent("-55")))
+
+
+def test_a_mattermost_webhook_bot_answers_once_the_pencil_adds_the_token_mattermost_showed(
+        celery_worker, scripted_model, client_as, client, org, builder, shop, fake_mattermost):
+    from agents.models import Run
+    from tests.channelbots.conftest import wait_until
+    from tests.channelbots.test_slack_end_to_end import streaming_model
+
+    console = client_as(builder, org)
+    add_bot(console, platform="mattermost", token=fake_mattermost.token, api_base_url=fake_mattermost.url)
+    bot = ChannelBot.objects.get()
+    bound(console, shop, bot)
+    scripted_model(streaming_model("Restarted."))
+    path = f"/api/v1/mattermost/{bot.pk}/webhook"
+    body = {"token": "tok-from-mattermost-1", "channel_id": "town", "post_id": "p9", "user_id": "ada",
+            "user_name": "ada", "text": "opsbot restart?", "trigger_word": "opsbot"}
+    assert client.post(path, body).status_code == 403  # no token stored yet: every call is refused
+    assert "No outgoing-webhook token" in console.get(f"/channels/{bot.pk}/").content.decode()
+    form = {"name": "Support", "api_base_url": fake_mattermost.url, "token": "",
+            "webhook_secret": "tok-from-mattermost-1", "stt": "", "mode": "open", "rate_limit_rpm": "10"}
+    assert console.post(f"/channels/{bot.pk}/", form).status_code == 302
+    page = console.get(f"/channels/{bot.pk}/").content.decode()
+    assert "No outgoing-webhook token" not in page and "tok-from-mattermost-1" not in page
+    assert services.reveal_credentials(bot) == {"token": fake_mattermost.token,
+                                                "webhook_secret": "tok-from-mattermost-1"}
+    assert client.post(path, body).status_code == 200
+    wait_until(lambda: next((p for p in fake_mattermost.answers("town") if p["edits"][-1:] == ["Restarted."]
+                             or p.get("message") == "Restarted."), None))
+    run = Run.objects.get()
+    assert run.surface == "mattermost" and run.prompt == "restart?"
 
 
 # ------------------------------------------------------------------ who may
