@@ -158,6 +158,11 @@ class BrowserSession:
     async def start(self) -> None:
         if self.page is not None:
             return
+        # Checked again here, not only at publish: a frozen version keeps its cdp_url after the operator
+        # removed that host from BROWSER_CDP_ALLOWED_HOSTS, and a proxy's name may now point inside.
+        refusal = await asyncio.to_thread(service_refusal, self.config)
+        if refusal is not None:
+            raise BrowserUnavailable(refusal)
         address = await endpoint(self.config, self.secret)
         manager = _playwright()()
         self._pw = await manager.start()
@@ -182,6 +187,8 @@ class BrowserSession:
             self.context = await self._browser.new_context(**options)
             await self.context.add_init_script(page_js.DESKTOP)
             await self.context.route("**/*", self._route)
+            # A page's WebSocket is no request Fetch pauses: its handshake is checked here instead.
+            await self.context.route_web_socket(lambda url: True, self._route_socket)
             self.context.on("page", lambda page: asyncio.ensure_future(self._guard(page)))
             self.page = await self.context.new_page()
             await self._guard(self.page)
@@ -227,6 +234,14 @@ class BrowserSession:
             await route.continue_()
         else:
             await route.abort("blockedbyclient")
+
+    async def _route_socket(self, socket: Any) -> None:
+        """A WebSocket the page opens: connected to its server only when the policy lets its address go."""
+        reason = await self.policy.check(socket.url)
+        if reason is None:
+            socket.connect_to_server()
+        else:
+            await socket.close(code=1008, reason="refused by the browser's network policy")
 
     async def _guard(self, page: Any) -> None:
         """Every request of this page, every redirect hop included, paused until the policy answers."""
@@ -396,6 +411,14 @@ def _navigated_away(exc: BaseException) -> bool:
 
 def _short(exc: BaseException) -> str:
     return str(exc).split("\n")[0][:200] or type(exc).__name__
+
+
+def service_refusal(config: Any) -> str | None:
+    """Why this binding may not use its browser service now (publish's checks, read again), or None."""
+    from capabilities.browser.config import publish_problems
+
+    problems = publish_problems(config)
+    return problems[0][1] if problems else None
 
 
 def cdp_host_allowed(url: str) -> bool:

@@ -23,7 +23,7 @@ from tests.fakes.web_pages import SITE, browser_env, chromium, internal, site  #
 from tests.runner.conftest import actor_of
 from tests.runner.test_execute import run_now, start
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
 
 KEY = "sk-live-browser-key-000000000000000"
 
@@ -198,3 +198,18 @@ def test_a_step_model_profile_of_another_organization_is_refused(org, owner, out
     with pytest.raises(BrowserUnavailable, match="no longer exists"):
         _load_step_model(str(org.pk), str(foreign.pk))
     assert fake_openai.requests == []
+
+
+def test_a_hosted_browsers_key_is_never_in_an_answer(org, browser_env, site):
+    from tests.capabilities.helpers import deps, run, spec
+
+    key = "hosted-key-5b7c1d9e"
+    secret = factories.secret(org, value=key)
+    binding = {"id": "browser_use", "secret_id": str(secret.pk),
+               "config": {"connection": "hosted", "hosted_url": "wss://127.0.0.1:9/connect"}}
+    outcome = asyncio.run(run(spec(binding), [("browser_open", {"url": f"http://{SITE}:{site.port}/form"})],
+                              run_deps=deps(organization_id=str(org.pk))))
+    [answer] = outcome.returns
+    assert "browser service is not responding" in answer  # the control: it did try the hosted address
+    assert key not in json.dumps([str(m) for m in outcome.messages])
+    assert site.hits == []

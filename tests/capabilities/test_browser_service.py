@@ -18,6 +18,8 @@ from capabilities.browser.config import BrowserConfig, publish_problems
 from tests.capabilities.helpers import run, spec
 from tests.fakes.web_pages import site  # noqa: F401
 
+pytestmark = pytest.mark.browser
+
 COMPOSE = Path(__file__).resolve().parents[2] / "docker-compose.yml"
 
 

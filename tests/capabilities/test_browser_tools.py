@@ -13,7 +13,7 @@ from capabilities.browser.config import BrowserConfig, publish_problems
 from tests.capabilities.helpers import run, spec
 from tests.fakes.web_pages import INTRANET, SITE, browser_env, chromium, internal, site  # noqa: F401
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.browser]
 
 
 def browser_spec(chromium, **config):
@@ -151,3 +151,80 @@ def test_a_proxy_inside_the_deployment_is_refused_at_publish(settings):
     settings.BROWSER_CDP_ALLOWED_HOSTS = ["browser"]
     config = BrowserConfig(cdp_url="http://browser:9222", connection="proxy", proxy_url="http://10.0.0.5:3128")
     assert [f for f, _ in publish_problems(config)] == ["proxy_url"]
+
+
+@pytest.mark.parametrize("listed", [False, True])
+def test_a_page_opening_a_websocket_into_the_deployment_is_refused(browser_env, site, internal, listed):
+    """A WebSocket is not a request CDP's Fetch pauses: the context's socket route checks it the same way. The
+    control (the host listed in allowed_domains) shows the handshake would otherwise reach the internal server."""
+    from capabilities.browser.session import BrowserSession
+
+    config = BrowserConfig(cdp_url=browser_env.cdp_url, allowed_domains=[SITE, INTRANET] if listed else None)
+    target = f"ws://{INTRANET}:{internal.port}/ws"
+
+    async def open_socket():
+        tab = BrowserSession(config=config)
+        try:
+            await tab.open(f"http://{SITE}:{site.port}/socket?to={target}")
+            await tab.page.wait_for_function("document.title === 'closed'", timeout=10000)
+            return tab.policy.refused
+        finally:
+            await tab.close()
+
+    refused = asyncio.run(open_socket())
+    if listed:
+        assert internal.paths() == ["/ws"] and refused == []
+    else:
+        assert internal.hits == [] and refused == [target]
+
+
+def test_a_browser_service_the_operator_stopped_allowing_is_refused_when_a_browse_starts(browser_env, site, settings):
+    """The list is read again when a browse starts: a version published while the host was allowed does not keep
+    a browser the operator has since removed."""
+    settings.BROWSER_CDP_ALLOWED_HOSTS = ["browser"]
+    outcome = asyncio.run(run(browser_spec(browser_env), calls(
+        ("browser_open", {"url": f"http://{SITE}:{site.port}/form"}))))
+    assert "BROWSER_CDP_ALLOWED_HOSTS" in outcome.returns[0]
+    assert site.hits == []
+
+
+def test_a_proxy_inside_the_deployment_is_refused_when_a_browse_starts(browser_env, site):
+    config = BrowserConfig(cdp_url=browser_env.cdp_url, connection="proxy", proxy_url="http://169.254.169.254:3128")
+    outcome = asyncio.run(run(spec({"id": "browser_use", "config": config.model_dump()}), calls(
+        ("browser_open", {"url": f"http://{SITE}:{site.port}/form"}))))
+    assert "metadata" in outcome.returns[0] or "169.254.169.254" in outcome.returns[0]
+    assert site.hits == []
+
+
+def test_without_the_browser_extra_the_tool_fails_visibly_naming_the_install_line(browser_env, site, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "playwright.async_api", None)  # what an install without the extra has
+    outcome = asyncio.run(run(browser_spec(browser_env), calls(
+        ("browser_open", {"url": f"http://{SITE}:{site.port}/form"}))))
+    assert 'pip install "agenticos[browser]"' in outcome.returns[0]
+    assert site.hits == []
+
+
+def test_a_named_browser_service_is_resolved_once_and_reached_by_its_address(monkeypatch):
+    from capabilities import netguard
+    from capabilities.browser.session import BrowserUnavailable, endpoint
+
+    asked = []
+
+    async def resolve(hostname):
+        asked.append(hostname)
+        return {"browser": ["10.9.8.7"], "v6browser": ["fd00::7"]}[hostname]
+
+    monkeypatch.setattr(netguard, "resolve", resolve)
+    assert asyncio.run(endpoint(BrowserConfig(cdp_url="http://browser:9222"), None)) == "http://10.9.8.7:9222"
+    assert asyncio.run(endpoint(BrowserConfig(cdp_url="ws://v6browser:9222/devtools/browser/x"), None)) == (
+        "ws://[fd00::7]:9222/devtools/browser/x")
+    # TLS keeps the name its certificate was issued for.
+    assert asyncio.run(endpoint(BrowserConfig(cdp_url="https://browser:9222"), None)) == "https://browser:9222"
+    assert asked == ["browser", "v6browser"]
+    hosted = BrowserConfig(connection="hosted", hosted_url="wss://cloud.example/connect?region=eu",
+                           hosted_key_param="token")
+    assert asyncio.run(endpoint(hosted, "k-123")) == "wss://cloud.example/connect?region=eu&token=k-123"
+    with pytest.raises(BrowserUnavailable, match="needs its key"):
+        asyncio.run(endpoint(hosted, None))
