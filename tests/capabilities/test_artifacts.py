@@ -203,3 +203,95 @@ def test_read_artifact_says_when_the_source_is_cut(setup, settings):
     outcome = go(run_for(org, person, agent), [publish(content=big), ("read_artifact", {"name": "weekly-report"})])
     header, body = outcome.returns[1].split("\n", 1)
     assert "cut at 100,000 of 150,007 characters" in header and len(body) == 100_000
+
+
+# ------------------------------------------------------------------ /api/v1/artifacts
+
+
+def _published(org, agent, owner, text=PAGE, name="weekly-report") -> Artifact:
+    from capabilities.artifacts import services
+
+    return services.publish(organization_id=org.pk, agent_id=agent.pk, environment="production", name=name,
+                            owner_id=owner.pk, text=text, fmt="html").artifact
+
+
+def test_the_api_lists_mine_and_shared_with_me_and_hides_a_private_page(setup, api_as, viewer):
+    org, person, agent = setup
+    mine = _published(org, agent, person)
+    theirs = _published(org, agent, factories.member(org, "member"), name="their-page")
+    Artifact.objects.filter(pk=theirs.pk).update(visibility="organization")
+    client = api_as(person, org)
+    every = client.get("/api/v1/artifacts").json()["results"]
+    assert sorted((a["name"], a["access"]) for a in every) == [("their-page", "view"), ("weekly-report", "edit")]
+    assert [a["name"] for a in client.get("/api/v1/artifacts?shared=mine").json()["results"]] == ["weekly-report"]
+    assert [a["name"] for a in client.get("/api/v1/artifacts?shared=with_me").json()["results"]] == ["their-page"]
+    assert [a["name"] for a in api_as(viewer, org).get("/api/v1/artifacts").json()["results"]] == ["their-page"]
+    assert api_as(viewer, org).get(f"/api/v1/artifacts/{mine.pk}").status_code == 404
+
+
+def test_the_api_shows_one_with_its_current_version_and_its_versions(setup, api_as):
+    org, person, agent = setup
+    artifact = _published(org, agent, person)
+    _published(org, agent, person)  # identical bytes: unchanged, no version
+    _published(org, agent, person, text=PAGE + "<p>2</p>")
+    client = api_as(person, org)
+    detail = client.get(f"/api/v1/artifacts/{artifact.pk}").json()
+    assert (detail["current_version"], detail["format"], detail["content"]) == (2, "html", PAGE + "<p>2</p>")
+    assert detail["url"].endswith(f"/apps/{artifact.pk}/")
+    versions = client.get(f"/api/v1/artifacts/{artifact.pk}/versions").json()
+    assert [v["number"] for v in versions["results"]] == [2, 1] and versions["count"] == 2
+
+
+def test_grants_as_for_collections_and_a_viewer_never_widens_who_reads(setup, api_as, viewer):
+    org, person, agent = setup
+    artifact = _published(org, agent, person)
+    colleague = factories.member(org, "member")
+    client = api_as(person, org)
+    created = client.post(f"/api/v1/artifacts/{artifact.pk}/grants", {"user_id": viewer.pk, "level": "edit"},
+                          format="json")
+    assert created.status_code == 201 and created.json()["level"] == "edit"
+    as_viewer = api_as(viewer, org)
+    assert as_viewer.get(f"/api/v1/artifacts/{artifact.pk}").json()["access"] == "edit"
+    refused = as_viewer.post(f"/api/v1/artifacts/{artifact.pk}/grants", {"user_id": colleague.pk, "level": "view"},
+                             format="json")
+    assert refused.status_code == 403
+    assert as_viewer.patch(f"/api/v1/artifacts/{artifact.pk}", {"visibility": "organization"},
+                           format="json").status_code == 403
+    assert api_as(colleague, org).get(f"/api/v1/artifacts/{artifact.pk}").status_code == 404
+    assert client.patch(f"/api/v1/artifacts/{artifact.pk}", {"visibility": "organization"},
+                        format="json").json()["visibility"] == "organization"
+    assert api_as(colleague, org).get(f"/api/v1/artifacts/{artifact.pk}").json()["access"] == "view"
+    assert client.delete(f"/api/v1/artifacts/{artifact.pk}/grants/{viewer.pk}").status_code == 204
+    assert [g["user_id"] for g in client.get(f"/api/v1/artifacts/{artifact.pk}/grants").json()["results"]] == []
+
+
+def test_another_organizations_application_is_a_404_on_every_route(setup, api_as, outsider, outsider_org):
+    org, person, agent = setup
+    artifact = _published(org, agent, person)
+    Artifact.objects.filter(pk=artifact.pk).update(visibility="organization")
+    client = api_as(outsider, outsider_org)
+    assert client.get("/api/v1/artifacts").json()["results"] == []
+    for path in (f"/api/v1/artifacts/{artifact.pk}", f"/api/v1/artifacts/{artifact.pk}/versions",
+                 f"/api/v1/artifacts/{artifact.pk}/grants"):
+        response = client.get(path)
+        assert response.status_code == 404 and response.json()["error"]["code"] == "not_found", path
+    assert client.post(f"/api/v1/artifacts/{artifact.pk}/grants", {"user_id": outsider.pk, "level": "edit"},
+                       format="json").status_code == 404
+    assert client.patch(f"/api/v1/artifacts/{artifact.pk}", {"visibility": "private"},
+                        format="json").status_code == 404
+    # Naming the organization without belonging to it is a 404 too, and the owner cannot share outward.
+    assert api_as(outsider, org).get(f"/api/v1/artifacts/{artifact.pk}").status_code == 404
+    assert api_as(person, org).post(f"/api/v1/artifacts/{artifact.pk}/grants",
+                                    {"user_id": outsider.pk, "level": "view"}, format="json").status_code == 404
+    assert access.GRANTS.holders(artifact) == []
+    artifact.refresh_from_db()
+    assert artifact.visibility == "organization"
+
+
+def test_every_vendored_library_is_named_with_its_version_and_license():
+    from pathlib import Path
+
+    vendor = Path(__file__).resolve().parents[2] / "static" / "vendor"
+    listed = (vendor / "VERSIONS.txt").read_text()
+    files = [p.relative_to(vendor).as_posix() for p in vendor.rglob("*") if p.is_file() and p.name != "VERSIONS.txt"]
+    assert files and [f for f in files if f.split("/")[-1] not in listed] == []
