@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any, cast
 
 from django.db.models import QuerySet
-from django.http import HttpResponse
+from django.http.response import HttpResponseBase
 from django.urls import URLPattern, path
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.utils import OpenApiResponse, extend_schema
@@ -56,7 +56,7 @@ WRITE_ERRORS = {
 }
 
 
-def route(pattern: str, view: type[APIView] | Callable[..., HttpResponse], name: str) -> list[URLPattern]:
+def route(pattern: str, view: type[APIView] | Callable[..., HttpResponseBase], name: str) -> list[URLPattern]:
     """The one URL form of the API: the canonical path has no trailing slash and carries the name
     `reverse()` uses; the slash form answers the same view but stays out of the schema (so a client
     that appends a slash is never redirected — a redirected POST loses its body)."""
