@@ -213,3 +213,32 @@ def test_a_hosted_browsers_key_is_never_in_an_answer(org, browser_env, site):
     assert "browser service is not responding" in answer  # the control: it did try the hosted address
     assert key not in json.dumps([str(m) for m in outcome.messages])
     assert site.hits == []
+
+
+def test_browse_web_signs_in_and_the_password_never_goes_back_to_the_model(org, owner, fake_openai, browser_env,
+                                                                          site):
+    agent, version = browsing_agent(org, owner, fake_openai, browser_env)
+    password = "pw-9f3e1c77"
+    fake_openai.queue(
+        Reply.tool_call("browse_web", {"task": "Sign in as ada", "start_url": f"http://{SITE}:{site.port}/login"}),
+        step("type", element=1, text="ada"),
+        step("type", element=2, text=password),
+        step("click", element=3),
+        step("done", answer="Signed in."),
+        Reply.tool_call("browse_web", {"task": "Show the cookie", "start_url": f"http://{SITE}:{site.port}/cookie/show"}),
+        step("done", answer="Shown."),
+        Reply.text("Signed in."),
+    )
+    run = start(org, owner, agent, version, prompt="sign in")
+    run_now(run)
+    run.refresh_from_db()
+
+    assert run.status == RunStatus.COMPLETED, run.error
+    [login] = [hit for hit in site.hits if hit.method == "POST"]
+    assert login.path == "/account" and login.form == {"user": ["ada"], "password": [password]}
+    assert "Signed in" in fake_openai.chat_requests[4].text
+    assert "[2] password 'Password' (filled)" in fake_openai.chat_requests[3].text
+    assert password not in fake_openai.all_bodies()  # typed into the page, never sent back to any request
+    assert password not in json.dumps(tool_results(run))
+    # A new task in the same run keeps the tab's session.
+    assert site.hits[-1].path == "/cookie/show" and site.hits[-1].cookie == "session=signed"

@@ -96,19 +96,25 @@ def test_two_browses_never_share_cookies(browser_env, site):
 
 
 def test_the_page_sees_a_desktop_browser_not_a_headless_one(browser_env, site):
+    """On localhost (a secure context, so client hints are sent and navigator.userAgentData exists) neither the
+    page nor its server sees a headless marker."""
     from capabilities.browser.session import BrowserSession
 
     async def probe():
-        tab = BrowserSession(config=BrowserConfig(cdp_url=browser_env.cdp_url))
-        await tab.open(f"http://{SITE}:{site.port}/form")
+        tab = BrowserSession(config=BrowserConfig(cdp_url=browser_env.cdp_url, allowed_domains=["localhost"]))
+        await tab.open(f"http://localhost:{site.port}/form")
         try:
-            return await tab.page.evaluate("[navigator.userAgent, navigator.webdriver]")
+            return await tab.page.evaluate(
+                "[navigator.userAgent, navigator.webdriver, JSON.stringify(navigator.userAgentData.brands)]")
         finally:
             await tab.close()
 
-    user_agent, webdriver = asyncio.run(probe())
+    user_agent, webdriver, brands = asyncio.run(probe())
     assert "HeadlessChrome" not in user_agent and "Chrome/" in user_agent
-    assert webdriver is False
+    assert webdriver is False and "Headless" not in brands
+    hit = site.hits[0]
+    assert hit.path == "/form" and "sec-ch-ua" in hit.headers, "the control: client hints were sent"
+    assert not [value for value in hit.headers.values() if "headless" in value.lower()]
 
 
 def test_the_browser_not_answering_is_an_answer_not_a_failed_run(browser_env):

@@ -36,6 +36,7 @@ class Hit:
     path: str
     form: dict[str, list[str]] = field(default_factory=dict)
     cookie: str = ""
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 def _page(title: str, body: str) -> bytes:
@@ -73,7 +74,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _record(self, form: dict[str, list[str]] | None = None) -> urlsplit:
         parts = urlsplit(self.path)
-        self.server.pages.hits.append(Hit(self.command, parts.path, form or {}, self.headers.get("Cookie", "")))
+        headers = {key.lower(): value for key, value in self.headers.items()}
+        self.server.pages.hits.append(Hit(self.command, parts.path, form or {}, self.headers.get("Cookie", ""), headers))
         return parts
 
     def do_GET(self) -> None:
