@@ -18,6 +18,7 @@ from django.conf import settings
 from agenticos.ratelimit import client, redis_name
 
 KEEP_SECONDS = 120
+PER_MINUTE = 120  # reports one person may file a minute (POST /api/v1/visuals/reports)
 MAX_ERRORS = 20
 MAX_ERROR_CHARS = 500
 

@@ -74,3 +74,14 @@ def test_nobody_signed_in_gets_the_envelope_and_files_nothing(db):
     response = APIClient().post(URL, {"digest": DIGEST, "errors": []}, format="json")
     assert response.status_code in (401, 403) and "error" in response.json()
     assert reports.client().keys("*visual-report*") == []
+
+
+def test_past_the_minutes_cap_a_report_is_a_429_and_files_nothing(api_as, org, member, ratelimit_clock):
+    client = api_as(member, org)
+    for n in range(reports.PER_MINUTE):
+        assert client.post(URL, {"digest": reports.digest("svg", str(n))}, format="json").status_code == 202
+    refused = client.post(URL, {"digest": DIGEST, "errors": ["late"]}, format="json")
+    assert refused.status_code == 429 and refused.json()["error"]["code"] == "rate_limited"
+    assert filed(org, member) == []
+    ratelimit_clock.advance(60)
+    assert client.post(URL, {"digest": DIGEST}, format="json").status_code == 202
