@@ -41,8 +41,8 @@ from governance.grants import EDIT, VIEW, at_least, require_agent_access, visibl
 
 BOT_ACTIONS = ("pause", "resume", "delete", "register-webhook", "use-polling")
 
-# Every Slack Web API method the adapter calls (channelbots/slack/client.py and the supervisor) and the bot
-# scope each one needs; the manifest lists exactly these, so adding a call without its scope shows up here.
+# The bot scopes the manifest asks for, each with what needs it (shown under the manifest). Two are not Web API
+# methods: files:read downloads url_private_download, app_mentions:read delivers the app_mention event.
 SLACK_SCOPES: tuple[tuple[str, str], ...] = (
     ("chat:write", "chat.postMessage, chat.update, chat.postEphemeral"),
     ("files:write", "files.getUploadURLExternal / completeUploadExternal (a chart or file the agent sends)"),
@@ -59,6 +59,23 @@ SLACK_SCOPES: tuple[tuple[str, str], ...] = (
     ("mpim:read", "conversations.members in a group direct message"),
 )
 SLACK_EVENTS = ("app_mention", "message.channels", "message.groups", "message.im", "message.mpim")
+_HISTORY = ("channels:history", "groups:history", "im:history", "mpim:history")
+# Each Web API method the Slack adapter calls with the bot token, and the bot scopes it needs. A test reads the
+# adapter's source for the methods it calls: a new call without its entry here, or an entry whose scope the
+# manifest lacks, fails there — so the manifest keeps asking for what the adapter really uses.
+SLACK_METHOD_SCOPES: dict[str, tuple[str, ...]] = {
+    "auth.test": (),
+    "chat.postMessage": ("chat:write",),
+    "chat.update": ("chat:write",),
+    "chat.postEphemeral": ("chat:write",),
+    "files_upload_v2": ("files:write",),
+    "conversations.info": ("channels:read", "groups:read"),
+    "conversations.list": ("channels:read", "groups:read"),
+    "conversations.members": ("channels:read", "groups:read", "im:read", "mpim:read"),
+    "conversations.history": _HISTORY,
+    "conversations.replies": _HISTORY,
+    "users.info": ("users:read",),
+}
 
 # What each client really renders, for a new binding's extra prompt (spec: "Una nueva se abre con lo que ese
 # cliente renderiza de verdad"). From then on it is the binding's own text.

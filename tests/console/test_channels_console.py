@@ -608,3 +608,23 @@ def test_a_telegram_bot_added_in_webhook_mode_is_told_to_register_and_the_button
     assert fake_telegram.webhook["url"] == f"{FRONTEND}/api/v1/telegram/{bot.pk}/webhook"
     bot.refresh_from_db()
     assert (bot.connection_state, bot.connection_reason) == ("idle", "")
+
+
+def test_the_slack_manifest_asks_for_the_scope_of_every_method_the_adapter_calls():
+    import re
+    from pathlib import Path
+
+    from agenticos.console.channels import SLACK_METHOD_SCOPES, SLACK_SCOPES, slack_manifest
+
+    root = Path(__file__).resolve().parents[2]
+    source = "\n".join(p.read_text() for p in (root / "channelbots" / "slack").rglob("*.py"))
+    called = set(re.findall(r'_call\(\s*"([a-z]+\.[A-Za-z]+)"', source))
+    called |= set(re.findall(r"\.(files_upload_v2)\(", source))
+    assert {"auth.test", "chat.postMessage", "conversations.members", "files_upload_v2"} <= called  # the scan reads
+    assert called <= set(SLACK_METHOD_SCOPES), called - set(SLACK_METHOD_SCOPES)
+    manifest = slack_manifest(None, socket_mode=True)
+    asked = set(re.findall(r"^      - ([a-z_]+:[a-z_]+)$", manifest, re.M))
+    needed = {scope for scopes in SLACK_METHOD_SCOPES.values() for scope in scopes}
+    assert needed <= asked, needed - asked
+    # Only what something uses: every scope asked for is needed by a call, a download or an event.
+    assert asked == needed | {"files:read", "app_mentions:read"} == {scope for scope, _why in SLACK_SCOPES}
