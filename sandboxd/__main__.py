@@ -1,4 +1,5 @@
-"""`python -m sandboxd`: the sandbox service on SANDBOXD_HOST:SANDBOXD_PORT (default 127.0.0.1:8765)."""
+"""`python -m sandboxd`: the sandbox service on SANDBOXD_HOST:SANDBOXD_PORT (default 127.0.0.1:8765), or on the
+listening socket it inherited as file descriptor SANDBOXD_FD."""
 
 from __future__ import annotations
 
@@ -38,7 +39,11 @@ def main() -> int:
         print(f"sandboxd: {exc}", file=sys.stderr)
         return 2
     logging.getLogger("sandboxd").info("runtimes: %s; root %s", ", ".join(config.runtimes) or "none", config.root)
-    uvicorn.run(create_app(config), host=config.host, port=config.port, log_level="warning", access_log=False)
+    app = create_app(config)
+    if config.fd is not None:  # the starter holds the port: serve on the socket it handed down
+        uvicorn.run(app, fd=config.fd, log_level="warning", access_log=False)
+    else:
+        uvicorn.run(app, host=config.host, port=config.port, log_level="warning", access_log=False)
     return 0
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,6 +25,20 @@ def _int(name: str, default: int, *, minimum: int = 0) -> int:
     if value < minimum:
         raise ConfigError(f"{name} must be at least {minimum}, not {value}.")
     return value
+
+
+def _listening_fd() -> int | None:
+    raw = os.environ.get("SANDBOXD_FD", "").strip()
+    if not raw:
+        return None
+    fd = _int("SANDBOXD_FD", 0)
+    try:
+        is_socket = stat.S_ISSOCK(os.fstat(fd).st_mode)
+    except OSError:
+        is_socket = False
+    if not is_socket:
+        raise ConfigError(f"SANDBOXD_FD {fd} is not an open socket this process inherited.")
+    return fd
 
 
 def _token() -> str:
@@ -58,6 +73,9 @@ class Config:
     root: Path
     host: str = "127.0.0.1"
     port: int = 8765
+    # A listening socket handed down by whoever started sandboxd (SANDBOXD_FD): served instead of host:port,
+    # so the starter can hold the port from the moment it picked it (the tests do; `make run` does not).
+    fd: int | None = None
     bwrap: str = "bwrap"
     prlimit: str = "prlimit"
     # Per command: CPU seconds, address space, processes, one file's size, open files; /tmp is an in-memory
@@ -124,6 +142,7 @@ def from_env() -> Config:
         root=root,
         host=os.environ.get("SANDBOXD_HOST", "127.0.0.1").strip() or "127.0.0.1",
         port=_int("SANDBOXD_PORT", 8765, minimum=1),
+        fd=_listening_fd(),
         bwrap=bwrap,
         prlimit=prlimit,
         cpu_seconds=_int("SANDBOXD_CPU_SECONDS", 300, minimum=1),

@@ -12,7 +12,7 @@ import redis
 from channels.db import database_sync_to_async
 
 from agenticos.tenancy import actor_for_membership
-from agents.models import Run
+from agents.models import Message, Run
 from embeds import services
 from embeds.consumers import REFUSED_MESSAGE
 from tests import factories
@@ -45,12 +45,24 @@ async def close_of(comm) -> dict:
     return message
 
 
-async def test_an_allowed_origin_is_admitted_and_told_it_is_anonymous(widget):
+async def test_an_allowed_origin_is_admitted_and_told_it_is_anonymous(widget, dispatched):
     comm = communicator(widget.public_key, origin=SHOP)
     connected, _ = await comm.connect(timeout=3)
     assert connected
     assert await next_frame(comm) == {"type": "ready", "data": {"visitor": False}}
-    assert await comm.receive_nothing(timeout=0.2)
+    await comm.send_json_to({"type": "message", "text": "Do you ship to Poland?"})
+    # Frames are handled in order: the next frame out answers the bad frame sent after the message, so the
+    # socket was neither closed nor sent anything else (a widget has no history to show, the message got
+    # no error)…
+    await comm.send_to(text_data="{not json")
+    after = await next_frame(comm)
+    assert after["type"] == "error" and after["data"]["code"] == "bad_frame", after
+    # …and the server recorded the message as this widget's turn, for no signed-in visitor.
+    run = await database_sync_to_async(Run.objects.get)()
+    assert [str(run.pk)] == dispatched
+    assert run.embed_id == widget.pk and run.options["recorded_prompt"] == "Do you ship to Poland?"
+    asked = await database_sync_to_async(Message.objects.get)(run=run)
+    assert asked.author_id is None and asked.author_label == ""  # a visitor with a token is "visitor <sub>"
     await comm.disconnect()
 
 

@@ -33,6 +33,12 @@ async def publish(rid: str, type_: str, **data) -> None:
     await get_channel_layer().group_send(f"run-{rid}", {"type": "run.frame", "frame": {"type": type_, "data": data}})
 
 
+async def listeners(group: str) -> int:
+    """How many channels the channel layer (Redis) holds in `group`: who a frame published to it would reach."""
+    layer = get_channel_layer()
+    return await layer.connection(layer.consistent_hash(group)).zcard(layer._group_key(group))
+
+
 async def answer(rid: str) -> None:
     await publish(rid, "text_delta", index=0, content="Sure.")
     await publish(rid, "complete", status="completed")
@@ -137,7 +143,14 @@ async def test_a_hidden_thinking_part_and_hidden_steps_never_leave_the_server(pa
     ]
     assert frames[3]["data"] == {"tool_call_id": "c1", "tool_name": "search_documents"}
     assert frames[-1] == {"type": "complete", "data": {}}
-    assert await comm.receive_nothing(timeout=0.2)
+    # Nothing follows the ending. Frames are handled in order: the next frame out answers the next bad frame
+    # in, so the ending released nothing after it…
+    await comm.send_to(text_data="{not json")
+    after = await next_frame(comm)
+    assert after["type"] == "error" and after["data"]["code"] == "bad_frame", after
+    # …and the server recorded the turn as over: the socket left the run's group, so no later frame of that
+    # run (one still queued in the runner, a second ending) can reach the visitor.
+    assert await listeners(f"run-{run_id}") == 0
     await comm.disconnect()
 
 

@@ -14,9 +14,11 @@ from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_K
 from pydantic_ai.messages import ToolReturnPart
 from pydantic_ai.models.function import DeltaToolCall, FunctionModel
 
+from agenticos import metrics
 from agenticos.asgi import application
 from agenticos.tenancy import SESSION_KEY as ORG_SESSION_KEY
 from agents.models import Message, Run
+from agents.runner.frames import ending_frames
 from embeds.consumers import REFUSED_CODE
 from tests.runner.conftest import publish
 from tests.runner.test_execute import CHART_ARGS
@@ -52,6 +54,29 @@ async def receive_until(communicator, last_types=("complete", "error")) -> list[
             return frames
 
 
+def finished_executions(surface: str) -> float:
+    """Executions of `surface` runs that ended, as the worker counts them (one per ending it writes)."""
+    return sum(sample.value for metric in metrics.RUNS_FINISHED.collect() for sample in metric.samples
+               if sample.name.endswith("_total") and sample.labels.get("surface") == surface)
+
+
+async def until_the_worker_is_idle(timeout: float = TIMEOUT) -> None:
+    """The worker (threads of this process) holds no task and its runs loop no run: every execution it took
+    has returned, with all it writes and sends."""
+    from celery.worker import state as worker_state
+
+    from agents.runner.loop import started_loop
+
+    def busy() -> bool:
+        loop = started_loop()
+        return bool(worker_state.active_requests) or bool(loop and loop.admitted)
+
+    deadline = asyncio.get_running_loop().time() + timeout
+    while busy():
+        assert asyncio.get_running_loop().time() < deadline, "the worker is still busy"
+        await asyncio.sleep(0.05)
+
+
 @pytest.fixture
 def chart_model(scripted_model):
     async def stream(messages, info):
@@ -69,6 +94,7 @@ async def test_a_chat_turn_streams_frames_in_order_through_celery_and_reopens_id
     org, owner, chart_model, celery_worker
 ):
     agent, _ = await database_sync_to_async(publish)(org, owner, capabilities=[{"id": "charts"}])
+    finished_before = finished_executions("web")
     communicator, connected = await connect(owner, org)
     assert connected
     await communicator.send_json_to({"type": "message", "agent_id": str(agent.pk), "text": "chart please"})
@@ -93,7 +119,19 @@ async def test_a_chat_turn_streams_frames_in_order_through_celery_and_reopens_id
     run_id = frames[1]["data"]["run_id"]
     answer = await database_sync_to_async(lambda: Message.objects.get(run_id=run_id, role="assistant"))()
     assert answer.parts == streamed
-    assert await communicator.receive_nothing(timeout=0.3)
+    # What the server recorded once the run's task has returned (all it would write or send is done): the
+    # one message started one run, whose execution ended once — one ending counted, one answer in the
+    # conversation — and the ending rebuilt from its row is the one the member saw.
+    await until_the_worker_is_idle()
+    run = await database_sync_to_async(Run.objects.get)()  # the only run
+    assert str(run.pk) == run_id and run.status == "completed"
+    assert finished_executions("web") == finished_before + 1
+    thread = await database_sync_to_async(
+        lambda: list(Message.objects.filter(conversation_id=run.conversation_id).order_by("id")
+                     .values_list("role", "run_id")))()
+    assert thread == [("user", run.pk), ("assistant", run.pk)]
+    recorded = await database_sync_to_async(ending_frames)(run_id)
+    assert recorded[-1]["data"] == {k: v for k, v in frames[-1]["data"].items() if k != "run_id"}
     await communicator.disconnect()
 
 

@@ -1,8 +1,12 @@
 """A real sandboxd (python -m sandboxd) for the tests: its own root, token and port, small caps so the
-attacks reach them quickly. Skips with the reason when bubblewrap is not installed (make test installs it)."""
+attacks reach them quickly. Skips with the reason when bubblewrap is not installed (make test installs it).
+
+Its port is never picked and then released: sandboxd serves on a socket this process bound and handed down
+(SANDBOXD_FD), so no other process on the machine — a parallel test worker among them — can take it first."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import shutil
@@ -11,11 +15,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 import pytest
+
+from tests.fakes.ports import listening_socket
 
 ROOT = Path(__file__).resolve().parents[2]
 NO_BWRAP = "bubblewrap (bwrap) is not installed: apt-get install bubblewrap (make test installs it)"
@@ -43,10 +50,13 @@ class Sandboxd:
             return False
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+@contextlib.contextmanager
+def closed_port() -> Iterator[int]:
+    """A loopback port where nothing answers, for as long as the block runs: bound here and never listened on,
+    so a connection to it is refused and no other process can start a server on it meanwhile."""
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        yield int(held.getsockname()[1])
 
 
 def start() -> Sandboxd:
@@ -55,11 +65,14 @@ def start() -> Sandboxd:
     token = secrets.token_urlsafe(32)
     token_file = base / "token"
     token_file.write_text(token + "\n")
-    port = _free_port()
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "SANDBOXD_TOKEN_FILE": str(token_file),
-           "SANDBOXD_ROOT": str(base / "root"), "SANDBOXD_PORT": str(port), **LIMITS}
-    process = subprocess.Popen([sys.executable, "-m", "sandboxd"], cwd=ROOT, env=env,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    # Bound and listening before sandboxd starts; sandboxd serves on this very socket. Closed here once handed
+    # down: the child's copy keeps the port.
+    with listening_socket() as sock:
+        port = int(sock.getsockname()[1])
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "SANDBOXD_TOKEN_FILE": str(token_file),
+               "SANDBOXD_ROOT": str(base / "root"), "SANDBOXD_FD": str(sock.fileno()), **LIMITS}
+        process = subprocess.Popen([sys.executable, "-m", "sandboxd"], cwd=ROOT, env=env, pass_fds=[sock.fileno()],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     server = Sandboxd(url=f"http://127.0.0.1:{port}", token=token, root=base / "root", token_file=token_file,
                       process=process)
     deadline = time.monotonic() + 30

@@ -229,15 +229,16 @@ def test_a_sandbox_service_that_does_not_answer_is_a_readable_result_and_files_s
     from capabilities.sandbox import connections
     from tests import factories
     from tests.runner.conftest import actor_of
-    from tests.sandbox.sandboxd_server import _free_port
+    from tests.sandbox.sandboxd_server import closed_port
 
     settings.SANDBOX_ALLOWED_PRIVATE_HOSTS = ["127.0.0.1"]
-    connections.register(actor=actor_of(admin_user, org), name="Down", url=f"http://127.0.0.1:{_free_port()}",
-                         secret_id=str(factories.secret(org, value="d" * 40).pk), make_default=True)
-    agent = service(org, owner)
-    script, run = turn(scripted_model, org, owner, agent, [
-        execute("echo never"), ("write_file", {"path": "kept.md", "content": "still here"}),
-        ("read_file", {"path": "kept.md"})])
+    with closed_port() as port:  # held for the whole turn: nothing can start answering on it
+        connections.register(actor=actor_of(admin_user, org), name="Down", url=f"http://127.0.0.1:{port}",
+                             secret_id=str(factories.secret(org, value="d" * 40).pk), make_default=True)
+        agent = service(org, owner)
+        script, run = turn(scripted_model, org, owner, agent, [
+            execute("echo never"), ("write_file", {"path": "kept.md", "content": "still here"}),
+            ("read_file", {"path": "kept.md"})])
     assert run.status == RunStatus.COMPLETED
     assert "sandbox service is unavailable" in script.results[0] and "could not be reached" in script.results[0]
     assert "never" not in script.results[0]
