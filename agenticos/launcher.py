@@ -122,6 +122,9 @@ def sandboxd_env() -> dict[str, str]:
 
 
 BROWSER_DEFAULT_PORT = 9222
+# WebRTC gathers candidates over UDP, which no request interception sees: a page could aim STUN packets at any
+# address inside the network. Forced to proxied (TCP) candidates only; docker-compose's browser passes the same.
+BROWSER_HARDENING = ["--force-webrtc-ip-handling-policy", "--webrtc-ip-handling-policy=disable_non_proxied_udp"]
 
 
 def browser_profile_dir() -> Path:
@@ -147,6 +150,7 @@ def browser_command() -> list[str] | None:
         f"--user-data-dir={browser_profile_dir()}", f"--lang={os.environ.get('BROWSER_LANG', 'en-US')}",
         "--no-first-run", "--no-default-browser-check", "--disable-dev-shm-usage", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--metrics-recording-only", "--mute-audio",
+        *BROWSER_HARDENING,
     ]
     if os.geteuid() == 0:
         # Chromium will not start its sandbox as root (a dev container); the capability's request guard and the

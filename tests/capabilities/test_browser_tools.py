@@ -234,3 +234,49 @@ def test_a_named_browser_service_is_resolved_once_and_reached_by_its_address(mon
     assert asyncio.run(endpoint(hosted, "k-123")) == "wss://cloud.example/connect?region=eu&token=k-123"
     with pytest.raises(BrowserUnavailable, match="needs its key"):
         asyncio.run(endpoint(hosted, None))
+
+
+@pytest.mark.parametrize("hardened", [True, False])
+def test_a_page_cannot_send_webrtc_packets_into_the_deployment(browser_env, site, hardened):
+    """UDP is no request any interception sees; the browser service's flags keep WebRTC off it. The control (a
+    Chromium started without them) shows the page's STUN packets would otherwise reach a loopback port."""
+    import socket
+
+    from capabilities.browser.session import BrowserSession
+    from tests.fakes.web_pages import Chromium
+
+    listener = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    listener.bind(("127.0.0.1", 0))
+    listener.settimeout(10)
+    port = listener.getsockname()[1]
+    browser = browser_env if hardened else Chromium(host_rules=f"MAP {SITE} 127.0.0.1", hardened=False).start()
+
+    async def gather():
+        tab = BrowserSession(config=BrowserConfig(cdp_url=browser.cdp_url))
+        try:
+            await tab.open(f"http://{SITE}:{site.port}/form")
+            await tab.page.evaluate(f"""async () => {{
+                window.pc = new RTCPeerConnection({{iceServers: [{{urls: 'stun:127.0.0.1:{port}'}}]}});
+                pc.createDataChannel('x'); await pc.setLocalDescription(await pc.createOffer()); }}""")
+            if hardened:
+                await tab.page.wait_for_function("pc.iceGatheringState === 'complete'", timeout=10000)
+                listener.settimeout(0.01)
+            return await asyncio.to_thread(_packets, listener)
+        finally:
+            await tab.close()
+
+    try:
+        packets = asyncio.run(gather())
+    finally:
+        listener.close()
+        if not hardened:
+            browser.stop()
+    assert (packets == 0) if hardened else (packets > 0)
+
+
+def _packets(listener) -> int:
+    try:
+        listener.recvfrom(2048)
+    except TimeoutError:
+        return 0
+    return 1

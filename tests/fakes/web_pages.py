@@ -8,7 +8,7 @@ POST → `/thanks`), `/flow/1` → `/flow/2` → `/flow/3` (a multi-page flow), 
 "site on the internet" and 127.0.0.1 itself stays the deployment's inside — where a second `WebPages`
 (the "internal" server) records whether anything reached it.
 
-`Chromium`: `/usr/bin/chromium --headless=new` with remote debugging on an ephemeral loopback port (read from
+`Chromium`: `/usr/bin/chromium --headless=new` (with the browser service's hardening flags) with remote debugging on an ephemeral loopback port (read from
 its DevToolsActivePort file), its own profile directory, stopped after the test module.
 """
 
@@ -147,9 +147,10 @@ class WebPages:
 class Chromium:
     """Debian's Chromium as a browser service. `host_rules` maps test names to 127.0.0.1."""
 
-    def __init__(self, host_rules: str = "") -> None:
+    def __init__(self, host_rules: str = "", hardened: bool = True) -> None:
         self.profile = Path(tempfile.mkdtemp(prefix="agenticos-chromium-"))
         self.host_rules = host_rules
+        self.hardened = hardened
         self.proc: subprocess.Popen | None = None
         self.port = 0
 
@@ -161,6 +162,10 @@ class Chromium:
             args.append("--no-sandbox")  # Chromium refuses to run as root with its sandbox (this test machine)
         if self.host_rules:
             args.append(f"--host-resolver-rules={self.host_rules}")
+        if self.hardened:  # the flags `make run` and docker-compose start the browser service with
+            from agenticos.launcher import BROWSER_HARDENING
+
+            args += BROWSER_HARDENING
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                      start_new_session=True)
         marker = self.profile / "DevToolsActivePort"
