@@ -79,7 +79,9 @@ class Lead:
         step = self.steps.pop(0) if self.steps else "done"
         if callable(step):
             step = step(messages)
-        return ModelResponse(parts=[TextPart(step)] if isinstance(step, str) else [step])
+        if isinstance(step, str):
+            return ModelResponse(parts=[TextPart(step)])
+        return ModelResponse(parts=step if isinstance(step, list) else [step])
 
     async def stream(self, messages, info: AgentInfo):
         """The same answers streamed (the runner streams the lead's model on every surface)."""
@@ -213,6 +215,45 @@ def test_a_follow_up_continues_the_remote_context_and_a_new_task_starts_its_own(
     assert after.context_id == lisbon.context_id
     assert porto.context_id != lisbon.context_id
     assert SpendEntry.objects.filter(run=run, kind="remote_agent").count() == 3
+
+
+def test_two_tasks_sent_at_once_each_have_their_own_remote_context(org, owner, fake_a2a, scripted_model):
+    row = _register(org, owner, fake_a2a)
+    lead_model = Lead([task("Forecast for Lisbon?"), task("Forecast for Porto?", 1)], "Both answered.")
+    scripted_model(lead_model.model())
+    lead, version = _lead(org, owner, factories.model_profile(org, label="Scripted"), row)
+    run = _api_run(org, owner, lead, version)
+    run_now(run)
+    run.refresh_from_db()
+    assert run.status == RunStatus.COMPLETED, run.error
+    assert sorted(r.text for r in fake_a2a.received) == ["Forecast for Lisbon?", "Forecast for Porto?"]
+    assert len({r.context_id for r in fake_a2a.received}) == 2
+    # Each task's answer came back to its own call.
+    assert sorted(r.split("\n")[0] for r in lead_model.last_returns) == [
+        "remote: Forecast for Lisbon?", "remote: Forecast for Porto?"]
+
+
+def test_a_background_delegation_to_a_remote_agent_is_followed_with_wait_tasks(org, owner, fake_a2a,
+                                                                              scripted_model):
+    row = _register(org, owner, fake_a2a)
+
+    def wait(messages) -> ToolCallPart:
+        text = next(r for r in _returns(messages) if "Task ID:" in r)
+        task_id = text.split("Task ID: ")[1].split()[0]
+        return ToolCallPart(tool_name="wait_tasks", args={"task_ids": [task_id], "timeout": 30},
+                            tool_call_id="wait-0")
+
+    lead_model = Lead(task("Forecast for Lisbon?"), wait, "Sunny, it says.")
+    scripted_model(lead_model.model())
+    lead, version = _lead(org, owner, factories.model_profile(org, label="Scripted"), row, config={"mode": "async"})
+    fake_a2a.script(Said(text="Sunny in Lisbon."))
+    run = _api_run(org, owner, lead, version)
+    run_now(run)
+    run.refresh_from_db()
+    assert run.status == RunStatus.COMPLETED, run.error
+    assert [r.text for r in fake_a2a.received] == ["Forecast for Lisbon?"]
+    assert "Sunny in Lisbon." in lead_model.last_returns[-1]
+    assert SpendEntry.objects.filter(run=run, kind="remote_agent", is_partial=True).count() == 1
 
 
 @pytest.mark.parametrize(("said", "expected"), [
