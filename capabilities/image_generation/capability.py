@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Literal
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.utils import timezone
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -224,6 +223,9 @@ async def generate_image(ctx: RunContext[Any], prompt: str) -> str | dict[str, A
     from pydantic_ai.messages import BinaryImage, FilePart, ModelRequest, UserPromptPart
     from pydantic_ai.models import ModelRequestParameters
 
+    # The runner's own ORM threads (sized by RUN_DB_THREADS, connections handed back to the pool), not asgiref's
+    # single thread every run on the loop would queue behind.
+    from agents.runner.execute import on_db_thread
     from governance import budgets, metered
 
     state: _ImageState = ctx.deps.scratch["image_generation"]
@@ -232,12 +234,12 @@ async def generate_image(ctx: RunContext[Any], prompt: str) -> str | dict[str, A
     if not text or len(text) > MAX_PROMPT:
         return failures.retry(ctx, f"prompt must describe the image in 1-{MAX_PROMPT} characters.")
     try:
-        await sync_to_async(store.check_quota)(deps.organization_id)
+        await on_db_thread(store.check_quota, deps.organization_id)
     except store.QuotaExceeded as exc:
         return failures.refuse(str(exc))
-    meter = await sync_to_async(metered.for_run)(deps.run_id, deps.organization_id, kind=LEDGER_KIND)
+    meter = await on_db_thread(metered.for_run, deps.run_id, deps.organization_id, kind=LEDGER_KIND)
     try:
-        await sync_to_async(metered.check)(meter)
+        await on_db_thread(metered.check, meter)
     except budgets.BudgetExceeded as exc:
         cap = exc.cap
         return failures.refuse(f"The {cap.label} of ${cap.limit:.2f} is used up (${cap.spent:.2f} spent this "
@@ -245,7 +247,7 @@ async def generate_image(ctx: RunContext[Any], prompt: str) -> str | dict[str, A
     entry = catalog.provider(state.config.provider)
     if entry is None:  # the catalog changed under a published binding
         return failures.refuse(f"This deployment no longer offers the image provider {state.config.provider}.")
-    model, client = build_model(entry, await sync_to_async(state.reveal)())
+    model, client = build_model(entry, await on_db_thread(state.reveal))
     request = ModelRequest(parts=[UserPromptPart(
         f"Draw this image with the image generation tool, exactly as described:\n\n{text}")])
     try:
@@ -258,12 +260,13 @@ async def generate_image(ctx: RunContext[Any], prompt: str) -> str | dict[str, A
         await client.aclose()
     images = [part.content for part in response.parts
               if isinstance(part, FilePart) and isinstance(part.content, BinaryImage)]
-    await sync_to_async(_record)(meter, response, state.config, len(images[:1]))
+    await on_db_thread(_record, meter, response, state.config, len(images[:1]))
     if not images:
         return failures.bad_news("The image model answered without drawing an image. Nothing was stored.")
     image = images[0]
-    workspace_id = await sync_to_async(_workspace_for_output)(deps.scratch.get("workspace_id"))
-    media = await sync_to_async(store.save)(
+    workspace_id = await on_db_thread(_workspace_for_output, deps.scratch.get("workspace_id"))
+    media = await on_db_thread(
+        store.save,
         organization_id=deps.organization_id, run_id=deps.run_id, conversation_id=deps.conversation_id,
         kind="image", data=image.data, media_type=image.media_type, name=store.display_name("image", text),
         provider=state.config.provider, model=state.config.model, workspace_id=workspace_id)

@@ -46,7 +46,17 @@ def _registered(settings, tmp_path):
 
 
 @pytest.fixture
-def setup(org, owner):
+async def _close_thread_connections():
+    """The test's own reads go through asgiref's worker thread; close its connection afterwards so the test
+    database can be dropped (as tests/capabilities/test_planning.py does)."""
+    yield
+    from django.db import connections
+
+    await sync_to_async(connections.close_all)()
+
+
+@pytest.fixture
+def setup(org, owner, _close_thread_connections):
     agent = factories.published_agent(org, owner)
     chat = conversation(agent, owner)
     the_run = run_in(chat, status=RunStatus.RUNNING)
