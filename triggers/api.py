@@ -130,7 +130,8 @@ class TriggerDetailView(BaseOrgView):
     @extend_schema(request=TriggerInputSerializer, responses={200: TriggerSerializer, **WRITE_ERRORS},
                    summary="Change a trigger (kind cannot change)")
     def patch(self, request, trigger_id):
-        trigger = services.trigger_for(self.actor, trigger_id)
+        # Who may not change it is refused (404/403) before the body is read; update_trigger checks again.
+        trigger = services.trigger_for(self.actor, trigger_id, level=EDIT)
         data = self.valid(TriggerInputSerializer)
         data.pop("kind", None)
         trigger = services.update_trigger(actor=self.actor, trigger=trigger, data=data)

@@ -30,8 +30,10 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from agenticos import services
+from evals import services as evals
 from tests import factories
 from tests.api.conftest import actor_of
+from triggers import services as triggers
 
 pytestmark = pytest.mark.fuzz
 
@@ -42,7 +44,14 @@ CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
 NOT_JSON = {"GET /api/v1/conversations/{conversation_id}/workspace/raw"}
 # Known failures that belong to another item of issue 16, fixed separately: (operation, failure kind) ->
 # the item. Still counted and printed, not asserted. Remove an entry when its fix lands; never a blanket one.
-KNOWN: dict[tuple[str, str], str] = {}  # none left: the agent_id items of runs, conversations, approvals landed
+KNOWN: dict[tuple[str, str], str] = {
+    # Found when the real-id pass reached a trigger and an evaluation suite; the views are outside the files of
+    # the change that found them (patches in its report). Remove each entry when its patch lands.
+    ("POST /api/v1/triggers/{trigger_id}/rotate-secret", "JsonSchemaError"):
+        "triggers.api.SecretSerializer collides with the secret store's `Secret` component: rename it",
+    ("GET /api/v1/agents/{agent_id}/evals/{suite_id}/yaml", "JsonSchemaError"):
+        "documented as a YAML string, while the YAML document is a mapping: document its shape as agents' export",
+}
 
 
 @dataclass
@@ -104,16 +113,25 @@ def known_ids(org, owner, published_agent, demo_profile) -> dict[str, dict[str, 
     """Ids of real objects of the owner's organization, by the path's first segment and parameter name:
     the third pass reaches past the 404 of a random id into each operation's own code."""
     membership = owner.memberships.get(organization=org)
+    actor = actor_of(owner, org)
+    # An event trigger (it has a signing secret to rotate) and an evaluation suite with a case and a run.
+    trigger, _secret = triggers.create_trigger(actor=actor, agent=published_agent, data={
+        "name": "On order", "kind": "event", "prompt": "A new order arrived."})
+    suite = evals.create_suite(actor=actor, agent=published_agent, data={"name": "Smoke", "cases": [
+        {"name": "greets", "prompt": "Say hello.", "checks": [{"kind": "contains", "value": "hello"}]}]})
+    suite_run = evals.start_suite_run(actor=actor, suite=suite, target="production", enqueue=False)
     by_segment = {
         "agents": str(published_agent.pk), "model-profiles": str(demo_profile.pk),
         "members": str(membership.pk), "secrets": str(factories.secret(org).pk),
         "collections": str(factories.collection(org).pk), "embeds": str(factories.embed(published_agent).pk),
+        "triggers": str(trigger.pk),
     }
     return {
         segment: {"id": value, "agent_id": str(published_agent.pk), "user_id": str(owner.pk), "number": "1",
-                  "name": "production", "embed_id": value, "key": "json_webhook"}
+                  "name": "production", "embed_id": value, "trigger_id": value, "suite_id": str(suite.pk),
+                  "key": "json_webhook"}
         for segment, value in by_segment.items()
-    } | {"tool-templates": {"key": "json_webhook"}}
+    } | {"tool-templates": {"key": "json_webhook"}, "evals": {"run_id": str(suite_run.pk)}}
 
 
 def _known_path_parameters(operation, known_ids: dict[str, dict[str, str]]) -> dict[str, str] | None:

@@ -1,11 +1,12 @@
 """The role matrix: every route under `agents/{id}/…` and every by-id route of an object that hangs off an
-agent (embeds, bindings, versions, environments, grants, avatar, export, diff, publish, promote, run) × every
-role, an outsider organization, someone naming a foreign organization, and people on a private agent they
+agent (embeds, bindings, versions, environments, grants, avatar, export, diff, publish, promote, run, triggers,
+evaluation suites and their runs) × every role, an outsider organization, someone naming a foreign organization, and people on a private agent they
 hold no grant on / a view grant / an edit grant.
 
 Each route declares what it needs — a permission from the role table (`agenticos.permissions`) and a level on
 the agent (view < use < edit < publish, `governance.grants`) — and each persona what it has. A refused request
 must leave every row as it was; an accepted write must change something (so the snapshot cannot miss it).
+`test_every_agent_route_is_in_the_matrix` walks the URL resolver, so a new nested route cannot be left out.
 """
 
 from __future__ import annotations
@@ -17,22 +18,32 @@ from typing import Any
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import transaction
-from django.urls import reverse
+from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from agenticos.permissions import ROLE_PERMISSIONS
 from agents import services as agents
 from channelbots import services as bots
 from embeds.models import Embed
+from evals import services as evals
+from evals.models import Suite, SuiteRun
 from governance import grants
 from knowledge.models import MemoryNote
 from tests import factories
 from tests.api.conftest import actor_of, make_agent
-from tests.api.state import changed_tables, database_state
+from tests.api.state import TABLES, changed_tables
+from tests.api.state import database_state as _database_state
 from triggers import services as triggers
+from triggers.models import TriggerFiring
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 64
 # The levels on an agent, weakest first (written out here, not imported from the code under test).
 RANK = {None: 0, "view": 1, "use": 2, "edit": 3, "publish": 4}
+# The shared snapshot's tables, and what the evaluation routes write (suites, their cases, suite runs, results).
+MATRIX_TABLES = (*TABLES, "evals.Suite", "evals.Case", "evals.SuiteRun", "evals.CaseResult")
+
+
+def database_state() -> dict:
+    return _database_state(MATRIX_TABLES)
 
 
 # ------------------------------------------------------------------ who asks
@@ -150,7 +161,33 @@ ROUTES = [
     Route("post", "api-agent-triggers", {"agent_id": "agent"}, "edit", 201,
           body={"name": "Weekly", "kind": "schedule", "prompt": "Report.", "cron": "0 9 * * 1", "timezone": "UTC"}),
     Route("get", "api-trigger", {"trigger_id": "trigger"}, "view", 200, "agents:view"),
+    Route("patch", "api-trigger", {"trigger_id": "trigger"}, "edit", 200, body={"prompt": "Write it in French."}),
+    Route("delete", "api-trigger", {"trigger_id": "trigger"}, "edit", 204),
     Route("post", "api-trigger-pause", {"trigger_id": "trigger"}, "edit", 200),
+    Route("post", "api-trigger-resume", {"trigger_id": "paused_trigger"}, "edit", 200),
+    Route("post", "api-trigger-rotate-secret", {"trigger_id": "event_trigger"}, "edit", 200),
+    Route("post", "api-trigger-fire", {"trigger_id": "trigger"}, "edit", 202),
+    Route("get", "api-trigger-runs", {"trigger_id": "trigger"}, "view", 200, "agents:view"),
+    # evals/urls.py: the agent's evaluation suites, one suite, its YAML, the suite runs and one run
+    Route("get", "api-agent-evals", {"agent_id": "agent"}, "view", 200, "agents:view"),
+    Route("post", "api-agent-evals", {"agent_id": "agent"}, "edit", 201,
+          body={"name": "Another", "cases": [{"name": "greets", "prompt": "Say hello."}]}),
+    Route("post", "api-agent-evals-import", {"agent_id": "agent"}, "edit", 201, body={"yaml": "{suite_yaml}"},
+          label="POST api-agent-evals-import (a new suite)"),
+    Route("post", "api-agent-evals-import", {"agent_id": "agent"}, "edit", 200,
+          body={"yaml": "{suite_yaml}", "suite_id": "{suite}"}, label="POST api-agent-evals-import (replace a suite)",
+          bad_body={"yaml": "kind: agent\nsurprise: 1\n", "suite_id": "{suite}"}),
+    Route("get", "api-agent-eval-runs", {"agent_id": "agent"}, "view", 200, "agents:view"),
+    Route("post", "api-agent-eval-runs", {"agent_id": "agent"}, "edit", 202,
+          body={"suite_id": "{suite}", "target": "production"}),
+    Route("get", "api-agent-eval", {"agent_id": "agent", "suite_id": "suite"}, "view", 200, "agents:view"),
+    Route("patch", "api-agent-eval", {"agent_id": "agent", "suite_id": "suite"}, "edit", 200,
+          body={"description": "Changed by the matrix"}),
+    Route("delete", "api-agent-eval", {"agent_id": "agent", "suite_id": "suite"}, "edit", 204),
+    Route("get", "api-agent-eval-yaml", {"agent_id": "agent", "suite_id": "suite"}, "view", 200, "agents:view"),
+    Route("get", "api-eval-run", {"run_id": "suite_run"}, "view", 200, "agents:view"),
+    Route("get", "api-eval-run-compare", {"run_id": "suite_run"}, "view", 200, "agents:view",
+          query="?with={suite_run}"),
     # knowledge/urls.py: one agent's memory, everyone's
     Route("post", "api-memory-agent-clear", {"agent_id": "agent"}, "edit", 200),
     # A bot bound to the agent: its token, server and access policy decide who reaches the agent.
@@ -187,11 +224,25 @@ def _agent_with_everything(org, owner, profile, *, name: str, visibility: str, g
     trigger, _secret = triggers.create_trigger(actor=actor, agent=agent, data={
         "name": "Nightly", "kind": "schedule", "prompt": "Write the nightly report.", "cron": "0 9 * * *",
         "timezone": "UTC"})
+    TriggerFiring.objects.create(organization=org, trigger=trigger, due_at=trigger.created_at,
+                                 source=TriggerFiring.Source.MANUAL, status=TriggerFiring.Status.SKIPPED,
+                                 reason="The previous run is still going.")
+    paused_trigger, _secret = triggers.create_trigger(actor=actor, agent=agent, data={
+        "name": "Hourly", "kind": "schedule", "prompt": "Check the inbox.", "every_seconds": 3600})
+    triggers.set_enabled(actor=actor, trigger=paused_trigger, enabled=False)
+    event_trigger, secret = triggers.create_trigger(actor=actor, agent=agent, data={
+        "name": "On order", "kind": "event", "prompt": "A new order arrived."})
+    assert secret
+    suite = evals.create_suite(actor=actor, agent=agent, data={"name": "Smoke", "cases": [
+        {"name": "greets", "prompt": "Say hello.", "checks": [{"kind": "contains", "value": "hello"}]}]})
+    suite_yaml = evals.export_suite_yaml(actor=actor, suite=suite).replace("Smoke", "Imported")
+    assert "Imported" in suite_yaml
     MemoryNote.objects.create(organization=org, agent=agent, owner_user=grantee, name="diet.md", content="Vegetarian.")
     yaml = agents.export_agent_yaml(actor=actor, agent=agent).replace("Be helpful.", "Be brief.")
     assert "Be brief." in yaml
     return {
         "agent": agent.pk,
+        "suite_run": _evaluated_agent_run(actor, profile, name=f"{name} evaluated", visibility=visibility),
         "one": "1",
         "production_env": "production",
         "grantee": str(grantee.pk),
@@ -200,11 +251,26 @@ def _agent_with_everything(org, owner, profile, *, name: str, visibility: str, g
         "paused_embed": factories.embed(agent, kind="page", created_by=owner, is_paused=True).pk,
         "binding": binding.pk,
         "trigger": trigger.pk,
+        "paused_trigger": paused_trigger.pk,
+        "event_trigger": event_trigger.pk,
+        "suite": suite.pk,
+        "suite_yaml": suite_yaml,
         "free_bot": free.pk,
         "bound_bot": bound.pk,
         "paused_bot": paused.pk,
         "yaml": yaml,
     }
+
+
+def _evaluated_agent_run(actor, profile, *, name: str, visibility: str):
+    """A suite run, on a sibling agent of the same owner and visibility (so every persona has the same level on
+    it): a suite run keeps its version (PROTECT), and the matrix's DELETE api-agent needs a deletable agent."""
+    agent = make_agent(actor.user, actor.organization, name=name, slug=name.lower().replace(" ", "-"),
+                       visibility=visibility, profile=profile)
+    agents.publish_agent(actor=actor, agent=agent, note="v1")
+    suite = evals.create_suite(actor=actor, agent=agent, data={"name": "Smoke", "cases": [
+        {"name": "greets", "prompt": "Say hello."}]})
+    return evals.start_suite_run(actor=actor, suite=suite, target="production", enqueue=False).pk
 
 
 @pytest.fixture
@@ -219,8 +285,9 @@ def world(settings, tmp_path, org, owner, admin_user, builder, member, viewer, o
     private = _agent_with_everything(org, owner, demo_profile, name="Private", visibility="private",
                                      grantee=grantee, bot_token="xoxb-private-0001")
     actor = actor_of(owner, org)
-    grants.share_agent(actor=actor, agent=private_agent(private), user_id=viewing_builder.pk, level="view")
-    grants.share_agent(actor=actor, agent=private_agent(private), user_id=editing_builder.pk, level="edit")
+    for agent in (private_agent(private), SuiteRun.objects.get(pk=private["suite_run"]).agent):
+        grants.share_agent(actor=actor, agent=agent, user_id=viewing_builder.pk, level="view")
+        grants.share_agent(actor=actor, agent=agent, user_id=editing_builder.pk, level="edit")
     for target in (shared, private):
         target["colleague"] = str(colleague.pk)
     return {
@@ -252,8 +319,13 @@ def _fill(value, objects: dict):
     return value
 
 
+def _url(route: Route, objects: dict) -> str:
+    path = reverse(route.name, kwargs={k: str(objects[v]) for k, v in route.kwargs.items()})
+    return path + route.query.format_map(objects)  # "{key}" in the query: an id of the target's objects
+
+
 def _call(client, route: Route, objects: dict):
-    url = reverse(route.name, kwargs={k: str(objects[v]) for k, v in route.kwargs.items()}) + route.query
+    url = _url(route, objects)
     send = getattr(client, route.method)
     if route.multipart:
         return send(url, {"file": SimpleUploadedFile("logo.png", PNG, content_type="image/png")}, format="multipart")
@@ -318,7 +390,7 @@ BODY_ROUTES = [pytest.param(r, id=str(r)) for r in ROUTES if r.body is not None 
 
 
 def _call_with_a_bad_body(client, route: Route, objects: dict):
-    url = reverse(route.name, kwargs={k: str(objects[v]) for k, v in route.kwargs.items()}) + route.query
+    url = _url(route, objects)
     send = getattr(client, route.method)
     if route.multipart:
         return send(url, {"note": "no file here"}, format="multipart")
@@ -377,3 +449,80 @@ def test_a_builder_cannot_publish_a_private_agent_as_a_public_page(world, api_as
     assert (created.status_code, widened.status_code) == (404, 404)
     assert Embed.objects.filter(agent_id=private["agent"]).count() == 3
     assert Embed.objects.get(pk=private["widget"]).allowed_origins == ["https://shop.example.com"]
+
+
+def test_a_suite_is_reached_only_through_its_own_agent(world, api_as):
+    """agents/{shared}/evals/{private suite}: the path's agent is visible, the suite is not its own."""
+    owner = world["people"]["owner"]
+    shared, private = world["shared"], world["private"]
+    client = api_as(owner, world["org"])
+    kwargs = {"agent_id": shared["agent"], "suite_id": private["suite"]}
+    before = database_state()
+    assert client.get(reverse("api-agent-eval", kwargs=kwargs)).status_code == 404
+    assert client.get(reverse("api-agent-eval-yaml", kwargs=kwargs)).status_code == 404
+    assert client.patch(reverse("api-agent-eval", kwargs=kwargs), {"description": "x"}, format="json").status_code == 404
+    assert client.delete(reverse("api-agent-eval", kwargs=kwargs)).status_code == 404
+    replaced = client.post(reverse("api-agent-evals-import", kwargs={"agent_id": shared["agent"]}),
+                           {"yaml": shared["suite_yaml"], "suite_id": str(private["suite"])}, format="json")
+    started = client.post(reverse("api-agent-eval-runs", kwargs={"agent_id": shared["agent"]}),
+                          {"suite_id": str(private["suite"])}, format="json")
+    assert (replaced.status_code, started.status_code) == (404, 404)
+    assert changed_tables(before, database_state()) == []
+    assert Suite.objects.get(pk=private["suite"]).name == "Smoke"
+
+
+# ------------------------------------------------------------------ nothing left out
+
+# Where the routes that act on one agent, or on an object of one agent, live under /api/v1/.
+AGENT_ROUTE_PREFIXES = ("agents/", "triggers/<", "evals/", "embeds/<", "memory/agents/<")
+# (method, URL name) under those prefixes that the matrix leaves out on purpose, each with why.
+NOT_IN_THE_MATRIX = {
+    # agents/capabilities: the organization's capability catalog, the same for every agent (it names none;
+    # agents:view, tests/capabilities). (agents/import is in the matrix: it replaces one agent's draft.)
+    ("get", "capability-catalog"): "names no agent",
+}
+METHODS = ("get", "post", "put", "patch", "delete")
+
+
+def _api_patterns(patterns, prefix: str = ""):
+    """(path after /api/v1/, pattern) for every URL pattern, included URLconfs walked."""
+    for pattern in patterns:
+        here = prefix + str(pattern.pattern)
+        if isinstance(pattern, URLResolver):
+            yield from _api_patterns(pattern.url_patterns, here)
+        elif isinstance(pattern, URLPattern) and here.startswith("api/v1/"):
+            yield here.removeprefix("api/v1/"), pattern
+
+
+def _methods(pattern: URLPattern) -> set[str]:
+    view = getattr(pattern.callback, "view_class", None)
+    if view is None:  # a plain function view: every method it may answer counts
+        return set(METHODS)
+    return {method for method in METHODS if hasattr(view, method)}
+
+
+def test_every_agent_route_is_in_the_matrix():
+    """Every (method, route) that acts on one agent or an object of one agent is a matrix row or a commented
+    exclusion; an unnamed pattern is only a named one's trailing-slash twin (agenticos.api.route)."""
+    in_matrix = {(route.method, route.name) for route in ROUTES}
+    named: dict[str, str] = {}
+    found: set[tuple[str, str]] = set()
+    unnamed: list[str] = []
+    for path, pattern in _api_patterns(get_resolver().url_patterns):
+        if pattern.name is not None:
+            named[path] = pattern.name
+        if not path.startswith(AGENT_ROUTE_PREFIXES):
+            continue
+        if pattern.name is None:
+            unnamed.append(path)
+            continue
+        found |= {(method, pattern.name) for method in _methods(pattern)}
+    assert len(found) > 50  # the walk reached the agents, triggers, evals and embeds URLconfs
+    assert {"api-trigger-fire", "api-agent-eval-yaml", "agent-binding-detail", "embed-detail"} <= {n for _, n in found}
+    assert [path for path in unnamed if path.removesuffix("/") not in named] == []
+    missing = sorted(found - in_matrix - set(NOT_IN_THE_MATRIX))
+    assert missing == [], f"add a Route to ROUTES (or a commented NOT_IN_THE_MATRIX entry) for {missing}"
+    # An exclusion or a matrix row for a route (or a method) that no longer exists is stale.
+    assert sorted(set(NOT_IN_THE_MATRIX) - found) == []
+    # (The agent's bots live under bots/, an organization's collection: their rows are checked by reverse().)
+    assert sorted(row for row in in_matrix - found if not row[1].startswith("channel-bot")) == []
