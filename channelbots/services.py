@@ -295,6 +295,31 @@ def delete_bot(*, actor: Actor, bot: ChannelBot, ip_address: str | None = None) 
         transaction.on_commit(lambda: _notify_id(bot_id))
 
 
+def register_webhook(*, actor: Actor, bot: ChannelBot, ip_address: str | None = None) -> str:
+    """Put a bot in webhook mode and do both halves: for Telegram, a fresh secret and setWebhook with this
+    deployment's URL; Slack and Mattermost have no API for it, so the URL to paste is returned. Used by the
+    console's Register button and `manage.py channel_webhook_register`."""
+    from channelbots.api import webhook_url
+    from channelbots.platforms import PlatformError, client_for
+
+    bot = set_transport(actor=actor, bot=bot, transport=Transport.WEBHOOK, ip_address=ip_address)
+    url = webhook_url(bot) or ""
+    if bot.platform != Platform.TELEGRAM:
+        return url
+    credentials = reveal_credentials(bot)
+    client = client_for(bot, credentials)
+    try:
+        me = client.identity()
+        ChannelBot.objects.filter(pk=bot.pk).update(platform_bot_user_id=me.user_id,
+                                                    platform_bot_username=me.username)
+        client.set_webhook(url, credentials[CredentialKind.WEBHOOK_SECRET])
+    except PlatformError as exc:
+        record_connection(bot.pk, ConnectionState.NOT_STARTED, f"setWebhook failed: {exc}")
+        raise Invalid(f"Telegram refused the webhook: {exc}") from None
+    record_connection(bot.pk, ConnectionState.IDLE, "")
+    return url
+
+
 def record_connection(bot_id: Any, state: str, reason: str = "") -> None:
     ChannelBot.objects.filter(pk=bot_id).update(connection_state=state, connection_reason=reason[:300])
 

@@ -32,7 +32,6 @@ from channelbots.models import (
     BotCredential,
     ChannelBot,
     ConnectionState,
-    CredentialKind,
     FooterMode,
     Platform,
     Transport,
@@ -355,31 +354,6 @@ def bot_detail(request: HttpRequest, actor: Actor, bot_id: Any) -> HttpResponse:
     return redirect(reverse("console-channels:bot", args=[bot.pk]))
 
 
-def register_webhook(*, actor: Actor, bot: ChannelBot, ip_address: str | None) -> str:
-    """Both halves of `manage.py channel_webhook_register`: webhook mode (a fresh secret for Telegram) and,
-    for Telegram, setWebhook with this deployment's URL and that secret. Slack and Mattermost have no API
-    for it: the URL to paste is shown."""
-    from channelbots.platforms import PlatformError
-    from channelbots.telegram.client import TelegramClient
-
-    bot = services.set_transport(actor=actor, bot=bot, transport=Transport.WEBHOOK, ip_address=ip_address)
-    url = webhook_url(bot) or ""
-    if bot.platform != Platform.TELEGRAM:
-        return url
-    credentials = services.reveal_credentials(bot)
-    client = TelegramClient(bot, credentials)
-    try:
-        me = client.identity()
-        ChannelBot.objects.filter(pk=bot.pk).update(platform_bot_user_id=me.user_id,
-                                                    platform_bot_username=me.username)
-        client.set_webhook(url, credentials[CredentialKind.WEBHOOK_SECRET])
-    except PlatformError as exc:
-        services.record_connection(bot.pk, ConnectionState.NOT_STARTED, f"setWebhook failed: {exc}")
-        raise Invalid(_("Telegram refused the webhook: %(reason)s") % {"reason": exc}) from None
-    services.record_connection(bot.pk, ConnectionState.IDLE, "")
-    return url
-
-
 @require_POST
 @console_view("bots:manage")
 def bot_action(request: HttpRequest, actor: Actor, bot_id: Any, action: str) -> HttpResponse:
@@ -402,7 +376,7 @@ def bot_action(request: HttpRequest, actor: Actor, bot_id: Any, action: str) -> 
         messages.success(request, _("The bot now keeps its own connection open."))
         return back
     try:
-        url = register_webhook(actor=actor, bot=bot, ip_address=_ip(request))
+        url = services.register_webhook(actor=actor, bot=bot, ip_address=_ip(request))
     except Invalid as exc:
         return _bot_page(request, actor, _bot(actor, bot_id), status=422, errors={"webhook": exc.message})
     if bot.platform == Platform.TELEGRAM:

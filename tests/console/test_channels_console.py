@@ -628,3 +628,28 @@ def test_the_slack_manifest_asks_for_the_scope_of_every_method_the_adapter_calls
     assert needed <= asked, needed - asked
     # Only what something uses: every scope asked for is needed by a call, a download or an event.
     assert asked == needed | {"files:read", "app_mentions:read"} == {scope for scope, _why in SLACK_SCOPES}
+
+
+def test_the_management_command_registers_through_the_same_service_and_says_why_it_fails(
+        client_as, org, owner, builder, fake_telegram):
+    from io import StringIO
+
+    from django.core.management import CommandError, call_command
+
+    client = client_as(builder, org)
+    add_bot(client, platform="telegram", transport="polling", token=fake_telegram.token,
+            api_base_url=fake_telegram.url, name="Good")
+    good = ChannelBot.objects.get(name="Good")
+    out = StringIO()
+    call_command("channel_webhook_register", "--bot-id", str(good.pk), stdout=out)
+    assert out.getvalue().strip() == f"Telegram webhook registered: {FRONTEND}/api/v1/telegram/{good.pk}/webhook"
+    assert fake_telegram.webhook["secret_token"] == services.reveal_credentials(good)["webhook_secret"]
+    good.refresh_from_db()
+    assert good.transport == "webhook" and good.platform_bot_username == "acme_bot"
+    add_bot(client, platform="telegram", token="999999:WRONG-token-here", api_base_url=fake_telegram.url,
+            name="Bad")
+    bad = ChannelBot.objects.get(name="Bad")
+    with pytest.raises(CommandError, match="Telegram refused the webhook"):
+        call_command("channel_webhook_register", "--bot-id", str(bad.pk), stdout=StringIO())
+    bad.refresh_from_db()
+    assert bad.connection_state == "not_started" and "setWebhook failed" in bad.connection_reason

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
+from agenticos.errors import Invalid
 from agenticos.models import Membership
 from agenticos.tenancy import actor_for_membership
 from channelbots import services
-from channelbots.api import webhook_url
-from channelbots.models import ChannelBot, CredentialKind
-from channelbots.platforms import PlatformError, client_for
+from channelbots.models import ChannelBot
 
 
 class Command(BaseCommand):
@@ -28,17 +27,11 @@ class Command(BaseCommand):
             organization_id=bot.organization_id, role="owner").first()
         if membership is None:
             raise CommandError("The bot's organization has no owner to act as.")
-        bot = services.set_transport(actor=actor_for_membership(membership), bot=bot, transport="webhook")
-        url = webhook_url(bot)
+        try:
+            url = services.register_webhook(actor=actor_for_membership(membership), bot=bot)
+        except Invalid as exc:
+            raise CommandError(str(exc)) from None
         if bot.platform == "telegram":
-            client = client_for(bot)
-            try:
-                me = client.identity()
-                ChannelBot.objects.filter(pk=bot.pk).update(platform_bot_user_id=me.user_id,
-                                                            platform_bot_username=me.username)
-                client.set_webhook(url, services.reveal_credentials(bot)[CredentialKind.WEBHOOK_SECRET])
-            except PlatformError as exc:
-                raise CommandError(str(exc)) from None
             self.stdout.write(f"Telegram webhook registered: {url}")
         else:
             self.stdout.write(f"Paste this URL into {bot.platform}: {url}")
