@@ -23,8 +23,15 @@ from pydantic_ai.toolsets import FunctionToolset
 
 from capabilities.base import BuildContext, Built, Capability, KeyRequirement, ToolDecl
 from capabilities.browser import config as browser_config
+from capabilities.browser import replay
 from capabilities.browser.config import BrowserConfig
-from capabilities.browser.session import ActionFailed, BrowserSession, BrowserUnavailable, PageView
+from capabilities.browser.session import (
+    ActionFailed,
+    BrowserSession,
+    BrowserUnavailable,
+    BrowseState,
+    PageView,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -341,13 +348,15 @@ async def browse_web(ctx: RunContext[Any], task: str, start_url: str | None = No
         tab = await browser.tab()
     except BrowserUnavailable as exc:
         return {"outcome": "browser_unavailable", "message": str(exc)}
+    pending: list[dict[str, str]] = []
     if start_url:
-        tab.state.task, tab.state.start_url, tab.state.memory = task, start_url, ""
-        tab.state.history, tab.state.steps = [], 0
+        key = replay.key_for(ctx.deps, task, start_url)
+        tab.state = BrowseState(task=task, start_url=start_url, replay_key=key, recording=[])
         try:
             await tab.open(start_url)
         except ActionFailed as exc:
-            return _outcome(tab, "blocked", str(exc))
+            return await _finish(tab, "blocked", str(exc))
+        pending = await _cached(key)
     elif tab.page is None or not tab.state.start_url:
         return {"outcome": "blocked", "message": "No browse to continue: call browse_web with a start_url."}
     elif task and task != tab.state.task:
@@ -355,19 +364,28 @@ async def browse_web(ctx: RunContext[Any], task: str, start_url: str | None = No
     try:
         model = await browser.step_model(ctx.model)
     except BrowserUnavailable as exc:
-        return _outcome(tab, "browser_unavailable", str(exc))
+        return await _finish(tab, "browser_unavailable", str(exc))
     meter = await sync_to_async(metered.for_run)(ctx.deps.run_id, ctx.deps.organization_id, kind=BROWSE_STEP)
     parameters = ModelRequestParameters(function_tools=[STEP_TOOL], allow_text_output=False)
-    for _ in range(browser.config.max_steps):
+    asked = 0
+    while asked < browser.config.max_steps:
         try:
             view = await tab.read(screenshot=browser.config.vision)
         except Exception as exc:
-            return _outcome(tab, "browser_unavailable", f"The browser stopped answering ({type(exc).__name__}).")
+            return await _finish(tab, "browser_unavailable",
+                                 f"The browser stopped answering ({type(exc).__name__}).")
+        index = replay.matching_row(view, pending[0]) if pending else None
+        if index is not None:  # the page still offers what this person clicked last time: no model needed
+            pending.pop(0)
+            await _replay_click(tab, view, index)
+            continue
+        pending = []  # the model takes over at the first difference
         try:
             response = await metered.model_request(meter, model, [_prompt(tab, view, browser.config.vision)],
                                                    model_request_parameters=parameters)
         except budgets.BudgetExceeded as exc:
-            return _outcome(tab, "budget", f"The browse stopped before its next step: {exc}")
+            return await _finish(tab, "budget", f"The browse stopped before its next step: {exc}")
+        asked += 1
         tab.state.steps += 1
         number = len(tab.state.history) + 1
         step = _step_of(response)
@@ -379,14 +397,66 @@ async def browse_web(ctx: RunContext[Any], task: str, start_url: str | None = No
         if step.action in ("done", "blocked", "ask_human"):
             tab.state.history.append(line)
             outcome = {"done": "done", "blocked": "blocked", "ask_human": "needs_person"}[step.action]
-            return _outcome(tab, outcome, step.answer or "")
+            return await _finish(tab, outcome, step.answer or "")
+        _record(tab, step, view)
         try:
             await _act(tab, step)
         except ActionFailed as exc:
             line += f" -> failed: {exc}"
         tab.state.history.append(line)
-    return _outcome(tab, "paused", f"Paused at the step limit ({browser.config.max_steps}); call browse_web again "
-                                   "without start_url to go on from this page.")
+    return await _finish(tab, "paused", f"Paused at the step limit ({browser.config.max_steps}); call browse_web "
+                                        "again without start_url to go on from this page.")
+
+
+def _record(tab: BrowserSession, step: Step, view: PageView) -> None:
+    """Keep a click for the replay cache; anything that fills or moves the page otherwise ends the recording."""
+    state = tab.state
+    if state.recording is None or step.action in ("scroll", "wait"):
+        return
+    element = step.element or 0
+    if step.action == "click" and 1 <= element <= len(view.rows):
+        row = view.rows[element - 1]
+        state.recording.append({"url": view.url, "kind": str(row.get("kind", "")), "label": str(row.get("label", ""))})
+    else:
+        state.recording = None
+
+
+async def _replay_click(tab: BrowserSession, view: PageView, index: int) -> None:
+    row = view.rows[index - 1]
+    tab.state.replayed += 1
+    if tab.state.recording is not None:
+        tab.state.recording.append({"url": view.url, "kind": str(row.get("kind", "")),
+                                    "label": str(row.get("label", ""))})
+    line = f"{len(tab.state.history) + 1}. replayed from the last time this task was done | clicked [{index}] " \
+           f"({row.get('label', '')!r})"
+    try:
+        await tab.click(index)
+    except ActionFailed as exc:
+        line += f" -> failed: {exc}"
+    tab.state.history.append(line)
+
+
+async def _cached(key: str | None) -> list[dict[str, str]]:
+    if key is None:
+        return []
+    try:
+        return await replay.load(key)
+    except Exception:  # Redis away: the browse goes on with the model alone
+        logger.warning("browser replay cache unavailable", exc_info=True)
+        return []
+
+
+async def _finish(tab: BrowserSession, outcome: str, message: str) -> dict[str, Any]:
+    """The browse's answer; a finished task keeps its clicks for the person, a replay that did not finish goes."""
+    state = tab.state
+    try:
+        if state.replay_key and outcome == "done" and state.recording:
+            await replay.save(state.replay_key, state.recording)
+        elif state.replay_key and outcome != "done" and state.replayed:
+            await replay.discard(state.replay_key)
+    except Exception:
+        logger.warning("browser replay cache unavailable", exc_info=True)
+    return _outcome(tab, outcome, message, **({"replayed": state.replayed} if state.replayed else {}))
 
 
 DIRECT = (browser_open, browser_read, browser_click, browser_type, browser_select, browser_scroll, browser_back)

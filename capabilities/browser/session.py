@@ -134,6 +134,11 @@ class BrowseState:
     memory: str = ""
     history: list[str] = field(default_factory=list)
     steps: int = 0
+    # The replay cache (replay.py): this task's key for the person, the clicks recorded so far (None once a
+    # field was filled: recording stops there), how many clicks came from an earlier time.
+    replay_key: str | None = None
+    recording: list[dict[str, str]] | None = None
+    replayed: int = 0
 
 
 @dataclass

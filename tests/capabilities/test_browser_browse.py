@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from datetime import timedelta
 from decimal import Decimal
 
 import pytest
@@ -242,3 +243,77 @@ def test_browse_web_signs_in_and_the_password_never_goes_back_to_the_model(org, 
     assert password not in json.dumps(tool_results(run))
     # A new task in the same run keeps the tab's session.
     assert site.hits[-1].path == "/cookie/show" and site.hits[-1].cookie == "session=signed"
+
+
+# ------------------------------------------------------------------ the replay cache
+
+
+def order_boots(fake_openai, site, *steps: Reply) -> None:
+    fake_openai.queue(
+        Reply.tool_call("browse_web", {"task": "Order size 42 boots", "start_url": f"http://{SITE}:{site.port}/flow/1"}),
+        *steps, Reply.text("Ordered."))
+
+
+def step_requests(fake_openai, since: int) -> list:
+    return [r for r in fake_openai.chat_requests[since:] if '"step"' in json.dumps(r.json.get("tools"))]
+
+
+def test_a_task_done_before_replays_its_clicks_for_the_same_person_only(org, owner, fake_openai, browser_env, site):
+    from capabilities.browser import replay
+
+    agent, version = browsing_agent(org, owner, fake_openai, browser_env)
+    colleague = factories.member(org)
+    order_boots(fake_openai, site, step("click", element=1), step("click", element=1), step("done", answer="ORD-4242"))
+    first = start(org, owner, agent, version, prompt="order")
+    run_now(first)
+    assert len(step_requests(fake_openai, 0)) == 3
+
+    # The colleague asks the same: nothing of the owner's is replayed for them.
+    seen = len(fake_openai.chat_requests)
+    order_boots(fake_openai, site, step("click", element=1), step("click", element=1), step("done", answer="ORD-4242"))
+    run_now(start(org, colleague, agent, version, prompt="order"))
+    assert len(step_requests(fake_openai, seen)) == 3
+
+    # The owner again: both clicks without the model, which is asked only to finish.
+    seen = len(fake_openai.chat_requests)
+    order_boots(fake_openai, site, step("done", answer="ORD-4242"))
+    third = start(org, owner, agent, version, prompt="order")
+    run_now(third)
+    [only_step] = step_requests(fake_openai, seen)
+    assert "Order confirmed" in only_step.text and "replayed from the last time" in only_step.text
+    [result] = tool_results(third)
+    assert result["outcome"] == "done" and result["replayed"] == 2 and result["steps"] == 1
+    assert site.paths().count("/flow/3") == 3  # the order really went through each time
+    deps = type("Deps", (), {"user_id": owner.pk, "surface": "web", "organization_id": str(org.pk),
+                             "agent_id": str(agent.pk)})()
+    key = replay.key_for(deps, "Order size 42 boots", f"http://{SITE}:{site.port}/flow/1")
+    from agenticos import ratelimit
+
+    assert timedelta(days=13) < timedelta(seconds=ratelimit.client().ttl(key)) <= replay.TTL
+
+
+def test_recording_stops_at_the_first_field_filled(org, owner, fake_openai, browser_env, site):
+    agent, version = browsing_agent(org, owner, fake_openai, browser_env)
+    for _ in range(2):
+        fake_openai.queue(
+            Reply.tool_call("browse_web", {"task": "Send the form", "start_url": f"http://{SITE}:{site.port}/form"}),
+            step("type", element=1, text="Ada"), step("click", element=4), step("done", answer="Sent."),
+            Reply.text("Sent."))
+        run_now(start(org, owner, agent, version, prompt="send"))
+    # Nothing was replayed the second time: the click came after a typed field, so it was never kept.
+    assert len(step_requests(fake_openai, 0)) == 6
+    assert [hit.form for hit in site.hits if hit.method == "POST"] == [{"name": ["Ada"], "plan": ["Free"]}] * 2
+
+
+def test_a_replay_that_does_not_finish_is_discarded(org, owner, fake_openai, browser_env, site):
+    agent, version = browsing_agent(org, owner, fake_openai, browser_env)
+    order_boots(fake_openai, site, step("click", element=1), step("done", answer="On the size page."))
+    run_now(start(org, owner, agent, version, prompt="order"))
+    order_boots(fake_openai, site, step("blocked", answer="Out of stock."))
+    replayed = start(org, owner, agent, version, prompt="order")
+    run_now(replayed)
+    assert tool_results(replayed)[0]["replayed"] == 1
+    seen = len(fake_openai.chat_requests)
+    order_boots(fake_openai, site, step("click", element=1), step("done", answer="On the size page."))
+    run_now(start(org, owner, agent, version, prompt="order"))
+    assert len(step_requests(fake_openai, seen)) == 2  # the model again from the first page
