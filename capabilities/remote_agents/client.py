@@ -21,6 +21,7 @@ from a2a.client import ClientConfig, ClientFactory
 from a2a.client.card_resolver import parse_agent_card
 from a2a.types.a2a_pb2 import (
     AgentCard,
+    AgentInterface,
     GetTaskRequest,
     Message,
     Part,
@@ -107,8 +108,21 @@ async def read_card(card_url: str, *, key: str | None) -> ReadCard:
     return ReadCard(card=card, data=MessageToDict(card), endpoint_url=endpoint)
 
 
-def card_from(data: dict[str, Any]) -> AgentCard:
-    return parse_agent_card(dict(data))
+def card_from(data: dict[str, Any], endpoint_url: str | None = None) -> AgentCard:
+    """The stored card; with `endpoint_url`, offering only that JSON-RPC interface — the one checked and audited
+    at registration — so the SDK's transport choice can never send the key to another interface's host."""
+    card = parse_agent_card(dict(data))
+    if endpoint_url is None:
+        return card
+    chosen = next((i for i in card.supported_interfaces
+                   if i.url == endpoint_url and i.protocol_binding in ("JSONRPC", "")), None)
+    interface = AgentInterface()
+    if chosen is not None:
+        interface.CopyFrom(chosen)
+    interface.url, interface.protocol_binding = endpoint_url, "JSONRPC"
+    del card.supported_interfaces[:]
+    card.supported_interfaces.append(interface)
+    return card
 
 
 # ------------------------------------------------------------------ one message/send
@@ -175,7 +189,7 @@ async def send(card_data: dict[str, Any], endpoint_url: str, text: str, *, key: 
     """One `message/send` with `text`, continuing `context_id` when given; a task that is not finished when the
     call returns is read back with `tasks/get` until it is (within REMOTE_AGENT_TIMEOUT_SECONDS)."""
     timeout = float(settings.REMOTE_AGENT_TIMEOUT_SECONDS)
-    card = card_from(card_data)
+    card = card_from(card_data, endpoint_url)
     async with pinned_client(key=key, home=endpoint_url, timeout=timeout) as http:
         client = ClientFactory(ClientConfig(streaming=False, httpx_client=http)).create(card)
         message = Message(role=Role.ROLE_USER, message_id=uuid.uuid4().hex, parts=[Part(text=text)])

@@ -351,3 +351,24 @@ def test_a_run_whose_registration_was_deleted_since_publish_fails_naming_it(org,
     assert run.error["type"] == "AssemblyError"
     assert "weather-desk" in run.error["message"] and "was deleted" in run.error["message"]
     assert lead_model.seen == [] and fake_a2a.received == []  # the model was never asked, nothing was sent
+
+
+def test_calls_go_to_the_registered_endpoint_whatever_else_the_stored_card_names(org, owner, fake_a2a, dns,
+                                                                                 scripted_model):
+    dns["elsewhere.partner.test"] = ["127.0.0.1"]
+    row = _register(org, owner, fake_a2a, key=A2A_KEY)
+    # The card as stored names another host first: the key still goes only where the registration was checked.
+    elsewhere = f"http://elsewhere.partner.test:{fake_a2a.port}/rpc"
+    row.card["supportedInterfaces"] = [{"url": elsewhere, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
+                                       *row.card["supportedInterfaces"]]
+    row.save(update_fields=["card"])
+    lead_model = Lead(task("Forecast, please."), "Done.")
+    scripted_model(lead_model.model())
+    lead, version = _lead(org, owner, factories.model_profile(org, label="Scripted"), row)
+    run = _api_run(org, owner, lead, version)
+    run_now(run)
+    run.refresh_from_db()
+    assert run.status == RunStatus.COMPLETED, run.error
+    [call] = [s for s in fake_a2a.seen if s.path == "/rpc"]
+    assert call.headers["host"] == f"127.0.0.1:{fake_a2a.port}"
+    assert call.headers["authorization"] == f"Bearer {A2A_KEY}"
