@@ -317,3 +317,17 @@ def test_a_replay_that_does_not_finish_is_discarded(org, owner, fake_openai, bro
     order_boots(fake_openai, site, step("click", element=1), step("done", answer="On the size page."))
     run_now(start(org, owner, agent, version, prompt="order"))
     assert len(step_requests(fake_openai, seen)) == 2  # the model again from the first page
+
+
+def test_with_vision_each_step_also_sends_the_screenshot(org, owner, fake_openai, browser_env, site):
+    agent, version = browsing_agent(org, owner, fake_openai, browser_env, vision=True)
+    fake_openai.queue(
+        Reply.tool_call("browse_web", {"task": "Look", "start_url": f"http://{SITE}:{site.port}/flow/1"}),
+        step("done", answer="Boots."), Reply.text("Boots."))
+    run_now(start(org, owner, agent, version, prompt="look"))
+    [step_request] = step_requests(fake_openai, 0)
+    images = [part for message in step_request.json["messages"] if isinstance(message.get("content"), list)
+              for part in message["content"] if part.get("type") == "image_url"]
+    assert len(images) == 1 and images[0]["image_url"]["url"].startswith("data:image/png;base64,")
+    agent_requests = [r for r in fake_openai.chat_requests if r not in (step_request,)]
+    assert all("image_url" not in r.text for r in agent_requests)  # the screenshot goes to the step only

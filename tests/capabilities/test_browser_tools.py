@@ -280,3 +280,13 @@ def _packets(listener) -> int:
     except TimeoutError:
         return 0
     return 1
+
+
+def test_candidate_cap_limits_the_rows_one_read_offers(browser_env, site):
+    outcome = asyncio.run(run(browser_spec(browser_env, candidate_cap=2), calls(
+        ("browser_open", {"url": f"http://{SITE}:{site.port}/form"}),
+        ("browser_click", {"element": 3}),
+    )))
+    opened, clicked = outcome.returns
+    assert "[1] text 'Name'" in opened and "[2] email 'Email'" in opened and "[3]" not in opened
+    assert "There is no element [3]" in clicked
