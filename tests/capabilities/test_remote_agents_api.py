@@ -246,3 +246,22 @@ def test_deleting_the_key_deletes_the_registration_that_sends_it(api_as, org, bu
     assert plain.status_code == 422  # the keyed fake refuses the card without its key
     assert api_as(admin_user, org).delete(f"/api/v1/secrets/{secret.pk}").status_code == 204
     assert not RemoteAgent.objects.filter(pk=keyed["id"]).exists()
+
+
+# ------------------------------------------------------------------ the operator console
+
+
+def test_the_operator_console_shows_a_registration_without_its_query_or_key(client, org, builder, fake_a2a):
+    from django.urls import reverse
+
+    secret = factories.secret(org, name="partner key", value=KEY)
+    row = RemoteAgent.objects.create(organization=org, name="Weather Desk", endpoint_url=fake_a2a.rpc_url,
+                                     card_url=f"{fake_a2a.card_url}?sig=s3cr3t-sig", card={}, secret=secret,
+                                     created_by=builder)
+    client.force_login(factories.user(is_staff=True, is_superuser=True))
+    listing = client.get(reverse("admin:remote_agents_remoteagent_changelist")).content.decode()
+    page = client.get(reverse("admin:remote_agents_remoteagent_change", args=[row.pk])).content.decode()
+    assert "Weather Desk" in listing and "partner key" in page and fake_a2a.card_url in page
+    for html in (listing, page):
+        assert "s3cr3t-sig" not in html and KEY not in html
+    assert b'name="_save"' not in client.get(reverse("admin:remote_agents_remoteagent_change", args=[row.pk])).content
