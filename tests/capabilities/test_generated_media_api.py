@@ -243,6 +243,59 @@ def test_the_route_is_documented_as_the_files_bytes(api_as, member, org):
     schema = api_as(member, org).get("/api/schema/?format=json")
     operation = schema.json()["paths"]["/api/v1/generated/{filename}"]["get"]
     assert set(operation["responses"]["200"]["content"]) == set(store.EXTENSIONS)
+    assert set(operation["responses"]["206"]["content"]) == set(store.EXTENSIONS)
+    assert "416" in operation["responses"]
     assert operation["responses"]["200"]["content"]["image/png"]["schema"] == {"type": "string",
                                                                                "format": "binary"}
     assert operation["responses"]["404"]["content"]["application/json"]
+
+
+# ------------------------------------------------------------------ byte ranges (players seek)
+
+
+CLIP = bytes(range(256)) * 4  # 1024 distinct-enough bytes
+
+
+@pytest.fixture
+def clip(agent, owner):
+    return make(conversation(agent, owner), data=CLIP, media_type="audio/mpeg")
+
+
+@pytest.mark.parametrize(("header", "first", "last"), [
+    ("bytes=0-99", 0, 99),
+    ("bytes=1000-", 1000, 1023),
+    ("bytes=-24", 1000, 1023),
+    ("bytes=1000-5000", 1000, 1023),
+])
+def test_a_range_is_answered_206_with_just_those_bytes(api_as, member, org, clip, header, first, last):
+    response = api_as(member, org).get(url(clip), HTTP_RANGE=header)
+
+    assert response.status_code == 206
+    assert body(response) == CLIP[first:last + 1]
+    assert response["Content-Range"] == f"bytes {first}-{last}/{len(CLIP)}"
+    assert response["Content-Length"] == str(last - first + 1)
+    assert response["Content-Type"] == "audio/mpeg" and response["X-Content-Type-Options"] == "nosniff"
+
+
+def test_the_whole_file_says_it_takes_ranges_and_a_range_it_cannot_parse_gets_the_whole_file(
+        api_as, member, org, clip):
+    client = api_as(member, org)
+    whole = client.get(url(clip))
+    assert whole.status_code == 200 and whole["Accept-Ranges"] == "bytes"
+    for ignored in ("bytes=0-1,5-9", "items=0-9", "bytes=-", "bytes=a-b"):
+        response = client.get(url(clip), HTTP_RANGE=ignored)
+        assert response.status_code == 200 and body(response) == CLIP, ignored
+
+
+def test_a_range_past_the_end_is_416_in_the_envelope(api_as, member, org, clip):
+    for header in ("bytes=1024-", "bytes=2000-3000", "bytes=50-10", "bytes=-0"):
+        response = api_as(member, org).get(url(clip), HTTP_RANGE=header)
+        assert_refused(response, 416, "range_not_satisfiable")
+        assert response["Content-Range"] == f"bytes */{len(CLIP)}"
+
+
+def test_the_visitor_route_answers_ranges_too(client, widget):
+    media = make(embed_services.create_conversation(widget, VISITOR), data=CLIP, media_type="video/mp4")
+    response = client.get(embed_url(widget, media), HTTP_RANGE="bytes=10-19")
+    assert response.status_code == 206 and body(response) == CLIP[10:20]
+    assert response["Cross-Origin-Resource-Policy"] == "cross-origin"
