@@ -160,6 +160,28 @@ def test_the_list_shows_addresses_without_their_query(api_as, org, builder, fake
     assert RemoteAgent.objects.get(pk=body["id"]).card_url == signed  # kept whole: it is how the card is read
 
 
+def test_the_list_answers_with_the_same_queries_whatever_the_row_count(api_as, org, builder):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    secret = factories.secret(org, value=KEY)
+
+    def add(n: int) -> None:
+        for i in range(n):
+            RemoteAgent.objects.create(organization=org, name=f"Desk {RemoteAgent.objects.count()}-{i}",
+                                       card_url="https://desk.partner.test/card", endpoint_url="https://desk.partner.test/rpc",
+                                       card={}, secret=secret, created_by=builder)
+
+    client = api_as(builder, org)
+    add(1)
+    with CaptureQueriesContext(connection) as one:
+        assert len(client.get(URL).json()["results"]) == 1
+    add(5)
+    with CaptureQueriesContext(connection) as six:
+        assert len(client.get(URL).json()["results"]) == 6
+    assert len(six) == len(one)
+
+
 # ------------------------------------------------------------------ who may do what
 
 
