@@ -51,7 +51,8 @@ class Image(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(description="The name the drawing uses as {{image:NAME}}: letters, digits, '_' or '-'.")
-    source: str = Field(description="A workspace file (e.g. /workspace/uploads/photo.png) or an https:// address.")
+    source: str = Field(description="A workspace file, e.g. /workspace/uploads/photo.png (this deployment does not "
+                                    "fetch drawing images from web addresses).")
 
 
 def _problems(kind: str, content: str, images: list[Image]) -> list[str]:
@@ -178,17 +179,28 @@ def _watching(ctx: RunContext[Any]) -> bool:
     return ctx.deps.surface == "web" and bool(ctx.deps.can_ask_user) and ctx.deps.user_id is not None
 
 
-async def _check(ctx: RunContext[Any], kind: str, content: str) -> tuple[bool, list[str]]:
+@dataclass(frozen=True)
+class Check:
+    checked: bool
+    errors: list[str]
+    watched: bool  # someone watched web chat (a report was awaited), whether or not it came
+
+
+async def _check(ctx: RunContext[Any], kind: str, content: str) -> Check:
     if not _watching(ctx):
-        return False, []
+        return Check(False, [], watched=False)
     found = await reports.wait(ctx.deps.organization_id, ctx.deps.user_id, reports.digest(kind, content),
                                settings.VISUAL_REPORT_WAIT_SECONDS)
-    return (found is not None), (found or [])
+    return Check(found is not None, found or [], watched=True)
 
 
-def _result(visual_id: str, kind: str, title: str, images: dict[str, str], checked: bool, errors: list[str],
+def _result(visual_id: str, kind: str, title: str, images: dict[str, str], check: Check,
             *, content: str | None = None, revision_of: str | None = None) -> dict[str, Any]:
-    if not checked:
+    checked, errors = check.checked, check.errors
+    if not checked and check.watched:
+        message = (f"Drawn; not checked: the console sent no report on how it rendered within "
+                   f"{settings.VISUAL_REPORT_WAIT_SECONDS} s.")
+    elif not checked:
         message = "Drawn; not checked: nobody is watching this conversation in web chat, so nothing reported how it rendered."
     elif errors:
         message = ("Drawn, but the console reported problems: " + " | ".join(errors)
@@ -240,8 +252,8 @@ async def draw(ctx: RunContext[Any], kind: Kind, title: str, content: str,
         return failures.refuse(refusal)
     visual_id = ctx.tool_call_id or "visual"
     _remember(ctx, Stored(visual_id, kind, title[:200], content, loaded))
-    checked, errors = await _check(ctx, kind, content)
-    return _result(visual_id, kind, title[:200], loaded, checked, errors)
+    check = await _check(ctx, kind, content)
+    return _result(visual_id, kind, title[:200], loaded, check)
 
 
 async def revise_visual(ctx: RunContext[Any], visual_id: str, edits: list[Edit],
@@ -280,8 +292,8 @@ async def revise_visual(ctx: RunContext[Any], visual_id: str, edits: list[Edit],
     new_id = ctx.tool_call_id or f"{visual_id}-r"
     new_title = title[:200] or base.title
     _remember(ctx, Stored(new_id, base.kind, new_title, content, images))
-    checked, errors = await _check(ctx, base.kind, content)
-    return _result(new_id, base.kind, new_title, images, checked, errors, content=content, revision_of=visual_id)
+    check = await _check(ctx, base.kind, content)
+    return _result(new_id, base.kind, new_title, images, check, content=content, revision_of=visual_id)
 
 
 async def read_visual(ctx: RunContext[Any], visual_id: str) -> str:

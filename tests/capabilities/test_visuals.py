@@ -243,6 +243,7 @@ def test_another_persons_report_never_answers_the_drawing(setup, settings):
     reports.put(org.pk, colleague.pk, reports.digest("svg", SVG), ["planted"])
     result = go(run_for(org, person, agent), [draw()], watching=True).returns[0]
     assert result["checked"] is False and "planted" not in result["message"]
+    assert "the console sent no report on how it rendered within 1 s" in result["message"]
     assert reports.client().llen(reports.key(org.pk, colleague.pk, reports.digest("svg", SVG))) == 1
 
 
