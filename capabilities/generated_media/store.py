@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import hashlib
-import mimetypes
 import posixpath
 import re
 import uuid
@@ -32,8 +31,10 @@ from capabilities.generated_media.models import GeneratedMedia
 PREFIX = "generated/"
 OUTPUT_DIR = "/workspace/output"
 URL = "/api/v1/generated/{filename}"
-EXTENSIONS = {"image/png": "png", "image/jpeg": "jpg", "image/webp": "webp", "audio/mpeg": "mp3",
-              "audio/wav": "wav", "video/mp4": "mp4"}
+# The only types the store keeps (and so serves): what the three capabilities make, each named by what its
+# bytes are, never by what a provider claimed.
+EXTENSIONS = {"image/png": "png", "image/jpeg": "jpg", "image/webp": "webp", "image/gif": "gif",
+              "audio/mpeg": "mp3", "audio/wav": "wav", "video/mp4": "mp4"}
 # The only shape a public handle has (what `save` mints): anything else — a path, a NUL, a name of another
 # storage — is answered "not found" before it reaches a query or the storage.
 FILENAME_RE = re.compile(r"[0-9a-f]{32}\.[a-z0-9]{2,5}")
@@ -101,7 +102,10 @@ def is_filename(value: object) -> bool:
 
 
 def extension_for(media_type: str) -> str:
-    return EXTENSIONS.get(media_type) or (mimetypes.guess_extension(media_type) or ".bin").lstrip(".")
+    try:
+        return EXTENSIONS[media_type]
+    except KeyError:
+        raise ValueError(f"the generated-media store does not keep {media_type!r}") from None
 
 
 def clean_name(name: str, ext: str) -> str:
@@ -114,7 +118,8 @@ def clean_name(name: str, ext: str) -> str:
 def save(*, organization_id: Any, run_id: Any, conversation_id: Any, kind: str, data: bytes, media_type: str,
          name: str, provider: str = "", model: str = "", workspace_id: str | None = None) -> GeneratedMedia:
     """Store one generated file and record it. The run and conversation are kept only when they belong to
-    `organization_id`. A row that cannot be written leaves no file behind. Sync (ORM, storage)."""
+    `organization_id`. A row that cannot be written leaves no file behind; a type outside EXTENSIONS is a
+    ValueError before anything is written. Sync (ORM, storage)."""
     ext = extension_for(media_type)
     filename = f"{uuid.uuid4().hex}.{ext}"
     stored = default_storage.save(f"{PREFIX}{organization_id}/{filename}", ContentFile(data))

@@ -225,6 +225,7 @@ async def generate_image(ctx: RunContext[Any], prompt: str) -> str | dict[str, A
 
     # The runner's own ORM threads (sized by RUN_DB_THREADS, connections handed back to the pool), not asgiref's
     # single thread every run on the loop would queue behind.
+    from agenticos import images as images_module
     from agents.runner.execute import on_db_thread
     from governance import budgets, metered
 
@@ -264,11 +265,16 @@ async def generate_image(ctx: RunContext[Any], prompt: str) -> str | dict[str, A
     if not images:
         return failures.bad_news("The image model answered without drawing an image. Nothing was stored.")
     image = images[0]
+    # Stored and served as what its bytes are: the provider's own word for the type is not trusted.
+    sniffed = images_module.sniff(image.data[:64])
+    if sniffed is None:
+        return failures.bad_news("The image model's answer was not a PNG, JPEG, WebP or GIF image. Nothing was "
+                                 "stored.")
     workspace_id = await on_db_thread(_workspace_for_output, deps.scratch.get("workspace_id"))
     media = await on_db_thread(
         store.save,
         organization_id=deps.organization_id, run_id=deps.run_id, conversation_id=deps.conversation_id,
-        kind="image", data=image.data, media_type=image.media_type, name=store.display_name("image", text),
+        kind="image", data=image.data, media_type=sniffed[0], name=store.display_name("image", text),
         provider=state.config.provider, model=state.config.model, workspace_id=workspace_id)
     result: dict[str, Any] = store.file_entry(media)
     if media.workspace_path:

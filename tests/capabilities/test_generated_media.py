@@ -103,6 +103,13 @@ def test_a_row_that_cannot_be_written_leaves_no_file_behind(org, run):
     assert stored_files(org) == []
 
 
+def test_a_type_the_store_does_not_serve_is_refused_before_anything_is_written(org, run):
+    for media_type in ("text/html", "image/svg+xml", "application/octet-stream"):
+        with pytest.raises(ValueError, match="does not keep"):
+            save(run, media_type=media_type)
+    assert GeneratedMedia.objects.count() == 0 and stored_files(org) == []
+
+
 def test_a_run_with_a_workspace_gets_the_same_bytes_under_output(run):
     workspace = workspaces.open_for_run(run, "run")
 

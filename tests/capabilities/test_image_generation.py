@@ -260,6 +260,26 @@ async def test_an_answer_without_an_image_is_recorded_and_said(setup, fake_respo
     assert await sync_to_async(GeneratedMedia.objects.count)() == 0
 
 
+async def test_bytes_that_are_not_an_image_are_recorded_but_never_stored_whatever_the_provider_calls_them(
+        setup, fake_responses):
+    fake_responses.queue(ImageReply.image_of(b"<html><script>alert(1)</script></html>", output_format="png"))
+
+    outcome = await draw(setup)
+
+    assert "not a PNG, JPEG, WebP or GIF image" in outcome.returns[0]
+    assert await sync_to_async(SpendEntry.objects.count)() == 1  # it was paid for
+    assert await sync_to_async(GeneratedMedia.objects.count)() == 0
+
+
+async def test_a_jpeg_the_provider_labels_png_is_stored_as_a_jpeg(setup, fake_responses):
+    jpeg = b"\xff\xd8\xff\xe0" + b"\x00" * 40
+    fake_responses.queue(ImageReply.image_of(jpeg, output_format="png"))
+
+    outcome = await draw(setup)
+
+    assert outcome.returns[0]["media_type"] == "image/jpeg" and outcome.returns[0]["filename"].endswith(".jpg")
+
+
 # ------------------------------------------------------------------ the declaration and its config
 
 
