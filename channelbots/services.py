@@ -300,14 +300,15 @@ def register_webhook(*, actor: Actor, bot: ChannelBot, ip_address: str | None = 
     deployment's URL; Slack and Mattermost have no API for it, so the URL to paste is returned. Used by the
     console's Register button and `manage.py channel_webhook_register`."""
     from channelbots.api import webhook_url
-    from channelbots.platforms import PlatformError, client_for
+    from channelbots.platforms import PlatformError
+    from channelbots.telegram.client import TelegramClient
 
     bot = set_transport(actor=actor, bot=bot, transport=Transport.WEBHOOK, ip_address=ip_address)
     url = webhook_url(bot) or ""
     if bot.platform != Platform.TELEGRAM:
         return url
     credentials = reveal_credentials(bot)
-    client = client_for(bot, credentials)
+    client = TelegramClient(bot, credentials)
     try:
         me = client.identity()
         ChannelBot.objects.filter(pk=bot.pk).update(platform_bot_user_id=me.user_id,

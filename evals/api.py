@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import HttpResponse
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.response import Response
@@ -113,6 +112,18 @@ class StartRunSerializer(serializers.Serializer):
                                    help_text="'draft', a published version number, or an environment name.")
 
 
+class SuiteExportSerializer(serializers.Serializer):
+    """The exported YAML document (evals/yaml_io.py), which evals/import reads back: a mapping, not a string."""
+
+    kind = serializers.ChoiceField(choices=["eval_suite"])
+    format = serializers.IntegerField(help_text="The document format's version.")
+    agent = serializers.CharField(help_text="The agent's slug.")
+    name = serializers.CharField()
+    description = serializers.CharField(allow_blank=True)
+    gates_publish = serializers.BooleanField()
+    cases = serializers.ListField(child=serializers.DictField())
+
+
 class CompareSerializer(serializers.Serializer):
     first = serializers.DictField()
     second = serializers.DictField()
@@ -175,7 +186,7 @@ class SuiteDetailView(_AgentView):
 class SuiteExportView(_AgentView):
     serializer_class = None
 
-    @extend_schema(responses={(200, "application/yaml"): OpenApiTypes.STR, **ERRORS}, summary="A suite as YAML")
+    @extend_schema(responses={(200, "application/yaml"): SuiteExportSerializer, **ERRORS}, summary="A suite as YAML")
     def get(self, request, agent_id, suite_id):
         suite = services.suite_for(self.actor, self.agent(agent_id), suite_id)
         text = services.export_suite_yaml(actor=self.actor, suite=suite)

@@ -82,7 +82,7 @@ class FiringSerializer(serializers.ModelSerializer):
         fields = ["id", "due_at", "source", "status", "reason", "run_id", "run_status", "created_at"]
 
 
-class SecretSerializer(serializers.Serializer):
+class TriggerSecretSerializer(serializers.Serializer):
     signing_secret = serializers.CharField()
 
 
@@ -160,10 +160,10 @@ class TriggerResumeView(TriggerPauseView):
 
 
 class TriggerRotateSecretView(BaseOrgView):
-    serializer_class = SecretSerializer
+    serializer_class = TriggerSecretSerializer
     permission_map: dict[str, str] = {}  # edit access on the agent, checked by the service
 
-    @extend_schema(request=None, responses={200: SecretSerializer, **WRITE_ERRORS},
+    @extend_schema(request=None, responses={200: TriggerSecretSerializer, **WRITE_ERRORS},
                    summary="A new signing secret (shown this once; the old one stops working)")
     def post(self, request, trigger_id):
         trigger = services.trigger_for(self.actor, trigger_id)

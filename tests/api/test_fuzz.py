@@ -44,14 +44,7 @@ CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
 NOT_JSON = {"GET /api/v1/conversations/{conversation_id}/workspace/raw"}
 # Known failures that belong to another item of issue 16, fixed separately: (operation, failure kind) ->
 # the item. Still counted and printed, not asserted. Remove an entry when its fix lands; never a blanket one.
-KNOWN: dict[tuple[str, str], str] = {
-    # Found when the real-id pass reached a trigger and an evaluation suite; the views are outside the files of
-    # the change that found them (patches in its report). Remove each entry when its patch lands.
-    ("POST /api/v1/triggers/{trigger_id}/rotate-secret", "JsonSchemaError"):
-        "triggers.api.SecretSerializer collides with the secret store's `Secret` component: rename it",
-    ("GET /api/v1/agents/{agent_id}/evals/{suite_id}/yaml", "JsonSchemaError"):
-        "documented as a YAML string, while the YAML document is a mapping: document its shape as agents' export",
-}
+KNOWN: dict[tuple[str, str], str] = {}  # (operation, failure kind) -> why it is tolerated for now: none
 
 
 @dataclass
