@@ -153,7 +153,7 @@ class BrowserSession:
     page: Any = None
     _elements: list[Any] = field(default_factory=list)
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    _guards: list[Any] = field(default_factory=list)
+    _home: Any = None  # the agent's one tab: the only page that may load anything
 
     def __post_init__(self) -> None:
         self.policy.allowed_domains = self.config.allowed_domains
@@ -194,9 +194,10 @@ class BrowserSession:
             await self.context.route("**/*", self._route)
             # A page's WebSocket is no request Fetch pauses: its handshake is checked here instead.
             await self.context.route_web_socket(lambda url: True, self._route_socket)
-            self.context.on("page", lambda page: asyncio.ensure_future(self._guard(page)))
+            self.context.on("page", lambda page: asyncio.ensure_future(self._on_page(page)))
             self.page = await self.context.new_page()
             await self._guard(self.page)
+            self._home = self.page
         except BrowserUnavailable:
             await self.close()
             raise
@@ -228,17 +229,48 @@ class BrowserSession:
                 await self._pw.stop()
             except Exception:
                 logger.debug("playwright stop", exc_info=True)
-        self.context = self._browser = self._pw = self.page = None
+        self.context = self._browser = self._pw = self.page = self._home = None
 
     # ------------------------------------------------------------ the guard
 
     async def _route(self, route: Any) -> None:
-        """Playwright's interception: the first request of every page of the context, popups included."""
-        reason = await self.policy.check(route.request.url)
-        if reason is None:
-            await route.continue_()
-        else:
+        """Playwright's interception: the first request of every page of the context, popups included.
+
+        It does not see redirect hops, and neither does a guard attached to a new tab once its first request is
+        under way, so only the agent's tab (guarded before it loads anything) may load a page: a new tab's load
+        (a target=_blank link, window.open) is stopped, the tab closed, and the address loaded in the agent's
+        tab instead — one tab in its hands, every hop seen."""
+        request = route.request
+        reason = await self.policy.check(request.url)
+        if reason is not None:
             await route.abort("blockedbyclient")
+            return
+        page = _page_of(request)
+        if page is not self._home and request.is_navigation_request() and (page is None
+                                                                             or request.frame == page.main_frame):
+            await route.abort("blockedbyclient")
+            asyncio.ensure_future(self._follow_in_tab(request.url))
+            return
+        await route.continue_()
+
+    async def _follow_in_tab(self, url: str) -> None:
+        home = self._home
+        if home is None or home.is_closed():
+            return
+        try:
+            await home.goto(url, wait_until="domcontentloaded", timeout=NAVIGATION_TIMEOUT_MS)
+        except Exception:  # refused by the guard, or the tab closed: the next read shows the page as it is
+            logger.debug("new tab followed in the agent's tab", exc_info=True)
+
+    async def _on_page(self, page: Any) -> None:
+        """A page the context opened: the agent's own tab gets its guard; any other tab is closed (its load goes
+        to the agent's tab, see `_route`)."""
+        if self._home is None or page is self._home:
+            return
+        try:
+            await page.close()
+        except Exception:
+            logger.debug("new tab close", exc_info=True)
 
     async def _route_socket(self, socket: Any) -> None:
         """A WebSocket the page opens: connected to its server only when the policy lets its address go."""
@@ -251,7 +283,6 @@ class BrowserSession:
     async def _guard(self, page: Any) -> None:
         """Every request of this page, every redirect hop included, paused until the policy answers."""
         session = await self.context.new_cdp_session(page)
-        self._guards.append(session)
 
         async def paused(event: dict[str, Any]) -> None:
             url = event["request"]["url"]
@@ -306,12 +337,8 @@ class BrowserSession:
         return PageView(url=page.url, title=title, rows=data, text=text, truncated=bool(truncated), screenshot=shot)
 
     def _current_page(self) -> Any:
-        if self.page is None:
+        if self.page is None or self.page.is_closed():
             raise ActionFailed("No page is open: open one with a URL first.")
-        # A link that opened a new tab: the agent follows it there (one tab in its hands).
-        pages = [p for p in self.context.pages if not p.is_closed()] if self.context else []
-        if pages and pages[-1] is not self.page:
-            self.page = pages[-1]
         return self.page
 
     def _element(self, index: int) -> Any:
@@ -407,6 +434,13 @@ class BrowserSession:
             await page.wait_for_load_state("domcontentloaded", timeout=5000)
         except Exception:
             logger.debug("page still loading after an action", exc_info=True)
+
+
+def _page_of(request: Any) -> Any:
+    try:
+        return request.frame.page
+    except Exception:  # a request with no frame (a worker's): the context route alone checks it
+        return None
 
 
 def _navigated_away(exc: BaseException) -> bool:

@@ -290,3 +290,29 @@ def test_candidate_cap_limits_the_rows_one_read_offers(browser_env, site):
     opened, clicked = outcome.returns
     assert "[1] text 'Name'" in opened and "[2] email 'Email'" in opened and "[3]" not in opened
     assert "There is no element [3]" in clicked
+
+
+@pytest.mark.parametrize("element", [1, 2])
+def test_a_new_tab_redirected_into_the_deployment_is_refused(browser_env, site, internal, element):
+    """A link with target=_blank and window.open make a page of their own, guarded from its first request: its
+    redirect into the network is refused as in the agent's tab."""
+    inner = f"http://{SITE}:{site.port}/redirect?to=http://{INTRANET}:{internal.port}/secret"
+    outcome = asyncio.run(run(browser_spec(browser_env), calls(
+        ("browser_open", {"url": f"http://{SITE}:{site.port}/popup?to={inner}"}),
+        ("browser_click", {"element": element}),
+        ("browser_read", {}),
+    )))
+    assert "/redirect" in site.paths(), "the control: the new tab did start"
+    assert internal.hits == []
+    assert "internal secret" not in "".join(outcome.returns)
+
+
+@pytest.mark.parametrize("element", [1, 2])
+def test_a_new_tab_opens_in_the_agents_own_tab(browser_env, site, element):
+    target = f"http://{SITE}:{site.port}/flow/1"
+    outcome = asyncio.run(run(browser_spec(browser_env), calls(
+        ("browser_open", {"url": f"http://{SITE}:{site.port}/popup?to={target}"}),
+        ("browser_click", {"element": element}),
+        ("browser_read", {}),
+    )))
+    assert f"URL: {target}" in outcome.returns[-1] and "Boots" in outcome.returns[-1]

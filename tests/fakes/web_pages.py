@@ -3,7 +3,7 @@
 `WebPages`: real HTTP on 127.0.0.1 (a thread), every request recorded. Pages: `/form` (name, email, plan,
 POST → `/thanks`), `/flow/1` → `/flow/2` → `/flow/3` (a multi-page flow), `/login` (POST user+password →
 `/account` with a session cookie), `/cookie/set` and `/cookie/show`, `/redirect?to=<url>` (302), `/fetcher?to=<url>`
-(the page's own `fetch()`; its title says what came back), `/socket?to=<ws url>` (the page's own WebSocket). The tests reach it by a name Chromium maps to
+(the page's own `fetch()`; its title says what came back), `/socket?to=<ws url>` (the page's own WebSocket), `/popup?to=<url>` (a link to a new tab, a window.open button). The tests reach it by a name Chromium maps to
 127.0.0.1 (`--host-resolver-rules`) while netguard's resolver is told that name is public, so the page is a
 "site on the internet" and 127.0.0.1 itself stays the deployment's inside — where a second `WebPages`
 (the "internal" server) records whether anything reached it.
@@ -95,6 +95,10 @@ class _Handler(BaseHTTPRequestHandler):
             script = (f"<script>const ws = new WebSocket('{target}'); ws.onopen = () => document.title = 'open';"
                       " ws.onclose = () => document.title = 'closed';</script>")
             return self._send(200, _page("connecting", "<p>Connecting.</p>" + script))
+        if parts.path == "/popup":
+            target = html.escape(query["to"][0], quote=True)
+            return self._send(200, _page("popup", f"<a href='{target}' target=_blank>Open it</a>"
+                                                  f"<button onclick=\"window.open('{target}')\">Window</button>"))
         if parts.path == "/cookie/set":
             return self._send(200, _page("Set", "<p>cookie set</p>"), {"Set-Cookie": "session=alice; Path=/"})
         if parts.path == "/cookie/show":
