@@ -11,7 +11,7 @@ import difflib
 from typing import Any
 
 # Lists whose items are matched by a key instead of by position.
-KEYED_LISTS: dict[str, str] = {"capabilities": "id", "subagents": "name"}
+KEYED_LISTS: dict[str, str] = {"capabilities": "id", "subagents": "name", "external_agents": "name"}
 LONG_TEXT_CHARS = 120
 _MISSING: Any = object()
 

@@ -64,6 +64,7 @@ BUILTIN: tuple[str, ...] = (
     "capabilities.follow_ups",
     "capabilities.artifacts",
     "capabilities.visuals",
+    "capabilities.image_generation",
 )
 
 # A name every provider accepts for a function tool.

@@ -63,8 +63,9 @@ def _database(org: Organization) -> tuple[dict[str, Any], dict[str, Any]]:
     return {"connection_ids": [str(conn.pk)]}, {}
 
 
-def _mem0(org: Organization) -> tuple[dict[str, Any], dict[str, Any]]:
-    secret = factories.secret(org, "mem0 key")
+def _keyed(org: Organization) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A binding with a key of its own: any sealed secret will do, no request is made."""
+    secret = factories.secret(org, "provider key")
     return {}, {"_binding": {"secret_id": str(secret.pk)}}
 
 
@@ -94,7 +95,8 @@ SETUPS: dict[str, Callable[[Organization], tuple[dict[str, Any], dict[str, Any]]
     "context": _context,
     "skills": _skills,
     "database": _database,
-    "memory_mem0": _mem0,
+    "memory_mem0": _keyed,
+    "image_generation": _keyed,
     "sandbox": _sandbox,
     "subagents": _subagents,
 }
