@@ -11,7 +11,7 @@ import pytest
 from capabilities import registry
 from capabilities.browser.config import BrowserConfig, publish_problems
 from tests.capabilities.helpers import run, spec
-from tests.fakes.web_pages import INTRANET, SITE, browser_env, chromium, internal, site  # noqa: F401
+from tests.fakes.web_pages import INTRANET, OTHER_SITE, SITE, browser_env, chromium, internal, site  # noqa: F401
 
 pytestmark = [pytest.mark.django_db, pytest.mark.browser]
 
@@ -316,3 +316,16 @@ def test_a_new_tab_opens_in_the_agents_own_tab(browser_env, site, element):
         ("browser_read", {}),
     )))
     assert f"URL: {target}" in outcome.returns[-1] and "Boots" in outcome.returns[-1]
+
+
+@pytest.mark.parametrize("frame_host", [SITE, OTHER_SITE])
+def test_a_frame_redirected_into_the_deployment_is_refused(browser_env, site, internal, frame_host):
+    """A same-site frame and a cross-site one (its own renderer process, a CDP target of its own)."""
+    inner = f"http://{frame_host}:{site.port}/redirect?to=http://{INTRANET}:{internal.port}/secret"
+    outcome = asyncio.run(run(browser_spec(browser_env), calls(
+        ("browser_open", {"url": f"http://{SITE}:{site.port}/framed?to={inner}"}),
+        ("browser_read", {}),
+    )))
+    assert site.paths()[:2] == ["/framed", "/redirect"], "the control: the frame did load"
+    assert internal.hits == []
+    assert "internal secret" not in "".join(outcome.returns)

@@ -3,7 +3,7 @@
 `WebPages`: real HTTP on 127.0.0.1 (a thread), every request recorded. Pages: `/form` (name, email, plan,
 POST → `/thanks`), `/flow/1` → `/flow/2` → `/flow/3` (a multi-page flow), `/login` (POST user+password →
 `/account` with a session cookie), `/cookie/set` and `/cookie/show`, `/redirect?to=<url>` (302), `/fetcher?to=<url>`
-(the page's own `fetch()`; its title says what came back), `/socket?to=<ws url>` (the page's own WebSocket), `/popup?to=<url>` (a link to a new tab, a window.open button). The tests reach it by a name Chromium maps to
+(the page's own `fetch()`; its title says what came back), `/socket?to=<ws url>` (the page's own WebSocket), `/popup?to=<url>` (a link to a new tab, a window.open button), `/framed?to=<url>` (an iframe). The tests reach it by a name Chromium maps to
 127.0.0.1 (`--host-resolver-rules`) while netguard's resolver is told that name is public, so the page is a
 "site on the internet" and 127.0.0.1 itself stays the deployment's inside — where a second `WebPages`
 (the "internal" server) records whether anything reached it.
@@ -95,6 +95,9 @@ class _Handler(BaseHTTPRequestHandler):
             script = (f"<script>const ws = new WebSocket('{target}'); ws.onopen = () => document.title = 'open';"
                       " ws.onclose = () => document.title = 'closed';</script>")
             return self._send(200, _page("connecting", "<p>Connecting.</p>" + script))
+        if parts.path == "/framed":
+            target = html.escape(query["to"][0], quote=True)
+            return self._send(200, _page("framed", f"<p>A frame:</p><iframe src='{target}'></iframe>"))
         if parts.path == "/popup":
             target = html.escape(query["to"][0], quote=True)
             return self._send(200, _page("popup", f"<a href='{target}' target=_blank>Open it</a>"
@@ -201,6 +204,7 @@ class Chromium:
 import pytest  # noqa: E402
 
 SITE = "site.test"  # "on the internet": netguard is told it is public, Chromium sends it to 127.0.0.1
+OTHER_SITE = "other.test"  # another site on the internet (a cross-site frame runs in a process of its own)
 INTRANET = "intranet.test"  # "inside the deployment": resolves to 10.20.30.40, Chromium sends it to 127.0.0.1
 PUBLIC_IP = "93.184.216.34"
 PRIVATE_IP = "10.20.30.40"
@@ -208,7 +212,7 @@ PRIVATE_IP = "10.20.30.40"
 
 @pytest.fixture(scope="module")
 def chromium():
-    browser = Chromium(host_rules=f"MAP {SITE} 127.0.0.1, MAP {INTRANET} 127.0.0.1").start()
+    browser = Chromium(host_rules=f"MAP {SITE} 127.0.0.1, MAP {OTHER_SITE} 127.0.0.1, MAP {INTRANET} 127.0.0.1").start()
     yield browser
     browser.stop()
 
@@ -236,7 +240,7 @@ def browser_env(settings, monkeypatch, chromium):
     real = netguard.resolve
 
     async def resolve(hostname: str) -> list[str]:
-        return {SITE: [PUBLIC_IP], INTRANET: [PRIVATE_IP]}.get(hostname) or await real(hostname)
+        return {SITE: [PUBLIC_IP], OTHER_SITE: [PUBLIC_IP], INTRANET: [PRIVATE_IP]}.get(hostname) or await real(hostname)
 
     monkeypatch.setattr(netguard, "resolve", resolve)
     return chromium
