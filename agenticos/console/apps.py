@@ -11,12 +11,12 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import messages
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.views.decorators.clickjacking import xframe_options_sameorigin
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_GET, require_POST
 
 from agenticos.console.base import console_view, screen
 from agenticos.errors import Invalid
@@ -77,6 +77,22 @@ def app_raw(request: HttpRequest, actor: Actor, artifact_id: Any) -> HttpRespons
     response["X-Content-Type-Options"] = "nosniff"
     response["Referrer-Policy"] = "no-referrer"
     response["Cache-Control"] = "private, no-store"
+    return response
+
+
+@require_GET
+def app_library(request: HttpRequest, name: str) -> FileResponse:
+    """The library bundle, the one remote source a page or a drawing may load (sandbox.LIBRARY_PATH). Public
+    code, served to anyone: a sandboxed frame is an opaque origin that sends no cookies, and it loads an ES
+    module (three.js) only with `Access-Control-Allow-Origin`. Only the listed files; nothing else is a path."""
+    if name not in sandbox.LIBRARY_FILES:
+        raise Http404("No such library.")
+    content_type = "text/css; charset=utf-8" if name.endswith(".css") else "text/javascript; charset=utf-8"
+    response = FileResponse((sandbox.LIBRARY_DIR / name).open("rb"), content_type=content_type)
+    response["Access-Control-Allow-Origin"] = "*"
+    response["Cross-Origin-Resource-Policy"] = "cross-origin"
+    response["X-Content-Type-Options"] = "nosniff"
+    response["Cache-Control"] = "public, max-age=86400"
     return response
 
 

@@ -11,4 +11,5 @@ urlpatterns = [
     path("apps/<uuid:artifact_id>/", apps.app_detail, name="detail"),
     path("apps/<uuid:artifact_id>/raw", apps.app_raw, name="raw"),
     path("apps/<uuid:artifact_id>/share", apps.app_share, name="share"),
+    path("apps/lib/<str:name>", apps.app_library, name="library"),
 ]

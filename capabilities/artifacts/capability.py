@@ -107,7 +107,7 @@ async def publish_artifact(
     """Publish a finished page (a report, a small dashboard, a summary) as an application under a stable link.
 
     One self-contained HTML or Markdown document: embed your own data in it and load charts only from the
-    deployment's library bundle (/static/vendor/lib/: chart.umd.min.js, mermaid.min.js, three.module.min.js,
+    deployment's library bundle (/apps/lib/: chart.umd.min.js, mermaid.min.js, three.module.min.js,
     leaflet.js), never a CDN — the page has no network at all. Publishing the same name again from this agent
     adds a version to the same link. Give exactly one of path, content or edits.
 

@@ -227,7 +227,7 @@ async def draw(ctx: RunContext[Any], kind: Kind, title: str, content: str,
     Pick the form first: a fact is text, exact values are a Markdown table, numbers to look at are
     create_chart. Draw when the person must understand how something works, use a tool made for the moment,
     or follow places on a map. The drawing has no network: embed its data and load libraries only from
-    /static/vendor/lib/ (chart.umd.min.js, mermaid.min.js, three.module.min.js as an ES module, leaflet.js).
+    /apps/lib/ (chart.umd.min.js, mermaid.min.js, three.module.min.js as an ES module, leaflet.js).
     Scripts run once the call is complete. agenticos.followUp(text) offers the person a next message they send
     with a click.
 

@@ -1,7 +1,7 @@
 /* Visuals in the conversation (capabilities/visuals): window.AgenticVisuals.render(call, el) draws a draw /
    revise_visual call into `el`, in the applications' sandbox — an <iframe sandbox="allow-scripts"> (never
    allow-same-origin: an opaque origin) whose document carries CSP connect-src 'none' and may load only the
-   deployment's library bundle (/static/vendor/lib/).
+   deployment's library bundle (/apps/lib/).
 
    call = {tool_name, args, result, streaming, tool_call_id?}. While `streaming` the markup is shown without
    scripts and on* attributes (Mermaid redraws per complete line); once the call is complete the drawing runs
@@ -11,7 +11,7 @@
    as the bubbling DOM event "agenticos:follow-up" {detail: {text}} (and AgenticChat.send when present). */
 (function () {
   "use strict";
-  var LIB = "/static/vendor/lib/";
+  var LIB = "/apps/lib/";
   var REPORT_URL = "/api/v1/visuals/reports";
   var byId = {};       // visual id → {kind, content, images, title}
   var mounted = [];    // {iframe, el, digest, report}

@@ -71,8 +71,8 @@ def test_a_drawing_answers_its_id_and_says_nobody_checked_it_when_nobody_watches
 
 def test_a_drawing_may_load_the_deployments_library_bundle(setup):
     org, person, agent = setup
-    page = ('<canvas id="c"></canvas><script src="/static/vendor/lib/chart.umd.min.js"></script>'
-            '<script type="module">import * as THREE from "/static/vendor/lib/three.module.min.js";</script>')
+    page = ('<canvas id="c"></canvas><script src="/apps/lib/chart.umd.min.js"></script>'
+            '<script type="module">import * as THREE from "/apps/lib/three.module.min.js";</script>')
     outcome = go(run_for(org, person, agent, surface="api"), [draw(page, kind="html")])
     assert outcome.retries == [] and outcome.returns[0]["visual_id"] == "call-0"
 

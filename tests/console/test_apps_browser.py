@@ -146,3 +146,36 @@ def test_a_follow_up_from_a_drawing_is_sent_only_on_the_persons_click(live_serve
     assert page.evaluate("() => window.sent") == []  # shown, not sent
     offer.get_by_role("button", name="Send").click()
     assert page.evaluate("() => window.sent") == ["Plan this stop"]
+
+
+LIBRARY_DRAWINGS = {
+    "mermaid": ("mermaid", "flowchart LR\n  Order --> Pack\n  Pack --> Ship\n", "svg"),
+    "chart.js": ("html", '<canvas id="c" width="300" height="150"></canvas>'
+                         '<script src="/apps/lib/chart.umd.min.js"></script>'
+                         '<script>new Chart(document.getElementById("c"), {type: "bar", data: {labels: ["a", "b"], '
+                         'datasets: [{data: [1, 2]}]}, options: {animation: false}});'
+                         'document.body.dataset.ok = "chart";</script>', "[data-ok=chart]"),
+    "three.js": ("html", '<script type="module">import * as THREE from "/apps/lib/three.module.min.js";'
+                         'document.body.dataset.ok = "three-" + THREE.REVISION;</script>', "[data-ok=three-170]"),
+    "leaflet": ("html", '<link rel="stylesheet" href="/apps/lib/leaflet.css"><div id="m" style="height:120px">'
+                        '</div><script src="/apps/lib/leaflet.js"></script><script>var m = L.map("m", '
+                        '{center: [52.2, 21], zoom: 5}); L.polyline([[52.2, 21], [50.06, 19.94]]).addTo(m);'
+                        'document.body.dataset.ok = "leaflet";</script>', "[data-ok=leaflet]"),
+}
+
+
+@pytest.mark.parametrize("library", list(LIBRARY_DRAWINGS))
+def test_a_drawing_loads_the_deployments_library_bundle_inside_the_sandbox(live_server_url, browser, library):
+    kind, content, drawn = LIBRARY_DRAWINGS[library]
+    org = factories.organization(name="Acme")
+    _person(org, "drawer@example.com")
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.set_default_timeout(TIMEOUT)
+    sign_in(page, live_server_url, "drawer@example.com")
+    page.goto(f"{live_server_url}/apps/")
+    page.add_script_tag(url=f"{live_server_url}/static/console/visuals.js")
+    with page.expect_request(lambda r: r.url.endswith("/api/v1/visuals/reports")) as posted:
+        _render(page, {"tool_name": "draw", "tool_call_id": "c1", "result": None,
+                       "args": {"kind": kind, "title": library, "content": content}})
+    assert json.loads(posted.value.post_data or "{}")["errors"] == []
+    page.frame_locator("#visual-under-test iframe").locator(drawn).first.wait_for(state="attached")

@@ -151,7 +151,7 @@ def test_the_page_is_served_in_the_sandbox_with_no_network(client_as, org, membe
     policy = response["Content-Security-Policy"]
     assert policy.startswith("sandbox allow-scripts;") and "allow-same-origin" not in policy
     assert "connect-src 'none'" in policy and "default-src 'none'" in policy
-    assert "script-src 'unsafe-inline' http://testserver/static/vendor/lib/;" in policy
+    assert "script-src 'unsafe-inline' http://testserver/apps/lib/;" in policy
     assert response["X-Content-Type-Options"] == "nosniff" and response["Cache-Control"] == "private, no-store"
     assert response.content.decode() == PAGE
 
@@ -160,7 +160,7 @@ def test_a_markdown_page_is_drawn_by_the_vendored_marked_and_dompurify(client_as
     artifact = publish(org, reporter, member, name="notes", text="# Notes\n\n</script><script>alert(1)</script>",
                        fmt="markdown")
     page = client_as(member, org).get(f"/apps/{artifact.pk}/raw").content.decode()
-    assert '<script src="/static/vendor/lib/marked.umd.js"></script>' in page
+    assert '<script src="/apps/lib/marked.umd.js"></script>' in page
     assert "DOMPurify.sanitize(marked.parse(" in page
     assert "</script><script>alert(1)" not in page  # the source is a JSON string that cannot close the script
 
@@ -179,3 +179,20 @@ def test_the_apps_list_does_not_grow_its_queries_with_its_rows(client_as, org, m
         other = factories.published_agent(org, builder, name=f"Agent {n}")
         publish(org, other, member, name=f"a-{n}")
     assert queries() == few
+
+
+def test_the_library_bundle_is_served_to_any_origin_and_nothing_else_is(client):
+    from django.urls import reverse
+
+    from capabilities.artifacts import sandbox
+
+    assert reverse("console-apps:library", args=["leaflet.js"]) == f"{sandbox.LIBRARY_PATH}leaflet.js"
+    for name in sorted(sandbox.LIBRARY_FILES):
+        response = client.get(f"/apps/lib/{name}")  # nobody signed in: a sandboxed frame sends no cookies
+        assert response.status_code == 200, name
+        assert response["Access-Control-Allow-Origin"] == "*" and response["X-Content-Type-Options"] == "nosniff"
+        assert b"".join(response.streaming_content) == (sandbox.LIBRARY_DIR / name).read_bytes()
+    assert client.get("/apps/lib/three.module.min.js")["Content-Type"].startswith("text/javascript")
+    assert client.get("/apps/lib/leaflet.css")["Content-Type"].startswith("text/css")
+    for name in ("VERSIONS.txt", "..%2Fhtmx.min.js", "../htmx.min.js", "htmx.min.js", "%2e%2e%2fsettings.py"):
+        assert client.get(f"/apps/lib/{name}").status_code == 404, name
