@@ -329,3 +329,26 @@ def test_a_frame_redirected_into_the_deployment_is_refused(browser_env, site, in
     assert site.paths()[:2] == ["/framed", "/redirect"], "the control: the frame did load"
     assert internal.hits == []
     assert "internal secret" not in "".join(outcome.returns)
+
+
+@pytest.mark.parametrize("listed", [False, True])
+def test_a_workers_fetch_into_the_deployment_is_refused(browser_env, site, internal, listed):
+    """A dedicated worker is a target of its own; its requests are checked like the page's. The control lists the
+    host, and the worker's fetch then reaches the internal server (its answer is CORS-blocked either way)."""
+    from capabilities.browser.session import BrowserSession
+
+    config = BrowserConfig(cdp_url=browser_env.cdp_url, allowed_domains=[SITE, INTRANET] if listed else None)
+
+    async def work():
+        tab = BrowserSession(config=config)
+        try:
+            await tab.open(f"http://{SITE}:{site.port}/worker?to=http://{INTRANET}:{internal.port}/secret")
+            await tab.page.wait_for_function("document.title !== 'working'", timeout=10000)
+        finally:
+            await tab.close()
+
+    asyncio.run(work())  # the worker's fetch has settled (refused, or blocked by CORS after it went out)
+    if listed:
+        assert internal.paths() == ["/secret"]
+    else:
+        assert internal.hits == []

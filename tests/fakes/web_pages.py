@@ -3,7 +3,7 @@
 `WebPages`: real HTTP on 127.0.0.1 (a thread), every request recorded. Pages: `/form` (name, email, plan,
 POST → `/thanks`), `/flow/1` → `/flow/2` → `/flow/3` (a multi-page flow), `/login` (POST user+password →
 `/account` with a session cookie), `/cookie/set` and `/cookie/show`, `/redirect?to=<url>` (302), `/fetcher?to=<url>`
-(the page's own `fetch()`; its title says what came back), `/socket?to=<ws url>` (the page's own WebSocket), `/popup?to=<url>` (a link to a new tab, a window.open button), `/framed?to=<url>` (an iframe). The tests reach it by a name Chromium maps to
+(the page's own `fetch()`; its title says what came back), `/socket?to=<ws url>` (the page's own WebSocket), `/popup?to=<url>` (a link to a new tab, a window.open button), `/framed?to=<url>` (an iframe), `/worker?to=<url>` (a dedicated worker's `fetch()`; the title says what came back). The tests reach it by a name Chromium maps to
 127.0.0.1 (`--host-resolver-rules`) while netguard's resolver is told that name is public, so the page is a
 "site on the internet" and 127.0.0.1 itself stays the deployment's inside — where a second `WebPages`
 (the "internal" server) records whether anything reached it.
@@ -95,6 +95,12 @@ class _Handler(BaseHTTPRequestHandler):
             script = (f"<script>const ws = new WebSocket('{target}'); ws.onopen = () => document.title = 'open';"
                       " ws.onclose = () => document.title = 'closed';</script>")
             return self._send(200, _page("connecting", "<p>Connecting.</p>" + script))
+        if parts.path == "/worker":
+            target = html.escape(query["to"][0], quote=True)
+            script = (f"<script>const code = \"fetch('{target}').then(r => r.text()).then(t => postMessage('got ' + t),"
+                      " e => postMessage('refused'))\"; const w = new Worker(URL.createObjectURL(new Blob([code])));"
+                      " w.onmessage = (m) => document.title = m.data;</script>")
+            return self._send(200, _page("working", "<p>Working.</p>" + script))
         if parts.path == "/framed":
             target = html.escape(query["to"][0], quote=True)
             return self._send(200, _page("framed", f"<p>A frame:</p><iframe src='{target}'></iframe>"))
