@@ -21,7 +21,7 @@ RUN groupadd --system app && useradd --system --gid app --home-dir /app app \
 # Everything the app needs at run time; .dockerignore keeps out the venv, data, tests and VCS.
 COPY . .
 
-RUN pip install .
+RUN pip install '.[browser]'
 
 # Settings need their production variables even at build time; these throwaway values only let
 # collectstatic import them (nothing connects to the database or Redis here).
