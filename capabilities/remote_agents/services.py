@@ -103,6 +103,15 @@ def _may_change(actor: Actor, row: RemoteAgent) -> None:
         raise Forbidden("Only whoever registered this remote agent, or someone who edits every agent, may change it.")
 
 
+def can_change(actor: Actor, row: RemoteAgent) -> bool:
+    """Whether `actor` may update or delete `row` (the rule above, for showing a screen's controls)."""
+    try:
+        _may_change(actor, row)
+    except Forbidden:
+        return False
+    return True
+
+
 def update_remote_agent(*, actor: Actor, row: RemoteAgent, changes: dict[str, Any]) -> RemoteAgent:
     """Read the card again (at its new URL, with its new key) and save what it says."""
     _may_change(actor, row)
