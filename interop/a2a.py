@@ -53,6 +53,7 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.http import HttpRequest
 from starlette.applications import Starlette
+from starlette.background import BackgroundTasks
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -343,7 +344,21 @@ async def endpoint(request: Request) -> Response:
                                 agent_card=card_for(request, agent, environment, spec))
     dispatcher = JsonRpcDispatcher(request_handler=handler, context_builder=_OwnerContext(owner_of(actor)),
                                    enable_v0_3_compat=True)
-    return await dispatcher.handle_requests(request)
+    try:
+        response = await dispatcher.handle_requests(request)
+    except BaseException:
+        await handler.aclose()
+        raise
+    # The handler lives for this request, and its active tasks' producer and dispatch loops with it. Left to the
+    # garbage collector, they were closed in whichever thread collected them, where their cleanup (a queue
+    # shutdown taking a lock) hung a Django request's thread for good. Close them once the answer is sent
+    # (for message/stream, after its last event).
+    after = BackgroundTasks()
+    if response.background is not None:
+        after.add_task(response.background)
+    after.add_task(handler.aclose)
+    response.background = after
+    return response
 
 
 def _within_limit(request: Request) -> None:

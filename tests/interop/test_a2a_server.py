@@ -231,3 +231,30 @@ def test_a_body_past_the_upload_limit_is_refused_before_it_is_read(live_server_u
                               "parts": [{"kind": "text", "text": text}]}}})
     assert response.status_code == 413 and response.json()["error"]["code"] == "too_large"
     assert not Run.objects.exists()
+
+
+def test_every_request_closes_the_sdks_handler_once_it_is_answered(org, owner, monkeypatch):
+    """The SDK's handler lives for one request; its tasks' loops, left to the garbage collector, were closed in
+    whichever thread collected them and hung a later request there (a /v1/models call never answered)."""
+    from interop import a2a
+
+    publish(org, owner, name="Shop Helper")
+    key = api_key(owner, org)
+    closed = []
+    original = a2a.RunRequestHandler.aclose
+
+    async def aclose(self):
+        closed.append(self)
+        await original(self)
+
+    monkeypatch.setattr(a2a.RunRequestHandler, "aclose", aclose)
+
+    async def ask():
+        transport = httpx.ASGITransport(app=a2a.application)
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost", headers=_headers(key)) as http:
+            return await http.post("/a2a/shop-helper", json={"jsonrpc": "2.0", "id": 1, "method": "tasks/get",
+                                                              "params": {"id": uuid.uuid4().hex}})
+
+    response = asyncio.run(ask())
+    assert response.status_code == 200 and "error" in response.json(), response.text
+    assert len(closed) == 1
