@@ -270,9 +270,12 @@ def slack_interaction(bot: ChannelBot, payload: dict, client: PlatformClient | N
 def telegram_callback(bot: ChannelBot, update: dict, client: PlatformClient | None = None) -> str:
     """A callback_query from the webhook or from polling. Always answered (the button spins until then): the
     outcome, as an alert when the click changed nothing."""
+    from capabilities.follow_ups import chat_apps
     from channelbots.platforms import client_for
     from channelbots.telegram.parse import parse_callback
 
+    if chat_apps.is_telegram_click(update):  # a suggested next step: a new message from the clicker
+        return chat_apps.telegram_click(bot, update, client)
     parsed = parse_callback(update, bot_id=str(bot.pk))
     if parsed is None:
         return "ignored"
@@ -292,9 +295,12 @@ def telegram_callback(bot: ChannelBot, update: dict, client: PlatformClient | No
 def mattermost_action(bot: ChannelBot, body: dict, client: PlatformClient | None = None) -> dict:
     """The integration request of a card's button; the answer is the response body Mattermost reads
     (`ephemeral_text` is shown to the clicker alone)."""
+    from capabilities.follow_ups import chat_apps
     from channelbots.mattermost.parse import parse_action
     from channelbots.platforms import client_for
 
+    if chat_apps.is_mattermost_click(body):  # a suggested next step: a new message from the clicker
+        return chat_apps.mattermost_click(bot, body, client)
     parsed = parse_action(body, bot_id=str(bot.pk), server=bot.api_base_url)
     if parsed is None:
         return {"ephemeral_text": NOT_THIS_CARD}
