@@ -40,6 +40,8 @@ urlpatterns = [
     path("", include("agenticos.console.urls_evals")),
     path("", include("agenticos.console.urls_channels")),
     path("", include("agenticos.console.urls_apps")),
+    path("", include("agenticos.console.urls_remote_agents")),
+    path("", include("agenticos.console.urls_delegates")),
     path("", include("agenticos.console.urls")),
 ]
 

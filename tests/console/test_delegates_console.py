@@ -14,11 +14,6 @@ from tests import factories
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture(autouse=True)
-def _delegates_urls(settings, _console_urls):
-    settings.ROOT_URLCONF = "tests.console.urls_remote_agents"
-
-
 def _remote(org, name="Weather Desk", description="Answers questions about the weather.") -> RemoteAgent:
     return RemoteAgent.objects.create(organization=org, name=name, description=description,
                                       card_url="https://desk.partner.test/card.json",

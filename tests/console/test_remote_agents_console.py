@@ -20,9 +20,7 @@ KEY = "a2a-partner-key-console-51c2"
 
 
 @pytest.fixture(autouse=True)
-def _remote_agent_settings(settings, _console_urls):
-    # After the console's urlconf (so this one wins): the console's routes plus these, until agenticos.urls has them.
-    settings.ROOT_URLCONF = "tests.console.urls_remote_agents"
+def _remote_agent_settings(settings):
     settings.TOOL_ALLOWED_PRIVATE_HOSTS = ["127.0.0.1"]  # the fake agent listens there
 
 

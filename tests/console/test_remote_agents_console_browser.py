@@ -5,8 +5,6 @@ and the builder deletes it — with no console error on any page."""
 
 from __future__ import annotations
 
-import subprocess
-
 import pytest
 
 from capabilities.remote_agents.models import RemoteAgent
@@ -25,15 +23,6 @@ def _live_remote_agent_settings(monkeypatch):
     # Read by the daphne subprocess (autouse: set before live_server_url starts it).
     monkeypatch.setenv("TOOL_ALLOWED_PRIVATE_HOSTS", "127.0.0.1")  # the fake agent listens there
     monkeypatch.setenv("REMOTE_AGENT_PLAIN_HTTP_HOSTS", "127.0.0.1")  # and has no TLS: the operator lists it
-    # Serve the console with these routes until agenticos.urls includes them (the same app otherwise).
-    popen = subprocess.Popen
-
-    def with_remote_agents(args, *rest, **kwargs):
-        args = ["tests.console.live_asgi_remote_agents:application" if a == "tests.console.live_asgi:application"
-                else a for a in args]
-        return popen(args, *rest, **kwargs)
-
-    monkeypatch.setattr(subprocess, "Popen", with_remote_agents)
 
 
 @pytest.fixture
@@ -65,10 +54,9 @@ def test_a_builder_registers_and_deletes_a_remote_agent_a_viewer_reads_it_in_the
     with page.expect_response(lambda r: r.request.method == "POST") as refused:
         page.get_by_role("button", name="Register").click()
     assert refused.value.status == 422
-    # The refused form's own answer (the response, and the browser's note of its status), shown on the page.
-    answered = [e for e in errors if "422" in e and f"{base}/remote-agents/" in e]
-    assert len(answered) == 2
-    errors[:] = [e for e in errors if e not in answered]
+    # The refused form's own answer is expected: its response (and the browser's console note of that status,
+    # which may come a moment later) are the only errors the page may have; they are set aside at the end.
+    assert f"422 {base}/remote-agents/" in errors
     page.locator('[data-error-field="card_url"]').wait_for()
     assert "hunter2-pass" not in page.content() and keyed_agent.seen == []
 
@@ -115,4 +103,5 @@ def test_a_builder_registers_and_deletes_a_remote_agent_a_viewer_reads_it_in_the
     page.wait_for_url(f"{base}/remote-agents/")
     page.get_by_text("No remote agents yet.").wait_for()
     assert not RemoteAgent.objects.filter(pk=row.pk).exists()
-    assert errors == [] and viewer_errors == []
+    refused_form = f"{base}/remote-agents/"
+    assert [e for e in errors if not ("422" in e and refused_form in e)] == [] and viewer_errors == []
