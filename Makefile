@@ -54,7 +54,7 @@ fuzz: install
 	AGENTICOS_DATA_DIR=$(TEST_DATA_DIR) AGENTICOS_TESTING=true $(PY) -m agenticos.devservices start >/dev/null
 	AGENTICOS_DATA_DIR=$(TEST_DATA_DIR) AGENTICOS_TESTING=true FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) \
 		FUZZ_SEED=$${FUZZ_SEED:-$$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')} \
-		$(PY) -m pytest tests/api/test_fuzz.py -p no:xdist -q -p no:logging --show-capture=no $(PYTEST_ARGS)
+		$(PY) -m pytest tests/api/test_fuzz.py -p no:xdist -q -p no:logging --show-capture=no --timeout=0 $(PYTEST_ARGS)
 
 lint: install
 	$(VENV)/bin/ruff check .
