@@ -85,7 +85,7 @@ def test_the_main_flow_from_new_agent_to_a_reopened_conversation(live_server_url
     shot(page, "home-empty")
 
     # New agent from the starter template; enable Reasoning and set its effort; set a calculation timeout.
-    page.get_by_role("link", name="Agents").click()
+    page.get_by_role("link", name="Agents", exact=True).click()
     page.get_by_label("Name").fill("Helper")
     page.get_by_role("button", name="Create agent").click()
     page.wait_for_selector("[data-capabilities]")
