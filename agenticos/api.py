@@ -9,7 +9,7 @@ from django.db.models import QuerySet
 from django.http.response import HttpResponseBase
 from django.urls import URLPattern, path
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, status
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.permissions import IsAuthenticated
@@ -227,9 +227,10 @@ class ApiKeyListView(mixins.ListModelMixin, BaseOrgView):
     permission_map = {"*": "apikeys:manage"}
 
     def get_queryset(self):
-        return services.api_keys_for(self.actor)
+        return services.search_api_keys(services.api_keys_for(self.actor), self.request.query_params.get("search", ""))
 
     @extend_schema(responses={200: ApiKeySerializer(many=True), **ERRORS},
+                   parameters=[OpenApiParameter("search", str, description="Part of a name, prefix or owner's email")],
                    summary="API keys (yours; everyone's for member managers)")
     def get(self, request: Request) -> Response:
         return self.list(request)

@@ -64,6 +64,10 @@ def envelope(code: str, message: str, details: Any = None) -> dict:
 
 
 def _drf_code(exc: drf.APIException) -> str:
+    # A refused key may say why in its own code (an expired key: "api_key_expired").
+    own = getattr(exc.detail, "code", None)
+    if isinstance(exc, drf.AuthenticationFailed) and own and own != drf.AuthenticationFailed.default_code:
+        return str(own)
     return {
         drf.NotAuthenticated: "not_authenticated",
         drf.AuthenticationFailed: "authentication_failed",

@@ -12,7 +12,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from agenticos.permissions import Role
+from agenticos.permissions import KeyScope, Role
 
 
 class UserManager(BaseUserManager["User"]):
@@ -119,6 +119,10 @@ class ApiKey(models.Model):
     name = models.CharField(max_length=100)
     prefix = models.CharField(max_length=16, db_index=True)
     key_hash = models.CharField(max_length=64, unique=True)
+    # What the key may do within its person's rights (agenticos.permissions.KeyScope): read, run or admin.
+    # Keys made before scopes existed keep everything their person may do.
+    scope = models.CharField(max_length=16, choices=KeyScope.choices, default=KeyScope.ADMIN)
+    expires_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
@@ -131,7 +135,11 @@ class ApiKey(models.Model):
 
     @property
     def is_active(self) -> bool:
-        return self.revoked_at is None
+        return self.revoked_at is None and not self.is_expired
+
+    @property
+    def is_expired(self) -> bool:
+        return self.expires_at is not None and self.expires_at <= timezone.now()
 
 
 class SecretKind(models.TextChoices):

@@ -79,6 +79,37 @@ ROLE_PERMISSIONS: dict[str, frozenset[str]] = {
 assert all(p in PERMISSIONS for perms in ROLE_PERMISSIONS.values() for p in perms)
 
 
+class KeyScope(models.TextChoices):
+    """What an API key may do, within its person's role: an integration that only reads cannot start runs."""
+
+    READ = "read", "Read only"
+    RUN = "run", "Run agents"
+    ADMIN = "admin", "Everything my role allows"
+
+
+# The permissions a key of each scope may exercise with a write (POST, PUT, PATCH, DELETE); None = all its
+# role has. Reads (GET, HEAD, OPTIONS) are never limited by scope: only by the role.
+SCOPE_WRITE_PERMISSIONS: dict[str, frozenset[str] | None] = {
+    KeyScope.READ: frozenset(),
+    KeyScope.RUN: frozenset({"agents:run"}),
+    KeyScope.ADMIN: None,
+}
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+assert all(p in PERMISSIONS for perms in SCOPE_WRITE_PERMISSIONS.values() if perms for p in perms)
+
+
+def scope_allows(scope: str, method: str, permission: str | None) -> bool:
+    """Whether a key of `scope` may make a `method` request to an endpoint that needs `permission` for it
+    (None: the endpoint declares none; only an admin key may write there)."""
+    if method.upper() in SAFE_METHODS:
+        return True
+    allowed = SCOPE_WRITE_PERMISSIONS.get(scope, frozenset())
+    if allowed is None:
+        return True
+    return permission is not None and permission in allowed
+
+
 def role_has(role: str | None, permission: str) -> bool:
     if permission not in PERMISSIONS:
         raise KeyError(f"unknown permission {permission!r}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from agenticos.models import ApiKey, Invitation, Membership, Organization, Secret, SecretKind, User
-from agenticos.permissions import ROLE_PERMISSIONS, Role
+from agenticos.permissions import ROLE_PERMISSIONS, KeyScope, Role
 
 
 class UserSerializer(serializers.ModelSerializer):
@@ -75,7 +75,8 @@ class ApiKeySerializer(serializers.ModelSerializer):
 
     class Meta:
         model = ApiKey
-        fields = ["id", "name", "prefix", "user", "is_active", "created_at", "last_used_at", "revoked_at"]
+        fields = ["id", "name", "prefix", "user", "scope", "is_active", "created_at", "expires_at", "last_used_at",
+                  "revoked_at"]
 
 
 class ApiKeyCreatedSerializer(ApiKeySerializer):
@@ -90,6 +91,10 @@ class ApiKeyCreatedSerializer(ApiKeySerializer):
 
 class ApiKeyCreateSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=100)
+    scope = serializers.ChoiceField(choices=KeyScope.choices, default=KeyScope.ADMIN,
+                                    help_text="read: reads only; run: reads and runs agents; admin: all the role allows.")
+    expires_at = serializers.DateTimeField(required=False, allow_null=True, default=None,
+                                           help_text="After this moment the key is refused (401). Empty: never.")
 
 
 class SecretSerializer(serializers.ModelSerializer):

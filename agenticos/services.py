@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets as pysecrets
-from datetime import timedelta
+from datetime import datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING
 
@@ -23,7 +23,7 @@ from agenticos import audit, vault
 from agenticos.authentication import generate_key, hash_key
 from agenticos.errors import Conflict, Forbidden, Invalid, NotFound
 from agenticos.models import ApiKey, Invitation, Membership, Organization, Secret, SecretKind
-from agenticos.permissions import ROLE_RANK, Role, outranks
+from agenticos.permissions import ROLE_RANK, KeyScope, Role, outranks
 
 if TYPE_CHECKING:
     from agenticos.models import User
@@ -251,20 +251,32 @@ def remove_member(*, actor: Actor, membership: Membership) -> None:
 # ------------------------------------------------------------------ API keys
 
 
-def create_api_key(*, actor: Actor, name: str) -> tuple[ApiKey, str]:
-    """A key acting with the actor's rights in the actor's organization. The raw key is returned once."""
+def create_api_key(
+    *, actor: Actor, name: str, scope: str = KeyScope.ADMIN, expires_at: datetime | None = None
+) -> tuple[ApiKey, str]:
+    """A key acting with the actor's rights in the actor's organization, limited to `scope` (read, run,
+    admin) and refused after `expires_at` (None: never). The raw key is returned once."""
     actor.require("apikeys:manage")
     if actor.user is None:
         raise Forbidden("API keys belong to a person.")
+    if actor.api_key is not None and actor.api_key.scope != KeyScope.ADMIN:
+        # A limited key must not mint itself a wider one.
+        raise Forbidden("Only a key with the admin scope may create keys.")
     name = (name or "").strip()
     if not name:
         raise invalid("An API key needs a name.", problem("name", "This field is required."))
+    if scope not in KeyScope.values:
+        raise invalid("Unknown scope.", problem("scope", f"Choose one of: {', '.join(KeyScope.values)}."))
+    if expires_at is not None and expires_at <= timezone.now():
+        raise invalid("The expiry is in the past.", problem("expires_at", "Choose a moment in the future."))
     raw, prefix = generate_key()
     with transaction.atomic():
         key = ApiKey.objects.create(
-            organization=actor.organization, user=actor.user, name=name[:100], prefix=prefix, key_hash=hash_key(raw)
+            organization=actor.organization, user=actor.user, name=name[:100], prefix=prefix, key_hash=hash_key(raw),
+            scope=scope, expires_at=expires_at,
         )
-        _record(actor, "api_key.created", target=key, details={"prefix": prefix})
+        _record(actor, "api_key.created", target=key, details={
+            "prefix": prefix, "scope": scope, "expires_at": expires_at.isoformat() if expires_at else None})
     return key, raw
 
 
@@ -272,6 +284,15 @@ def api_keys_for(actor: Actor) -> models.QuerySet[ApiKey]:
     """The actor's own keys; people who manage members see everyone's."""
     qs = ApiKey.objects.filter(organization=actor.organization).select_related("user")
     return qs if actor.has("members:manage") else qs.filter(user_id=actor.user_id)
+
+
+def search_api_keys(qs: models.QuerySet[ApiKey], text: str) -> models.QuerySet[ApiKey]:
+    """Keys whose name, visible prefix or owner's email contains `text` (the console's and the API's search)."""
+    text = (text or "").strip()[:100]
+    if not text:
+        return qs
+    return qs.filter(models.Q(name__icontains=text) | models.Q(prefix__icontains=text)
+                     | models.Q(user__email__icontains=text))
 
 
 def revoke_api_key(*, actor: Actor, api_key: ApiKey) -> ApiKey:

@@ -5,12 +5,15 @@ Same services and permissions as the REST API (agenticos/api.py, agents/api.py).
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from typing import Any
 
 from django import forms
 from django.contrib import messages
+from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
+from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
@@ -19,7 +22,7 @@ from agenticos.console import selectors
 from agenticos.console.base import console_view, problems_by_field, screen
 from agenticos.errors import Conflict, Invalid
 from agenticos.models import ApiKey, Invitation, Membership, Organization, Secret, SecretKind
-from agenticos.permissions import Role
+from agenticos.permissions import KeyScope, Role
 from agenticos.tenancy import Actor, org_get, org_queryset
 from agents import services as agent_services
 from agents.models import ModelProfile, Provider
@@ -64,18 +67,42 @@ def disconnect_chat_account(request: HttpRequest, actor: Actor, identity_id: int
 # ------------------------------------------------------------------ API keys
 
 
+API_KEYS_PER_PAGE = 25
+# The expiry choices the form offers, in days (0: never).
+KEY_LIFETIMES = (30, 90, 365, 0)
+
+
 @console_view("apikeys:manage")
 def api_keys(request: HttpRequest, actor: Actor) -> HttpResponse:
     errors: dict[str, str] = {}
     raw_key = None
+    form = {"name": "", "scope": KeyScope.RUN, "lifetime": "90"}
     if request.method == "POST":
+        form = {key: request.POST.get(key, default).strip() for key, default in form.items()}
         try:
-            _key, raw_key = kernel.create_api_key(actor=actor, name=request.POST.get("name", ""))
+            _key, raw_key = kernel.create_api_key(
+                actor=actor, name=form["name"], scope=form["scope"], expires_at=_key_expiry(form["lifetime"]))
+            form = {"name": "", "scope": KeyScope.RUN, "lifetime": "90"}
         except Invalid as exc:
-            errors = problems_by_field(exc)
-    keys = kernel.api_keys_for(actor).order_by("-created_at")
-    return _page(request, "console/settings/api_keys.html", "api_keys",
-                 {"keys": keys, "raw_key": raw_key, "errors": errors}, status=422 if errors else 200)
+            errors = problems_by_field(exc) or {"all": exc.message}
+    search = request.GET.get("q", "").strip()
+    keys = kernel.search_api_keys(kernel.api_keys_for(actor), search).order_by("-created_at", "-pk")
+    page = Paginator(keys, API_KEYS_PER_PAGE).get_page(request.GET.get("page"))
+    lifetimes = [(str(days), _("%(days)s days") % {"days": days} if days else _("Never expires"))
+                 for days in KEY_LIFETIMES]
+    return _page(request, "console/settings/api_keys.html", "api_keys", {
+        "page": page, "keys": page.object_list, "search": search, "raw_key": raw_key, "errors": errors,
+        "form": form, "scopes": KeyScope.choices, "lifetimes": lifetimes, "now": timezone.now(),
+    }, status=422 if errors else 200)
+
+
+def _key_expiry(lifetime: str) -> datetime | None:
+    """The moment a key made now with `lifetime` days expires (None: never); an unknown choice is a 422."""
+    if lifetime in ("", "0"):
+        return None
+    if not lifetime.isdigit() or int(lifetime) not in KEY_LIFETIMES:
+        raise Invalid(_("Choose one of the offered expiries."), details={"field": "lifetime"})
+    return timezone.now() + timedelta(days=int(lifetime))
 
 
 @require_POST
