@@ -49,6 +49,7 @@ BUILTIN: tuple[str, ...] = (
     "capabilities.guardrails",
     "capabilities.system_reminders",
     "capabilities.compaction",
+    "capabilities.media",
     "capabilities.web_research",
     "capabilities.web_fetch",
     "capabilities.browser",

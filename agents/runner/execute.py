@@ -348,6 +348,9 @@ class RunExecution:
         built = assembly.build_capabilities(self.spec, deps, run)
         self.tool_approval = built.approval
         self.tool_ids = built.tool_ids
+        from capabilities import media
+
+        self.media_threshold = media.threshold_of(built.capabilities)  # the parked history's offload (parking)
         self.transcript = Transcript(run, built.tool_capabilities)
         model = assembly.build_model(profile)
         self.free_model = assembly.is_free(model)
@@ -365,7 +368,12 @@ class RunExecution:
         )
         kwargs: dict[str, Any] = {"deps": deps}
         if run.parked_state:
-            kwargs["message_history"] = ModelMessagesTypeAdapter.validate_python(run.parked_state["messages"])
+            from capabilities.media import history as media_history
+
+            # Every stored history is restored, bound or not (capabilities/media): its references go back in.
+            stored = media_history.restore(run.parked_state["messages"], organization_id=run.organization_id,
+                                           conversation_id=run.conversation_id, run_id=run.pk)
+            kwargs["message_history"] = ModelMessagesTypeAdapter.validate_python(stored)
             kwargs["deferred_tool_results"] = self._deferred_results()
         else:
             current, history = assembly.turn_and_history(run)

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
 from django.utils import timezone
-from pydantic_ai.messages import ModelMessagesTypeAdapter
 from pydantic_ai.tools import DeferredToolRequests
 
 from agenticos.queries import Update, write_together
@@ -37,6 +36,12 @@ def park(ex: RunExecution, requests: DeferredToolRequests, messages) -> tuple[st
     # own call, and its state is kept so the approval resumes that delegate in place.
     delegations = {cid: meta["delegation"] for cid, meta in (requests.metadata or {}).items()
                    if isinstance(meta, dict) and "delegation" in meta}
+    from capabilities.media import history as media_history
+
+    # Before the transaction: storage IO (capabilities/media) holds no row lock.
+    stored_messages = media_history.offload(messages, threshold_bytes=getattr(ex, "media_threshold", None),
+                                            organization_id=run.organization_id,
+                                            conversation_id=run.conversation_id, run_id=run.pk)
     with transaction.atomic():
         for call in requests.approvals:
             args = call.args_as_dict()
@@ -82,7 +87,7 @@ def park(ex: RunExecution, requests: DeferredToolRequests, messages) -> tuple[st
         inserts, spend = ex.spend_writes()
         write_together(*answer, *inserts, Update(Run.objects.filter(pk=run.pk), {
             "status": status,
-            "parked_state": {"messages": ModelMessagesTypeAdapter.dump_python(messages, mode="json"),
+            "parked_state": {"messages": stored_messages,
                              **({"delegations": delegations} if delegations else {}), **delegation_extras(run)},
             "heartbeat_at": timezone.now(),
             **spend,
