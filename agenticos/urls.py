@@ -41,6 +41,8 @@ urlpatterns = [
     path("", include("agenticos.console.urls_channels")),
     path("", include("agenticos.console.urls_apps")),
     path("", include("agenticos.console.urls_remote_agents")),
+    path("", include("agenticos.console.urls_tools")),
+    path("", include("agenticos.console.urls_connections")),
     path("", include("agenticos.console.urls_delegates")),
     path("", include("agenticos.console.urls")),
 ]
