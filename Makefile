@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 TEST_DATA_DIR := $(CURDIR)/.agenticos-test
 
-.PHONY: install run test lint services-start services-stop browser vendor bench fuzz clean sandbox-token
+.PHONY: install workbench run test lint services-start services-stop browser vendor bench fuzz clean sandbox-token
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "Python 3.11 is required ($(PYTHON) not found)"; exit 1; }
@@ -14,7 +14,20 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-install: $(STAMP)
+# The coding agent's CLIs, pinned as the catalog says, from the npm registry into the folder sandboxd mounts
+# read-only as the workbench runtime's /opt/workbench (sandboxd/config.py). Skipped, with a note, without npm.
+WORKBENCH := .agenticos/workbench
+WORKBENCH_CLIS := @anthropic-ai/claude-code@2.1.288 @openai/codex@0.160.0
+WORKBENCH_STAMP := $(WORKBENCH)/.installed-claude-code-2.1.288-codex-0.160.0
+$(WORKBENCH_STAMP):
+	@if command -v npm >/dev/null 2>&1; then \
+		mkdir -p $(WORKBENCH) && npm install --prefix $(WORKBENCH) --no-audit --no-fund --loglevel=error $(WORKBENCH_CLIS) \
+		&& touch $@; \
+	else echo "npm is missing: the coding agent's CLIs are not installed (apt-get install nodejs npm)"; fi
+
+workbench: $(WORKBENCH_STAMP)
+
+install: $(STAMP) $(WORKBENCH_STAMP)
 
 run: install
 	$(PY) -m agenticos.launcher

@@ -9,6 +9,9 @@ namespace of their own). Every answer is JSON, errors as {"error": {"code", "mes
     GET    /v1/workspaces/{id}                    one workspace with its activity log
     DELETE /v1/workspaces/{id}                    close it: its files go
     POST   /v1/workspaces/{id}/exec               {command, timeout, env} → exit code, capped output, changes
+    POST   /v1/workspaces/{id}/tasks              {command, timeout, env, egress} → a background task (tasks.py)
+    GET    /v1/workspaces/{id}/tasks/{task}?offset=   its state, its stdout from offset, changes once finished
+    DELETE /v1/workspaces/{id}/tasks/{task}       stop it (its whole process group) and answer its state
     GET    /v1/workspaces/{id}/files?hash=1       every regular file: path, size, mtime (sha256)
     GET    /v1/workspaces/{id}/file?path=         the file's bytes
     PUT    /v1/workspaces/{id}/file?path=         write the request body there
@@ -32,6 +35,8 @@ from starlette.routing import Route
 
 from sandboxd import jail, tokens
 from sandboxd.config import Config
+from sandboxd.egress import EgressRefused, parse
+from sandboxd.tasks import Busy, Tasks
 from sandboxd.workspaces import ID_PATTERN, Full, NotFound, Refused, Registry, changes
 
 log = logging.getLogger("sandboxd")
@@ -55,11 +60,21 @@ async def _capped_body(request: Request, cap: int) -> bytes:
     return bytes(data)
 
 
+def _env(body: dict[str, Any]) -> dict[str, str]:
+    env = body.get("env") or {}
+    if not isinstance(env, dict) or any(
+            not isinstance(k, str) or not ENV_NAME.match(k) or k in RESERVED_ENV or not isinstance(v, str)
+            or "\x00" in v for k, v in env.items()):
+        raise Refused("env must map UPPER_CASE names (not PATH, HOME, LD_*, TMPDIR) to strings.")
+    return env
+
+
 class Service:
     def __init__(self, config: Config) -> None:
         self.config = config
         self.registry = Registry(config)
         jail.write_etc(config.root)
+        self.tasks = Tasks(config, self.registry)
 
     # ------------------------------------------------------------------ plumbing
 
@@ -131,6 +146,7 @@ class Service:
 
     async def close_workspace(self, request: Request) -> Response:
         workspace = self._workspace(request)
+        await self.tasks.stop_workspace(workspace.id)
         async with workspace.lock:
             await asyncio.to_thread(self.registry.close, workspace.id)
         return JSONResponse({"closed": request.path_params["id"]})
@@ -149,14 +165,10 @@ class Service:
             raise Refused("timeout must be a number of seconds.") from None
         if not 0 < timeout <= self.config.max_timeout:
             raise Refused(f"timeout must be more than 0 and at most {self.config.max_timeout} seconds.")
-        env = body.get("env") or {}
-        if not isinstance(env, dict) or any(
-                not isinstance(k, str) or not ENV_NAME.match(k) or k in RESERVED_ENV or not isinstance(v, str)
-                or "\x00" in v for k, v in env.items()):
-            raise Refused("env must map UPPER_CASE names (not PATH, HOME, LD_*, TMPDIR) to strings.")
-        runtime = self.config.runtimes.get(workspace.runtime)
-        if runtime is None:
-            raise Refused(f"The workspace's runtime {workspace.runtime!r} is no longer offered here.")
+        env = _env(body)
+        runtime = self._runtime(workspace)
+        if self.tasks.running_in(workspace.id):
+            raise Busy("A task is running in this workspace; a command waits for it to end or be stopped.")
         async with workspace.lock:
             workspace.running += 1
             workspace.note("exec", command=command[:200], timeout=timeout)
@@ -177,6 +189,51 @@ class Service:
             "timed_out": outcome.timed_out, "disk_full": outcome.disk_full, "duration_ms": outcome.duration_ms,
             "max_rss_kb": outcome.max_rss_kb, "changed": changed, "deleted": deleted,
         })
+
+    def _runtime(self, workspace: Any) -> Any:
+        runtime = self.config.runtimes.get(workspace.runtime)
+        if runtime is None:
+            raise Refused(f"The workspace's runtime {workspace.runtime!r} is no longer offered here.")
+        return runtime
+
+    async def start_task(self, request: Request) -> Response:
+        workspace = self._workspace(request)
+        body = await self._json(request)
+        command = body.get("command")
+        if not isinstance(command, str) or not command.strip() or len(command) > MAX_COMMAND_CHARS:
+            raise Refused(f"command must be a non-empty string of at most {MAX_COMMAND_CHARS:,} characters.")
+        try:
+            timeout = float(body.get("timeout") or self.config.max_task_timeout)
+        except (TypeError, ValueError):
+            raise Refused("timeout must be a number of seconds.") from None
+        if not 0 < timeout <= self.config.max_task_timeout:
+            raise Refused(f"timeout must be more than 0 and at most {self.config.max_task_timeout} seconds.")
+        egress = body.get("egress") or []
+        if not isinstance(egress, list) or not all(isinstance(item, str) for item in egress) or len(egress) > 4:
+            raise Refused("egress is a list of at most 4 'host:port' strings.")
+        try:
+            upstreams = [parse(item) for item in egress]
+        except EgressRefused as exc:
+            raise Refused(str(exc)) from None
+        task = await self.tasks.start(workspace, self._runtime(workspace), command, timeout=timeout,
+                                      env=_env(body), upstreams=upstreams)
+        return JSONResponse(task.status(), status_code=201)
+
+    def _task(self, request: Request) -> Any:
+        return self.tasks.get(self._workspace(request).id, request.path_params["task"])
+
+    async def show_task(self, request: Request) -> Response:
+        try:
+            offset = max(int(request.query_params.get("offset") or 0), 0)
+        except ValueError:
+            raise Refused("offset must be a whole number.") from None
+        return JSONResponse(self._task(request).status(offset))
+
+    async def stop_task(self, request: Request) -> Response:
+        task = self._task(request)
+        await self.tasks.stop(task)
+        return JSONResponse(task.status(int(request.query_params.get("offset") or 0)
+                                        if (request.query_params.get("offset") or "").isdigit() else 0))
 
     async def files(self, request: Request) -> Response:
         workspace = self._workspace(request)
@@ -227,6 +284,8 @@ def create_app(config: Config) -> Starlette:
                 return _error(404, "not_found", str(exc))
             except Full as exc:
                 return _error(507, "workspace_full", str(exc))
+            except Busy as exc:
+                return _error(409, "busy", str(exc))
             except Refused as exc:
                 return _error(400, "invalid", str(exc))
             except Exception:  # noqa: BLE001 — one envelope, the trace only in the log
@@ -256,6 +315,9 @@ def create_app(config: Config) -> Starlette:
         Route("/v1/workspaces/{id}", guarded(service.show_workspace), methods=["GET"]),
         Route("/v1/workspaces/{id}", guarded(service.close_workspace), methods=["DELETE"]),
         Route("/v1/workspaces/{id}/exec", guarded(service.execute), methods=["POST"]),
+        Route("/v1/workspaces/{id}/tasks", guarded(service.start_task), methods=["POST"]),
+        Route("/v1/workspaces/{id}/tasks/{task}", guarded(service.show_task), methods=["GET"]),
+        Route("/v1/workspaces/{id}/tasks/{task}", guarded(service.stop_task), methods=["DELETE"]),
         Route("/v1/workspaces/{id}/files", guarded(service.files), methods=["GET"]),
         Route("/v1/workspaces/{id}/file", guarded(service.file), methods=["GET", "PUT", "DELETE"]),
     ]

@@ -9,6 +9,10 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+# Where `make install` puts the coding CLIs (the workbench runtime's /opt/workbench) when
+# SANDBOXD_WORKBENCH_DIR names no other folder.
+WORKBENCH_DEFAULT = ".agenticos/workbench"
+
 
 class ConfigError(ValueError):
     """A SANDBOXD_* variable holds a value the service cannot use."""
@@ -98,6 +102,10 @@ class Config:
     run_as_gid: int = 65534
     workbench_dir: str | None = None
     runtimes: dict[str, Runtime] = field(default_factory=dict)
+    # Background tasks (tasks.py): their longest wall-clock timeout, and the upstreams (host, port) one may
+    # name to reach through a relay (egress.py). Commands never have egress.
+    max_task_timeout: int = 3600
+    egress_allow: frozenset[tuple[str, int]] = frozenset()
 
     @property
     def workspaces(self) -> Path:
@@ -124,9 +132,25 @@ def available_runtimes(workbench_dir: str | None) -> dict[str, Runtime]:
     return found
 
 
+# The coding CLIs' own APIs: what a coding agent's task may reach unless the operator says otherwise.
+DEFAULT_EGRESS = "api.anthropic.com:443,api.openai.com:443"
+
+
+def _egress() -> frozenset[tuple[str, int]]:
+    from sandboxd.egress import EgressRefused, parse
+
+    raw = os.environ.get("SANDBOXD_EGRESS_ALLOW", DEFAULT_EGRESS)
+    try:
+        return frozenset(parse(item) for item in raw.split(",") if item.strip())
+    except EgressRefused as exc:
+        raise ConfigError(f"SANDBOXD_EGRESS_ALLOW: {exc}") from None
+
+
 def from_env() -> Config:
     root = Path(os.environ.get("SANDBOXD_ROOT", "").strip() or Path.cwd() / ".agenticos" / "sandboxd").resolve()
     workbench = os.environ.get("SANDBOXD_WORKBENCH_DIR", "").strip() or None
+    if workbench is None and (Path.cwd() / WORKBENCH_DEFAULT / "node_modules" / ".bin").is_dir():
+        workbench = str((Path.cwd() / WORKBENCH_DEFAULT).resolve())  # what `make install` put there
     if workbench and not Path(workbench).is_dir():
         raise ConfigError(f"SANDBOXD_WORKBENCH_DIR {workbench!r} is not a directory.")
     bwrap = shutil.which(os.environ.get("SANDBOXD_BWRAP", "bwrap"))
@@ -158,6 +182,8 @@ def from_env() -> Config:
         run_as_gid=_int("SANDBOXD_RUN_AS_GID", 65534, minimum=1),
         workbench_dir=workbench,
         runtimes=available_runtimes(workbench),
+        max_task_timeout=_int("SANDBOXD_MAX_TASK_TIMEOUT", 3600, minimum=1),
+        egress_allow=_egress(),
     )
 
 

@@ -76,7 +76,9 @@ def write_etc(root: Path) -> Path:
 
 
 def argv(config: Config, workspace: Path, runtime: Runtime, command: str, env: dict[str, str],
-         *, file_bytes: int) -> list[str]:
+         *, file_bytes: int, hosts: Path | None = None, binds: tuple[tuple[str, str], ...] = ()) -> list[str]:
+    """`hosts` replaces the generated /etc/hosts and `binds` adds read-only mounts (a background task's
+    egress relay, egress.py); neither can make the workspace's tree or the host's anything but what it is."""
     limits = [
         config.prlimit,
         f"--cpu={config.cpu_seconds}",
@@ -106,11 +108,14 @@ def argv(config: Config, workspace: Path, runtime: Runtime, command: str, env: d
              "--dir", "/etc"]
     etc = config.root / "etc"
     for name in _ETC_FILES:
-        jail += ["--ro-bind", str(etc / name), f"/etc/{name}"]
+        source = hosts if name == "hosts" and hosts is not None else etc / name
+        jail += ["--ro-bind", str(source), f"/etc/{name}"]
     for name in _ETC_TREES:
         jail += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
     if runtime.mount:
         jail += ["--ro-bind", runtime.mount, f"/opt/{runtime.alias}"]
+    for bind_source, bind_target in binds:
+        jail += ["--ro-bind", bind_source, bind_target]
     jail += ["--bind", str(workspace), "/workspace", "--chdir", "/workspace", "--remount-ro", "/",
              "--clearenv"]
     path = ":".join((*runtime.extra_path, "/usr/local/bin", "/usr/bin", "/bin"))
@@ -140,6 +145,11 @@ def disk_usage(root: Path) -> int:
         except OSError:
             continue
     return total
+
+
+def kill(process: subprocess.Popen) -> None:
+    """The whole process group (bwrap and, with it, the PID namespace of everything the command started)."""
+    _kill(process)
 
 
 def _kill(process: subprocess.Popen) -> None:

@@ -97,6 +97,24 @@ class SandboxdClient:
                                        timeout=timeout + EXEC_SLACK_SECONDS)
         return dict(response.json())
 
+    # Background tasks (sandboxd/tasks.py): started, read from an offset while they run, stopped.
+
+    async def start_task(self, workspace_id: str, command: str, *, timeout: float, env: dict[str, str],
+                         egress: list[str]) -> dict[str, Any]:
+        response = await self._request("POST", f"/v1/workspaces/{workspace_id}/tasks",
+                                       json={"command": command, "timeout": timeout, "env": env, "egress": egress})
+        return dict(response.json())
+
+    async def task(self, workspace_id: str, task_id: str, *, offset: int = 0) -> dict[str, Any]:
+        response = await self._request("GET", f"/v1/workspaces/{workspace_id}/tasks/{task_id}",
+                                       params={"offset": str(offset)})
+        return dict(response.json())
+
+    async def stop_task(self, workspace_id: str, task_id: str, *, offset: int = 0) -> dict[str, Any]:
+        response = await self._request("DELETE", f"/v1/workspaces/{workspace_id}/tasks/{task_id}",
+                                       params={"offset": str(offset)})
+        return dict(response.json())
+
     async def files(self, workspace_id: str, *, with_hash: bool = False) -> list[dict[str, Any]]:
         response = await self._request("GET", f"/v1/workspaces/{workspace_id}/files",
                                        params={"hash": "1" if with_hash else "0"})
