@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
+from django.core.exceptions import ValidationError
 from django.db.models import Count, QuerySet, Sum
 from django.utils import timezone
 
@@ -169,6 +171,49 @@ def filtered_runs(actor: Actor, *, agent: str = "", surface: str = "", status: s
     if until:
         qs = qs.filter(created_at__lt=until)
     return qs.order_by("-created_at")
+
+
+def run_story(actor: Actor, run: Run) -> dict[str, Any]:
+    """What a run's page tells beyond its transcript: each tool call with how long it took and who decided
+    its approval (and when), the model profile its version names and the models the ledger billed, and how
+    long the run waited and worked. Four queries, whatever the number of calls."""
+    import json
+
+    from agents.models import ModelProfile
+
+    approvals = {a.tool_call_id: a for a in run.approvals.select_related("decided_by")}
+    calls = []
+    for call in run.tool_calls.order_by("id"):
+        approval = approvals.pop(call.tool_call_id, None)
+        calls.append({
+            "call": call, "approval": approval, "duration": _seconds(call.started_at, call.finished_at),
+            "args_json": json.dumps(call.args, indent=2, ensure_ascii=False),
+            "result_json": json.dumps(call.result, indent=2, ensure_ascii=False, default=str),
+        })
+    profile_id = (run.version.spec or {}).get("model_profile_id") if run.version_id else None
+    profile = None
+    if profile_id:
+        try:
+            profile = ModelProfile.objects.filter(organization=actor.organization, pk=profile_id).first()
+        except (ValueError, TypeError, ValidationError):
+            profile = None
+    billed = list(run.spend.exclude(model="").values("model").annotate(
+        requests=Count("id"), cost=Sum("cost_usd")).order_by("model"))
+    return {
+        "calls": calls,
+        # An approval whose call never ran (rejected, expired, the run stopped) is still who decided what.
+        "unmatched_approvals": list(approvals.values()),
+        "profile": profile,
+        "billed_models": billed,
+        "waited": _seconds(run.created_at, run.started_at),
+        "worked": _seconds(run.started_at, run.finished_at),
+    }
+
+
+def _seconds(start: datetime | None, end: datetime | None) -> float | None:
+    if start is None or end is None:
+        return None
+    return max(0.0, (end - start).total_seconds())
 
 
 # ------------------------------------------------------------------ chat
@@ -355,3 +400,73 @@ def bindable_bots(actor: Actor) -> list[Any]:
     if not actor.has("bots:manage"):
         return []
     return list(ChannelBot.objects.filter(organization=actor.organization, binding__isnull=True).order_by("name"))
+
+
+# ------------------------------------------------------------------ usage
+
+
+USAGE_DIMENSIONS: tuple[tuple[str, str], ...] = (
+    ("agent", "Agent"), ("person", "Person"), ("model", "Model"), ("surface", "Surface"),
+)
+# (runs' grouping fields, spend entries' grouping fields) per dimension: the first field is the key, the
+# second the label. A model is known only on the spend ledger (one run may call several).
+_USAGE_FIELDS: dict[str, tuple[tuple[str, str] | None, tuple[str, str]]] = {
+    "agent": (("agent_id", "agent__name"), ("agent_id", "agent__name")),
+    "person": (("user_id", "user__email"), ("run__user_id", "run__user__email")),
+    "model": (None, ("model", "model")),
+    "surface": (("surface", "surface"), ("surface", "surface")),
+}
+
+
+def _usage_row(rows: dict[str, dict[str, Any]], labels: dict[str, str], key: Any, label: Any) -> dict[str, Any]:
+    """The row of `key` (created empty the first time): runs and spend add up across both ledgers."""
+    name = str(key) if key not in (None, "") else ""
+    text = labels.get(label, label)
+    return rows.setdefault(name, {"key": name, "label": str(text or "") or "—", "runs": 0, "spend": Decimal("0"),
+                                  "input_tokens": 0, "output_tokens": 0})
+
+
+def visible_spend(actor: Actor) -> QuerySet[SpendEntry]:
+    """The spend ledger with the same rule as visible_runs: the organization's with runs:view, else the
+    entries of one's own runs."""
+    qs = SpendEntry.objects.filter(organization=actor.organization)
+    if not actor.has("runs:view"):
+        qs = qs.filter(run__user_id=actor.user_id)
+    return qs
+
+
+def usage(actor: Actor, *, since: datetime, until: datetime) -> dict[str, Any]:
+    """Spend (the ledger budgets count), runs and tokens per agent, person, model and surface, and per day,
+    for [since, until) — in a fixed number of queries."""
+    from django.db.models.functions import TruncDate
+
+    runs = visible_runs(actor).filter(created_at__gte=since, created_at__lt=until)
+    spend = visible_spend(actor).filter(created_at__gte=since, created_at__lt=until)
+    surface_labels = dict(Surface.choices)
+    tables: dict[str, list[dict[str, Any]]] = {}
+    for dimension, (run_fields, spend_fields) in _USAGE_FIELDS.items():
+        rows: dict[str, dict[str, Any]] = {}
+        labels = surface_labels if dimension == "surface" else {}
+        row = functools.partial(_usage_row, rows, labels)
+        for entry in spend.values(*spend_fields).annotate(
+            total=Sum("cost_usd"), tokens_in=Sum("input_tokens"), tokens_out=Sum("output_tokens"),
+            run_count=Count("run", distinct=True),
+        ):
+            item = row(entry[spend_fields[0]], entry[spend_fields[1]])
+            item["spend"] += entry["total"] or Decimal("0")
+            item["input_tokens"] += entry["tokens_in"] or 0
+            item["output_tokens"] += entry["tokens_out"] or 0
+            if run_fields is None:
+                item["runs"] += entry["run_count"]
+        if run_fields is not None:
+            for entry in runs.values(*run_fields).annotate(n=Count("id")):
+                row(entry[run_fields[0]], entry[run_fields[1]])["runs"] += entry["n"]
+        tables[dimension] = sorted(rows.values(), key=lambda r: (-r["spend"], -r["runs"], r["label"]))
+    daily: dict[str, dict[str, Any]] = {}
+    for entry in spend.annotate(day=TruncDate("created_at")).values("day").annotate(total=Sum("cost_usd")):
+        daily.setdefault(entry["day"].isoformat(), {"runs": 0, "spend": Decimal("0")})["spend"] += entry["total"] or 0
+    for entry in runs.annotate(day=TruncDate("created_at")).values("day").annotate(n=Count("id")):
+        daily.setdefault(entry["day"].isoformat(), {"runs": 0, "spend": Decimal("0")})["runs"] += entry["n"]
+    totals = {"runs": sum(r["runs"] for r in tables["surface"]),
+              "spend": sum((r["spend"] for r in tables["agent"]), Decimal("0"))}
+    return {"tables": tables, "daily": dict(sorted(daily.items())), "totals": totals}

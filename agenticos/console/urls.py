@@ -41,6 +41,7 @@ urlpatterns = [
     path("approvals/<uuid:approval_id>/decide", views.approval_decide, name="approval-decide"),
     path("activity/", views.activity, name="activity"),
     path("activity/runs/<uuid:run_id>/", views.run_detail, name="run-detail"),
+    path("usage/", views.usage, name="usage"),
     # Agents and the Builder
     path("agents/", builder.agent_list, name="agents"),
     path("agents/new", builder.new_agent, name="agent-new"),

@@ -238,17 +238,76 @@ def _day(value, *, end: bool = False):
 @console_view("agents:view")
 def run_detail(request: HttpRequest, actor: Actor, run_id: str) -> HttpResponse:
     run = member_run(actor, run_id)
-    run = Run.objects.select_related("agent", "version", "user", "conversation").get(pk=run.pk)
-    calls = [
-        {"call": c, "args_json": json.dumps(c.args, indent=2, ensure_ascii=False),
-         "result_json": json.dumps(c.result, indent=2, ensure_ascii=False, default=str)}
-        for c in run.tool_calls.order_by("id")
-    ]
-    transcript = list(run.messages.order_by("id"))
+    run = Run.objects.select_related("agent", "version", "version__published_by", "user", "conversation",
+                                     "api_key").get(pk=run.pk)
     return screen(request, "console/run_detail.html", {
-        "nav": "activity", "run": run, "calls": calls, "transcript": transcript,
+        "nav": "activity", "run": run, **selectors.run_story(actor, run),
+        "transcript": list(run.messages.order_by("id")),
         "can_open_chat": run.conversation is not None and run.conversation.owner_id == actor.user_id,
     })
+
+
+# ------------------------------------------------------------------ usage
+
+USAGE_DEFAULT_DAYS = 30
+USAGE_MAX_DAYS = 366
+# A spreadsheet runs a cell that starts with one of these as a formula (agent names are anyone's text).
+_CSV_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+@console_view("agents:run")
+def usage(request: HttpRequest, actor: Actor) -> HttpResponse:
+    """Spend and runs per agent, person, model and surface over a period, as charts and as CSV. With
+    runs:view the organization's; otherwise one's own runs (the same rule as Activity)."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    today = timezone.localdate()
+    since_day = parse_date(request.GET.get("since", "") or "") or today - timedelta(days=USAGE_DEFAULT_DAYS - 1)
+    until_day = parse_date(request.GET.get("until", "") or "") or today
+    error = ""
+    if until_day < since_day or (until_day - since_day).days >= USAGE_MAX_DAYS:
+        error = _("Choose a period of at most %(days)s days that ends after it starts.") % {"days": USAGE_MAX_DAYS}
+        since_day, until_day = today - timedelta(days=USAGE_DEFAULT_DAYS - 1), today
+    data = selectors.usage(actor, since=_day(since_day), until=_day(until_day, end=True))
+    if request.GET.get("format") == "csv" and not error:
+        return _usage_csv(data, since_day, until_day)
+    dimensions = [(key, _(label), data["tables"][key]) for key, label in selectors.USAGE_DIMENSIONS]
+    charts = {key: {"kind": "chart", "chart_type": "bar", "title": _("Spend per %(what)s (USD)") % {"what": label.lower()},
+                    "x_values": [r["label"] for r in rows[:12]],
+                    "series": [{"name": _("Spend (USD)"), "values": [float(r["spend"]) for r in rows[:12]]},
+                               ]} for key, label, rows in dimensions}
+    days = list(data["daily"].items())
+    charts["daily"] = {"kind": "chart", "chart_type": "line", "title": _("Runs per day"),
+                       "x_values": [d for d, _row in days], "series": [{"name": _("Runs"), "values": [r["runs"] for _d, r in days]}]}
+    query = f"since={since_day.isoformat()}&until={until_day.isoformat()}"
+    presets = [(n, (today - timedelta(days=n - 1)).isoformat()) for n in (7, 30, 90)]
+    return screen(request, "console/usage.html", {
+        "nav": "usage", "data": data, "dimensions": dimensions, "charts": charts, "since": since_day,
+        "until": until_day, "error": error, "csv_query": query, "presets": presets, "today": today.isoformat(),
+        "whole_organization": actor.has("runs:view"),
+    }, status=422 if error else 200)
+
+
+def _usage_csv(data: dict[str, Any], since_day, until_day) -> HttpResponse:
+    import csv
+
+    response = HttpResponse(content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="usage-{since_day.isoformat()}-{until_day.isoformat()}.csv"'
+    writer = csv.writer(response)
+    writer.writerow(["dimension", "key", "label", "runs", "spend_usd", "input_tokens", "output_tokens"])
+    for dimension, _label in selectors.USAGE_DIMENSIONS:
+        for row in data["tables"][dimension]:
+            writer.writerow([dimension, _cell(row["key"]), _cell(row["label"]), row["runs"], f"{row['spend']:.8f}",
+                             row["input_tokens"], row["output_tokens"]])
+    for day, row in data["daily"].items():
+        writer.writerow(["day", day, day, row["runs"], f"{row['spend']:.8f}", "", ""])
+    return response
+
+
+def _cell(value: str) -> str:
+    return "'" + value if value.startswith(_CSV_FORMULA_START) else value
 
 
 # ------------------------------------------------------------------ linking a chat account
