@@ -122,6 +122,7 @@ INSTALLED_APPS = [
     "channelbots",
     "triggers",
     "evals",
+    "notifications",
 ]
 
 MIDDLEWARE = [

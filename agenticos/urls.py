@@ -18,6 +18,7 @@ api_v1 = [
     path("", include("evals.urls")),
     path("", include("capabilities.artifacts.urls")),
     path("", include("capabilities.visuals.urls")),
+    path("", include("notifications.urls")),
 ]
 
 urlpatterns = [
@@ -39,11 +40,13 @@ urlpatterns = [
     path("", include("capabilities.sandbox.console_urls")),
     path("", include("agenticos.console.urls_evals")),
     path("", include("agenticos.console.urls_channels")),
+    path("", include("agenticos.console.urls_embeds")),
     path("", include("agenticos.console.urls_apps")),
     path("", include("agenticos.console.urls_remote_agents")),
     path("", include("agenticos.console.urls_tools")),
     path("", include("agenticos.console.urls_connections")),
     path("", include("agenticos.console.urls_delegates")),
+    path("", include("notifications.console")),
     path("", include("agenticos.console.urls")),
 ]
 

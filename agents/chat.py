@@ -12,6 +12,7 @@ from django.db.models import Q, QuerySet
 from agenticos import audit, ratelimit
 from agenticos.errors import Conflict, NotFound, RateLimited
 from agenticos.tenancy import Actor, org_get
+from agents.drafts import DRAFT, DRAFT_CONVERSATION_KEY, freeze_draft
 from agents.models import TERMINAL_STATUSES, Agent, Conversation, Message, Run
 from agents.runs import check_prompt, start_run
 from agents.services import agent_and_version
@@ -45,6 +46,7 @@ def readable_conversations(actor: Actor) -> QuerySet[Conversation]:
     return (
         Conversation.objects.filter(organization=actor.organization)
         .filter(Q(owner_id=actor.user_id) | Q(pk__in=others))
+        .exclude(external_key=DRAFT_CONVERSATION_KEY)  # the Builder's test conversations belong to the Builder
         .select_related("agent")
         .order_by("-last_active_at")
     )
@@ -55,10 +57,14 @@ def readable_conversation(actor: Actor, conversation_id) -> Conversation:
     return org_get(actor, Conversation, conversation_id, queryset=readable_conversations(actor))
 
 
-def own_conversation(actor: Actor, conversation_id, agent: Agent | None = None) -> Conversation:
+def own_conversation(actor: Actor, conversation_id, agent: Agent | None = None, *,
+                     draft: bool | None = None) -> Conversation:
+    """One of the person's own conversations; `draft` True/False: only a Builder test one / only another."""
     qs = Conversation.objects.filter(organization=actor.organization, owner_id=actor.user_id)
     if agent is not None:
         qs = qs.filter(agent=agent)
+    if draft is not None:
+        qs = qs.filter(external_key=DRAFT_CONVERSATION_KEY) if draft else qs.exclude(external_key=DRAFT_CONVERSATION_KEY)
     conversation = org_get(actor, Conversation, conversation_id, queryset=qs)
     return conversation
 
@@ -100,19 +106,26 @@ def start_member_run(
     """Every member surface's admission (web chat, the REST run endpoint, the OpenAI-compatible and MCP
     endpoints): the run right, prompt limits, the agent's environment at USE, the caller's own conversation,
     the per-key rate limit on the API, then start_run. `extra_instructions` is added to the agent's own
-    (start_run's option), never in their place."""
+    (start_run's option), never in their place. `environment="draft"` (the Builder's test chat) runs a frozen
+    snapshot of the draft, for editors only, in a conversation of its own (agents.drafts)."""
     actor.require("agents:run")
     text = check_prompt(text)
-    agent, version = agent_and_version(actor=actor, agent_id=agent_id, environment=environment, level=USE)
+    draft = environment == DRAFT
+    if draft:
+        agent = org_get(actor, Agent, agent_id)
+        version = freeze_draft(actor, agent)
+    else:
+        agent, version = agent_and_version(actor=actor, agent_id=agent_id, environment=environment, level=USE)
     conversation = None
     if conversation_id:
-        conversation = own_conversation(actor, conversation_id, agent)
+        conversation = own_conversation(actor, conversation_id, agent, draft=draft)
     if surface == "api":
         check_run_rate(actor)
     created = not conversation_id and create_conversation
     if created:  # written with the run: no conversation without its first turn
         conversation = Conversation(
-            organization=actor.organization, agent=agent, owner=actor.user, surface=surface, title=text[:80]
+            organization=actor.organization, agent=agent, owner=actor.user, surface=surface, title=text[:80],
+            external_key=DRAFT_CONVERSATION_KEY if draft else "",
         )
     run = start_run(
         agent=agent,
@@ -124,7 +137,8 @@ def start_member_run(
         conversation=conversation,
         api_key=actor.api_key,
         run_id=run_id,
-        options={"can_ask_user": can_ask_user, **({"extra_instructions": extra_instructions} if extra_instructions else {}),
+        options={"can_ask_user": can_ask_user, **({"draft": True} if draft else {}),
+                 **({"extra_instructions": extra_instructions} if extra_instructions else {}),
                  # A client that sends the conversation itself (the OpenAI-compatible API): its earlier turns,
                  # the model's history when the run has no stored conversation (runner.assembly.turn_and_history).
                  **({"client_history": client_history} if client_history and not conversation else {})},

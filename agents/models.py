@@ -237,6 +237,11 @@ class Run(models.Model):
     def is_terminal(self) -> bool:
         return self.status in TERMINAL_STATUSES
 
+    @property
+    def is_draft(self) -> bool:
+        """A run of the draft (the Builder's test chat, agents.drafts): on no published version's ledger."""
+        return bool((self.options or {}).get("draft"))
+
 
 class Message(models.Model):
     class Role(models.TextChoices):

@@ -1,7 +1,7 @@
 """/api/v1/ agent endpoints."""
 
 from agenticos.api import route
-from agents import api
+from agents import api, api_capability_card
 
 urlpatterns = [
     *route("model-profiles", api.ModelProfileListView, "api-model-profiles"),
@@ -19,4 +19,8 @@ urlpatterns = [
     *route("agents/<uuid:pk>/avatar", api.AgentAvatarView, "api-agent-avatar"),
     *route("agents/<uuid:pk>/grants", api.AgentGrantListView, "api-agent-grants"),
     *route("agents/<uuid:pk>/grants/<str:user_id>", api.AgentGrantDetailView, "api-agent-grant"),
+    *route("agents/<uuid:pk>/capabilities/<str:capability_id>/enable", api_capability_card.CapabilityEnableView,
+           "api-agent-capability-enable"),
+    *route("agents/<uuid:pk>/capabilities/<str:capability_id>/request", api_capability_card.CapabilityRequestView,
+           "api-agent-capability-request"),
 ]

@@ -266,7 +266,21 @@ def builder_context(actor: Actor, agent: Agent, level: str, *, diff: dict | None
         "diff": diff,
         "api_url": f"{settings.FRONTEND_URL}/api/v1/agents/{agent.pk}/run",
         "can_run": actor.has("agents:run"),
+        "test_chat_strings": test_chat_strings(),
         **availability_context(actor, agent, level),
+    }
+
+
+def test_chat_strings() -> dict[str, str]:
+    """The words builder-chat.js writes (translated here, so the script holds none)."""
+    return {
+        "you": _("You"), "draft": _("Draft"), "approve": _("Approve"), "deny": _("Deny"),
+        "needs_approval": _("Waiting for your approval:"), "using": _("Used"),
+        "enable": _("Enable it"), "ask": _("Ask the owner to enable it"),
+        "missing": _("This needs a capability the agent does not have:"),
+        "enabled": _("Enabled."), "asked": _("The owner was asked."),
+        "closed": _("The connection closed; send again to reconnect."), "tokens": _("tokens"),
+        "stopped": _("The run ended:"),
     }
 
 

@@ -116,11 +116,13 @@ def model_settings(profile: ModelProfile, spec: AgentSpec):
 
 
 def build_capabilities(spec: AgentSpec, deps, run: Run) -> BuiltSetup:
+    from agents.runner import missing
     from capabilities import registry
 
     built = registry.build_for_run(spec, deps, str(run.organization_id))
+    card_tool = missing.toolset(run, spec)  # where a person can act on a missing-capability card
     return BuiltSetup(
-        toolsets=list(built.toolsets),
+        toolsets=[*built.toolsets, *([card_tool] if card_tool is not None else [])],
         capabilities=list(built.capabilities),
         approval={name: route.approval for name, route in built.tools.items()},
         tool_capabilities={name: route.capability_id for name, route in built.tools.items()},

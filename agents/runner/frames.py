@@ -40,6 +40,7 @@ MEMBER_ONLY_FRAME_TYPES = {
     "message_saved",
     "conversation_created",
     "run_started",
+    "capability_missing",
 }
 
 

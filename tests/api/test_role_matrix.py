@@ -131,6 +131,10 @@ ROUTES = [
     Route("get", "api-agent-grants", AGENT, "view", 200, "agents:view"),
     Route("post", "api-agent-grants", AGENT, "edit", 201, body={"user_id": "{colleague}", "level": "view"}),
     Route("delete", "api-agent-grant", {**AGENT, "user_id": "grantee"}, "edit", 204),
+    # agents/urls.py: the missing-capability card's actions (agents/capability_card.py)
+    Route("post", "api-agent-capability-enable", {**AGENT, "capability_id": "card_capability"}, "edit", 200),
+    Route("post", "api-agent-capability-request", {**AGENT, "capability_id": "card_capability"}, "use", 200,
+          body={"reason": "To read a page."}),
     Route("post", "api-agents-import", {}, "edit", 200, body={"yaml": "{yaml}", "agent_id": "{agent}"},
           label="POST api-agents-import (replace a draft)", bad_body={"yaml": "spec: [", "agent_id": "{agent}"}),
     # agents/urls_runs.py
@@ -244,6 +248,7 @@ def _agent_with_everything(org, owner, profile, *, name: str, visibility: str, g
         "agent": agent.pk,
         "suite_run": _evaluated_agent_run(actor, profile, name=f"{name} evaluated", visibility=visibility),
         "one": "1",
+        "card_capability": "web_fetch",
         "production_env": "production",
         "grantee": str(grantee.pk),
         "embed": factories.embed(agent, kind="page", created_by=owner).pk,
