@@ -77,6 +77,7 @@ def serialize_binding(binding: Binding) -> dict[str, Any]:
         "channel_tools_limit": binding.channel_tools_limit,
         "footer_mode": binding.footer_mode,
         "footer_every_n": binding.footer_every_n,
+        "footer_threshold_percent": binding.footer_threshold_percent,
         "created_at": binding.created_at.isoformat(),
     }
 

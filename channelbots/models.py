@@ -128,7 +128,7 @@ class BotCredential(models.Model):
 
 class FooterMode(models.TextChoices):
     LOG_ONLY = "log_only", "Only recorded"
-    NEAR_LIMIT = "near_limit", "When the budget is 80% spent"
+    NEAR_LIMIT = "near_limit", "Near a limit (budget or workspace)"
     EVERY_N = "every_n", "Every N replies"
     EVERY_REPLY = "every_reply", "Every reply"
 
@@ -150,6 +150,8 @@ class Binding(models.Model):
     channel_tools_limit = models.PositiveSmallIntegerField(default=20)
     footer_mode = models.CharField(max_length=16, choices=FooterMode.choices, default=FooterMode.NEAR_LIMIT)
     footer_every_n = models.PositiveIntegerField(default=10)
+    # near_limit speaks once the month's budget or the workspace passes this percentage (spec: 80% by default).
+    footer_threshold_percent = models.PositiveSmallIntegerField(default=80)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )

@@ -30,7 +30,7 @@ from channelbots.platforms import PlatformClient, PlatformError, client_for
 logger = logging.getLogger(__name__)
 
 CHANNEL_HISTORY_LIMIT = 200
-# near_limit footers speak once the budget or the workspace passes this fraction.
+# near_limit footers speak once the budget or the workspace passes this fraction, unless the binding sets its own.
 NEAR_LIMIT = Decimal("0.8")
 MID_THREAD_MESSAGES = 50
 MID_THREAD_FILES = 4
@@ -337,7 +337,8 @@ class Turn:
 
     def footer(self, session: ChannelSession, usage: dict) -> str:
         """The cost line for this binding's footer mode. The workspace behind the chat counts like the
-        money: a stored workspace that fills up starts refusing writes, so near_limit speaks at 80% of either."""
+        money: a stored workspace that fills up starts refusing writes, so near_limit speaks once either passes
+        the binding's threshold (80% unless the binding says otherwise)."""
         mode = self.binding.footer_mode
         if mode == FooterMode.LOG_ONLY:
             return ""
@@ -353,13 +354,14 @@ class Turn:
             return line + (f" · workspace {int(fill * 100)}% full" if fill is not None else "")
         from governance.budgets import organization_spent
 
+        threshold = Decimal(self.binding.footer_threshold_percent) / 100
         said = []
         budget = self.bot.organization.monthly_budget_usd
         if budget:
             fraction = organization_spent(self.bot.organization_id) / budget
-            if fraction >= NEAR_LIMIT:
+            if fraction >= threshold:
                 said.append(f"{int(fraction * 100)}% of this month's budget is spent")
-        if fill is not None and fill >= NEAR_LIMIT:
+        if fill is not None and fill >= threshold:
             said.append(f"the workspace is {int(fill * 100)}% full")
         return f"{line} · " + " · ".join(said) if said else ""
 

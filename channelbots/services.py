@@ -375,6 +375,12 @@ def _clean_binding(binding: Binding, data: dict) -> None:
         if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= 1000:
             raise Invalid("footer_every_n must be between 1 and 1000.", details={"field": "footer_every_n"})
         binding.footer_every_n = n
+    if "footer_threshold_percent" in data:
+        percent = data["footer_threshold_percent"]
+        if not isinstance(percent, int) or isinstance(percent, bool) or not 1 <= percent <= 100:
+            raise Invalid("footer_threshold_percent must be between 1 and 100.",
+                          details={"field": "footer_threshold_percent"})
+        binding.footer_threshold_percent = percent
 
 
 def create_binding(*, actor: Actor, agent: Agent, data: dict, ip_address: str | None = None) -> Binding:

@@ -265,6 +265,33 @@ def _set_jwt_secret(embed: Embed, plaintext: Any, *, actor: Actor) -> None:
     embed.jwt_secret = Secret.objects.get(organization_id=embed.organization_id, name=name)
 
 
+# What a preview may draw before it is saved: how the widget or the page looks, never who it admits.
+PREVIEW_FIELDS = (*APPEARANCE_FIELDS, "welcome", "logo_source", "allow_new_thread", "allow_microphone", "allow_uploads")
+
+
+def preview_embed(embed: Embed, data: dict) -> Embed:
+    """An unsaved copy of `embed` wearing these appearance values, checked as a save checks them (an Invalid
+    for a value a save would refuse). The console's live preview draws it; nothing here is ever stored."""
+    supplied = {k: v for k, v in data.items() if k in PREVIEW_FIELDS}
+    if embed.kind != Embed.Kind.PAGE:
+        supplied = {k: v for k, v in supplied.items() if k not in PAGE_ONLY_FIELDS}
+    _check_fields(embed, supplied)
+    copy = Embed(**{f.attname: getattr(embed, f.attname) for f in Embed._meta.concrete_fields})
+    copy._state.adding = False
+    copy.agent = embed.agent
+    for field, value in supplied.items():
+        setattr(copy, field, "" if value is None else value)
+    copy.accent_color = copy.accent_color or DEFAULT_ACCENT
+    return copy
+
+
+def new_jwt_secret() -> str:
+    """A signing secret minted here (256 bits, URL-safe), for the console: shown once, then only sealed."""
+    import secrets
+
+    return secrets.token_urlsafe(32)
+
+
 # ------------------------------------------------------------------ management
 
 

@@ -76,6 +76,20 @@ def widget_source(config: dict) -> str:
     )
 
 
+def widget_config(embed: Embed) -> dict[str, Any]:
+    """What widget.js is told about its looks (the console's preview draws the same)."""
+    return {
+        "key": embed.public_key,
+        "title": embed.title or embed.agent.name,
+        "subtitle": embed.subtitle,
+        "greeting": embed.greeting,
+        "emptyText": embed.empty_text or "Ask a question…",
+        "launcherText": embed.launcher_text or "Chat",
+        "accent": embed.accent_color,
+        "corner": embed.corner,
+    }
+
+
 @require_GET
 def widget_js(request: HttpRequest, key: str) -> HttpResponse:
     limit = int(getattr(settings, "RATE_LIMIT_EMBED_PER_MINUTE", 30))
@@ -88,17 +102,7 @@ def widget_js(request: HttpRequest, key: str) -> HttpResponse:
     embed = find_embed(key)
     if embed is None or embed.kind != Embed.Kind.WIDGET:
         return HttpResponse("/* not available */", status=404, content_type="application/javascript")
-    config = {
-        "key": embed.public_key,
-        "title": embed.title or embed.agent.name,
-        "subtitle": embed.subtitle,
-        "greeting": embed.greeting,
-        "emptyText": embed.empty_text or "Ask a question…",
-        "launcherText": embed.launcher_text or "Chat",
-        "accent": embed.accent_color,
-        "corner": embed.corner,
-    }
-    response = HttpResponse(widget_source(config), content_type="application/javascript; charset=utf-8")
+    response = HttpResponse(widget_source(widget_config(embed)), content_type="application/javascript; charset=utf-8")
     response["Cache-Control"] = "public, max-age=300"
     response["X-Content-Type-Options"] = "nosniff"
     response["Cross-Origin-Resource-Policy"] = "cross-origin"
@@ -172,6 +176,13 @@ def page_config_json(request: HttpRequest, key: str) -> HttpResponse:
     return JsonResponse(page_config(embed))
 
 
+def page_response(request: HttpRequest, config: dict[str, Any], *, first: str = "") -> HttpResponse:
+    """The hosted page drawn with this config. `first` is script run before the page's own: the console's
+    preview passes a socket that answers in the browser."""
+    script = static_text("markdown.js") + "\n" + static_text("page.js")
+    return render(request, "embeds/page.html", {"config": config, "script": (first + "\n" if first else "") + script})
+
+
 @require_GET
 def hosted_page(request: HttpRequest, key: str) -> HttpResponse:
     embed = _page_embed(key)
@@ -183,15 +194,7 @@ def hosted_page(request: HttpRequest, key: str) -> HttpResponse:
             response = render(request, "embeds/unavailable.html", {"rate_limited": True}, status=429)
             response["Retry-After"] = str(retry)
         else:
-            config = page_config(embed)
-            response = render(
-                request,
-                "embeds/page.html",
-                {
-                    "config": config,
-                    "script": static_text("markdown.js") + "\n" + static_text("page.js"),
-                },
-            )
+            response = page_response(request, page_config(embed))
     # A secret link is not a page to index; a crawler following one has published it.
     response["X-Robots-Tag"] = "noindex, nofollow"
     response["Referrer-Policy"] = "no-referrer"

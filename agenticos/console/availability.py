@@ -56,13 +56,23 @@ def create_embed(request: HttpRequest, actor: Actor, agent_id: Any) -> HttpRespo
     agent, level = _agent(actor, agent_id)
     post = request.POST
     form = {"kind": post.get("kind", ""), "name": post.get("name", "").strip(), "origins": post.get("origins", ""),
-            "environment": post.get("environment", "production")}
+            "environment": post.get("environment", "production"), "auth_mode": post.get("auth_mode", "public")}
     data = {"kind": form["kind"], "name": form["name"], "environment": form["environment"],
             "allowed_origins": _origins(form["origins"])}
+    minted = ""
+    if form["auth_mode"] == Embed.AuthMode.JWT:
+        # The signing secret is minted here and shown once, on the page this answers with — never again.
+        data["auth_mode"] = Embed.AuthMode.JWT
+        minted = data["jwt_secret"] = embed_services.new_jwt_secret()
     try:
         embed = embed_services.create_embed(actor=actor, agent=agent, data=data, ip_address=_client_ip(request))
     except (Invalid, Conflict) as exc:
         return _with_errors(request, actor, agent, level, embed_form=form, embed_errors=_errors(exc))
+    if minted:
+        from agenticos.console.embeds import page_with_new_secret
+
+        messages.success(request, _("The embed was created."))
+        return page_with_new_secret(request, actor, agent.pk, embed.pk, minted)
     messages.success(request, _("The embed was created."))
     return _back(agent, f"embed-{embed.pk}")
 
