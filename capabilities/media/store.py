@@ -10,6 +10,8 @@ to it, so the conversation's prefix goes with the conversation. A run outside a 
 blobs under `run-<run id>`.
 
 The store mints no public URL (`public_url` is always None): a URL a model provider can fetch, anyone can.
+`on_conversation_delete` is the pre_delete receiver (of agents.Conversation) that sends the folder with its
+conversation.
 """
 
 from __future__ import annotations
@@ -96,3 +98,40 @@ class OrganizationMediaStore:
         if not await self.exists(uri):
             raise FileNotFoundError(f"media not found: {uri}")
         return _NO_METADATA  # nothing is kept beside the bytes: the history holds each part's own fields
+
+
+def folder_files(organization_id: object, scope: str) -> list[str]:
+    """Every blob stored for one organization's conversation (or conversation-less run)."""
+    folder = OrganizationMediaStore(organization_id, scope).folder
+    try:
+        _, files = default_storage.listdir(folder)
+    except FileNotFoundError:  # nothing was ever offloaded here (a local folder that was never made)
+        return []
+    return [posixpath.join(folder, name) for name in files if _is_digest(name)]
+
+
+def _is_digest(name: str) -> bool:
+    try:
+        parse_media_uri(f"media+sha256://{name}")
+    except ValueError:
+        return False
+    return True
+
+
+def on_conversation_delete(sender: object, instance: object, **kwargs: object) -> None:
+    """pre_delete of agents.Conversation: its media folder goes with it — each blob queued as a
+    `governance.PendingFileRemoval` in the deleting transaction, removed by the same sweep as attachments (a
+    storage that refuses keeps the row for the next sweep)."""
+    from governance import retention
+    from governance.models import PendingFileRemoval
+
+    organization_id = getattr(instance, "organization_id", None)
+    conversation_id = getattr(instance, "pk", None)
+    if not organization_id or not conversation_id:
+        return
+    paths = folder_files(organization_id, str(conversation_id))
+    if paths:
+        PendingFileRemoval.objects.bulk_create([
+            PendingFileRemoval(organization_id=organization_id, path=path, reason="conversation_deleted")
+            for path in paths])
+        retention._kick_after_commit()

@@ -21,6 +21,7 @@ from agents.models import Conversation, Run, RunStatus
 from agents.spec import AgentSpec
 from capabilities import registry
 from capabilities.media import MediaConfig, MediaOffload, history
+from capabilities.media import store as store_module
 from capabilities.media.store import OrganizationMediaStore
 from governance.models import Approval
 from tests import factories
@@ -109,6 +110,27 @@ def test_a_parked_history_keeps_its_image_in_storage_and_the_resumed_request_car
     user = next(m for m in listed if m["role"] == "user")
     assert [a["name"] for a in user["attachments"]] == ["screen.png"]
     assert default_storage.exists(user["attachments"][0]["path"])
+
+
+def test_a_parked_history_is_restored_after_the_binding_is_gone(org, owner, admin_user, api_as, fake_openai):
+    from agents import services
+
+    run = parked_with_an_image(org, owner, fake_openai)
+    agent = run.agent
+    actor = actor_of(owner, org)
+    unbound = {**agent.draft_spec, "capabilities": [b for b in agent.draft_spec["capabilities"] if b["id"] != "media"]}
+    services.update_agent(actor=actor, agent=agent, spec=unbound)
+    version = services.publish_agent(actor=actor, agent=agent)
+    Run.objects.filter(pk=run.pk).update(version=version)  # the resume builds a run without the binding
+    client = api_as(admin_user, org)
+    client.post(f"/api/v1/approvals/{Approval.objects.get(run=run).pk}", {"decision": "approve"}, format="json")
+    assert client.post(f"/api/v1/runs/{run.pk}/resume").status_code == 202
+    fake_openai.queue(Reply.text("Charted."))
+    run_now(run)
+
+    run.refresh_from_db()
+    assert run.status == RunStatus.COMPLETED, run.error
+    assert sent_images(fake_openai.chat_requests[-1]) == sent_images(fake_openai.chat_requests[0])
 
 
 def test_an_unbound_agent_stores_its_parked_history_whole(org, owner, fake_openai):
@@ -201,3 +223,27 @@ def test_the_threshold_is_bounded_and_the_binding_builds_its_offload(org):
     assert [c.threshold_bytes for c in built.capabilities if isinstance(c, MediaOffload)] == [4096]
     cap = registry.get("media")
     assert cap.advanced and cap.voice == "never" and cap.tools == ()
+
+
+def test_a_deleted_conversation_queues_its_media_folder_and_the_sweep_removes_only_that(org, owner, outsider_org):
+    from django.db import transaction
+
+    from governance import retention
+    from governance.models import PendingFileRemoval
+    from tests.runner.conftest import publish
+
+    agent, _ = publish(org, owner)
+    gone = Conversation.objects.create(organization=org, agent=agent, owner=owner, title="gone")
+    kept = Conversation.objects.create(organization=org, agent=agent, owner=owner, title="kept")
+    for store in (OrganizationMediaStore(org.pk, str(gone.pk)), OrganizationMediaStore(org.pk, str(kept.pk)),
+                  OrganizationMediaStore(outsider_org.pk, str(gone.pk))):
+        store.put_sync(IMAGE)
+    gone_id = gone.pk
+    with transaction.atomic():
+        store_module.on_conversation_delete(Conversation, gone)
+        gone.delete()
+    assert list(PendingFileRemoval.objects.values_list("path", flat=True)) == [f"media/{org.pk}/{gone_id}/{DIGEST}"]
+    retention.remove_pending_files()
+    assert not default_storage.exists(f"media/{org.pk}/{gone_id}/{DIGEST}")
+    assert default_storage.exists(f"media/{org.pk}/{kept.pk}/{DIGEST}")
+    assert default_storage.exists(f"media/{outsider_org.pk}/{gone_id}/{DIGEST}")
