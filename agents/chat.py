@@ -16,6 +16,7 @@ from agents.drafts import DRAFT, DRAFT_CONVERSATION_KEY, freeze_draft
 from agents.models import TERMINAL_STATUSES, Agent, Conversation, Message, Run
 from agents.runs import check_prompt, start_run
 from agents.services import agent_and_version
+from agents.titles import conversation_title
 from governance.grants import USE
 
 
@@ -124,7 +125,8 @@ def start_member_run(
     created = not conversation_id and create_conversation
     if created:  # written with the run: no conversation without its first turn
         conversation = Conversation(
-            organization=actor.organization, agent=agent, owner=actor.user, surface=surface, title=text[:80],
+            organization=actor.organization, agent=agent, owner=actor.user, surface=surface,
+            title=conversation_title(text),
             external_key=DRAFT_CONVERSATION_KEY if draft else "",
         )
     run = start_run(

@@ -219,6 +219,14 @@ def _seconds(start: datetime | None, end: datetime | None) -> float | None:
 # ------------------------------------------------------------------ chat
 
 
+def chat_conversations(actor: Actor, limit: int = 100) -> list[Conversation]:
+    """The chat's own list: what the person reads in chat, without embed visitors' conversations — those
+    are recorded with the embed's creator as owner, but they are the visitors' and belong under the embed."""
+    from agents.chat import readable_conversations
+
+    return list(readable_conversations(actor).exclude(surface=Surface.EMBED)[:limit])
+
+
 def tool_call_json(call: ToolCall | None, tool_call_id: str) -> dict[str, Any]:
     if call is None:
         return {"id": tool_call_id, "name": "", "args": {}, "result": None, "status": "unfinished"}

@@ -28,7 +28,7 @@ from agenticos.errors import Conflict, DomainError, NotFound
 from agenticos.models import Membership
 from agenticos.tenancy import SESSION_KEY, Actor, membership_for, org_get
 from agents.chat import delete_conversation as delete_own_conversation
-from agents.chat import member_run, readable_conversation, readable_conversations
+from agents.chat import member_run, readable_conversation
 from agents.models import Run, RunStatus, Surface
 from governance import services as governance
 from governance.models import Approval
@@ -86,7 +86,7 @@ def delete_conversation(request: HttpRequest, actor: Actor, conversation_id: Any
 
 @console_view()
 def chat(request: HttpRequest, actor: Actor, conversation_id: str | None = None) -> HttpResponse:
-    conversations = list(readable_conversations(actor)[:100])
+    conversations = selectors.chat_conversations(actor)
     agents = selectors.chat_agents(actor)
     conversation = None
     turns: list[dict[str, Any]] = []

@@ -6,6 +6,33 @@
     var el = event.target;
     if (el.matches && el.matches("select[data-autosubmit]")) el.form.requestSubmit();
   });
+  // The navigation drawer on narrow screens (console.css): the header's Menu button opens it; the button again,
+  // Escape, the backdrop or following a link closes it, and focus goes back to the button.
+  function setNav(open, focusButton) {
+    var toggle = document.querySelector("[data-nav-toggle]");
+    if (!toggle) return;
+    document.body.classList.toggle("nav-open", open);
+    toggle.setAttribute("aria-expanded", open ? "true" : "false");
+    if (open) {
+      var current = document.querySelector("#sidenav a[aria-current='page']") || document.querySelector("#sidenav a");
+      if (current) current.focus();
+    } else if (focusButton) {
+      toggle.focus();
+    }
+  }
+  document.addEventListener("click", function (event) {
+    var toggle = event.target.closest ? event.target.closest("[data-nav-toggle]") : null;
+    if (toggle) { setNav(!document.body.classList.contains("nav-open"), true); return; }
+    if (!document.body.classList.contains("nav-open")) return;
+    if (event.target === document.body) setNav(false, true);  // the backdrop is the body's ::before
+    else if (event.target.closest && event.target.closest("#sidenav a")) setNav(false, false);
+  });
+  document.addEventListener("keydown", function (event) {
+    if (event.key === "Escape" && document.body.classList.contains("nav-open")) setNav(false, true);
+  });
+  window.addEventListener("resize", function () {
+    if (document.body.classList.contains("nav-open") && window.matchMedia("(min-width: 821px)").matches) setNav(false, false);
+  });
   document.addEventListener("click", function (event) {
     var button = event.target.closest ? event.target.closest("[data-copy]") : null;
     if (!button) return;
