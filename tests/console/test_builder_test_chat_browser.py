@@ -1,0 +1,127 @@
+"""The Builder's test chat in a real browser (Debian chromium via Playwright) against daphne + a real Celery worker,
+the model answering through the real OpenAI client from the local fake OpenAI server: the draft answers without
+being published, the run is a draft run, and a missing capability's card enables it on the draft. At 1440 and
+390 px, with no console error."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agenticos.models import Membership
+from agenticos.tenancy import actor_for_membership
+from agents import services as agent_services
+from agents.models import AgentVersion, Run
+from tests import factories
+from tests.console.conftest import ARTIFACTS
+from tests.fakes.openai_server import Reply
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+PASSWORD = "pw-correct-horse-9"
+TIMEOUT = 30_000
+DRAFT_WORDS = "DRAFT: answer in exactly three words."
+
+
+@pytest.fixture(autouse=True)
+def _fake_model_host_for_daphne(monkeypatch):
+    # daphne (a subprocess) checks the draft's profile address as a publish does: the fake listens on loopback.
+    monkeypatch.setenv("MODEL_ALLOWED_PRIVATE_HOSTS", "127.0.0.1")
+
+
+def sign_in(page, base_url, email):
+    page.goto(f"{base_url}/login/")
+    page.get_by_label("Email").fill(email)
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(f"{base_url}/")
+
+
+def watched_page(browser, width):
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    page.set_default_timeout(TIMEOUT)
+    problems: list[str] = []
+    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: problems.append(str(e)))
+    return page, problems
+
+
+def agent_with_a_changed_draft(org, owner, fake_openai):
+    actor = actor_for_membership(Membership.objects.select_related("user", "organization").get(user=owner))
+    profile = factories.model_profile(org, provider="openai_compatible", model="fake-model", label="Fake",
+                                      base_url=fake_openai.base_url)
+    agent = agent_services.create_agent(actor=actor, name="Helper", spec={
+        "name": "Helper", "instructions": "PUBLISHED instructions.", "model_profile_id": str(profile.pk),
+        "capabilities": [{"id": "clock"}]})
+    agent_services.publish_agent(actor=actor, agent=agent, note="v1")
+    spec = {**agent.draft_spec, "instructions": DRAFT_WORDS}
+    agent_services.update_agent(actor=actor, agent=agent, spec=spec)
+    return agent
+
+
+def system_text(request) -> str:
+    return json.dumps([m for m in request.json["messages"] if m["role"] == "system"])
+
+
+@pytest.mark.parametrize("width", [1440, 390])
+def test_the_draft_answers_in_the_builder_and_the_run_is_a_draft_run(live_server_url, browser, fake_openai, width):
+    org = factories.organization(name="Acme")
+    owner = factories.user(email="owner@example.com", password=PASSWORD)
+    Membership.objects.create(organization=org, user=owner, role="owner")
+    agent = agent_with_a_changed_draft(org, owner, fake_openai)
+    fake_openai.queue(Reply.text("Ahoy from draft."))
+
+    page, problems = watched_page(browser, width)
+    sign_in(page, live_server_url, "owner@example.com")
+    page.goto(f"{live_server_url}/agents/{agent.pk}/")
+    chat = page.locator("[data-test-chat]")
+    chat.get_by_label("Message to the draft").fill("Hello?")
+    chat.get_by_role("button", name="Send to the draft").click()
+    page.wait_for_selector("[data-test-usage]")
+    assert chat.locator("[data-test-answer]").text_content() == "Ahoy from draft."
+    page.screenshot(path=str(ARTIFACTS / f"builder-test-chat-{width}.png"), full_page=True)
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= width
+
+    # The draft's instructions reached the model, through the real OpenAI client; nothing was published.
+    [request] = fake_openai.chat_requests
+    assert DRAFT_WORDS in system_text(request)
+    run = Run.objects.select_related("version").get(agent=agent)
+    assert run.is_draft and run.version.number == 0 and run.status == "completed"
+    assert list(AgentVersion.objects.filter(agent=agent, number__gt=0).values_list("number", flat=True)) == [1]
+    # The chat list does not show the Builder's conversation.
+    page.goto(f"{live_server_url}/chat/")
+    assert page.locator("text=Hello?").count() == 0
+    assert problems == []
+
+
+def test_a_missing_capability_card_in_the_test_chat_enables_it_on_the_draft(live_server_url, browser, fake_openai):
+    org = factories.organization(name="Acme")
+    owner = factories.user(email="owner@example.com", password=PASSWORD)
+    Membership.objects.create(organization=org, user=owner, role="owner")
+    agent = agent_with_a_changed_draft(org, owner, fake_openai)
+    fake_openai.queue(
+        Reply.tool_call("request_capability", {"capability_id": "web_fetch", "reason": "I must read that page."}),
+        Reply.text("Web pages would let me read it."),
+    )
+
+    page, problems = watched_page(browser, 1440)
+    sign_in(page, live_server_url, "owner@example.com")
+    page.goto(f"{live_server_url}/agents/{agent.pk}/")
+    chat = page.locator("[data-test-chat]")
+    chat.get_by_label("Message to the draft").fill("Read https://example.com for me")
+    chat.get_by_role("button", name="Send to the draft").click()
+    card = page.locator("[data-capability-card=web_fetch]")
+    card.wait_for()
+    assert "I must read that page." in card.text_content()
+    page.wait_for_selector("[data-test-usage]")
+    card.get_by_role("button", name="Enable it").click()
+    result = card.locator("[data-capability-result]")
+    result.wait_for()
+    assert result.get_attribute("data-capability-result") == "ok"
+    # The draft had unpublished changes: it waits in the draft for the Builder.
+    assert "publish it from the Builder" in result.text_content()
+    page.screenshot(path=str(ARTIFACTS / "builder-test-chat-card-1440.png"), full_page=True)
+    agent.refresh_from_db()
+    assert "web_fetch" in {b["id"] for b in agent.draft_spec["capabilities"]}
+    assert not AgentVersion.objects.filter(agent=agent, number=2).exists()
+    assert problems == []
