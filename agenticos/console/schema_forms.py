@@ -4,16 +4,25 @@ Each property becomes one labelled control: an enum is a select with the schema'
 keeps its range (minimum/maximum) and shows its default, a boolean is a checkbox, anything structured is a
 JSON text area. Limits, cache lifetimes and prompts go under "Advanced settings", which opens by itself
 where one of them is set (or `x-advanced` says so).
+
+Some properties hold ids of the organization's own objects. Given `organization_id`, those become pickers
+instead of a JSON box: the custom tools an agent may call (each with its approval, folding `tool_approval`
+in), the database connections it may use (with their permission and slot cost), and the MCP servers with the
+tools allowed from each and each tool's approval. A picker posts a `<input>.picker` marker, so unticking
+everything saves an empty choice rather than leaving the old one.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 ADVANCED_NAME = re.compile(r"(max|min|limit|threshold|timeout|ttl|cache|prompt|chars|retries|window|memory)", re.I)
 UNSET = ""
+APPROVALS = ("default", "required", "never")
+PICKER_MARK = ".picker"
 
 
 def _branch(schema: dict[str, Any]) -> tuple[dict[str, Any], bool]:
@@ -40,11 +49,98 @@ def _kind(schema: dict[str, Any]) -> str:
     return "json"
 
 
-def fields_for(schema: dict[str, Any], config: dict[str, Any], *, prefix: str, errors: dict[str, str]
-               ) -> list[dict[str, Any]]:
-    """One dict per property, ready for the template. `errors` is keyed by property name."""
+# ------------------------------------------------------------------ pickers of the organization's objects
+
+
+def _approval(value: Any) -> str:
+    return value if value in APPROVALS else "default"
+
+
+def _tool_picker(organization_id: Any, config: dict[str, Any]) -> dict[str, Any]:
+    from agenticos.console.tools import group_of
+    from capabilities.models import CustomTool
+
+    chosen = {str(v) for v in config.get("tool_ids") or []}
+    approvals = config.get("tool_approval") or {}
+    tools = sorted(CustomTool.objects.filter(organization_id=organization_id).only(
+        "pk", "name", "alias", "method", "url", "tags", "kit_name", "template_key", "warnings"),
+        key=lambda t: (group_of(t).lower(), t.name.lower()))
+    return {"kind": "tool_picker", "choices": [
+        {"value": str(t.pk), "label": t.name, "alias": t.alias, "detail": f"{t.method} {t.url}", "group": group_of(t),
+         "checked": str(t.pk) in chosen, "approval": _approval(approvals.get(t.alias)),
+         "warnings": [w.get("level") for w in t.warnings or [] if isinstance(w, dict)]} for t in tools],
+        "approvals": APPROVALS, "folds": ["tool_approval"]}
+
+
+def _database_picker(organization_id: Any, config: dict[str, Any]) -> dict[str, Any]:
+    from capabilities.custom_tools.budget import CONNECTION_SLOTS
+    from capabilities.models import DatabaseConnection
+
+    chosen = {str(v) for v in config.get("connection_ids") or []}
+    rows = DatabaseConnection.objects.filter(organization_id=organization_id).only("pk", "name", "permission")
+    return {"kind": "connection_picker", "choices": [
+        {"value": str(c.pk), "label": c.name, "detail": c.permission, "slots": CONNECTION_SLOTS.get(c.permission, 0),
+         "checked": str(c.pk) in chosen} for c in rows.order_by("name")]}
+
+
+def _mcp_picker(organization_id: Any, config: dict[str, Any]) -> dict[str, Any]:
+    from capabilities.models import McpConnection
+
+    bound = {str(e.get("connection_id")): e for e in config.get("connections") or [] if isinstance(e, dict)}
+    servers = []
+    for conn in McpConnection.objects.filter(organization_id=organization_id).only("pk", "name", "tools") \
+            .order_by("name"):
+        entry = bound.get(str(conn.pk))
+        allowed = entry.get("allowed_tools") if entry else None
+        approvals = (entry or {}).get("tool_approval") or {}
+        tools = [{"name": t.get("name", ""), "prefixed": f"{conn.name}_{t.get('name', '')}",
+                  "description": (t.get("description") or "")[:160],
+                  "allowed": allowed is None or t.get("name") in allowed,
+                  "approval": _approval(approvals.get(f"{conn.name}_{t.get('name', '')}"))}
+                 for t in conn.tools or [] if isinstance(t, dict)]
+        servers.append({"value": str(conn.pk), "label": conn.name, "checked": entry is not None,
+                        "all_tools": allowed is None, "tools": tools})
+    return {"kind": "mcp_picker", "choices": servers, "approvals": APPROVALS}
+
+
+# (capability id, property) → the picker that replaces its JSON box.
+PICKERS: dict[tuple[str, str], Callable[[Any, dict[str, Any]], dict[str, Any]]] = {
+    ("custom_tools", "tool_ids"): _tool_picker,
+    ("database", "connection_ids"): _database_picker,
+    ("mcp", "connections"): _mcp_picker,
+}
+
+
+def _pickers(prefix: str, organization_id: Any, config: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    if organization_id is None:
+        return {}
+    capability_id = prefix.removeprefix("cap-")
+    return {name: picker(organization_id, config) for (cap, name), picker in PICKERS.items() if cap == capability_id}
+
+
+# ------------------------------------------------------------------ the form
+
+
+def fields_for(schema: dict[str, Any], config: dict[str, Any], *, prefix: str, errors: dict[str, str],
+               organization_id: Any = None) -> list[dict[str, Any]]:
+    """One dict per property, ready for the template. `errors` is keyed by property name. With
+    `organization_id`, properties that hold ids of the organization's objects are pickers."""
+    pickers = _pickers(prefix, organization_id, config)
+    folded = {name for picker in pickers.values() for name in picker.get("folds", [])}
     fields = []
     for name, raw in (schema.get("properties") or {}).items():
+        if name in folded:
+            continue
+        if name in pickers:
+            picker = pickers[name]
+            fields.append({"name": name, "input_name": f"config.{name}", "id": f"{prefix}-{name}",
+                           "label": raw.get("title") or name.replace("_", " ").capitalize(),
+                           "help": raw.get("description", ""), "has_default": False, "nullable": True,
+                           "advanced": False, "is_set": name in config, "min": "", "max": "",
+                           "error": errors.get(name) or next((errors[f] for f in picker.get("folds", [])
+                                                              if f in errors), ""),
+                           **picker})
+            continue
         prop, nullable = _branch(raw)
         kind = _kind(prop)
         is_set = name in config and config[name] is not None
@@ -91,6 +187,9 @@ def config_from_post(schema: dict[str, Any], post: Any) -> dict[str, Any]:
     kept as typed so the publish check names it at its field."""
     config: dict[str, Any] = {}
     for name, raw in (schema.get("properties") or {}).items():
+        if f"config.{name}{PICKER_MARK}" in post:
+            config[name] = _picked(name, post)
+            continue
         prop, _nullable = _branch(raw)
         kind = _kind(prop)
         key = f"config.{name}"
@@ -119,3 +218,22 @@ def config_from_post(schema: dict[str, Any], post: Any) -> dict[str, Any]:
         else:
             config[name] = text
     return config
+
+
+def _picked(name: str, post: Any) -> Any:
+    """What a picker posted: ticked ids (a list), per-tool approvals (a dict), or MCP server entries."""
+    key = f"config.{name}"
+    values = post.getlist(key) if hasattr(post, "getlist") else [post.get(key)] if post.get(key) else []
+    if name == "tool_approval":
+        return {k[len(key) + 1:]: v for k, v in post.items()
+                if k.startswith(key + ".") and k != key + PICKER_MARK and v in APPROVALS and v != "default"}
+    if name == "connections":
+        entries = []
+        for conn_id in values:
+            base = f"{key}.{conn_id}"
+            allowed = None if post.get(f"{base}.all") == "on" else post.getlist(f"{base}.allowed")
+            approvals = {k[len(base) + len(".approval."):]: v for k, v in post.items()
+                         if k.startswith(f"{base}.approval.") and v in APPROVALS and v != "default"}
+            entries.append({"connection_id": conn_id, "allowed_tools": allowed, "tool_approval": approvals})
+        return entries
+    return list(dict.fromkeys(values))
