@@ -41,6 +41,20 @@ def test_api_paths_keep_the_json_envelope(client_as, org, owner):
         assert response.json()["error"]["code"] == "not_found"
 
 
+def test_the_header_bell_counts_only_ones_own_unread_notifications(client_as, org, owner, member, outsider,
+                                                                   outsider_org):
+    from notifications.services import notify
+
+    notify(organization=org, recipient=owner, kind="test", text="Enable web search?", link="/agents/")
+    notify(organization=org, recipient=owner, kind="test", text="Another", link="/agents/")
+    notify(organization=org, recipient=member, kind="test", text="Not yours")
+    notify(organization=outsider_org, recipient=outsider, kind="test", text="Theirs")
+    page = client_as(owner, org).get("/").content.decode()
+    assert "data-notifications-bell" in page and 'data-unread-count>2<' in page
+    outsider_page = client_as(outsider, outsider_org).get("/").content.decode()
+    assert 'data-unread-count>1<' in outsider_page
+
+
 def test_the_500_page_renders_without_a_request():
     from django.template import loader
 
