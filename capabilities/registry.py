@@ -66,6 +66,7 @@ BUILTIN: tuple[str, ...] = (
     "capabilities.artifacts",
     "capabilities.visuals",
     "capabilities.image_generation",
+    "capabilities.coding_agent",
 )
 
 # A name every provider accepts for a function tool.

@@ -1,0 +1,63 @@
+"""Publish checks of the coding agent that need the whole spec or the publisher's organization (the config alone
+is checked by `CodingAgentConfig`): meant to be called beside `capabilities.subagents.publish.delegate_problems`
+from `agents.services.reference_problems`.
+
+- the coding agent runs in the agent's sandbox: `sandbox` must be bound and enabled, on the `service` backend
+  with its shell (`include_execute`) — stored files have nowhere to run a harness;
+- the bound key must fit the harness: a key saved for the other provider is refused, naming what the harness
+  takes (an OpenAI key bound to Claude Code would publish and then fail every task). A `custom` secret fits both,
+  and with `base_url` the key is the gateway's, so Claude Code takes any. Whose key it is is read from its
+  documented prefix (sk-ant-… Anthropic, sk-… OpenAI) inside this function; the value goes nowhere else.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from pydantic import ValidationError
+
+
+def coding_agent_problems(actor: Any, data: dict[str, Any], format_path: Any) -> list[dict[str, str]]:
+    from capabilities.coding_agent.capability import CodingAgentConfig
+
+    bindings = [b for b in (data.get("capabilities") or []) if isinstance(b, dict)]
+    binding = next((b for b in bindings if b.get("id") == "coding_agent" and b.get("enabled", True)), None)
+    if binding is None:
+        return []
+    index = (data.get("capabilities") or []).index(binding)
+    base = format_path(("capabilities", index), data)
+    problems: list[dict[str, str]] = []
+    sandbox = next((b for b in bindings if b.get("id") == "sandbox" and b.get("enabled", True)), None)
+    sandbox_config = (sandbox or {}).get("config") or {}
+    if sandbox is None:
+        problems.append({"field": f"{base}.id", "message": "The coding agent works in the agent's sandbox: bind "
+                         "sandbox on a sandbox connection (backend service) with its shell."})
+    elif sandbox_config.get("backend", "state") != "service" or sandbox_config.get("include_execute") is False:
+        problems.append({"field": f"{base}.id", "message": "The coding agent needs the sandbox on the service "
+                         "backend with shell commands on (include_execute); stored files have no shell."})
+    try:
+        config = CodingAgentConfig.model_validate(binding.get("config") or {})
+    except ValidationError:
+        return problems  # the config's own errors are reported by the registry
+    secret_id = binding.get("secret_id")
+    if secret_id:
+        problem = _key_problem(actor.organization, str(secret_id), config)
+        if problem:
+            problems.append({"field": f"{base}.secret_id", "message": problem})
+    return problems
+
+
+def _key_problem(organization: Any, secret_id: str, config: Any) -> str | None:
+    from agenticos import vault
+    from agenticos.models import Secret
+    from capabilities.coding_agent.capability import key_problem
+
+    try:
+        pk = uuid.UUID(secret_id)
+    except ValueError:
+        return None  # the registry says "No such secret"
+    secret = Secret.objects.filter(pk=pk, organization=organization).first()
+    if secret is None:
+        return None  # refused by the registry, in the same words as another organization's
+    return key_problem(config, vault.reveal(secret), kind=secret.kind)
