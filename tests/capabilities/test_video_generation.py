@@ -391,3 +391,25 @@ def test_catalog_entries_without_a_client_are_dropped_and_a_model_without_a_rate
     unpriced = {**model, "resolutions": ["720p", "1080p"]}
     with pytest.raises(ValidationError, match="no rate for"):
         catalog.parse({"providers": [{**document["providers"][0], "models": [unpriced]}]})
+
+
+async def test_a_run_cancelled_while_its_job_waits_cancels_the_job_and_records_its_estimate(setup, fake_video,
+                                                                                          monkeypatch):
+    import asyncio
+
+    monkeypatch.setattr(video, "POLL_SECONDS", 0.05)
+    fake_video.jobs.append(Job(polls=None))
+    waiting = asyncio.ensure_future(film(setup, args={"seconds": 4}, **BYTEPLUS))
+    for _ in range(400):
+        if fake_video.submitted and fake_video.submitted[0].seen:
+            break
+        await asyncio.sleep(0.025)
+
+    waiting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+
+    assert fake_video.submitted[0].cancelled
+    [entry] = await sync_to_async(entries)()
+    assert entry.cost_usd == Decimal("0.025") * 4
+    assert await sync_to_async(GeneratedMedia.objects.count)() == 0
