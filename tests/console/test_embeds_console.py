@@ -411,7 +411,7 @@ def test_a_builder_without_edit_access_sees_it_read_only_and_cannot_change_it(cl
     page = browser.get(url(widget))
     assert page.status_code == 200
     html = page.content.decode()
-    assert "data-read-only" in html and "<fieldset disabled>" in html and "data-save" not in html
+    assert "data-read-only" in html and "data-embed-edit" in html and "embed-fields\" disabled" in html and "data-save" not in html
     assert "data-pause" not in html and "data-rotate-secret" not in html
     for method, tail in ROUTES:
         if method == "post":
