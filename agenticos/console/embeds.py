@@ -194,6 +194,17 @@ def _page(request: HttpRequest, actor: Actor, agent: Agent, level: str, embed: E
 
 
 @console_view("embeds:manage")
+def embed_list(request: HttpRequest, actor: Actor) -> HttpResponse:
+    """Every embed of the organization on an agent the caller can see (as GET /agents/<id>/embeds, for all of
+    them at once), in two queries; one is created from its agent's Builder → Availability."""
+    from governance.grants import visible_agents
+
+    rows = list(org_queryset(actor, Embed).filter(agent__in=visible_agents(actor)).select_related("agent")
+                .order_by("agent__name", "agent_id", "created_at"))
+    return screen(request, "console/embeds/list.html", {"nav": "embeds", "embeds": rows})
+
+
+@console_view("embeds:manage")
 def edit(request: HttpRequest, actor: Actor, agent_id: Any, embed_id: Any) -> HttpResponse:
     agent, level, embed = _embed(actor, agent_id, embed_id)
     if request.method != "POST":

@@ -10,6 +10,7 @@ app_name = "console-embeds"
 _EMBED = "agents/<uuid:agent_id>/embeds/<uuid:embed_id>/"
 
 urlpatterns = [
+    path("embeds/", embeds.embed_list, name="list"),
     path(_EMBED, embeds.edit, name="edit"),
     path(_EMBED + "jwt-secret/", embeds.rotate_secret, name="rotate-secret"),
     path(_EMBED + "logo/", embeds.upload_logo, name="logo"),

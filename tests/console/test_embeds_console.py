@@ -435,3 +435,47 @@ def test_an_embed_under_another_agents_address_and_a_private_agents_embed_are_40
     assert client_as(other_builder, org).get(url(hidden)).status_code == 404
     assert client_as(other_builder, org).post(url(hidden), widget_form(title="x")).status_code == 404
     assert Embed.objects.get(pk=hidden.pk).title == ""
+
+
+# ------------------------------------------------------------------ the organization's list
+
+
+def test_the_list_shows_the_embeds_of_agents_one_can_see_in_constant_queries(client_as, org, builder, owner, shop,
+                                                                           widget, hosted, outsider_org, outsider,
+                                                                           django_assert_max_num_queries):
+    private = factories.published_agent(org, owner, name="Private")
+    private.visibility = "private"
+    private.save(update_fields=["visibility"])
+    hidden = factories.embed(private, kind="widget", created_by=owner, name="Hidden one")
+    foreign = factories.embed(factories.published_agent(outsider_org, outsider, name="Foreign"), kind="widget",
+                              created_by=outsider, name="Foreign one")
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    browser = client_as(builder, org)
+    browser.get("/embeds/")  # the session's first request writes what later ones only read
+    with django_assert_max_num_queries(12), CaptureQueriesContext(connection) as few:
+        first = browser.get("/embeds/").content.decode()
+    for _ in range(5):
+        factories.embed(shop, kind="socket", created_by=builder)
+    with CaptureQueriesContext(connection) as many:
+        more = browser.get("/embeds/").content.decode()
+    assert len(many.captured_queries) == len(few.captured_queries)
+    assert f'data-embed-listed="{widget.pk}"' in first and f'data-embed-listed="{hosted.pk}"' in first
+    assert f'href="{url(widget)}"' in first
+    assert hidden.name not in first and foreign.name not in first
+    assert more.count("data-embed-listed=") == 7
+    assert hosted.public_key not in first
+
+
+def test_a_viewer_is_refused_the_list_as_the_api_refuses_them(client_as, org, viewer, widget):
+    assert client_as(viewer, org).get("/embeds/").status_code == 403
+
+
+def test_a_hostile_preview_value_cannot_break_out_of_the_script_or_the_page(client_as, org, builder, widget, hosted):
+    browser = client_as(builder, org)
+    hostile = "</script><script>alert(1)</script>"
+    script = browser.get(url(widget, "preview/widget.js"), {"title": hostile}).content.decode()
+    assert "</script>" not in script.split("var AOS_CONFIG", 1)[1].split(";\n", 1)[0]
+    page = browser.get(url(hosted, "preview/"), {"title": hostile, "welcome": hostile}).content.decode()
+    assert "<script>alert(1)</script>" not in page
