@@ -10,15 +10,18 @@ asks again.
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import TYPE_CHECKING
 
-from governance import budgets
-from governance.metered import Meter
+if TYPE_CHECKING:  # imported when used: a capability module is imported before the apps are ready
+    from governance.budgets import BudgetExceeded
+    from governance.metered import Meter
 
 
 def check_price(meter: Meter, price: Decimal) -> None:
     """Raise `budgets.BudgetExceeded` naming the first cap that `price` would take past its limit (or that is
     already used up). No query when no cap can bind. Sync (ORM)."""
     from agenticos.models import Organization
+    from governance import budgets
 
     organization = Organization.objects.get(pk=meter.organization_id)
     if not budgets.may_bind(organization=organization, agent_budget=meter.agent_budget, embed_id=meter.embed_id):
@@ -30,7 +33,7 @@ def check_price(meter: Meter, price: Decimal) -> None:
             raise budgets.BudgetExceeded(cap)
 
 
-def refusal(exc: budgets.BudgetExceeded, what: str, price: Decimal) -> str:
+def refusal(exc: BudgetExceeded, what: str, price: Decimal) -> str:
     """The sentence a tool returns for a refused clip: which cap, its limit, what is spent and what this would
     have cost."""
     cap = exc.cap

@@ -8,7 +8,7 @@ One call, in this order, so nothing is paid for a clip that could not be kept:
 2. the organization's generated-media quota: full → a result;
 3. the budget is asked with the clip's price (the catalog's dated price per second at the chosen resolution ×
    the seconds asked, or the model's longest where the model decides): past a cap → a result;
-4. the clip is made: Google answers in the request itself; BytePlus and xAI accept a job that is polled every
+4. the clip is made: Google answers in the request itself; BytePlus, xAI and Alibaba accept a job that is polled every
    few seconds up to `timeout_seconds`. A job past that is cancelled where the provider allows (BytePlus, while
    queued) and recorded at its estimate — the provider may still finish and bill it — and so is one whose run
    is cancelled while it waits;
@@ -30,7 +30,7 @@ import logging
 import time
 from dataclasses import dataclass, replace
 from decimal import Decimal
-from typing import Any
+from typing import Any, Literal
 
 from django.utils import timezone
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -52,7 +52,15 @@ DOWNLOAD_TIMEOUT = 300.0
 CONTENT_POLICY_CODES = frozenset({
     "content_policy_violation", "content_moderation", "SAFETY", "PROHIBITED_CONTENT", "BLOCKLIST",
     "InputTextSensitiveContentDetected", "InputImageSensitiveContentDetected",
-    "OutputVideoSensitiveContentDetected", "SensitiveContentDetected"})
+    "OutputVideoSensitiveContentDetected", "SensitiveContentDetected", "DataInspectionFailed",
+    "IPInfringementSuspect"})
+# Alibaba Model Studio: the shared DashScope endpoint of a region that has one; every region has workspace
+# endpoints (`alibaba_workspace`).
+ALIBABA_REGIONS = ("ap-southeast-1", "us-east-1", "eu-central-1", "ap-northeast-1", "cn-beijing", "cn-hongkong")
+ALIBABA_SHARED = {"ap-southeast-1": "https://dashscope-intl.aliyuncs.com/api/v1",
+                  "us-east-1": "https://dashscope-us.aliyuncs.com/api/v1",
+                  "cn-beijing": "https://dashscope.aliyuncs.com/api/v1"}
+AlibabaRegion = Literal["ap-southeast-1", "us-east-1", "eu-central-1", "ap-northeast-1", "cn-beijing", "cn-hongkong"]
 
 
 def _clock() -> float:
@@ -71,8 +79,8 @@ class VideoGenerationConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     provider: str = Field(default="google", json_schema_extra={"enum": _provider_ids()},
-                          description="Who renders: Google answers inline; BytePlus and xAI run a job that is "
-                                      "polled.")
+                          description="Who renders: Google answers inline; BytePlus, xAI and Alibaba run a job "
+                                      "that is polled.")
     model: str = Field(default="gemini-omni-1.1-flash", json_schema_extra={"enum": _model_ids()},
                        description="The video model, from the provider's catalog entries.")
     resolution: str | None = Field(default=None, max_length=16,
@@ -90,6 +98,11 @@ class VideoGenerationConfig(BaseModel):
                                                 "longest.")
     audio: bool | None = Field(default=None, description="Sound by default. Only where the model makes it "
                                                          "optional.")
+    alibaba_workspace: str | None = Field(
+        default=None, pattern=r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$",
+        description="Alibaba only: the Model Studio workspace id (a host label). Unset: the region's shared "
+                    "DashScope endpoint.")
+    alibaba_region: AlibabaRegion = Field(default="ap-southeast-1", description="Alibaba only: the region.")
     timeout_seconds: int = Field(default=600, ge=60, le=1800,
                                  description="How long a call waits for its clip.")
 
@@ -118,11 +131,26 @@ class VideoGenerationConfig(BaseModel):
                 value = getattr(self, name)
                 if value is not None and not low <= value <= high:
                     raise ValueError(f"{name} must be {low}-{high} for {self.model}")
+            if self.seconds is not None and not found.seconds.allows(self.seconds):
+                raise ValueError(f"seconds must be one of {found.seconds.only} for {self.model}")
             if self.seconds is not None and self.seconds > self.longest_allowed:
                 raise ValueError("seconds must be at most max_seconds")
         if self.audio is not None and found.audio != "optional":
             raise ValueError(f"{self.model}'s sound is fixed ({found.audio}): leave audio unset")
+        if self.provider != "alibaba" and (self.alibaba_workspace or self.alibaba_region != "ap-southeast-1"):
+            raise ValueError("alibaba_workspace and alibaba_region are for provider alibaba only")
+        if self.provider == "alibaba" and not self.alibaba_workspace and self.alibaba_region not in ALIBABA_SHARED:
+            raise ValueError(f"alibaba_region {self.alibaba_region} has no shared endpoint: set alibaba_workspace")
         return self
+
+    def endpoint(self) -> str:
+        """Where this binding's provider is called: the operator's `GENERATED_MEDIA_<PROVIDER>_BASE_URL` when set,
+        an Alibaba workspace's own endpoint, a region's shared one, or the catalog's public endpoint."""
+        default = self.entry.base_url
+        if self.provider == "alibaba":
+            default = (f"https://{self.alibaba_workspace}.{self.alibaba_region}.maas.aliyuncs.com/api/v1"
+                       if self.alibaba_workspace else ALIBABA_SHARED[self.alibaba_region])
+        return outbound.base_url(self.provider, default)
 
     @property
     def entry(self) -> catalog.ProviderEntry:
@@ -158,7 +186,10 @@ class VideoGenerationConfig(BaseModel):
         span = self.video_model.seconds
         if span is None:
             return None
-        return self.seconds or min(max(5, span.min), self.longest_allowed)
+        if self.seconds:
+            return self.seconds
+        fits = [n for n in (span.only or range(span.min, self.longest_allowed + 1)) if n <= self.longest_allowed]
+        return min(fits, key=lambda n: abs(n - 5)) if fits else span.min
 
     @property
     def usual_audio(self) -> bool:
@@ -254,7 +285,10 @@ def _check_arguments(ctx: RunContext[Any], prompt: str, resolution: str | None, 
     length = config.usual_seconds if seconds is None else seconds
     if found.seconds is None:
         length = None
-    elif length is None or not found.seconds.min <= length <= config.longest_allowed:
+    elif length is None or not (found.seconds.allows(length) and length <= config.longest_allowed):
+        if found.seconds.only:
+            allowed = [n for n in found.seconds.only if n <= config.longest_allowed]
+            return failures.retry(ctx, f"seconds must be one of {allowed}.")
         return failures.retry(ctx, f"seconds must be {found.seconds.min}-{config.longest_allowed}.")
     sound = (config.usual_audio if audio is None else audio) if found.audio == "optional" else None
     return _Asked(chosen, ratio, length, sound)
@@ -315,7 +349,7 @@ async def generate_video(ctx: RunContext[Any], prompt: str, resolution: str | No
     except budgets.BudgetExceeded as exc:
         return failures.refuse(metering.refusal(exc, "clip", estimate))
     request = clients.Request(
-        entry=config.entry, model=config.video_model, api_key=await on_db_thread(state.reveal), prompt=prompt.strip(),
+        base_url=config.endpoint(), entry=config.entry, model=config.video_model, api_key=await on_db_thread(state.reveal), prompt=prompt.strip(),
         resolution=asked.resolution, aspect_ratio=asked.aspect_ratio, seconds=asked.seconds, audio=asked.audio,
         image=start, timeout_seconds=config.timeout_seconds)
     made = await (_inline(ctx, request, meter, estimate) if config.entry.api == "gemini-inline"
@@ -449,6 +483,8 @@ def _prepare(config: VideoGenerationConfig) -> Any:
             properties["seconds"] = {"type": "integer", "minimum": found.seconds.min,
                                      "maximum": config.longest_allowed, "default": config.usual_seconds,
                                      "description": "How long the clip is, in seconds."}
+            if found.seconds.only:
+                properties["seconds"]["enum"] = [n for n in found.seconds.only if n <= config.longest_allowed]
         if found.audio != "optional":
             properties.pop("audio", None)
         else:
@@ -486,7 +522,8 @@ CAPABILITY = Capability(
         "host the clip is downloaded from."
     ),
     tools=(ToolDecl.from_function(generate_video, side_effecting=True),),
-    key=KeyRequirement(kind="api_key", description="The video provider's API key (Google, BytePlus or xAI)"),
+    key=KeyRequirement(kind="api_key",
+                       description="The video provider's API key (Google, BytePlus, xAI or Alibaba Cloud)"),
     config_model=VideoGenerationConfig,
     voice="hand_off",
     build=build,

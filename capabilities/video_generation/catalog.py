@@ -4,7 +4,7 @@ A model's entry says its resolutions (lowest first), aspect ratios, duration ran
 decides and does not report it, `decided_seconds` is its longest), whether its clips have sound (`audio`:
 always, never or optional), whether it can start from an image, and its dated prices per second at each
 resolution. A provider names the API shape `generate_video` talks to it with (`api`): one answered in the
-request itself (`gemini-inline`) or a job that is submitted and polled (`byteplus-tasks`, `xai-videos`). An
+request itself (`gemini-inline`) or a job that is submitted and polled (`byteplus-tasks`, `xai-videos`, `dashscope-tasks`). An
 entry whose shape has no client here is dropped at load with a warning, never offered; a model without a
 price for each of its resolutions is a malformed file.
 """
@@ -25,7 +25,7 @@ logger = logging.getLogger(__name__)
 
 CATALOG_PATH = Path(__file__).with_name("video_models.json")
 # The API shapes `clients.py` speaks, and which of them can cancel a job (BytePlus: while it is queued).
-CLIENTS = frozenset({"gemini-inline", "byteplus-tasks", "xai-videos"})
+CLIENTS = frozenset({"gemini-inline", "byteplus-tasks", "xai-videos", "dashscope-tasks"})
 CANCELLABLE = frozenset({"byteplus-tasks"})
 
 
@@ -41,6 +41,11 @@ class Seconds(BaseModel):
 
     min: int = Field(ge=1, le=120)
     max: int = Field(ge=1, le=120)
+    # The only lengths the model makes, when it does not make every length in the range (Wan: 5 or 10).
+    only: list[int] | None = None
+
+    def allows(self, seconds: int) -> bool:
+        return self.min <= seconds <= self.max and (self.only is None or seconds in self.only)
 
 
 class VideoModel(BaseModel):
@@ -64,6 +69,9 @@ class VideoModel(BaseModel):
             raise ValueError(f"{self.id}: a model that decides its duration names its longest (decided_seconds)")
         if self.seconds is not None and self.seconds.min > self.seconds.max:
             raise ValueError(f"{self.id}: seconds.min is above seconds.max")
+        if self.seconds is not None and self.seconds.only is not None and not all(
+                self.seconds.min <= n <= self.seconds.max for n in self.seconds.only):
+            raise ValueError(f"{self.id}: seconds.only lists a length outside min-max")
         for price in self.prices:
             missing = sorted(set(self.resolutions) - set(price.usd_per_second))
             if missing:

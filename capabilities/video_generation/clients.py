@@ -8,6 +8,12 @@
   and `duration`; `DELETE …/tasks/{id}` cancels a job that is still queued.
 - xAI `POST /v1/videos/generations` (bearer key) → `{"request_id"}`; `GET /v1/videos/{id}` → `status`
   pending|done|expired|failed with `video.url` and `video.duration`. No cancellation is documented.
+- Alibaba Cloud Model Studio (DashScope) `POST {base}/services/aigc/video-generation/video-synthesis` with
+  `X-DashScope-Async: enable` (bearer key; `input.prompt`, `parameters.size` as `W*H`, `duration`, `audio`) →
+  `output.task_id`; `GET {base}/tasks/{id}` → `output.task_status` PENDING|RUNNING|SUCCEEDED|FAILED|CANCELED|
+  UNKNOWN with `output.video_url` and `usage.video_duration`. `base` is the shared endpoint of the region or the
+  account's workspace endpoint (`https://{workspace}.{region}.maas.aliyuncs.com/api/v1`). No cancellation is
+  documented.
 
 A provider's refusal is raised as `outbound.ProviderError` (status and code, never its text), a request that
 timed out as `outbound.Timeout`; a refused address propagates as the guard's `netguard.Refused`.
@@ -28,6 +34,7 @@ REQUEST_TIMEOUT = 30.0  # one submit, status or cancel request (the clip itself 
 
 @dataclass
 class Request:
+    base_url: str  # the provider's endpoint for this binding (the operator's override, a workspace's, or public)
     entry: ProviderEntry
     model: VideoModel
     api_key: str
@@ -59,13 +66,9 @@ def _data_uri(image: tuple[bytes, str]) -> str:
     return f"data:{image[1]};base64,{base64.b64encode(image[0]).decode()}"
 
 
-def _base(request: Request) -> str:
-    return outbound.base_url(request.entry.id, request.entry.base_url)
-
-
 async def _call(request: Request, method: str, path: str, *, headers: dict[str, str], json: Any = None,
                 timeout: float = REQUEST_TIMEOUT) -> Any:
-    base = _base(request)
+    base = request.base_url
     async with outbound.api_client(base, timeout=timeout) as client:
         try:
             response = await client.request(method, f"{base}{path}", headers=headers, json=json)
@@ -183,9 +186,48 @@ async def _no_cancel(request: Request, job: str) -> bool:
     return False
 
 
-SUBMIT = {"byteplus-tasks": _byteplus_submit, "xai-videos": _xai_submit}
-STATUS = {"byteplus-tasks": _byteplus_status, "xai-videos": _xai_status}
-CANCEL = {"byteplus-tasks": _byteplus_cancel, "xai-videos": _no_cancel}
+# ------------------------------------------------------------------ Alibaba: DashScope tasks
+
+# Wan's `size` is width*height: the resolution's height at the aspect ratio.
+DASHSCOPE_SIZES = {
+    ("480p", "16:9"): "832*480", ("480p", "9:16"): "480*832", ("480p", "1:1"): "624*624",
+    ("720p", "16:9"): "1280*720", ("720p", "9:16"): "720*1280", ("720p", "1:1"): "960*960",
+    ("1080p", "16:9"): "1920*1080", ("1080p", "9:16"): "1080*1920", ("1080p", "1:1"): "1440*1440",
+}
+
+
+async def _dashscope_submit(request: Request) -> str:
+    size = DASHSCOPE_SIZES.get((request.resolution, request.aspect_ratio))
+    if size is None:
+        raise outbound.ProviderError(400, "unsupported_size")
+    parameters: dict[str, Any] = {"size": size}
+    if request.seconds is not None:
+        parameters["duration"] = request.seconds
+    if request.audio is not None:
+        parameters["audio"] = request.audio
+    response = await _call(request, "POST", "/services/aigc/video-generation/video-synthesis",
+                           headers={**_bearer(request), "X-DashScope-Async": "enable"},
+                           json={"model": request.model.id, "input": {"prompt": request.prompt},
+                                 "parameters": parameters})
+    return str(response.json()["output"]["task_id"])
+
+
+async def _dashscope_status(request: Request, job: str) -> Status:
+    body = (await _call(request, "GET", f"/tasks/{job}", headers=_bearer(request))).json()
+    output = body.get("output") or {}
+    state = output.get("task_status")
+    if state == "SUCCEEDED":
+        duration = (body.get("usage") or {}).get("video_duration")
+        return Status("done", url=str(output.get("video_url") or ""),
+                      duration=float(duration) if duration is not None else None)
+    if state in ("FAILED", "CANCELED", "UNKNOWN"):
+        return Status("failed", code=str(output.get("code") or state))
+    return Status("pending")
+
+
+SUBMIT = {"byteplus-tasks": _byteplus_submit, "xai-videos": _xai_submit, "dashscope-tasks": _dashscope_submit}
+STATUS = {"byteplus-tasks": _byteplus_status, "xai-videos": _xai_status, "dashscope-tasks": _dashscope_status}
+CANCEL = {"byteplus-tasks": _byteplus_cancel, "xai-videos": _no_cancel, "dashscope-tasks": _no_cancel}
 
 
 async def submit(request: Request) -> str:

@@ -35,6 +35,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 KEY = FakeVideoServer.api_key
 BYTEPLUS = {"provider": "byteplus", "model": "seedance-1-0-pro-250528"}
 XAI = {"provider": "xai", "model": "grok-imagine-video"}
+ALIBABA = {"provider": "alibaba", "model": "wan2.5-t2v-preview"}
 KEY_HEADERS = ("authorization", "x-goog-api-key", "xi-api-key")
 
 
@@ -184,6 +185,56 @@ async def test_a_slow_xai_job_is_not_cancelled_and_is_recorded_as_it_may_still_b
     assert entry.cost_usd == Decimal("0.05") * 5
 
 
+async def test_an_alibaba_task_is_submitted_async_polled_and_downloaded_without_the_key(setup, fake_video):
+    fake_video.jobs.append(Job(polls=2, duration=10))
+
+    outcome = await film(setup, args={"resolution": "720p", "aspect_ratio": "9:16", "seconds": 10, "audio": False},
+                         **ALIBABA)
+
+    assert outcome.returns[0]["media_type"] == "video/mp4"
+    [submit] = [r for r in fake_video.requests if r.method == "POST"]
+    assert submit.path == "/api/v1/services/aigc/video-generation/video-synthesis"
+    assert submit.headers["authorization"] == f"Bearer {KEY}" and submit.headers["x-dashscope-async"] == "enable"
+    assert submit.json == {"model": "wan2.5-t2v-preview", "input": {"prompt": "Waves rolling onto a beach at sunset"},
+                           "parameters": {"size": "720*1280", "duration": 10, "audio": False}}
+    assert fake_video.submitted[0].seen == 3
+    [download] = fake_video.to("/storage/")
+    assert not any(header in download.headers for header in KEY_HEADERS)
+    [entry] = await sync_to_async(entries)()
+    assert entry.cost_usd == Decimal("0.10") * 10
+
+
+async def test_a_slow_alibaba_task_is_not_cancelled_and_is_recorded_at_its_estimate(setup, fake_video,
+                                                                                   fast_clock):
+    fake_video.jobs.append(Job(polls=None))
+
+    outcome = await film(setup, timeout_seconds=60, **ALIBABA)
+
+    assert "The provider may still finish it and bill it" in outcome.returns[0]
+    assert [r.method for r in fake_video.requests if r.method not in ("GET", "POST")] == []
+    [entry] = await sync_to_async(entries)()
+    assert entry.cost_usd == Decimal("0.05") * 5  # 480p, the nearest length to 5 the model makes
+
+
+def test_an_alibaba_binding_is_called_at_its_workspace_or_its_regions_shared_endpoint(settings):
+    settings.GENERATED_MEDIA_ALIBABA_BASE_URL = ""
+
+    def endpoint(**config):
+        return VideoGenerationConfig.model_validate({**ALIBABA, **config}).endpoint()
+
+    assert endpoint() == "https://dashscope-intl.aliyuncs.com/api/v1"
+    assert endpoint(alibaba_region="cn-beijing") == "https://dashscope.aliyuncs.com/api/v1"
+    assert endpoint(alibaba_workspace="ws-4f2a", alibaba_region="eu-central-1") == (
+        "https://ws-4f2a.eu-central-1.maas.aliyuncs.com/api/v1")
+    with pytest.raises(ValidationError, match="no shared endpoint"):
+        endpoint(alibaba_region="eu-central-1")
+    for hostile in ("evil.com/x", "a.b", "169.254.169.254", "-x"):
+        with pytest.raises(ValidationError, match="alibaba_workspace"):
+            endpoint(alibaba_workspace=hostile)
+    with pytest.raises(ValidationError, match="for provider alibaba only"):
+        VideoGenerationConfig.model_validate({**XAI, "alibaba_workspace": "ws"})
+
+
 async def test_an_xai_clip_starts_from_the_image_this_run_drew(setup, fake_video, org):
     _, chat, the_run, _ = setup
     drawn = await sync_to_async(store.save)(organization_id=org.pk, run_id=the_run.pk, conversation_id=chat.pk,
@@ -242,7 +293,8 @@ async def test_a_finished_clip_whose_url_expired_is_recorded_and_said_not_retrie
 @pytest.mark.parametrize(("config", "job"), [
     (BYTEPLUS, Job(polls=1, fail_code="OutputVideoSensitiveContentDetected")),
     (XAI, Job(polls=0, fail_code="moderated")),
-], ids=["byteplus", "xai"])
+    (ALIBABA, Job(polls=1, fail_code="DataInspectionFailed")),
+], ids=["byteplus", "xai", "alibaba"])
 async def test_a_job_the_content_policy_stopped_is_a_result_and_its_text_never_shows(setup, fake_video, caplog,
                                                                                     config, job):
     fake_video.jobs.append(job)
@@ -277,7 +329,7 @@ async def test_a_provider_that_is_down_at_submit_is_a_retry(setup, fake_video):
 # ------------------------------------------------------------------ refused before anything is paid
 
 
-@pytest.mark.parametrize("config", [{}, BYTEPLUS, XAI], ids=["google", "byteplus", "xai"])
+@pytest.mark.parametrize("config", [{}, BYTEPLUS, XAI, ALIBABA], ids=["google", "byteplus", "xai", "alibaba"])
 async def test_a_clip_whose_price_would_pass_the_budget_is_refused_before_the_provider(setup, fake_video, org,
                                                                                      config):
     agent, _, _, _ = setup
@@ -314,6 +366,7 @@ async def test_a_full_quota_refuses_before_the_budget_and_the_provider(setup, fa
     ({"aspect_ratio": "5:4"}, BYTEPLUS, "aspect_ratio must be one of"),
     ({"seconds": 10}, {**BYTEPLUS, "max_seconds": 8}, "seconds must be 3-8"),
     ({"image": "x.png"}, {"provider": "byteplus", "model": "seedance-1-0-lite-t2v-250428"}, "cannot start from"),
+    ({"seconds": 7}, ALIBABA, "seconds must be one of [5, 10]"),
 ])
 async def test_the_models_own_mistakes_go_back_to_it_before_anything_is_paid(setup, fake_video, args, config,
                                                                            message):
@@ -352,6 +405,9 @@ async def test_the_arguments_reach_the_model_as_the_binding_allows(setup):
     assert (capped["seconds"]["minimum"], capped["seconds"]["maximum"], capped["seconds"]["default"]) == (3, 8, 5)
     lite = await offered(provider="byteplus", model="seedance-1-0-lite-t2v-250428")
     assert "image" not in lite
+    wan = await offered(**ALIBABA, audio=False)
+    assert wan["seconds"]["enum"] == [5, 10] and wan["audio"] == {
+        "type": "boolean", "default": False, "description": "Whether the clip has sound."}
 
 
 def test_it_is_side_effecting_needs_a_key_and_publish_refuses_without_one(org):
@@ -372,6 +428,7 @@ def test_it_is_side_effecting_needs_a_key_and_publish_refuses_without_one(org):
     ({**XAI, "aspect_ratio": "21:9"}, "aspect_ratio must be one of"),
     ({**XAI, "audio": False}, "sound is fixed"),
     ({"timeout_seconds": 30}, "timeout_seconds"),
+    ({**ALIBABA, "seconds": 7}, "one of \\[5, 10\\]"),
 ])
 def test_a_config_the_model_cannot_render_is_refused(config, message):
     with pytest.raises(ValidationError, match=message):

@@ -6,6 +6,9 @@
   …/tasks/{id}` cancels a queued task (a running one answers 400 `InvalidAction.TaskNotCancellable`);
 - xAI `POST /v1/videos/generations` (bearer) → `{"request_id"}`; `GET /v1/videos/{id}` → `status`
   pending|done|expired with `video.url`, `video.duration`, `video.respect_moderation`;
+- Alibaba DashScope `POST /api/v1/services/aigc/video-generation/video-synthesis` (bearer, and `X-DashScope-Async:
+  enable`, without which it refuses as the real one does) → `output.task_id`; `GET /api/v1/tasks/{id}` →
+  `output.task_status` PENDING|RUNNING|SUCCEEDED|FAILED with `output.video_url` and `usage.video_duration`;
 - the providers' storage: `GET /storage/{job}.mp4?X-Signature=…` → the clip, which needs no key (a request to
   it is recorded so a test can prove no key was sent); `expired_storage` answers 403 instead.
 
@@ -32,6 +35,7 @@ import pytest
 SMALL_MP4 = b"\x00\x00\x00\x18ftypmp42\x00\x00\x00\x00mp42isom" + b"\x00\x00\x00\x08free" + b"fake-video"
 SECRET_TEXT = "Prompt 'secret plans of bob@example.com' violates the policy for key sk-***42"
 TASKS = "/api/v3/contents/generations/tasks"
+DASHSCOPE = "/api/v1/services/aigc/video-generation/video-synthesis"
 
 
 @dataclass
@@ -89,6 +93,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._storage(fake, path)
         elif method == "POST" and re.fullmatch(r"/v1beta/models/[^/:]+:generateContent", path):
             self._google(fake, request)
+        elif path == DASHSCOPE or path.startswith("/api/v1/tasks/"):
+            self._dashscope(fake, request)
         elif path == TASKS or path.startswith(TASKS + "/") or path.startswith("/v1/videos"):
             self._jobs(fake, request)
         else:
@@ -140,6 +146,38 @@ class _Handler(BaseHTTPRequestHandler):
             self._cancel(job)
         else:
             self._status(fake, job, byteplus)
+
+    def _dashscope(self, fake: FakeVideoServer, request: Recorded) -> None:
+        if request.headers.get("authorization") != f"Bearer {fake.api_key}":
+            self._json(401, {"code": "InvalidApiKey", "message": SECRET_TEXT, "request_id": "r-1"})
+            return
+        if request.method == "POST":
+            if request.headers.get("x-dashscope-async") != "enable":
+                self._json(403, {"code": "AccessDenied", "message": "current user api does not support "
+                                                                    "synchronous calls", "request_id": "r-2"})
+                return
+            job = fake.next_job("alibaba")
+            if job.submit_status != 200:
+                self._json(job.submit_status, {"code": job.submit_code, "message": SECRET_TEXT, "request_id": "r"})
+                return
+            self._json(200, {"output": {"task_status": "PENDING", "task_id": job.id}, "request_id": "r-3"})
+            return
+        job = fake.job(request.path.rsplit("/", 1)[-1])
+        if job is None:
+            self._json(404, {"code": "InvalidParameter", "message": "task not found", "request_id": "r-4"})
+            return
+        job.seen += 1
+        output: dict[str, Any] = {"task_id": job.id}
+        body: dict[str, Any] = {"request_id": f"r-{job.seen}", "output": output}
+        if job.polls is None or job.seen <= job.polls:
+            output["task_status"] = "RUNNING" if job.running else "PENDING"
+        elif job.fail_code:
+            output.update(task_status="FAILED", code=job.fail_code, message=SECRET_TEXT)
+        else:
+            output.update(task_status="SUCCEEDED", video_url=f"{fake.url}/storage/{job.id}.mp4?Expires=86400",
+                          orig_prompt="...")
+            body["usage"] = {"video_duration": job.duration, "video_ratio": "1280*720", "video_count": 1}
+        self._json(200, body)
 
     def _submit(self, fake: FakeVideoServer, request: Recorded, byteplus: bool) -> None:
         job = fake.next_job("byteplus" if byteplus else "xai")
@@ -226,7 +264,8 @@ class FakeVideoServer:
     def next_job(self, provider: str) -> Job:
         with self._lock:
             job = self.jobs.pop(0) if self.jobs else Job()
-            job.id = f"{'cgt' if provider == 'byteplus' else 'vid'}-2026{next(self._ids):04d}"
+            prefix = {"byteplus": "cgt", "alibaba": "0385dc79"}.get(provider, "vid")
+            job.id = f"{prefix}-2026{next(self._ids):04d}"
             job.provider = provider
             self.submitted.append(job)
             return job
@@ -247,6 +286,7 @@ def fake_video(settings) -> Iterator[FakeVideoServer]:
     server = FakeVideoServer().start()
     for provider in ("GOOGLE", "BYTEPLUS", "XAI"):
         setattr(settings, f"GENERATED_MEDIA_{provider}_BASE_URL", server.url)
+    settings.GENERATED_MEDIA_ALIBABA_BASE_URL = f"{server.url}/api/v1"  # DashScope's base carries its /api/v1
     try:
         yield server
     finally:
