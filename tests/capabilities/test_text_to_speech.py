@@ -221,6 +221,19 @@ async def test_elevenlabs_speaks_with_the_accounts_voice_by_id(setup, fake_speec
     assert entry.cost_usd == Decimal(100) * len(text) / MILLION
 
 
+async def test_an_elevenlabs_wav_clip_is_asked_as_24khz_pcm_and_wrapped_here(setup, fake_speech):
+    text = "Welcome back."
+
+    outcome = await speak(setup, text, provider="elevenlabs", model="eleven_flash_v2_5", voice=VOICE_ID,
+                          output_format="wav")
+
+    [request] = fake_speech.requests
+    assert request.query == {"output_format": "pcm_24000"}
+    media = await sync_to_async(GeneratedMedia.objects.get)()
+    assert outcome.returns[0]["media_type"] == "audio/wav"
+    assert await sync_to_async(stored_bytes)(media) == audio.wav(pcm_of(text))
+
+
 async def test_an_unknown_voice_the_model_chose_goes_back_to_it_and_the_authors_is_a_result(setup, fake_speech):
     other = "AAAAbbbbCCCCddddEEEE"
     outcome = await speak(setup, args={"voice": other}, provider="elevenlabs", model="eleven_flash_v2_5",
