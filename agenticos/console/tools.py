@@ -91,15 +91,22 @@ def _groups(tools: list[CustomTool]) -> list[dict[str, Any]]:
 
 
 def agent_budgets(actor: Actor) -> list[dict[str, Any]]:
-    """Per agent using custom tools or database connections: its slots out of 25 (the draft's spec)."""
+    """Per agent using custom tools or database connections: its slots out of 25 (the draft's spec).
+    The same count as `budget.slots`, with the organization's connections read once for every agent."""
     from agents.models import Agent
+    from capabilities.models import DatabaseConnection
 
+    connections = {pk: (name, permission) for pk, name, permission in org_queryset(actor, DatabaseConnection)
+                   .values_list("pk", "name", "permission")}
     rows = []
     for agent in org_queryset(actor, Agent).only("pk", "name", "draft_spec").order_by("name"):
         spec = agent.draft_spec or {}
-        if not (budget.custom_tool_ids(spec) or budget.connection_ids(spec)):
+        tool_ids, connection_ids = budget.custom_tool_ids(spec), budget.connection_ids(spec)
+        if not (tool_ids or connection_ids):
             continue
-        usage = budget.slots(spec, actor.organization.pk)
+        used = {connections[pk][0]: budget.CONNECTION_SLOTS[connections[pk][1]]
+                for pk in connection_ids if pk in connections}
+        usage = {"total": len(tool_ids) + sum(used.values()), "custom_tools": len(tool_ids), "connections": used}
         rows.append({"agent": agent, "usage": usage, "max": budget.MAX_SLOTS,
                      "percent": min(100, round(usage["total"] * 100 / budget.MAX_SLOTS)),
                      "over": usage["total"] > budget.MAX_SLOTS})

@@ -207,3 +207,43 @@ def test_an_outsider_gets_404_for_every_tool_route(client_as, org, outsider_org,
     assert client.post(f"/tools/{tool.pk}/test", {}).status_code == 404
     assert client.post(f"/tools/{tool.pk}/delete").status_code == 404
     assert CustomTool.objects.filter(pk=tool.pk, alias="ping").exists() and rest_api.requests == []
+
+
+# ------------------------------------------------------------------ queries and hostile addresses
+
+
+def _tools_and_agents(org, owner, n: int) -> None:
+    from capabilities.models import DatabaseConnection
+
+    conn = DatabaseConnection.objects.create(organization=org, name=f"db{n}", permission="write", key_version=1,
+                                             wrapped_key=b"k", ciphertext=b"c")
+    for i in range(n):
+        tool = factories.custom_tool(org, url="https://api.example.com/t", tags=[f"p{i}"],
+                                     credential=factories.secret(org))
+        agent = factories.published_agent(org, owner, name=f"Agent {n}-{i}")
+        agent.draft_spec = {**agent.draft_spec, "custom_tool_ids": [str(tool.pk)],
+                            "capabilities": [{"id": "database", "config": {"connection_ids": [str(conn.pk)]}}]}
+        agent.save(update_fields=["draft_spec"])
+
+
+def test_the_list_reads_the_same_number_of_queries_for_one_tool_or_many(client_as, org, owner, builder):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client = client_as(builder, org)
+    _tools_and_agents(org, owner, 1)
+    client.get(LIST)  # warm the session and the caches
+    with CaptureQueriesContext(connection) as one:
+        assert client.get(LIST).status_code == 200
+    _tools_and_agents(org, owner, 6)
+    with CaptureQueriesContext(connection) as many:
+        html = client.get(LIST).content.decode()
+    assert len(many) == len(one), [q["sql"][:120] for q in many]
+    assert html.count("data-budget-agent=") == 7 and "<span data-slots>6 / 25</span>" in html
+
+
+def test_a_tool_aimed_at_the_metadata_address_is_refused_by_its_test_without_a_call(client_as, org, builder):
+    tool = factories.custom_tool(org, url="http://169.254.169.254/latest/meta-data/")
+    html = client_as(builder, org).post(f"/tools/{tool.pk}/test", {}).content.decode()
+    assert 'data-test-ok="false"' in html and "169.254.169.254/latest" in html  # the tool's own URL, in the form
+    assert AuditEvent.objects.get(organization=org, action="custom_tool.tested").details["ok"] is False
