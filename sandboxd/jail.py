@@ -8,7 +8,8 @@ What a command sees and may do:
   passwd/shadow, keys or credentials; a fresh minimal /proc of its own PID namespace and a minimal /dev;
   /tmp an in-memory tmpfs of `tmp_bytes` gone with the command; the root remounted read-only, so the
   workspace (/workspace) is the only writable tree on disk;
-- a cleared environment (PATH, HOME=/workspace, LANG, TMPDIR and what the caller passes by name);
+- a cleared environment (PATH, HOME=/workspace, LANG, TMPDIR and what the caller passes by name), given to
+  prlimit and bwrap as their own environment, never on a command line the host's process list shows;
 - network: only its own loopback (the network namespace has no route out, and the host's 127.0.0.1 is
   another namespace's). An egress allow-list is not built;
 - rlimits set by prlimit before bwrap starts (inherited by everything inside): CPU seconds, address space,
@@ -75,8 +76,7 @@ def write_etc(root: Path) -> Path:
     return etc
 
 
-def argv(config: Config, workspace: Path, runtime: Runtime, command: str, env: dict[str, str],
-         *, file_bytes: int, hosts: Path | None = None, binds: tuple[tuple[str, str], ...] = ()) -> list[str]:
+def argv(config: Config, workspace: Path, runtime: Runtime, command: str, *, file_bytes: int, hosts: Path | None = None, binds: tuple[tuple[str, str], ...] = ()) -> list[str]:
     """`hosts` replaces the generated /etc/hosts and `binds` adds read-only mounts (a background task's
     egress relay, egress.py); neither can make the workspace's tree or the host's anything but what it is."""
     limits = [
@@ -116,14 +116,17 @@ def argv(config: Config, workspace: Path, runtime: Runtime, command: str, env: d
         jail += ["--ro-bind", runtime.mount, f"/opt/{runtime.alias}"]
     for bind_source, bind_target in binds:
         jail += ["--ro-bind", bind_source, bind_target]
-    jail += ["--bind", str(workspace), "/workspace", "--chdir", "/workspace", "--remount-ro", "/",
-             "--clearenv"]
+    jail += ["--bind", str(workspace), "/workspace", "--chdir", "/workspace", "--remount-ro", "/"]
+    return [*limits, *jail, "--", "/bin/sh", "-c", command]
+
+
+def environment(runtime: Runtime, env: dict[str, str]) -> dict[str, str]:
+    """The command's whole environment, handed to prlimit and bwrap as theirs (both pass it on untouched): never
+    `--setenv` on their command lines, where any process of the host could read a key a task carries."""
     path = ":".join((*runtime.extra_path, "/usr/local/bin", "/usr/bin", "/bin"))
     base = {"PATH": path, "HOME": "/workspace", "LANG": "C.UTF-8", "TMPDIR": "/tmp", "USER": "sandbox",  # noqa: S108
             "SANDBOX_RUNTIME": runtime.alias}
-    for name, value in {**base, **env}.items():
-        jail += ["--setenv", name, value]
-    return [*limits, *jail, "--", "/bin/sh", "-c", command]
+    return {**base, **env}
 
 
 def disk_usage(root: Path) -> int:
@@ -164,13 +167,13 @@ def run(config: Config, workspace: Path, runtime: Runtime, command: str, *, time
     """Run `command` in the workspace under the jail; blocking (sandboxd calls it on a thread)."""
     used = disk_usage(workspace)
     room = max(config.disk_bytes - used, 0)
-    cmd = argv(config, workspace, runtime, command, env or {}, file_bytes=min(config.file_bytes, room))
+    cmd = argv(config, workspace, runtime, command, file_bytes=min(config.file_bytes, room))
     demote: dict = {}
     if os.geteuid() == 0:
         demote = {"user": config.run_as_uid, "group": config.run_as_gid, "extra_groups": []}
     started = time.monotonic()
     process = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               start_new_session=True, close_fds=True, env={"PATH": "/usr/bin:/bin"}, **demote)
+                               start_new_session=True, close_fds=True, env=environment(runtime, env or {}), **demote)
     flags = {"timed_out": False, "disk_full": False}
     done = threading.Event()
 

@@ -127,7 +127,7 @@ class Tasks:
                                        owner=owner) if upstreams else None
             before = await asyncio.to_thread(self.registry.manifest, workspace, with_hash=False)
             room = max(self.config.disk_bytes - jail.disk_usage(workspace.path), 0)
-            cmd = jail.argv(self.config, workspace.path, runtime, egress.wrap(command) if egress else command, env,
+            cmd = jail.argv(self.config, workspace.path, runtime, egress.wrap(command) if egress else command,
                             file_bytes=min(self.config.file_bytes, room),
                             hosts=egress.hosts if egress else None, binds=egress.binds if egress else ())
             demote: dict[str, Any] = {}
@@ -136,7 +136,7 @@ class Tasks:
             with open(task.out, "wb") as out, open(task.err, "wb") as err:
                 task.process = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
                                                 start_new_session=True, close_fds=True,
-                                                env={"PATH": "/usr/bin:/bin"}, **demote)
+                                                env=jail.environment(runtime, env), **demote)
         except BaseException:
             workspace.lock.release()
             raise

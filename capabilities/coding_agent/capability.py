@@ -266,15 +266,22 @@ def _operator_url(provider: str) -> str | None:
     return getattr(settings, f"CODING_AGENT_{provider}_BASE_URL", "") or None
 
 
-async def _session(backend: Any, folder: str, harness: str) -> str | None:
+async def _session(backend: Any, folder: str, harness: str) -> tuple[str | None, tuple[int, int]]:
+    """(the conversation's session id for this harness, the tokens Codex had counted in it): `harness:id[:in:out]`."""
     from capabilities.sandbox.client import SandboxdError
 
     try:
         saved = (await backend.client.read(backend.remote_id, f"{folder}/session")).decode("utf-8", "replace")
     except SandboxdError:
-        return None
-    name, _, session = saved.strip().partition(":")
-    return session if name == harness and session else None
+        return None, (0, 0)
+    name, session, *counted = saved.strip().split(":")
+    if name != harness or not session:
+        return None, (0, 0)
+    try:
+        baseline = (int(counted[0]), int(counted[1])) if len(counted) == 2 else (0, 0)
+    except ValueError:
+        baseline = (0, 0)
+    return session, baseline
 
 
 async def run_coding_agent(ctx: RunContext[Any], task: str, fresh_session: bool = False) -> str | dict[str, Any]:
@@ -329,7 +336,7 @@ async def run_coding_agent(ctx: RunContext[Any], task: str, fresh_session: bool 
     folder = h.state_dir(conversation)
     try:
         await backend._ensure()  # the stored files, in the sandbox before the harness reads them
-        session = None if fresh_session else await _session(backend, folder, config.harness)
+        session, baseline = (None, (0, 0)) if fresh_session else await _session(backend, folder, config.harness)
         if config.harness == "claude_code":
             launch = h.claude_launch(task=text, key=key, conversation=conversation,
                                      read_only=config.access == "read_only", model=config.model,
@@ -343,14 +350,15 @@ async def run_coding_agent(ctx: RunContext[Any], task: str, fresh_session: bool 
     except (SandboxdError, Exception) as exc:  # noqa: BLE001 — WorkspaceUnavailableError and sandboxd's refusals
         logger.info("coding agent not started: %s", type(exc).__name__)
         return failures.refuse(f"The coding agent could not start in the sandbox: {str(exc)[:300]}")
-    return await _follow(ctx, backend, started["id"], config, text, folder, meter)
+    return await _follow(ctx, backend, started["id"], config, text, folder, meter,
+                         baseline if session else (0, 0))
 
 
 async def _follow(ctx: RunContext[Any], backend: Any, task_id: str, config: CodingAgentConfig, text: str,
-                  folder: str, meter: Any) -> dict[str, Any]:
+                  folder: str, meter: Any, baseline: tuple[int, int]) -> dict[str, Any]:
     from agents.runner.execute import on_db_thread
 
-    progress = h.Progress(harness=config.harness)
+    progress = h.Progress(harness=config.harness, baseline=baseline)
     panel = Panel.open(ctx, config, text)
     await panel.started()
     offset = 0
@@ -387,8 +395,9 @@ async def _result(backend: Any, status: dict[str, Any], progress: h.Progress, ou
 
     if progress.session:
         with contextlib.suppress(SandboxdError):
+            counted = f":{progress.totals[0]}:{progress.totals[1]}" if config.harness == "codex" else ""
             await backend.client.write(backend.remote_id, f"{folder}/session",
-                                       f"{config.harness}:{progress.session}\n".encode())
+                                       f"{config.harness}:{progress.session}{counted}\n".encode())
     # The harness's own state (.agenticos/) stays in the sandbox; the work comes back to the stored files.
     changed = [p for p in status.get("changed") or [] if not str(p).startswith(".agenticos/")]
     deleted = [p for p in status.get("deleted") or [] if not str(p).startswith(".agenticos/")]

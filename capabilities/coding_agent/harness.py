@@ -120,6 +120,10 @@ class Progress:
     error: str = ""
     finished: bool = False
     new: list[tuple[Any, ...]] = field(default_factory=list)
+    # Codex reports a resumed thread's usage from its start: what the earlier tasks of the session already
+    # counted (kept beside the session id) is taken off, and the new totals kept for the next task.
+    baseline: tuple[int, int] = (0, 0)
+    totals: tuple[int, int] = (0, 0)
     _pending: str = ""
 
     def feed(self, chunk: str) -> None:
@@ -212,8 +216,11 @@ class Progress:
         elif kind == "turn.completed":
             self.finished = True
             used = event.get("usage") or {}
-            self.usage.append(Usage(model="", input_tokens=int(used.get("input_tokens") or 0),
-                                    output_tokens=int(used.get("output_tokens") or 0),
+            total_in, total_out = int(used.get("input_tokens") or 0), int(used.get("output_tokens") or 0)
+            base_in, base_out = self.baseline if total_in >= self.baseline[0] else (0, 0)
+            self.totals = (total_in, total_out)
+            self.usage.append(Usage(model="", input_tokens=total_in - base_in,
+                                    output_tokens=max(total_out - base_out, 0),
                                     cache_read_tokens=int(used.get("cached_input_tokens") or 0)))
         elif kind == "turn.failed":
             self.finished = True

@@ -5,6 +5,7 @@ timeout and stop killing the process group, the budget and publish's refusals.""
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from pathlib import Path
@@ -85,6 +86,19 @@ def coding_agent(org, owner, *, key: str, budget=None, sandbox=None, **config):
         {"id": "coding_agent", "config": config, "secret_id": str(secret.pk)}])
 
 
+def turn_with_frames(scripted_model, org, user, agent_version, calls):
+    from tests.runner.test_execute import run_now, start
+    from tests.sandbox.helpers import ToolScript
+
+    script = ToolScript(calls)
+    scripted_model(script.model())
+    agent, version = agent_version
+    run = start(org, user, agent, version, prompt="work")
+    frames = run_now(run)
+    run.refresh_from_db()
+    return script, run, frames
+
+
 def task(text: str, **extra) -> tuple[str, dict]:
     return ("run_coding_agent", {"task": text, **extra})
 
@@ -110,7 +124,7 @@ def test_claude_code_edits_a_file_in_the_sandbox_and_the_next_task_continues_its
     agent = coding_agent(org, owner, key=ANTHROPIC_KEY)
     anthropic.queue(ClaudeTurn.calls("Write", {"file_path": "/workspace/app/hello.py", "content": "print('hi')\n"}),
                     ClaudeTurn.says("I wrote app/hello.py."))
-    script, run = turn(scripted_model, org, owner, agent, [task("Create app/hello.py printing hi.")])
+    script, run, frames = turn_with_frames(scripted_model, org, owner, agent, [task("Create app/hello.py printing hi.")])
 
     assert run.status == RunStatus.COMPLETED
     assert "run_coding_agent" in script.offered
@@ -131,6 +145,27 @@ def test_claude_code_edits_a_file_in_the_sandbox_and_the_next_task_continues_its
     assert (spend.input_tokens, spend.output_tokens) == (200, 40) and spend.model.startswith("claude_code:")
     run.refresh_from_db()
     assert run.input_tokens >= 200
+    # Live: a panel of its own under Claude Code's name, each step as it happened, closed with the usage.
+    panel_frames = [f for f in frames if f["type"].startswith("subagent_")]
+    assert [f["type"] for f in panel_frames] == ["subagent_started", "subagent_tool_call", "subagent_tool_result",
+                                                  "subagent_delta", "subagent_finished"]
+    started, call, returned, said, finished = (f["data"] for f in panel_frames)
+    assert started["name"] == "Claude Code" and started["kind"] == "coding_agent"
+    assert call["tool_name"] == "Write" and call["args"]["file_path"] == "/workspace/app/hello.py"
+    assert returned["ok"] and said["content"] == "I wrote app/hello.py."
+    assert finished["status"] == "completed" and finished["usage"]["input_tokens"] == 200
+    # Reopened: the same panel is in the transcript, after the tool step.
+    from agenticos.console.selectors import conversation_turns
+    from agents.models import Conversation, Message
+
+    message = Message.objects.get(run=run, role=Message.Role.ASSISTANT)
+    kinds = [p["type"] for p in message.parts]
+    assert kinds.index("tool") < kinds.index("delegation")
+    reopened = conversation_turns(Conversation.objects.get(pk=run.conversation_id))
+    panel = next(p for p in reopened[-1]["parts"] if p["type"] == "delegation")
+    assert panel["task_id"] == started["task_id"] and panel["status"] == "completed"
+    assert [p["type"] for p in panel["parts"]] == ["tool", "text"] and panel["parts"][0]["status"] == "ok"
+    assert ANTHROPIC_KEY not in json.dumps(frames) and ANTHROPIC_KEY not in json.dumps(message.parts)
 
     # The same chat's next task resumes the session: Claude Code sends what the first task said.
     anthropic.requests.clear()
@@ -140,6 +175,22 @@ def test_claude_code_edits_a_file_in_the_sandbox_and_the_next_task_continues_its
     assert second.status == RunStatus.COMPLETED and "It prints hi." in again.results[0]
     history = str(anthropic.scripted()[0].json["messages"])
     assert "Create app/hello.py printing hi." in history and "What does app/hello.py print?" in history
+
+
+@pytest.mark.django_db(transaction=True)
+def test_read_only_claude_code_has_no_tool_that_writes_or_runs(org, owner, scripted_model, coding):
+    anthropic, _ = coding
+    agent = coding_agent(org, owner, key=ANTHROPIC_KEY, access="read_only")
+    anthropic.queue(ClaudeTurn.calls("Write", {"file_path": "/workspace/owned.txt", "content": "x"}),
+                    ClaudeTurn.says("I could not write."))
+    script, run = turn(scripted_model, org, owner, agent, [task("Write owned.txt.")])
+    assert run.status == RunStatus.COMPLETED
+    offered = {t["name"] for t in anthropic.scripted()[0].json["tools"]}
+    assert {"Read", "Grep", "Glob"} <= offered and not offered & {"Write", "Edit", "Bash", "NotebookEdit"}
+    # The model's Write came back to it as an error, and nothing was written.
+    assert anthropic.scripted()[1].tool_results[0].get("is_error") is True
+    assert "'name': 'Write'" in script.results[0] and "'status': 'error'" in script.results[0]
+    assert not WorkspaceFile.objects.filter(path="/workspace/owned.txt").exists()
 
 
 @pytest.mark.django_db(transaction=True)
@@ -161,6 +212,16 @@ def test_codex_edits_a_file_and_without_a_model_its_spend_is_partial(org, owner,
     assert spend.model == "codex:unknown" and spend.is_partial and spend.input_tokens == 300
     run.refresh_from_db()
     assert run.cost_is_partial
+
+    # The chat's next task resumes Codex's thread (it sends the first task's words again), and only the new
+    # request's tokens are recorded (Codex counts a resumed thread's usage from its start).
+    openai.requests.clear()
+    openai.queue(CodexTurn.says("x is 1."))
+    again, second = turn(scripted_model, org, owner, agent, [task("What is x?")], conversation=run.conversation)
+    assert second.status == RunStatus.COMPLETED and "x is 1." in again.results[0]
+    history = str(openai.scripted()[0].json["input"])
+    assert "Create src/x.py setting x to 1." in history and "What is x?" in history
+    assert SpendEntry.objects.get(run=second, kind="coding_agent").input_tokens == 150
 
 
 @pytest.mark.django_db(transaction=True)
@@ -195,6 +256,18 @@ def test_a_budget_used_up_after_the_models_request_starts_nothing(org, owner, sc
     assert run.status == RunStatus.BUDGET_EXCEEDED
     assert anthropic.requests == []
     assert not SpendEntry.objects.filter(run=run, kind="coding_agent").exists()
+
+
+def processes_with_argument(text: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if text.encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
 
 
 def _start(server, workspace: str, command: str, timeout: float, egress: list[str], env: dict[str, str]):
@@ -237,6 +310,7 @@ def test_a_task_past_its_timeout_and_a_stopped_one_are_killed_with_their_process
         assert time.monotonic() < deadline
         time.sleep(0.2)
     assert processes_with(marker)  # the harness, found by its environment
+    assert processes_with(ANTHROPIC_KEY) and processes_with_argument(ANTHROPIC_KEY) == []  # env only
     stopped = httpx.delete(f"{coding_sandboxd.url}/v1/workspaces/stop-ws/tasks/{task_id}", headers=headers,
                            timeout=30).json()
     assert stopped["state"] == "finished" and stopped["stopped"] and not stopped["timed_out"]
