@@ -368,11 +368,13 @@ class RunExecution:
         )
         kwargs: dict[str, Any] = {"deps": deps}
         if run.parked_state:
-            from capabilities.media import history as media_history
+            stored = run.parked_state["messages"]
+            if run.parked_state.get("media"):
+                from capabilities.media import history as media_history
 
-            # Every stored history is restored, bound or not (capabilities/media): its references go back in.
-            stored = media_history.restore(run.parked_state["messages"], organization_id=run.organization_id,
-                                           conversation_id=run.conversation_id, run_id=run.pk)
+                # Restored whether or not the agent is still bound (capabilities/media): its references go back in.
+                stored = media_history.restore(stored, organization_id=run.organization_id,
+                                               conversation_id=run.conversation_id, run_id=run.pk)
             kwargs["message_history"] = ModelMessagesTypeAdapter.validate_python(stored)
             kwargs["deferred_tool_results"] = self._deferred_results()
         else:

@@ -39,9 +39,9 @@ def park(ex: RunExecution, requests: DeferredToolRequests, messages) -> tuple[st
     from capabilities.media import history as media_history
 
     # Before the transaction: storage IO (capabilities/media) holds no row lock.
-    stored_messages = media_history.offload(messages, threshold_bytes=getattr(ex, "media_threshold", None),
-                                            organization_id=run.organization_id,
-                                            conversation_id=run.conversation_id, run_id=run.pk)
+    stored_messages, offloaded = media_history.offload(
+        messages, threshold_bytes=getattr(ex, "media_threshold", None), organization_id=run.organization_id,
+        conversation_id=run.conversation_id, run_id=run.pk)
     with transaction.atomic():
         for call in requests.approvals:
             args = call.args_as_dict()
@@ -87,7 +87,7 @@ def park(ex: RunExecution, requests: DeferredToolRequests, messages) -> tuple[st
         inserts, spend = ex.spend_writes()
         write_together(*answer, *inserts, Update(Run.objects.filter(pk=run.pk), {
             "status": status,
-            "parked_state": {"messages": stored_messages,
+            "parked_state": {"messages": stored_messages, **({"media": True} if offloaded else {}),
                              **({"delegations": delegations} if delegations else {}), **delegation_extras(run)},
             "heartbeat_at": timezone.now(),
             **spend,

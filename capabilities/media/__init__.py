@@ -11,8 +11,8 @@ or an ask_user question), the library's own messages of the run so far, base64 i
 resumes — that is where the bytes pile up in Postgres, and what this offloads.
 
 Binding it is the decision to offload (`MediaOffload`, found by the runner among the run's capabilities when it
-parks). Restoring is not optional: the runner restores every parked history it resumes, bound or not — a
-conversation whose agent was unbound since still holds references. It never shrinks what the model is sent:
+parks; the parked state says `"media": true` when the walker wrote it). Restoring is not optional: the runner
+restores every such history it resumes, bound or not — an agent unbound since leaves its references behind. It never shrinks what the model is sent:
 the parts are back before the request leaves, and the store mints no URL a provider (or anyone) could fetch.
 """
 

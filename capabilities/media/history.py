@@ -40,19 +40,21 @@ def store_for(*, organization_id: object, conversation_id: object | None, run_id
 
 
 def offload(messages: list[ModelMessage], *, threshold_bytes: int | None, organization_id: object,
-            conversation_id: object | None, run_id: object) -> Any:
-    """The history as the JSON tree to store: with every part of `threshold_bytes` or more moved to the store
-    behind a `media+sha256://` reference, or whole when the run has no media binding (None)."""
+            conversation_id: object | None, run_id: object) -> tuple[Any, bool]:
+    """The history as the JSON tree to store, and whether the walker wrote it: with every part of
+    `threshold_bytes` or more moved to the store behind a `media+sha256://` reference, or whole (False) when the
+    run has no media binding (None) or the store failed. Only a tree the walker wrote is read back with
+    `restore`: the walker escapes caller data shaped like its markers, which a tree stored whole never had."""
     tree = ModelMessagesTypeAdapter.dump_python(messages, mode="json")
     if threshold_bytes is None:
-        return tree
+        return tree, False
     try:
         store = store_for(organization_id=organization_id, conversation_id=conversation_id, run_id=run_id)
-        return _walk(externalize_media(tree, media_store=store, threshold_bytes=threshold_bytes))
+        return _walk(externalize_media(tree, media_store=store, threshold_bytes=threshold_bytes)), True
     except Exception:
         logger.warning("run %s: its history's media could not be stored; the history is kept inline", run_id,
                        exc_info=True)
-        return tree
+        return tree, False
 
 
 def has_references(node: Any) -> bool:
@@ -67,8 +69,9 @@ def has_references(node: Any) -> bool:
 
 def restore(tree: Any, *, organization_id: object, conversation_id: object | None, run_id: object) -> Any:
     """The stored JSON tree with every reference put back, from this organization's store only (the
-    organization and conversation come from the run, never from the reference). Called for every stored
-    history, bound or not: a conversation whose agent lost the binding still holds references."""
+    organization and conversation come from the run, never from the reference). Called for every history
+    `offload` wrote, whether the agent is still bound or not: one whose agent lost the binding since still
+    holds references."""
     if not has_references(tree):
         return tree
     store = store_for(organization_id=organization_id, conversation_id=conversation_id, run_id=run_id)

@@ -83,7 +83,7 @@ def test_a_parked_history_keeps_its_image_in_storage_and_the_resumed_request_car
     assert sent_images(first) == [f"data:image/png;base64,{base64.b64encode(IMAGE).decode()}"]
 
     stored = json.dumps(run.parked_state)
-    assert URI in stored
+    assert URI in stored and run.parked_state["media"] is True  # written by the walker, so read back by it
     assert base64.b64encode(IMAGE).decode() not in stored and base64.urlsafe_b64encode(IMAGE).decode() not in stored
     path = f"media/{org.pk}/{run.conversation_id}/{DIGEST}"
     assert default_storage.exists(path)
@@ -136,7 +136,7 @@ def test_a_parked_history_is_restored_after_the_binding_is_gone(org, owner, admi
 def test_an_unbound_agent_stores_its_parked_history_whole(org, owner, fake_openai):
     run = parked_with_an_image(org, owner, fake_openai, media=False)
     stored = json.dumps(run.parked_state)
-    assert "media+sha256://" not in stored
+    assert "media+sha256://" not in stored and "media" not in run.parked_state
     assert not default_storage.exists(f"media/{org.pk}/{run.conversation_id}/{DIGEST}")
 
 
@@ -194,9 +194,9 @@ def test_a_store_that_fails_keeps_the_history_inline(org, monkeypatch, caplog):
     monkeypatch.setattr(OrganizationMediaStore, "put_sync", broken)
     messages = [ModelRequest(parts=[UserPromptPart(content=["look", BinaryContent(IMAGE, media_type="image/png")])])]
     with caplog.at_level(logging.WARNING, logger="capabilities.media.history"):
-        tree = history.offload(messages, threshold_bytes=2048, organization_id=org.pk, conversation_id=None,
-                               run_id="r1")
-    assert "kept inline" in caplog.text
+        tree, offloaded = history.offload(messages, threshold_bytes=2048, organization_id=org.pk,
+                                          conversation_id=None, run_id="r1")
+    assert "kept inline" in caplog.text and not offloaded
     assert tree == as_json(messages)
 
 
@@ -204,8 +204,9 @@ def test_parts_under_the_threshold_stay_inline_and_a_conversationless_run_keeps_
     small = b"\x89PNG" + b"\x01" * 100
     messages = [ModelRequest(parts=[UserPromptPart(content=["look", BinaryContent(small, media_type="image/png"),
                                                             BinaryContent(IMAGE, media_type="image/png")])])]
-    tree = history.offload(messages, threshold_bytes=2048, organization_id=org.pk, conversation_id=None,
-                           run_id="r9")
+    tree, offloaded = history.offload(messages, threshold_bytes=2048, organization_id=org.pk, conversation_id=None,
+                                      run_id="r9")
+    assert offloaded
     assert URI in json.dumps(tree) and hashlib.sha256(small).hexdigest() not in json.dumps(tree)
     assert default_storage.exists(f"media/{org.pk}/run-r9/{DIGEST}")
     back = history.restore(tree, organization_id=org.pk, conversation_id=None, run_id="r9")
