@@ -270,6 +270,42 @@ def processes_with_argument(text: str) -> list[int]:
     return found
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_person_stopping_the_run_kills_the_harness_and_its_spend_is_still_recorded(org, owner, scripted_model,
+                                                                                     coding):
+    import threading
+
+    from agents.models import Run
+    from agents.runs import request_stop
+    from tests.runner.test_execute import run_now, start
+    from tests.sandbox.helpers import ToolScript
+
+    anthropic, _ = coding
+    anthropic.hold.clear()  # the harness waits on its model until the person stops the run
+    agent, version = coding_agent(org, owner, key=ANTHROPIC_KEY)
+    marker = f"marker-{uuid.uuid4().hex}"
+    scripted_model(ToolScript([task(f"Refactor everything {marker}.")]).model())
+    run = start(org, owner, agent, version, prompt="work")
+    frames: list = []
+    worker = threading.Thread(target=lambda: frames.extend(run_now(run)))
+    worker.start()
+    deadline = time.monotonic() + 60
+    while not anthropic.scripted() or not processes_with(marker):
+        assert time.monotonic() < deadline and worker.is_alive()
+        time.sleep(0.2)
+    request_stop(Run.objects.get(pk=run.pk))
+    worker.join(60)
+    anthropic.hold.set()
+
+    run.refresh_from_db()
+    assert run.status == RunStatus.CANCELLED
+    assert processes_with(marker) == []  # the whole process group went with the stop
+    finished = next(f["data"] for f in frames if f["type"] == "subagent_finished")
+    assert finished["status"] == "stopped"
+    spend = SpendEntry.objects.get(run=run, kind="coding_agent")  # ended before its harness said: unpriced
+    assert spend.is_partial and spend.cost_usd == 0
+
+
 def _start(server, workspace: str, command: str, timeout: float, egress: list[str], env: dict[str, str]):
     headers = {"Authorization": f"Bearer {server.token}"}
     httpx.post(server.url + "/v1/workspaces", json={"id": workspace, "runtime": "workbench"}, headers=headers,
