@@ -12,7 +12,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect
 from django.urls import reverse
 from django.utils.translation import gettext as _
@@ -161,6 +161,62 @@ def _agent(actor: Actor, agent_id: Any) -> tuple[Agent, str]:
     return agent, require_agent_access(actor, agent, "view")
 
 
+# Settings named for people. A config field without a title of its own gets pydantic's, made from its name
+# ("Include Execute", "Timeout Secs"); these say what the setting does. A title a capability wrote wins.
+PEOPLE_LABELS: dict[str, str] = {
+    "timezone": "Time zone", "effort": "Effort", "timeout_secs": "Time limit (seconds)",
+    "max_memory_mb": "Memory limit (MB)", "enable_subtasks": "Let the plan have subtasks",
+    "cache_ttl": "Keep the plan cached for (seconds)", "tool_ids": "Custom tools",
+    "tool_approval": "Approval per tool", "spill_over_chars": "Longest result kept in the reply (characters)",
+    "connection_ids": "Database connections", "connections": "MCP servers", "strategy": "How to choose",
+    "max_results": "Most results", "action": "When a result is too long", "threshold": "Size that counts as long",
+    "over_tokens": "Long above (tokens)", "max_chars": "Longest kept (characters)",
+    "truncation_strategy": "How to shorten", "strip_ansi": "Remove terminal colour codes",
+    "summary_prompt": "Instructions for the summary",
+    "redact_secrets_in": "Hide secrets in what people write", "redact_pii_in": "Hide personal data in what people write",
+    "blocked_keywords_in": "Words that stop a message from people",
+    "redact_secrets_out": "Hide secrets in the agent's answers", "redact_pii_out": "Hide personal data in the agent's answers",
+    "blocked_keywords_out": "Words that stop an answer",
+    "redact_secrets_tool": "Hide secrets in tool results", "redact_pii_tool": "Hide personal data in tool results",
+    "blocked_keywords_tool": "Words that stop a tool result",
+    "redact_secrets_args": "Hide secrets in what tools are sent", "redact_pii_args": "Hide personal data in what tools are sent",
+    "blocked_keywords_args": "Words that stop a tool call", "phone_regions": "Phone number regions to recognise",
+    "reminders": "Reminders", "goal_reanchor": "Remind it of the goal", "llm_reminder": "Let the model write reminders",
+    "max_fraction": "Share of the context window to fill before summarising", "keep_messages": "Recent messages kept whole",
+    "keep_tool_pairs": "Recent tool calls kept whole", "context_window": "Context window (tokens)",
+    "fallback_context_window": "Context window when the model does not say (tokens)",
+    "threshold_bytes": "Images larger than (bytes)", "method": "Service", "max_content_chars": "Longest page kept (characters)",
+    "allowed_domains": "Only these sites", "blocked_domains": "Never these sites", "cdp_url": "Browser address (CDP)",
+    "max_steps": "Most steps", "vision": "Let it look at screenshots", "candidate_cap": "Most elements offered per page",
+    "preview_width": "Screenshot width (pixels)", "step_model_profile_id": "Model for browsing steps",
+    "connection": "Connection", "proxy_url": "Proxy address", "hosted_url": "Hosted browser address",
+    "hosted_key_param": "Name of the key parameter", "locale": "Language and region",
+    "default_top_k": "Passages per search", "self_query_enabled": "Let it filter by document details",
+    "query_analysis_mode": "Rewrite questions before searching", "query_analysis_max_variants": "Most rewrites",
+    "parent_context": "Include the surrounding text", "modes": "What it may read", "read_tool_enabled": "Let it open files",
+    "allow_personal_memory": "Keep a memory per person", "base_url": "Service address", "top_k": "Memories per recall",
+    "backend": "Where it runs", "connection_id": "Connection", "session_scope": "Keep files for",
+    "runtime": "Runtime", "include_execute": "Let it run shell commands", "inline": "Answer inside the reply",
+    "mode": "Mode", "allow_questions": "Let delegates ask questions", "allow_dynamic": "Let it write new specialists",
+    "max_depth": "Most levels of delegation", "max_fanout": "Most delegates at once",
+    "max_result_chars": "Longest delegate result (characters)", "share_with_delegates": "Share with delegates",
+    "model_profile_id": "Model", "provider": "Provider", "model": "Model", "quality": "Quality", "size": "Size",
+    "background": "Background", "output_format": "File format", "aspect_ratio": "Aspect ratio", "voice": "Voice",
+    "voices": "Voices it may choose", "max_characters": "Longest text (characters)", "resolution": "Resolution",
+    "max_resolution": "Highest resolution", "seconds": "Length (seconds)", "max_seconds": "Longest video (seconds)",
+    "audio": "With sound", "timeout_seconds": "Time limit (seconds)", "harness": "Coding tool",
+    "access": "What it may change", "timeout_minutes": "Time limit (minutes)",
+}
+
+
+def readable_label(name: str, label: str) -> str:
+    """The label a person reads: a capability's own title, else ours, else the name in a sentence."""
+    machine = name.replace("_", " ")
+    if label and label.lower() != machine.lower():
+        return label
+    return PEOPLE_LABELS.get(name) or machine.capitalize()
+
+
 def _capability_cards(actor: Actor, spec: dict[str, Any], problems: dict[str, str]) -> list[dict[str, Any]]:
     bindings = {b.get("id"): b for b in spec.get("capabilities", []) if isinstance(b, dict)}
     secrets = list(Secret.objects.filter(organization=actor.organization).only("pk", "name", "kind", "hint")
@@ -176,6 +232,8 @@ def _capability_cards(actor: Actor, spec: dict[str, Any], problems: dict[str, st
         config_errors = {path[len("config."):]: msg for path, msg in mine.items() if path.startswith("config.")}
         config = binding.get("config") or {}
         fields = fields_for(entry["config_schema"], config, prefix=f"cap-{cap_id}", errors=config_errors)
+        for f in fields:
+            f["label"] = readable_label(f["name"], f.get("label") or "")
         tool_approval = binding.get("tool_approval") or {}
         overrides = binding.get("tool_overrides") or {}
         tools = [
@@ -250,6 +308,10 @@ def builder_context(actor: Actor, agent: Agent, level: str, *, diff: dict | None
         "can_publish": at_least(level, PUBLISH),
         "problems": problems,
         "basics_errors": {k.replace(".", "_"): v for k, v in problems.items() if not k.startswith("capabilities")},
+        "toolbox_rows": [{**c, "problem": bool(c["other_errors"] or c["secret_error"] or any(
+            f["error"] for f in c["fields"]) or any(t["error"] for t in c["tools"]))}
+            for c in [*(c for c in cards if not c["advanced"]), *(c for c in cards if c["advanced"])]],
+        "toolbox_strings": toolbox_strings(),
         "cards": [c for c in cards if not c["advanced"]],
         "advanced_cards": [c for c in cards if c["advanced"]],
         "advanced_open": any(c["enabled"] for c in cards if c["advanced"]),
@@ -268,6 +330,16 @@ def builder_context(actor: Actor, agent: Agent, level: str, *, diff: dict | None
         "can_run": actor.has("agents:run"),
         "test_chat_strings": test_chat_strings(),
         **availability_context(actor, agent, level),
+    }
+
+
+def toolbox_strings() -> dict[str, str]:
+    """The words builder.js writes for the Toolbox's one Save."""
+    return {
+        "unsaved": _("Unsaved changes"), "saving": _("Saving…"), "saved": _("Saved in the draft."),
+        "saved_with_problems": _("Saved in the draft, but something needs fixing before publishing: it is shown "
+                                 "at its setting."),
+        "not_saved": _("Not saved:"), "failed": _("Not saved: the server did not answer. Try again."),
     }
 
 
@@ -373,8 +445,9 @@ def save_capability(request: HttpRequest, actor: Actor, agent_id: Any, capabilit
             overrides[tool.id] = {"name": name or None, "description": description or None}
     binding["tool_overrides"] = overrides
     binding["secret_id"] = post.get("secret_id") or None
+    wants_json = request.headers.get("Accept", "").startswith("application/json")
     if existing is None and not enabled:
-        return _back(agent, f"cap-{capability_id}")
+        return JsonResponse({"saved": False, "problems": {}}) if wants_json else _back(agent, f"cap-{capability_id}")
     if existing is None:
         bindings.append(binding)
     else:
@@ -383,9 +456,32 @@ def save_capability(request: HttpRequest, actor: Actor, agent_id: Any, capabilit
     try:
         agent_services.update_agent(actor=actor, agent=agent, spec=spec)
     except Invalid as exc:
+        if wants_json:  # the Toolbox's one Save: nothing was saved, each problem goes to its field
+            return JsonResponse({"saved": False, "message": exc.message,
+                                 "problems": _capability_problems(problems_by_field(exc), capability_id)}, status=422)
         return _render_invalid(request, actor, agent, exc)
-    messages.success(request, _("%(name)s saved in the draft.") % {"name": entry.name})
+    # What is saved but would not publish is said at the field, never under a "saved" banner alone.
+    mine = _capability_problems({p["field"]: p["message"] for p in agent_services.publish_problems(
+        actor, spec, agent=agent)}, capability_id)
+    if wants_json:
+        return JsonResponse({"saved": True, "problems": mine})
+    if mine:
+        messages.warning(request, _("%(name)s is saved in the draft, but needs fixing before publishing: see its "
+                                    "settings.") % {"name": entry.name})
+    else:
+        messages.success(request, _("%(name)s saved in the draft.") % {"name": entry.name})
     return _back(agent, f"cap-{capability_id}")
+
+
+def _capability_problems(problems: dict[str, str], capability_id: str) -> dict[str, str]:
+    """One capability's problems keyed as the Toolbox shows them: "config.<name>", "secret_id", "tool.<id>"…"""
+    prefix = f"capabilities[{capability_id}]."
+    found = {}
+    for path, message in problems.items():
+        path = path.removeprefix("spec.")
+        if path.startswith(prefix):
+            found[path[len(prefix):]] = message
+    return found
 
 
 @require_POST

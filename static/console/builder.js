@@ -1,24 +1,204 @@
-// Toolbox search: filters capability cards; searching opens the Advanced group so matches there show.
+// The Toolbox: a compact list (name, one line, on/off) with one capability's settings beside it, search, one
+// Save for the draft (each changed capability goes to its own endpoint, answered in JSON; problems are shown at
+// their setting, never under a bare "saved"), and a warning before leaving with unsaved changes.
 (function () {
   "use strict";
+  var toolbox = document.querySelector("[data-toolbox]");
   var input = document.querySelector("[data-toolbox-search]");
-  if (!input) return;
   var group = document.querySelector("[data-advanced-group]");
-  var wasOpen = group ? group.open : false;
-  input.addEventListener("input", function () {
-    var q = input.value.trim().toLowerCase();
-    document.querySelectorAll("[data-capability]").forEach(function (card) {
-      card.hidden = !!q && card.getAttribute("data-search").indexOf(q) < 0;
-    });
-    if (group) group.open = q ? true : wasOpen;
-  });
-  if (group) group.addEventListener("toggle", function () { if (!input.value) wasOpen = group.open; });
-})();
+  var groupRow = document.querySelector("[data-toolbox-group]");
+  var savebar = document.querySelector("[data-toolbox-savebar]");
+  var status = document.querySelector("[data-toolbox-status]");
+  var stringsNode = document.getElementById("toolbox-strings");
+  var strings = stringsNode ? JSON.parse(stringsNode.textContent) : {};
+  var dirty = new Set(); // forms with changes not saved yet
+  if (!toolbox) return;
 
-// Switching a capability on opens its settings, so what it needs is in view.
-document.addEventListener("change", function (event) {
-  var box = event.target;
-  if (!box.matches || !box.matches("[data-capability] header input[type=checkbox]")) return;
-  var settings = box.closest("[data-capability]").querySelector(".cap-settings");
-  if (settings && box.checked) settings.open = true;
-});
+  function article(id) { return document.getElementById("cap-" + id); }
+  function row(id) { return document.querySelector('[data-toolbox-row="' + id + '"]'); }
+
+  // ---- one capability at a time beside the list
+  function select(id, focus) {
+    var chosen = article(id);
+    if (!chosen) return;
+    document.querySelectorAll("[data-capability]").forEach(function (card) { card.hidden = card !== chosen; });
+    document.querySelectorAll("[data-toolbox-row]").forEach(function (r) {
+      r.setAttribute("aria-current", r.getAttribute("data-toolbox-row") === id ? "true" : "false");
+    });
+    if (group) group.open = group.contains(chosen);
+    if (focus) chosen.scrollIntoView({block: "nearest"});
+  }
+
+  function fromHash() {
+    var match = /^#cap-(.+)$/.exec(location.hash);
+    return match && article(match[1]) ? match[1] : null;
+  }
+
+  var first = document.querySelector("[data-toolbox-row]");
+  select(fromHash() || (first && first.getAttribute("data-toolbox-row")), false);
+  window.addEventListener("hashchange", function () { var id = fromHash(); if (id) select(id, true); });
+
+  toolbox.addEventListener("click", function (event) {
+    var link = event.target.closest && event.target.closest("[data-toolbox-open]");
+    if (!link) return;
+    event.preventDefault();
+    select(link.getAttribute("data-toolbox-open"), true);
+    history.replaceState(null, "", "#cap-" + link.getAttribute("data-toolbox-open"));
+  });
+
+  // ---- search the list
+  if (input) {
+    input.addEventListener("input", function () {
+      var q = input.value.trim().toLowerCase();
+      var advancedShown = false;
+      var shownFirst = null;
+      document.querySelectorAll("[data-toolbox-row]").forEach(function (r) {
+        r.hidden = !!q && r.getAttribute("data-search").indexOf(q) < 0;
+        if (!r.hidden && !shownFirst) shownFirst = r;
+        var card = article(r.getAttribute("data-toolbox-row"));
+        if (!r.hidden && group && card && group.contains(card)) advancedShown = true;
+      });
+      if (groupRow) groupRow.hidden = !!q && !advancedShown;
+      if (q && shownFirst) select(shownFirst.getAttribute("data-toolbox-row"), false);
+    });
+  }
+
+  // ---- on/off in the list is the capability's own switch
+  toolbox.addEventListener("change", function (event) {
+    var target = event.target;
+    if (target.matches("[data-toolbox-toggle]")) {
+      var id = target.getAttribute("data-toolbox-toggle");
+      var own = document.getElementById("cap-" + id + "-enabled");
+      if (own) {
+        own.checked = target.checked;
+        own.dispatchEvent(new Event("change", {bubbles: true}));
+      }
+      select(id, false);
+      return;
+    }
+    var card = target.closest("[data-capability]");
+    if (card && target.id === "cap-" + card.getAttribute("data-capability") + "-enabled") {
+      var toggle = document.querySelector('[data-toolbox-toggle="' + card.getAttribute("data-capability") + '"]');
+      if (toggle) toggle.checked = target.checked;
+      var settings = card.querySelector(".cap-settings");
+      if (settings && target.checked) settings.open = true; // what it needs comes into view
+    }
+  });
+
+  // ---- unsaved changes
+  function say(text, kind) {
+    if (!status) return;
+    status.textContent = text || "";
+    status.setAttribute("data-toolbox-status", kind || "");
+  }
+
+  function markDirty(form) {
+    dirty.add(form);
+    if (form.hasAttribute("data-capability-form")) say(strings.unsaved, "unsaved");
+  }
+
+  document.querySelectorAll("[data-capability-form], [data-draft-form]").forEach(function (form) {
+    form.addEventListener("input", function () { markDirty(form); });
+    form.addEventListener("change", function () { markDirty(form); });
+    form.addEventListener("submit", function () { dirty.delete(form); });
+  });
+  window.addEventListener("beforeunload", function (event) {
+    if (!dirty.size) return;
+    event.preventDefault();
+    event.returnValue = ""; // the browser shows its own words
+  });
+
+  // ---- one Save for the draft
+  if (!savebar) return;
+  savebar.hidden = false;
+
+  function csrf(form) {
+    var field = form.querySelector("input[name=csrfmiddlewaretoken]");
+    return field ? field.value : "";
+  }
+
+  function clearErrors(card) {
+    card.querySelectorAll("[data-js-error]").forEach(function (node) { node.remove(); });
+  }
+
+  function showError(card, key, message) {
+    var note = document.createElement("p");
+    note.className = "field-error";
+    note.setAttribute("role", "alert");
+    note.setAttribute("data-js-error", "");
+    note.setAttribute("data-field-error", "");
+    note.textContent = message;
+    var place = null;
+    if (key.indexOf("config.") === 0) {
+      place = card.querySelector('[data-config-field="' + key.slice(7).split(".")[0] + '"]');
+    } else if (key === "secret_id") {
+      var select = card.querySelector("select[name=secret_id]");
+      place = select && select.parentNode;
+    } else if (key.indexOf("tool_approval.") === 0 || key.indexOf("tool_overrides.") === 0) {
+      place = card.querySelector('[data-tool="' + key.split(".")[1] + '"]');
+    }
+    (place || card.querySelector("[data-js-errors]") || card).appendChild(note);
+    var settings = card.querySelector(".cap-settings");
+    if (settings) settings.open = true;
+  }
+
+  function flagRow(id, bad) {
+    var r = row(id);
+    if (!r) return;
+    var badge = r.querySelector("[data-row-problem]");
+    if (bad && !badge) {
+      badge = document.createElement("span");
+      badge.className = "badge warn";
+      badge.setAttribute("data-row-problem", "");
+      badge.textContent = "!";
+      r.querySelector("[data-toolbox-open]").appendChild(badge);
+    } else if (!bad && badge) {
+      badge.remove();
+    }
+  }
+
+  function saveOne(form) {
+    var id = form.getAttribute("data-capability-form");
+    var card = article(id);
+    return fetch(form.action, {method: "POST", body: new FormData(form), credentials: "same-origin",
+                               headers: {"Accept": "application/json", "X-CSRFToken": csrf(form)}})
+      .then(function (response) {
+        return response.json().then(function (body) { return {ok: response.ok, body: body}; });
+      })
+      .then(function (result) {
+        clearErrors(card);
+        var problems = result.body.problems || {};
+        Object.keys(problems).forEach(function (key) { showError(card, key, problems[key]); });
+        if (!result.ok && !Object.keys(problems).length) showError(card, "", result.body.message || "");
+        flagRow(id, Object.keys(problems).length > 0 || !result.ok);
+        if (result.ok) dirty.delete(form);
+        return {id: id, saved: result.ok, problems: Object.keys(problems).length, message: result.body.message};
+      });
+  }
+
+  savebar.querySelector("[data-toolbox-save]").addEventListener("click", function () {
+    var forms = Array.from(dirty).filter(function (form) { return form.hasAttribute("data-capability-form"); });
+    if (!forms.length) { say(strings.saved, "saved"); return; }
+    var button = this;
+    button.disabled = true;
+    say(strings.saving, "saving");
+    var outcomes = [];
+    forms.reduce(function (chain, form) {
+      return chain.then(function () { return saveOne(form).then(function (o) { outcomes.push(o); }); });
+    }, Promise.resolve()).then(function () {
+      var failed = outcomes.filter(function (o) { return !o.saved; });
+      var flawed = outcomes.filter(function (o) { return o.saved && o.problems; });
+      if (failed.length) {
+        select(failed[0].id, true);
+        say(strings.not_saved + " " + (failed[0].message || ""), "not-saved");
+      } else if (flawed.length) {
+        select(flawed[0].id, true);
+        say(strings.saved_with_problems, "saved-with-problems");
+      } else {
+        say(strings.saved, "saved");
+      }
+    }).catch(function () {
+      say(strings.failed, "not-saved");
+    }).then(function () { button.disabled = false; });
+  });
+})();

@@ -63,9 +63,17 @@ def shot(page, name):
     page.set_viewport_size({"width": 1440, "height": 900})
 
 
+def open_capability(page, cap_id):
+    """The Toolbox shows one capability's settings at a time: open it from the list."""
+    page.locator(f"[data-toolbox-open={cap_id}]").click()
+    return page.locator(f"#cap-{cap_id}")
+
+
 def save_capability(page, cap_id, name):
-    page.locator(f"#cap-{cap_id}").get_by_role("button", name=f"Save {name}").click()
-    page.wait_for_selector(".flash")
+    """The Toolbox's one Save for the draft (`cap_id`'s changes with any other)."""
+    page.get_by_role("button", name="Save the Toolbox").click()
+    page.wait_for_function("() => document.querySelector('[data-toolbox-status]').textContent === "
+                           "'Saved in the draft.'")
 
 
 def test_the_main_flow_from_new_agent_to_a_reopened_conversation(live_server_url, browser):
@@ -90,13 +98,13 @@ def test_the_main_flow_from_new_agent_to_a_reopened_conversation(live_server_url
     page.get_by_role("button", name="Create agent").click()
     page.wait_for_selector("[data-capabilities]")
     assert page.locator("[data-recommended]").count() >= 1
-    card = page.locator("#cap-thinking")
+    card = open_capability(page, "thinking")
     card.get_by_label("Reasoning").check()
     card.get_by_label("Effort").select_option("low")
     save_capability(page, "thinking", "Reasoning")
-    calculations = page.locator("#cap-code_execution")
+    calculations = open_capability(page, "code_execution")
     calculations.get_by_text("Advanced settings").click()  # limits are folded until opened
-    calculations.get_by_label("Timeout Secs").fill("30")
+    calculations.get_by_label("Time limit (seconds)").fill("30")
     save_capability(page, "code_execution", "Calculations")
     agent = Agent.objects.get(organization=org, name="Helper")
     bindings = {b["id"]: b for b in agent.draft_spec["capabilities"]}
@@ -130,7 +138,7 @@ def test_the_main_flow_from_new_agent_to_a_reopened_conversation(live_server_url
 
     # Require approval on create_chart, publish and promote to production.
     page.goto(f"{live_server_url}/agents/{agent.pk}/")
-    charts = page.locator("#cap-charts")
+    charts = open_capability(page, "charts")
     charts.get_by_text("1 tool: approval, name and description").click()
     charts.get_by_label("Approval for create_chart").select_option("required")
     save_capability(page, "charts", "Charts")
