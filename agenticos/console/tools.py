@@ -106,10 +106,10 @@ def agent_budgets(actor: Actor) -> list[dict[str, Any]]:
             continue
         used = {connections[pk][0]: budget.CONNECTION_SLOTS[connections[pk][1]]
                 for pk in connection_ids if pk in connections}
-        usage = {"total": len(tool_ids) + sum(used.values()), "custom_tools": len(tool_ids), "connections": used}
-        rows.append({"agent": agent, "usage": usage, "max": budget.MAX_SLOTS,
-                     "percent": min(100, round(usage["total"] * 100 / budget.MAX_SLOTS)),
-                     "over": usage["total"] > budget.MAX_SLOTS})
+        total = len(tool_ids) + sum(used.values())
+        rows.append({"agent": agent, "usage": {"total": total, "custom_tools": len(tool_ids), "connections": used},
+                     "max": budget.MAX_SLOTS, "percent": min(100, round(total * 100 / budget.MAX_SLOTS)),
+                     "over": total > budget.MAX_SLOTS})
     return rows
 
 
