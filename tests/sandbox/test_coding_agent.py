@@ -306,6 +306,31 @@ def test_a_person_stopping_the_run_kills_the_harness_and_its_spend_is_still_reco
     assert spend.is_partial and spend.cost_usd == 0
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_delegate_reaches_the_coding_agent_in_the_parents_sandbox_when_it_is_shared(org, owner, scripted_model,
+                                                                                      coding):
+    """The delegate binds the coding agent; the parent shares its sandbox (share_with_delegates): the harness works
+    in the parent's container, and the file it writes is the parent's."""
+    anthropic, _ = coding
+    coder, _ = coding_agent(org, owner, key=ANTHROPIC_KEY)
+    lead = publish(org, owner, name="Lead", capabilities=[
+        {"id": "sandbox", "config": {"backend": "service"}},
+        {"id": "subagents", "config": {"share_with_delegates": ["sandbox"]}}],
+        subagents=[{"name": "coder", "description": "Writes code", "agent_id": str(coder.pk)}])
+    anthropic.queue(ClaudeTurn.calls("Write", {"file_path": "/workspace/shared.txt", "content": "from the coder\n"}),
+                    ClaudeTurn.says("Wrote shared.txt."))
+    script, run = turn(scripted_model, org, owner, lead, [
+        ("task", {"description": "Write shared.txt.", "subagent_type": "coder"}),
+        task("Write shared.txt saying 'from the coder'.")])
+
+    assert run.status == RunStatus.COMPLETED, run.error
+    assert "Wrote shared.txt." in script.results[0]
+    parents = Workspace.objects.get(agent=lead[0])
+    row = WorkspaceFile.objects.get(path="/workspace/shared.txt")
+    assert row.workspace_id == parents.pk and bytes(row.data) == b"from the coder\n"
+    assert not Workspace.objects.filter(agent=coder).exists()
+
+
 def _start(server, workspace: str, command: str, timeout: float, egress: list[str], env: dict[str, str]):
     headers = {"Authorization": f"Bearer {server.token}"}
     httpx.post(server.url + "/v1/workspaces", json={"id": workspace, "runtime": "workbench"}, headers=headers,
