@@ -66,6 +66,8 @@ BUILTIN: tuple[str, ...] = (
     "capabilities.artifacts",
     "capabilities.visuals",
     "capabilities.image_generation",
+    "capabilities.text_to_speech",
+    "capabilities.video_generation",
     "capabilities.coding_agent",
 )
 

@@ -97,6 +97,8 @@ SETUPS: dict[str, Callable[[Organization], tuple[dict[str, Any], dict[str, Any]]
     "database": _database,
     "memory_mem0": _keyed,
     "image_generation": _keyed,
+    "text_to_speech": _keyed,
+    "video_generation": _keyed,
     "sandbox": _sandbox,
     "subagents": _subagents,
 }

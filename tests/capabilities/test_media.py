@@ -21,7 +21,6 @@ from agents.models import Conversation, Run, RunStatus
 from agents.spec import AgentSpec
 from capabilities import registry
 from capabilities.media import MediaConfig, MediaOffload, history
-from capabilities.media import store as store_module
 from capabilities.media.store import OrganizationMediaStore
 from governance.models import Approval
 from tests import factories
@@ -241,8 +240,7 @@ def test_a_deleted_conversation_queues_its_media_folder_and_the_sweep_removes_on
         store.put_sync(IMAGE)
     gone_id = gone.pk
     with transaction.atomic():
-        store_module.on_conversation_delete(Conversation, gone)
-        gone.delete()
+        gone.delete()  # the pre_delete receiver connected in CapabilitiesConfig.ready queues the folder
     assert list(PendingFileRemoval.objects.values_list("path", flat=True)) == [f"media/{org.pk}/{gone_id}/{DIGEST}"]
     retention.remove_pending_files()
     assert not default_storage.exists(f"media/{org.pk}/{gone_id}/{DIGEST}")
