@@ -194,6 +194,22 @@ def test_read_only_claude_code_has_no_tool_that_writes_or_runs(org, owner, scrip
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_chat_never_continues_another_chats_session_in_a_sandbox_they_share(org, owner, member, scripted_model,
+                                                                              coding):
+    anthropic, _ = coding
+    agent = coding_agent(org, owner, key=ANTHROPIC_KEY, sandbox={"backend": "service", "session_scope": "agent"})
+    anthropic.queue(ClaudeTurn.says("Noted the launch code."))
+    _, first = turn(scripted_model, org, owner, agent, [task("Remember the launch code 7431.")])
+    assert first.status == RunStatus.COMPLETED
+    anthropic.requests.clear()
+    anthropic.queue(ClaudeTurn.says("I know nothing."))
+    again, second = turn(scripted_model, org, member, agent, [task("What was the launch code?")])
+    assert second.status == RunStatus.COMPLETED and second.conversation_id != first.conversation_id
+    assert Workspace.objects.filter(agent=agent[0]).count() == 1  # one sandbox, shared by both chats
+    assert "7431" not in str(anthropic.scripted()[0].json["messages"])
+
+
+@pytest.mark.django_db(transaction=True)
 def test_codex_edits_a_file_and_without_a_model_its_spend_is_partial(org, owner, scripted_model, coding):
     _, openai = coding
     agent = coding_agent(org, owner, key=OPENAI_KEY, harness="codex")
