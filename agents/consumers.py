@@ -5,8 +5,10 @@ from __future__ import annotations
 import logging
 import uuid
 
+from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from channels.layers import get_channel_layer
 
 from agenticos import metrics
 from agenticos.errors import DomainError, NotFound
@@ -15,6 +17,7 @@ from agents.chat import member_run, start_member_run
 from agents.runner.frames import frame
 from agents.runs import group_name, request_stop
 from governance import services as governance
+from governance import signals as governance_signals
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +59,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             "message": self._on_message,
             "stop": self._on_stop,
             "ask_user_response": self._on_answer,
+            "watch": self._on_watch,
         }.get(kind)
         if handler is None:
             await self.send_json(frame("error", message=f"Unknown frame type {kind!r}.", code="bad_frame"))
@@ -117,9 +121,33 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             actor=self.actor, run=run, answers=content.get("answers") or []
         )
 
+    async def _on_watch(self, content):
+        # A reopened view of a run that still goes on or waits (a reloaded tab): it follows that run's frames,
+        # among them the decision on its approval wherever it is made. Only a run this member may read.
+        run = await database_sync_to_async(member_run)(self.actor, content.get("run_id"))
+        await self._join(str(run.pk))
+
     async def run_frame(self, event):
         await self.send_json(event["frame"])
 
     async def run_frames(self, event):
         for payload in event["frames"]:
             await self.send_json(payload)
+
+
+def broadcast_approval_decision(sender=None, *, approval_id, **kwargs) -> None:
+    """Every open view of a run hears that one of its calls was decided — on the Approvals page, in the REST
+    API, in a chat platform or in another tab — so no view keeps offering a decision already made. Sent after
+    the deciding transaction commits (governance.signals)."""
+    from governance.models import Approval
+
+    row = Approval.objects.filter(pk=approval_id).values("run_id", "status").first()
+    layer = get_channel_layer()
+    if row is None or layer is None:
+        return
+    async_to_sync(layer.group_send)(group_name(row["run_id"]), {"type": "run.frame", "frame": frame(
+        "approval_decided", approval_id=str(approval_id), run_id=str(row["run_id"]), status=row["status"])})
+
+
+# Connected where the socket lives (every web process imports this module through agenticos.routing).
+governance_signals.approval_decided.connect(broadcast_approval_decision, dispatch_uid="agents.chat.approval_decided")

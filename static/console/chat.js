@@ -21,7 +21,6 @@
   var activeRunId = null;
   var pendingKind = null; // a new part starts at the next delta (part_start)
   var openSteps = {};     // tool call id -> true/false chosen by the reader (or opened by the client)
-  var expandedRails = {}; // first call id of a rail -> true when "N earlier steps" was opened
   var questionIndex = {}; // question id -> index being answered; "summary" for the review
   var answers = {};       // question id -> [answers as shown in the summary]
   var answerValues = {};  // question id -> [answers as sent]
@@ -45,15 +44,7 @@
     (children || []).forEach(function (c) { if (c) node.appendChild(typeof c === "string" ? document.createTextNode(c) : c); });
     return node;
   }
-  function markdown(text) {
-    var html = window.marked ? window.marked.parse(text || "", {gfm: true, breaks: true}) : text;
-    return window.DOMPurify ? window.DOMPurify.sanitize(html) : (text || "");
-  }
-  function pretty(value) {
-    if (value === null || value === undefined) return "";
-    if (typeof value === "string") return value;
-    try { return JSON.stringify(value, null, 2); } catch (e) { return String(value); }
-  }
+  var pretty = window.AgenticTurn.pretty;
   function humanize(name) { return (name || "").replace(/[_-]+/g, " ").trim(); }
   function csrf() {
     var m = document.cookie.match(/(?:^|; )csrftoken=([^;]+)/);
@@ -69,24 +60,7 @@
     return null;
   }
 
-  // ---------------------------------------------------------------- the narration rail
-
-  function isChartCall(call) { return window.AgenticCharts && window.AgenticCharts.isChart(call.result); }
-
-  function stepLine(call) {
-    var phrases = S.phrases[call.name];
-    var running = call.status === "running" || call.status === "parked";
-    var phrase = phrases ? (running ? phrases.running : phrases.done)
-                         : fill(running ? T.running_tool : T.ran_tool, {name: humanize(call.name)});
-    var subject = call.args && (call.args.title || call.args.timezone);
-    if (subject && typeof subject === "string") phrase += ": " + subject;
-    if (call.status === "error") return fill(T.failed_tool, {phrase: phrase});
-    if (call.status === "parked") {
-      if (call.name === "ask_user" || call.name === "ask_user_question") return T.waiting_answer;
-      return fill(T.waiting_approval, {phrase: phrase});
-    }
-    return phrase;
-  }
+  // ---------------------------------------------------------------- the one turn renderer (turn.js)
 
   // A file the agent wrote is a card naming it, with Open and Download. The path is resolved against the
   // conversation's own listing, not trusted from the arguments (write_file("a.md") writes /workspace/a.md);
@@ -103,6 +77,7 @@
     return candidates.filter(function (c) { return workspaceFiles.indexOf(c) >= 0; })[0] || null;
   }
   function fileCard(call) {
+    if (!isFileCall(call)) return null;
     var found = resolveFile(call.args.path);
     var name = (found || call.args.path).replace(/^\/workspace\//, "");
     var card = h("div", {class: "file-card", "data-file-card": found || ""}, [h("span", {class: "file-name", text: name})]);
@@ -115,114 +90,48 @@
     return h("div", {}, [card, h("pre", {class: "result-text", text: pretty(call.result)})]);
   }
 
-  function resultView(call) {
-    if (isFileCall(call)) return fileCard(call);
-    if (isChartCall(call)) {
-      return h("figure", {class: "chart", "data-chart": ""}, [window.AgenticCharts.render(call.result),
-        h("figcaption", {class: "visually-hidden", text: call.result.title || T.chart})]);
-    }
-    if (call.result === null || call.result === undefined) return h("p", {class: "muted", text: T.no_result});
-    if (typeof call.result === "object" && !Array.isArray(call.result)) {
-      var dl = h("dl", {class: "result-fields"});
-      Object.keys(call.result).slice(0, 12).forEach(function (key) {
-        var v = call.result[key];
-        dl.appendChild(h("dt", {text: humanize(key)}));
-        dl.appendChild(h("dd", {text: typeof v === "object" ? JSON.stringify(v) : String(v)}));
-      });
-      return dl;
-    }
-    return h("pre", {class: "result-text", text: pretty(call.result)});
-  }
-
-  function step(call) {
-    var open = openSteps[call.id] === undefined ? isChartCall(call) || isFileCall(call) : openSteps[call.id];
-    if (isChartCall(call)) open = true; // a chart is an answer: it is shown wherever it is
-    var details = h("details", {class: "step status-" + call.status, "data-step": call.id,
-                                "data-status": call.status, open: open ? "" : null}, [
-      h("summary", {}, [h("span", {class: "step-dot", "aria-hidden": "true"}),
-                        h("span", {class: "step-line", "data-step-line": "", text: stepLine(call)})]),
-      h("div", {class: "step-body"}, [
-        resultView(call),
-        h("details", {class: "raw", "data-raw": ""}, [
-          h("summary", {text: T.raw}),
-          h("h4", {text: T.arguments}), h("pre", {class: "raw-args", text: pretty(call.args)}),
-          h("h4", {text: T.result}), h("pre", {class: "raw-result", text: pretty(call.result)}),
-        ]),
-      ]),
-    ]);
-    details.addEventListener("toggle", function () {
-      if (!isChartCall(call)) openSteps[call.id] = details.open;
-    });
-    return details;
-  }
-
-  function rail(calls) {
-    var key = calls[0].id;
-    var keepAll = calls.some(function (c) { return c.status === "error" || c.status === "parked" || isChartCall(c); });
-    var node = h("div", {class: "rail", "data-part": "rail", "data-rail": key});
-    if (calls.length > 1 && !keepAll) {
-      var expanded = !!expandedRails[key];
-      var toggle = h("button", {type: "button", class: "rail-fold", "aria-expanded": expanded ? "true" : "false",
-        "data-fold": "", text: expanded ? T.hide_steps : calls.length === 2 ? T.earlier_step : fill(T.earlier_steps, {n: calls.length - 1})});
-      toggle.addEventListener("click", function () { expandedRails[key] = !expanded; renderTranscript(); });
-      node.appendChild(toggle);
-      if (!expanded) { node.appendChild(step(calls[calls.length - 1])); return node; }
-    }
-    calls.forEach(function (c) { node.appendChild(step(c)); });
-    return node;
-  }
+  var renderer = window.AgenticTurn.create({
+    strings: T, phrases: S.phrases, fileCard: fileCard, openSteps: openSteps, onChange: function () { schedule(); },
+    part: function (part, turn) {
+      if (part.type !== "delegation" || part.parent_task_id) return null; // a child is drawn inside its parent's panel
+      return delegationPanel(part, turn.parts);
+    },
+    head: function (turn) {
+      var name = turn.agent || "";
+      return h("header", {class: "turn-head"}, [h("span", {class: "avatar", "aria-hidden": "true", text: name.charAt(0).toUpperCase()}),
+                                                h("h3", {class: "agent-name", text: name})]);
+    },
+    foot: turnFoot,
+    // What a turn's foot depends on besides the turn itself: next steps that arrived live, the workspace listing.
+    version: function (turn) { return [followUpsByRun[turn.run_id] || null, workspaceFiles]; },
+  });
+  var markdown = renderer.markdown;
+  var rail = renderer.rail;
 
   // ---------------------------------------------------------------- turns
 
-  function userTurn(turn) {
-    return h("article", {class: "turn turn-user", "data-turn": "user"}, [
-      h("h3", {class: "visually-hidden", text: T.you}),
-      h("div", {class: "bubble", text: turn.text}),
-    ]);
-  }
-
-  function assistantTurn(turn) {
-    var body = h("div", {class: "turn-body"});
-    var batch = [];
-    function flush() { if (batch.length) { body.appendChild(rail(batch)); batch = []; } }
-    turn.parts.forEach(function (part) {
-      if (part.type === "tool") { batch.push(part.call); return; }
-      if (part.type === "delegation" && part.parent_task_id) return; // drawn inside its parent's panel
-      flush();
-      if (part.type === "delegation") { body.appendChild(delegationPanel(part, turn.parts)); return; }
-      if (part.type === "text") body.appendChild(h("div", {class: "answer markdown", "data-part": "text", html: markdown(part.text)}));
-      else if (part.type === "thinking") {
-        body.appendChild(h("details", {class: "thinking", "data-part": "thinking"}, [
-          h("summary", {text: T.thinking}), h("div", {class: "thinking-text", text: part.text})]));
-      }
-    });
-    flush();
-    var name = turn.agent || "";
-    var article = h("article", {class: "turn turn-assistant", "data-turn": "assistant", "data-run-id": turn.run_id || ""}, [
-      h("header", {class: "turn-head"}, [h("span", {class: "avatar", "aria-hidden": "true", text: name.charAt(0).toUpperCase()}),
-                                         h("h3", {class: "agent-name", text: name})]),
-      body,
-    ]);
-    if (turn.error) article.appendChild(h("p", {class: "turn-error", role: "alert", text: fill(T.error, {message: turn.error})}));
+  function turnFoot(turn) {
+    var out = [];
+    if (turn.error) out.push(h("p", {class: "turn-error", role: "alert", text: fill(T.error, {message: turn.error})}));
     else if (turn.stopped || (turn.usage && turn.usage.status === "cancelled")) {
-      article.appendChild(h("p", {class: "turn-stopped muted", "data-stopped": "", text: T.stopped}));
+      out.push(h("p", {class: "turn-stopped muted", "data-stopped": "", text: T.stopped}));
     }
     var cards = [];
-    turn.parts.forEach(function (p) {
+    (turn.parts || []).forEach(function (p) {
       var r = p.type === "tool" && p.call.name === "propose_setup" ? p.call.result : null;
       if (r && r.cards) cards = cards.concat(r.cards);
     });
-    if (cards.length) article.appendChild(setupCards(cards.slice(0, 3)));
+    if (cards.length) out.push(setupCards(cards.slice(0, 3)));
     var steps = turn.follow_ups && turn.follow_ups.length ? turn.follow_ups : followUpsByRun[turn.run_id];
-    if (steps && steps.length) article.appendChild(followUps(steps));
+    if (steps && steps.length) out.push(followUps(steps));
     if (turn.usage && turn.usage.status && turn.usage.status !== "running" && turn.usage.status !== "queued") {
       var cost = fill(turn.usage.cost_is_partial ? T.cost_partial : T.cost, {cost: money(turn.usage.cost_usd)});
-      article.appendChild(h("p", {class: "turn-usage", "data-turn-usage": ""}, [
+      out.push(h("p", {class: "turn-usage", "data-turn-usage": ""}, [
         h("span", {"data-tokens": "", text: fill(T.tokens, {input: turn.usage.input_tokens, output: turn.usage.output_tokens})}),
         " · ", h("span", {"data-cost": "", text: cost}),
       ]));
     }
-    return article;
+    return out;
   }
 
   // Suggested next steps (capabilities/follow_ups): buttons under the answer; a click sends the text.
@@ -275,7 +184,12 @@
         return;
       }
       flush();
-      if (p.type === "text") inner.appendChild(h("div", {class: "answer markdown", "data-part": "text", html: markdown(p.text)}));
+      if (p.type === "text") {
+        var md = markdown(p.text);
+        md.className = "answer markdown";
+        md.setAttribute("data-part", "text");
+        inner.appendChild(md);
+      }
       else if (p.type === "thinking") inner.appendChild(h("details", {class: "thinking"}, [h("summary", {text: T.thinking}),
                                                                                        h("div", {class: "thinking-text", text: p.text})]));
     });
@@ -305,8 +219,7 @@
   function renderTranscript() {
     renderQueued = false;
     var atBottom = transcriptEl.scrollHeight - transcriptEl.scrollTop - transcriptEl.clientHeight < 80;
-    transcriptEl.innerHTML = "";
-    turns.forEach(function (turn) { transcriptEl.appendChild(turn.role === "user" ? userTurn(turn) : assistantTurn(turn)); });
+    renderer.render(transcriptEl, turns);  // keyed: only what changed is drawn again
     if (atBottom) transcriptEl.scrollTop = transcriptEl.scrollHeight;
     renderRequests();
     renderUsage();
@@ -342,12 +255,22 @@
     fetch(S.urls.decide.replace("00000000-0000-0000-0000-000000000000", item.approval_id), {
       method: "POST", body: body, credentials: "same-origin",
       headers: {"X-CSRFToken": csrf(), "Accept": "application/json"},
-    }).then(function (r) { return r.json().then(function (data) { return {ok: r.ok, data: data}; }); })
+    }).then(function (r) { return r.json().then(function (data) { return {ok: r.ok, status: r.status, data: data}; }); })
       .then(function (res) {
         pending.approvals = pending.approvals.filter(function (a) { return a.approval_id !== item.approval_id; });
+        if (res.status === 409) {
+          // A card left over from before a decision made elsewhere: the answer says what was decided ("This call
+          // was already approved."); the view follows the run from there instead of reporting a failure.
+          showNotice(res.data.error ? res.data.error.message : "");
+          activeRunId = item.run_id;
+          socketSend({type: "watch", run_id: item.run_id});
+          reconcile();
+          return;
+        }
         if (!res.ok) { showNotice(res.data.error ? res.data.error.message : "error"); schedule(); return; }
         showNotice(decision === "approve" ? T.approved : T.rejected);
         activeRunId = item.run_id;
+        socketSend({type: "watch", run_id: item.run_id});
         watchRun(item.run_id);
         schedule();
       });
@@ -527,7 +450,19 @@
     var d = frame.data || {};
     lastFrameAt = Date.now();
     if (["model_request_start", "part_start", "text_delta", "tool_call"].indexOf(frame.type) >= 0) setBusy(true);
+    // "Summarizing…" (capabilities/compaction) lasts until the next frame of the run.
+    if (frame.type !== "compaction") turns.forEach(function (t) { if (t.compacting) t.compacting = false; });
     switch (frame.type) {
+      case "compaction":
+        if (d.status === "summarizing") liveTurn().compacting = true;
+        break;
+      case "approval_decided":
+        // Decided here, on the Approvals page or anywhere else: every open view of the run drops the card.
+        pending.approvals = pending.approvals.filter(function (a) { return a.approval_id !== d.approval_id; });
+        activeRunId = d.run_id;
+        if (d.status === "approved" || d.status === "rejected") showNotice(d.status === "approved" ? T.approved : T.rejected);
+        if (d.status === "approved") setBusy(true);
+        break;
       case "conversation_created":
         S.conversation_id = d.conversation_id;
         if (window.history && history.replaceState) history.replaceState(null, "", S.urls.chat + d.conversation_id + "/");
@@ -772,6 +707,11 @@
     if (calls.length) { openSteps[calls[calls.length - 1].call.id] = true; break; }
   }
   if (S.agents.length || S.conversation_id) connect();
+  // A reopened conversation whose run still waits for a person: follow that run live, so its frames and a
+  // decision on its approval made anywhere (the Approvals page, another tab) reach this view.
+  var waiting = {};
+  pending.approvals.concat(pending.questions).forEach(function (item) { if (item.run_id) waiting[item.run_id] = true; });
+  Object.keys(waiting).forEach(function (runId) { socketSend({type: "watch", run_id: runId}); });
   loadFiles();
   renderTranscript();
 })();

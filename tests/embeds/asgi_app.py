@@ -13,6 +13,7 @@ django.setup()
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.conf import settings  # noqa: E402
+from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 from django.core.asgi import get_asgi_application  # noqa: E402
 
 from agenticos.asgi import SameOriginSockets  # noqa: E402
@@ -24,7 +25,8 @@ if os.environ.get("EMBEDS_TEST_URLCONF"):
 
 application = ProtocolTypeRouter(
     {
-        "http": get_asgi_application(),
+        # /static/ served as agenticos.asgi serves it: the widget and the hosted page load the turn renderer there.
+        "http": ASGIStaticFilesHandler(get_asgi_application()),
         "websocket": SameOriginSockets(AuthMiddlewareStack(URLRouter([*embed_routes, *project_routes]))),
     }
 )

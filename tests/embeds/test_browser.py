@@ -155,7 +155,7 @@ def _use_the_hosted_page(browser, daphne_server: str, key: str) -> None:
     page.locator("#input").fill("Hello from the hosted page")
     send.click()
     page.wait_for_function(
-        "() => { const t = document.querySelectorAll('.turn.assistant .content');"
+        "() => { const t = document.querySelectorAll('.turn.assistant .turn-body');"
         " return t.length && t[t.length-1].innerText.length > 20 && !document.getElementById('send').disabled; }",
         timeout=30_000,
     )

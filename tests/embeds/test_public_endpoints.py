@@ -40,10 +40,13 @@ def test_widget_js_is_a_dependency_free_script_of_at_most_12_kb_gzipped(client, 
     assert "Set-Cookie" not in response
 
 
-def test_widget_js_ignores_reasoning_and_steps_on_purpose(client, widget):
+def test_widget_js_draws_turns_with_the_one_turn_renderer(client, widget):
+    # What a visitor may see is filtered on the server (embeds/frames.py); the widget hands every turn frame to
+    # the renderer every surface shares (static/console/turn.js) and handles only its socket's own frames.
     text = client.get(f"/api/v1/embed/{widget.public_key}/widget.js").content.decode()
     handled = set(re.findall(r'f\.type === "([a-z_]+)"', text))
-    assert handled == {"ready", "model_request_start", "text_delta", "final_result", "complete", "error"}
+    assert handled == {"ready", "history", "error"}
+    assert "live.apply(turns, f)" in text and '"console/turn.js"' in text
 
 
 def test_widget_js_for_a_page_or_unknown_key_is_not_served(client, page):

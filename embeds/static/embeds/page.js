@@ -1,12 +1,16 @@
 /* The hosted page client. Reads its config from #aos-config (rendered by the server). Keeps one
    random continuity key per public key in localStorage; the server replays that thread as `history`.
-   Draws what the server sends and nothing more: the toggles are applied on the server. */
+   Turns are drawn by the one turn renderer (static/console/turn.js), as in web chat and the widget; what the
+   visitor may see (steps, results, reasoning) is decided on the server. */
 (function () {
   var cfg = JSON.parse(document.getElementById("aos-config").textContent);
   var storeKey = "agenticos-visitor:" + cfg.key;
   var $ = function (id) { return document.getElementById(id); };
-  var log = $("log"), form = $("composer"), input = $("input"), sendBtn = $("send"), statusEl = $("status");
-  var socket = null, ready = false, refused = false, turn = null, pendingFiles = [];
+  var log = $("log"), turnsEl = $("turns"), notices = $("notices"), form = $("composer"), input = $("input");
+  var sendBtn = $("send"), statusEl = $("status");
+  var socket = null, ready = false, refused = false, pendingFiles = [];
+  var turns = [], live = AgenticTurn.stream(), queued = false;
+  var h = AgenticTurn.h;
 
   function newKey() {
     var bytes = new Uint8Array(16);
@@ -29,74 +33,71 @@
     return d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
   }
   function avatar() {
-    var a = document.createElement("div");
-    a.className = "avatar";
+    var a = h("div", {class: "avatar"});
     if (cfg.logoUrl) {
-      var img = document.createElement("img");
-      img.alt = ""; img.src = cfg.logoUrl;
+      var img = h("img", {alt: "", src: cfg.logoUrl});
       // Nothing instead of a broken image when there is no file behind it.
       img.onerror = function () { img.remove(); a.textContent = (cfg.agentName || "?").charAt(0).toUpperCase(); };
       a.appendChild(img);
     } else a.textContent = (cfg.agentName || "?").charAt(0).toUpperCase();
     return a;
   }
-  function addTurn(role, text, at) {
-    var row = document.createElement("div");
-    row.className = "turn " + role;
-    var body = document.createElement("div");
-    body.className = "body";
-    if (role === "assistant") {
-      row.appendChild(avatar());
-      var name = document.createElement("div"); name.className = "name"; name.textContent = cfg.agentName; body.appendChild(name);
-    }
-    var content = document.createElement("div");
-    content.className = "content";
-    if (role === "assistant") content.innerHTML = aosMarkdown(text || "");
-    else content.textContent = text || ""; // what a visitor wrote is not a document
-    body.appendChild(content);
-    var time = document.createElement("div"); time.className = "time"; time.textContent = fmtTime(at); body.appendChild(time);
-    row.appendChild(body);
-    log.appendChild(row); log.scrollTop = log.scrollHeight;
-    return { row: row, body: body, content: content, text: text || "", parts: {} };
-  }
-  function showError(message) {
-    var el = document.createElement("div"); el.className = "notice"; el.textContent = message;
-    log.appendChild(el); log.scrollTop = log.scrollHeight;
-  }
-  function clearLog() { log.innerHTML = ""; if (cfg.welcome) { var w = document.createElement("div"); w.className = "welcome"; w.innerHTML = aosMarkdown(cfg.welcome); log.appendChild(w); } }
-  function busy(on) { sendBtn.disabled = on || refused; statusEl.textContent = on ? "…" : ""; }
 
-  function humanize(name) { return String(name || "step").replace(/^mcp__[^_]+__/, "").replace(/[_-]+/g, " ").replace(/^./, function (c) { return c.toUpperCase(); }); }
+  var renderer = AgenticTurn.create({
+    assistantClass: "assistant",
+    // A generated file is served to this visitor through the page's own route, named by the continuity key.
+    mediaUrl: function (filename, download) {
+      return "/api/v1/embed/" + encodeURIComponent(cfg.key) + "/generated/" + filename + "?visitor=" + visitorKey() +
+        (download ? "&download=1" : "");
+    },
+    head: function () { return h("header", {class: "turn-head"}, [avatar(), h("div", {class: "name", text: cfg.agentName})]); },
+    foot: function (turn) {
+      return [turn.error ? h("div", {class: "notice", role: "alert", text: turn.error}) : null,
+              turn.live ? null : h("div", {class: "time", text: fmtTime(turn.at)})];
+    },
+    user: function (turn) {  // what a visitor wrote is not a document
+      return h("article", {class: "turn turn-user user", "data-turn": "user"}, [h("div", {class: "body"}, [
+        h("div", {class: "content", text: turn.text}), h("div", {class: "time", text: fmtTime(turn.at)})])]);
+    },
+    onChange: schedule,
+  });
+  function draw() {
+    queued = false;
+    var atBottom = log.scrollHeight - log.scrollTop - log.clientHeight < 80;
+    renderer.render(turnsEl, turns);
+    if (atBottom) log.scrollTop = log.scrollHeight;
+  }
+  function schedule() { if (!queued) { queued = true; requestAnimationFrame(draw); } }
+
+  function showError(message) {
+    notices.appendChild(h("div", {class: "notice", text: message}));
+    log.scrollTop = log.scrollHeight;
+  }
+  function clearLog() {
+    turns = []; live.reset(); turnsEl.replaceChildren(); notices.replaceChildren();
+    var w = $("welcome");
+    if (cfg.welcome) { w.replaceChildren(renderer.markdown(cfg.welcome)); w.hidden = false; } else w.hidden = true;
+  }
+  function busy(on) { sendBtn.disabled = on || refused; statusEl.textContent = on ? "…" : ""; }
 
   function onFrame(f) {
     var d = f.data || {};
-    switch (f.type) {
-      case "ready": ready = true; busy(false); break;
-      case "history": clearLog(); (d.messages || []).forEach(function (m) { addTurn(m.role, m.text, m.at); }); break;
-      case "model_request_start": if (!turn) turn = addTurn("assistant", ""); break;
-      case "part_start":
-        if (!turn) turn = addTurn("assistant", "");
-        if (d.part_type === "thinking") {
-          var det = document.createElement("details"); det.className = "thinking";
-          det.innerHTML = "<summary>Reasoning</summary><div></div>";
-          turn.body.insertBefore(det, turn.content); turn.parts[d.index] = det.querySelector("div");
-        }
-        break;
-      case "thinking_delta": if (turn && turn.parts[d.index]) turn.parts[d.index].textContent += d.content || ""; break;
-      case "text_delta": if (!turn) turn = addTurn("assistant", ""); turn.text += d.content || ""; turn.content.innerHTML = aosMarkdown(turn.text); log.scrollTop = log.scrollHeight; break;
-      case "tool_call":
-        if (!turn) turn = addTurn("assistant", "");
-        var step = document.createElement("details"); step.className = "step"; step.id = "step-" + d.tool_call_id;
-        var sum = document.createElement("summary"); sum.textContent = humanize(d.tool_name); step.appendChild(sum);
-        if (d.args !== undefined) { var pre = document.createElement("pre"); pre.textContent = JSON.stringify(d.args, null, 2); step.appendChild(pre); }
-        turn.body.insertBefore(step, turn.content); break;
-      case "tool_result":
-        var s = document.getElementById("step-" + d.tool_call_id);
-        if (s) { var r = document.createElement("pre"); r.textContent = typeof d.content === "string" ? d.content : JSON.stringify(d.content, null, 2); s.appendChild(r); }
-        break;
-      case "final_result": if (d.output) { if (!turn) turn = addTurn("assistant", ""); turn.text = String(d.output); turn.content.innerHTML = aosMarkdown(turn.text); } break;
-      case "complete": if (turn && !turn.text && !turn.body.querySelector(".step")) turn.row.remove(); turn = null; busy(false); break;
-      case "error": if (turn && !turn.text) turn.row.remove(); turn = null; showError(d.message || "Something went wrong."); busy(false); break;
+    if (f.type === "ready") { ready = true; busy(false); return; }
+    if (f.type === "history") {
+      clearLog();
+      turns = (d.messages || []).map(AgenticTurn.fromHistory);
+      schedule();
+      return;
+    }
+    if (f.type === "error" && !turns.some(function (t) { return t.live; })) {
+      showError(d.message || "Something went wrong.");
+      busy(false);
+      return;
+    }
+    if (live.apply(turns, f)) schedule();
+    if (f.type === "complete" || f.type === "error") {
+      turns.forEach(function (t) { if (!t.at) t.at = new Date().toISOString(); });
+      busy(false);
     }
   }
   function connect() {
@@ -104,9 +105,9 @@
     ready = false; busy(true);
     var proto = location.protocol === "https:" ? "wss://" : "ws://";
     socket = new WebSocket(proto + location.host + "/api/v1/embed/" + encodeURIComponent(cfg.key) + "/ws?visitor=" + visitorKey());
-    socket.onmessage = function (ev) { try { onFrame(JSON.parse(ev.data)); } catch (e) {} };
+    socket.onmessage = function (ev) { var f; try { f = JSON.parse(ev.data); } catch (e) { return; } onFrame(f); };
     socket.onclose = function (ev) {
-      ready = false; socket = null; turn = null;
+      ready = false; socket = null; live.reset();
       if (ev.code === 4003) { refused = true; showError("This page is not available."); busy(false); }
       else if (ev.code === 4029) { showError("Too many connections. Retrying shortly…"); setTimeout(connect, 15000); }
       else if (ev.code === 1011 || ev.code === 1006) { setTimeout(connect, 2000); }
@@ -116,7 +117,8 @@
     ev.preventDefault();
     var text = input.value.trim();
     if (!text || !ready || refused) return;
-    addTurn("user", text);
+    turns.push({role: "user", text: text, at: new Date().toISOString()});
+    schedule();
     var frame = { type: "message", text: text, context: urlVariables() };
     if (pendingFiles.length) { frame.file_ids = pendingFiles.map(function (f) { return f.id; }); pendingFiles = []; $("files").textContent = ""; }
     socket.send(JSON.stringify(frame));

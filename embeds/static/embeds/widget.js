@@ -1,11 +1,18 @@
-/* AgenticOS website widget. No dependencies, no build step, no globals besides reading
-   window.AgenticOSContext and window.AgenticOSToken. Everything lives in a shadow root, so a page's
-   React, jQuery or CSS cannot touch it. Reads model_request_start, text_delta, final_result, complete
-   and error; ignores reasoning and steps on purpose. AOS_CONFIG is prepended by the server. */
+/* AgenticOS website widget. No build step, no globals left behind besides reading window.AgenticOSContext and
+   window.AgenticOSToken. Everything lives in a shadow root, so a page's React, jQuery or CSS cannot touch it.
+   Turns are drawn by the one turn renderer (static/console/turn.js, with marked, DOMPurify, highlight.js and
+   the charts), loaded from this server; each script's global is put back as the page had it once read, so a
+   site with its own `marked` keeps it. What a visitor may see is decided on the server (embeds/frames.py).
+   The conversation survives a reload of the host page: a continuity key per widget in the page's localStorage
+   names the thread, as on the hosted page. AOS_CONFIG is prepended by the server. */
 var cfg = AOS_CONFIG;
 var script = document.currentScript;
 var base = script && script.src ? new URL(script.src).origin : location.origin;
 var wsBase = base.replace(/^http/, "ws");
+var STATIC = base + "/static/";
+var LIBS = [["vendor/marked.umd.js", "marked"], ["vendor/purify.min.js", "DOMPurify"], ["vendor/highlight.min.js", "hljs"],
+            ["console/charts.js", "AgenticCharts"], ["console/turn.js", "AgenticTurn"]];
+var storeKey = "agenticos-visitor:" + cfg.key;
 var host = document.createElement("div");
 host.setAttribute("data-agenticos-widget", cfg.key);
 var root = host.attachShadow ? host.attachShadow({ mode: "open" }) : host;
@@ -15,54 +22,135 @@ var css = ":host{all:initial}*{box-sizing:border-box;font-family:system-ui,-appl
   ".p{position:fixed;bottom:76px;" + side + ":20px;z-index:2147483000;width:360px;max-width:calc(100vw - 40px);height:520px;max-height:calc(100vh - 100px);background:#fff;color:#111;border-radius:14px;box-shadow:0 10px 40px rgba(0,0,0,.25);display:none;flex-direction:column;overflow:hidden}" +
   ".p.o{display:flex}.h{background:" + cfg.accent + ";color:#fff;padding:12px 14px}.h b{display:block;font-size:15px}.h small{opacity:.85;font-size:12px}" +
   ".m{flex:1;overflow-y:auto;padding:12px;display:flex;flex-direction:column;gap:8px;font-size:14px;line-height:1.45}" +
-  ".b{max-width:85%;padding:8px 11px;border-radius:12px;word-wrap:break-word}.u{align-self:flex-end;background:" + cfg.accent + ";color:#fff;white-space:pre-wrap}" +
+  ".ts{display:flex;flex-direction:column;gap:8px}" +
+  ".b{max-width:85%;padding:8px 11px;border-radius:12px;word-wrap:break-word;overflow-wrap:anywhere}.u{align-self:flex-end;background:" + cfg.accent + ";color:#fff;white-space:pre-wrap}" +
   ".a{align-self:flex-start;background:#f1f2f4}.a p{margin:0 0 6px}.a p:last-child{margin:0}.a pre{background:#e4e6ea;padding:6px;border-radius:6px;overflow-x:auto}.e{align-self:center;color:#b42318;font-size:13px}" +
   ".t{opacity:.6}.f{display:flex;border-top:1px solid #e5e7eb}.f textarea{flex:1;border:0;padding:10px;font-size:14px;resize:none;outline:none;height:44px}" +
-  ".f button{border:0;background:none;color:" + cfg.accent + ";font-weight:600;padding:0 14px;cursor:pointer}";
+  ".f button{border:0;background:none;color:" + cfg.accent + ";font-weight:600;padding:0 14px;cursor:pointer}" +
+  ".visually-hidden{position:absolute!important;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}" +
+  ".rail{border-left:2px solid #d0d4da;margin:4px 0;padding-left:8px;font-size:13px;color:#555}.rail-fold{background:none;border:0;color:#555;cursor:pointer;padding:0;text-decoration:underline;font-size:13px}" +
+  ".step summary{cursor:pointer}.step-dot{display:none}.chart{max-width:100%;background:#fff;border-radius:6px;margin:4px 0}";
 root.innerHTML = "<style>" + css + "</style>" +
+  '<link rel="stylesheet" href="' + STATIC + 'vendor/highlight-github.min.css">' +
+  '<link rel="stylesheet" href="' + STATIC + 'console/turn.css">' +
   '<button class="l" part="launcher"></button>' +
-  '<div class="p" role="dialog"><div class="h"><b></b><small></small></div><div class="m" aria-live="polite"></div>' +
+  '<div class="p" role="dialog"><div class="h"><b></b><small></small></div>' +
+  '<div class="m" aria-live="polite"><div class="ts"></div></div>' +
   '<form class="f"><textarea rows="1"></textarea><button type="submit">Send</button></form></div>';
 var launcher = root.querySelector(".l"), panel = root.querySelector(".p"), log = root.querySelector(".m");
+var turnsEl = root.querySelector(".ts");
 var form = root.querySelector("form"), input = root.querySelector("textarea");
 launcher.textContent = cfg.launcherText;
 root.querySelector(".h b").textContent = cfg.title;
 root.querySelector(".h small").textContent = cfg.subtitle || "";
 input.placeholder = cfg.emptyText;
 
-var socket = null, ready = false, refused = false, queue = [], bubble = null, answer = "";
-function add(cls, text) {
+var socket = null, ready = false, refused = false, queue = [], libs = null, waiting = [];
+var turns = [], live = null, renderer = null, queued = false;
+
+function newKey() {
+  var bytes = new Uint8Array(16);
+  window.crypto.getRandomValues(bytes);
+  return Array.prototype.map.call(bytes, function (b) { return ("0" + b.toString(16)).slice(-2); }).join("");
+}
+function visitorKey() {
+  var k = null;
+  try { k = localStorage.getItem(storeKey); } catch (e) { k = null; }
+  if (!k || !/^[0-9a-f]{32,64}$/.test(k)) { k = newKey(); try { localStorage.setItem(storeKey, k); } catch (e) {} }
+  return k;
+}
+
+// The renderer's scripts, one after the other, each global read and then put back as the page had it.
+function loadLibs(done) {
+  if (libs) { done(); return; }
+  waiting.push(done);
+  if (waiting.length > 1) return;
+  var got = {}, i = 0;
+  (function next() {
+    if (i >= LIBS.length) {
+      libs = got;
+      waiting.splice(0).forEach(function (f) { f(); });
+      return;
+    }
+    var item = LIBS[i++], name = item[1];
+    var had = Object.prototype.hasOwnProperty.call(window, name), before = window[name];
+    var s = document.createElement("script");
+    s.src = STATIC + item[0];
+    s.onload = s.onerror = function () {
+      got[name] = window[name];
+      if (had) window[name] = before;
+      else { try { delete window[name]; } catch (e) { window[name] = undefined; } }
+      s.remove();
+      next();
+    };
+    (document.head || document.documentElement).appendChild(s);
+  })();
+}
+
+function note(cls, text) {
   var el = document.createElement("div");
   el.className = "b " + cls;
-  if (text != null) el.textContent = text;
+  el.textContent = text;
   log.appendChild(el); log.scrollTop = log.scrollHeight;
   return el;
 }
-// The greeting is drawn here and never sent to the model: a greeting in its history would be a
-// turn the agent believes it gave.
-if (cfg.greeting) add("a").innerHTML = aosMarkdown(cfg.greeting);
+function draw() {
+  queued = false;
+  if (!renderer) return;
+  renderer.render(turnsEl, turns);
+  log.scrollTop = log.scrollHeight;
+}
+function schedule() { if (!queued) { queued = true; requestAnimationFrame(draw); } }
 
-function render() { if (bubble) { bubble.innerHTML = aosMarkdown(answer); log.scrollTop = log.scrollHeight; } }
+function setUp() {
+  var T = libs.AgenticTurn;
+  if (!T) { note("e", "This assistant could not load."); return false; }
+  live = T.stream();
+  renderer = T.create({
+    libs: {marked: libs.marked, DOMPurify: libs.DOMPurify, hljs: libs.hljs, charts: libs.AgenticCharts},
+    assistantClass: "b a",
+    // A generated file is served to this visitor through the widget's own route, named by the continuity key.
+    mediaUrl: function (filename, download) {
+      return base + "/api/v1/embed/" + encodeURIComponent(cfg.key) + "/generated/" + filename + "?visitor=" + visitorKey() +
+        (download ? "&download=1" : "");
+    },
+    foot: function (turn) {
+      var out = [];
+      if (turn.live && !turn.parts.length) out.push(T.h("span", {class: "t", text: "…"}));
+      if (turn.error) out.push(T.h("div", {class: "e", role: "alert", text: turn.error}));
+      return out;
+    },
+    user: function (turn) { return T.h("div", {class: "turn turn-user b u", "data-turn": "user", text: turn.text}); },
+    onChange: schedule,
+  });
+  // The greeting is drawn here and never sent to the model: a greeting in its history would be a
+  // turn the agent believes it gave.
+  if (cfg.greeting) {
+    var greeting = renderer.markdown(cfg.greeting);
+    greeting.className = "b a greeting";
+    log.insertBefore(greeting, turnsEl);
+  }
+  return true;
+}
+
+function onFrame(f) {
+  var d = f.data || {};
+  if (f.type === "ready") { ready = true; while (queue.length) socket.send(queue.shift()); return; }
+  if (f.type === "history") { turns = (d.messages || []).map(libs.AgenticTurn.fromHistory); live.reset(); schedule(); return; }
+  if (f.type === "error" && !turns.some(function (t) { return t.live; })) { note("e", d.message || "Something went wrong."); return; }
+  if (live.apply(turns, f)) schedule();
+}
 function connect() {
   if (socket || refused) return;
-  var url = wsBase + "/api/v1/embed/" + encodeURIComponent(cfg.key) + "/ws";
-  if (window.AgenticOSToken) url += "?token=" + encodeURIComponent(window.AgenticOSToken);
+  var url = wsBase + "/api/v1/embed/" + encodeURIComponent(cfg.key) + "/ws?visitor=" + visitorKey();
+  if (window.AgenticOSToken) url += "&token=" + encodeURIComponent(window.AgenticOSToken);
   socket = new WebSocket(url);
-  socket.onmessage = function (ev) {
-    var f; try { f = JSON.parse(ev.data); } catch (e) { return; }
-    var d = f.data || {};
-    if (f.type === "ready") { ready = true; while (queue.length) socket.send(queue.shift()); }
-    else if (f.type === "model_request_start") { if (!bubble) { bubble = add("a t", "…"); answer = ""; } }
-    else if (f.type === "text_delta") { if (!bubble) bubble = add("a"); bubble.classList.remove("t"); answer += d.content || ""; render(); }
-    else if (f.type === "final_result") { if (d.output) { if (!bubble) bubble = add("a"); answer = String(d.output); bubble.classList.remove("t"); render(); } }
-    else if (f.type === "complete") { if (bubble && !answer) bubble.remove(); bubble = null; answer = ""; }
-    else if (f.type === "error") { if (bubble && !answer) bubble.remove(); bubble = null; answer = ""; add("e", d.message || "Something went wrong."); }
-  };
+  socket.onmessage = function (ev) { var f; try { f = JSON.parse(ev.data); } catch (e) { return; } onFrame(f); };
   socket.onclose = function (ev) {
     socket = null; ready = false;
-    if (bubble && !answer) bubble.remove(); bubble = null;
-    if (ev.code === 4003) { refused = true; add("e", "This assistant is not available here."); form.querySelector("button").disabled = true; }
-    else if (ev.code === 4029) add("e", "Too many connections. Please wait a moment.");
+    if (live) { live.reset(); turns = turns.filter(function (t) { return !(t.live && !t.parts.length); }); schedule(); }
+    if (ev.code === 4003) { refused = true; note("e", "This assistant is not available here."); form.querySelector("button").disabled = true; }
+    else if (ev.code === 4029) note("e", "Too many connections. Please wait a moment.");
   };
 }
 function send(text) {
@@ -70,12 +158,23 @@ function send(text) {
   var frame = JSON.stringify({ type: "message", text: text, context: ctx });
   if (ready && socket) socket.send(frame); else { queue.push(frame); connect(); }
 }
-launcher.onclick = function () { panel.classList.toggle("o"); if (panel.classList.contains("o")) { connect(); input.focus(); } };
+function open() {
+  panel.classList.add("o");
+  input.focus();
+  loadLibs(function () { if (renderer || setUp()) { schedule(); connect(); } });
+}
+launcher.onclick = function () { if (panel.classList.contains("o")) panel.classList.remove("o"); else open(); };
 form.onsubmit = function (ev) {
   ev.preventDefault();
   var text = input.value.trim();
   if (!text || refused) return;
-  add("u", text); input.value = ""; send(text);
+  input.value = "";
+  // Typed before the renderer finished loading: sent as soon as it has.
+  loadLibs(function () {
+    if (!renderer && !setUp()) return;
+    turns.push({role: "user", text: text}); schedule();
+    send(text);
+  });
 };
 input.onkeydown = function (ev) { if (ev.key === "Enter" && !ev.shiftKey) { ev.preventDefault(); form.requestSubmit ? form.requestSubmit() : form.onsubmit(ev); } };
 function mount() { document.body.appendChild(host); }

@@ -1,0 +1,465 @@
+/* One turn renderer for every surface (web chat, the website widget, the hosted page): a turn's parts —
+   text (marked + DOMPurify, highlighted code with a copy button, tables), thinking, tool steps on the
+   narrated rail, charts, generated files, visuals — drawn the same way live (from socket frames) and reopened
+   (from the stored transcript). What a surface may see is decided on the server (the embed toggles): this
+   module draws whatever it is given.
+
+   A turn: {role: "user"|"assistant", text?, parts: [{type: "text"|"thinking", text} |
+            {type: "tool", call: {id, name, args, result, status: running|ok|error|parked}} | {type: other…}],
+            compacting?}.
+
+   AgenticTurn.create(options) → renderer; renderer.render(container, turns) updates `container` in place,
+   keyed: a turn or a part whose content did not change keeps its node (an open step stays open, a drawing is
+   not reloaded, a streamed answer re-renders only its last paragraph's part).
+
+   options: strings, phrases (translations; English defaults below), mediaUrl(filename, download) → URL of a
+   generated file on this surface, part(part, turn) → a node for a part type this module does not know (web
+   chat's delegation panels), head(turn) / foot(turn) → nodes around a turn's parts, user(turn) → the node of a
+   person's turn, assistantClass, fileCard(call) → node or null, openSteps {call id: bool}, version(turn) → what
+   else a turn's drawing depends on, onChange() → called when a reader's fold/unfold needs a re-render, libs: {marked, DOMPurify, hljs,
+   charts, visuals} (defaults: the page's globals). */
+(function (global) {
+  "use strict";
+
+  // The same English as agenticos/console/strings.py; web chat passes the translated ones.
+  var STRINGS = {
+    running_tool: "Running %(name)s", ran_tool: "Ran %(name)s", failed_tool: "%(phrase)s — failed",
+    waiting_approval: "%(phrase)s — waiting for approval", waiting_answer: "Waiting for your answer",
+    earlier_step: "1 earlier step", earlier_steps: "%(n)s earlier steps", hide_steps: "Hide earlier steps",
+    raw: "Raw arguments and result", arguments: "Arguments", result: "Result", no_result: "No result yet.",
+    thinking: "Reasoning", chart: "Chart", you: "You", copy: "Copy", copied: "Copied",
+    copy_code: "Copy code", download: "Download", summarizing: "Summarizing the conversation…",
+  };
+  var PHRASES = {
+    get_current_time: {running: "Checking the time", done: "Checked the time"},
+    create_chart: {running: "Drawing a chart", done: "Drew a chart"},
+    run_python: {running: "Running a calculation", done: "Ran a calculation"},
+  };
+  var GENERATED = /^(?:https?:\/\/[^/]+)?\/api\/v1\/generated\/([0-9a-f]{32}\.([a-z0-9]{2,5}))(?:\?.*)?$/;
+  var IMAGE = ["png", "jpg", "jpeg", "webp", "gif"], AUDIO = ["mp3", "wav"], VIDEO = ["mp4"];
+  var VISUAL_TOOLS = ["draw", "revise_visual"];
+
+  function fill(template, values) {
+    return String(template).replace(/%\((\w+)\)s/g, function (_, k) { return values[k] !== undefined ? values[k] : ""; })
+      .replace(/%%/g, "%");
+  }
+  function h(tag, attrs, children) {
+    var node = document.createElement(tag);
+    Object.keys(attrs || {}).forEach(function (k) {
+      if (k === "text") node.textContent = attrs[k];
+      else if (k === "html") node.innerHTML = attrs[k];
+      else if (attrs[k] !== null && attrs[k] !== undefined && attrs[k] !== false) node.setAttribute(k, attrs[k]);
+    });
+    (children || []).forEach(function (c) { if (c) node.appendChild(typeof c === "string" ? document.createTextNode(c) : c); });
+    return node;
+  }
+  // Keys sorted: the stored transcript (PostgreSQL jsonb) does not keep the order a live frame had, and the
+  // reopened turn must read exactly like the live one.
+  function sortedKeys(value) {
+    if (Array.isArray(value)) return value.map(sortedKeys);
+    if (!value || typeof value !== "object") return value;
+    var out = {};
+    Object.keys(value).sort().forEach(function (k) { out[k] = sortedKeys(value[k]); });
+    return out;
+  }
+  function pretty(value) {
+    if (value === null || value === undefined) return "";
+    if (typeof value === "string") return value;
+    try { return JSON.stringify(sortedKeys(value), null, 2); } catch (e) { return String(value); }
+  }
+  function humanize(name) { return String(name || "").replace(/^mcp__[^_]+__/, "").replace(/[_-]+/g, " ").trim(); }
+
+  function copyText(text) {
+    if (navigator.clipboard && global.isSecureContext) return navigator.clipboard.writeText(text);
+    // Plain-http deployments have no async clipboard: the old selection copy still works on a click.
+    var area = h("textarea", {readonly: "", style: "position:fixed;top:-1000px;opacity:0"});
+    area.value = text;
+    document.body.appendChild(area);
+    area.select();
+    try { document.execCommand("copy"); } finally { area.remove(); }
+    return Promise.resolve();
+  }
+
+  function create(options) {
+    var o = options || {};
+    var T = Object.assign({}, STRINGS, o.strings || {});
+    var P = Object.assign({}, PHRASES, o.phrases || {});
+    var libs = o.libs || {};
+    function lib(name, globalName) { return libs[name] || global[globalName]; }
+    var openSteps = o.openSteps || {};  // call id → open/closed as the reader left it (or as the surface chose)
+    var expandedRails = {}; // first call id of a rail → "N earlier steps" unfolded
+    var changed = o.onChange || function () {};
+
+    // ------------------------------------------------------------ generated files
+
+    function mediaKind(ext) {
+      return IMAGE.indexOf(ext) >= 0 ? "image" : AUDIO.indexOf(ext) >= 0 ? "audio" : VIDEO.indexOf(ext) >= 0 ? "video" : "";
+    }
+    function mediaUrl(filename, download) {
+      if (o.mediaUrl) return o.mediaUrl(filename, download);
+      return "/api/v1/generated/" + filename + (download ? "?download=1" : "");
+    }
+    function generatedName(url) {
+      var m = GENERATED.exec(String(url || ""));
+      return m && mediaKind(m[2]) ? {filename: m[1], kind: mediaKind(m[2])} : null;
+    }
+    // An image inline, audio and video as players, each with Download.
+    function mediaFigure(file, label) {
+      var src = mediaUrl(file.filename, false);
+      var player = file.kind === "image" ? h("img", {src: src, alt: label || "", loading: "lazy"})
+        : h(file.kind, {src: src, controls: "", preload: "metadata"});
+      return h("figure", {class: "generated generated-" + file.kind, "data-generated": file.kind}, [player,
+        h("figcaption", {}, [label ? h("span", {class: "generated-name", text: label + " "}) : null,
+          h("a", {href: mediaUrl(file.filename, true), download: file.filename, text: T.download})])]);
+    }
+
+    // ------------------------------------------------------------ markdown
+
+    function highlight(pre) {
+      var code = pre.querySelector("code");
+      if (!code) return;
+      var hljs = lib("hljs", "hljs");
+      var language = (/language-([\w+#-]+)/.exec(code.className) || [])[1];
+      if (hljs) {
+        try {
+          var done = language && hljs.getLanguage(language) ? hljs.highlight(code.textContent, {language: language})
+            : hljs.highlightAuto(code.textContent);
+          code.innerHTML = done.value;  // highlight.js escapes the text it wraps in spans
+          code.classList.add("hljs");
+          if (done.language) code.setAttribute("data-language", done.language);
+        } catch (e) { /* unknown grammar: the plain text stays */ }
+      }
+      var button = h("button", {type: "button", class: "copy-code", "data-copy": "", "aria-label": T.copy_code, text: T.copy});
+      button.addEventListener("click", function () {
+        copyText(code.textContent.replace(/\n$/, "")).then(function () {
+          button.textContent = T.copied;
+          setTimeout(function () { button.textContent = T.copy; }, 1500);
+        });
+      });
+      pre.classList.add("code-block");
+      pre.insertBefore(button, pre.firstChild);
+    }
+
+    function markdown(text) {
+      var marked = lib("marked", "marked"), purify = lib("DOMPurify", "DOMPurify");
+      var box = h("div");
+      var html = marked ? marked.parse(String(text || ""), {gfm: true, breaks: true}) : null;
+      if (html !== null && purify) box.innerHTML = purify.sanitize(html);
+      else box.textContent = String(text || "");  // never unsanitized markup
+      box.querySelectorAll("pre").forEach(highlight);
+      box.querySelectorAll("table").forEach(function (table) {
+        var wrap = h("div", {class: "table-wrap"});
+        table.parentNode.insertBefore(wrap, table);
+        wrap.appendChild(table);
+      });
+      box.querySelectorAll("a[href]").forEach(function (a) {
+        var file = generatedName(a.getAttribute("href"));
+        if (file) { a.parentNode.replaceChild(mediaFigure(file, a.textContent.trim()), a); return; }
+        a.setAttribute("target", "_blank");
+        a.setAttribute("rel", "noopener noreferrer nofollow");
+      });
+      box.querySelectorAll("img[src]").forEach(function (img) {
+        if (img.closest("[data-generated]")) return;  // drawn just above, from a link
+        var file = generatedName(img.getAttribute("src"));
+        if (file) img.parentNode.replaceChild(mediaFigure(file, img.getAttribute("alt") || ""), img);
+      });
+      return box;
+    }
+
+    // ------------------------------------------------------------ steps
+
+    function isChart(call) {
+      var charts = lib("charts", "AgenticCharts");
+      return !!charts && charts.isChart(call.result);
+    }
+    function isVisual(call) { return VISUAL_TOOLS.indexOf(call.name) >= 0 && !!lib("visuals", "AgenticVisuals"); }
+    function shownOpen(call) { return isChart(call) || isVisual(call); } // an answer is shown wherever it is
+    function resultFile(call) {
+      var r = call.result;
+      return r && typeof r === "object" && typeof r.url === "string" ? generatedName(r.url) : null;
+    }
+
+    function stepLine(call) {
+      var phrases = P[call.name];
+      var running = call.status === "running" || call.status === "parked";
+      var phrase = phrases ? (running ? phrases.running : phrases.done)
+                           : fill(running ? T.running_tool : T.ran_tool, {name: humanize(call.name)});
+      var subject = call.args && (call.args.title || call.args.timezone);
+      if (subject && typeof subject === "string") phrase += ": " + subject;
+      if (call.status === "error") return fill(T.failed_tool, {phrase: phrase});
+      if (call.status === "parked") {
+        if (call.name === "ask_user" || call.name === "ask_user_question") return T.waiting_answer;
+        return fill(T.waiting_approval, {phrase: phrase});
+      }
+      return phrase;
+    }
+
+    function resultView(call) {
+      var card = o.fileCard ? o.fileCard(call) : null;
+      if (card) return card;
+      if (isChart(call)) {
+        return h("figure", {class: "chart", "data-chart": ""}, [lib("charts", "AgenticCharts").render(call.result),
+          h("figcaption", {class: "visually-hidden", text: call.result.title || T.chart})]);
+      }
+      if (isVisual(call)) {
+        var box = h("div", {class: "visual-box", "data-visual-box": call.id});
+        lib("visuals", "AgenticVisuals").render({tool_name: call.name, tool_call_id: call.id, args: call.args,
+                                                 result: call.result, streaming: call.status === "running" && !!call.streaming}, box);
+        return box;
+      }
+      var file = resultFile(call);
+      if (file) return mediaFigure(file, call.result.name || call.result.filename || "");
+      if (call.result === null || call.result === undefined) return h("p", {class: "muted", text: T.no_result});
+      if (typeof call.result === "object" && !Array.isArray(call.result)) {
+        var dl = h("dl", {class: "result-fields"});
+        Object.keys(call.result).sort().slice(0, 12).forEach(function (key) {
+          var v = call.result[key];
+          dl.appendChild(h("dt", {text: humanize(key)}));
+          dl.appendChild(h("dd", {text: typeof v === "object" ? JSON.stringify(v) : String(v)}));
+        });
+        return dl;
+      }
+      return h("pre", {class: "result-text", text: pretty(call.result)});
+    }
+
+    function step(call) {
+      var open = openSteps[call.id] === undefined ? shownOpen(call) || !!resultFile(call) : openSteps[call.id];
+      if (shownOpen(call)) open = true;
+      var details = h("details", {class: "step status-" + call.status, "data-step": call.id,
+                                  "data-status": call.status, open: open ? "" : null}, [
+        h("summary", {}, [h("span", {class: "step-dot", "aria-hidden": "true"}),
+                          h("span", {class: "step-line", "data-step-line": "", text: stepLine(call)})]),
+        h("div", {class: "step-body"}, [
+          resultView(call),
+          h("details", {class: "raw", "data-raw": ""}, [
+            h("summary", {text: T.raw}),
+            h("h4", {text: T.arguments}), h("pre", {class: "raw-args", text: pretty(call.args)}),
+            h("h4", {text: T.result}), h("pre", {class: "raw-result", text: pretty(call.result)}),
+          ]),
+        ]),
+      ]);
+      details.addEventListener("toggle", function () { if (!shownOpen(call)) openSteps[call.id] = details.open; });
+      return details;
+    }
+
+    function railFolded(calls) {
+      var keepAll = calls.some(function (c) { return c.status === "error" || c.status === "parked" || shownOpen(c); });
+      return calls.length > 1 && !keepAll && !expandedRails[calls[0].id];
+    }
+    function rail(calls) {
+      var key = calls[0].id;
+      var keepAll = calls.some(function (c) { return c.status === "error" || c.status === "parked" || shownOpen(c); });
+      var node = h("div", {class: "rail", "data-part": "rail", "data-rail": key});
+      if (calls.length > 1 && !keepAll) {
+        var expanded = !!expandedRails[key];
+        var toggle = h("button", {type: "button", class: "rail-fold", "aria-expanded": expanded ? "true" : "false",
+          "data-fold": "", text: expanded ? T.hide_steps : calls.length === 2 ? T.earlier_step : fill(T.earlier_steps, {n: calls.length - 1})});
+        toggle.addEventListener("click", function () { expandedRails[key] = !expanded; changed(); });
+        node.appendChild(toggle);
+        if (!expanded) { node.appendChild(step(calls[calls.length - 1])); return node; }
+      }
+      calls.forEach(function (c) { node.appendChild(step(c)); });
+      return node;
+    }
+
+    // ------------------------------------------------------------ parts, keyed
+
+    // The drawable pieces of a turn, each with a key (its place) and a signature (its content and the
+    // reader's fold state): a piece whose signature did not change keeps its node.
+    function pieces(turn) {
+      var out = [], batch = [], version = o.version ? o.version(turn) : null;
+      function flush() {
+        if (!batch.length) return;
+        var calls = batch;
+        out.push({key: "rail:" + calls[0].id, sig: JSON.stringify([calls, railFolded(calls), openState(calls), version]),
+                  build: function () { return rail(calls); }});
+        batch = [];
+      }
+      (turn.parts || []).forEach(function (part, i) {
+        if (part.type === "tool") { batch.push(part.call); return; }
+        if (part.type !== "text" && part.type !== "thinking") {
+          if (!o.part) return;
+          var made = o.part(part, turn);
+          if (made === null || made === undefined) return;
+          flush();
+          out.push({key: part.type + ":" + i, sig: null, build: function () { return made; }});
+          return;
+        }
+        flush();
+        var text = part.text;
+        if (part.type === "text") {
+          out.push({key: "text:" + i, sig: text, build: function () {
+            var node = markdown(text);
+            node.className = "answer markdown";
+            node.setAttribute("data-part", "text");
+            return node;
+          }});
+        } else {
+          out.push({key: "thinking:" + i, sig: text, build: function () {
+            return h("details", {class: "thinking", "data-part": "thinking"}, [
+              h("summary", {text: T.thinking}), h("div", {class: "thinking-text", text: text})]);
+          }});
+        }
+      });
+      flush();
+      if (turn.compacting) {
+        out.push({key: "compaction", sig: "1", build: function () {
+          return h("p", {class: "compaction muted", role: "status", "data-compaction": "", text: T.summarizing});
+        }});
+      }
+      return out;
+    }
+    function openState(calls) { return calls.map(function (c) { return openSteps[c.id]; }); }
+
+    // Patch `parent`'s children to `list` (key, sig, build) without touching what is unchanged: a node with the
+    // same key and signature stays where it is (an iframe moved in the DOM would reload).
+    function patch(parent, list) {
+      list.forEach(function (item, i) {
+        var current = parent.children[i];
+        if (current && current.__key === item.key && item.sig !== null && current.__sig === item.sig) return;
+        var node = item.build();
+        node.__key = item.key;
+        node.__sig = item.sig;
+        if (current && current.__key === item.key) parent.replaceChild(node, current);
+        else if (current) parent.insertBefore(node, current);
+        else parent.appendChild(node);
+      });
+      while (parent.children.length > list.length) parent.removeChild(parent.lastElementChild);
+    }
+
+    function userTurn(turn) {
+      if (o.user) return o.user(turn);
+      return h("article", {class: "turn turn-user", "data-turn": "user"}, [
+        h("h3", {class: "visually-hidden", text: T.you}),
+        h("div", {class: "bubble", text: turn.text || ""}),
+      ]);
+    }
+
+    function assistantArticle(turn, article) {
+      if (!article) {
+        article = h("article", {class: "turn turn-assistant" + (o.assistantClass ? " " + o.assistantClass : ""),
+                                "data-turn": "assistant"});
+        var head = o.head ? o.head(turn) : null;
+        if (head) article.appendChild(head);
+        article.appendChild(h("div", {class: "turn-body"}));
+        article.appendChild(h("div", {class: "turn-foot"}));
+      }
+      article.setAttribute("data-run-id", turn.run_id || "");
+      article.setAttribute("aria-busy", turn.live ? "true" : "false");
+      patch(article.querySelector(":scope > .turn-body"), pieces(turn));
+      var foot = article.querySelector(":scope > .turn-foot");
+      foot.replaceChildren.apply(foot, (o.foot ? o.foot(turn) : []).filter(Boolean));
+      return article;
+    }
+
+    function turnSig(turn) {
+      return JSON.stringify([turn, turn.parts && turn.parts.filter(function (p) { return p.type === "tool"; })
+        .map(function (p) { return [openSteps[p.call.id], expandedRails[p.call.id]]; }), o.version ? o.version(turn) : null]);
+    }
+
+    function render(container, turns) {
+      turns.forEach(function (turn, i) {
+        var key = i + ":" + turn.role;
+        var current = container.children[i];
+        var sig = turnSig(turn);
+        if (current && current.__key === key && current.__sig === sig) return;
+        var node;
+        if (turn.role === "user") node = userTurn(turn);
+        else node = assistantArticle(turn, current && current.__key === key ? current : null);
+        node.__key = key;
+        node.__sig = sig;
+        if (node === current) return;
+        if (current && current.__key === key) container.replaceChild(node, current);
+        else if (current) container.insertBefore(node, current);
+        else container.appendChild(node);
+      });
+      var extra = Array.prototype.filter.call(container.children, function (c, i) { return i >= turns.length && c.__key; });
+      extra.forEach(function (c) { c.remove(); });
+    }
+
+    return {render: render, markdown: markdown, rail: rail, stepLine: stepLine, strings: T,
+            openSteps: openSteps, generatedName: generatedName, mediaFigure: mediaFigure};
+  }
+
+  // ------------------------------------------------------------ frames → turns (the embeds' sockets)
+
+  // A public socket's frames (embeds/frames.py: already filtered by the page's toggles) folded into the turn
+  // model above, so a live turn and its reopened transcript are one shape. Web chat keeps its own fold
+  // (delegations, approvals and questions ride on the same frames there).
+  function stream() {
+    var pendingKind = null, turn = null;
+    function live(turns) {
+      if (!turn) { turn = {role: "assistant", parts: [], live: true}; turns.push(turn); }
+      return turn;
+    }
+    function addText(turns, kind, content) {
+      if (!content) return;
+      var parts = live(turns).parts, last = parts[parts.length - 1];
+      if (last && last.type === kind && pendingKind !== kind) last.text += content;
+      else parts.push({type: kind, text: content});
+      pendingKind = null;
+    }
+    function call(turns, id) {
+      var parts = live(turns).parts;
+      for (var i = 0; i < parts.length; i++) if (parts[i].type === "tool" && parts[i].call.id === id) return parts[i].call;
+      return null;
+    }
+    // Apply one frame; true when the turns changed.
+    function apply(turns, f) {
+      var d = f.data || {};
+      if (turn) turn.compacting = false;
+      switch (f.type) {
+        case "model_request_start": live(turns); return true;
+        case "part_start":
+          live(turns);
+          if (d.part_type === "text" || d.part_type === "thinking") pendingKind = d.part_type;
+          return true;
+        case "text_delta": addText(turns, "text", d.content); return true;
+        case "thinking_delta": addText(turns, "thinking", d.content); return true;
+        case "compaction": live(turns).compacting = d.status === "summarizing"; return true;
+        case "tool_call":
+          if (!call(turns, d.tool_call_id)) {
+            live(turns).parts.push({type: "tool", call: {id: d.tool_call_id, name: d.tool_name, args: d.args || {},
+                                                         result: null, status: "running"}});
+          }
+          pendingKind = null;
+          return true;
+        case "tool_result":
+          var c = call(turns, d.tool_call_id);
+          if (!c) { c = {id: d.tool_call_id, name: "", args: {}, result: null}; live(turns).parts.push({type: "tool", call: c}); }
+          c.result = d.content === undefined ? null : d.content;
+          c.status = d.ok === false ? "error" : "ok";
+          return true;
+        case "final_result":
+          // The answer when nothing was streamed as text (an output tool): otherwise the deltas already drew it.
+          if (d.output && !live(turns).parts.some(function (p) { return p.type === "text"; })) {
+            turn.parts.push({type: "text", text: String(d.output)});
+          }
+          return true;
+        case "complete":
+        case "error":
+          if (turn) {
+            // Results hidden by the page's toggles never arrive: a finished turn's steps are done.
+            turn.parts.forEach(function (p) { if (p.type === "tool" && p.call.status === "running") p.call.status = "ok"; });
+            turn.live = false;
+            if (f.type === "error") turn.error = d.message || "";
+            if (!turn.parts.length && f.type === "complete") turns.splice(turns.indexOf(turn), 1);
+          }
+          turn = null;
+          pendingKind = null;
+          return true;
+      }
+      return false;
+    }
+    return {apply: apply, reset: function () { turn = null; pendingKind = null; }};
+  }
+
+  // A stored message of an embed's history ({role, text, parts?, at}) as a turn.
+  function fromHistory(m) {
+    if (m.role === "user") return {role: "user", text: m.text || "", at: m.at};
+    return {role: "assistant", parts: m.parts && m.parts.length ? m.parts : [{type: "text", text: m.text || ""}], at: m.at};
+  }
+
+  global.AgenticTurn = {create: create, stream: stream, fromHistory: fromHistory, fill: fill, h: h, pretty: pretty,
+                        humanize: humanize};
+})(typeof window !== "undefined" ? window : this);

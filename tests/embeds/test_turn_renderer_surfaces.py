@@ -1,0 +1,335 @@
+"""One turn renderer on three surfaces, in Debian's chromium against one daphne serving the console, the embeds
+and /static/: the same turns — a chart turn, a table turn (with highlighted code), a tool-step turn — read the
+same (the DOM text of each assistant turn) in web chat, in the website widget on a customer's site and on the
+hosted page, live; web chat the same again when reopened, and the hosted page for what its history replays.
+The test plays the runner: the run is created by the real socket, never executed (`enqueue_run` is a no-op in
+this daphne), and the test publishes the runner's frames into the run's group and writes the rows the runner
+writes — so every surface receives exactly the same frames through its own socket and filter."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+PASSWORD = "pw-correct-horse-9"
+TIMEOUT = 30_000
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian chromium is not installed at /usr/bin/chromium"),
+]
+
+
+def __getattr__(name: str):
+    """`application` for this test's daphne (daphne imports it from here): the console's live app, whose runs
+    are recorded and never executed — the test is the runner."""
+    if name != "application":
+        raise AttributeError(name)
+    import importlib
+
+    live = importlib.import_module("tests.console.live_asgi")  # first: it sets Django up
+    runs = importlib.import_module("agents.runs")
+    runs.enqueue_run = lambda run_id: None
+    return live.application
+
+
+CHART = {"kind": "chart", "chart_type": "bar", "title": "Sales", "x_values": ["Q1", "Q2"],
+         "series": [{"name": "EU", "values": [3, 5]}]}
+TABLE = ("Sales by region:\n\n| Region | Sales |\n|---|---|\n| EU | 3 |\n| US | 5 |\n\n"
+         "```python\ntotal = sum([3, 5])\n```")
+TURNS = [
+    {"prompt": "Chart my sales", "before": "Here is the chart.", "after": "Sales grew in Q2.",
+     "tool": ("create_chart", {"title": "Sales"}, CHART)},
+    {"prompt": "A table please", "before": TABLE},
+    {"prompt": "Where is order 42?", "before": "Let me check.", "after": "Order 42 has shipped.",
+     "tool": ("lookup_order", {"order": 42}, {"status": "shipped", "carrier": "DHL"})},
+]
+
+BODIES_JS = """(root) => Array.from((root || document).querySelectorAll('.turn-assistant .turn-body'))
+  .map(b => b.textContent.replace(/\\s+/g, ' ').trim())"""
+WIDGET_ROOT = "document.querySelector('[data-agenticos-widget]').shadowRoot"
+
+
+# ------------------------------------------------------------------ the runner, played by the test
+
+
+def publish(run_id, frames: list[dict]) -> None:
+    """Into the run's group, as agents.runner.frames.ChannelLayerSink does (a thread: Playwright's loop runs here)."""
+    from asgiref.sync import async_to_sync
+    from channels.layers import get_channel_layer
+
+    from agents.runs import group_name
+
+    def send():
+        async_to_sync(get_channel_layer().group_send)(group_name(run_id), {"type": "run.frames", "frames": frames,
+                                                                           "run_id": str(run_id)})
+
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(send).result()
+
+
+def frame(kind: str, **data) -> dict:
+    return {"type": kind, "data": data}
+
+
+def turn_frames(spec: dict, call_id: str) -> tuple[list[dict], list[dict]]:
+    """(frames up to the tool call's answer, frames after it) of one turn, as the runner streams them."""
+    first = [frame("model_request_start"), frame("part_start", index=0, part_type="text"),
+             frame("text_delta", index=0, content=spec["before"])]
+    if "tool" not in spec:
+        return first, [frame("final_result", output=spec["before"])]
+    name, args, result = spec["tool"]
+    first += [frame("part_start", index=1, part_type="tool-call"), frame("call_tools_start"),
+              frame("tool_call", tool_call_id=call_id, tool_name=name, args=args),
+              frame("tool_result", tool_call_id=call_id, content=result, ok=True)]
+    second = [frame("model_request_start"), frame("part_start", index=0, part_type="text"),
+              frame("text_delta", index=0, content=spec["after"]), frame("final_result", output=spec["after"])]
+    return first, second
+
+
+def record(run, spec: dict, call_id: str) -> None:
+    """The rows the runner writes for the turn: its assistant message with parts, its call, its outcome."""
+    from agents.models import Message, Run, ToolCall
+
+    parts = [{"type": "text", "text": spec["before"]}]
+    content = spec["before"]
+    if "tool" in spec:
+        parts += [{"type": "tool", "tool_call_id": call_id}, {"type": "text", "text": spec["after"]}]
+        content += spec["after"]
+    message = Message.objects.create(conversation_id=run.conversation_id, run=run, version_id=run.version_id,
+                                     role="assistant", author_label=run.agent.name, content=content, parts=parts)
+    if "tool" in spec:
+        name, args, result = spec["tool"]
+        ToolCall.objects.create(run=run, message=message, tool_call_id=call_id, tool_name=name, args=args,
+                                result=result, status="ok")
+    Run.objects.filter(pk=run.pk).update(status="completed", input_tokens=10, output_tokens=5)
+
+
+def new_run(seen: set, **filters):
+    from agents.models import Run
+
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        run = Run.objects.filter(**filters).exclude(pk__in=seen).select_related("agent").first()
+        if run is not None:
+            seen.add(run.pk)
+            return run
+        time.sleep(0.1)
+    raise AssertionError("no run was started")
+
+
+def play(send, answered, *, started=None, on_tool_result=None, **filters) -> None:
+    """Send each turn's prompt through the page, be the runner of the run it started, and wait until the page
+    drew the turn as finished (`answered(n)`) before the next one."""
+    seen: set = set()
+    for i, spec in enumerate(TURNS):
+        send(spec["prompt"])
+        run = new_run(seen, **filters)
+        call_id = f"call_{run.pk.hex[:8]}_{i}"
+        if started:
+            started(run)
+        first, second = turn_frames(spec, call_id)
+        publish(run.pk, first)
+        if on_tool_result and "tool" in spec:
+            on_tool_result(run)
+        publish(run.pk, second)
+        record(run, spec, call_id)
+        publish(run.pk, [frame("complete", status="completed",
+                               usage={"input_tokens": 10, "output_tokens": 5, "cost_usd": "0.0001"})])
+        answered(i + 1)
+
+
+# ------------------------------------------------------------------ servers and browser
+
+
+@pytest.fixture
+def server(transactional_db, monkeypatch):
+    from django.db import connection
+
+    from tests.fakes.live_daphne import serving_daphne
+
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # ORM calls beside Playwright's loop
+    env = {"CONSOLE_LIVE_DATABASE": connection.settings_dict["NAME"]}
+    with serving_daphne(f"{__name__}:application", "renderer", env=env, frontend_is_self=True) as base:
+        yield base
+
+
+@pytest.fixture
+def customer_site():
+    """A customer's own site on another origin, serving the page the test puts in `pages`."""
+    pages: dict[str, str] = {}
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 — http.server's spelling
+            body = pages.get(self.path.split("?")[0])
+            self.send_response(200 if body else 404)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.end_headers()
+            self.wfile.write((body or "not found").encode())
+
+        def log_message(self, *args):
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield httpd.server_address[1], pages
+    httpd.shutdown()
+
+
+@contextmanager
+def chromium():
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        instance = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox", "--disable-gpu"])
+        try:
+            yield instance
+        finally:
+            instance.close()
+
+
+def watched(page) -> list[str]:
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("response", lambda r: errors.append(f"{r.status} {r.url}") if r.status >= 400 else None)
+    page.set_default_timeout(TIMEOUT)
+    return errors
+
+
+# ------------------------------------------------------------------ the surfaces
+
+
+def web_chat(browser, base, agent) -> tuple[list[str], list[str]]:
+    from agents.models import Conversation
+
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    errors = watched(page)
+    page.goto(f"{base}/login/")
+    page.get_by_label("Email").fill("owner@example.com")
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(f"{base}/")
+    page.goto(f"{base}/chat/?agent={agent.pk}")
+
+    def send(text):
+        page.get_by_label("Message").fill(text)
+        page.get_by_role("button", name="Send").click()
+
+    def summarizing(run):
+        # Compaction's frame: "Summarizing…" until the next frame of the run.
+        publish(run.pk, [frame("compaction", status="summarizing", messages=12)])
+        page.wait_for_selector("[data-compaction]")
+        assert page.locator("[data-compaction]").text_content() == "Summarizing the conversation…"
+
+    def answered(n):
+        page.wait_for_function(f"() => document.querySelectorAll('.turn-usage').length === {n}")
+
+    def started(run):
+        # The socket said run_started (it does once the row is written): the frames that follow are this turn's.
+        page.wait_for_selector(f".turn-assistant[data-run-id='{run.pk}']", state="attached")
+
+    play(send, answered, started=started, on_tool_result=summarizing, agent=agent, surface="web")
+    assert page.locator("[data-compaction]").count() == 0  # gone with the next frame
+    live = page.evaluate(BODIES_JS)
+    conversation = Conversation.objects.get(agent=agent, surface="web")
+    page.goto(f"{base}/chat/{conversation.pk}/")
+    page.wait_for_function(f"() => document.querySelectorAll('.turn-assistant').length === {len(TURNS)}")
+    reopened = page.evaluate(BODIES_JS)
+    page.screenshot(path=str(ARTIFACTS / "turn-renderer-web-chat.png"), full_page=True)
+    assert errors == []
+    return live, reopened
+
+
+def hosted_page(browser, base, embed) -> tuple[list[str], list[str]]:
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    errors = watched(page)
+    page.goto(f"{base}/e/{embed.public_key}")
+    page.wait_for_function("() => !document.getElementById('send').disabled")
+
+    def send(text):
+        page.wait_for_function("() => !document.getElementById('send').disabled")
+        page.locator("#input").fill(text)
+        page.locator("#send").click()
+
+    def answered(n):
+        page.wait_for_function(f"() => document.querySelectorAll('.turn-assistant[aria-busy=false]').length === {n}")
+
+    play(send, answered, conversation__surface="embed", embed_id=embed.pk)
+    live = page.evaluate(BODIES_JS)
+    page.screenshot(path=str(ARTIFACTS / "turn-renderer-hosted-page.png"), full_page=True)
+    page.reload()
+    page.wait_for_function(f"() => document.querySelectorAll('.turn-assistant').length === {len(TURNS)}")
+    reopened = page.evaluate(BODIES_JS)
+    assert errors == []
+    return live, reopened
+
+
+def widget(browser, site_port, embed) -> list[str]:
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    errors = watched(page)
+    page.goto(f"http://localhost:{site_port}/")
+    page.get_by_role("button", name="Need help?").click()
+
+    def send(text):
+        box = page.locator("[data-agenticos-widget] textarea")
+        box.fill(text)
+        box.press("Enter")
+
+    def answered(n):
+        page.wait_for_function(f"() => {WIDGET_ROOT}.querySelectorAll('.turn-assistant[aria-busy=false]').length === {n}")
+
+    play(send, answered, conversation__surface="embed", embed_id=embed.pk)
+    live = page.evaluate(f"() => ({BODIES_JS})({WIDGET_ROOT})")
+    # The shop's own global is as the shop left it: the widget keeps the libraries it loaded to itself.
+    assert page.evaluate("() => [window.marked, typeof window.AgenticTurn]") == ["the shop's own", "undefined"]
+    page.screenshot(path=str(ARTIFACTS / "turn-renderer-widget.png"))
+    assert errors == []
+    return live
+
+
+def test_the_same_turns_read_the_same_on_web_chat_the_widget_and_the_hosted_page(server, customer_site):
+    from agenticos.models import Membership
+    from tests import factories
+
+    port, pages = customer_site
+    org = factories.organization(name="Acme")
+    owner = factories.user(email="owner@example.com", password=PASSWORD)
+    Membership.objects.create(organization=org, user=owner, role="owner")
+    agent = factories.published_agent(org, owner, name="Shop Helper")
+    page_embed = factories.embed(agent, kind="page", created_by=owner, show_tool_steps=True, show_tool_results=True)
+    widget_embed = factories.embed(agent, kind="widget", created_by=owner, show_tool_steps=True,
+                                   show_tool_results=True, allowed_origins=[f"http://localhost:{port}"],
+                                   launcher_text="Need help?")
+    pages["/"] = (f'<!doctype html><html><head><title>Acme shop</title><link rel="icon" href="data:,"><script>window.marked = "the shop\'s own";'
+                  f'</script></head><body><h1>Acme shop</h1><script src="{server}/api/v1/embed/'
+                  f'{widget_embed.public_key}/widget.js" async></script></body></html>')
+
+    with chromium() as browser:
+        chat_live, chat_reopened = web_chat(browser, server, agent)
+        page_live, page_reopened = hosted_page(browser, server, page_embed)
+        widget_live = widget(browser, port, widget_embed)
+
+    assert len(chat_live) == len(TURNS)
+    chart, table, tool = chat_live
+    assert chart.startswith("Here is the chart. Drew a chart: Sales") and chart.endswith("Sales grew in Q2.")
+    assert "Region Sales EU 3 US 5" in table and "Copy" in table
+    assert tool.startswith("Let me check. Ran lookup order") and '"carrier": "DHL"' in tool
+    assert chat_reopened == chat_live
+    assert page_live == chat_live
+    assert widget_live == chat_live
+    # The hosted page's history replays what the transcript stores for a visitor (embeds.services.history_messages).
+    assert page_reopened[1] == chat_live[1]
+    print(json.dumps({"chat": chat_live, "page_reopened": page_reopened}, indent=1))
