@@ -242,6 +242,11 @@ class Run(models.Model):
         """A run of the draft (the Builder's test chat, agents.drafts): on no published version's ledger."""
         return bool((self.options or {}).get("draft"))
 
+    def get_surface_display(self) -> str:  # type: ignore[no-redef]  # overrides the choices display on purpose
+        # Every list that names a run's surface (Activity, run detail, the admin) says a draft run is one.
+        label = str(dict(Surface.choices).get(self.surface, self.surface))
+        return f"{label} (draft)" if self.is_draft else label
+
 
 class Message(models.Model):
     class Role(models.TextChoices):

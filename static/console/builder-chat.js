@@ -68,8 +68,9 @@
     var card = el("div", "test-card");
     card.setAttribute("data-test-approval", data.approval_id);
     card.appendChild(el("p", "", strings.needs_approval + " " + data.tool_name));
-    ["approve", "deny"].forEach(function (decision) {
-      var button = el("button", "button small" + (decision === "approve" ? " primary" : ""), strings[decision]);
+    [["approve", strings.approve], ["reject", strings.deny]].forEach(function (pair) {
+      var decision = pair[0];
+      var button = el("button", "button small" + (decision === "approve" ? " primary" : ""), pair[1]);
       button.type = "button";
       button.addEventListener("click", function () {
         card.querySelectorAll("button").forEach(function (b) { b.disabled = true; });
@@ -81,6 +82,38 @@
       });
       card.appendChild(button);
     });
+    current.body.appendChild(card);
+  }
+
+  function questionCard(data) {
+    var card = el("div", "test-card");
+    card.setAttribute("data-test-question", data.question_id);
+    var controls = [];
+    (Array.isArray(data.questions) ? data.questions : []).forEach(function (q, i) {
+      var id = "test-q-" + data.question_id + "-" + i;
+      var label = el("label", "", q.question || q.header || "");
+      label.setAttribute("for", id);
+      card.appendChild(label);
+      var control;
+      if (Array.isArray(q.options) && q.options.length) {
+        control = el("select");
+        q.options.forEach(function (o) { var opt = el("option", "", o.label); opt.value = o.label; control.appendChild(opt); });
+      } else {
+        control = el("input");
+        control.type = "text";
+      }
+      control.id = id;
+      card.appendChild(control);
+      controls.push(control);
+    });
+    var button = el("button", "button small primary", strings.answer);
+    button.type = "button";
+    button.addEventListener("click", function () {
+      button.disabled = true;
+      socketSend(JSON.stringify({type: "ask_user_response", run_id: data.run_id,
+                                 answers: controls.map(function (c) { return c.value; })}));
+    });
+    card.appendChild(button);
     current.body.appendChild(card);
   }
 
@@ -117,6 +150,7 @@
     text_delta: function (d) { current.streamed = true; answerText().textContent += d.content || ""; },
     tool_call: function (d) { current.body.appendChild(el("p", "muted test-step", strings.using + " " + d.tool_name)); },
     tool_approval_required: approvalCard,
+    ask_user: questionCard,
     capability_missing: capabilityCard,
     final_result: function (d) { if (!current.streamed && d.output) answerText().textContent = d.output; },
     complete: function (d) {
@@ -153,6 +187,11 @@
     });
   }
 
+  function socketSend(message) {
+    if (socket && socket.readyState === WebSocket.OPEN) socket.send(message);
+    else { outbox.push(message); if (!socket) connect(); }
+  }
+
   form.addEventListener("submit", function (event) {
     event.preventDefault();
     var words = text.value.trim();
@@ -161,10 +200,8 @@
     current = {body: turn("assistant", strings.draft), text: null, streamed: false};
     busy(true);
     text.value = "";
-    var message = JSON.stringify({type: "message", agent_id: agentId, text: words, environment: "draft",
-                                  conversation_id: conversationId});
-    if (socket && socket.readyState === WebSocket.OPEN) socket.send(message);
-    else { outbox.push(message); if (!socket) connect(); }
+    socketSend(JSON.stringify({type: "message", agent_id: agentId, text: words, environment: "draft",
+                               conversation_id: conversationId}));
   });
 
   text.addEventListener("keydown", function (event) {

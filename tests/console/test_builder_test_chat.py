@@ -189,3 +189,19 @@ async def test_a_request_needing_a_lacking_capability_shows_its_card(org, owner,
     assert card["toolbox_url"] == f"/agents/{agent.pk}/#cap-web_research"
     # Offered only what the agent lacks: the tool, and not for a capability it has.
     assert "request_capability" in asks_for_web_research[0]
+
+
+def test_activity_names_a_draft_run_as_one(client_as, org, owner):
+    from agents.drafts import freeze_draft
+    from agents.runs import start_run
+
+    agent, version = published_with_a_changed_draft(org, owner)
+    snapshot = freeze_draft(actor_of(owner, org), agent)
+    draft = start_run(agent=agent, version=snapshot, surface="web", prompt="draft hi", user=owner,
+                      options={"draft": True}, enqueue=False)
+    published = start_run(agent=agent, version=version, surface="web", prompt="hi", user=owner, enqueue=False)
+    page = client_as(owner, org).get("/activity/").content.decode()
+    draft_row = page.split(f'data-run-row="{draft.pk}"')[1].split("</tr>")[0]
+    published_row = page.split(f'data-run-row="{published.pk}"')[1].split("</tr>")[0]
+    assert "Web chat (draft)" in draft_row
+    assert "(draft)" not in published_row and "Web chat" in published_row

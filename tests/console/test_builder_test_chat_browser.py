@@ -125,3 +125,37 @@ def test_a_missing_capability_card_in_the_test_chat_enables_it_on_the_draft(live
     assert "web_fetch" in {b["id"] for b in agent.draft_spec["capabilities"]}
     assert not AgentVersion.objects.filter(agent=agent, number=2).exists()
     assert problems == []
+
+
+def test_an_approval_in_the_test_chat_is_decided_on_its_card_and_the_draft_goes_on(live_server_url, browser,
+                                                                                   fake_openai):
+    from governance.models import Approval
+    from tests.runner.test_execute import CHART_ARGS
+
+    org = factories.organization(name="Acme")
+    owner = factories.user(email="owner@example.com", password=PASSWORD)
+    Membership.objects.create(organization=org, user=owner, role="owner")
+    agent = agent_with_a_changed_draft(org, owner, fake_openai)
+    actor = actor_for_membership(Membership.objects.select_related("user", "organization").get(user=owner))
+    spec = {**agent.draft_spec, "capabilities": [{"id": "charts", "tool_approval": {"create_chart": "required"}}]}
+    agent_services.update_agent(actor=actor, agent=agent, spec=spec)  # the approval is the draft's, not v1's
+    fake_openai.queue(Reply.tool_call("create_chart", CHART_ARGS), Reply.text("Your chart is drawn."))
+
+    page, problems = watched_page(browser, 390)
+    sign_in(page, live_server_url, "owner@example.com")
+    page.goto(f"{live_server_url}/agents/{agent.pk}/")
+    chat = page.locator("[data-test-chat]")
+    chat.get_by_label("Message to the draft").fill("Chart Q1 and Q2")
+    chat.get_by_role("button", name="Send to the draft").click()
+    card = chat.locator("[data-test-approval]")
+    card.wait_for()
+    assert "create_chart" in card.text_content()
+    assert chat.get_by_role("button", name="Send to the draft").is_disabled()
+    card.get_by_role("button", name="Approve").click()
+    page.wait_for_selector("[data-test-usage]")
+    assert chat.locator("[data-test-answer]").last.text_content() == "Your chart is drawn."
+    page.screenshot(path=str(ARTIFACTS / "builder-test-chat-approval-390.png"), full_page=True)
+    approval = Approval.objects.get(run__agent=agent)
+    assert approval.status == "approved" and approval.run.is_draft
+    assert Run.objects.get(agent=agent).status == "completed"
+    assert problems == []
