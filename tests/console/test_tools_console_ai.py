@@ -104,6 +104,23 @@ def test_a_kit_by_hand_a_real_retest_and_finalize_only_when_every_draft_passed(c
 
 
 @pytest.mark.django_db
+def test_a_big_answer_shows_its_compact_preview_and_the_full_response_apart(client_as, org, builder, session,
+                                                                           rest_api):
+    row, actor = session
+    kit = services.create_kit(actor=actor, session=row, name="Big kit")
+    draft = services.add_draft(actor=actor, kit=kit, name="Big")
+    services.configure_draft(actor=actor, draft=draft, definition={
+        "name": "Big", "alias": "big", "url": f"{rest_api.base}/big",
+        "parameters": [{"name": "kb", "location": "query", "type": "integer", "mode": "fixed", "value": 8}]})
+    client = client_as(builder, org)
+    assert client.post(f"{AI}drafts/{draft.pk}/test", {"args": ""}).status_code == 302
+    draft.refresh_from_db()
+    assert len(draft.test_full) > len(draft.test_preview)
+    html = client.get(page(row)).content.decode()
+    assert "data-draft-full" in html and 'data-draft-state="validated"' in html
+
+
+@pytest.mark.django_db
 def test_start_over_drops_open_kits(client_as, org, builder, session):
     row, actor = session
     services.create_kit(actor=actor, session=row, name="Open kit")
