@@ -243,7 +243,7 @@ async def generate_image(ctx: RunContext[Any], prompt: str) -> str | dict[str, A
         await on_db_thread(metered.check, meter)
     except budgets.BudgetExceeded as exc:
         cap = exc.cap
-        return failures.refuse(f"The {cap.label} of ${cap.limit:.2f} is used up (${cap.spent:.2f} spent this "
+        return failures.refuse(f"{cap.label[:1].upper()}{cap.label[1:]} of ${cap.limit:.2f} is used up (${cap.spent:.2f} spent this "
                                "month): no image was drawn and nothing was spent.")
     entry = catalog.provider(state.config.provider)
     if entry is None:  # the catalog changed under a published binding

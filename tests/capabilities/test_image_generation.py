@@ -186,7 +186,8 @@ async def test_a_spent_budget_refuses_before_the_provider(setup, fake_responses,
 
     outcome = await draw(setup)
 
-    assert "used up" in outcome.returns[0] and "no image was drawn" in outcome.returns[0]
+    assert outcome.returns[0].startswith("Refused: The organization's monthly budget of $1.00 is used up")
+    assert "no image was drawn" in outcome.returns[0]
     assert fake_responses.requests == []
     assert await sync_to_async(SpendEntry.objects.count)() == 1 and await sync_to_async(
         GeneratedMedia.objects.count)() == 0
