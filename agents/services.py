@@ -356,6 +356,9 @@ def reference_problems(
     from capabilities.subagents.publish import delegate_problems
 
     problems += [_problem(p["field"], p["message"]) for p in delegate_problems(actor, data, format_path)]
+    from capabilities.coding_agent.publish import coding_agent_problems
+
+    problems += [_problem(p["field"], p["message"]) for p in coding_agent_problems(actor, data, format_path)]
     return problems
 
 

@@ -105,6 +105,8 @@ SETUPS: dict[str, Callable[[Organization], tuple[dict[str, Any], dict[str, Any]]
 
 # capability id → {declared tool id: why it is not offered with the representative setup}
 EXEMPT: dict[str, dict[str, str]] = {
+    "coding_agent": {"run_coding_agent": "offered only beside a sandbox on a service backend with its shell; "
+                                         "tests/sandbox/test_coding_agent.py proves the offer"},
     "sandbox": {"execute": "the stored (state) backend has no shell; only a service backend offers it, and this "
                            "deployment has no sandbox connection to publish one with"},
     # The other nine are offered with this setup; tests/capabilities/test_subagents.py proves the narrower offers

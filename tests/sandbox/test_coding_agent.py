@@ -455,3 +455,18 @@ def test_without_a_shell_the_coding_agent_is_left_out_and_the_agent_knows_why(or
     assert "run_coding_agent" not in script.offered
     assert "harness has nowhere to run" in script.instructions[0]
     assert not Workspace.objects.filter(backend="service").exists()
+
+
+@pytest.mark.django_db
+def test_publishing_an_agent_runs_the_coding_agent_checks(org, owner):
+    """The checks above are wired into publish itself: a key of the other provider is refused by name."""
+    from agenticos.errors import Invalid
+
+    openai = factories.secret(org, value=OPENAI_KEY)
+    with pytest.raises(Invalid) as refused:
+        publish(org, owner, capabilities=[
+            {"id": "sandbox", "config": {"backend": "service"}},
+            {"id": "coding_agent", "config": {"harness": "claude_code"}, "secret_id": str(openai.pk)},
+        ])
+    messages = json.dumps(refused.value.details)
+    assert "Claude Code takes an Anthropic API key" in messages
