@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
 from django.utils import timezone
 from rest_framework.test import APIClient
 
@@ -178,3 +179,30 @@ def test_the_console_pages_and_searches_keys_and_marks_an_expired_one(org, owner
     assert second.count("data-api-key=") == 3
     found = client.get("/settings/api-keys/?q=stale").content.decode()
     assert found.count("data-api-key=") == 1 and "data-key-expired" in found and "stale theirs" not in found
+
+
+# ------------------------------------------------------------------ interop (not DRF views): its writes run agents
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_read_only_key_lists_models_but_cannot_run_through_the_openai_endpoint(org, owner):
+    import httpx
+    import openai
+    from asgiref.sync import sync_to_async
+    from django.core.asgi import get_asgi_application
+    from django.db import connections
+
+    from tests.runner.conftest import publish
+
+    agent, _ = await sync_to_async(publish)(org, owner)
+    _row, raw = await sync_to_async(_key)(owner, org, scope="read")
+    transport = httpx.ASGITransport(app=get_asgi_application())
+    async with httpx.AsyncClient(transport=transport) as http:
+        client = openai.AsyncOpenAI(base_url="http://testserver/v1", api_key=raw, http_client=http, max_retries=0)
+        models = await client.models.list()
+        assert [m.id for m in models.data if m.id.startswith(agent.slug)]
+        with pytest.raises(openai.PermissionDeniedError) as refused:
+            await client.chat.completions.create(model=agent.slug, messages=[{"role": "user", "content": "x"}])
+    assert refused.value.code == "insufficient_scope"
+    assert not await Run.objects.aexists()
+    await sync_to_async(connections.close_all)()

@@ -89,8 +89,11 @@ def test_an_outsider_sees_none_of_another_organizations_rows(client_as, org, out
     assert "gpt-4o-mini" not in client_as(outsider, org).get("/usage/").content.decode()
 
 
-def test_a_viewer_who_may_not_run_gets_403(client_as, org, viewer, ledger):
-    assert client_as(viewer, org).get("/usage/").status_code == 403
+def test_a_viewer_who_may_not_run_gets_403_and_no_usage_link(client_as, org, viewer, member, ledger):
+    client = client_as(viewer, org)
+    assert client.get("/usage/").status_code == 403
+    assert 'href="/usage/"' not in client.get("/").content.decode()
+    assert 'href="/usage/"' in client_as(member, org).get("/").content.decode()
 
 
 def test_the_page_draws_charts_from_the_same_rows(client_as, org, owner, ledger):
