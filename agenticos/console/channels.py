@@ -460,6 +460,8 @@ def _binding_data(post: Any) -> dict[str, Any]:
     # The scope control is only on the page for an agent that keeps files: absent, the stored value stays.
     if "workspace_scope" in post:
         data["workspace_scope"] = post["workspace_scope"]
+    if "footer_threshold_percent" in post:
+        data["footer_threshold_percent"] = number("footer_threshold_percent")
     return data
 
 
@@ -473,7 +475,6 @@ def _binding_page(request: HttpRequest, actor: Actor, agent: Agent, level: str, 
         item["description"] = descriptions.get(item["tool"], "")
     # A binding nobody has saved yet: its extra prompt opens with what this platform renders.
     from agenticos.models import AuditEvent
-    from channelbots.router import NEAR_LIMIT
 
     fresh = not binding.extra_prompt and not AuditEvent.objects.filter(
         organization=actor.organization, action="channelbinding.update", target_id=str(binding.pk)).exists()
@@ -492,7 +493,6 @@ def _binding_page(request: HttpRequest, actor: Actor, agent: Agent, level: str, 
         "scopes": services.WORKSPACE_SCOPES,
         # The control shows for an agent that keeps files, or to clear a value stored before it stopped.
         "spec_scope": sandbox_scope(binding),
-        "near_limit_percent": int(NEAR_LIMIT * 100),
         "footer_modes": FooterMode.choices,
         "modes": AccessMode.choices,
         "policy": bot.policy,

@@ -209,13 +209,14 @@ def test_saving_a_binding_writes_every_setting_and_the_bot_access_policy(
     form = {"environment": "production", "extra_prompt": "Answer in {channel_name} briefly.",
             "workspace_scope": "channel", "channel_tools": ["get_channel_info", "read_channel_history"],
             "channel_tools_limit": "50", "footer_mode": "every_n", "footer_every_n": "5",
-            "mode": "group_only", "allowed_groups": "C1\nC2", "rate_limit_rpm": "7", "denied_message": "No."}
+            "footer_threshold_percent": "65", "mode": "group_only", "allowed_groups": "C1\nC2", "rate_limit_rpm": "7", "denied_message": "No."}
     response = client.post(f"/agents/{shop.pk}/bindings/{binding.pk}/", form)
     assert response.status_code == 302
     binding.refresh_from_db()
     assert binding.extra_prompt == "Answer in {channel_name} briefly." and binding.workspace_scope == "channel"
     assert binding.channel_tools == ["get_channel_info", "read_channel_history"]
     assert (binding.channel_tools_limit, binding.footer_mode, binding.footer_every_n) == (50, "every_n", 5)
+    assert binding.footer_threshold_percent == 65
     policy = ChannelBot.objects.get(pk=binding.bot_id).policy
     assert policy["mode"] == "group_only" and policy["allowed_groups"] == ["C1", "C2"]
     assert policy["rate_limit_rpm"] == 7 and policy["denied_message"] == "No."
