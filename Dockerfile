@@ -12,7 +12,12 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 WORKDIR /app
 
 # bubblewrap: the isolation sandboxd runs every command under (the `sandboxd` service of docker-compose.yml).
-RUN apt-get update && apt-get install -y --no-install-recommends bubblewrap && rm -rf /var/lib/apt/lists/*
+# git + Node.js: the sandbox's `workbench` runtime, with the coding agent's CLIs (pinned as in the Makefile's
+# WORKBENCH_CLIS) in /opt/workbench, which sandboxd mounts read-only into a workspace (SANDBOXD_WORKBENCH_DIR).
+RUN apt-get update && apt-get install -y --no-install-recommends bubblewrap git nodejs npm \
+    && npm install --prefix /opt/workbench --no-audit --no-fund --loglevel=error \
+       @anthropic-ai/claude-code@2.1.288 @openai/codex@0.160.0 \
+    && npm cache clean --force && rm -rf /var/lib/apt/lists/*
 
 # libpq-free: psycopg[binary] ships its own; curl-free: the healthcheck uses Python.
 RUN groupadd --system app && useradd --system --gid app --home-dir /app app \
