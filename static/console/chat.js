@@ -565,6 +565,8 @@
     fetch(S.urls.turns.replace("00000000-0000-0000-0000-000000000000", S.conversation_id), {credentials: "same-origin"})
       .then(function (r) { return r.json(); })
       .then(function (data) {
+        // A turn started since this was asked for: its own end reconciles; this answer would drop it.
+        if (activeRunId !== runId) return;
         turns = data.turns;
         if (errorText) turns.forEach(function (t) { if (t.run_id === runId && t.role === "assistant") t.error = errorText; });
         pending = data.pending;

@@ -1,10 +1,12 @@
 """Web chat through the one turn renderer (static/console/turn.js), in Debian's chromium against daphne + a real
-Celery worker: highlighted code with a copy button, tables, a generated image inline, and an approval decided on
-the Approvals page reaching a chat tab that was reloaded while the run waited — with no console error."""
+Celery worker: highlighted code with a copy button, tables, a generated image inline, a visual reopened, and an
+approval decided on the Approvals page reaching a chat tab that was reloaded while the run waited — with no
+console error. And the socket side of that: only a member of the run's organization may follow a run."""
 
 from __future__ import annotations
 
 import base64
+import json
 
 import pytest
 
@@ -12,7 +14,7 @@ from agenticos.models import Membership
 from tests import factories
 from tests.console.conftest import ARTIFACTS
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.django_db(transaction=True)]
 PASSWORD = "pw-correct-horse-9"
 TIMEOUT = 30_000
 # A 1×1 PNG: what an image model returned, as the store keeps it.
@@ -40,8 +42,9 @@ def member(org, email, role="owner"):
     return user
 
 
+@pytest.mark.browser
 def test_code_is_highlighted_with_a_copy_button_and_a_generated_image_shows_inline(live_server_url, browser):
-    from agents.models import Conversation, Message
+    from agents.models import Conversation, Message, Run, ToolCall
     from capabilities.generated_media import store
 
     org = factories.organization(name="Acme")
@@ -53,9 +56,17 @@ def test_code_is_highlighted_with_a_copy_button_and_a_generated_image_shows_inli
     answer = ("Here is the code:\n\n```python\ndef greet(name):\n    return f'hi {name}'\n```\n\n"
               "| Region | Sales |\n|---|---|\n| EU | 3 |\n| US | 5 |\n\n"
               f"And the picture: [sunset.png](/api/v1/generated/{image.filename})")
-    Message.objects.create(conversation=conversation, role="user", content="Paint me something")
-    Message.objects.create(conversation=conversation, role="assistant", author_label="Painter", content=answer,
-                           parts=[{"type": "text", "text": answer}])
+    run = Run.objects.create(organization=org, agent=agent, version=agent.environments.get(name="production").version,
+                             surface="web", prompt="Paint me something", user=owner, conversation=conversation,
+                             status="completed")
+    Message.objects.create(conversation=conversation, run=run, role="user", content="Paint me something")
+    message = Message.objects.create(conversation=conversation, run=run, role="assistant", author_label="Painter",
+                                     content=answer, parts=[{"type": "text", "text": answer},
+                                                            {"type": "tool", "tool_call_id": "call_draw"}])
+    svg = '<svg xmlns="http://www.w3.org/2000/svg" width="40" height="40"><circle cx="20" cy="20" r="10"/></svg>'
+    ToolCall.objects.create(run=run, message=message, tool_call_id="call_draw", tool_name="draw",
+                            args={"kind": "svg", "title": "A dot", "content": svg},
+                            result={"visual_id": "call_draw", "visual_kind": "svg", "title": "A dot"}, status="ok")
 
     context = browser.new_context(viewport={"width": 1440, "height": 900})
     context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live_server_url)
@@ -84,10 +95,15 @@ def test_code_is_highlighted_with_a_copy_button_and_a_generated_image_shows_inli
     page.wait_for_function("() => document.querySelector('figure[data-generated=image] img').naturalWidth === 1")
     assert figure.get_by_role("link", name="Download").get_attribute("href") == (
         f"/api/v1/generated/{image.filename}?download=1")
+    # A visual is drawn again when the conversation is reopened, in the applications' sandbox.
+    frame = page.locator("[data-visual] iframe")
+    assert frame.get_attribute("sandbox") == "allow-scripts"
+    assert page.frame_locator("[data-visual] iframe").locator("circle").count() == 1
     page.screenshot(path=str(ARTIFACTS / "turn-renderer-code-table-image.png"), full_page=True)
     assert errors == []
 
 
+@pytest.mark.browser
 def test_an_approval_decided_on_the_approvals_page_reaches_a_chat_tab_reloaded_while_the_run_waited(
     live_server_url, browser
 ):
@@ -123,3 +139,47 @@ def test_an_approval_decided_on_the_approvals_page_reaches_a_chat_tab_reloaded_w
     assert chat.locator("[data-decision]").count() == 0
     chat.screenshot(path=str(ARTIFACTS / "turn-renderer-approval-elsewhere.png"), full_page=True)
     assert errors == []
+
+
+async def test_only_a_member_of_the_runs_organization_follows_it_and_hears_its_decision():
+    from channels.db import database_sync_to_async
+
+    from agenticos.tenancy import actor_for_membership
+    from agents.models import Run
+    from governance import services as governance
+    from governance.models import Approval
+    from tests.runner.test_chat_socket import connect
+
+    def setup():
+        org, other = factories.organization(name="Acme"), factories.organization(name="Other")
+        owner, outsider = member(org, "owner@example.com"), member(other, "outsider@example.com")
+        agent = factories.published_agent(org, owner, name="Gated")
+        run = Run.objects.create(organization=org, agent=agent, version=agent.environments.get(name="production").version,
+                                 surface="web", prompt="Chart it", user=owner, status="awaiting_approval")
+        approval = Approval.objects.create(organization=org, run=run, tool_call_id="c1", tool_id="create_chart",
+                                           tool_name="create_chart")
+        return org, other, owner, outsider, run, approval
+
+    org, other, owner, outsider, run, approval = await database_sync_to_async(setup)()
+    stranger, connected = await connect(outsider, other)
+    assert connected
+    await stranger.send_json_to({"type": "watch", "run_id": str(run.pk)})
+    refused = json.loads(await stranger.receive_from(timeout=5))
+    assert refused["type"] == "error" and refused["data"]["code"] == "not_found"
+
+    watcher, connected = await connect(owner, org)
+    assert connected
+    await watcher.send_json_to({"type": "watch", "run_id": str(run.pk)})
+    await watcher.receive_nothing(timeout=0.3)  # joined, nothing to say
+
+    def decide():
+        actor = actor_for_membership(owner.memberships.get(organization=org))
+        governance.decide_approval(actor=actor, approval=approval, decision="reject")
+
+    await database_sync_to_async(decide)()
+    heard = json.loads(await watcher.receive_from(timeout=5))
+    assert heard == {"type": "approval_decided", "data": {"approval_id": str(approval.pk), "run_id": str(run.pk),
+                                                          "status": "rejected"}}
+    assert await stranger.receive_nothing(timeout=0.3)  # the outsider never joined that run
+    await watcher.disconnect()
+    await stranger.disconnect()

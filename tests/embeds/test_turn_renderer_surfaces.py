@@ -235,7 +235,11 @@ def web_chat(browser, base, agent) -> tuple[list[str], list[str]]:
         assert page.locator("[data-compaction]").text_content() == "Summarizing the conversation…"
 
     def answered(n):
-        page.wait_for_function(f"() => document.querySelectorAll('.turn-usage').length === {n}")
+        # Finished and read back from the stored transcript (the live turn is replaced by it).
+        page.wait_for_function(f"() => document.querySelectorAll('.turn-assistant[aria-busy=false] .turn-usage')"
+                               f".length === {n}")
+        if n == 1:  # the finished first turn's node: later frames must not draw it again
+            page.evaluate("() => { document.querySelector('.turn-assistant').__first = true; }")
 
     def started(run):
         # The socket said run_started (it does once the row is written): the frames that follow are this turn's.
@@ -243,6 +247,8 @@ def web_chat(browser, base, agent) -> tuple[list[str], list[str]]:
 
     play(send, answered, started=started, on_tool_result=summarizing, agent=agent, surface="web")
     assert page.locator("[data-compaction]").count() == 0  # gone with the next frame
+    # Keyed updates: two more turns streamed word by word and the first turn's node is still the same node.
+    assert page.evaluate("() => document.querySelector('.turn-assistant').__first === true")
     live = page.evaluate(BODIES_JS)
     conversation = Conversation.objects.get(agent=agent, surface="web")
     page.goto(f"{base}/chat/{conversation.pk}/")
