@@ -1,5 +1,6 @@
-// The web chat (/chat). One model of a turn, drawn by one renderer, live from socket frames and reopened
-// from messages.parts — so a reopened turn looks exactly like the live one.
+// The web chat (/chat). One model of a turn, drawn by the renderer every surface shares (turn.js), live from
+// socket frames and reopened from messages.parts — so a reopened turn looks exactly like the live one. This file
+// keeps what only web chat has: the socket's fold of frames, delegations, approvals and questions, usage, files.
 (function () {
   "use strict";
 
@@ -45,7 +46,6 @@
     return node;
   }
   var pretty = window.AgenticTurn.pretty;
-  function humanize(name) { return (name || "").replace(/[_-]+/g, " ").trim(); }
   function csrf() {
     var m = document.cookie.match(/(?:^|; )csrftoken=([^;]+)/);
     return m ? decodeURIComponent(m[1]) : "";

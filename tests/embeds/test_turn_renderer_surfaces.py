@@ -153,13 +153,14 @@ def play(send, answered, *, started=None, on_tool_result=None, **filters) -> Non
 
 
 @pytest.fixture
-def server(transactional_db, monkeypatch):
+def server(transactional_db, monkeypatch, settings):
     from django.db import connection
 
     from tests.fakes.live_daphne import serving_daphne
 
     monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # ORM calls beside Playwright's loop
-    env = {"CONSOLE_LIVE_DATABASE": connection.settings_dict["NAME"]}
+    # The files this test stores are the ones the server serves.
+    env = {"CONSOLE_LIVE_DATABASE": connection.settings_dict["NAME"], "MEDIA_ROOT": str(settings.MEDIA_ROOT)}
     with serving_daphne(f"{__name__}:application", "renderer", env=env, frontend_is_self=True) as base:
         yield base
 
@@ -339,3 +340,43 @@ def test_the_same_turns_read_the_same_on_web_chat_the_widget_and_the_hosted_page
     # The hosted page's history replays what the transcript stores for a visitor (embeds.services.history_messages).
     assert page_reopened[1] == chat_live[1]
     print(json.dumps({"chat": chat_live, "page_reopened": page_reopened}, indent=1))
+
+
+def test_a_generated_image_shows_on_the_hosted_page_through_the_pages_own_route(server):
+    import base64
+
+    from agenticos.models import Membership
+    from agents.models import Message
+    from capabilities.generated_media import store
+    from embeds import services
+    from tests import factories
+
+    png = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGP4z8DwHwAFAAH/iZk9HQAAAABJRU5ErkJggg==")
+    org = factories.organization(name="Acme")
+    owner = factories.user(email="owner@example.com", password=PASSWORD)
+    Membership.objects.create(organization=org, user=owner, role="owner")
+    agent = factories.published_agent(org, owner, name="Painter")
+    embed = factories.embed(agent, kind="page", created_by=owner)
+    visitor = "ab" * 16
+    conversation = services.create_conversation(embed, visitor)
+    image = store.save(organization_id=org.pk, run_id=None, conversation_id=conversation.pk, kind="image", data=png,
+                       media_type="image/png", name="sunset")
+    text = f"Here it is: [sunset.png](/api/v1/generated/{image.filename})"
+    Message.objects.create(conversation=conversation, role="user", content="Paint a sunset")
+    Message.objects.create(conversation=conversation, role="assistant", content=text,
+                           parts=[{"type": "text", "text": text}])
+
+    with chromium() as browser:
+        page = browser.new_page()
+        errors = watched(page)
+        page.add_init_script(f"localStorage.setItem('agenticos-visitor:{embed.public_key}', '{visitor}')")
+        page.goto(f"{server}/e/{embed.public_key}")
+        img = page.locator("figure[data-generated=image] img")
+        img.wait_for()
+        own_route = f"/api/v1/embed/{embed.public_key}/generated/{image.filename}?visitor={visitor}"
+        # A visitor has no session: the member route would refuse them, so the file comes through the page's own.
+        assert img.get_attribute("src") == own_route
+        page.wait_for_function("() => document.querySelector('figure[data-generated=image] img').naturalWidth === 1")
+        assert page.get_by_role("link", name="Download").get_attribute("href") == own_route + "&download=1"
+        page.screenshot(path=str(ARTIFACTS / "turn-renderer-hosted-page-image.png"))
+        assert errors == []
