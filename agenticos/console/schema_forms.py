@@ -7,8 +7,8 @@ where one of them is set (or `x-advanced` says so).
 
 Some properties hold ids of the organization's own objects. Given `organization_id`, those become pickers
 instead of a JSON box: the custom tools an agent may call (each with its approval, folding `tool_approval`
-in), the database connections it may use (with their permission and slot cost), and the MCP servers with the
-tools allowed from each and each tool's approval. A picker posts a `<input>.picker` marker, so unticking
+in), the database connections it may use (with their permission and slot cost), the MCP servers with the
+tools allowed from each and each tool's approval, and the runtimes the sandbox connection reports. A picker posts a `<input>.picker` marker, so unticking
 everything saves an empty choice rather than leaving the old one.
 """
 
@@ -103,11 +103,48 @@ def _mcp_picker(organization_id: Any, config: dict[str, Any]) -> dict[str, Any]:
     return {"kind": "mcp_picker", "choices": servers, "approvals": APPROVALS}
 
 
+RUNTIME_READ_TIMEOUT = 5.0  # the Builder page waits for it; a slow service gets the note, not a hung page
+
+
+def _runtime_picker(organization_id: Any, config: dict[str, Any]) -> dict[str, Any]:
+    """The runtimes the sandbox connection reports now (read live: a stored list would offer one the service
+    has stopped allowing). A current value it no longer offers stays, selected and marked; when the service
+    cannot be read only its default is offered, with the reason."""
+    from agenticos.models import Organization
+    from capabilities.sandbox import connections
+    from capabilities.sandbox.client import SandboxdError
+
+    current = config.get("runtime") or ""
+    offered: list[dict[str, str]] = []
+    note = ""
+    try:
+        connection = connections.for_run(Organization.objects.get(pk=organization_id), config.get("connection_id"))
+        offered = connections.client_for(connection).runtimes_sync(timeout=RUNTIME_READ_TIMEOUT)
+    except (connections.ConnectionUnavailable, SandboxdError) as exc:
+        note = f"The sandbox service's runtimes could not be read ({exc}); only its default is offered."
+    options = [{"value": "", "label": "The service's default", "selected": not current}]
+    aliases = set()
+    for runtime in offered:
+        alias = str(runtime.get("alias") or "")
+        if not alias or alias in aliases:
+            continue
+        aliases.add(alias)
+        description = str(runtime.get("description") or "")
+        options.append({"value": alias, "label": f"{alias} — {description}" if description else alias,
+                        "selected": alias == current})
+    if current and current not in aliases:
+        options.append({"value": current, "label": f"{current} (not offered by the service now)", "selected": True})
+    help_text = "Only for service: the runtimes the sandbox connection offers, read from it now."
+    return {"kind": "select", "options": options, "nullable": False,
+            "help": f"{help_text} {note}".strip(), "note": note}
+
+
 # (capability id, property) → the picker that replaces its JSON box.
 PICKERS: dict[tuple[str, str], Callable[[Any, dict[str, Any]], dict[str, Any]]] = {
     ("custom_tools", "tool_ids"): _tool_picker,
     ("database", "connection_ids"): _database_picker,
     ("mcp", "connections"): _mcp_picker,
+    ("sandbox", "runtime"): _runtime_picker,
 }
 
 

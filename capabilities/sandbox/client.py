@@ -74,8 +74,8 @@ class SandboxdClient:
 
     # ------------------------------------------------------------------ async API
 
-    async def runtimes(self) -> list[dict[str, str]]:
-        return list((await self._request("GET", "/v1/runtimes")).json().get("runtimes") or [])
+    async def runtimes(self, *, timeout: float = REQUEST_TIMEOUT) -> list[dict[str, str]]:
+        return list((await self._request("GET", "/v1/runtimes", timeout=timeout)).json().get("runtimes") or [])
 
     async def workspaces(self) -> list[dict[str, Any]]:
         return list((await self._request("GET", "/v1/workspaces")).json().get("workspaces") or [])
@@ -131,8 +131,8 @@ class SandboxdClient:
 
     # ------------------------------------------------------------------ for synchronous callers (views)
 
-    def runtimes_sync(self) -> list[dict[str, str]]:
-        return async_to_sync(self.runtimes)()
+    def runtimes_sync(self, *, timeout: float = REQUEST_TIMEOUT) -> list[dict[str, str]]:
+        return async_to_sync(self.runtimes)(timeout=timeout)
 
     def workspaces_sync(self) -> list[dict[str, Any]]:
         return async_to_sync(self.workspaces)()
