@@ -352,7 +352,7 @@ def test_chat_strings() -> dict[str, str]:
         "missing": _("This needs a capability the agent does not have:"),
         "enabled": _("Enabled."), "asked": _("The owner was asked."),
         "closed": _("The connection closed; send again to reconnect."), "tokens": _("tokens"),
-        "answer": _("Send the answer"),
+        "answer": _("Send the answer"), "approved": _("Approved."), "rejected": _("Rejected."),
     }
 
 

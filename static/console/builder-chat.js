@@ -77,7 +77,8 @@
         var url = panel.getAttribute("data-decide-url").replace("00000000-0000-0000-0000-000000000000",
                                                                    data.approval_id);
         post(url, {decision: decision}).then(function (r) {
-          card.appendChild(el("p", "muted", r.ok ? r.json.status : (r.json.error || {}).message || ""));
+          card.appendChild(el("p", "muted", r.ok ? (strings[r.json.status] || r.json.status)
+                                                 : (r.json.error || {}).message || ""));
         });
       });
       card.appendChild(button);
@@ -148,7 +149,13 @@
   var handlers = {
     conversation_created: function (d) { conversationId = d.conversation_id; },
     text_delta: function (d) { current.streamed = true; answerText().textContent += d.content || ""; },
-    tool_call: function (d) { current.body.appendChild(el("p", "muted test-step", strings.using + " " + d.tool_name)); },
+    tool_call: function (d) {
+      // A call resumed after its approval is announced again: one line per call.
+      if (d.tool_call_id && current.body.querySelector('[data-test-step="' + d.tool_call_id + '"]')) return;
+      var line = el("p", "muted test-step", strings.using + " " + d.tool_name);
+      if (d.tool_call_id) line.setAttribute("data-test-step", d.tool_call_id);
+      current.body.appendChild(line);
+    },
     tool_approval_required: approvalCard,
     ask_user: questionCard,
     capability_missing: capabilityCard,
