@@ -22,8 +22,8 @@ from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import FunctionToolset
 
 from capabilities.base import BuildContext, Built, Capability, KeyRequirement, ToolDecl
+from capabilities.browser import background, replay
 from capabilities.browser import config as browser_config
-from capabilities.browser import replay
 from capabilities.browser.config import BrowserConfig
 from capabilities.browser.session import (
     ActionFailed,
@@ -468,7 +468,10 @@ def build(ctx: BuildContext) -> list[Built]:
     browser = BrowserRun(config=ctx.config, run_id=str(ctx.deps.run_id), organization_id=ctx.organization_id,
                          secret=ctx.secret_value)
     ctx.deps.scratch[SCRATCH_KEY] = browser
-    return [BrowserToolset(browser, [browse_web, *DIRECT])]
+    built: list[Built] = [BrowserToolset(browser, [browse_web, *DIRECT])]
+    if ctx.config.run_in_background:  # spec "Trabajar mientras corren las herramientas" (background.py)
+        built.append(background.for_binding(ctx.binding, CAPABILITY.tools))
+    return built
 
 
 CAPABILITY = Capability(

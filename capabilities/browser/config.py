@@ -42,6 +42,9 @@ class BrowserConfig(BaseModel):
     hosted_key_param: str = Field(default="apiKey", pattern=r"^[A-Za-z0-9_.-]{1,40}$")
     timezone: str = Field(default="", description="An IANA time zone the browser declares.")
     locale: str = Field(default="", description="A language tag like pl-PL (Accept-Language, navigator.language).")
+    run_in_background: bool = Field(
+        default=True, description="Let the model leave a browse_web running and read its result when it arrives "
+                                  "(run_in_background), instead of always waiting for it.")
 
     @field_validator("allowed_domains")
     @classmethod

@@ -1,0 +1,98 @@
+"""Working while tools run (spec "Trabajar mientras corren las herramientas"): `browse_web` gets the harness's
+`run_in_background` argument, and the model decides per call whether to wait for the browse or go on and read
+its result when it arrives, as a message (`BackgroundTools` of pydantic-ai-harness).
+
+What the library leaves to us, and how it is kept here:
+
+- **Checked the same.** A tool's `after_tool_execute` hooks run inside the handler the background task awaits,
+  so the guardrails' tool-result edge and the tool-output limits read the real result before the follow-up is
+  framed; the "started" reply never passes them (it is not the tool's output).
+- **Approval first.** A call the agent's approval gate holds, not yet approved, runs in the foreground: the gate
+  raises `ApprovalRequired` and the run parks *before* anything starts (in the background the library would turn
+  that into a failed result). Approved on resume, the same call (its `run_in_background` kept in the parked
+  arguments) then runs in the background.
+- **The run's life.** The library's task group lives inside the run: a run that parks (an approval, a question)
+  or is stopped cancels its live browses, and results not yet delivered are dropped, not delivered on resume.
+  A browse meters its steps on the run (`metered.for_run`), so its spend is the run's wherever it runs.
+- **One tab.** The browser tools share the run's one tab, so while a browse runs (in the background or not) the
+  other browser tools, and a second browse, answer that the browser is busy instead of acting on the same page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic_ai import RunContext
+from pydantic_ai.messages import ToolCallPart
+from pydantic_ai.tools import ToolDefinition
+from pydantic_ai_harness import BackgroundTools
+
+BUSY = ("The browser is busy with a browse that is still running (call {call_id}); its result arrives by itself. "
+        "Do not use the browser until it has.")
+
+
+@dataclass
+class BrowserBackground(BackgroundTools[Any]):
+    """BackgroundTools for the browser: `browse_web` (by its visible name) may run in the background."""
+
+    browse: str = "browse_web"
+    # every browser tool's visible name (they share one tab)
+    tab_tools: frozenset[str] = frozenset()
+    # visible names whose calls wait for a person's approval (the binding's "required")
+    gated: frozenset[str] = frozenset()
+    tools: Any = field(default_factory=list)  # no tool always runs in the background; browse_web may
+    id: str | None = "browser_background"
+    # the browse on the tab now (a tool call id), reset per run by `for_run`
+    _browsing: dict[str, str] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    async def _background_mode(self, ctx: RunContext[Any],
+                               tool_def: ToolDefinition) -> Literal["always", "optional"] | None:
+        if tool_def.name != self.browse or _not_backgroundable(ctx, tool_def):
+            return None  # a sequential run, a sequential tool and a realtime session run it in the foreground
+        return "optional"
+
+    async def wrap_tool_execute(self, ctx: RunContext[Any], *, call: ToolCallPart, tool_def: ToolDefinition,
+                                args: dict[str, Any], handler: Any) -> Any:
+        name = tool_def.name
+        if name not in self.tab_tools:
+            return await handler(args)
+        if name in self.gated and not ctx.tool_call_approved:
+            # The gate parks the run on this call before anything runs (in the background it could not).
+            return await handler(args)
+        busy = self._browsing.get("call")
+        if busy is not None and busy != call.tool_call_id:
+            return BUSY.format(call_id=busy)
+        if name != self.browse:
+            return await handler(args)
+        self._browsing["call"] = call.tool_call_id
+
+        async def browsing(validated: dict[str, Any]) -> Any:
+            try:
+                return await handler(validated)
+            finally:
+                if self._browsing.get("call") == call.tool_call_id:
+                    self._browsing.pop("call", None)
+
+        try:
+            return await super().wrap_tool_execute(ctx, call=call, tool_def=tool_def, args=args, handler=browsing)
+        except BaseException:
+            if self._browsing.get("call") == call.tool_call_id:  # it never started
+                self._browsing.pop("call", None)
+            raise
+
+
+def _not_backgroundable(ctx: RunContext[Any], tool_def: ToolDefinition) -> bool:
+    run_sequential = ctx.tool_manager is not None and ctx.tool_manager.get_parallel_execution_mode() == "sequential"
+    return bool(ctx.realtime or run_sequential or tool_def.sequential)
+
+
+def for_binding(binding: Any, declared: Iterable[Any]) -> BrowserBackground:
+    """The run's BrowserBackground, keyed by the names the model sees (a binding may rename a tool)."""
+    from capabilities import registry
+
+    names = {tool.id: registry.effective_name(binding, tool) for tool in declared}
+    gated = frozenset(names[tool_id] for tool_id in names if registry.effective_approval(binding, tool_id) == "required")
+    return BrowserBackground(browse=names.get("browse_web", "browse_web"), tab_tools=frozenset(names.values()),
+                             gated=gated)
