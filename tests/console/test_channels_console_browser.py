@@ -28,7 +28,7 @@ def _live_channel_settings(monkeypatch):
 
 def watch(page) -> list[str]:
     """Every console error, uncaught exception and failed response of the pages — except the browser's own
-    /favicon.ico probe, which no page of ours asks for (the console ships no icon)."""
+    /favicon.ico probe (console pages name their SVG icon; a page outside base.html may still be probed)."""
     errors: list[str] = []
 
     def on_console(message) -> None:
