@@ -524,6 +524,7 @@ INSTALLED_APPS += ["capabilities.artifacts.apps.ArtifactsConfig"]
 ARTIFACT_MAX_BYTES = _int("ARTIFACT_MAX_BYTES", 1024 * 1024, minimum=1024)
 # How long `draw` waits for the watching console's report on how the drawing rendered.
 VISUAL_REPORT_WAIT_SECONDS = _int("VISUAL_REPORT_WAIT_SECONDS", 10, minimum=0)
+VISUAL_MAP_TILES = env.str("VISUAL_MAP_TILES", default="").strip()  # map tile URL template (visuals/maps.py)
 
 # ------------------------------------------------------------------ observability
 # Prometheus /metrics answers only `Authorization: Bearer <METRICS_TOKEN>`; unset, /metrics is a 404 (never open).

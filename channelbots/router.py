@@ -560,7 +560,7 @@ def finish(turn: Turn, session: ChannelSession | None, live, outcome: Outcome, p
             ChannelSession.objects.filter(pk=session.pk).update(reply_count=F("reply_count") + 1)
             footer = turn.footer(session, outcome.usage)
         from capabilities.generated_media import channels as generated_files
-        from channelbots import charts, files_out
+        from channelbots import charts, files_out, visuals_out
 
         held = files_out.deliver(turn.client, incoming.chat_id, incoming.reply_to, outcome.run_id)
         held += generated_files.deliver(turn.client, incoming.chat_id, incoming.reply_to, outcome.run_id)
@@ -568,6 +568,7 @@ def finish(turn: Turn, session: ChannelSession | None, live, outcome: Outcome, p
         live.finish(outcome.text + notes + (f"\n\n_{footer}_" if footer else ""))
 
         charts.deliver(turn.client, incoming.chat_id, incoming.reply_to, outcome.run_id)
+        visuals_out.deliver(turn.client, incoming.chat_id, incoming.reply_to, outcome.run_id)
         if footer or turn.binding.footer_mode == FooterMode.LOG_ONLY:
             logger.info("bot %s run %s cost %s", turn.bot.pk, outcome.run_id, outcome.usage.get("cost_usd"))
         return "answered"

@@ -30,7 +30,7 @@ from capabilities.artifacts import services as artifact_services
 from capabilities.artifacts.capability import Edit
 from capabilities.artifacts.sandbox import LIBRARY_PATH
 from capabilities.base import BuildContext, Built, Capability, NoConfig, ToolDecl, function_toolset
-from capabilities.visuals import reports
+from capabilities.visuals import maps, reports
 
 Kind = Literal["svg", "mermaid", "html"]
 MAX_IMAGES = 6
@@ -99,8 +99,11 @@ def _svg_problems(content: str) -> list[str]:
 
 
 def _remote(content: str) -> str:
+    tiles = maps.tile_origin().lower()
     for match in _REMOTE_RE.finditer(content):
         url = match.group("a") or match.group("b") or match.group("c") or ""
+        if tiles and url.lower().startswith(tiles + "/"):
+            continue  # the deployment's tile server (VISUAL_MAP_TILES), which the frame's policy admits
         if url and not url.lower().startswith(("http://www.w3.org/", "https://www.w3.org/")):
             return url
     found = _IMPORT_RE.search(content)
@@ -331,8 +334,7 @@ class EarlierVisuals(AbstractCapability[Any]):
     def get_instructions(self):
         async def listing(ctx: RunContext[Any]) -> str:
             rows = await sync_to_async(_earlier)(ctx.deps.organization_id, ctx.deps.conversation_id)
-            lines = ["## Visuals", "Drawings run without network in a sandbox; maps have no tile server in this "
-                     "deployment, so draw an outline of the stops rather than promising streets."]
+            lines = ["## Visuals", "Drawings run without network in a sandbox. " + maps.instructions()]
             if rows:
                 lines.append("Earlier visuals in this conversation (read_visual before revising one):")
                 lines += [f"- {tid}: {title or '(untitled)'}" + (" (a revision)" if name == "revise_visual" else "")
