@@ -10,7 +10,9 @@
 - `publish_problems` refuses a `service` binding when the organization has no connection, when the one
   it names is gone, or when that connection has no credential, each by name.
 
-Daytona endpoints are not built: `kind` has one value, sandboxd.
+- A connection's `kind` says what answers at its URL: a sandboxd (`client.SandboxdClient`) or a Daytona API
+  endpoint (`daytona.DaytonaClient`, its URL the API base and its secret a Daytona API key). Both go through
+  the same outbound guard and the same publish checks.
 """
 
 from __future__ import annotations
@@ -31,11 +33,14 @@ from agenticos.tenancy import Actor
 from capabilities import netguard
 from capabilities.models import SandboxConnection
 from capabilities.sandbox.client import SANDBOX_HOSTS, SandboxdClient
+from capabilities.sandbox.daytona import DaytonaClient
 
 log = logging.getLogger(__name__)
 DEPLOYMENT_NAME = "This deployment's sandbox"
 DEPLOYMENT_SECRET_NAME = "sandboxd service token"  # noqa: S105 — a secret's name, not its value
 MANAGE = "secrets:manage"
+SANDBOXD, DAYTONA = "sandboxd", "daytona"
+KINDS = {SANDBOXD: "sandboxd", DAYTONA: "Daytona"}
 
 
 class ConnectionUnavailable(Exception):
@@ -138,8 +143,12 @@ def reseal_deployment_token(token: str) -> int:
 # ------------------------------------------------------------------ operators' connections
 
 
-def register(*, actor: Actor, name: str, url: str, secret_id: Any, make_default: bool = False) -> SandboxConnection:
+def register(*, actor: Actor, name: str, url: str, secret_id: Any, make_default: bool = False,
+             kind: str = SANDBOXD) -> SandboxConnection:
     actor.require(MANAGE)
+    kind = (kind or SANDBOXD).strip().lower()
+    if kind not in KINDS:
+        raise _problem("kind", "Choose what answers at the URL: 'sandboxd' or 'daytona'.")
     name = (name or "").strip()
     if not name or len(name) > 80:
         raise _problem("name", "Give the connection a name of 1-80 characters.")
@@ -147,7 +156,8 @@ def register(*, actor: Actor, name: str, url: str, secret_id: Any, make_default:
         raise _problem("name", f"{DEPLOYMENT_NAME!r} is the name of the deployment's own sandbox.")
     url = (url or "").strip()
     if not url.lower().startswith(("http://", "https://")) or len(url) > 2000:
-        raise _problem("url", "Give the sandbox service's http(s) URL.")
+        raise _problem("url", "Give the sandbox service's http(s) URL." if kind == SANDBOXD else
+                       "Give the Daytona API's http(s) URL (https://app.daytona.io/api for Daytona's cloud).")
     try:
         netguard.check_url_blocking(url, allowance=SANDBOX_HOSTS)
     except netguard.Refused as exc:
@@ -159,10 +169,10 @@ def register(*, actor: Actor, name: str, url: str, secret_id: Any, make_default:
                 SandboxConnection.objects.filter(organization=actor.organization, is_default=True).update(
                     is_default=False)
             connection = SandboxConnection.objects.create(
-                organization=actor.organization, name=name, url=url, secret=secret, is_default=make_default,
-                created_by=actor.user)
+                organization=actor.organization, name=name, kind=kind, url=url, secret=secret,
+                is_default=make_default, created_by=actor.user)
             audit.record(actor=actor.user, organization=actor.organization, action="sandbox_connection.registered",
-                         target=connection, details={"default": make_default},
+                         target=connection, details={"default": make_default, "kind": kind},
                          ip_address=actor.extra.get("ip"))
     except IntegrityError:
         raise Conflict(f"A sandbox connection named {name!r} already exists.", details={"field": "name"}) from None
@@ -224,6 +234,8 @@ def client_for(connection: SandboxConnection) -> SandboxdClient:
         if not settings.SANDBOXD_URL:
             raise ConnectionUnavailable("This deployment no longer runs its own sandbox service (SANDBOXD_URL).")
         return SandboxdClient(settings.SANDBOXD_URL, token, guarded=False)
+    if connection.kind == DAYTONA:
+        return DaytonaClient(connection.url, token)
     return SandboxdClient(connection.url, token, guarded=True)
 
 
