@@ -231,7 +231,8 @@ def _capability_cards(actor: Actor, spec: dict[str, Any], problems: dict[str, st
         mine = {path[len(prefix) + 1:]: msg for path, msg in problems.items() if path.startswith(prefix + ".")}
         config_errors = {path[len("config."):]: msg for path, msg in mine.items() if path.startswith("config.")}
         config = binding.get("config") or {}
-        fields = fields_for(entry["config_schema"], config, prefix=f"cap-{cap_id}", errors=config_errors)
+        fields = fields_for(entry["config_schema"], config, prefix=f"cap-{cap_id}", errors=config_errors,
+                            organization_id=actor.organization.pk)  # pickers of the organization's own objects
         for f in fields:
             f["label"] = readable_label(f["name"], f.get("label") or "")
         tool_approval = binding.get("tool_approval") or {}
