@@ -3,7 +3,8 @@ model (the real OpenAI client against tests/fakes/openai_server) starts a browse
 the browse's steps go to a second fake server (the binding's step model), so the two conversations never race
 for one queue. Against local pages on Debian's Chromium: the result arrives as a message, past the guardrails'
 tool-result edge, with its steps on the run's ledger; a run that parks on an approval, or is stopped, cancels the
-browse (nothing is posted, the run's browser context is gone); a gated browse waits for its approval before
+browse (nothing is posted, the run's browser context is gone), and while it runs the agent's own browser tools
+are told the tab is busy; the tool-output limits cut a background result like any other; a gated browse waits for its approval before
 anything starts, and runs in the background once approved."""
 
 from __future__ import annotations
@@ -168,7 +169,8 @@ def test_a_run_that_parks_cancels_its_background_browse(org, owner, fake_openai,
 
 def test_a_stopped_run_cancels_its_background_browse(org, owner, fake_openai, stepper, browser_env, site):
     agent, version = agent_with_browser(org, owner, fake_openai, stepper, browser_env)
-    fake_openai.queue(browse(f"http://{SITE}:{site.port}/form"), Reply.text("It is running."))
+    fake_openai.queue(browse(f"http://{SITE}:{site.port}/form"), Reply.tool_call("browser_read", {}),
+                      Reply.text("It is running."))
     stepper.queue(*form_steps("Sent."))
     second = hold_step(stepper, 2, lambda: stepper.released.wait(30))
     before = contexts(browser_env.cdp_url)
@@ -176,6 +178,7 @@ def test_a_stopped_run_cancels_its_background_browse(org, owner, fake_openai, st
     worker = threading.Thread(target=run_now, args=(run,))
     worker.start()
     assert second.wait(30)
+    fake_openai.wait_for_requests(3, timeout=30)
     request_stop(Run.objects.get(pk=run.pk))
     worker.join(60)
     assert not worker.is_alive()
@@ -184,7 +187,9 @@ def test_a_stopped_run_cancels_its_background_browse(org, owner, fake_openai, st
 
     assert run.status == RunStatus.CANCELLED
     assert posted(site) == []
-    assert len(fake_openai.chat_requests) == 2  # nothing more was asked after the stop
+    assert len(fake_openai.chat_requests) == 3  # nothing more was asked after the stop
+    # The tab is the browse's while it runs: the agent's own browser tool was told so, and did nothing.
+    assert "The browser is busy with a browse that is still running" in said(fake_openai.chat_requests[2])
     assert contexts(browser_env.cdp_url) == before
     assert SpendEntry.objects.filter(run=run, kind=BROWSE_STEP).count() == 1  # the step it took is the run's
 
@@ -217,3 +222,20 @@ def test_a_gated_browse_waits_for_its_approval_before_anything_runs_then_runs_in
     _, resumed, after = fake_openai.chat_requests
     assert STARTED in said(resumed) and RESULT not in said(resumed)
     assert RESULT in said(after) and "thanks Ada" in said(after)
+
+
+def test_a_background_result_is_cut_by_the_tool_output_limits_like_a_foreground_one(org, owner, fake_openai,
+                                                                                     stepper, browser_env, site):
+    limits = {"action": "truncate", "threshold": 1000, "max_chars": 400, "truncation_strategy": "head"}
+    agent, version = agent_with_browser(org, owner, fake_openai, stepper, browser_env,
+                                        extra=[{"id": "tool_output_limits", "config": limits}])
+    fake_openai.queue(browse(f"http://{SITE}:{site.port}/form"), Reply.text("Sending it."), Reply.text("Sent."))
+    stepper.queue(*form_steps("Sent; the page says: " + "thank you " * 300 + "END-OF-PAGE"))
+    hold_step(stepper, 1, lambda: fake_openai.wait_for_requests(2, timeout=30))
+    run = start(org, owner, agent, version, prompt="send the form")
+    run_now(run)
+    run.refresh_from_db()
+
+    assert run.status == RunStatus.COMPLETED, run.error
+    result = said(fake_openai.chat_requests[2]).split(RESULT, 1)[1]
+    assert "[truncated: showing first" in result and "END-OF-PAGE" not in result and len(result) < 1000
