@@ -85,7 +85,8 @@ class ConnectionListView(BaseOrgView):
         data = _body(request)
         connection = connections.register(actor=self.actor, name=str(data.get("name") or ""),
                                           url=str(data.get("url") or ""), secret_id=data.get("secret_id"),
-                                          make_default=bool(data.get("is_default")))
+                                          make_default=bool(data.get("is_default")),
+                                          kind=str(data.get("kind") or connections.SANDBOXD))
         return Response(connection_json(connection), status=status.HTTP_201_CREATED)
 
 

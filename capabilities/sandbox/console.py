@@ -49,7 +49,8 @@ def sandboxes(request: HttpRequest, actor: Actor) -> HttpResponse:
         try:
             connections.register(actor=actor, name=request.POST.get("name", ""), url=request.POST.get("url", ""),
                                  secret_id=request.POST.get("secret_id"),
-                                 make_default=request.POST.get("is_default") == "on")
+                                 make_default=request.POST.get("is_default") == "on",
+                                 kind=request.POST.get("kind") or connections.SANDBOXD)
             messages.success(request, _("The sandbox connection was registered."))
             return redirect("sandbox-settings")
         except (Invalid, Conflict) as exc:
@@ -66,7 +67,8 @@ def sandboxes(request: HttpRequest, actor: Actor) -> HttpResponse:
                for c in rows]
     secrets = org_queryset(actor, Secret).defer("wrapped_key", "ciphertext") if actor.has(connections.MANAGE) else []
     return screen(request, "console/settings/sandboxes.html",
-                  {"nav": "settings", "tab": "sandboxes", "rows": listing, "secrets": secrets, "errors": errors},
+                  {"nav": "settings", "tab": "sandboxes", "rows": listing, "secrets": secrets, "errors": errors,
+                   "kinds": connections.KINDS},
                   status=422 if errors else 200)
 
 

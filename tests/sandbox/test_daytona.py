@@ -176,3 +176,45 @@ def test_another_organizations_daytona_connection_cannot_be_named_or_its_secret_
         connections.register(actor=actor_of(admin_user, org), name="Mine", url=local_daytona.api, kind="daytona",
                              secret_id=str(theirs.secret_id))
     assert local_daytona.requests == []
+
+
+@pytest.mark.django_db
+def test_an_operator_registers_a_daytona_endpoint_in_settings_and_its_sandboxes_are_listed(
+        org, owner, admin_user, viewer, outsider, client, local_daytona):
+    from asgiref.sync import async_to_sync
+
+    secret = factories.secret(org, name="Daytona key", value=local_daytona.token)
+    client.force_login(viewer)
+    assert client.post("/settings/sandboxes", {"name": "Daytona", "url": local_daytona.api, "kind": "daytona",
+                                               "secret_id": str(secret.pk)}).status_code == 403
+    client.force_login(admin_user)
+    page = client.get("/settings/sandboxes").content.decode()
+    assert '<option value="daytona">Daytona</option>' in page
+    done = client.post("/settings/sandboxes", {"name": "Daytona", "url": local_daytona.api, "kind": "daytona",
+                                               "secret_id": str(secret.pk), "is_default": "on"})
+    assert done.status_code == 302
+    connection = SandboxConnection.objects.get(organization=org, name="Daytona")
+    assert connection.kind == "daytona" and connection.is_default and connection.secret_id == secret.pk
+    # A sandbox this organization opened there is listed with its runtime; the key is never on the page.
+    workspace = Workspace.objects.create(organization=org, agent=publish(org, owner)[0], scope="agent",
+                                         key=f"{connection.pk}|agent", label="shared", backend="service")
+    async_to_sync(connections.client_for(connection).open)(str(workspace.pk).replace("-", ""), "python-data")
+    page = client.get("/settings/sandboxes").content.decode()
+    assert f'data-sandbox="{workspace.pk}"' in page and "python-data" in page
+    assert local_daytona.token not in page
+    refused = client.post("/settings/sandboxes", {"name": "Other", "url": "http://169.254.169.254/api",
+                                                  "kind": "daytona", "secret_id": str(secret.pk)})
+    assert refused.status_code == 422 and not SandboxConnection.objects.filter(name="Other").exists()
+    client.force_login(outsider)
+    assert client.post(f"/settings/sandboxes/{connection.pk}/delete").status_code in (403, 404)
+    assert SandboxConnection.objects.filter(pk=connection.pk).exists()
+
+
+@pytest.mark.django_db
+def test_the_api_registers_a_daytona_connection_with_its_kind(org, admin_user, api_as, local_daytona):
+    secret = factories.secret(org, value=local_daytona.token)
+    response = api_as(admin_user, org).post("/api/v1/sandbox-connections", {
+        "name": "Daytona", "url": local_daytona.api, "kind": "daytona", "secret_id": str(secret.pk)}, format="json")
+    assert response.status_code == 201 and response.json()["kind"] == "daytona"
+    runtimes = api_as(admin_user, org).get(f"/api/v1/sandbox-connections/{response.json()['id']}/runtimes")
+    assert [r["alias"] for r in runtimes.json()["results"]] == ["daytona-small", "python-data"]
