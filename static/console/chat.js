@@ -91,7 +91,7 @@
   }
 
   var renderer = window.AgenticTurn.create({
-    strings: T, phrases: S.phrases, fileCard: fileCard, openSteps: openSteps, onChange: function () { schedule(); },
+    strings: T, phrases: S.phrases, fileCard: fileCard, openSteps: openSteps, onChange: function () { renderTranscript(); },
     part: function (part, turn) {
       if (part.type !== "delegation" || part.parent_task_id) return null; // a child is drawn inside its parent's panel
       return delegationPanel(part, turn.parts);
@@ -694,6 +694,10 @@
       }
     });
   }
+  // agenticos.followUp(text) in a drawing (visuals.js) offers the text under it; the person's click sends it here.
+  transcriptEl.addEventListener("agenticos:follow-up", function (event) {
+    if (transcriptEl.getAttribute("aria-busy") !== "true" && event.detail && event.detail.text) sendText(event.detail.text);
+  });
   if (stopButton) {
     stopButton.addEventListener("click", function () {
       socketSend({type: "stop", run_id: activeRunId});

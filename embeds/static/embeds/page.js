@@ -59,7 +59,7 @@
       return h("article", {class: "turn turn-user user", "data-turn": "user"}, [h("div", {class: "body"}, [
         h("div", {class: "content", text: turn.text}), h("div", {class: "time", text: fmtTime(turn.at)})])]);
     },
-    onChange: schedule,
+    onChange: function () { draw(); },  // a fold the reader clicked: at once
   });
   function draw() {
     queued = false;

@@ -121,7 +121,7 @@ function setUp() {
       return out;
     },
     user: function (turn) { return T.h("div", {class: "turn turn-user b u", "data-turn": "user", text: turn.text}); },
-    onChange: schedule,
+    onChange: draw,  // a fold the reader clicked: at once
   });
   // The greeting is drawn here and never sent to the model: a greeting in its history would be a
   // turn the agent believes it gave.
