@@ -106,22 +106,31 @@ def _mcp_picker(organization_id: Any, config: dict[str, Any]) -> dict[str, Any]:
 RUNTIME_READ_TIMEOUT = 5.0  # the Builder page waits for it; a slow service gets the note, not a hung page
 
 
-def _runtime_picker(organization_id: Any, config: dict[str, Any]) -> dict[str, Any]:
-    """The runtimes the sandbox connection reports now (read live: a stored list would offer one the service
-    has stopped allowing). A current value it no longer offers stays, selected and marked; when the service
-    cannot be read only its default is offered, with the reason."""
+def _offered_runtimes(organization_id: Any, config: dict[str, Any]) -> tuple[list[dict[str, str]], str]:
+    """(the runtimes the binding's connection reports now, a note when they could not be read)."""
     from agenticos.models import Organization
     from capabilities.sandbox import connections
     from capabilities.sandbox.client import SandboxdError
 
-    current = config.get("runtime") or ""
-    offered: list[dict[str, str]] = []
-    note = ""
     try:
         connection = connections.for_run(Organization.objects.get(pk=organization_id), config.get("connection_id"))
-        offered = connections.client_for(connection).runtimes_sync(timeout=RUNTIME_READ_TIMEOUT)
+        return connections.client_for(connection).runtimes_sync(timeout=RUNTIME_READ_TIMEOUT), ""
     except (connections.ConnectionUnavailable, SandboxdError) as exc:
-        note = f"The sandbox service's runtimes could not be read ({exc}); only its default is offered."
+        return [], f"The sandbox service's runtimes could not be read ({exc}); only its default is offered."
+
+
+def _runtime_picker(organization_id: Any, config: dict[str, Any]) -> dict[str, Any]:
+    """The runtimes the sandbox connection reports now (read live: a stored list would offer one the service
+    has stopped allowing). A current value it no longer offers stays, selected and marked; when the service
+    cannot be read only its default is offered, with the reason."""
+    current = config.get("runtime") or ""
+    offered: list[dict[str, str]] = []
+    if config.get("backend") != "service":
+        # Stored files have no runtime. Reading here would register the deployment's sandbox and ask it on
+        # every Builder page of every agent, bound or not.
+        note = "Choose the sandbox service as the backend and save to see the runtimes its connection offers."
+    else:
+        offered, note = _offered_runtimes(organization_id, config)
     options = [{"value": "", "label": "The service's default", "selected": not current}]
     aliases = set()
     for runtime in offered:

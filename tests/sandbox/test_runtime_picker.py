@@ -128,3 +128,10 @@ def _actor(user, org):
     from tests.runner.conftest import actor_of
 
     return actor_of(user, org)
+
+
+def test_stored_files_read_no_service_and_register_no_connection(org, owner, own_sandboxd):
+    field, html = runtime_field(org, {})
+    assert _options(field) == [("", "The service's default", True)]
+    assert "Choose the sandbox service as the backend" in field["note"]
+    assert not SandboxConnection.objects.filter(organization=org).exists()  # the page view registered nothing
