@@ -14,6 +14,7 @@ What the library leaves to us, and how it is kept here:
 - **The run's life.** The library's task group lives inside the run: a run that parks (an approval, a question)
   or is stopped cancels its live browses, and results not yet delivered are dropped, not delivered on resume.
   A browse meters its steps on the run (`metered.for_run`), so its spend is the run's wherever it runs.
+  The model is told so when the run resumes (it would otherwise wait for a result that cannot come).
 - **One tab.** The browser tools share the run's one tab, so while a browse runs (in the background or not) the
   other browser tools, and a second browse, answer that the browser is busy instead of acting on the same page.
 """
@@ -25,12 +26,14 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic_ai import RunContext
-from pydantic_ai.messages import ToolCallPart
+from pydantic_ai.messages import ToolCallPart, ToolReturnPart, UserPromptPart
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai_harness import BackgroundTools
 
 BUSY = ("The browser is busy with a browse that is still running (call {call_id}); its result arrives by itself. "
         "Do not use the browser until it has.")
+LOST = ("The run paused for a person while {tool} ran in the background (call {calls}); that browse was stopped "
+        "and its result will not arrive. Call {tool} again if it is still needed.")
 
 
 @dataclass
@@ -81,6 +84,32 @@ class BrowserBackground(BackgroundTools[Any]):
             if self._browsing.get("call") == call.tool_call_id:  # it never started
                 self._browsing.pop("call", None)
             raise
+
+
+    async def before_node_run(self, ctx: RunContext[Any], *, node: Any) -> Any:
+        node = await super().before_node_run(ctx, node=node)
+        if "checked" not in self._browsing:  # once per run, at its first step: a resumed run's history
+            self._browsing["checked"] = ""
+            lost = _lost_browses(ctx.messages or [], self.browse)
+            if lost:
+                ctx.enqueue(LOST.format(calls=", ".join(lost), tool=self.browse))
+        return node
+
+
+def _lost_browses(messages: list[Any], browse: str) -> list[str]:
+    """Background browses of this run's history whose result never came: the run parked (or stopped) under them,
+    which cancelled them. The model is told so on resume; otherwise it waits for a result that cannot arrive."""
+    started: list[str] = []
+    finished: set[str] = set()
+    for message in messages:
+        for part in getattr(message, "parts", ()):
+            if isinstance(part, ToolReturnPart) and part.tool_name == browse and isinstance(part.content, str) \
+                    and part.content.startswith(f"Tool '{browse}' is running in background"):
+                started.append(part.tool_call_id)
+            elif isinstance(part, UserPromptPart):
+                text = part.content if isinstance(part.content, str) else " ".join(str(getattr(c, "content", c)) for c in part.content)
+                finished.update(call for call in started if f'tool_call_id="{call}"' in text)
+    return [call for call in started if call not in finished]
 
 
 def _not_backgroundable(ctx: RunContext[Any], tool_def: ToolDefinition) -> bool:

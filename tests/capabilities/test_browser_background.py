@@ -131,7 +131,8 @@ def test_a_background_browse_arrives_as_a_message_checked_like_any_tool_result(o
     assert contexts(browser_env.cdp_url) == before
 
 
-def test_a_run_that_parks_cancels_its_background_browse(org, owner, fake_openai, stepper, browser_env, site):
+def test_a_run_that_parks_cancels_its_background_browse(org, owner, admin_user, api_as, fake_openai, stepper,
+                                                        browser_env, site):
     agent, version = agent_with_browser(org, owner, fake_openai, stepper, browser_env,
                                         tool_approval={"browser_open": "required"})
     fake_openai.queue(browse(f"http://{SITE}:{site.port}/form"),
@@ -165,6 +166,20 @@ def test_a_run_that_parks_cancels_its_background_browse(org, owner, fake_openai,
     assert contexts(browser_env.cdp_url) == before
     history = str(run.parked_state["messages"])
     assert STARTED in history and RESULT not in history
+
+    # Approved and resumed: the cancelled browse's result never comes, and the model is told it will not.
+    fake_openai.queue(Reply.text("The shop is open; the form was not sent, I will try again."))
+    client = api_as(admin_user, org)
+    approval = Approval.objects.get(run=run)
+    assert client.post(f"/api/v1/approvals/{approval.pk}", {"decision": "approve"}, format="json").status_code == 200
+    assert client.post(f"/api/v1/runs/{run.pk}/resume").status_code == 202
+    run_now(run)
+    run.refresh_from_db()
+
+    assert run.status == RunStatus.COMPLETED, run.error
+    resumed = said(fake_openai.chat_requests[-1])
+    assert RESULT not in resumed and "that browse was stopped and its result will not arrive" in resumed
+    assert posted(site) == [] and len(stepper.chat_requests) == 3
 
 
 def test_a_stopped_run_cancels_its_background_browse(org, owner, fake_openai, stepper, browser_env, site):
