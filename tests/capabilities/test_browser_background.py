@@ -254,3 +254,35 @@ def test_a_background_result_is_cut_by_the_tool_output_limits_like_a_foreground_
     assert run.status == RunStatus.COMPLETED, run.error
     result = said(fake_openai.chat_requests[2]).split(RESULT, 1)[1]
     assert "[truncated: showing first" in result and "END-OF-PAGE" not in result and len(result) < 1000
+
+
+def test_a_run_that_parks_on_a_question_cancels_its_background_browse(org, owner, fake_openai, stepper,
+                                                                      browser_env, site):
+    from capabilities.ask_user.capability import TOOL_NAME
+
+    agent, version = agent_with_browser(org, owner, fake_openai, stepper, browser_env, extra=[{"id": "ask_user"}])
+    question = {"questions": [{"header": "Plan", "question": "Which plan?",
+                               "options": [{"label": "Free"}, {"label": "Pro"}]}]}
+    fake_openai.queue(browse(f"http://{SITE}:{site.port}/form"), Reply.tool_call(TOOL_NAME, question, id="q1"))
+    stepper.queue(*form_steps("Sent."))
+    second = hold_step(stepper, 2, lambda: stepper.released.wait(30))
+    original = fake_openai.next_reply
+    asked = [0]
+
+    def once_the_browse_is_under_way(route: str):
+        asked[0] += 1
+        if asked[0] == 2:
+            assert second.wait(30)
+        return original(route)
+
+    fake_openai.next_reply = once_the_browse_is_under_way  # type: ignore[method-assign]
+    before = contexts(browser_env.cdp_url)
+    run = start(org, owner, agent, version, prompt="send the form", options={"can_ask_user": True})
+    run_now(run)
+    stepper.released.set()
+    run.refresh_from_db()
+
+    assert run.status == RunStatus.AWAITING_ANSWER
+    assert posted(site) == [] and len(stepper.chat_requests) == 2
+    assert contexts(browser_env.cdp_url) == before
+    assert RESULT not in str(run.parked_state["messages"])
