@@ -7,8 +7,8 @@ The drawing runs in the same sandbox as in the console: the document capabilitie
 (meta CSP `connect-src 'none'`, nothing remote but the library bundle and the deployment's tile host) inside an
 `<iframe sandbox="allow-scripts">` (an opaque origin) of a host page that runs no drawing code. The browser
 reaches no network: every request is answered from here — the host page, the library files from
-static/vendor/lib/ — or refused; only the tile host VISUAL_MAP_TILES names, which the frame's policy admits,
-goes out. The PNG is taken once the frame's `agenticos-frame.js` reports that the drawing has run.
+static/vendor/lib/, a map tile from the one host VISUAL_MAP_TILES names (which the frame's policy admits),
+fetched here without redirects — or refused. The PNG is taken once the frame's `agenticos-frame.js` reports that the drawing has run.
 
 Rendering happens with no database work in between: Playwright's sync API runs an event loop on this thread,
 and the Django ORM refuses to run while one is running.
@@ -22,7 +22,6 @@ import os
 import re
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
 from agents.models import ToolCall
 from capabilities.artifacts.sandbox import LIBRARY_DIR, LIBRARY_FILES, LIBRARY_PATH
@@ -36,12 +35,14 @@ CHROMIUM = os.environ.get("AGENTICOS_CHROMIUM", "/usr/bin/chromium")
 # IsolateSandboxedIframes off: a sandboxed frame in a process of its own escapes the page's request routing.
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run", "--disable-dev-shm-usage",
-                 "--disable-features=IsolateSandboxedIframes"]
-HOST = "https://visual.invalid"  # never resolved: every request to it is answered by the route below
+                 "--disable-features=IsolateSandboxedIframes",
+                 "--host-resolver-rules=MAP * ~NOTFOUND"]  # no name resolves, should a request slip the route
+HOST = "http://visual.localhost"  # loopback to chromium, never resolved: the route below answers every request
 WIDTH = 960
 MIN_HEIGHT, MAX_HEIGHT = 120, 2400
 RENDER_TIMEOUT_MS = 15000
 MAX_VISUALS = 3
+TILE_TIMEOUT_MS = 5000
 
 
 class RendererMissing(Exception):
@@ -101,13 +102,6 @@ def host_page(visual: Visual) -> str:
             "</body></html>")
 
 
-def resolver_rule() -> str:
-    """No name resolves but the tile host's: the browser has no network even if a request slipped the route."""
-    tiles = maps.tile_origin()
-    host = urlsplit(tiles).hostname if tiles else None
-    return "--host-resolver-rules=MAP * ~NOTFOUND" + (f", EXCLUDE {host}" if host else "")
-
-
 def render_pngs(visuals: list[Visual]) -> list[bytes | None]:
     """One PNG per visual (None where that drawing could not be rendered), in one browser."""
     if not visuals:
@@ -120,7 +114,7 @@ def render_pngs(visuals: list[Visual]) -> list[bytes | None]:
         raise RendererMissing(f"no chromium at {CHROMIUM}")
     out: list[bytes | None] = []
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=[*CHROMIUM_ARGS, resolver_rule()])
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         try:
             for visual in visuals:
                 try:
@@ -151,8 +145,14 @@ def _render(browser: Any, visual: Visual) -> bytes:
                 route.fulfill(status=200, path=str(LIBRARY_DIR / name),
                               content_type="text/css" if name.endswith(".css") else "text/javascript",
                               headers={"Access-Control-Allow-Origin": "*"})
-            elif tiles and url.startswith(tiles + "/"):
-                route.continue_()
+            elif tiles and url.startswith(tiles + "/") and route.request.method == "GET":
+                # Fetched here, not by the page (chromium refuses a sandboxed frame's request once routed on).
+                try:
+                    tile = route.fetch(timeout=TILE_TIMEOUT_MS, max_redirects=0)
+                except Exception:  # the tile server is down or slow: a failed load, as in the console
+                    route.abort("failed")
+                    return
+                route.fulfill(response=tile)
             else:
                 route.abort("blockedbyclient")
 
