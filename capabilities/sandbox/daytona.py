@@ -6,9 +6,11 @@ API key sent as a Bearer token):
     GET    /sandbox?labels=<json>                       the sandboxes carrying those labels
     GET    /sandbox/{id}  · POST /sandbox/{id}/start · DELETE /sandbox/{id}
     GET    /snapshots                                   the snapshots a sandbox can start from (our runtimes)
-    POST   /toolbox/{id}/toolbox/process/execute        {command, cwd, timeout} → {exitCode, result}
-    GET    /toolbox/{id}/toolbox/files/download?path=   POST …/files/upload?path= (multipart `file`)
-    DELETE /toolbox/{id}/toolbox/files?path=            POST …/files/folder?path=&mode=
+    GET    /sandbox/{id}/toolbox-proxy-url              {url}: the sandbox's toolbox is at <url>/{id}
+    and on that toolbox (an older API serves it at <api>/toolbox/{id}/toolbox, used when the above is a 404):
+    POST   /process/execute                             {command, cwd, timeout} → {exitCode, result}
+    GET    /files/download?path=   POST /files/upload?path= (multipart `file`)
+    DELETE /files?path=            POST /files/folder?path=&mode=
 A workspace is one Daytona sandbox labelled `agenticos-workspace=<id>`; its files live under WORKDIR.
 
 Daytona runs a command's argv without a shell and answers stdout and stderr combined, so a command goes in as
@@ -17,7 +19,8 @@ hashing the workspace before and after (sandboxd reports that itself). Environme
 uploaded beside the workspace and removed by the script, never on the command line Daytona logs. Background
 tasks (the coding agent) are sandboxd's alone: they are refused here by name.
 
-Every request goes through the outbound guard like a registered sandboxd's (SANDBOX_ALLOWED_PRIVATE_HOSTS).
+Every request goes through the outbound guard like a registered sandboxd's (SANDBOX_ALLOWED_PRIVATE_HOSTS),
+the toolbox proxy's address (Daytona's answer, so another host) included.
 """
 
 from __future__ import annotations
@@ -74,6 +77,26 @@ class DaytonaClient(SandboxdClient):
 
     guarded: bool = True
     _ids: dict[str, str] = field(default_factory=dict, repr=False)
+    _toolboxes: dict[str, SandboxdClient] = field(default_factory=dict, repr=False)
+
+    async def _toolbox(self, sandbox_id: str, sandbox: dict[str, Any] | None = None) -> SandboxdClient:
+        """The sandbox's toolbox: at the proxy Daytona names for it, or on the API itself (older servers)."""
+        if sandbox_id not in self._toolboxes:
+            proxy = str((sandbox or {}).get("toolboxProxyUrl") or "")
+            if not proxy:
+                try:
+                    answer = (await self._request("GET", f"/sandbox/{sandbox_id}/toolbox-proxy-url")).json()
+                    proxy = str(answer.get("url") or "") if isinstance(answer, dict) else ""
+                except SandboxdError as exc:
+                    if exc.status != 404:
+                        raise
+            base = (f"{proxy.rstrip('/')}/{sandbox_id}" if proxy
+                    else f"{self.base_url.rstrip('/')}/toolbox/{sandbox_id}/toolbox")
+            self._toolboxes[sandbox_id] = SandboxdClient(base, self.token, guarded=True)
+        return self._toolboxes[sandbox_id]
+
+    async def _tool(self, sandbox_id: str, method: str, path: str, **kwargs: Any) -> Any:
+        return await (await self._toolbox(sandbox_id))._request(method, path, **kwargs)
 
     # ------------------------------------------------------------------ sandboxes
 
@@ -110,22 +133,23 @@ class DaytonaClient(SandboxdClient):
             body: dict[str, Any] = {"labels": {LABEL: workspace_id}, **({"snapshot": runtime} if runtime else {})}
             sandbox = dict((await self._request("POST", "/sandbox", json=body)).json())
         await self._started(sandbox)
-        self._ids[workspace_id] = str(sandbox["id"])
-        await self._request("POST", f"/toolbox/{sandbox['id']}/toolbox/files/folder",
-                            params={"path": WORKDIR, "mode": "755"})
+        sandbox_id = self._ids[workspace_id] = str(sandbox["id"])
+        await self._toolbox(sandbox_id, sandbox)
+        await self._tool(sandbox_id, "POST", "/files/folder", params={"path": WORKDIR, "mode": "755"})
         return {"id": workspace_id, "runtime": sandbox.get("snapshot") or runtime, "created": created}
 
     async def close(self, workspace_id: str) -> None:
-        await self._request("DELETE", f"/sandbox/{await self._sandbox_id(workspace_id)}")
+        sandbox_id = await self._sandbox_id(workspace_id)
+        await self._request("DELETE", f"/sandbox/{sandbox_id}")
         self._ids.pop(workspace_id, None)
+        self._toolboxes.pop(sandbox_id, None)
 
     # ------------------------------------------------------------------ commands
 
     async def _exec(self, sandbox_id: str, script: str, *, timeout: float) -> dict[str, Any]:
-        response = await self._request("POST", f"/toolbox/{sandbox_id}/toolbox/process/execute",
-                                       json={"command": f"sh -c {shlex.quote(script)}", "cwd": WORKDIR,
-                                             "timeout": math.ceil(timeout) + 5},
-                                       timeout=timeout + 20)
+        response = await self._tool(sandbox_id, "POST", "/process/execute", json={"command": f"sh -c {shlex.quote(script)}", "cwd": WORKDIR,
+                                                                     "timeout": math.ceil(timeout) + 5},
+                                    timeout=timeout + 20)
         return dict(response.json())
 
     async def _hashes(self, sandbox_id: str) -> dict[str, str]:
@@ -168,27 +192,24 @@ class DaytonaClient(SandboxdClient):
         return [{"path": path, **({"sha256": digest} if with_hash else {})} for path, digest in sorted(hashes.items())]
 
     async def _upload(self, sandbox_id: str, path: str, data: bytes) -> None:
-        await self._request("POST", f"/toolbox/{sandbox_id}/toolbox/files/upload", params={"path": path},
-                            files={"file": (posixpath.basename(path), data, "application/octet-stream")})
+        await self._tool(sandbox_id, "POST", "/files/upload", params={"path": path},
+                         files={"file": (posixpath.basename(path), data, "application/octet-stream")})
 
     async def read(self, workspace_id: str, path: str) -> bytes:
         sandbox_id = await self._sandbox_id(workspace_id)
-        response = await self._request("GET", f"/toolbox/{sandbox_id}/toolbox/files/download",
-                                       params={"path": f"{WORKDIR}/{_rel(path)}"})
+        response = await self._tool(sandbox_id, "GET", "/files/download", params={"path": f"{WORKDIR}/{_rel(path)}"})
         return response.content
 
     async def write(self, workspace_id: str, path: str, data: bytes) -> None:
         sandbox_id, rel = await self._sandbox_id(workspace_id), _rel(path)
         parent = posixpath.dirname(rel)
         if parent:
-            await self._request("POST", f"/toolbox/{sandbox_id}/toolbox/files/folder",
-                                params={"path": f"{WORKDIR}/{parent}", "mode": "755"})
+            await self._tool(sandbox_id, "POST", "/files/folder", params={"path": f"{WORKDIR}/{parent}", "mode": "755"})
         await self._upload(sandbox_id, f"{WORKDIR}/{rel}", data)
 
     async def remove(self, workspace_id: str, path: str) -> None:
         sandbox_id = await self._sandbox_id(workspace_id)
-        await self._request("DELETE", f"/toolbox/{sandbox_id}/toolbox/files",
-                            params={"path": f"{WORKDIR}/{_rel(path)}"})
+        await self._tool(sandbox_id, "DELETE", "/files", params={"path": f"{WORKDIR}/{_rel(path)}"})
 
     # ------------------------------------------------------------------ what the console and the Builder read
 

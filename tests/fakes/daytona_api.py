@@ -1,7 +1,9 @@
 """A local fake of Daytona's REST API (stdlib ThreadingHTTPServer in a thread), speaking real HTTP.
 
 What capabilities/sandbox/daytona.py uses, under /api: POST/GET /sandbox (labels filter), GET/DELETE
-/sandbox/{id}, POST /sandbox/{id}/start, GET /snapshots, and the toolbox proxy /toolbox/{id}/toolbox/…:
+/sandbox/{id}, POST /sandbox/{id}/start, GET /snapshots, GET /sandbox/{id}/toolbox-proxy-url (→ this server's
+/toolbox-proxy, where the sandbox's toolbox is /toolbox-proxy/{id}/…; `legacy=True` answers it 404 like an
+older server, whose toolbox is /api/toolbox/{id}/toolbox/…), and on the toolbox:
 process/execute ({command, cwd, timeout} → {exitCode, result}, the argv run without a shell, stdout and
 stderr combined, as Daytona does), files/upload (multipart `file`), files/download, files (DELETE),
 files/folder. A sandbox's /home/daytona is a temporary directory here; commands run as this process's user
@@ -61,6 +63,8 @@ class FakeState:
         {"name": "python-data", "imageName": "python:3.12-slim", "state": "active"},
         {"name": "half-built", "imageName": "node:22", "state": "building"}])
     requests: list[Recorded] = field(default_factory=list)
+    legacy: bool = False
+    proxy: str = ""
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -92,6 +96,12 @@ def _handler(state: FakeState):
             if self.headers.get("Authorization") != f"Bearer {state.token}":
                 return self._error(401, "Invalid API key")
             parts = url.path.removeprefix("/api/").strip("/").split("/")
+            if parts[0] == "toolbox-proxy" and len(parts) >= 3 and not state.legacy:
+                parts = ["toolbox", parts[1], "toolbox", *parts[2:]]  # the same toolbox, the current route
+            elif parts[0] == "toolbox" and url.path.startswith("/api/") and not state.legacy:
+                return self._error(404, "Use the toolbox proxy")
+            elif parts[0] == "toolbox-proxy":
+                return self._error(404, f"Cannot {method} {url.path}")
             try:
                 if parts[0] == "snapshots" and method == "GET":
                     return self._send(200, {"items": state.snapshots, "total": len(state.snapshots)})
@@ -133,6 +143,10 @@ def _handler(state: FakeState):
                 del state.sandboxes[sandbox.id]
                 shutil.rmtree(sandbox.root, ignore_errors=True)
                 return self._send(200, {})
+            if method == "GET" and rest[1:] == ["toolbox-proxy-url"]:
+                if state.legacy:
+                    return self._error(404, f"Cannot GET /api/sandbox/{sandbox.id}/toolbox-proxy-url")
+                return self._send(200, {"url": state.proxy})
             if method == "POST" and rest[1:] == ["start"]:
                 sandbox.state = "started"
                 return self._send(200, sandbox.json())
@@ -195,9 +209,10 @@ def _handler(state: FakeState):
 
 
 class FakeDaytona:
-    def __init__(self, token: str = "dtn_fake_daytona_key_0123456789abcdef") -> None:
-        self.state = FakeState(token=token, base=Path(tempfile.mkdtemp(prefix="fake-daytona-")))
+    def __init__(self, token: str = "dtn_fake_daytona_key_0123456789abcdef", *, legacy: bool = False) -> None:
+        self.state = FakeState(token=token, base=Path(tempfile.mkdtemp(prefix="fake-daytona-")), legacy=legacy)
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self.state))
+        self.state.proxy = f"http://127.0.0.1:{self.server.server_address[1]}/toolbox-proxy"
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 

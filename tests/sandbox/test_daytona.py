@@ -69,6 +69,8 @@ def test_a_service_workspace_runs_on_daytona_and_keeps_what_its_commands_write(o
     assert sandbox.labels == {LABEL: str(workspace.pk).replace("-", "")} and sandbox.snapshot == "python-data"
     assert (sandbox.root / "workspace" / "data" / "in.csv").read_text() == "a,b\n1,2\n3,4\n"
     assert all(r.headers.get("Authorization") == f"Bearer {local_daytona.token}" for r in local_daytona.requests)
+    executed = [r.path for r in local_daytona.requests if r.path.endswith("/process/execute")]
+    assert executed and all(p == f"/toolbox-proxy/{sandbox.id}/process/execute" for p in executed)
     assert local_daytona.token not in " ".join(script.results)
 
     # The next turn reattaches to the same sandbox, and a file a command deletes leaves the stored files.
@@ -80,7 +82,20 @@ def test_a_service_workspace_runs_on_daytona_and_keeps_what_its_commands_write(o
 
 
 @pytest.mark.django_db
-def test_a_command_past_its_timeout_is_reported_as_timed_out(org, admin_user, local_daytona):
+def test_on_an_older_server_without_a_toolbox_proxy_a_command_past_its_timeout_is_timed_out(
+        org, admin_user, settings, no_own_sandboxd):
+    settings.SANDBOX_ALLOWED_PRIVATE_HOSTS = ["127.0.0.1"]
+    local_daytona = FakeDaytona(legacy=True).start()
+    try:
+        _older_server(org, admin_user, local_daytona)
+        [sandbox_id] = {r.path.split("/")[3] for r in local_daytona.requests if r.path.endswith("/process/execute")}
+        assert {r.path for r in local_daytona.requests if r.path.endswith("/process/execute")} == {
+            f"/api/toolbox/{sandbox_id}/toolbox/process/execute"}
+    finally:
+        local_daytona.stop()
+
+
+def _older_server(org, admin_user, local_daytona) -> None:
     from asgiref.sync import async_to_sync
 
     client = connections.client_for(register(org, admin_user, local_daytona))
