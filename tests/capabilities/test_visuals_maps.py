@@ -146,3 +146,18 @@ def test_without_tiles_no_tile_loads(settings, tile_servers):
     assert png is not None
     assert tile_hits == [] and other_hits == []
     assert pixel(png, 20, 20) != (200, 0, 0)
+
+
+@pytest.mark.django_db
+def test_the_capability_s_instructions_carry_the_map_case(settings):
+    from types import SimpleNamespace
+
+    from asgiref.sync import async_to_sync
+
+    listing = capability.EarlierVisuals().get_instructions()
+    ctx = SimpleNamespace(deps=SimpleNamespace(organization_id=None, conversation_id=None))
+    settings.VISUAL_MAP_TILES = ""
+    assert "outline of the stops" in async_to_sync(listing)(ctx)
+    settings.VISUAL_MAP_TILES = TILES
+    text = async_to_sync(listing)(ctx)
+    assert f"L.tileLayer({TILES!r})" in text and "outline" not in text
