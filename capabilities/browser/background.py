@@ -47,8 +47,9 @@ class BrowserBackground(BackgroundTools[Any]):
     gated: frozenset[str] = frozenset()
     tools: Any = field(default_factory=list)  # no tool always runs in the background; browse_web may
     id: str | None = "browser_background"
-    # the browse on the tab now (a tool call id), reset per run by `for_run`
-    _browsing: dict[str, str] = field(default_factory=dict, init=False, repr=False, compare=False)
+    # the browse on the tab now (its tool call id), and whether this run's history was read; reset by `for_run`
+    _browsing: str | None = field(default=None, init=False, repr=False, compare=False)
+    _history_read: bool = field(default=False, init=False, repr=False, compare=False)
 
     async def _background_mode(self, ctx: RunContext[Any],
                                tool_def: ToolDefinition) -> Literal["always", "optional"] | None:
@@ -64,32 +65,32 @@ class BrowserBackground(BackgroundTools[Any]):
         if name in self.gated and not ctx.tool_call_approved:
             # The gate parks the run on this call before anything runs (in the background it could not).
             return await handler(args)
-        busy = self._browsing.get("call")
+        busy = self._browsing
         if busy is not None and busy != call.tool_call_id:
             return BUSY.format(call_id=busy)
         if name != self.browse:
             return await handler(args)
-        self._browsing["call"] = call.tool_call_id
+        self._browsing = call.tool_call_id
 
         async def browsing(validated: dict[str, Any]) -> Any:
             try:
                 return await handler(validated)
             finally:
-                if self._browsing.get("call") == call.tool_call_id:
-                    self._browsing.pop("call", None)
+                if self._browsing == call.tool_call_id:
+                    self._browsing = None
 
         try:
             return await super().wrap_tool_execute(ctx, call=call, tool_def=tool_def, args=args, handler=browsing)
         except BaseException:
-            if self._browsing.get("call") == call.tool_call_id:  # it never started
-                self._browsing.pop("call", None)
+            if self._browsing == call.tool_call_id:  # it never started
+                self._browsing = None
             raise
 
 
     async def before_node_run(self, ctx: RunContext[Any], *, node: Any) -> Any:
         node = await super().before_node_run(ctx, node=node)
-        if "checked" not in self._browsing:  # once per run, at its first step: a resumed run's history
-            self._browsing["checked"] = ""
+        if not self._history_read:  # once per run, at its first step: a resumed run's history
+            self._history_read = True
             lost = _lost_browses(ctx.messages or [], self.browse)
             if lost:
                 ctx.enqueue(LOST.format(calls=", ".join(lost), tool=self.browse))
