@@ -12,9 +12,9 @@ What the library leaves to us, and how it is kept here:
   that into a failed result). Approved on resume, the same call (its `run_in_background` kept in the parked
   arguments) then runs in the background.
 - **The run's life.** The library's task group lives inside the run: a run that parks (an approval, a question)
-  or is stopped cancels its live browses, and results not yet delivered are dropped, not delivered on resume.
+  or is stopped cancels its live browses, and results not yet delivered are dropped, not delivered on resume;
+  the model is told so when the run resumes (it would otherwise wait for a result that cannot come).
   A browse meters its steps on the run (`metered.for_run`), so its spend is the run's wherever it runs.
-  The model is told so when the run resumes (it would otherwise wait for a result that cannot come).
 - **One tab.** The browser tools share the run's one tab, so while a browse runs (in the background or not) the
   other browser tools, and a second browse, answer that the browser is busy instead of acting on the same page.
 """
