@@ -17,10 +17,16 @@
   var mounted = [];    // {iframe, el, digest, report}
 
   function libSource() { return location.origin + LIB; }
+  // The map tile server the deployment allows (VISUAL_MAP_TILES), the only image origin besides the library.
+  function tileOrigin() {
+    var meta = document.querySelector('meta[name="agenticos-map-tiles"]');
+    return meta ? meta.content : "";
+  }
   function policy(scripts) {
     var lib = libSource();
+    var tiles = tileOrigin();
     return ["default-src 'none'", "script-src " + (scripts ? "'unsafe-inline' " : "") + lib,
-            "style-src 'unsafe-inline' " + lib, "img-src data: blob: " + lib, "font-src data:",
+            "style-src 'unsafe-inline' " + lib, "img-src data: blob: " + lib + (tiles ? " " + tiles : ""), "font-src data:",
             "connect-src 'none'", "form-action 'none'", "base-uri 'none'"].join("; ");
   }
   function esc(text) {

@@ -161,3 +161,18 @@ def test_the_capability_s_instructions_carry_the_map_case(settings):
     settings.VISUAL_MAP_TILES = TILES
     text = async_to_sync(listing)(ctx)
     assert f"L.tileLayer({TILES!r})" in text and "outline" not in text
+
+
+@pytest.mark.django_db
+def test_web_chat_tells_its_frame_policy_the_tile_origin_and_nothing_when_unset(settings, client, org, owner):
+    from agenticos.tenancy import SESSION_KEY
+
+    client.force_login(owner)
+    session = client.session
+    session[SESSION_KEY] = str(org.pk)
+    session.save()
+    settings.VISUAL_MAP_TILES = "https://tiles.example.org/{z}/{x}/{y}.png"
+    page = client.get("/chat/").content.decode()
+    assert '<meta name="agenticos-map-tiles" content="https://tiles.example.org">' in page
+    settings.VISUAL_MAP_TILES = ""
+    assert '<meta name="agenticos-map-tiles" content="">' in client.get("/chat/").content.decode()
