@@ -448,7 +448,10 @@ def test_publish_refuses_a_sandbox_without_a_shell_and_a_key_of_the_other_provid
 
 
 @pytest.mark.django_db(transaction=True)
-def test_without_a_shell_the_coding_agent_is_left_out_and_the_agent_knows_why(org, owner, scripted_model, coding):
+def test_without_a_shell_the_coding_agent_is_left_out_and_the_agent_knows_why(org, owner, scripted_model, coding,
+                                                                              monkeypatch):
+    # Publish refuses this binding now; a version frozen before that check existed still reaches the runner.
+    monkeypatch.setattr(coding_publish, "coding_agent_problems", lambda *args: [])
     agent = coding_agent(org, owner, key=ANTHROPIC_KEY, sandbox={"backend": "state"})
     script, run = turn(scripted_model, org, owner, agent, [])
     assert run.status == RunStatus.COMPLETED
