@@ -330,6 +330,7 @@ class SandboxConnection(models.Model):
 
     class Kind(models.TextChoices):
         SANDBOXD = "sandboxd", "sandboxd"
+        DAYTONA = "daytona", "Daytona"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     organization = models.ForeignKey("agenticos.Organization", on_delete=models.CASCADE,

@@ -36,6 +36,9 @@ def coding_agent_problems(actor: Any, data: dict[str, Any], format_path: Any) ->
     elif sandbox_config.get("backend", "state") != "service" or sandbox_config.get("include_execute") is False:
         problems.append({"field": f"{base}.id", "message": "The coding agent needs the sandbox on the service "
                          "backend with shell commands on (include_execute); stored files have no shell."})
+    elif _on_daytona(actor.organization, sandbox_config.get("connection_id")):
+        problems.append({"field": f"{base}.id", "message": "The coding agent runs as a background task, which a "
+                         "Daytona sandbox connection cannot run: choose a sandboxd connection for the sandbox."})
     try:
         config = CodingAgentConfig.model_validate(binding.get("config") or {})
     except ValidationError:
@@ -46,6 +49,19 @@ def coding_agent_problems(actor: Any, data: dict[str, Any], format_path: Any) ->
         if problem:
             problems.append({"field": f"{base}.secret_id", "message": problem})
     return problems
+
+
+def _on_daytona(organization: Any, connection_id: Any) -> bool:
+    """Whether the sandbox names one of this organization's Daytona connections (another organization's id, or
+    none, is the sandbox's own publish problem)."""
+    from capabilities.models import SandboxConnection
+
+    try:
+        pk = uuid.UUID(str(connection_id))
+    except ValueError:
+        return False
+    return SandboxConnection.objects.filter(pk=pk, organization=organization,
+                                            kind=SandboxConnection.Kind.DAYTONA).exists()
 
 
 def _key_problem(organization: Any, secret_id: str, config: Any) -> str | None:

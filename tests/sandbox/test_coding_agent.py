@@ -473,3 +473,27 @@ def test_publishing_an_agent_runs_the_coding_agent_checks(org, owner):
         ])
     messages = json.dumps(refused.value.details)
     assert "Claude Code takes an Anthropic API key" in messages
+
+
+@pytest.mark.django_db
+def test_publish_refuses_the_coding_agent_on_a_daytona_connection_only(org, owner, outsider_org):
+    """Daytona runs no background tasks, so the harness would fail at run time: publish says so by name."""
+    from capabilities.models import SandboxConnection
+
+    actor = actor_of(owner, org)
+    anthropic = factories.secret(org, value=ANTHROPIC_KEY)
+    daytona = SandboxConnection.objects.create(organization=org, name="Daytona", kind="daytona",
+                                               url="https://app.daytona.io/api")
+    sandboxd = SandboxConnection.objects.create(organization=org, name="Ours", url="http://sandboxd:8765")
+    theirs = SandboxConnection.objects.create(organization=outsider_org, name="Daytona", kind="daytona",
+                                              url="https://app.daytona.io/api")
+
+    def problems(connection):
+        data = {"capabilities": [
+            {"id": "sandbox", "config": {"backend": "service", "connection_id": str(connection.pk)}},
+            {"id": "coding_agent", "config": {}, "secret_id": str(anthropic.pk)}]}
+        return [m["message"] for m in coding_publish.coding_agent_problems(actor, data, format_path)]
+
+    assert any("Daytona sandbox connection cannot run" in m for m in problems(daytona))
+    assert problems(sandboxd) == []
+    assert problems(theirs) == []  # another organization's connection is the sandbox's own "no such" problem
