@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from agents.routing import websocket_urlpatterns as agent_routes
+from capabilities.browser.routing import websocket_urlpatterns as browse_routes
 from embeds.routing import websocket_urlpatterns as embed_routes
 
-websocket_urlpatterns: list = [*agent_routes, *embed_routes]
+websocket_urlpatterns: list = [*agent_routes, *embed_routes, *browse_routes]

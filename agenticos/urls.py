@@ -47,6 +47,7 @@ urlpatterns = [
     path("", include("agenticos.console.urls_connections")),
     path("", include("agenticos.console.urls_delegates")),
     path("", include("notifications.console")),
+    path("", include("capabilities.browser.urls")),
     path("", include("agenticos.console.urls")),
 ]
 

@@ -22,7 +22,7 @@ from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import FunctionToolset
 
 from capabilities.base import BuildContext, Built, Capability, KeyRequirement, ToolDecl
-from capabilities.browser import background, replay
+from capabilities.browser import background, live, replay
 from capabilities.browser import config as browser_config
 from capabilities.browser.config import BrowserConfig
 from capabilities.browser.session import (
@@ -320,9 +320,10 @@ def _step_of(response: Any) -> Step | None:
 
 def _outcome(tab: BrowserSession, outcome: str, message: str, **extra: Any) -> dict[str, Any]:
     page = tab.page
+    view = {"live_url": tab.live.path} if tab.live is not None else {}
     return {"outcome": outcome, "message": message, "url": page.url if page is not None else "",
             "steps": tab.state.steps, "memory": tab.state.memory,
-            "history": tab.state.history[-HISTORY_IN_PROMPT:], **extra}
+            "history": tab.state.history[-HISTORY_IN_PROMPT:], **view, **extra}
 
 
 async def browse_web(ctx: RunContext[Any], task: str, start_url: str | None = None) -> Any:
@@ -361,6 +362,7 @@ async def browse_web(ctx: RunContext[Any], task: str, start_url: str | None = No
         return {"outcome": "blocked", "message": "No browse to continue: call browse_web with a start_url."}
     elif task and task != tab.state.task:
         tab.state.task = f"{tab.state.task}\nThen: {task}"
+    watch = await live.open_for(tab, ctx.deps.run_id, ctx.tool_call_id)
     try:
         model = await browser.step_model(ctx.model)
     except BrowserUnavailable as exc:
@@ -369,6 +371,12 @@ async def browse_web(ctx: RunContext[Any], task: str, start_url: str | None = No
     parameters = ModelRequestParameters(function_tools=[STEP_TOOL], allow_text_output=False)
     asked = 0
     while asked < browser.config.max_steps:
+        if watch is not None:  # the steps so far to the live view; a person holding the tab pauses the agent
+            await watch.publish_steps(tab.state.history)
+            if await watch.hold():
+                tab.state.history.append(f"{len(tab.state.history) + 1}. a person took control of the browser "
+                                         "and handed it back")
+                pending = []
         try:
             view = await tab.read(screenshot=browser.config.vision)
         except Exception as exc:
@@ -394,6 +402,15 @@ async def browse_web(ctx: RunContext[Any], task: str, start_url: str | None = No
             continue
         tab.state.memory = step.memory or tab.state.memory
         line = f"{number}. {step.evaluation} | goal: {step.next_goal} | {_describe(step, view)}"
+        if step.action == "ask_human" and watch is not None:
+            tab.state.history.append(line)
+            await watch.publish_steps(tab.state.history)
+            if await watch.wait_for_person(step.answer or ""):
+                tab.state.history.append(f"{len(tab.state.history) + 1}. a person took control of the browser "
+                                         "and handed it back")
+                continue
+            return await _finish(tab, "needs_person", f"{step.answer or ''} Nobody took over the browser within "
+                                                      f"{live.NEEDS_PERSON_SECONDS // 60} minutes.".strip())
         if step.action in ("done", "blocked", "ask_human"):
             tab.state.history.append(line)
             outcome = {"done": "done", "blocked": "blocked", "ask_human": "needs_person"}[step.action]
@@ -449,6 +466,8 @@ async def _cached(key: str | None) -> list[dict[str, str]]:
 async def _finish(tab: BrowserSession, outcome: str, message: str) -> dict[str, Any]:
     """The browse's answer; a finished task keeps its clicks for the person, a replay that did not finish goes."""
     state = tab.state
+    if tab.live is not None:
+        await tab.live.publish_steps(state.history)
     try:
         if state.replay_key and outcome == "done" and state.recording:
             await replay.save(state.replay_key, state.recording)

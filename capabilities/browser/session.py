@@ -154,6 +154,7 @@ class BrowserSession:
     _elements: list[Any] = field(default_factory=list)
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     _home: Any = None  # the agent's one tab: the only page that may load anything
+    live: Any = None  # the live view of the browse_web call now on this tab (live.py), if any
 
     def __post_init__(self) -> None:
         self.policy.allowed_domains = self.config.allowed_domains
@@ -219,6 +220,9 @@ class BrowserSession:
         return str(version.get("userAgent", "")).replace("HeadlessChrome", "Chrome")
 
     async def close(self) -> None:
+        if self.live is not None:
+            live, self.live = self.live, None
+            await live.stop()
         for closer in (self.context, self._browser):
             if closer is not None:
                 try:

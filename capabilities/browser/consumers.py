@@ -1,0 +1,109 @@
+"""The live view's socket `/ws/browse/<run_id>/<call_id>/`: a member who may read the run watches the browse; the
+run's person or an editor of the agent may take the tab. Thin: admit, route by type, relay (live.py does the
+rest, in the worker that holds the tab).
+
+Frames out: `hello` {can_control, control, live, ended, steps, frame}, then what the worker publishes — `frame`
+{jpeg (base64), width, height}, `step` {line}, `agent` {state: paused | resumed | needs_person, reason?},
+`ended` — and `control` {holder (a label) or null, mine}. Frames in: `take`, `release`, `input` {event:
+{kind: click|scroll|text|key, x, y, dy, text, key}} (only from who holds the tab).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+
+from agenticos.errors import NotFound
+from agenticos.tenancy import SESSION_KEY, resolve_actor
+from capabilities.browser import live
+
+CLOSE_REFUSED = 4003  # the chat socket's and the embeds' one refusal code, whatever the cause
+
+
+class BrowseLiveConsumer(AsyncJsonWebsocketConsumer):
+    async def connect(self) -> None:
+        user = self.scope.get("user")
+        kwargs = self.scope["url_route"]["kwargs"]
+        self.run_id, self.call_id = str(kwargs["run_id"]), str(kwargs["call_id"])
+        self.joined = False
+        if user is None or not user.is_authenticated:
+            await self.close(code=CLOSE_REFUSED)
+            return
+        try:
+            self.actor, self.can_control = await database_sync_to_async(self._admit)(user)
+            self.label = str(getattr(user, "label", "") or user.get_username())
+        except NotFound:
+            await self.close(code=CLOSE_REFUSED)
+            return
+        await self.channel_layer.group_add(live.view_group(self.run_id, self.call_id), self.channel_name)
+        self.joined = True
+        await self.accept()
+        state = await asyncio.to_thread(live.snapshot, self.run_id, self.call_id)
+        await self.send_json(live.frame("hello", can_control=self.can_control,
+                                        control=await self._control(), **state))
+
+    def _admit(self, user: Any) -> tuple[Any, bool]:
+        session = self.scope.get("session")
+        actor = resolve_actor(None, user=user, header_org=session.get(SESSION_KEY) if session is not None else None)
+        _run, can_control = live.viewer_of(actor, self.run_id)
+        return actor, can_control
+
+    async def disconnect(self, code: int) -> None:
+        if self.joined:
+            await self.channel_layer.group_discard(live.view_group(self.run_id, self.call_id), self.channel_name)
+
+    async def _control(self) -> dict[str, Any]:
+        holder = await asyncio.to_thread(live.controller, self.run_id, self.call_id)
+        return {"holder": holder.get("label") if holder else None,
+                "mine": bool(holder and holder.get("user_id") == self.actor.user_id)}
+
+    async def receive_json(self, content: Any, **kwargs: Any) -> None:
+        kind = content.get("type") if isinstance(content, dict) else None
+        handler = {"take": self._on_take, "release": self._on_release, "input": self._on_input}.get(str(kind))
+        if handler is None:
+            await self.send_json(live.frame("error", code="bad_frame", message=f"Unknown frame type {kind!r}."))
+            return
+        await handler(content)
+
+    async def _on_take(self, content: dict[str, Any]) -> None:
+        if not self.can_control:
+            await self.send_json(live.frame("error", code="forbidden",
+                                            message="Only the run's person or an editor of the agent can take "
+                                                    "control; you can watch."))
+            return
+        taken = await asyncio.to_thread(live.take_control, self.run_id, self.call_id,
+                                        user_id=self.actor.user_id, label=self.label)
+        if not taken:
+            await self.send_json(live.frame("error", code="conflict",
+                                            message="Someone else has the browser, or the browse is over."))
+            return
+        await self._broadcast_control()
+
+    async def _on_release(self, content: dict[str, Any]) -> None:
+        if await asyncio.to_thread(live.release_control, self.run_id, self.call_id, user_id=self.actor.user_id):
+            await self._broadcast_control()
+
+    async def _broadcast_control(self) -> None:
+        holder = await asyncio.to_thread(live.controller, self.run_id, self.call_id)
+        await self.channel_layer.group_send(live.view_group(self.run_id, self.call_id), {
+            "type": "browse.control", "holder": holder})
+
+    async def _on_input(self, content: dict[str, Any]) -> None:
+        holder = await asyncio.to_thread(live.controller, self.run_id, self.call_id)
+        if holder is None or holder.get("user_id") != self.actor.user_id:
+            return  # a viewer's clicks go nowhere
+        event = content.get("event")
+        if isinstance(event, dict):
+            await self.channel_layer.group_send(live.input_group(self.run_id, self.call_id), {
+                "type": "browse.input", "user_id": self.actor.user_id, "event": event})
+
+    async def browse_frame(self, event: dict[str, Any]) -> None:
+        await self.send_json(event["frame"])
+
+    async def browse_control(self, event: dict[str, Any]) -> None:
+        holder = event.get("holder")
+        await self.send_json(live.frame("control", holder=holder.get("label") if holder else None,
+                                        mine=bool(holder and holder.get("user_id") == self.actor.user_id)))
