@@ -144,7 +144,8 @@ class EmbedConsumer(AsyncWebsocketConsumer):
         metrics.socket_opened("embed")
         self._socket_counted = True
         await self.send_frame({"type": "ready", "data": {"visitor": self.visitor_sub is not None}})
-        if self.embed.kind == Embed.Kind.PAGE:
+        if self.embed.kind in (Embed.Kind.PAGE, Embed.Kind.WIDGET):
+            # Both clients keep a continuity key; a raw socket replays nothing it did not ask for.
             await self.send_frame({"type": "history", "data": {"messages": history}})
 
     def _admit(self, key: str, origin: str | None, token: str | None, visitor: str | None) -> Any:
@@ -160,8 +161,8 @@ class EmbedConsumer(AsyncWebsocketConsumer):
         self.embed = admission.embed
         self.visitor_sub = admission.visitor_sub
         self.visitor = services.clean_visitor_key(visitor) or secrets.token_hex(16)
-        if self.embed.kind == Embed.Kind.PAGE:
-            return services.history_messages(services.find_conversation(self.embed, self.visitor))
+        if self.embed.kind in (Embed.Kind.PAGE, Embed.Kind.WIDGET):
+            return services.history_messages(services.find_conversation(self.embed, self.visitor), self.embed)
         return []
 
     # ------------------------------------------------------------------ inbound

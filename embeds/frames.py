@@ -17,6 +17,13 @@ PARKED_MESSAGE = (
     "here. You can keep asking about anything else."
 )
 
+# A chart is drawn for the person reading (capabilities/charts: "so the user can see them"), not written for the
+# model: the spec says a chart opens wherever it is, because a picture nobody can see is not an answer
+# (surfaces "Qué aspecto tiene un turno"). So its spec travels under the steps toggle even when results are
+# hidden — rebuilt from the chart fields only, never the raw tool result.
+CHART_TOOLS = {"create_chart"}
+CHART_FIELDS = ("kind", "version", "chart_type", "title", "x_label", "y_label", "x_values", "series")
+
 STEP_PART_TYPES = {"tool-call", "builtin-tool-call", "builtin-tool-return", "tool_call", "builtin_tool_call"}
 THINKING_PART_TYPES = {"thinking"}
 
@@ -38,10 +45,34 @@ class Toggles:
         )
 
 
+def chart_spec(result: Any) -> dict | None:
+    """The drawable chart in a create_chart result, or None when it is not one."""
+    if not isinstance(result, dict) or result.get("kind") != "chart" or not isinstance(result.get("series"), list):
+        return None
+    spec = {k: result[k] for k in CHART_FIELDS if k in result}
+    spec["series"] = [
+        {"name": str(s.get("name", "")), "values": s.get("values") if isinstance(s.get("values"), list) else []}
+        for s in result["series"]
+        if isinstance(s, dict)
+    ]
+    return spec
+
+
+def visible_result(toggles: Toggles, tool_name: str | None, result: Any) -> tuple[bool, Any]:
+    """(whether a visitor gets a result at all, what they get) for one finished call."""
+    if not toggles.show_tool_steps:
+        return False, None
+    if toggles.show_tool_results:
+        return True, result
+    spec = chart_spec(result) if tool_name in CHART_TOOLS else None
+    return (spec is not None), spec
+
+
 @dataclass
 class TurnFilter:
     toggles: Toggles
     hidden_parts: set[int] = field(default_factory=set)
+    call_names: dict[str, str] = field(default_factory=dict)
     parked: bool = False
     finished: bool = False
     answered: bool = False
@@ -87,6 +118,7 @@ class TurnFilter:
             if not t.show_tool_steps:
                 return []
             out = {"tool_call_id": data.get("tool_call_id"), "tool_name": data.get("tool_name")}
+            self.call_names[str(data.get("tool_call_id"))] = str(data.get("tool_name") or "")
             if t.show_tool_results:
                 out["args"] = data.get("args")
             return [_frame(kind, out)]
@@ -95,9 +127,11 @@ class TurnFilter:
                 return []
             return [_frame(kind, {"index": data.get("index"), "args_delta": data.get("args_delta")})]
         if kind == "tool_result":
-            if not t.show_tool_results:
+            name = self.call_names.get(str(data.get("tool_call_id")))
+            shown, content = visible_result(t, name, data.get("content"))
+            if not shown:
                 return []
-            return [_frame(kind, {"tool_call_id": data.get("tool_call_id"), "content": data.get("content")})]
+            return [_frame(kind, {"tool_call_id": data.get("tool_call_id"), "content": content})]
         if kind == "final_result_start":
             return [_frame(kind, {"tool_name": data.get("tool_name")})] if t.show_tool_steps else [_frame(kind, {})]
         if kind == "final_result":

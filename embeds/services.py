@@ -27,7 +27,8 @@ from agenticos import audit, vault
 from agenticos.errors import Invalid
 from agenticos.models import Membership, Secret, SecretKind
 from agenticos.tenancy import Actor
-from agents.models import Agent, AgentVersion, Conversation, Environment, Message, Run, RunStatus
+from agents.models import Agent, AgentVersion, Conversation, Environment, Message, Run, RunStatus, ToolCall
+from embeds.frames import Toggles, visible_result
 from embeds.models import DEFAULT_ACCENT, Embed, EmbedFile
 
 logger = logging.getLogger(__name__)
@@ -539,16 +540,73 @@ def create_conversation(embed: Embed, visitor: str) -> Conversation:
     )
 
 
-def history_messages(conversation: Conversation | None, limit: int = 200) -> list[dict]:
+def history_messages(conversation: Conversation | None, embed: Embed, limit: int = 200) -> list[dict]:
+    """The thread a visitor's surface replays, filtered by the embed's toggles exactly as the live frames are
+    (embeds.frames): the answer always, reasoning and steps only when shown, a step's arguments and result only
+    when results are shown — except a chart's spec, which is the answer. Two queries whatever the length."""
+
     if conversation is None:
         return []
     rows = list(
         Message.objects.filter(conversation=conversation, role__in=[Message.Role.USER, Message.Role.ASSISTANT])
         .order_by("-id")
-        .values("role", "content", "created_at")[:limit]
+        .values("id", "role", "content", "thinking", "parts", "run_id", "created_at")[:limit]
     )
     rows.reverse()
-    return [{"role": r["role"], "text": r["content"], "at": r["created_at"].isoformat()} for r in rows]
+    toggles = Toggles.of(embed)
+    calls: dict[tuple[str, str], ToolCall] = {}
+    if toggles.show_tool_steps:
+        run_ids = {r["run_id"] for r in rows if r["run_id"]}
+        for call in ToolCall.objects.filter(run_id__in=run_ids).order_by("id"):
+            calls[(str(call.run_id), call.tool_call_id)] = call
+    out: list[dict] = []
+    last_run: str | None = None
+    for r in rows:
+        run_id = str(r["run_id"]) if r["run_id"] else None
+        if r["role"] == Message.Role.USER:
+            out.append({"role": r["role"], "text": r["content"], "at": r["created_at"].isoformat()})
+            last_run = None
+            continue
+        parts = _visitor_parts(r, run_id, calls, toggles)
+        previous = out[-1] if out else None
+        if previous and previous["role"] == "assistant" and run_id and last_run == run_id:
+            # One run is one turn, as web chat draws it; a resumed run's repeated call shows once.
+            seen = {p["call"]["id"] for p in previous["parts"] if p["type"] == "tool"}
+            previous["parts"] += [p for p in parts if p["type"] != "tool" or p["call"]["id"] not in seen]
+            previous["text"] += r["content"]
+            continue
+        out.append({"role": r["role"], "text": r["content"], "parts": parts, "at": r["created_at"].isoformat()})
+        last_run = run_id
+    return out
+
+
+def _visitor_parts(row: dict, run_id: str | None, calls: dict[tuple[str, str], ToolCall], toggles: Toggles) -> list[dict]:
+    raw = row["parts"] or (
+        ([{"type": "thinking", "text": row["thinking"]}] if row["thinking"] else [])
+        + ([{"type": "text", "text": row["content"]}] if row["content"] else [])
+    )
+    parts: list[dict] = []
+    for part in raw:
+        kind = part.get("type")
+        if kind == "text":
+            parts.append({"type": "text", "text": part.get("text", "")})
+        elif kind == "thinking" and toggles.show_thinking:
+            parts.append({"type": "thinking", "text": part.get("text", "")})
+        elif kind == "tool" and toggles.show_tool_steps:
+            call = calls.get((run_id or "", part.get("tool_call_id")))
+            name = call.tool_name if call else ""
+            status = call.status if call else "unfinished"
+            entry: dict[str, Any] = {"id": part.get("tool_call_id"), "name": name, "args": {}, "result": None,
+                                     "status": status}
+            if call is not None:
+                shown, result = visible_result(toggles, name, call.result)
+                if shown:
+                    entry["result"] = result
+                if toggles.show_tool_results:
+                    entry["args"] = call.args
+            parts.append({"type": "tool", "call": entry})
+        # Delegation panels and anything new: member-only (the spec's "Qué es deliberadamente solo para miembros").
+    return parts
 
 
 def resolve_version(embed: Embed) -> AgentVersion | None:

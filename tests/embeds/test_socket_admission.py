@@ -50,10 +50,10 @@ async def test_an_allowed_origin_is_admitted_and_told_it_is_anonymous(widget, di
     connected, _ = await comm.connect(timeout=3)
     assert connected
     assert await next_frame(comm) == {"type": "ready", "data": {"visitor": False}}
+    assert await next_frame(comm) == {"type": "history", "data": {"messages": []}}  # a new visitor's empty thread
     await comm.send_json_to({"type": "message", "text": "Do you ship to Poland?"})
     # Frames are handled in order: the next frame out answers the bad frame sent after the message, so the
-    # socket was neither closed nor sent anything else (a widget has no history to show, the message got
-    # no error)…
+    # socket was neither closed nor sent anything else (the message got no error)…
     await comm.send_to(text_data="{not json")
     after = await next_frame(comm)
     assert after["type"] == "error" and after["data"]["code"] == "bad_frame", after
@@ -194,7 +194,7 @@ async def test_refused_connections_also_count_towards_the_address_limit(widget, 
 async def test_a_malformed_frame_gets_an_error_and_an_unknown_type_is_ignored(widget):
     comm = communicator(widget.public_key)
     await comm.connect(timeout=3)
-    await next_frame(comm)
+    assert [(await next_frame(comm))["type"] for _ in range(2)] == ["ready", "history"]
     await comm.send_to(text_data="{not json")
     assert (await next_frame(comm))["type"] == "error"
     await comm.send_to(text_data=json.dumps({"type": "typing", "whatever": 1}))

@@ -50,7 +50,7 @@ async def open_socket(embed: Embed, **kwargs):
     connected, _ = await comm.connect(timeout=3)
     assert connected
     assert (await next_frame(comm))["type"] == "ready"
-    if embed.kind == "page":
+    if embed.kind in ("page", "widget"):  # both replay the thread of their continuity key
         assert (await next_frame(comm))["type"] == "history"
     return comm
 

@@ -1,7 +1,7 @@
 """One turn renderer on three surfaces, in Debian's chromium against one daphne serving the console, the embeds
 and /static/: the same turns — a chart turn, a table turn (with highlighted code), a tool-step turn — read the
 same (the DOM text of each assistant turn) in web chat, in the website widget on a customer's site and on the
-hosted page, live; web chat the same again when reopened, and the hosted page for what its history replays.
+hosted page, live and reopened.
 The test plays the runner: the run is created by the real socket, never executed (`enqueue_run` is a no-op in
 this daphne), and the test publishes the runner's frames into the run's group and writes the rows the runner
 writes — so every surface receives exactly the same frames through its own socket and filter."""
@@ -284,7 +284,7 @@ def hosted_page(browser, base, embed) -> tuple[list[str], list[str]]:
     return live, reopened
 
 
-def widget(browser, site_port, embed) -> list[str]:
+def widget(browser, site_port, embed) -> tuple[list[str], list[str]]:
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     errors = watched(page)
     page.goto(f"http://localhost:{site_port}/")
@@ -303,8 +303,13 @@ def widget(browser, site_port, embed) -> list[str]:
     # The shop's own global is as the shop left it: the widget keeps the libraries it loaded to itself.
     assert page.evaluate("() => [window.marked, typeof window.AgenticTurn]") == ["the shop's own", "undefined"]
     page.screenshot(path=str(ARTIFACTS / "turn-renderer-widget.png"))
+    # Reopened: the shop's page again, the same browser, so the same continuity key — the thread comes back.
+    page.reload()
+    page.get_by_role("button", name="Need help?").click()
+    page.wait_for_function(f"() => {WIDGET_ROOT}.querySelectorAll('.turn-assistant').length === {len(TURNS)}")
+    reopened = page.evaluate(f"() => ({BODIES_JS})({WIDGET_ROOT})")
     assert errors == []
-    return live
+    return live, reopened
 
 
 def test_the_same_turns_read_the_same_on_web_chat_the_widget_and_the_hosted_page(server, customer_site):
@@ -327,7 +332,7 @@ def test_the_same_turns_read_the_same_on_web_chat_the_widget_and_the_hosted_page
     with chromium() as browser:
         chat_live, chat_reopened = web_chat(browser, server, agent)
         page_live, page_reopened = hosted_page(browser, server, page_embed)
-        widget_live = widget(browser, port, widget_embed)
+        widget_live, widget_reopened = widget(browser, port, widget_embed)
 
     assert len(chat_live) == len(TURNS)
     chart, table, tool = chat_live
@@ -337,8 +342,10 @@ def test_the_same_turns_read_the_same_on_web_chat_the_widget_and_the_hosted_page
     assert chat_reopened == chat_live
     assert page_live == chat_live
     assert widget_live == chat_live
-    # The hosted page's history replays what the transcript stores for a visitor (embeds.services.history_messages).
-    assert page_reopened[1] == chat_live[1]
+    # Reopened, both replay the transcript's parts for a visitor (embeds.services.history_messages): the chart,
+    # the table and the tool step read as web chat reads them live.
+    assert page_reopened == chat_live
+    assert widget_reopened == chat_live
     print(json.dumps({"chat": chat_live, "page_reopened": page_reopened}, indent=1))
 
 
