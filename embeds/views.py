@@ -66,9 +66,7 @@ def static_text(name: str) -> str:
 
 def widget_source(config: dict) -> str:
     return (
-        "(function(){\n"
-        + static_text("markdown.js")
-        + "\nvar AOS_CONFIG = "
+        "(function(){\nvar AOS_CONFIG = "
         + json.dumps(config).replace("</", "<\\/")
         + ";\n"
         + static_text("widget.js")
@@ -179,7 +177,7 @@ def page_config_json(request: HttpRequest, key: str) -> HttpResponse:
 def page_response(request: HttpRequest, config: dict[str, Any], *, first: str = "") -> HttpResponse:
     """The hosted page drawn with this config. `first` is script run before the page's own: the console's
     preview passes a socket that answers in the browser."""
-    script = static_text("markdown.js") + "\n" + static_text("page.js")
+    script = static_text("page.js")
     return render(request, "embeds/page.html", {"config": config, "script": (first + "\n" if first else "") + script})
 
 

@@ -292,8 +292,8 @@ def test_the_logo_sniffer_knows_exactly_four_image_types():
 
 
 def test_the_static_clients_exist_and_are_served_from_this_app():
-    assert "aosMarkdown" in views.static_text("markdown.js")
     assert "localStorage" in views.static_text("page.js")
+    assert "AgenticTurn" in views.static_text("page.js") and "AgenticTurn" in views.static_text("widget.js")
 
 
 def test_a_visitors_file_name_cannot_name_a_path(client, upload_page):
