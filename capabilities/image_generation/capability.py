@@ -144,13 +144,13 @@ def build_model(entry: catalog.ProviderEntry, api_key: str) -> tuple[Any, Any]:
 
 
 def _workspace_for_output(workspace_id: str | None) -> str | None:
-    """The run's workspace when it keeps its files here (backend `state`); a service workspace's files live in
-    its container, which this copy would never reach."""
+    """The run's workspace: its stored files are the truth on both backends (a service sandbox copies the rows
+    written since its last command before the next one, capabilities/sandbox/service.py)."""
     from capabilities.models import Workspace
 
     if not workspace_id:
         return None
-    return workspace_id if Workspace.objects.filter(pk=workspace_id, backend="state").exists() else None
+    return workspace_id if Workspace.objects.filter(pk=workspace_id).exists() else None
 
 
 def _cost(response: Any, config: ImageGenerationConfig, images: int) -> tuple[Decimal, bool]:

@@ -25,6 +25,7 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.utils import timezone
 from pydantic_ai.workspaces import (
     CommandResult,
     WorkspaceCommand,
@@ -46,6 +47,14 @@ def remote_path(path: str) -> str | None:
     return full[len(PREFIX):] if full.startswith(PREFIX) else None
 
 
+def _written_since(workspace_id: str, mark: Any) -> dict[str, bytes]:
+    if mark is None:
+        return {}
+    return {path: bytes(data) for path, data in WorkspaceFile.objects.filter(
+        workspace_id=workspace_id, is_dir=False, path__startswith=PREFIX, updated_at__gt=mark,
+    ).values_list("path", "data")}
+
+
 def _stored_files(workspace_id: str) -> dict[str, bytes]:
     return {path: bytes(data) for path, data in WorkspaceFile.objects.filter(
         workspace_id=workspace_id, is_dir=False, path__startswith=PREFIX).values_list("path", "data")}
@@ -58,6 +67,9 @@ class ServiceWorkspaceBackend(store.DatabaseWorkspaceBackend):
     client: SandboxdClient | None = field(default=None, repr=False)
     runtime: str | None = None
     _synced: bool = field(default=False, repr=False)
+    # When the sandbox last matched the stored files: rows written after it by something other than this
+    # backend (a generated image, speech or video landing in /workspace/output) are copied before a command.
+    _synced_mark: Any = field(default=None, repr=False)
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False)
 
     @property
@@ -70,13 +82,16 @@ class ServiceWorkspaceBackend(store.DatabaseWorkspaceBackend):
         return self.client
 
     async def _ensure(self) -> None:
-        """Open the sandbox workspace and bring its files up to date with the stored ones (once per run)."""
+        """Open the sandbox workspace and bring its files up to date with the stored ones (once per run; after
+        that only the rows written since, by anything but this backend's own write-through)."""
         if self._synced:
+            await self._catch_up()
             return
         async with self._lock:
             if self._synced:
                 return
             sandbox = self._sandbox()
+            self._synced_mark = timezone.now()
             try:
                 await sandbox.open(self.remote_id, self.runtime)
                 present = {item["path"]: item.get("sha256") for item in
@@ -89,6 +104,19 @@ class ServiceWorkspaceBackend(store.DatabaseWorkspaceBackend):
             except SandboxdError as exc:
                 raise WorkspaceUnavailableError(f"The sandbox service is unavailable: {exc}") from None
             self._synced = True
+
+    async def _catch_up(self) -> None:
+        mark = timezone.now()
+        written = await sync_to_async(_written_since)(self.workspace_id, self._synced_mark)
+        try:
+            for path, data in written.items():
+                rel = remote_path(path)
+                if rel is not None:
+                    await self._sandbox().write(self.remote_id, rel, data)
+        except SandboxdError:
+            self._synced = False  # the next command copies everything over
+            return
+        self._synced_mark = mark
 
     # ------------------------------------------------------------------ file tools write through
 

@@ -10,7 +10,7 @@ One call, in this order, so nothing is paid for a clip that could not be kept:
    the ledger (`metered.record`, label `text_to_speech`) as its audio returns, so a failure midway still
    records what was spoken;
 5. the chunks are joined (MP3 concatenated, WAV as 24 kHz PCM under one header) and the clip goes to the
-   generated-media store (and to `/workspace/output` when the run has a stored workspace).
+   generated-media store (and to `/workspace/output` when the run has a workspace).
 
 Failures go to whoever can fix them: an empty or too long text, a voice outside the allowed ones, a text the
 provider refused, a rate limit or a provider that is down go back to the model; a rejected key, an unknown

@@ -15,7 +15,7 @@ One call, in this order, so nothing is paid for a clip that could not be kept:
 5. the finished clip is downloaded from the provider's storage URL before it expires, with a client that carries
    no key (`outbound.download`), and recorded at the duration the provider reports (`metered.record`, label
    `video_generation`); a clip that was made but could not be downloaded is recorded too, and said;
-6. the clip goes to the generated-media store (and to `/workspace/output` for a stored workspace).
+6. the clip goes to the generated-media store (and to `/workspace/output` when the run has a workspace).
 
 Failures: a rejected key, a spent budget, a content refusal and a timeout are results (a retry after a refusal
 would invite working around it); a rate limit or a provider that is down is a retry. Only the provider's status

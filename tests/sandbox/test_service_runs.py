@@ -244,3 +244,28 @@ def test_a_sandbox_service_that_does_not_answer_is_a_readable_result_and_files_s
     assert "never" not in script.results[0]
     assert "still here" in script.results[2]
     assert "d" * 40 not in " ".join(script.results)
+
+
+def test_a_file_stored_mid_run_by_another_tool_reaches_the_sandbox_before_the_next_command(org, owner, own_sandboxd):
+    """A generated image, speech or video clip lands in /workspace/output as a stored row, outside the backend;
+    the sandbox copies the rows written since its last command before it runs the next one."""
+    import asyncio
+
+    from agenticos.models import Organization
+    from agents.models import Run
+    from capabilities.sandbox import connections
+    from capabilities.sandbox.service import ServiceWorkspaceBackend
+
+    agent, version = service(org, owner)
+    run = Run.objects.create(organization=org, agent=agent, version=version, user=owner, surface="api",
+                             status=RunStatus.RUNNING)
+    connection = connections.for_run(Organization.objects.get(pk=org.pk), None)
+    workspace = store.open_for_run(run, "agent", backend="service", host=str(connection.pk))
+    backend = ServiceWorkspaceBackend(str(workspace.pk), run_id=str(run.pk), client=connections.client_for(connection))
+
+    async def command(line: str) -> str:
+        return (await backend.run(line, shell=True, timeout=20)).stdout  # noqa: S604 (the jailed shell is the point)
+
+    assert asyncio.run(command("ls output 2>/dev/null; echo done")).strip() == "done"
+    store.write(str(workspace.pk), "/workspace/output/speech.mp3", b"ID3 clip", run_id=str(run.pk))
+    assert asyncio.run(command("cat output/speech.mp3")) == "ID3 clip"
