@@ -80,6 +80,12 @@ def chat_strings() -> dict[str, str]:
         "disconnected": _("Connection lost. Reload the page to reconnect."),
         "choose_agent": _("Choose an agent first."),
         "chart": _("Chart"),
+        # the turn renderer (static/console/turn.js): a code block's copy button, a generated file, compaction
+        "copy": _("Copy"),
+        "copied": _("Copied"),
+        "copy_code": _("Copy code"),
+        "download": _("Download"),
+        "summarizing": _("Summarizing the conversation…"),
         "status_parked": _("waiting"),
         "budget_exceeded": _("The budget is used up."),
         # delegation panels (capabilities/subagents)

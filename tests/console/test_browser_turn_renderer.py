@@ -183,3 +183,21 @@ async def test_only_a_member_of_the_runs_organization_follows_it_and_hears_its_d
     assert await stranger.receive_nothing(timeout=0.3)  # the outsider never joined that run
     await watcher.disconnect()
     await stranger.disconnect()
+
+
+def test_every_english_default_of_the_turn_renderer_is_a_translatable_chat_string():
+    """turn.js falls back to its own English for a key web chat does not pass: such a key is never translated."""
+    import re
+    from pathlib import Path
+
+    from django.utils import translation
+
+    from agenticos.console.strings import chat_strings
+
+    source = (Path(__file__).resolve().parents[2] / "static/console/turn.js").read_text(encoding="utf-8")
+    block = source[source.index("var STRINGS = {"):source.index("};", source.index("var STRINGS = {"))]
+    defaults = dict(re.findall(r'(\w+): "((?:[^"\\]|\\.)*)"', block))
+    assert {"copy", "copied", "copy_code", "download", "summarizing"} <= defaults.keys()
+    with translation.override("en"):
+        strings = chat_strings()
+    assert {key: strings.get(key) for key in defaults} == defaults
