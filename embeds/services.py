@@ -580,7 +580,7 @@ def history_messages(conversation: Conversation | None, embed: Embed, limit: int
     return out
 
 
-def _visitor_parts(row: dict, run_id: str | None, calls: dict[tuple[str, str], ToolCall], toggles: Toggles) -> list[dict]:
+def _visitor_parts(row: Any, run_id: str | None, calls: dict[tuple[str, str], ToolCall], toggles: Toggles) -> list[dict]:
     raw = row["parts"] or (
         ([{"type": "thinking", "text": row["thinking"]}] if row["thinking"] else [])
         + ([{"type": "text", "text": row["content"]}] if row["content"] else [])
