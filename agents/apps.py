@@ -4,3 +4,8 @@ from django.apps import AppConfig
 class AgentsConfig(AppConfig):
     name = "agents"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        # The approval_decided receiver lives beside the chat socket it notifies; a decision taken in a Celery
+        # worker or a bot process (which never import the ASGI routing) must broadcast it too.
+        import agents.consumers  # noqa: F401
