@@ -181,6 +181,12 @@ def approval_decide(request: HttpRequest, actor: Actor, approval_id: str) -> Htt
         ).exists():
             governance.resume_run(actor=actor, run=run)
     except Conflict as exc:
+        decided = exc.details.get("status") if isinstance(exc.details, dict) else None
+        if wants_json and decided:
+            # A card left over from a decision made elsewhere is not a failed request (Chromium would log a 409 as
+            # a console error): the chat is told what was decided and follows the run. The REST API keeps its 409.
+            return JsonResponse({"status": decided, "run_id": str(approval.run_id), "already_decided": True,
+                                 "message": exc.message})
         if wants_json:
             return JsonResponse({"error": {"code": exc.code, "message": exc.message}}, status=409)
         messages.error(request, exc.message)

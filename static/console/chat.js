@@ -258,10 +258,10 @@
     }).then(function (r) { return r.json().then(function (data) { return {ok: r.ok, status: r.status, data: data}; }); })
       .then(function (res) {
         pending.approvals = pending.approvals.filter(function (a) { return a.approval_id !== item.approval_id; });
-        if (res.status === 409) {
+        if (res.ok && res.data.already_decided) {
           // A card left over from before a decision made elsewhere: the answer says what was decided ("This call
           // was already approved."); the view follows the run from there instead of reporting a failure.
-          showNotice(res.data.error ? res.data.error.message : "");
+          showNotice(res.data.message || (res.data.status === "approved" ? T.approved : T.rejected));
           activeRunId = item.run_id;
           socketSend({type: "watch", run_id: item.run_id});
           reconcile();

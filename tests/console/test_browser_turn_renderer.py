@@ -141,6 +141,30 @@ def test_an_approval_decided_on_the_approvals_page_reaches_a_chat_tab_reloaded_w
     assert errors == []
 
 
+@pytest.mark.browser
+def test_a_stale_approval_card_says_what_was_decided_without_a_failed_request(live_server_url, browser):
+    from governance.models import Approval
+
+    org = factories.organization(name="Acme")
+    approver = member(org, "approver@example.com")
+    factories.published_agent(org, approver, name="Gated", capabilities=[
+        {"id": "charts", "tool_approval": {"create_chart": "required"}}, {"id": "clock"}])
+    chat = browser.new_page(viewport={"width": 1440, "height": 900})
+    chat.set_default_timeout(TIMEOUT)
+    errors = console_errors(chat)
+    sign_in(chat, live_server_url, "approver@example.com")
+    chat.goto(f"{live_server_url}/chat/")
+    chat.get_by_label("Message").fill("Draw a chart please")
+    chat.get_by_role("button", name="Send").click()
+    chat.wait_for_selector("[data-approval]")
+    # Decided behind the tab's back, with no broadcast: the card this tab shows is now stale.
+    assert Approval.objects.filter(organization=org, status="pending").update(status="approved") == 1
+    chat.get_by_role("button", name="Approve").click()
+    chat.wait_for_selector(".notice:has-text('This call was already approved.')")
+    chat.wait_for_function("() => !document.querySelector('[data-approval]')")
+    assert errors == []  # a 409 here was a console error in Chromium
+
+
 async def test_only_a_member_of_the_runs_organization_follows_it_and_hears_its_decision():
     from channels.db import database_sync_to_async
 

@@ -85,8 +85,15 @@ def test_an_admin_decides_from_the_queue_and_the_parked_run_continues(client_as,
     assert response.json() == {"status": "approved", "run_id": str(run.pk)}
     run.refresh_from_db()
     assert run.status == "queued"
-    assert client.post(f"/approvals/{approval.pk}/decide", {"decision": "reject"},
-                       HTTP_ACCEPT="application/json").status_code == 409
+    # A stale card deciding again is told what was decided, not refused (the REST API still answers 409)…
+    again = client.post(f"/approvals/{approval.pk}/decide", {"decision": "reject"}, HTTP_ACCEPT="application/json")
+    assert again.status_code == 200
+    assert again.json() == {"status": "approved", "run_id": str(run.pk), "already_decided": True,
+                            "message": "This call was already approved."}
+    approval.refresh_from_db()
+    assert approval.status == "approved"  # …and changed nothing
+    api = client.post(f"/api/v1/approvals/{approval.pk}", {"decision": "reject"}, content_type="application/json")
+    assert api.status_code == 409
 
 
 # ------------------------------------------------------------------ outsiders
