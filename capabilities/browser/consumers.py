@@ -2,7 +2,7 @@
 run's person or an editor of the agent may take the tab. Thin: admit, route by type, relay (live.py does the
 rest, in the worker that holds the tab).
 
-Frames out: `hello` {can_control, control, live, ended, steps, frame}, then what the worker publishes — `frame`
+Frames out: `hello` {can_control, control, live, ended, steps, frame, agent}, then what the worker publishes — `frame`
 {jpeg (base64), width, height}, `step` {line}, `agent` {state: paused | resumed | needs_person, reason?},
 `ended` — and `control` {holder (a label) or null, mine}. Frames in: `take`, `release`, `input` {event:
 {kind: click|scroll|text|key, x, y, dy, text, key}} (only from who holds the tab).

@@ -115,14 +115,16 @@ def release_control(run_id: Any, call_id: str, *, user_id: int) -> bool:
 
 
 def snapshot(run_id: Any, call_id: str) -> dict[str, Any]:
-    """What a view opened now shows: whether the browse is live, its last frame and its steps so far."""
+    """What a view opened now shows: whether the browse is live, its last frame, its steps so far and what the
+    agent last said it was doing (paused, resumed, needs a person)."""
     client = _client()
     live = client.get(key(run_id, call_id, "live"))
     last = client.get(key(run_id, call_id, "frame"))
+    agent = client.get(key(run_id, call_id, "agent"))
     steps = [s.decode() if isinstance(s, bytes) else s for s in client.lrange(key(run_id, call_id, "steps"), 0, -1)]
     meta = json.loads(live) if live else None
     return {"live": meta is not None, "ended": bool(meta and meta.get("ended")), "steps": steps,
-            "frame": json.loads(last) if last else None}
+            "frame": json.loads(last) if last else None, "agent": json.loads(agent) if agent else None}
 
 
 # ------------------------------------------------------------------ the worker's side
@@ -246,6 +248,14 @@ class LiveView:
         client.expire(name, TTL)
         client.expire(key(self.run_id, self.call_id, "live"), TTL)
 
+    async def _agent(self, state: str, **data: Any) -> None:
+        """What the agent is doing now, to the views and kept for a view opened later."""
+        payload = frame("agent", state=state, **data)
+        with contextlib.suppress(Exception):
+            await asyncio.to_thread(_client().set, key(self.run_id, self.call_id, "agent"),
+                                    json.dumps(payload["data"]), ex=TTL)
+        await self._send(payload)
+
     async def controlled(self) -> bool:
         try:
             return await asyncio.to_thread(controller, self.run_id, self.call_id) is not None
@@ -257,10 +267,10 @@ class LiveView:
         CONTROL_SECONDS, the key's own life). True when someone had it since the last look."""
         if not await self._taken() and not await self.controlled():
             return False
-        await self._send(frame("agent", state="paused"))
+        await self._agent("paused")
         while await self.controlled():
             await asyncio.sleep(POLL_SECONDS)
-        await self._send(frame("agent", state="resumed"))
+        await self._agent("resumed")
         return True
 
     async def _taken(self) -> bool:
@@ -274,7 +284,7 @@ class LiveView:
     async def wait_for_person(self, reason: str, seconds: float | None = None) -> bool:
         """Only a person can go on: wait up to NEEDS_PERSON_SECONDS for one to take the tab, then for them to
         hand it back. False when nobody came."""
-        await self._send(frame("agent", state="needs_person", reason=reason))
+        await self._agent("needs_person", reason=reason)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + (NEEDS_PERSON_SECONDS if seconds is None else seconds)
         while loop.time() < deadline:

@@ -39,6 +39,12 @@
     else if (holder) say(str("Held") + " " + holder);
   }
 
+  function showAgent(data) {
+    if (data.state === "paused" && !mine) say(str("Paused"));
+    if (data.state === "resumed") say(str("Resumed"));
+    if (data.state === "needs_person") say(str("Needs") + " " + (data.reason || ""));
+  }
+
   socket.addEventListener("message", (event) => {
     const msg = JSON.parse(event.data);
     const data = msg.data || {};
@@ -48,6 +54,7 @@
         showFrame(data.frame);
         say(data.ended ? str("Ended") : str("Waiting"));
         if (data.control) showControl(data.control.holder, data.control.mine);
+        if (data.agent && !data.ended) showAgent(data.agent);
         break;
       case "frame": showFrame(data); if (!mine && status.textContent === str("Waiting")) say(""); break;
       case "step": addStep(data.line); break;
@@ -55,11 +62,7 @@
         showControl(data.holder, data.mine);
         if (!data.holder) say("");
         break;
-      case "agent":
-        if (data.state === "paused" && !mine) say(str("Paused"));
-        if (data.state === "resumed") say(str("Resumed"));
-        if (data.state === "needs_person") say(str("Needs") + " " + (data.reason || ""));
-        break;
+      case "agent": showAgent(data); break;
       case "ended": say(str("Ended")); if (take) take.hidden = true; break;
       case "error": say(data.message || ""); break;
     }
