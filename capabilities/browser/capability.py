@@ -149,11 +149,18 @@ async def _page_after(ctx: RunContext[Any], did: str, action: Any) -> str:
     browser = _browser(ctx)
     try:
         tab = await browser.tab()
+        # One live view for the tab in the agent's own hands, under the first direct call's id; a person may
+        # take the tab between any two actions.
+        watch = tab.live or await live.open_for(tab, ctx.deps.run_id, ctx.tool_call_id)
+        if watch is not None:
+            await watch.hold()
         note = did
         try:
             await action(tab)
         except ActionFailed as exc:
             note = str(exc)
+        if watch is not None:
+            await watch.note(note)
         view = await tab.read()
     except BrowserUnavailable as exc:
         return str(exc)

@@ -240,6 +240,14 @@ class LiveView:
                 await asyncio.to_thread(self._keep_step, line)
             await self._send(frame("step", line=line))
 
+    async def note(self, line: str) -> None:
+        """One action of the agent's own tools, as a step of the view (never a typed value: the tools' notes
+        say only which field was filled)."""
+        self._published += 1
+        with contextlib.suppress(Exception):
+            await asyncio.to_thread(self._keep_step, line)
+        await self._send(frame("step", line=line))
+
     def _keep_step(self, line: str) -> None:
         client = _client()
         name = key(self.run_id, self.call_id, "steps")

@@ -230,3 +230,22 @@ def test_the_page_gets_only_clicks_wheel_text_and_the_listed_keys_within_bounds(
     assert command == "Input.insertText" and len(params["text"]) == live.MAX_TEXT_EVENT
     click = live.input_commands({"kind": "click", "x": "-5", "y": 1e9})
     assert click[1][1]["x"] == 0 and click[1][1]["y"] == 10000
+
+
+@pytest.mark.django_db
+def test_the_agents_own_tools_share_one_live_view_whose_steps_never_hold_a_typed_value(browser_env, site):
+    from capabilities.browser.live import _client
+    from tests.capabilities.helpers import run
+    from tests.capabilities.test_browser_tools import browser_spec
+
+    url = f"http://{SITE}:{site.port}/form"
+    asyncio.run(run(browser_spec(browser_env), [
+        ("browser_open", {"url": url}),
+        ("browser_type", {"element": 1, "text": "Ada"}),
+        ("browser_click", {"element": 4}),
+    ]))
+    [steps_key] = _client().keys("*browse-live*:steps")  # one view, opened by the first browser_open
+    steps = [line.decode() for line in _client().lrange(steps_key, 0, -1)]
+    assert steps == [f"Opened {url}.", "Typed into [1].", "Clicked [4]."]
+    run_id, call_id = steps_key.decode().split(":")[-3:-1]
+    assert live.snapshot(run_id, call_id)["ended"] is True  # the view ended with the run's browser
