@@ -86,6 +86,10 @@ def chat_strings() -> dict[str, str]:
         "copy_code": _("Copy code"),
         "download": _("Download"),
         "summarizing": _("Summarizing the conversation…"),
+        # the missing-capability card (agents.capability_card)
+        "capability_missing": _("This needs a capability the agent does not have:"),
+        "capability_enable": _("Enable it"),
+        "capability_ask": _("Ask the owner to enable it"),
         "status_parked": _("waiting"),
         "budget_exceeded": _("The budget is used up."),
         # delegation panels (capabilities/subagents)

@@ -103,7 +103,7 @@
     },
     foot: turnFoot,
     // What a turn's foot depends on besides the turn itself: next steps that arrived live, the workspace listing.
-    version: function (turn) { return [followUpsByRun[turn.run_id] || null, workspaceFiles]; },
+    version: function (turn) { return [followUpsByRun[turn.run_id] || null, workspaceFiles, capabilityCards, capabilityOutcomes]; },
   });
   var markdown = renderer.markdown;
   var rail = renderer.rail;
@@ -122,6 +122,11 @@
       if (r && r.cards) cards = cards.concat(r.cards);
     });
     if (cards.length) out.push(setupCards(cards.slice(0, 3)));
+    (turn.parts || []).forEach(function (p) {
+      // The card is drawn from the request_capability call itself, so a reopened conversation shows it again.
+      if (p.type === "tool" && p.call.name === "request_capability" && p.call.status === "ok" && p.call.args &&
+          p.call.args.capability_id) out.push(capabilityCard(p.call.args));
+    });
     var steps = turn.follow_ups && turn.follow_ups.length ? turn.follow_ups : followUpsByRun[turn.run_id];
     if (steps && steps.length) out.push(followUps(steps));
     if (turn.usage && turn.usage.status && turn.usage.status !== "running" && turn.usage.status !== "queued") {
@@ -228,6 +233,45 @@
     if (renderQueued) return;
     renderQueued = true;
     window.requestAnimationFrame(renderTranscript);
+  }
+
+  // ---------------------------------------------------------------- a missing capability
+
+  // The capability_missing frame's card data by capability id (name, offers, whether this person may enable it);
+  // a conversation reopened later knows only the call's arguments, and then offers to ask the owner.
+  var capabilityCards = {}, capabilityOutcomes = {};
+  function capabilityCard(args) {
+    var id = String(args.capability_id);
+    var data = capabilityCards[id] || {capability: {id: id, name: window.AgenticTurn.humanize(id)}, reason: args.reason,
+                                        agent_id: S.agent_id, can_enable: false};
+    var cap = data.capability || {};
+    var action = data.can_enable ? "enable" : "request";
+    var outcome = capabilityOutcomes[id];
+    var button = h("button", {type: "button", class: "button small primary", "data-capability-action": action,
+                              text: data.can_enable ? T.capability_enable : T.capability_ask,
+                              disabled: outcome && outcome.ok ? "" : null});
+    button.addEventListener("click", function () {
+      button.disabled = true;
+      fetch("/api/v1/agents/" + encodeURIComponent(data.agent_id || S.agent_id) + "/capabilities/" +
+            encodeURIComponent(cap.id) + "/" + action, {
+        method: "POST", credentials: "same-origin", body: JSON.stringify({reason: data.reason || args.reason || ""}),
+        headers: {"X-CSRFToken": csrf(), "Content-Type": "application/json", "Accept": "application/json"},
+      }).then(function (r) { return r.json().then(function (j) { return {ok: r.ok, j: j}; }); })
+        .then(function (res) {
+          capabilityOutcomes[id] = {ok: res.ok, text: res.ok ? (res.j.message || "") : ((res.j.error || {}).message || "")};
+          capabilityOutcomes = Object.assign({}, capabilityOutcomes);  // a new version: the foot is drawn again
+          schedule();
+        });
+    });
+    return h("section", {class: "capability-card", "data-capability-card": cap.id}, [
+      h("p", {text: T.capability_missing}),
+      h("strong", {text: cap.name || cap.id}),
+      cap.offers ? h("p", {class: "muted", text: cap.offers}) : null,
+      data.reason || args.reason ? h("p", {text: data.reason || args.reason}) : null,
+      button,
+      outcome ? h("p", {class: outcome.ok ? "muted" : "field-error", "data-capability-result": outcome.ok ? "ok" : "error",
+                        role: "status", text: outcome.text}) : null,
+    ]);
   }
 
   // ---------------------------------------------------------------- approvals and questions
@@ -455,6 +499,12 @@
     switch (frame.type) {
       case "compaction":
         if (d.status === "summarizing") liveTurn().compacting = true;
+        break;
+      case "capability_missing":
+        if (d.capability && d.capability.id) {
+          capabilityCards = Object.assign({}, capabilityCards);
+          capabilityCards[d.capability.id] = d;
+        }
         break;
       case "approval_decided":
         // Decided here, on the Approvals page or anywhere else: every open view of the run drops the card.
