@@ -513,9 +513,17 @@ RETENTION_TRANSCRIPT_DAYS = _int("RETENTION_TRANSCRIPT_DAYS", 0, minimum=0)
 # /api/v1/generated/<filename>. The quota is checked before any provider is paid; 0 = no quota.
 INSTALLED_APPS += ["capabilities.generated_media"]
 GENERATED_MEDIA_QUOTA_MB = _int("GENERATED_MEDIA_QUOTA_MB", 1024, minimum=0)
-# The image provider's endpoint (an operator setting, reached through the model-host guard:
-# MODEL_ALLOWED_PRIVATE_HOSTS). Speech and video providers come with their capabilities (not built yet).
+# The providers' endpoints (operator settings, reached through the model-host guard:
+# MODEL_ALLOWED_PRIVATE_HOSTS); empty = the catalog's public endpoint (capabilities/*/..._models.json).
 GENERATED_MEDIA_OPENAI_BASE_URL = env.str("GENERATED_MEDIA_OPENAI_BASE_URL", default="https://api.openai.com/v1")
+GENERATED_MEDIA_ELEVENLABS_BASE_URL = env.str("GENERATED_MEDIA_ELEVENLABS_BASE_URL", default="")
+GENERATED_MEDIA_GOOGLE_BASE_URL = env.str("GENERATED_MEDIA_GOOGLE_BASE_URL", default="")
+GENERATED_MEDIA_BYTEPLUS_BASE_URL = env.str("GENERATED_MEDIA_BYTEPLUS_BASE_URL", default="")
+GENERATED_MEDIA_XAI_BASE_URL = env.str("GENERATED_MEDIA_XAI_BASE_URL", default="")
+GENERATED_MEDIA_ALIBABA_BASE_URL = env.str("GENERATED_MEDIA_ALIBABA_BASE_URL", default="")
+# The coding agent's CLIs call these instead of api.anthropic.com / api.openai.com when set (a gateway).
+CODING_AGENT_ANTHROPIC_BASE_URL = env.str("CODING_AGENT_ANTHROPIC_BASE_URL", default="")
+CODING_AGENT_OPENAI_BASE_URL = env.str("CODING_AGENT_OPENAI_BASE_URL", default="")
 
 # ------------------------------------------------------------------ applications and visuals (issue 21)
 # Published applications (capabilities/artifacts) and drawings (capabilities/visuals): one page or drawing at
