@@ -54,6 +54,10 @@ class BrowseLiveConsumer(AsyncJsonWebsocketConsumer):
     async def disconnect(self, code: int) -> None:
         if self.joined:
             await self.channel_layer.group_discard(live.view_group(self.run_id, self.call_id), self.channel_name)
+            # A person who closes the view while holding the tab hands it back, rather than leave the agent
+            # waiting out the 15 minutes.
+            if await asyncio.to_thread(live.release_control, self.run_id, self.call_id, user_id=self.actor.user_id):
+                await self._broadcast_control()
 
     async def _control(self) -> dict[str, Any]:
         holder = await asyncio.to_thread(live.controller, self.run_id, self.call_id)
