@@ -41,6 +41,7 @@ MEMBER_ONLY_FRAME_TYPES = {
     "conversation_created",
     "run_started",
     "capability_missing",
+    "browser_live",
 }
 
 
