@@ -4,13 +4,14 @@ One call, in this order, so nothing is paid for an image that could not be kept:
 1. the prompt is checked (empty or too long: a retry, the model's own mistake);
 2. the organization's generated-media quota (`generated_media.store.check_quota`): full → a result;
 3. the run's budget caps (`governance.metered.check`, the one metered path): used up → a result;
-4. the image model runs as a sub-request of the run: pydantic-ai's `OpenAIResponsesModel` with
-   `ImageGenerationTool` (the catalog's caller model calls it; the chosen image model travels as the tool's
-   `model`), on the operator's `GENERATED_MEDIA_OPENAI_BASE_URL` through the outbound guard
-   (`netguard.PinnedTransport`, `MODEL_ALLOWED_PRIVATE_HOSTS`), with the binding's sealed key;
-5. the response is written to the ledger (`metered.record`, label `image_generation`): the caller's tokens
-   priced by genai-prices plus the catalog's dated per-image price; without one the image is recorded at
-   zero and the run's cost marked partial;
+4. the image model runs as a sub-request of the run with `ImageGenerationTool`, through the outbound guard
+   (`netguard.PinnedTransport`, `MODEL_ALLOWED_PRIVATE_HOSTS`), with the binding's sealed key: OpenAI is
+   `OpenAIResponsesModel` (the catalog's caller model calls the tool; the chosen image model travels as the
+   tool's `model`) on `GENERATED_MEDIA_OPENAI_BASE_URL`; Google is `GoogleModel` on the Gemini image model
+   itself (generateContent answering with an inline image), on `GENERATED_MEDIA_GOOGLE_BASE_URL` when set;
+5. the response is written to the ledger (`metered.record`, label `image_generation`): the tokens priced by
+   genai-prices plus the catalog's dated per-image price (Google: the per-image price stands for the output
+   tokens, which are the image); without one the image is recorded at zero and the run's cost marked partial;
 6. the image goes to the generated-media store (and to `/workspace/output` when the run has a stored
    workspace) and the tool returns its URL.
 
@@ -49,6 +50,7 @@ LEDGER_KIND = "image_generation"
 MAX_PROMPT = 4000
 TIMEOUT_SECONDS = 180
 CONTENT_POLICY_CODES = frozenset({"moderation_blocked", "content_policy_violation", "content_filter"})
+GEMINI_BASE_URL = "https://generativelanguage.googleapis.com"
 # An SDK prefix of the old single-string form ("openai-responses:gpt-5.4") → the catalog's provider id.
 OLD_PREFIXES = {"openai-responses": "openai", "openai": "openai"}
 
@@ -105,7 +107,12 @@ class ImageGenerationConfig(BaseModel):
             raise ValueError(f"size must be one of {entry.sizes} for provider {self.provider}")
         if self.aspect_ratio is not None and self.aspect_ratio not in entry.aspect_ratios:
             raise ValueError(f"aspect_ratio must be one of {entry.aspect_ratios} for provider {self.provider}")
-        if self.aspect_ratio and self.size not in (None, "auto"):
+        ignored = [name for name in catalog.OPTIONS if getattr(self, name) is not None and name not in entry.options]
+        if ignored:
+            raise ValueError(f"provider {self.provider} does not apply {', '.join(ignored)}; it takes only "
+                             f"{entry.options}")
+        # OpenAI's size is the shape too; Gemini's is the resolution and combines with a ratio.
+        if entry.model_class == "openai-responses" and self.aspect_ratio and self.size not in (None, "auto"):
             raise ValueError("set size or aspect_ratio, not both")
         if self.background == "transparent" and self.output_format == "jpeg":
             raise ValueError("a transparent background needs output_format png or webp")
@@ -118,10 +125,11 @@ class _ImageState:
     reveal: Any
 
 
-def _image_tool(config: ImageGenerationConfig) -> Any:
+def _image_tool(config: ImageGenerationConfig, entry: catalog.ProviderEntry) -> Any:
     from pydantic_ai.native_tools import ImageGenerationTool
 
-    options: dict[str, Any] = {"model": config.model}
+    # Google's image model is the request's model itself, not a tool option.
+    options: dict[str, Any] = {"model": config.model} if entry.model_class == "openai-responses" else {}
     for name in ("quality", "background", "output_format", "size", "aspect_ratio"):
         value = getattr(config, name)
         if value is not None:
@@ -129,13 +137,23 @@ def _image_tool(config: ImageGenerationConfig) -> Any:
     return ImageGenerationTool(**options)
 
 
-def build_model(entry: catalog.ProviderEntry, api_key: str) -> tuple[Any, Any]:
+def build_model(entry: catalog.ProviderEntry, api_key: str, model_id: str = "") -> tuple[Any, Any]:
     """(model, its HTTP client) for one call. The key goes to the operator's base URL only, through the guard;
     the SDK's own retries are off (a retry is the model's decision, and each one could be billed)."""
+    from agents.providers import guarded_http_client
+
+    if entry.model_class == "google":
+        from pydantic_ai.models.google import GoogleModel
+        from pydantic_ai.providers.google import GoogleProvider
+
+        # google-genai retries only when given retry options; none are.
+        google_url = settings.GENERATED_MEDIA_GOOGLE_BASE_URL or GEMINI_BASE_URL
+        client = guarded_http_client(google_url)
+        provider = GoogleProvider(api_key=api_key, base_url=google_url, http_client=client)
+        return GoogleModel(model_id, provider=provider), client
+
     from pydantic_ai.models.openai import OpenAIResponsesModel
     from pydantic_ai.providers.openai import OpenAIProvider
-
-    from agents.providers import guarded_http_client
 
     base_url = settings.GENERATED_MEDIA_OPENAI_BASE_URL
     client = guarded_http_client(base_url)
@@ -154,14 +172,20 @@ def _workspace_for_output(workspace_id: str | None) -> str | None:
 
 
 def _cost(response: Any, config: ImageGenerationConfig, images: int) -> tuple[Decimal, bool]:
+    import dataclasses
+
     from agents.runner.guard import price
 
-    tokens, partial = price(response, free=False)
+    provider = catalog.provider(config.provider)
     entry = catalog.model(config.provider, config.model)
-    each = catalog.image_price(entry, quality=config.quality, size=config.size,
-                               on=timezone.now().date()) if entry else None
+    size = config.size or (provider.default_size if provider else "") or None
+    each = catalog.image_price(entry, quality=config.quality, size=size, on=timezone.now().date()) if entry else None
     if images and each is None:
-        return tokens, True
+        return price(response, free=False)[0], True
+    if images and provider is not None and provider.price_covers_output:
+        # The image is the output tokens: priced once, by the catalog, at the image rate.
+        response = dataclasses.replace(response, usage=dataclasses.replace(response.usage, output_tokens=0))
+    tokens, partial = price(response, free=False)
     return tokens + (each or Decimal("0")) * images, partial
 
 
@@ -176,7 +200,7 @@ def _record(meter: Any, response: Any, config: ImageGenerationConfig, images: in
 
 def _failure(ctx: RunContext[Any], exc: Exception) -> str:
     """How a provider error reaches the model: only its status and code, never its text."""
-    from pydantic_ai.exceptions import ModelHTTPError
+    from pydantic_ai.exceptions import ModelAuthenticationError, ModelHTTPError
 
     refused = netguard.refusal_in(exc)
     if refused is not None:
@@ -186,7 +210,8 @@ def _failure(ctx: RunContext[Any], exc: Exception) -> str:
         code = str(exc.provider_error_code or body.get("code") or "")
         logger.info("generate_image: provider answered HTTP %s (code %s)", exc.status_code, code or "none")
         where = f"HTTP {exc.status_code}{f', code {code}' if code else ''}"
-        if exc.status_code in (401, 403):
+        # Gemini answers a bad key with 400 INVALID_ARGUMENT (reason API_KEY_INVALID): the SDK's category says so.
+        if exc.status_code in (401, 403) or isinstance(exc, ModelAuthenticationError):
             return failures.refuse(f"The image provider rejected this agent's API key ({where}). Its owner must "
                                    "enter a valid key.")
         if code in CONTENT_POLICY_CODES:
@@ -248,13 +273,13 @@ async def generate_image(ctx: RunContext[Any], prompt: str) -> str | dict[str, A
     entry = catalog.provider(state.config.provider)
     if entry is None:  # the catalog changed under a published binding
         return failures.refuse(f"This deployment no longer offers the image provider {state.config.provider}.")
-    model, client = build_model(entry, await on_db_thread(state.reveal))
+    model, client = build_model(entry, await on_db_thread(state.reveal), state.config.model)
     request = ModelRequest(parts=[UserPromptPart(
         f"Draw this image with the image generation tool, exactly as described:\n\n{text}")])
     try:
         response = await model_request(
             model, [request], model_settings={"timeout": TIMEOUT_SECONDS},
-            model_request_parameters=ModelRequestParameters(native_tools=[_image_tool(state.config)]))
+            model_request_parameters=ModelRequestParameters(native_tools=[_image_tool(state.config, entry)]))
     except Exception as exc:  # noqa: BLE001  (every provider failure is routed by _failure)
         return _failure(ctx, exc)
     finally:
@@ -262,6 +287,10 @@ async def generate_image(ctx: RunContext[Any], prompt: str) -> str | dict[str, A
     images = [part.content for part in response.parts
               if isinstance(part, FilePart) and isinstance(part.content, BinaryImage)]
     await on_db_thread(_record, meter, response, state.config, len(images[:1]))
+    if not images and response.finish_reason == "content_filter":  # Gemini's SAFETY / IMAGE_SAFETY finish
+        logger.info("generate_image: the provider's safety filter stopped the image")
+        return failures.bad_news("The image provider's content policy refused this description. Nothing was "
+                                 "drawn; tell the person.")
     if not images:
         return failures.bad_news("The image model answered without drawing an image. Nothing was stored.")
     image = images[0]
@@ -307,7 +336,7 @@ CAPABILITY = Capability(
         "conversation it was made in."
     ),
     tools=(ToolDecl.from_function(generate_image, side_effecting=True),),
-    key=KeyRequirement(kind="api_key", description="The image provider's API key (OpenAI)"),
+    key=KeyRequirement(kind="api_key", description="The image provider's API key (OpenAI or Google Gemini)"),
     config_model=ImageGenerationConfig,
     voice="live",
     build=build,

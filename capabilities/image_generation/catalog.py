@@ -5,8 +5,10 @@ providers can draw is the SDK's answer, not a list: an entry is kept only when i
 says it supports `ImageGenerationTool` (`Model.supported_native_tools()`) and this capability can build that
 class from the one API key it seals. Anything else is dropped at load with a warning, never offered.
 
-Prices are dated and per image at one size, keyed by quality; where none applies the image is recorded at
-zero and the run's cost marked partial (`image_price`).
+Prices are dated and per image at one size, keyed by quality (`standard` for a provider without qualities);
+where none applies the image is recorded at zero and the run's cost marked partial (`image_price`). Google bills
+an image as output tokens at its own image rate, which genai-prices does not tell apart from text:
+`price_covers_output` says the per-image price replaces the response's output tokens rather than adding to them.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 logger = logging.getLogger(__name__)
 
 CATALOG_PATH = Path(__file__).with_name("image_models.json")
+OPTIONS = ("quality", "size", "background", "output_format", "aspect_ratio")
 
 
 class Price(BaseModel):
@@ -54,6 +57,11 @@ class ProviderEntry(BaseModel):
     caller: str = ""
     sizes: list[str] = Field(default_factory=list)
     aspect_ratios: list[str] = Field(default_factory=list)
+    # The drawing options this provider applies; a binding setting any other is refused (nothing is ignored).
+    options: list[str] = Field(default_factory=lambda: list(OPTIONS))
+    # The size an unset `size` draws at, for pricing (Google: 1K).
+    default_size: str = ""
+    price_covers_output: bool = False
     models: list[ImageModel] = Field(min_length=1)
 
 
@@ -67,11 +75,16 @@ def _model_classes() -> dict[str, Any]:
     """The pydantic-ai classes a catalog entry may name, asked whether they draw."""
     from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel
 
-    return {"openai-responses": OpenAIResponsesModel, "openai-chat": OpenAIChatModel}
+    classes: dict[str, Any] = {"openai-responses": OpenAIResponsesModel, "openai-chat": OpenAIChatModel}
+    try:  # the `google` extra (google-genai); without it a Google entry is dropped, never offered
+        from pydantic_ai.models.google import GoogleModel
+    except ImportError:
+        return classes
+    return {**classes, "google": GoogleModel}
 
 
 # Model classes this capability can build from a single API key (capability.build_model).
-BUILDABLE = frozenset({"openai-responses"})
+BUILDABLE = frozenset({"openai-responses", "google"})
 
 
 def _why_dropped(entry: ProviderEntry) -> str:
@@ -86,6 +99,15 @@ def _why_dropped(entry: ProviderEntry) -> str:
         return f"this capability cannot build {model_class.__name__} from an API key"
     if entry.model_class == "openai-responses" and not entry.caller:
         return "an OpenAI entry needs the Responses model that calls the image tool (caller)"
+    if unknown := sorted(set(entry.options) - set(OPTIONS)):
+        return f"unknown options {unknown}"
+    if entry.model_class == "google":
+        # GoogleModel draws only with a model whose profile outputs images (the class answers for all of them).
+        from pydantic_ai.profiles.google import google_model_profile
+
+        silent = [m.id for m in entry.models if not (google_model_profile(m.id) or {}).get("supports_image_output")]
+        if silent:
+            return f"models that do not draw: {silent}"
     return ""
 
 
@@ -123,7 +145,7 @@ def model(provider_id: str, model_id: str) -> ImageModel | None:
 def image_price(entry: ImageModel, *, quality: str | None, size: str | None, on: date) -> Decimal | None:
     """The price of one image, or None when the catalog has none for this quality and size on that day."""
     applicable = [p for p in entry.prices if p.from_date <= on and p.size == size]
-    if not applicable or not quality:
+    if not applicable:
         return None
     latest = max(applicable, key=lambda p: p.from_date)
-    return latest.usd_per_image.get(quality)
+    return latest.usd_per_image.get(quality or "standard")
