@@ -176,6 +176,8 @@ class Conversation(models.Model):
     state = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     last_active_at = models.DateTimeField(default=timezone.now, db_index=True)
+    # Set when the owner pins it to the top of their chat list (newest pin first); None = not pinned.
+    pinned_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-last_active_at"]

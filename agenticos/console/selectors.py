@@ -8,7 +8,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.db.models import Count, QuerySet, Sum
+from django.db.models import Case, Count, Exists, F, OuterRef, Q, QuerySet, Sum, When
 from django.utils import timezone
 
 from agenticos.tenancy import Actor
@@ -219,12 +219,21 @@ def _seconds(start: datetime | None, end: datetime | None) -> float | None:
 # ------------------------------------------------------------------ chat
 
 
-def chat_conversations(actor: Actor, limit: int = 100) -> list[Conversation]:
+def chat_conversations(actor: Actor, limit: int = 100, q: str = "") -> list[Conversation]:
     """The chat's own list: what the person reads in chat, without embed visitors' conversations — those
-    are recorded with the embed's creator as owner, but they are the visitors' and belong under the embed."""
+    are recorded with the embed's creator as owner, but they are the visitors' and belong under the embed.
+    The person's own pins come first (newest pin first; someone else's pin on a shared thread is theirs, not
+    this person's); `q` keeps those whose title or a message contains it. One query either way."""
     from agents.chat import readable_conversations
 
-    return list(readable_conversations(actor).exclude(surface=Surface.EMBED)[:limit])
+    qs = readable_conversations(actor).exclude(surface=Surface.EMBED)
+    q = q.strip()
+    if q:
+        said = Message.objects.filter(conversation=OuterRef("pk"), content__icontains=q)
+        qs = qs.filter(Q(title__icontains=q) | Exists(said))
+    my_pin = Case(When(owner_id=actor.user_id, then=F("pinned_at")))
+    qs = qs.annotate(my_pin=my_pin).order_by(F("my_pin").desc(nulls_last=True), "-last_active_at")
+    return list(qs[:limit])
 
 
 def tool_call_json(call: ToolCall | None, tool_call_id: str) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect
 from django.urls import reverse
 from django.utils.dateparse import parse_date
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
@@ -24,9 +25,10 @@ from agenticos import services as kernel
 from agenticos.console import selectors
 from agenticos.console.base import console_view, screen
 from agenticos.console.strings import chat_strings, tool_phrases
-from agenticos.errors import Conflict, DomainError, NotFound
+from agenticos.errors import Conflict, DomainError, Invalid, NotFound
 from agenticos.models import Membership
 from agenticos.tenancy import SESSION_KEY, Actor, membership_for, org_get
+from agents.api_conversations import pin_conversation, rename_conversation
 from agents.chat import delete_conversation as delete_own_conversation
 from agents.chat import member_run, readable_conversation
 from agents.models import Run, RunStatus, Surface
@@ -84,9 +86,40 @@ def delete_conversation(request: HttpRequest, actor: Actor, conversation_id: Any
     return redirect("console:chat")
 
 
+def _back_to_chat(request: HttpRequest, conversation_id: Any) -> HttpResponse:
+    """Back where the form was: the open conversation, or the list (a search kept) the button sat in."""
+    back = request.POST.get("next", "")
+    if back.startswith("/chat/") and url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}):
+        return redirect(back)
+    return redirect("console:chat-conversation", conversation_id=conversation_id)
+
+
+@require_POST
+@console_view("agents:run")
+def rename_conversation_view(request: HttpRequest, actor: Actor, conversation_id: Any) -> HttpResponse:
+    """Rename one's own conversation (someone else's is a 404; a blank or too long title says so)."""
+    try:
+        rename_conversation(actor=actor, conversation_id=conversation_id, title=request.POST.get("title", ""),
+                            ip_address=request.META.get("REMOTE_ADDR"))
+    except Invalid as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, _("The conversation was renamed."))
+    return _back_to_chat(request, conversation_id)
+
+
+@require_POST
+@console_view("agents:run")
+def pin_conversation_view(request: HttpRequest, actor: Actor, conversation_id: Any) -> HttpResponse:
+    """Pin one's own conversation to the top of the list, or unpin it (`pinned` = "1" / "0")."""
+    pin_conversation(actor=actor, conversation_id=conversation_id, pinned=request.POST.get("pinned") == "1")
+    return _back_to_chat(request, conversation_id)
+
+
 @console_view()
 def chat(request: HttpRequest, actor: Actor, conversation_id: str | None = None) -> HttpResponse:
-    conversations = selectors.chat_conversations(actor)
+    search = request.GET.get("q", "").strip()[:200]
+    conversations = selectors.chat_conversations(actor, q=search)
     agents = selectors.chat_agents(actor)
     conversation = None
     turns: list[dict[str, Any]] = []
@@ -127,6 +160,7 @@ def chat(request: HttpRequest, actor: Actor, conversation_id: str | None = None)
     return screen(request, "console/chat.html", {
         "nav": "chat",
         "conversations": conversations,
+        "search": search,
         "conversation": conversation,
         "agents": agents,
         "selected_agent": selected,
