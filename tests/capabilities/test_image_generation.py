@@ -288,6 +288,7 @@ def test_it_is_side_effecting_needs_a_key_and_publish_refuses_without_one(org, o
     assert CAPABILITY.tool("generate_image").side_effecting
     entry = CAPABILITY.catalog_entry()
     assert entry["key"]["kind"] == "api_key" and entry["config_schema"]["properties"]["model"]["enum"] == [
+        "gemini-2.5-flash-image", "gemini-3-pro-image-preview",
         "gpt-image-1", "gpt-image-1-mini", "gpt-image-1.5", "gpt-image-2"]
     problems = registry.validate_bindings(AgentSpec(name="P", capabilities=[{"id": "image_generation"}]),
                                           organization=org, can_view_secret=lambda secret_id: True)
