@@ -28,6 +28,8 @@
   var lastUsage = S.usage || null;
   var followUpsByRun = {}; // run id -> next steps that arrived live (a reconcile fetched earlier must not drop them)
   var renderQueued = false;
+  var busy = false;       // a turn is running (Send disabled, Stop offered)
+  var liveViews = {};     // tool call id -> its browse's live view path (browser_live), for a call not drawn yet
 
   // ---------------------------------------------------------------- helpers
 
@@ -90,8 +92,12 @@
     return h("div", {}, [card, h("pre", {class: "result-text", text: pretty(call.result)})]);
   }
 
+  // Labels of the message actions and the live-view link until agenticos/console/strings.py carries them (then
+  // the server's translated ones win): turn.js keeps no English default that chat_strings() lacks.
+  var NEWER = {copy_message: "Copy text", regenerate: "Regenerate", edit_message: "Edit",
+               edit_resend: "Edit and resend: back in the composer", watch_browser: "Watch the browser"};
   var renderer = window.AgenticTurn.create({
-    strings: T, phrases: S.phrases, fileCard: fileCard, openSteps: openSteps, onChange: function () { renderTranscript(); },
+    strings: Object.assign({}, NEWER, T), phrases: S.phrases, fileCard: fileCard, openSteps: openSteps, onChange: function () { renderTranscript(); },
     part: function (part, turn) {
       if (part.type !== "delegation" || part.parent_task_id) return null; // a child is drawn inside its parent's panel
       return delegationPanel(part, turn.parts);
@@ -102,11 +108,61 @@
                                                 h("h3", {class: "agent-name", text: name})]);
     },
     foot: turnFoot,
-    // What a turn's foot depends on besides the turn itself: next steps that arrived live, the workspace listing.
-    version: function (turn) { return [followUpsByRun[turn.run_id] || null, workspaceFiles, capabilityCards, capabilityOutcomes]; },
+    actions: messageActions,
+    liveLinks: true,
+    // What a turn's foot depends on besides the turn itself: next steps that arrived live, the workspace listing,
+    // and whether it is the last message of its kind while nothing runs (which offers Regenerate / Edit).
+    version: function (turn) {
+      return [followUpsByRun[turn.run_id] || null, workspaceFiles, capabilityCards, capabilityOutcomes,
+              lastOfItsKind(turn) && !busy];
+    },
   });
+  var RT = renderer.strings;  // the renderer's strings: the server's, with English defaults for newer labels
   var markdown = renderer.markdown;
   var rail = renderer.rail;
+
+  // ---------------------------------------------------------------- message actions
+
+  function lastOfItsKind(turn) {
+    for (var i = turns.length - 1; i >= 0; i--) if (turns[i].role === turn.role) return turns[i] === turn;
+    return false;
+  }
+  function lastUserText(before) {
+    var end = before === undefined ? turns.length : before;
+    for (var i = end - 1; i >= 0; i--) if (turns[i].role === "user") return turns[i].text || "";
+    return "";
+  }
+  // Copy on every message; on the last answer Regenerate (the same prompt again, as a new turn through the one
+  // send path), on the person's last message Edit and resend (its text back in the composer). Neither while a
+  // turn runs: one turn at a time.
+  function messageActions(turn) {
+    var out = [];
+    if (renderer.messageText(turn)) out.push(renderer.copyButton(function () { return renderer.messageText(turn); }));
+    if (!composer || busy || !lastOfItsKind(turn)) return out;
+    if (turn.role === "assistant" && turns[turns.length - 1] === turn) {
+      var prompt = lastUserText(turns.indexOf(turn));
+      if (prompt) {
+        var again = h("button", {type: "button", class: "link turn-action", "data-action": "regenerate", text: RT.regenerate});
+        again.addEventListener("click", function () { if (!busy) sendText(prompt); });
+        out.push(again);
+      }
+    }
+    if (turn.role === "user") {
+      var edit = h("button", {type: "button", class: "link turn-action", "data-action": "edit", text: RT.edit_message,
+                             title: RT.edit_resend});  // named "Edit": a name with "send" would be a second Send
+      edit.addEventListener("click", editLastMessage);
+      out.push(edit);
+    }
+    return out;
+  }
+  function editLastMessage() {
+    var text = lastUserText();
+    if (!textarea || !text) return false;
+    textarea.value = text;
+    textarea.focus();
+    textarea.setSelectionRange(text.length, text.length);
+    return true;
+  }
 
   // ---------------------------------------------------------------- turns
 
@@ -531,9 +587,14 @@
       case "tool_call":
         if (!findCall(d.tool_call_id)) {
           liveTurn().parts.push({type: "tool", call: {id: d.tool_call_id, name: d.tool_name, args: d.args || {},
-                                                      result: null, status: "running"}});
+                                                      result: null, status: "running", live_url: liveViews[d.tool_call_id]}});
         }
         pendingKind = null;
+        break;
+      case "browser_live":
+        // The running browse's live view: a "Watch the browser" link on its step (turn.js liveLinks).
+        var browsing = findCall(d.call_id);
+        if (browsing) browsing.live_url = d.url; else liveViews[d.call_id] = d.url;
         break;
       case "tool_result":
         var call = findCall(d.tool_call_id);
@@ -712,10 +773,11 @@
   // While a turn runs, Send is disabled and Stop offered (issue 25): a message sent mid-turn was accepted but
   // answered only after a reload, so one turn at a time; Stop ends the running one.
   var sendButton = root.querySelector("[data-send]");
-  function setBusy(busy) {
-    transcriptEl.setAttribute("aria-busy", busy ? "true" : "false");
-    if (stopButton) stopButton.hidden = !busy;
-    if (sendButton) sendButton.disabled = busy;
+  function setBusy(value) {
+    transcriptEl.setAttribute("aria-busy", value ? "true" : "false");
+    if (stopButton) stopButton.hidden = !value;
+    if (sendButton) sendButton.disabled = value;
+    if (busy !== value) { busy = value; schedule(); }  // the message actions follow
   }
 
   // ---------------------------------------------------------------- composer
@@ -741,6 +803,15 @@
       if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
         event.preventDefault();
         composer.requestSubmit();
+      } else if (event.key === "ArrowUp" && !textarea.value && !event.isComposing && !busy) {
+        if (editLastMessage()) event.preventDefault();  // ↑ in an empty composer: edit the last message
+      }
+    });
+    // Esc stops a running turn, wherever the focus is (a dialog of the page would take Esc first).
+    document.addEventListener("keydown", function (event) {
+      if (event.key === "Escape" && busy && stopButton && !stopButton.hidden && !event.defaultPrevented) {
+        event.preventDefault();
+        stopButton.click();
       }
     });
   }

@@ -17,7 +17,8 @@
    chat's delegation panels), head(turn) / foot(turn) → nodes around a turn's parts, user(turn) → the node of a
    person's turn, assistantClass, fileCard(call) → node or null, openSteps {call id: bool}, version(turn) → what
    else a turn's drawing depends on, onChange() → called when a reader's fold/unfold needs a re-render, libs: {marked, DOMPurify, hljs,
-   charts, visuals} (defaults: the page's globals). */
+   charts, visuals} (defaults: the page's globals), actions(turn) → buttons under a message (web chat's Copy,
+   Regenerate, Edit and resend), liveLinks (web chat, members only): a browse step's "Watch the browser" link. */
 (function (global) {
   "use strict";
 
@@ -222,13 +223,23 @@
       return h("pre", {class: "result-text", text: pretty(call.result)});
     }
 
+    // The live view of a browse: announced by a browser_live frame while it runs (call.live_url), or kept in a
+    // browse_web result. A link, not an embed: the view has its own page (and take-over) on the server.
+    function liveLink(call) {
+      if (!o.liveLinks) return null;
+      var url = call.live_url || (call.result && typeof call.result === "object" && call.result.live_url);
+      if (typeof url !== "string" || url.charAt(0) !== "/") return null;  // same-origin paths only
+      return h("a", {class: "watch-browser", href: url, target: "_blank", rel: "noopener", "data-watch-browser": "",
+                     text: T.watch_browser});
+    }
+
     function step(call) {
       var open = openSteps[call.id] === undefined ? shownOpen(call) || !!resultFile(call) : openSteps[call.id];
       if (shownOpen(call)) open = true;
       var details = h("details", {class: "step status-" + call.status, "data-step": call.id,
                                   "data-status": call.status, open: open ? "" : null}, [
         h("summary", {}, [h("span", {class: "step-dot", "aria-hidden": "true"}),
-                          h("span", {class: "step-line", "data-step-line": "", text: stepLine(call)})]),
+                          h("span", {class: "step-line", "data-step-line": "", text: stepLine(call)}), liveLink(call)]),
         h("div", {class: "step-body"}, [
           resultView(call),
           h("details", {class: "raw", "data-raw": ""}, [
@@ -327,11 +338,35 @@
       while (parent.children.length > list.length) parent.removeChild(parent.lastElementChild);
     }
 
+    function actionsOf(turn) {
+      var nodes = (o.actions ? o.actions(turn) : []).filter(Boolean);
+      return nodes.length ? h("div", {class: "turn-actions", role: "group", "data-turn-actions": ""}, nodes) : null;
+    }
+    // A message's text as the person would paste it: what they wrote, or the answer's markdown source.
+    function messageText(turn) {
+      if (turn.role === "user") return turn.text || "";
+      return (turn.parts || []).filter(function (p) { return p.type === "text"; })
+        .map(function (p) { return p.text; }).join("\n\n").trim();
+    }
+    // Copy with the same "Copied" acknowledgement as a code block's button.
+    function copyButton(getText, attrs) {
+      var button = h("button", Object.assign({type: "button", class: "link turn-action", "data-action": "copy",
+                                              "aria-label": T.copy_message, text: T.copy}, attrs || {}));
+      button.addEventListener("click", function () {
+        copyText(getText()).then(function () {
+          button.textContent = T.copied;
+          setTimeout(function () { button.textContent = T.copy; }, 1500);
+        });
+      });
+      return button;
+    }
+
     function userTurn(turn) {
       if (o.user) return o.user(turn);
       return h("article", {class: "turn turn-user", "data-turn": "user"}, [
         h("h3", {class: "visually-hidden", text: T.you}),
         h("div", {class: "bubble", text: turn.text || ""}),
+        actionsOf(turn),
       ]);
     }
 
@@ -348,7 +383,7 @@
       article.setAttribute("aria-busy", turn.live ? "true" : "false");
       patch(article.querySelector(":scope > .turn-body"), pieces(turn));
       var foot = article.querySelector(":scope > .turn-foot");
-      foot.replaceChildren.apply(foot, (o.foot ? o.foot(turn) : []).filter(Boolean));
+      foot.replaceChildren.apply(foot, (o.foot ? o.foot(turn) : []).concat([actionsOf(turn)]).filter(Boolean));
       return article;
     }
 
@@ -377,7 +412,8 @@
       extra.forEach(function (c) { c.remove(); });
     }
 
-    return {render: render, markdown: markdown, rail: rail, stepLine: stepLine, strings: T,
+    return {render: render, markdown: markdown, rail: rail, stepLine: stepLine, strings: T, copyButton: copyButton,
+            messageText: messageText,
             openSteps: openSteps, generatedName: generatedName, mediaFigure: mediaFigure};
   }
 

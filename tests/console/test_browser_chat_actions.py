@@ -1,0 +1,188 @@
+"""Web chat's message actions and keyboard, in Debian's chromium against daphne + a real Celery worker, with the
+model scripted through the real runner: Copy on every message (read back from the clipboard), Regenerate on the
+last answer (the same prompt again, a second run answered by the model), Edit and resend on the person's last
+message (its text back in the composer); Enter sends, Shift+Enter breaks the line, Esc stops a running turn, ↑
+in an empty composer edits the last message; and a browse's "Watch the browser" link, live from the
+browser_live frame and reopened from the browse_web result. No console error."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from pydantic_ai.models.function import FunctionModel
+
+from agenticos.models import Membership
+from agents.models import Run, ToolCall
+from tests import factories
+from tests.console.conftest import ARTIFACTS, make_turn
+from tests.console.test_browser_chat import PASSWORD, TIMEOUT, send, sign_in, wait_idle
+from tests.console.test_browser_stop import last_prompt, slow_unless_asked_quickly
+from tests.console.test_browser_turn_renderer import console_errors
+from tests.embeds.test_turn_renderer_surfaces import frame, publish
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def numbered_answers():
+    """Each run answers 'Answer N to <prompt>': a regenerated answer is visibly a new one."""
+    counter = itertools.count(1)
+
+    async def stream(messages, info):
+        yield f"Answer {next(counter)} to {last_prompt(messages)}"
+
+    return FunctionModel(stream_function=stream, model_name="scripted")
+
+
+def chat_page(browser, live_server_url, email, agent):
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live_server_url)
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT)
+    errors = console_errors(page)
+    sign_in(page, live_server_url, email)
+    page.goto(f"{live_server_url}/chat/?agent={agent.pk}")
+    return page, errors
+
+
+def member(org, email, role="member"):
+    user = factories.user(email=email, password=PASSWORD)
+    Membership.objects.create(organization=org, user=user, role=role)
+    return user
+
+
+ANSWERS_JS = "() => Array.from(document.querySelectorAll('.turn-assistant .answer')).map(a => a.textContent.trim())"
+
+
+def test_copy_regenerate_and_edit_and_resend_act_on_the_messages(live_server_url, browser, scripted_model):
+    scripted_model(numbered_answers())
+    org = factories.organization(name="Acme")
+    member(org, "asker@example.com")
+    agent = factories.published_agent(org, factories.member(org, "builder"), name="Helper")
+    page, errors = chat_page(browser, live_server_url, "asker@example.com", agent)
+
+    send(page, "Tell me a fact")
+    wait_idle(page, 1)
+    assert page.evaluate(ANSWERS_JS) == ["Answer 1 to Tell me a fact"]
+
+    # Copy on every message: the person's text, and the answer's.
+    page.locator(".turn-user [data-action=copy]").click()
+    page.wait_for_function("() => document.querySelector('.turn-user [data-action=copy]').textContent === 'Copied'")
+    assert page.evaluate("() => navigator.clipboard.readText()") == "Tell me a fact"
+    page.locator(".turn-assistant [data-action=copy]").click()
+    page.wait_for_function("() => document.querySelector('.turn-assistant [data-action=copy]').textContent === 'Copied'")
+    assert page.evaluate("() => navigator.clipboard.readText()") == "Answer 1 to Tell me a fact"
+
+    # Regenerate: the same prompt again, as a new turn the model answers anew; only the last answer offers it.
+    page.get_by_role("button", name="Regenerate").click()
+    wait_idle(page, 2)
+    assert page.evaluate(ANSWERS_JS) == ["Answer 1 to Tell me a fact", "Answer 2 to Tell me a fact"]
+    runs = list(Run.objects.filter(agent=agent).order_by("created_at"))
+    assert [r.prompt for r in runs] == ["Tell me a fact", "Tell me a fact"]
+    assert runs[0].conversation_id == runs[1].conversation_id
+    assert page.locator("[data-action=regenerate]").count() == 1
+    assert page.locator(".turn-assistant").last.locator("[data-action=regenerate]").count() == 1
+    assert page.locator("[data-action=edit]").count() == 1
+    assert page.locator(".turn-user").last.locator("[data-action=edit]").count() == 1
+
+    # Edit and resend: the text goes back in the composer; sending it makes a new turn.
+    page.get_by_role("button", name="Edit", exact=True).click()
+    composer = page.get_by_label("Message")
+    assert composer.input_value() == "Tell me a fact"
+    assert page.evaluate("() => document.activeElement.id") == "composer-text"
+    composer.fill("Tell me a fact about owls")
+    page.get_by_role("button", name="Send").click()
+    wait_idle(page, 3)
+    assert page.evaluate(ANSWERS_JS)[-1] == "Answer 3 to Tell me a fact about owls"
+    assert Run.objects.filter(agent=agent).count() == 3
+    page.screenshot(path=str(ARTIFACTS / "chat-actions-1440.png"), full_page=True)
+
+    # Reopened, the actions are there again, Regenerate on the last answer only.
+    page.reload()
+    page.wait_for_selector(".turn-assistant [data-action=copy]")
+    assert page.locator("[data-action=copy]").count() == 6
+    assert page.locator(".turn-assistant").last.locator("[data-action=regenerate]").count() == 1
+    assert page.locator("[data-action=regenerate]").count() == 1
+    assert errors == []
+
+
+def test_enter_shift_enter_escape_and_arrow_up_in_the_composer(live_server_url, browser, scripted_model):
+    scripted_model(FunctionModel(stream_function=slow_unless_asked_quickly, model_name="scripted"))
+    org = factories.organization(name="Acme")
+    member(org, "typist@example.com")
+    agent = factories.published_agent(org, factories.member(org, "builder"), name="Slowpoke")
+    page, errors = chat_page(browser, live_server_url, "typist@example.com", agent)
+    composer = page.get_by_label("Message")
+
+    # Shift+Enter breaks the line; Enter sends.
+    composer.click()
+    page.keyboard.type("Answer quickly")
+    page.keyboard.press("Shift+Enter")
+    page.keyboard.type("please")
+    assert composer.input_value() == "Answer quickly\nplease"
+    assert page.locator(".turn-user").count() == 0
+    page.keyboard.press("Enter")
+    wait_idle(page, 1)
+    assert composer.input_value() == ""
+    assert page.locator(".turn-user .bubble").text_content() == "Answer quickly\nplease"
+
+    # ↑ in the empty composer edits the last message; ↑ in a composer with text moves the caret as usual.
+    page.keyboard.press("ArrowUp")
+    assert composer.input_value() == "Answer quickly\nplease"
+    page.keyboard.press("ArrowUp")
+    assert composer.input_value() == "Answer quickly\nplease"
+
+    # Esc stops a running turn, from the composer.
+    composer.fill("Think slowly about it")
+    page.keyboard.press("Enter")
+    page.wait_for_function("() => Array.from(document.querySelectorAll('.answer'))"
+                           ".some(a => a.textContent.startsWith('Thinking'))")
+    page.get_by_role("button", name="Stop").wait_for(state="visible")
+    composer.focus()
+    page.keyboard.press("Escape")
+    page.wait_for_selector("[data-stopped]")
+    page.wait_for_function("() => document.querySelector('[data-transcript]').getAttribute('aria-busy') === 'false'")
+    slow = Run.objects.get(agent=agent, prompt="Think slowly about it")
+    assert slow.status == "cancelled"
+    # Esc with nothing running sends nothing.
+    page.keyboard.press("Escape")
+    assert Run.objects.filter(agent=agent).count() == 2
+    assert errors == []
+
+
+def test_a_browse_step_links_to_its_live_view_live_and_reopened(live_server_url, browser, scripted_model):
+    scripted_model(FunctionModel(stream_function=slow_unless_asked_quickly, model_name="scripted"))
+    org = factories.organization(name="Acme")
+    person = member(org, "watcher@example.com")
+    agent = factories.published_agent(org, factories.member(org, "builder"), name="Browser")
+    page, errors = chat_page(browser, live_server_url, "watcher@example.com", agent)
+
+    send(page, "Think slowly about it")
+    page.wait_for_function("() => Array.from(document.querySelectorAll('.answer'))"
+                           ".some(a => a.textContent.startsWith('Thinking'))")
+    run = Run.objects.get(agent=agent)
+    # The runner's frames of a browse, played into the run's group: the step, then where its live view is.
+    url = f"/browse/{run.pk}/call_browse_1"
+    publish(run.pk, [frame("tool_call", tool_call_id="call_browse_1", tool_name="browse_web",
+                           args={"url": "https://example.com"})])
+    page.wait_for_selector("[data-step=call_browse_1]")
+    assert page.locator("[data-step=call_browse_1] [data-watch-browser]").count() == 0
+    publish(run.pk, [frame("browser_live", run_id=str(run.pk), call_id="call_browse_1", url=url)])
+    link = page.locator("[data-step=call_browse_1] summary [data-watch-browser]")
+    link.wait_for()
+    assert link.text_content() == "Watch the browser"
+    assert link.get_attribute("href") == url
+    assert link.get_attribute("target") == "_blank"
+    page.get_by_role("button", name="Stop").click()
+    page.wait_for_selector("[data-stopped]")
+
+    # Reopened: a browse_web result that kept its live_url shows the link on its step.
+    conversation, done = make_turn(org, person, agent, prompt="Browse it", tools=("browse_web",))
+    kept = f"/browse/{done.pk}/call_kept"
+    ToolCall.objects.filter(run=done).update(result={"title": "Example", "live_url": kept})
+    call_id = ToolCall.objects.get(run=done).tool_call_id
+    page.goto(f"{live_server_url}/chat/{conversation.pk}/")
+    reopened = page.locator(f"[data-step={call_id}] [data-watch-browser]")
+    reopened.wait_for()
+    assert reopened.get_attribute("href") == kept
+    assert errors == []
