@@ -1,66 +1,23 @@
-"""REST: renaming, pinning and deleting one's own conversation (the list and its messages are in api_runs).
-
-The rename and pin services live here, beside their endpoint, and the console's forms call them too."""
+"""REST: renaming, pinning and deleting one's own conversation (the list and its messages are in api_runs; the
+services, shared with the console's forms, are in agents.chat)."""
 
 from __future__ import annotations
 
-from django.db import transaction
-from django.utils import timezone
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from agenticos import audit
 from agenticos.api import WRITE_ERRORS
 from agenticos.api_base import OrgAPIView
-from agenticos.errors import Invalid
-from agenticos.tenancy import Actor
 from agents.api_runs import ConversationSerializer
-from agents.chat import delete_conversation, own_conversation
-from agents.models import Conversation
-
-TITLE_MAX = Conversation._meta.get_field("title").max_length or 200
-
-
-def clean_title(title: object) -> str:
-    """A title of 1–200 characters once trimmed (one rule for the API and the console's form)."""
-    text = title.strip() if isinstance(title, str) else ""
-    if not text or len(text) > TITLE_MAX:
-        raise Invalid(f"A title has 1 to {TITLE_MAX} characters.",
-                      details={"problems": [{"field": "title", "message": f"1 to {TITLE_MAX} characters."}]})
-    return text
-
-
-def _locked_own(actor: Actor, conversation_id) -> Conversation:
-    conversation = own_conversation(actor, conversation_id, draft=False)
-    return Conversation.objects.select_for_update().get(pk=conversation.pk)
-
-
-def rename_conversation(*, actor: Actor, conversation_id, title: object, ip_address: str | None = None) -> Conversation:
-    """The owner renames their conversation; anyone else (same organization or not) gets 404."""
-    actor.require("agents:run")
-    with transaction.atomic():
-        conversation = _locked_own(actor, conversation_id)
-        new_title = clean_title(title)
-        if new_title != conversation.title:
-            audit.record(actor=actor.user, organization=actor.organization, action="conversation.renamed",
-                         target=conversation, details={"from": conversation.title, "to": new_title},
-                         ip_address=ip_address)
-            conversation.title = new_title
-            conversation.save(update_fields=["title"])
-    return conversation
-
-
-def pin_conversation(*, actor: Actor, conversation_id, pinned: bool) -> Conversation:
-    """The owner pins their conversation to the top of their list (or unpins it). A list preference: no audit."""
-    actor.require("agents:run")
-    with transaction.atomic():
-        conversation = _locked_own(actor, conversation_id)
-        if pinned != (conversation.pinned_at is not None):
-            conversation.pinned_at = timezone.now() if pinned else None
-            conversation.save(update_fields=["pinned_at"])
-    return conversation
+from agents.chat import (
+    TITLE_MAX,
+    delete_conversation,
+    own_conversation,
+    pin_conversation,
+    rename_conversation,
+)
 
 
 class ConversationDetailSerializer(ConversationSerializer):

@@ -8,9 +8,10 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Q, QuerySet
+from django.utils import timezone
 
 from agenticos import audit, ratelimit
-from agenticos.errors import Conflict, NotFound, RateLimited
+from agenticos.errors import Conflict, Invalid, NotFound, RateLimited
 from agenticos.tenancy import Actor, org_get
 from agents.drafts import DRAFT, DRAFT_CONVERSATION_KEY, freeze_draft
 from agents.models import TERMINAL_STATUSES, Agent, Conversation, Message, Run
@@ -158,3 +159,46 @@ def member_run(actor: Actor, run_id) -> Run:
         return org_get(actor, Run, run_id, queryset=qs)
     except NotFound:
         raise NotFound("Run not found.") from None
+
+
+TITLE_MAX = Conversation._meta.get_field("title").max_length or 200
+
+
+def clean_title(title: object) -> str:
+    """A title of 1–200 characters once trimmed (one rule for the API and the console's form)."""
+    text = title.strip() if isinstance(title, str) else ""
+    if not text or len(text) > TITLE_MAX:
+        raise Invalid(f"A title has 1 to {TITLE_MAX} characters.",
+                      details={"problems": [{"field": "title", "message": f"1 to {TITLE_MAX} characters."}]})
+    return text
+
+
+def _locked_own(actor: Actor, conversation_id) -> Conversation:
+    conversation = own_conversation(actor, conversation_id, draft=False)
+    return Conversation.objects.select_for_update().get(pk=conversation.pk)
+
+
+def rename_conversation(*, actor: Actor, conversation_id, title: object, ip_address: str | None = None) -> Conversation:
+    """The owner renames their conversation; anyone else (same organization or not) gets 404."""
+    actor.require("agents:run")
+    with transaction.atomic():
+        conversation = _locked_own(actor, conversation_id)
+        new_title = clean_title(title)
+        if new_title != conversation.title:
+            audit.record(actor=actor.user, organization=actor.organization, action="conversation.renamed",
+                         target=conversation, details={"from": conversation.title, "to": new_title},
+                         ip_address=ip_address)
+            conversation.title = new_title
+            conversation.save(update_fields=["title"])
+    return conversation
+
+
+def pin_conversation(*, actor: Actor, conversation_id, pinned: bool) -> Conversation:
+    """The owner pins their conversation to the top of their list (or unpins it). A list preference: no audit."""
+    actor.require("agents:run")
+    with transaction.atomic():
+        conversation = _locked_own(actor, conversation_id)
+        if pinned != (conversation.pinned_at is not None):
+            conversation.pinned_at = timezone.now() if pinned else None
+            conversation.save(update_fields=["pinned_at"])
+    return conversation

@@ -28,9 +28,8 @@ from agenticos.console.strings import chat_strings, tool_phrases
 from agenticos.errors import Conflict, DomainError, Invalid, NotFound
 from agenticos.models import Membership
 from agenticos.tenancy import SESSION_KEY, Actor, membership_for, org_get
-from agents.api_conversations import pin_conversation, rename_conversation
 from agents.chat import delete_conversation as delete_own_conversation
-from agents.chat import member_run, readable_conversation
+from agents.chat import member_run, pin_conversation, readable_conversation, rename_conversation
 from agents.models import Run, RunStatus, Surface
 from governance import services as governance
 from governance.models import Approval
