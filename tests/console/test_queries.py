@@ -34,7 +34,7 @@ def grow(org, owner, agent, n):
         Membership.objects.create(organization=org, user=factories.user(), role="member")
 
 
-@pytest.mark.parametrize("path", ["/", "/agents/", "/chat/", "/activity/", "/approvals/", "/settings/secrets/",
+@pytest.mark.parametrize("path", ["/", "/agents/", "/chat/", "/chat/?q=Agent", "/activity/", "/approvals/", "/settings/secrets/",
                                   "/settings/models/", "/settings/members/", "/settings/api-keys/"])
 def test_a_list_page_does_not_grow_its_queries_with_its_rows(client_as, org, owner, agent, path):
     client = client_as(owner, org)
