@@ -86,6 +86,11 @@ def chat_strings() -> dict[str, str]:
         "copy_code": _("Copy code"),
         "download": _("Download"),
         "summarizing": _("Summarizing the conversation…"),
+        "copy_message": _("Copy text"),
+        "regenerate": _("Regenerate"),
+        "edit_message": _("Edit"),
+        "edit_resend": _("Edit and resend: back in the composer"),
+        "watch_browser": _("Watch the browser"),
         # the missing-capability card (agents.capability_card)
         "capability_missing": _("This needs a capability the agent does not have:"),
         "capability_enable": _("Enable it"),

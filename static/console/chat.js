@@ -92,12 +92,8 @@
     return h("div", {}, [card, h("pre", {class: "result-text", text: pretty(call.result)})]);
   }
 
-  // Labels of the message actions and the live-view link until agenticos/console/strings.py carries them (then
-  // the server's translated ones win): turn.js keeps no English default that chat_strings() lacks.
-  var NEWER = {copy_message: "Copy text", regenerate: "Regenerate", edit_message: "Edit",
-               edit_resend: "Edit and resend: back in the composer", watch_browser: "Watch the browser"};
   var renderer = window.AgenticTurn.create({
-    strings: Object.assign({}, NEWER, T), phrases: S.phrases, fileCard: fileCard, openSteps: openSteps, onChange: function () { renderTranscript(); },
+    strings: T, phrases: S.phrases, fileCard: fileCard, openSteps: openSteps, onChange: function () { renderTranscript(); },
     part: function (part, turn) {
       if (part.type !== "delegation" || part.parent_task_id) return null; // a child is drawn inside its parent's panel
       return delegationPanel(part, turn.parts);
