@@ -55,20 +55,14 @@ GEMINI_BASE_URL = "https://generativelanguage.googleapis.com"
 OLD_PREFIXES = {"openai-responses": "openai", "openai": "openai"}
 
 
-def _provider_ids() -> list[Any]:  # JSON values for the schema's enum
-    return sorted(catalog.providers())
-
-
-def _model_ids() -> list[Any]:
-    return sorted({m.id for entry in catalog.providers().values() for m in entry.models})
 
 
 class ImageGenerationConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    provider: str = Field(default="openai", json_schema_extra={"enum": _provider_ids()},
+    provider: str = Field(default="openai", json_schema_extra={"enum": catalog.CATALOG.provider_ids()},
                           description="Who draws: a provider whose pydantic-ai model class supports the image tool.")
-    model: str = Field(default="gpt-image-2", json_schema_extra={"enum": _model_ids()},
+    model: str = Field(default="gpt-image-2", json_schema_extra={"enum": catalog.CATALOG.model_ids()},
                        description="The image model, from the provider's catalog entries.")
     quality: Literal["low", "medium", "high", "auto"] | None = Field(
         default=None, description="Unset: the provider's default.")
@@ -100,7 +94,7 @@ class ImageGenerationConfig(BaseModel):
     def _fits_the_catalog(self) -> ImageGenerationConfig:
         entry = catalog.provider(self.provider)
         if entry is None:
-            raise ValueError(f"provider must be one of {_provider_ids()}")
+            raise ValueError(f"provider must be one of {catalog.CATALOG.provider_ids()}")
         if catalog.model(self.provider, self.model) is None:
             raise ValueError(f"model must be one of {[m.id for m in entry.models]} for provider {self.provider}")
         if self.size is not None and self.size not in entry.sizes:

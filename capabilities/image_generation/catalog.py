@@ -13,15 +13,15 @@ an image as output tokens at its own image rate, which genai-prices does not tel
 
 from __future__ import annotations
 
-import functools
-import json
 import logging
 from datetime import date
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
+
+from capabilities.generated_media.catalogs import ProviderCatalog
 
 logger = logging.getLogger(__name__)
 
@@ -124,22 +124,10 @@ def parse(raw: Any) -> dict[str, ProviderEntry]:
     return usable
 
 
-@functools.cache
-def providers() -> dict[str, ProviderEntry]:
-    try:
-        return parse(json.loads(CATALOG_PATH.read_text()))
-    except (OSError, ValueError, ValidationError) as exc:
-        # A broken data file is a deployment bug: loud, with the path.
-        raise RuntimeError(f"{CATALOG_PATH} is not a valid image catalog: {exc}") from exc
-
-
-def provider(provider_id: str) -> ProviderEntry | None:
-    return providers().get(provider_id)
-
-
-def model(provider_id: str, model_id: str) -> ImageModel | None:
-    entry = provider(provider_id)
-    return next((m for m in entry.models if m.id == model_id), None) if entry else None
+CATALOG = ProviderCatalog[ProviderEntry, ImageModel](CATALOG_PATH, parse, "image")
+providers = CATALOG.providers
+provider = CATALOG.provider
+model = CATALOG.model
 
 
 def image_price(entry: ImageModel, *, quality: str | None, size: str | None, on: date) -> Decimal | None:

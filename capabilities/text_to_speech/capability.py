@@ -47,14 +47,6 @@ CONTENT_POLICY_CODES = frozenset({"content_policy_violation", "moderation_blocke
 VOICE_CODES = frozenset({"voice_not_found", "invalid_voice", "voice_does_not_exist", "voice_id_does_not_exist"})
 
 
-def _provider_ids() -> list[Any]:
-    return sorted(catalog.providers())
-
-
-def _model_ids() -> list[Any]:
-    return sorted({m.id for entry in catalog.providers().values() for m in entry.models})
-
-
 class VoiceChoice(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -66,9 +58,9 @@ class VoiceChoice(BaseModel):
 class TextToSpeechConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    provider: str = Field(default="openai", json_schema_extra={"enum": _provider_ids()},
+    provider: str = Field(default="openai", json_schema_extra={"enum": catalog.CATALOG.provider_ids()},
                           description="Who speaks: OpenAI, ElevenLabs (voices of your account) or Google Gemini.")
-    model: str = Field(default="gpt-4o-mini-tts", json_schema_extra={"enum": _model_ids()},
+    model: str = Field(default="gpt-4o-mini-tts", json_schema_extra={"enum": catalog.CATALOG.model_ids()},
                        description="The speech model, from the provider's catalog entries.")
     voice: str | None = Field(default=None, max_length=60,
                               description="The agent's usual voice. Unset: the model's first voice. ElevenLabs: a "
@@ -84,7 +76,7 @@ class TextToSpeechConfig(BaseModel):
     def _fits_the_catalog(self) -> TextToSpeechConfig:
         entry = catalog.provider(self.provider)
         if entry is None:
-            raise ValueError(f"provider must be one of {_provider_ids()}")
+            raise ValueError(f"provider must be one of {catalog.CATALOG.provider_ids()}")
         if catalog.model(self.provider, self.model) is None:
             raise ValueError(f"model must be one of {[m.id for m in entry.models]} for provider {self.provider}")
         if self.output_format is not None and self.output_format not in entry.formats:

@@ -12,15 +12,15 @@ add the token prices its clips are recorded at afterwards (text tokens in, 25 au
 
 from __future__ import annotations
 
-import functools
-import json
 import logging
 from datetime import date
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from capabilities.generated_media.catalogs import ProviderCatalog
 
 logger = logging.getLogger(__name__)
 
@@ -111,21 +111,10 @@ def parse(raw: Any) -> dict[str, ProviderEntry]:
     return usable
 
 
-@functools.cache
-def providers() -> dict[str, ProviderEntry]:
-    try:
-        return parse(json.loads(CATALOG_PATH.read_text()))
-    except (OSError, ValueError, ValidationError) as exc:
-        raise RuntimeError(f"{CATALOG_PATH} is not a valid speech catalog: {exc}") from exc
-
-
-def provider(provider_id: str) -> ProviderEntry | None:
-    return providers().get(provider_id)
-
-
-def model(provider_id: str, model_id: str) -> SpeechModel | None:
-    entry = provider(provider_id)
-    return next((m for m in entry.models if m.id == model_id), None) if entry else None
+CATALOG = ProviderCatalog[ProviderEntry, SpeechModel](CATALOG_PATH, parse, "speech")
+providers = CATALOG.providers
+provider = CATALOG.provider
+model = CATALOG.model
 
 
 def price_on(entry: SpeechModel, on: date) -> Price | None:

@@ -67,21 +67,13 @@ def _clock() -> float:
     return time.monotonic()
 
 
-def _provider_ids() -> list[Any]:
-    return sorted(catalog.providers())
-
-
-def _model_ids() -> list[Any]:
-    return sorted({m.id for entry in catalog.providers().values() for m in entry.models})
-
-
 class VideoGenerationConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    provider: str = Field(default="google", json_schema_extra={"enum": _provider_ids()},
+    provider: str = Field(default="google", json_schema_extra={"enum": catalog.CATALOG.provider_ids()},
                           description="Who renders: Google answers inline; BytePlus, xAI and Alibaba run a job "
                                       "that is polled.")
-    model: str = Field(default="gemini-omni-1.1-flash", json_schema_extra={"enum": _model_ids()},
+    model: str = Field(default="gemini-omni-1.1-flash", json_schema_extra={"enum": catalog.CATALOG.model_ids()},
                        description="The video model, from the provider's catalog entries.")
     resolution: str | None = Field(default=None, max_length=16,
                                    description="The usual resolution. Unset: the model's first (lowest).")
@@ -110,7 +102,7 @@ class VideoGenerationConfig(BaseModel):
     def _fits_the_catalog(self) -> VideoGenerationConfig:
         entry = catalog.provider(self.provider)
         if entry is None:
-            raise ValueError(f"provider must be one of {_provider_ids()}")
+            raise ValueError(f"provider must be one of {catalog.CATALOG.provider_ids()}")
         found = catalog.model(self.provider, self.model)
         if found is None:
             raise ValueError(f"model must be one of {[m.id for m in entry.models]} for provider {self.provider}")

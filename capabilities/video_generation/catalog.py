@@ -11,15 +11,15 @@ price for each of its resolutions is a malformed file.
 
 from __future__ import annotations
 
-import functools
-import json
 import logging
 from datetime import date
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from capabilities.generated_media.catalogs import ProviderCatalog
 
 logger = logging.getLogger(__name__)
 
@@ -114,21 +114,10 @@ def parse(raw: Any) -> dict[str, ProviderEntry]:
     return usable
 
 
-@functools.cache
-def providers() -> dict[str, ProviderEntry]:
-    try:
-        return parse(json.loads(CATALOG_PATH.read_text()))
-    except (OSError, ValueError, ValidationError) as exc:
-        raise RuntimeError(f"{CATALOG_PATH} is not a valid video catalog: {exc}") from exc
-
-
-def provider(provider_id: str) -> ProviderEntry | None:
-    return providers().get(provider_id)
-
-
-def model(provider_id: str, model_id: str) -> VideoModel | None:
-    entry = provider(provider_id)
-    return next((m for m in entry.models if m.id == model_id), None) if entry else None
+CATALOG = ProviderCatalog[ProviderEntry, VideoModel](CATALOG_PATH, parse, "video")
+providers = CATALOG.providers
+provider = CATALOG.provider
+model = CATALOG.model
 
 
 def rate(entry: VideoModel, resolution: str, on: date) -> Decimal | None:
