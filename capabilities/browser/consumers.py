@@ -56,8 +56,7 @@ class BrowseLiveConsumer(AsyncJsonWebsocketConsumer):
             await self.channel_layer.group_discard(live.view_group(self.run_id, self.call_id), self.channel_name)
             # A person who closes the view while holding the tab hands it back, rather than leave the agent
             # waiting out the 15 minutes.
-            if await asyncio.to_thread(live.release_control, self.run_id, self.call_id, user_id=self.actor.user_id):
-                await self._broadcast_control()
+            await self._release()
 
     async def _control(self) -> dict[str, Any]:
         holder = await asyncio.to_thread(live.controller, self.run_id, self.call_id)
@@ -87,7 +86,18 @@ class BrowseLiveConsumer(AsyncJsonWebsocketConsumer):
         await self._broadcast_control()
 
     async def _on_release(self, content: dict[str, Any]) -> None:
-        if await asyncio.to_thread(live.release_control, self.run_id, self.call_id, user_id=self.actor.user_id):
+        await self._release()
+
+    async def _release(self) -> None:
+        """While the browse is live, the hand-back goes to the worker behind this person's inputs (the same
+        group, in order), and the worker releases and tells the views; a browse that is over is released here."""
+        holder = await asyncio.to_thread(live.controller, self.run_id, self.call_id)
+        if holder is None or holder.get("user_id") != self.actor.user_id:
+            return
+        if await asyncio.to_thread(live.is_live, self.run_id, self.call_id):
+            await self.channel_layer.group_send(live.input_group(self.run_id, self.call_id), {
+                "type": "browse.input", "user_id": self.actor.user_id, "release": True})
+        elif await asyncio.to_thread(live.release_control, self.run_id, self.call_id, user_id=self.actor.user_id):
             await self._broadcast_control()
 
     async def _broadcast_control(self) -> None:

@@ -102,6 +102,12 @@ def take_control(run_id: Any, call_id: str, *, user_id: int, label: str) -> bool
     return True
 
 
+def is_live(run_id: Any, call_id: str) -> bool:
+    """Whether a worker is browsing this call now (and so listens on its input group)."""
+    raw = _client().get(key(run_id, call_id, "live"))
+    return bool(raw) and not json.loads(raw).get("ended")
+
+
 def takes(run_id: Any, call_id: str) -> int:
     return int(_client().get(key(run_id, call_id, "takes")) or 0)
 
@@ -315,6 +321,14 @@ class LiveView:
                 logger.debug("live view input not dispatched", exc_info=False)
 
     async def _dispatch(self, message: dict[str, Any]) -> None:
+        if message.get("release"):
+            # Handed back through this same group, so it comes after every input the person sent before it:
+            # releasing first would let the agent read the page before their last keystrokes reached it.
+            if await asyncio.to_thread(release_control, self.run_id, self.call_id,
+                                         user_id=int(message.get("user_id") or 0)):
+                await self.layer.group_send(view_group(self.run_id, self.call_id),  # type: ignore[union-attr]
+                                            {"type": "browse.control", "holder": None})
+            return
         holder = await asyncio.to_thread(controller, self.run_id, self.call_id)
         if holder is None or holder.get("user_id") != message.get("user_id") or self._cdp is None:
             return
