@@ -173,8 +173,8 @@ class BrowserSession:
         manager = _playwright()()
         self._pw = await manager.start()
         try:
-            # 30 s: a browser service that has just started, on a busy machine, may take this long to answer.
-            self._browser = await self._pw.chromium.connect_over_cdp(address, timeout=30000)
+            self._browser = await self._pw.chromium.connect_over_cdp(
+                address, timeout=settings.BROWSER_CONNECT_TIMEOUT_SECONDS * 1000)
             user_agent = await self._desktop_user_agent()
             options: dict[str, Any] = {
                 "service_workers": "block",  # a service worker's requests would bypass the page's guard

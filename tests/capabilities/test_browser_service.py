@@ -24,8 +24,11 @@ COMPOSE = Path(__file__).resolve().parents[2] / "docker-compose.yml"
 
 
 @pytest.fixture
-def launch_env(monkeypatch, tmp_path):
-    """A data directory of its own and an ephemeral DevTools port; the operator has listed no browser."""
+def launch_env(monkeypatch, tmp_path, settings):
+    """A data directory of its own and an ephemeral DevTools port; the operator has listed no browser. A Chromium
+    started by the test on a 2-core machine busy with the other worker's tests (real coding CLIs in a jail) once
+    took more than 30 s to take its first client, so these tests give it the room a slow host's operator would."""
+    settings.BROWSER_CONNECT_TIMEOUT_SECONDS = 120
     monkeypatch.setenv("AGENTICOS_DATA_DIR", str(tmp_path))
     monkeypatch.setenv("BROWSER_CDP_PORT", "0")
     for name in ("BROWSER_SERVICE", "BROWSER_EXECUTABLE", "BROWSER_CDP_ALLOWED_HOSTS", "BROWSER_TZ"):
