@@ -20,7 +20,10 @@ uploaded beside the workspace and removed by the script, never on the command li
 tasks (the coding agent) are sandboxd's alone: they are refused here by name.
 
 Every request goes through the outbound guard like a registered sandboxd's (SANDBOX_ALLOWED_PRIVATE_HOSTS),
-the toolbox proxy's address (Daytona's answer, so another host) included.
+the toolbox proxy's address (Daytona's answer, so another host) included. That is why this speaks the REST API
+with the guard's httpx client instead of using the `daytona` SDK (the one pydantic-ai-harness's Daytona sandbox
+wraps): the SDK's generated clients open their own connections, which the guard's resolving transport cannot
+sit under.
 """
 
 from __future__ import annotations
