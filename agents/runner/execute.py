@@ -437,7 +437,10 @@ class RunExecution:
                     tr.add_text("thinking", part.content, key)
                     await self.emit(frame("thinking_delta", index=event.index, content=part.content))
             elif isinstance(part, ToolCallPart):
-                await self.emit(frame("part_start", index=event.index, part_type="tool-call"))
+                # The tool's name and call id ride on the start so a surface can draw what a call is writing
+                # while its arguments stream (visuals grow as `draw` writes them).
+                await self.emit(frame("part_start", index=event.index, part_type="tool-call",
+                                      tool_name=part.tool_name, tool_call_id=part.tool_call_id))
         elif isinstance(event, PartDeltaEvent):
             key = (self._response_no, event.index)
             delta = event.delta
