@@ -326,6 +326,16 @@ async def run_coding_agent(ctx: RunContext[Any], task: str, fresh_session: bool 
                                      state)
     except ConnectionUnavailable as exc:
         return failures.refuse(f"The sandbox is unavailable: {exc}")
+    if config.base_url:
+        # A gateway the tenant named: the outbound guard's verdict as for a model profile's base URL (publish
+        # checked it too; checked again here for a name that resolves elsewhere since). sandboxd's egress
+        # allow-list is the operator's second fence, not a substitute for this one.
+        from capabilities import netguard
+
+        try:
+            await netguard.check_url(config.base_url, allowance=netguard.MODEL_HOSTS)
+        except netguard.Refused as exc:
+            return failures.refuse(f"The coding agent's gateway (base_url) was refused: {exc} Nothing was started.")
     key = await on_db_thread(state.reveal)
     # Publish refuses a key saved for the other provider (publish.py); checked again here, by its prefix, for a
     # secret rotated since.

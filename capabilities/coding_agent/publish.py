@@ -7,7 +7,9 @@ from `agents.services.reference_problems`.
 - the bound key must fit the harness: a key saved for the other provider is refused, naming what the harness
   takes (an OpenAI key bound to Claude Code would publish and then fail every task). A `custom` secret fits both,
   and with `base_url` the key is the gateway's, so Claude Code takes any. Whose key it is is read from its
-  documented prefix (sk-ant-… Anthropic, sk-… OpenAI) inside this function; the value goes nowhere else.
+  documented prefix (sk-ant-… Anthropic, sk-… OpenAI) inside this function; the value goes nowhere else;
+- a `base_url` (a gateway the tenant names) passes the outbound guard (`capabilities/netguard.py`, the model
+  providers' allowance), here and again before each task starts.
 """
 
 from __future__ import annotations
@@ -43,12 +45,29 @@ def coding_agent_problems(actor: Any, data: dict[str, Any], format_path: Any) ->
         config = CodingAgentConfig.model_validate(binding.get("config") or {})
     except ValidationError:
         return problems  # the config's own errors are reported by the registry
+    if config.base_url:
+        problem = _gateway_problem(config.base_url)
+        if problem:
+            problems.append({"field": f"{base}.config.base_url", "message": problem})
     secret_id = binding.get("secret_id")
     if secret_id:
         problem = _key_problem(actor.organization, str(secret_id), config)
         if problem:
             problems.append({"field": f"{base}.secret_id", "message": problem})
     return problems
+
+
+def _gateway_problem(base_url: str) -> str | None:
+    """The outbound guard's verdict on the gateway the tenant named, as for a model profile's base URL: a
+    private, loopback, link-local or metadata address is refused unless the operator allows it
+    (MODEL_ALLOWED_PRIVATE_HOSTS)."""
+    from capabilities import netguard
+
+    try:
+        netguard.check_url_blocking(base_url, allowance=netguard.MODEL_HOSTS)
+    except netguard.Refused as exc:
+        return str(exc)
+    return None
 
 
 def _on_daytona(organization: Any, connection_id: Any) -> bool:

@@ -428,7 +428,13 @@ def test_publish_refuses_a_sandbox_without_a_shell_and_a_key_of_the_other_provid
     assert problems(anthropic) == []
     assert problems(openai, harness="codex") == []
     assert problems(custom) == [] and problems(custom, harness="codex") == []
-    assert problems(openai, base_url="https://openrouter.ai/api") == []  # a gateway's key
+    assert problems(openai, base_url="https://1.1.1.1/api") == []  # a gateway's key (a literal: no DNS here)
+    # The gateway passes the outbound guard like a model profile's base URL.
+    for inside, why in (("http://127.0.0.1:9/api", "MODEL_ALLOWED_PRIVATE_HOSTS"),
+                        ("http://10.0.0.7/v1", "MODEL_ALLOWED_PRIVATE_HOSTS"),
+                        ("http://169.254.169.254/latest", "always refused")):
+        [(field, message)] = problems(openai, base_url=inside)
+        assert field.endswith(".config.base_url") and why in message, (inside, message)
     [(field, message)] = problems(openai)
     assert field.endswith(".secret_id") and "Claude Code takes an Anthropic API key" in message
     [(_, message)] = problems(anthropic, harness="codex")
@@ -445,6 +451,19 @@ def test_publish_refuses_a_sandbox_without_a_shell_and_a_key_of_the_other_provid
     assert CodingAgentConfig(harness="codex", base_url="https://openrouter.ai/api").base_url is None
     with pytest.raises(ValueError, match="without a user or password"):
         CodingAgentConfig(base_url="https://user:pw@gateway.example/api")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_gateway_refused_since_publish_starts_nothing(org, owner, scripted_model, coding, settings):
+    anthropic, _ = coding
+    settings.MODEL_ALLOWED_PRIVATE_HOSTS = ["127.0.0.1"]  # the operator allowed the gateway at publish…
+    agent = coding_agent(org, owner, key=OPENAI_KEY, base_url=anthropic.url)
+    settings.MODEL_ALLOWED_PRIVATE_HOSTS = []  # …and no longer does
+    script, run, _ = turn_with_frames(scripted_model, org, owner, agent, [task("Create app/hello.py.")])
+
+    assert run.status == RunStatus.COMPLETED
+    assert "gateway (base_url) was refused" in script.results[0] and "Nothing was started" in script.results[0]
+    assert anthropic.requests == [] and not SpendEntry.objects.filter(run=run, kind="coding_agent").exists()
 
 
 @pytest.mark.django_db(transaction=True)
