@@ -5,7 +5,10 @@
 - ElevenLabs `POST /v1/text-to-speech/{voice_id}?output_format=mp3_44100_128|pcm_24000`, key in `xi-api-key`.
 - Gemini `POST /v1beta/models/{model}:generateContent` with `responseModalities: ["AUDIO"]` and the prebuilt
   voice, key in `x-goog-api-key`; the audio comes back inline as base64 PCM (24 kHz), with the text tokens in
-  `usageMetadata.promptTokenCount`.
+  `usageMetadata.promptTokenCount`. Written by hand although `google-genai` is installed (image generation
+  uses it through pydantic-ai): it is one JSON request, and the shared `_post` gives it what the other two
+  providers get — the pinned outbound guard, the timeout, and errors reduced to status and code — which the
+  SDK's client would have to be wrapped to reproduce.
 
 A provider's refusal is raised as `outbound.ProviderError` (status and code, never its text), a timeout as
 `outbound.Timeout`; a refused address propagates as the guard's `netguard.Refused`.
