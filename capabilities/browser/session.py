@@ -1,16 +1,22 @@
 """One run's tab: a browser context of its own on the operator's Chromium, its guard, and the actions.
 
-Why Playwright's `connect_over_cdp`: it is a maintained CDP client that is already this project's browser
-test driver (the same wheel, no second client to keep), it manages browser contexts (`new_context` is CDP's
-`Target.createBrowserContext`: cookies and storage of one browse never reach another) and gives element
-handles that stay bound to the DOM node a row was read from, so an action names a row and never a selector.
+Why Patchright's `connect_over_cdp`: it is Playwright (the same API, kept in step with Playwright's releases)
+patched so that it never enables the CDP Runtime domain on a page. With Runtime on, every `console.*` call is
+wrapped for the client, and wrapping an Error reads its native `stack`, which runs the page's own
+`Error.prepareStackTrace` — one line of page script that tells a driven browser from a person's (the probe in
+tests/capabilities/test_browser_runtime_domain.py; the older `stack`-getter probe no longer fires on Chromium
+156, this one does, and catches plain Playwright). Patchright finds execution contexts without Runtime events
+and runs its own scripts (the row reader, `fill`, `click`) in an isolated world the page cannot see, so the
+page's world has nothing of the driver in it. A raw CDP client (cdp-use) would also leave Runtime off, but
+this project would then write by hand what Patchright keeps: browser contexts (`new_context` is CDP's
+`Target.createBrowserContext`: cookies and storage of one browse never reach another), element handles that
+stay bound to the DOM node a row was read from (an action names a row, never a selector), actionability waits
+for click/fill/select, navigation waits, routes, and the same API the tests drive.
+
 What it lacks is interception of redirect hops (`route` sees only a request's first URL), so the guard also
 holds a CDP session of its own on each page with `Fetch` paused at the request stage, which Chromium raises
-for every hop, every subresource and every `fetch()` a page makes.
-
-Known limit of that choice: Playwright enables the CDP Runtime domain on every page it drives (its element
-handles and evaluation need it), so the spec's "never enable Runtime" does not hold with this client; a raw
-CDP client (cdp-use) would be needed for that (see the report of issue 24).
+for every hop, every subresource and every `fetch()` a page makes. That session and the live view's
+(`live.py`) send Fetch, Page and Input commands only, never `Runtime.enable`.
 """
 
 from __future__ import annotations
@@ -81,7 +87,7 @@ def describe_row(row: dict[str, Any]) -> str:
 
 def _playwright() -> Any:
     try:
-        from playwright.async_api import async_playwright
+        from patchright.async_api import async_playwright
     except ImportError:
         raise BrowserUnavailable(f"The browser capability is not installed here: run {INSTALL_LINE}.") from None
     return async_playwright
@@ -324,6 +330,8 @@ class BrowserSession:
         raise AssertionError("unreachable")  # the loop returns or raises
 
     async def _read_once(self, page: Any, screenshot: bool) -> PageView:
+        # Patchright's isolated world (its default): the DOM is the page's, the script's globals are not, so a
+        # page can neither see the reader nor hand it a patched `querySelectorAll`.
         handle = await page.evaluate_handle(page_js.COLLECT, [self.config.candidate_cap, MAX_TEXT])
         try:
             data = await (await handle.get_property("rows")).json_value()
