@@ -29,7 +29,10 @@ class BrowserConfig(BaseModel):
     max_steps: int = Field(default=50, ge=1, le=200, description="Steps per browse_web call, each one model request.")
     vision: bool = Field(default=False, description="Also send each step's screenshot to the model.")
     candidate_cap: int = Field(default=60, ge=2, le=200, description="How many elements one step may offer.")
-    preview_width: int = Field(default=1024, ge=320, le=1920, description="The width of the page, in pixels.")
+    preview: bool = Field(default=True, description="Send the browser's view to the chat while it browses (a small "
+                                                    "picture on the browse's step, for who may watch it).")
+    preview_width: int = Field(default=1024, ge=320, le=1920,
+                               description="The width of the page, in pixels, and so of the view's frames.")
     step_model_profile_id: str | None = Field(
         default=None, description="A model profile browse_web asks at each step instead of the agent's model.")
     connection: Literal["built_in", "proxy", "hosted"] = Field(default="built_in", json_schema_extra={

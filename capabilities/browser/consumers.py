@@ -6,12 +6,17 @@ Frames out: `hello` {can_control, control, live, ended, steps, frame, agent}, th
 {jpeg (base64), width, height}, `step` {line}, `agent` {state: paused | resumed | needs_person, reason?},
 `ended` — and `control` {holder (a label) or null, mine}. Frames in: `take`, `release`, `input` {event:
 {kind: click|scroll|text|key, x, y, dy, text, key}} (only from who holds the tab).
+
+`?preview=1` is the chat's preview of the browse (`static/console/browse-preview.js`, the binding's `preview`): the
+same people may open it, only while the browse runs with `preview` on (else it is refused, so no frame reaches the
+chat), and it only watches: `hello` {live, ended, frame}, then `frame` and `ended`; nothing it sends acts.
 """
 
 from __future__ import annotations
 
 import asyncio
 from typing import Any
+from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
@@ -21,6 +26,7 @@ from agenticos.tenancy import SESSION_KEY, resolve_actor
 from capabilities.browser import live
 
 CLOSE_REFUSED = 4003  # the chat socket's and the embeds' one refusal code, whatever the cause
+PREVIEW_FRAMES = ("frame", "ended")  # what the chat's preview is sent: the picture, and that it is over
 
 
 class BrowseLiveConsumer(AsyncJsonWebsocketConsumer):
@@ -29,6 +35,8 @@ class BrowseLiveConsumer(AsyncJsonWebsocketConsumer):
         kwargs = self.scope["url_route"]["kwargs"]
         self.run_id, self.call_id = str(kwargs["run_id"]), str(kwargs["call_id"])
         self.joined = False
+        query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
+        self.preview = query.get("preview") == ["1"]
         if user is None or not user.is_authenticated:
             await self.close(code=CLOSE_REFUSED)
             return
@@ -38,10 +46,16 @@ class BrowseLiveConsumer(AsyncJsonWebsocketConsumer):
         except NotFound:
             await self.close(code=CLOSE_REFUSED)
             return
+        if self.preview and not await asyncio.to_thread(live.previewable, self.run_id, self.call_id):
+            await self.close(code=CLOSE_REFUSED)
+            return
         await self.channel_layer.group_add(live.view_group(self.run_id, self.call_id), self.channel_name)
         self.joined = True
         await self.accept()
         state = await asyncio.to_thread(live.snapshot, self.run_id, self.call_id)
+        if self.preview:
+            await self.send_json(live.frame("hello", live=state["live"], ended=state["ended"], frame=state["frame"]))
+            return
         await self.send_json(live.frame("hello", can_control=self.can_control,
                                         control=await self._control(), **state))
 
@@ -54,6 +68,8 @@ class BrowseLiveConsumer(AsyncJsonWebsocketConsumer):
     async def disconnect(self, code: int) -> None:
         if self.joined:
             await self.channel_layer.group_discard(live.view_group(self.run_id, self.call_id), self.channel_name)
+            if self.preview:  # the chat's picture holds nothing; the same person's live view may hold the tab
+                return
             # A person who closes the view while holding the tab hands it back, rather than leave the agent
             # waiting out the 15 minutes.
             await self._release()
@@ -65,6 +81,9 @@ class BrowseLiveConsumer(AsyncJsonWebsocketConsumer):
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         kind = content.get("type") if isinstance(content, dict) else None
+        if self.preview:
+            await self.send_json(live.frame("error", code="bad_frame", message="The chat's preview only watches."))
+            return
         handler = {"take": self._on_take, "release": self._on_release, "input": self._on_input}.get(str(kind))
         if handler is None:
             await self.send_json(live.frame("error", code="bad_frame", message=f"Unknown frame type {kind!r}."))
@@ -115,9 +134,13 @@ class BrowseLiveConsumer(AsyncJsonWebsocketConsumer):
                 "type": "browse.input", "user_id": self.actor.user_id, "event": event})
 
     async def browse_frame(self, event: dict[str, Any]) -> None:
+        if self.preview and event["frame"].get("type") not in PREVIEW_FRAMES:
+            return
         await self.send_json(event["frame"])
 
     async def browse_control(self, event: dict[str, Any]) -> None:
+        if self.preview:
+            return
         holder = event.get("holder")
         await self.send_json(live.frame("control", holder=holder.get("label") if holder else None,
                                         mine=bool(holder and holder.get("user_id") == self.actor.user_id)))

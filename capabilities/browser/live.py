@@ -108,6 +108,14 @@ def is_live(run_id: Any, call_id: str) -> bool:
     return bool(raw) and not json.loads(raw).get("ended")
 
 
+def previewable(run_id: Any, call_id: str) -> bool:
+    """Whether the chat may show this browse's frames: it is running and its binding's `preview` is on. With
+    `preview` off no frame reaches the chat; the live view page still shows them."""
+    raw = _client().get(key(run_id, call_id, "live"))
+    meta = json.loads(raw) if raw else {}
+    return bool(meta) and not meta.get("ended") and bool(meta.get("preview", True))
+
+
 def takes(run_id: Any, call_id: str) -> int:
     return int(_client().get(key(run_id, call_id, "takes")) or 0)
 
@@ -153,9 +161,10 @@ def _own_layer() -> Any:
 class LiveView:
     """One browse's live view, run by the worker holding the tab."""
 
-    def __init__(self, run_id: Any, call_id: str) -> None:
+    def __init__(self, run_id: Any, call_id: str, *, preview: bool = True) -> None:
         self.run_id = str(run_id)
         self.call_id = str(call_id)
+        self.preview = preview  # the binding's `preview`: whether the chat may show these frames (`previewable`)
         self.path = live_path(run_id, call_id)
         self.layer = _own_layer()
         self._cdp: Any = None
@@ -208,7 +217,8 @@ class LiveView:
 
     def _mark(self, *, ended: bool) -> None:
         client = _client()
-        client.set(key(self.run_id, self.call_id, "live"), json.dumps({"ended": ended}), ex=TTL)
+        client.set(key(self.run_id, self.call_id, "live"), json.dumps({"ended": ended, "preview": self.preview}),
+                   ex=TTL)
         for part in ("frame", "steps"):
             client.expire(key(self.run_id, self.call_id, part), TTL)
 
@@ -394,7 +404,7 @@ async def open_for(tab: Any, run_id: Any, call_id: str | None) -> LiveView | Non
             return tab.live
         await tab.live.stop()
         tab.live = None
-    view = LiveView(run_id, call_id)
+    view = LiveView(run_id, call_id, preview=bool(getattr(getattr(tab, "config", None), "preview", True)))
     try:
         await view.start(tab.context, tab.page)
     except Exception:
