@@ -312,3 +312,29 @@ class ToolCall(models.Model):
 
     def __str__(self) -> str:
         return f"{self.tool_name} ({self.status})"
+
+
+class CompactedHistory(models.Model):
+    """The one message history a conversation keeps across turns (capabilities/compaction/persisted.py).
+
+    Ordinarily the next turn's history is rebuilt from the transcript's text. A run whose history was actually
+    compacted is the exception: pydantic-ai's own dump of its messages (ModelMessagesTypeAdapter JSON, base64
+    included, as the model last saw them) is kept here, and the next turns replay it followed by the transcript
+    messages after `through_message_id` as text, until the next compaction replaces it. With `media` the large
+    parts are behind media+sha256:// references in the organization's store (capabilities/media); the row goes
+    with its conversation."""
+
+    conversation = models.OneToOneField(Conversation, on_delete=models.CASCADE, primary_key=True,
+                                        related_name="compacted_history")
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
+    # The run that compacted (and wrote) it.
+    run = models.ForeignKey(Run, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    messages = models.JSONField(default=list)
+    # The media walker wrote `messages` (its references are read back by that walker only).
+    media = models.BooleanField(default=False)
+    # The newest transcript message the dump covers: later ones are replayed after it as text.
+    through_message_id = models.BigIntegerField()
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"Compacted history of {self.conversation_id}"

@@ -147,23 +147,48 @@ def turn_and_history(run: Run) -> tuple[dict[str, Any] | None, list]:
     message itself is already in the transcript; the prompt carries it, so it is not history.
 
     Usually it is the conversation's newest message, and one read of the newest gives both. When a later turn
-    has written since (or this run wrote no message), a second read takes the newest up to this run's own."""
+    has written since (or this run wrote no message), a second read takes the newest up to this run's own.
+
+    A conversation that keeps a compacted run's history (capabilities/compaction/persisted.py) replays it instead
+    of the turns it covers: the same read says whether there is one, and only then is it loaded."""
+    from capabilities.compaction import persisted
+
     limit = int((run.options or {}).get("history_limit") or settings.WEB_HISTORY_TURNS)
     if run.conversation_id is None:
         # No stored conversation: the turns the client sent with the run, if any (`client_history`).
         return None, client_history((run.options or {}).get("client_history"))[-limit:]
     fields = ("run_id", "attachments")
-    messages = get_recent_messages(str(run.conversation_id), limit + 1, fields=fields)
+    marked = {"compacted_through": persisted.through_annotation(run)}
+    messages = get_recent_messages(str(run.conversation_id), limit + 1, fields=fields, annotate=marked)
     if not _is_own_turn(run, messages):
         this_turn = Message.objects.filter(run_id=run.pk, role=Message.Role.USER).order_by("-id").values("id")[:1]
         # A run without a message of its own (none was recorded) reads the newest turns.
         upto = Coalesce(Subquery(this_turn), Value(NEWEST_POSSIBLE_ID, output_field=BigIntegerField()))
-        messages = get_recent_messages(str(run.conversation_id), limit + 1, through=upto, fields=fields)
+        messages = get_recent_messages(str(run.conversation_id), limit + 1, through=upto, fields=fields,
+                                       annotate=marked)
+    through = getattr(messages[-1], "compacted_through", None) if messages else None
     current = None
     if _is_own_turn(run, messages):
         last = messages.pop()
         current = {"id": last.pk, "attachments": last.attachments}
+    kept = _compacted(run, through, current)
+    if kept is not None:
+        through, older = kept
+        return current, [*older, *to_model_messages([m for m in messages if m.pk > through][-limit:])]
     return current, to_model_messages(messages[-limit:])
+
+
+def _compacted(run: Run, through: int | None, current: dict[str, Any] | None) -> tuple[int, list] | None:
+    """The kept compacted history, when the conversation has one that ends before this run's own turn (a run
+    taken late never replays what was summarized after it)."""
+    from capabilities.compaction import persisted
+
+    if through is None or (current is not None and through >= current["id"]):
+        return None
+    kept = persisted.replayed(run)
+    if kept is None or (current is not None and kept[0] >= current["id"]):
+        return None
+    return kept
 
 
 def client_history(turns: Any) -> list:

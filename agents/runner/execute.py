@@ -21,6 +21,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import close_old_connections, connection, transaction
+from django.db.models import F, Func, JSONField, Value
 from django.utils import timezone
 from pydantic_ai import Agent, CancellationToken
 from pydantic_ai.exceptions import RunCancelled, UsageLimitExceeded
@@ -155,6 +156,8 @@ class RunExecution:
         self.shutdown_reason = ""
         # Model requests answered but not yet in the ledger (see BudgetGuard).
         self.unrecorded_spend: list[SpendEntry] = []
+        # What the run's tools and capabilities see (set by _assemble); compaction notes in its scratch.
+        self.deps: RunDeps | None = None
 
     # ------------------------------------------------------------- plumbing
 
@@ -299,7 +302,7 @@ class RunExecution:
         if isinstance(output, DeferredToolRequests):
             await self._park(output, result.all_messages())
         else:
-            await self._complete(str(output))
+            await self._complete(str(output), result.all_messages() if self._compacted() else None)
 
     async def _answered_by_the_case(self, agent, run_kwargs: dict[str, Any], result):
         """An evaluation case answers its own gated calls and ask_user questions (evals.answers), so the run
@@ -345,6 +348,12 @@ class RunExecution:
             can_ask_user=bool(run.options.get("can_ask_user")),
         )
         deps.scratch["execution"] = self  # delegation meters its delegates on this run (capabilities/subagents)
+        if run.parked_state and run.parked_state.get("compacted"):
+            # Compacted before it parked: the history it resumes from is the compacted one (its end is kept).
+            from capabilities.compaction import COMPACTED
+
+            deps.scratch[COMPACTED] = True
+        self.deps = deps
         built = assembly.build_capabilities(self.spec, deps, run)
         self.tool_approval = built.approval
         self.tool_ids = built.tool_ids
@@ -489,11 +498,20 @@ class RunExecution:
 
     # ------------------------------------------------------------- endings
 
-    async def _complete(self, output: str) -> None:
+    def _compacted(self) -> bool:
+        from capabilities.compaction import persisted
+
+        return self.deps is not None and persisted.was_compacted(self.deps.scratch)
+
+    async def _complete(self, output: str, compacted: list | None = None) -> None:
+        """`compacted`: the run's messages when its history was compacted, kept for the next turns."""
         if not self._text_streamed and output:
             # A provider that did not stream deltas: the final output is the only copy of the answer.
             self.transcript.add_text("text", output, (self._response_no + 1, 0))
         message_id, complete = await self.db(self._finish_and_describe, RunStatus.COMPLETED, output=output)
+        if compacted is not None:
+            # Before the answer is announced: a next turn sent on seeing it replays this history.
+            await self.db(self._keep_compacted, compacted, message_id)
         if message_id:
             await self.emit(frame("message_saved", message_id=message_id, role="assistant"))
             # The answer is committed: its follow-ups (capabilities/follow_ups) are written by a task of their own.
@@ -517,8 +535,29 @@ class RunExecution:
 
     def _park_and_forget(self, park, requests, messages):
         parked = park(self, requests, messages)
+        if self._compacted():
+            # The resumed execution keeps its history for the next turns when it completes (a parked history
+            # ends in unanswered calls, so it is never replayed itself).
+            Run.objects.filter(pk=self.run.pk, parked_state__isnull=False).update(
+                parked_state=_WithKey(F("parked_state"), Value({"compacted": True}, output_field=JSONField())))
         recovery.forget(self.run.pk)  # the resumed execution starts unmarked
         return parked
+
+    def _keep_compacted(self, messages: list, message_id: int | None) -> None:
+        """Keep the compacted run's messages on its conversation (capabilities/compaction/persisted.py). The run
+        is over and answered: a failure here is logged, and the next turn reads the transcript as any other."""
+        from capabilities.compaction import persisted
+
+        if not self.run.conversation_id:
+            return
+        try:
+            through = message_id or persisted.newest_covered(self.run)
+            if through is not None:
+                persisted.keep(self.run, messages, through_message_id=through,
+                               threshold_bytes=getattr(self, "media_threshold", None))
+        except Exception:
+            logger.warning("run %s: its compacted history could not be kept for the next turn", self.run.pk,
+                           exc_info=True)
 
     async def _fail(self, error: dict, message: str) -> None:
         await self._end(RunStatus.FAILED, error=error, error_frame=message, code="run_failed")
@@ -590,6 +629,14 @@ async def _execution(run_id: Any, sink: Sink | None, parent: Any = None) -> None
             await execution.db(_fail_crashed, run_id, exc)
         finally:
             telemetry.describe_run(span, execution)
+
+
+class _WithKey(Func):
+    """jsonb `||`: the object with another's keys added."""
+
+    arg_joiner = " || "
+    template = "%(expressions)s"
+    output_field = JSONField()
 
 
 def _fail_crashed(run_id: Any, exc: Exception) -> None:

@@ -1,4 +1,5 @@
-"""The next turn's history: the newest N transcript messages, as pydantic-ai messages."""
+"""The next turn's history: the newest N transcript messages, as pydantic-ai messages (after a compacted
+history's kept dump, when the conversation keeps one: capabilities/compaction/persisted.py)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,12 @@ from agents.models import Conversation, Message
 
 
 def get_recent_messages(conversation: Conversation | str, limit: int, *, before_id: int | None = None,
-                        through: Any = None, fields: tuple[str, ...] = ()) -> list[Message]:
+                        through: Any = None, fields: tuple[str, ...] = (),
+                        annotate: dict[str, Any] | None = None) -> list[Message]:
     """The newest `limit` messages of a conversation, oldest first: all of them, those before the message
     `before_id`, or those up to and including `through` (an id or an expression giving one). `fields`
-    loads more than id, role, content and created_at.
+    loads more than id, role, content and created_at; `annotate` reads more beside them in the same statement
+    (the compacted history's mark, capabilities/compaction/persisted.py).
 
     Reads from the newest end (index conversation, -id) so a 10,000-message thread costs what a
     10-message one does.
@@ -24,6 +27,8 @@ def get_recent_messages(conversation: Conversation | str, limit: int, *, before_
         qs = qs.filter(id__lt=before_id)
     if through is not None:
         qs = qs.filter(id__lte=through)
+    if annotate:
+        qs = qs.annotate(**annotate)
     newest = list(qs.order_by("-id").only("id", "role", "content", "created_at", *fields)[:limit])
     newest.reverse()
     return newest

@@ -14,6 +14,10 @@ A summary is a model request on the run's own model that no budget guard wraps, 
 platform's metered path (`governance.metered`, ledger label `compaction_summary`): checked against every cap
 before, priced and written to the run's ledger after. A used-up cap fails the summary, and the run's next
 request is refused by its own guard.
+
+Each strategy notes in the run's scratch (`COMPACTED`) when it actually changed the history, so the runner keeps
+that run's messages on its conversation for the next turns (persisted.py) instead of letting the summary end
+with the run.
 """
 
 from __future__ import annotations
@@ -33,6 +37,9 @@ from pydantic_ai_harness.compaction import (
 )
 
 from capabilities.base import BuildContext, Built, Capability, enum_labels
+
+# The run's scratch key set when a strategy changed the history (read by the runner, persisted.py).
+COMPACTED = "compacted"
 
 
 class CompactionConfig(BaseModel):
@@ -75,7 +82,21 @@ class Summarizing(CapabilityEvent, namespace="agenticos.compaction", name="summa
         return frame("compaction", status="summarizing", messages=self.messages)
 
 
-class MeteredSummarizingCompaction(SummarizingCompaction[Any]):
+class NotesCompaction:
+    """Notes in the run's scratch that the history was compacted — changed by the strategy, not merely
+    triggered (a trigger whose strategy kept everything is no compaction) — without touching the strategy."""
+
+    async def before_model_request(self, ctx: Any, request_context: Any) -> Any:
+        before = list(ctx.messages)
+        result = await super().before_model_request(ctx, request_context)  # type: ignore[misc]
+        if ctx.messages != before:  # element-wise identity first: cheap when nothing changed
+            scratch = getattr(ctx.deps, "scratch", None)
+            if isinstance(scratch, dict):
+                scratch[COMPACTED] = True
+        return result
+
+
+class MeteredSummarizingCompaction(NotesCompaction, SummarizingCompaction[Any]):
     """The harness's SummarizingCompaction, its summary written on the run's own model through the metered path."""
 
     meter_for: tuple[str, str] | None = None  # (run id, organization id)
@@ -96,7 +117,15 @@ class MeteredSummarizingCompaction(SummarizingCompaction[Any]):
         return await super().compact(messages, ctx)
 
 
-class MeteredTieredCompaction(TieredCompaction[Any]):
+class NotedClearToolResults(NotesCompaction, ClearToolResults[Any]):
+    pass
+
+
+class NotedSlidingWindowCompaction(NotesCompaction, SlidingWindowCompaction[Any]):
+    pass
+
+
+class MeteredTieredCompaction(NotesCompaction, TieredCompaction[Any]):
     """TieredCompaction drives its tiers itself (their hooks never run), so its summarizing tier is metered here."""
 
     async def for_run(self, ctx: Any) -> MeteredTieredCompaction:
@@ -138,9 +167,9 @@ def build(ctx: BuildContext) -> list[Built]:
     if config.strategy == "summarize":
         return [_summarizer(config, ctx, window, **fraction)]
     if config.strategy == "clear_tool_results":
-        return [ClearToolResults(keep_pairs=config.keep_tool_pairs, **window, **fraction)]
+        return [NotedClearToolResults(keep_pairs=config.keep_tool_pairs, **window, **fraction)]
     if config.strategy == "sliding_window":
-        return [SlidingWindowCompaction(keep_messages=config.keep_messages, **window, **fraction)]
+        return [NotedSlidingWindowCompaction(keep_messages=config.keep_messages, **window, **fraction)]
     # tiered: each tier's own trigger is bypassed; the orchestrator fires at the fraction.
     tiers = [ClearToolResults(keep_pairs=config.keep_tool_pairs, max_tokens=1),
              _summarizer(config, ctx, {}, max_messages=1)]
@@ -158,8 +187,8 @@ CAPABILITY = Capability(
         "Search all our docs for each product and compare them.",
     ),
     never_does=(
-        "It never changes the stored conversation between turns (it trims one run's own history), and never "
-        "summarizes without metering the summary on the run."
+        "It never rewrites the conversation's transcript (a compacted run's history is kept beside it for the "
+        "next turns), and never summarizes without metering the summary on the run."
     ),
     tools=(),
     tools_note="No tools on purpose: it rewrites the history a request carries instead of offering the model "

@@ -5,14 +5,16 @@ the history again. The content-addressed store is ours (store.py: default_storag
 `media/<organization>/<conversation>/<sha256>`); the walkers are pydantic-ai-harness's (history.py).
 
 Where a history is stored: between turns the history is rebuilt from the transcript's text (agents/runner/
-history.py), so an attachment reaches the model once, in its own turn, and is never replayed from a stored
-dump. The one dump the platform keeps is a parked run's (`Run.parked_state`: a gated call waiting for a person,
-or an ask_user question), the library's own messages of the run so far, base64 included, held until the run
-resumes — that is where the bytes pile up in Postgres, and what this offloads.
+history.py), so an attachment reaches the model once, in its own turn. Two dumps are the exception, the
+library's own messages of a run, base64 included: a parked run's (`Run.parked_state`: a gated call waiting for a
+person, or an ask_user question), held until the run resumes; and a compacted conversation's
+(`agents.CompactedHistory`, capabilities/compaction/persisted.py), replayed by every later turn until the next
+compaction replaces it — that is where the bytes pile up in Postgres, and what this offloads.
 
 Binding it is the decision to offload (`MediaOffload`, found by the runner among the run's capabilities when it
-parks; the parked state says `"media": true` when the walker wrote it). Restoring is not optional: the runner
-restores every such history it resumes, bound or not — an agent unbound since leaves its references behind. It never shrinks what the model is sent:
+parks or keeps a compacted history; the stored dump says `media` when the walker wrote it). Restoring is not
+optional: the runner restores every such history it resumes or replays, bound or not — an agent unbound since
+leaves its references behind. It never shrinks what the model is sent:
 the parts are back before the request leaves, and the store mints no URL a provider (or anyone) could fetch.
 """
 
