@@ -346,8 +346,9 @@ async def browse_web(ctx: RunContext[Any], task: str, start_url: str | None = No
 
     Returns:
         {outcome, message, url, steps, memory, history}: outcome is "done" (message = the answer), "blocked"
-        (the page stops it), "paused" (the step limit; call again to continue), "needs_person" (only a person
-        can go on), "browser_unavailable" or "budget" (the run's budget is used up).
+        (the page stops it; with needs_person when only a person could go on and nobody took over the browser
+        in time), "paused" (the step limit; call again to continue), "browser_unavailable" (say so, and that
+        the operator can fix it) or "budget" (the run's budget is used up).
     """
     from governance import budgets, metered
 
@@ -409,19 +410,24 @@ async def browse_web(ctx: RunContext[Any], task: str, start_url: str | None = No
             continue
         tab.state.memory = step.memory or tab.state.memory
         line = f"{number}. {step.evaluation} | goal: {step.next_goal} | {_describe(step, view)}"
-        if step.action == "ask_human" and watch is not None:
+        if step.action == "ask_human":
+            # Only a person can go on: wait for one to take the tab; nobody came, the browse ends blocked (the
+            # spec's four outcomes), saying what a person was needed for.
             tab.state.history.append(line)
-            await watch.publish_steps(tab.state.history)
-            if await watch.wait_for_person(step.answer or ""):
-                tab.state.history.append(f"{len(tab.state.history) + 1}. a person took control of the browser "
-                                         "and handed it back")
-                continue
-            return await _finish(tab, "needs_person", f"{step.answer or ''} Nobody took over the browser within "
-                                                      f"{live.NEEDS_PERSON_SECONDS // 60} minutes.".strip())
-        if step.action in ("done", "blocked", "ask_human"):
+            reason = step.answer or "Only a person can go on from this page."
+            if watch is not None:
+                await watch.publish_steps(tab.state.history)
+                if await watch.wait_for_person(reason):
+                    tab.state.history.append(f"{len(tab.state.history) + 1}. a person took control of the browser "
+                                             "and handed it back")
+                    continue
+                waited = f"Nobody took over the browser within {_duration(live.NEEDS_PERSON_SECONDS)}."
+            else:
+                waited = "Nobody could take over the browser: this browse has no live view."
+            return await _finish(tab, "blocked", f"A person is needed: {reason} {waited}", needs_person=reason)
+        if step.action in ("done", "blocked"):
             tab.state.history.append(line)
-            outcome = {"done": "done", "blocked": "blocked", "ask_human": "needs_person"}[step.action]
-            return await _finish(tab, outcome, step.answer or "")
+            return await _finish(tab, step.action, step.answer or "")
         _record(tab, step, view)
         try:
             await _act(tab, step)
@@ -430,6 +436,11 @@ async def browse_web(ctx: RunContext[Any], task: str, start_url: str | None = No
         tab.state.history.append(line)
     return await _finish(tab, "paused", f"Paused at the step limit ({browser.config.max_steps}); call browse_web "
                                         "again without start_url to go on from this page.")
+
+
+def _duration(seconds: float) -> str:
+    minutes = int(seconds) // 60
+    return f"{minutes} minute{'s' * (minutes != 1)}" if minutes else f"{int(seconds)} second{'s' * (seconds != 1)}"
 
 
 def _record(tab: BrowserSession, step: Step, view: PageView) -> None:
@@ -470,7 +481,7 @@ async def _cached(key: str | None) -> list[dict[str, str]]:
         return []
 
 
-async def _finish(tab: BrowserSession, outcome: str, message: str) -> dict[str, Any]:
+async def _finish(tab: BrowserSession, outcome: str, message: str, **extra: Any) -> dict[str, Any]:
     """The browse's answer; a finished task keeps its clicks for the person, a replay that did not finish goes."""
     state = tab.state
     if tab.live is not None:
@@ -482,7 +493,7 @@ async def _finish(tab: BrowserSession, outcome: str, message: str) -> dict[str, 
             await replay.discard(state.replay_key)
     except Exception:
         logger.warning("browser replay cache unavailable", exc_info=True)
-    return _outcome(tab, outcome, message, **({"replayed": state.replayed} if state.replayed else {}))
+    return _outcome(tab, outcome, message, **extra, **({"replayed": state.replayed} if state.replayed else {}))
 
 
 DIRECT = (browser_open, browser_read, browser_click, browser_type, browser_select, browser_scroll, browser_back)
