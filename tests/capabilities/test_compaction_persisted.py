@@ -358,8 +358,17 @@ def test_a_kept_history_past_the_transcript_period_is_swept_and_one_whose_turns_
     turn(owner, agent, version, conversation, "what did we find?")
     assert FIRST_SUMMARY not in fake_openai.chat_requests[-1].text
 
+    # Through the retention policy, as governance.retention's transcript sweeps select: an organization keeping
+    # transcripts for 30 days loses a dump last written 40 days ago; one keeping them for 60 does not.
+    from governance import retention
+    from governance.models import RetentionPolicy
+
+    RetentionPolicy.objects.create(organization=org, transcript_days=60)
     CompactedHistory.objects.update(updated_at=timezone.now() - timedelta(days=40))
-    cutoff = timezone.now() - timedelta(days=30)
-    assert persisted.sweep_expired(Q(organization=outsider_org), cutoff) == 0
-    assert persisted.sweep_expired(Q(organization=org), cutoff) == 1
+    assert retention._by_policy("compacted_histories", "transcript_days", "organization", None,
+                                persisted.sweep_expired) == 0
+    RetentionPolicy.objects.filter(organization=org).update(transcript_days=30)
+    assert persisted.sweep_expired(Q(organization=outsider_org), timezone.now()) == 0
+    assert retention._by_policy("compacted_histories", "transcript_days", "organization", None,
+                                persisted.sweep_expired) == 1
     assert not CompactedHistory.objects.exists()
