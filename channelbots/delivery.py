@@ -47,6 +47,22 @@ def activity_for(tool_name: str) -> str:
     return ACTIVITY.get(tool_name, f"Using {tool_name.replace('_', ' ')}…")
 
 
+def browse_note(kind: str, data: dict[str, Any]) -> str | None:
+    """What a thread is told of a browse (capabilities/browser/live.py announces it to the run's group): where its
+    live view is, and that only a person can go on, and why. The view is the console's page, which admits only
+    members who may read the run, so the link shows nothing to anyone else in the channel."""
+    path = str(data.get("url") or "")
+    if not path.startswith("/browse/"):
+        return None
+    url = settings.FRONTEND_URL.rstrip("/") + path
+    if kind == "browser_live":
+        return f"Using a web browser. Watch it live: {url}"
+    if kind == "browser_needs_person":
+        reason = " ".join(str(data.get("reason") or "").split())[:500]
+        return f"The agent needs a person in the browser: {reason} Take it over here: {url}".replace("  ", " ")
+    return None
+
+
 @dataclass
 class Outcome:
     kind: str  # completed | awaiting | failed | cancelled | lost
@@ -184,6 +200,13 @@ class LiveReply:
                 self.shown_parts[index] = PLACEHOLDER
         self.shown = text
 
+    def aside(self, text: str) -> None:
+        """A message of its own in the reply's thread, beside the one being written (a browse's live view)."""
+        try:
+            self.client.post(self.chat_id, text, reply_to=self.reply_to)
+        except PlatformError as exc:
+            logger.info("bot %s: a note in the thread failed (%s)", self.client.bot.pk, exc)
+
     def flush(self) -> None:
         try:
             self._show(self.render())
@@ -283,6 +306,7 @@ async def _follow(subscription: Subscription, live: LiveReply, run_id: str, limi
             queue.put_nowait(ending)
     watchdog = float(settings.CHANNELBOTS_WATCHDOG_SECONDS)
     final_output: str | None = None
+    noted: set[str] = set()  # what the thread was already told of a browse
     # One pending get() kept across ticks: cancelling a get() on timeout (asyncio.wait_for on 3.11) can
     # drop a frame that had already been taken off the queue.
     getter: asyncio.Future | None = None
@@ -318,6 +342,11 @@ async def _follow(subscription: Subscription, live: LiveReply, run_id: str, limi
                     live.activity = activity_for(str(data.get("tool_name") or "a tool"))
                 elif kind == "tool_result":
                     live.activity = ""
+                elif kind in ("browser_live", "browser_needs_person"):
+                    note = browse_note(kind, data)
+                    if note is not None and note not in noted:
+                        noted.add(note)
+                        await asyncio.to_thread(live.aside, note)
                 elif kind == "final_result":
                     final_output = str(data.get("output") or "")
                 elif kind == "complete":

@@ -309,6 +309,7 @@ class LiveView:
         """Only a person can go on: wait up to NEEDS_PERSON_SECONDS for one to take the tab, then for them to
         hand it back. False when nobody came."""
         await self._agent("needs_person", reason=reason)
+        await announce(self.run_id, self.call_id, "browser_needs_person", reason=reason)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + (NEEDS_PERSON_SECONDS if seconds is None else seconds)
         while loop.time() < deadline:
@@ -380,8 +381,9 @@ def input_commands(event: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     return []
 
 
-async def announce(run_id: Any, call_id: str) -> None:
-    """Tell the run's views (the chat card) where this browse's live view is."""
+async def announce(run_id: Any, call_id: str, kind: str = "browser_live", **data: Any) -> None:
+    """Tell the run's followers — the chat card, a channel thread (channelbots/delivery.py) — where this browse's
+    live view is (`browser_live`), or that only a person can go on and why (`browser_needs_person` {reason})."""
     from agents.runs import group_name
 
     layer = get_channel_layer()
@@ -389,7 +391,7 @@ async def announce(run_id: Any, call_id: str) -> None:
         return
     try:
         await layer.group_send(group_name(run_id), {"type": "run.frame", "frame": frame(
-            "browser_live", run_id=str(run_id), call_id=str(call_id), url=live_path(run_id, call_id))})
+            kind, run_id=str(run_id), call_id=str(call_id), url=live_path(run_id, call_id), **data)})
     except Exception:
         logger.warning("could not announce a live browse", exc_info=True)
 
