@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import uuid
 from dataclasses import dataclass
 
@@ -18,6 +19,7 @@ from agents.models import TERMINAL_STATUSES, Agent, Conversation, Message, Run
 from agents.runs import check_prompt, start_run
 from agents.services import agent_and_version
 from agents.titles import conversation_title
+from agents.uploads import claim_chat_uploads
 from governance.grants import USE
 
 
@@ -104,13 +106,30 @@ def start_member_run(
     can_ask_user: bool = False,
     extra_instructions: str = "",
     client_history: list[dict[str, str]] | None = None,
+    attachment_ids: object = None,
 ) -> tuple[Run, Admitted]:
     """Every member surface's admission (web chat, the REST run endpoint, the OpenAI-compatible and MCP
     endpoints): the run right, prompt limits, the agent's environment at USE, the caller's own conversation,
     the per-key rate limit on the API, then start_run. `extra_instructions` is added to the agent's own
     (start_run's option), never in their place. `environment="draft"` (the Builder's test chat) runs a frozen
-    snapshot of the draft, for editors only, in a conversation of its own (agents.drafts)."""
+    snapshot of the draft, for editors only, in a conversation of its own (agents.drafts). `attachment_ids` are
+    the sender's own uploads (agents.uploads), attached to the message at most once."""
     actor.require("agents:run")
+    admit = functools.partial(_admit_and_start, actor=actor, agent_id=agent_id, text=text, surface=surface,
+                              conversation_id=conversation_id, create_conversation=create_conversation,
+                              environment=environment, run_id=run_id, can_ask_user=can_ask_user,
+                              extra_instructions=extra_instructions, client_history=client_history)
+    if not attachment_ids:
+        return admit(attachments=[])  # the hot path: no transaction of its own (start_run writes in one statement)
+    with transaction.atomic():  # the files are claimed by the message that carries them, or by none
+        return admit(attachments=claim_chat_uploads(actor, attachment_ids))
+
+
+def _admit_and_start(*, actor: Actor, agent_id, text: str, surface: str, conversation_id, create_conversation: bool,
+                     environment: str, run_id: uuid.UUID | None, can_ask_user: bool, extra_instructions: str,
+                     client_history: list[dict[str, str]] | None, attachments: list[dict]) -> tuple[Run, Admitted]:
+    if attachments and not (text or "").strip():
+        text = attachment_caption(attachments)
     text = check_prompt(text)
     draft = environment == DRAFT
     if draft:
@@ -130,6 +149,9 @@ def start_member_run(
             title=conversation_title(text),
             external_key=DRAFT_CONVERSATION_KEY if draft else "",
         )
+    if attachments and conversation is None:
+        # The message is where a file is kept (and read back from, and deleted with): no message, no file.
+        raise Invalid("Files are attached to a message of a conversation.", details={"field": "attachment_ids"})
     run = start_run(
         agent=agent,
         version=version,
@@ -140,6 +162,7 @@ def start_member_run(
         conversation=conversation,
         api_key=actor.api_key,
         run_id=run_id,
+        attachments=attachments,
         options={"can_ask_user": can_ask_user, **({"draft": True} if draft else {}),
                  **({"extra_instructions": extra_instructions} if extra_instructions else {}),
                  # A client that sends the conversation itself (the OpenAI-compatible API): its earlier turns,
@@ -148,6 +171,19 @@ def start_member_run(
     )
     message_id = getattr(run, "user_message_id", None)
     return run, Admitted(agent, conversation, created, message_id)
+
+
+def attachment_caption(attachments: list[dict]) -> str:
+    """What a message with files and no words says: what arrived ("Attached image: photo.jpg"), never blank —
+    a blank message from the person reads as someone who sent nothing."""
+    images = [a["name"] for a in attachments if str(a["mime"]).startswith("image/")]
+    others = [a["name"] for a in attachments if not str(a["mime"]).startswith("image/")]
+    lines = []
+    if images:
+        lines.append(f"Attached image{'s' if len(images) > 1 else ''}: {', '.join(images)}")
+    if others:
+        lines.append(f"Attached file{'s' if len(others) > 1 else ''}: {', '.join(others)}")
+    return "\n".join(lines)
 
 
 def member_run(actor: Actor, run_id) -> Run:

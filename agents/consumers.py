@@ -90,6 +90,8 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
                 environment=content.get("environment") or "production",
                 run_id=run_id,
                 can_ask_user=True,
+                # Ids the attachment upload answered (POST /api/v1/attachments): the sender's own, once each.
+                attachment_ids=content.get("attachment_ids"),
             )
         except DomainError:
             await self.channel_layer.group_discard(group_name(str(run_id)), self.channel_name)

@@ -1,11 +1,12 @@
 """/api/v1/ agent endpoints."""
 
 from agenticos.api import route
-from agents import api, api_capability_card
+from agents import api, api_attachments, api_capability_card
 
 urlpatterns = [
     *route("model-profiles", api.ModelProfileListView, "api-model-profiles"),
     *route("model-profiles/<uuid:pk>", api.ModelProfileDetailView, "api-model-profile"),
+    *route("attachments", api_attachments.AttachmentUploadView, "api-attachments"),
     *route("agents", api.AgentListView, "api-agents"),
     *route("agents/import", api.AgentImportView, "api-agents-import"),
     *route("agents/<uuid:pk>", api.AgentDetailView, "api-agent"),

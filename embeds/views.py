@@ -19,15 +19,14 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
 from agenticos import images, ratelimit
-from agenticos.errors import json_error
-from embeds import files, services
+from agenticos.errors import DomainError, json_error
+from agents import uploads
+from embeds import services
 from embeds.api import max_embed_upload_bytes
 from embeds.consumers import PUBLIC_KEY_PATTERN
 from embeds.models import Embed
 
 STATIC_DIR = Path(__file__).resolve().parent / "static" / "embeds"
-# What a multipart envelope may add around the file itself before we call the body oversized.
-MULTIPART_OVERHEAD = 64 * 1024
 
 
 def find_embed(key: str) -> Embed | None:
@@ -219,13 +218,11 @@ def logo(request: HttpRequest, key: str) -> HttpResponse:
 @require_POST
 def upload(request: HttpRequest, key: str) -> HttpResponse:
     limit_bytes = max_embed_upload_bytes()
-    # Refuse an oversized body before reading a byte of it.
+    # The intake web chat shares (agents.uploads): an oversized body is refused before a byte of it is read.
     try:
-        declared = int(request.META.get("CONTENT_LENGTH") or 0)
-    except ValueError:
-        declared = 0
-    if declared > limit_bytes + MULTIPART_OVERHEAD:
-        return json_error(413, "too_large", "The file is too large.", {"limit_bytes": limit_bytes})
+        uploads.refuse_oversized_body(request, limit_bytes)
+    except DomainError as exc:
+        return json_error(exc.status, exc.code, exc.message, exc.details)
     embed = _page_embed(key)
     if embed is None or embed.is_paused or not embed.allow_uploads or embed.created_by_id is None:
         # Includes a page whose publisher has no account any more: nobody to store the file under.
@@ -242,17 +239,9 @@ def upload(request: HttpRequest, key: str) -> HttpResponse:
     ok_visitor, retry_v = ratelimit.hit("embed-upload-visitor", f"{embed.pk}:{visitor}", per_minute)
     if not (ok_address and ok_visitor):
         return _rate_limited(max(retry_a, retry_v))
-    upload_file = request.FILES.get("file")
-    if upload_file is None:
-        return json_error(400, "bad_request", "Send the file as the multipart field 'file'.")
-    if (upload_file.size or 0) > limit_bytes:
-        return json_error(413, "too_large", "The file is too large.", {"limit_bytes": limit_bytes})
-    data = upload_file.read(limit_bytes + 1)
-    if len(data) > limit_bytes:
-        return json_error(413, "too_large", "The file is too large.", {"limit_bytes": limit_bytes})
-    sniffed = files.sniff_upload(data[:4096], upload_file.content_type or "")
-    if sniffed is None:
-        return json_error(415, "unsupported_type", "This kind of file is not accepted.")
-    mime, ext = sniffed
-    row = services.store_visitor_file(embed, name=upload_file.name or "", mime=mime, ext=ext, data=data)
+    try:
+        got = uploads.read_upload(request, limit_bytes)
+    except DomainError as exc:
+        return json_error(exc.status, exc.code, exc.message, exc.details)
+    row = services.store_visitor_file(embed, name=got.name, mime=got.mime, ext=got.ext, data=got.data)
     return JsonResponse({"id": str(row.pk), "name": row.name, "mime": row.mime, "size": row.size}, status=201)
