@@ -281,6 +281,29 @@ def test_a_blob_that_cannot_be_read_back_is_logged_and_the_history_still_replays
     assert sent_images(request) == [] and "media+sha256://" not in request.text
 
 
+def test_a_store_that_fails_keeps_the_dump_inline_and_the_next_turn_still_replays_it(
+        org, owner, fake_openai, monkeypatch, caplog):
+    def broken(self, data):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(OrganizationMediaStore, "put_sync", broken)
+    agent, version = compacting_agent(org, owner, fake_openai, media=True)
+    conversation = new_conversation(org, owner, agent)
+    compacting_replies(fake_openai, FIRST_SUMMARY, "All 150 shipments arrived on time.")
+    with caplog.at_level(logging.WARNING, logger="capabilities.media.history"):
+        turn(owner, agent, version, conversation, "did every shipment in this photo arrive?",
+             attachments=[attached()])
+    assert "kept inline" in caplog.text
+    kept = CompactedHistory.objects.get(conversation=conversation)
+    assert not kept.media and URI not in json.dumps(kept.messages)
+    inline = json.dumps(kept.messages)  # the summary was paid for: kept whole, base64 included
+    assert base64.b64encode(IMAGE).decode() in inline or base64.urlsafe_b64encode(IMAGE).decode() in inline
+    fake_openai.queue(Reply.text("The northern depot."))
+    turn(owner, agent, version, conversation, "which depot is in the photo?")
+    assert FIRST_SUMMARY in fake_openai.chat_requests[-1].text
+    assert sent_images(fake_openai.chat_requests[-1]) == sent_images(fake_openai.chat_requests[0])
+
+
 def test_an_outsider_organization_holding_the_digest_gets_nothing(org, owner, outsider_org, outsider, fake_openai):
     agent, version = compacting_agent(org, owner, fake_openai, media=True)
     conversation = new_conversation(org, owner, agent)
@@ -301,8 +324,9 @@ def test_an_outsider_organization_holding_the_digest_gets_nothing(org, owner, ou
     default_storage.delete(f"media/{outsider_org.pk}/{conversation.pk}/{DIGEST}")
     restored = media_history.restore(kept.messages, organization_id=outsider_org.pk,
                                      conversation_id=conversation.pk, run_id=first.pk)
-    assert media_history.UNREADABLE in json.dumps(restored) and base64.b64encode(IMAGE).decode() not in json.dumps(
-        restored)
+    leaked = json.dumps(restored)
+    assert media_history.UNREADABLE in leaked
+    assert base64.b64encode(IMAGE).decode() not in leaked and base64.urlsafe_b64encode(IMAGE).decode() not in leaked
     # And ours, with their copy there and ours deleted, never gets their bytes.
     theirs.put_sync(IMAGE)
     default_storage.delete(f"media/{org.pk}/{conversation.pk}/{DIGEST}")
