@@ -105,6 +105,7 @@
     },
     foot: turnFoot,
     actions: messageActions,
+    user: userTurn,
     liveLinks: true,
     // What a turn's foot depends on besides the turn itself: next steps that arrived live, the workspace listing,
     // and whether it is the last message of its kind while nothing runs (which offers Regenerate / Edit).
@@ -161,6 +162,21 @@
   }
 
   // ---------------------------------------------------------------- turns
+
+  // The person's message, with the files it carried (name, type, size) above its text — live and reopened alike.
+  function userTurn(turn) {
+    var files = turn.attachments || [];
+    var actions = messageActions(turn);
+    return h("article", {class: "turn turn-user", "data-turn": "user"}, [
+      h("h3", {class: "visually-hidden", text: T.you}),
+      h("div", {class: "turn-user-body"}, [
+        files.length ? h("ul", {class: "message-files", "data-message-files": "", "aria-label": T.attached_files},
+                         files.map(function (f) { return fileChip(f); })) : null,
+        turn.text || !files.length ? h("div", {class: "bubble", text: turn.text || ""}) : null,
+        actions.length ? h("div", {class: "turn-actions", role: "group", "data-turn-actions": ""}, actions) : null,
+      ]),
+    ]);
+  }
 
   function turnFoot(turn) {
     var out = [];
@@ -571,6 +587,7 @@
         addConversationLink(d.conversation_id, d.title);
         break;
       case "run_started":
+        inFlight = null;  // admitted: the files are the message's now
         activeRunId = d.run_id;
         liveTurn();
         setBusy(true);
@@ -653,6 +670,24 @@
         reconcile();
         break;
       case "error":
+        if (inFlight) {
+          // The message was refused before it ran (an unusable file, a rule): its files go back in the composer,
+          // the refused one marked with the reason, so nothing the person attached is lost in silence.
+          var refusedFiles = inFlight;
+          inFlight = null;
+          var last = turns[turns.length - 1];
+          if (last && last.role === "user") {
+            turns.pop();
+            if (!textarea.value) textarea.value = last.text || "";
+          }
+          var fileProblem = /^attachment_/.test(d.code || "");
+          refusedFiles.forEach(function (f) { if (fileProblem) Object.assign(f, {status: "failed", error: d.message}); });
+          attached = refusedFiles.concat(attached);
+          renderChips();
+          if (!fileProblem) showNotice(fill(T.error, {message: d.message}));
+          setBusy(false);
+          break;
+        }
         // A stop the person asked for is not an error: the turn keeps what streamed and says it was stopped.
         var stopped = d.code === "cancelled";
         if (activeRunId && stopped) liveTurn().stopped = true;
@@ -772,28 +807,135 @@
   function setBusy(value) {
     transcriptEl.setAttribute("aria-busy", value ? "true" : "false");
     if (stopButton) stopButton.hidden = !value;
-    if (sendButton) sendButton.disabled = value;
+    if (sendButton) sendButton.disabled = value || uploading();
     if (busy !== value) { busy = value; schedule(); }  // the message actions follow
+  }
+
+  // ---------------------------------------------------------------- attachments
+  // Files for the next message: the attach button, a drop on the composer or a paste put them in the composer as
+  // chips (name, size, remove). Each is uploaded at once through POST /api/v1/attachments — the hosted page's
+  // intake: the same ceiling, the type read from the bytes — and the message names the ids the upload answered.
+  // A refusal stays on its chip with the server's reason; the other files and the question go on without it.
+
+  var ATTACHMENTS_URL = "/api/v1/attachments";
+  var attached = [];       // {key, name, size, mime, status: "uploading" | "ready" | "failed", id, error}
+  var inFlight = null;     // the files of a message sent but not yet admitted: back in the composer if refused
+  var chipsEl = null;
+  var attachKeys = 0;
+
+  function fileChip(file, onRemove) {
+    var state = file.status || "ready";
+    var chip = h("li", {class: "file-chip status-" + state, "data-file-chip": state, title: file.name}, [
+      h("span", {class: "file-chip-name", text: file.name}),
+      h("span", {class: "file-chip-size muted", text: file.size === undefined || file.size === null ? "" : fmtBytes(file.size)}),
+    ]);
+    if (state === "uploading") chip.appendChild(h("span", {class: "muted", role: "status", text: T.uploading}));
+    if (state === "failed") chip.appendChild(h("span", {class: "field-error", role: "alert", "data-file-error": "",
+                                                        text: fill(T.upload_failed, {message: file.error || ""})}));
+    if (onRemove) {
+      var remove = h("button", {type: "button", class: "file-chip-remove", "data-remove-file": "",
+                                "aria-label": fill(T.remove_file, {name: file.name}), text: "×"});
+      remove.addEventListener("click", onRemove);
+      chip.appendChild(remove);
+    }
+    return chip;
+  }
+  function renderChips() {
+    if (!chipsEl) return;
+    chipsEl.replaceChildren.apply(chipsEl, attached.map(function (file) {
+      return fileChip(file, function () {
+        attached = attached.filter(function (f) { return f !== file; });
+        renderChips();
+        textarea.focus();
+      });
+    }));
+    chipsEl.hidden = !attached.length;
+    // A message may be only files ("Attached image: …" on the server): the text is required only without them.
+    textarea.required = !readyFiles().length;
+    if (sendButton) sendButton.disabled = busy || uploading();
+  }
+  function readyFiles() { return attached.filter(function (f) { return f.status === "ready"; }); }
+  function uploading() { return attached.some(function (f) { return f.status === "uploading"; }); }
+
+  function attachFiles(list) {
+    Array.prototype.forEach.call(list || [], function (blob) {
+      var file = {key: ++attachKeys, name: blob.name || "pasted", size: blob.size, status: "uploading"};
+      attached.push(file);
+      var body = new FormData();
+      body.append("file", blob, file.name);
+      fetch(ATTACHMENTS_URL, {method: "POST", body: body, credentials: "same-origin",
+                              headers: {"X-CSRFToken": csrf(), "Accept": "application/json"}})
+        .then(function (r) { return r.json().then(function (j) { return {ok: r.ok, j: j}; }, function () { return {ok: false, j: {}}; }); })
+        .then(function (res) {
+          if (res.ok) Object.assign(file, {status: "ready", id: res.j.id, name: res.j.name, size: res.j.size, mime: res.j.mime});
+          else Object.assign(file, {status: "failed", error: (res.j.error || {}).message || ""});
+        }, function () { Object.assign(file, {status: "failed", error: T.disconnected}); })
+        .then(renderChips);
+    });
+    renderChips();
+  }
+
+  function setupAttachments() {
+    chipsEl = h("ul", {class: "composer-files", "data-composer-files": "", "aria-label": T.attached_files, hidden: ""});
+    var input = h("input", {type: "file", multiple: "", hidden: "", "data-attach-input": "", tabindex: "-1"});
+    var button = h("button", {type: "button", class: "button attach", "data-attach": "", "aria-label": T.attach_files,
+                              title: T.attach_files, html: '<svg viewBox="0 0 24 24" width="20" height="20" aria-hidden="true" ' +
+      'fill="none" stroke="currentColor" stroke-width="2" stroke-linecap="round" stroke-linejoin="round"><path d="M21 11.5l-8.6 8.6a5.5 ' +
+      '5.5 0 0 1-7.8-7.8l8.6-8.6a3.7 3.7 0 0 1 5.2 5.2l-8.6 8.6a1.8 1.8 0 0 1-2.6-2.6l7.9-7.9"/></svg>'});
+    button.addEventListener("click", function () { input.click(); });
+    input.addEventListener("change", function () { attachFiles(input.files); input.value = ""; });
+    composer.insertBefore(chipsEl, composer.firstChild);
+    var controls = composer.querySelector(".composer-controls") || composer;
+    controls.insertBefore(button, controls.firstChild);
+    controls.appendChild(input);
+    composer.addEventListener("dragover", function (event) {
+      if (!event.dataTransfer || Array.prototype.indexOf.call(event.dataTransfer.types || [], "Files") < 0) return;
+      event.preventDefault();
+      composer.classList.add("dragging");
+    });
+    composer.addEventListener("dragleave", function () { composer.classList.remove("dragging"); });
+    composer.addEventListener("drop", function (event) {
+      composer.classList.remove("dragging");
+      if (!event.dataTransfer || !event.dataTransfer.files.length) return;
+      event.preventDefault();
+      attachFiles(event.dataTransfer.files);
+    });
+    // A pasted screenshot is a file; pasted text stays text.
+    textarea.addEventListener("paste", function (event) {
+      var data = event.clipboardData;
+      if (!data || !data.files || !data.files.length || data.getData("text/plain")) return;
+      event.preventDefault();
+      attachFiles(data.files);
+    });
   }
 
   // ---------------------------------------------------------------- composer
 
-  function sendText(text) {
+  function sendText(text, files) {
     if (!S.agent_id) { showNotice(T.choose_agent); return false; }
+    files = files || [];
     var message = {type: "message", agent_id: S.agent_id, text: text};
     if (S.conversation_id) message.conversation_id = S.conversation_id;
-    turns.push({role: "user", text: text});
+    if (files.length) message.attachment_ids = files.map(function (f) { return f.id; });
+    inFlight = files.length ? files : null;
+    turns.push({role: "user", text: text, attachments: files.map(function (f) { return {name: f.name, mime: f.mime, size: f.size}; })});
     schedule();
     socketSend(message);
     return true;
   }
 
   if (composer) {
+    setupAttachments();
     composer.addEventListener("submit", function (event) {
       event.preventDefault();
       var text = textarea.value.trim();
-      if (!text || transcriptEl.getAttribute("aria-busy") === "true") return;  // Enter while a turn runs
-      if (sendText(text)) textarea.value = "";
+      var files = readyFiles();
+      if ((!text && !files.length) || uploading() || transcriptEl.getAttribute("aria-busy") === "true") return;
+      if (sendText(text, files)) {
+        textarea.value = "";
+        attached = [];
+        renderChips();
+      }
     });
     textarea.addEventListener("keydown", function (event) {
       if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
