@@ -34,6 +34,24 @@ def result_for_storage(content: Any) -> Any:
     return value
 
 
+def started_in_background(tool_call_id: str, content: Any) -> bool:
+    """Whether a tool's reply is pydantic-ai-harness BackgroundTools' "started" message for this call, not its
+    result ("Tool 'x' is running in background (task <call id>). This call is pending. …")."""
+    return isinstance(content, str) and content.startswith("Tool '") and \
+        f" is running in background (task {tool_call_id})." in content
+
+
+def background_result(run_id: Any, tool_call_id: str, content: Any, *, ok: bool) -> None:
+    """A tool call that ran in the background got its result (capabilities/browser/background.py): the stored
+    call holds it, as a foreground call's does, so a reopened chat shows the result and not "running in
+    background". It is the result the model reads, past the same tool-result hooks (guardrails, output limits)."""
+    ToolCall.objects.filter(run_id=run_id, tool_call_id=tool_call_id).update(
+        result=result_for_storage(content),
+        status=ToolCall.Status.OK if ok else ToolCall.Status.ERROR,
+        finished_at=timezone.now(),
+    )
+
+
 class Transcript:
     def __init__(self, run: Run, tool_capabilities: dict[str, str] | None = None):
         self.run = run
@@ -80,6 +98,10 @@ class Transcript:
         )
 
     def tool_finished(self, tool_call_id: str, content: Any, *, ok: bool) -> None:
+        if ok and started_in_background(tool_call_id, content):
+            # Only the harness's "running in background" reply: the call goes on, and its row stays running
+            # until the result arrives (`background_result`); a run that ends first leaves it unfinished.
+            return
         ToolCall.objects.filter(run=self.run, tool_call_id=tool_call_id).update(
             result=result_for_storage(content),
             status=ToolCall.Status.OK if ok else ToolCall.Status.ERROR,

@@ -21,6 +21,7 @@ What the library leaves to us, and how it is kept here:
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -29,6 +30,8 @@ from pydantic_ai import RunContext
 from pydantic_ai.messages import ToolCallPart, ToolReturnPart, UserPromptPart
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai_harness import BackgroundTools
+
+logger = logging.getLogger(__name__)
 
 BUSY = ("The browser is busy with a browse that is still running (call {call_id}); its result arrives by itself. "
         "Do not use the browser until it has.")
@@ -50,6 +53,8 @@ class BrowserBackground(BackgroundTools[Any]):
     # the browse on the tab now (its tool call id), and whether this run's history was read; reset by `for_run`
     _browsing: str | None = field(default=None, init=False, repr=False, compare=False)
     _history_read: bool = field(default=False, init=False, repr=False, compare=False)
+    # the browses of this run running in the background (their tool call ids)
+    _in_background: set[str] = field(default_factory=set, init=False, repr=False, compare=False)
 
     async def _background_mode(self, ctx: RunContext[Any],
                                tool_def: ToolDefinition) -> Literal["always", "optional"] | None:
@@ -71,20 +76,34 @@ class BrowserBackground(BackgroundTools[Any]):
         if name != self.browse:
             return await handler(args)
         self._browsing = call.tool_call_id
+        call_id = call.tool_call_id
 
         async def browsing(validated: dict[str, Any]) -> Any:
             try:
-                return await handler(validated)
+                result = await handler(validated)
+            except Exception as exc:
+                if call_id in self._in_background:
+                    await _stored(ctx, call_id, str(exc) or type(exc).__name__, ok=False)
+                raise
             finally:
-                if self._browsing == call.tool_call_id:
+                if self._browsing == call_id:
                     self._browsing = None
+            if call_id in self._in_background:
+                await _stored(ctx, call_id, result, ok=True)
+            return result
 
         try:
-            return await super().wrap_tool_execute(ctx, call=call, tool_def=tool_def, args=args, handler=browsing)
+            answer = await super().wrap_tool_execute(ctx, call=call, tool_def=tool_def, args=args, handler=browsing)
         except BaseException:
-            if self._browsing == call.tool_call_id:  # it never started
+            if self._browsing == call_id:  # it never started
                 self._browsing = None
             raise
+        from agents.runner.transcript import started_in_background
+
+        if started_in_background(call_id, answer):
+            # Marked before the task first runs: the library starts it and returns without yielding.
+            self._in_background.add(call_id)
+        return answer
 
 
     async def before_node_run(self, ctx: RunContext[Any], *, node: Any) -> Any:
@@ -95,6 +114,19 @@ class BrowserBackground(BackgroundTools[Any]):
             if lost:
                 ctx.enqueue(LOST.format(calls=", ".join(lost), tool=self.browse))
         return node
+
+
+async def _stored(ctx: RunContext[Any], call_id: str, content: Any, *, ok: bool) -> None:
+    """The background browse's result on its stored tool call (the runner stored only the "started" reply). A
+    failed write must not lose the result the model is about to read."""
+    from asgiref.sync import sync_to_async
+
+    from agents.runner.transcript import background_result
+
+    try:
+        await sync_to_async(background_result)(ctx.deps.run_id, call_id, content, ok=ok)
+    except Exception:
+        logger.warning("could not store a background browse's result", exc_info=True)
 
 
 def _lost_browses(messages: list[Any], browse: str) -> list[str]:
