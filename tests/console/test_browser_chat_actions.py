@@ -3,7 +3,8 @@ model scripted through the real runner: Copy on every message (read back from th
 last answer (the same prompt again, a second run answered by the model), Edit and resend on the person's last
 message (its text back in the composer); Enter sends, Shift+Enter breaks the line, Esc stops a running turn, ↑
 in an empty composer edits the last message; and a browse's "Watch the browser" link, live from the
-browser_live frame and reopened from the browse_web result. No console error."""
+browser_live frame and reopened from the browse_web result. At 1440 and 390 px (a touch screen: the actions are
+there without a hover, taken by a tap, each a finger-sized target). No console error."""
 
 from __future__ import annotations
 
@@ -34,8 +35,9 @@ def numbered_answers():
     return FunctionModel(stream_function=stream, model_name="scripted")
 
 
-def chat_page(browser, live_server_url, email, agent):
-    context = browser.new_context(viewport={"width": 1440, "height": 900})
+def chat_page(browser, live_server_url, email, agent, width=1440):
+    # A phone (390 px) is a touch screen: the actions must be there without a hover, and taken by a tap.
+    context = browser.new_context(viewport={"width": width, "height": 900}, has_touch=width < 500)
     context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live_server_url)
     page = context.new_page()
     page.set_default_timeout(TIMEOUT)
@@ -54,27 +56,45 @@ def member(org, email, role="member"):
 ANSWERS_JS = "() => Array.from(document.querySelectorAll('.turn-assistant .answer')).map(a => a.textContent.trim())"
 
 
-def test_copy_regenerate_and_edit_and_resend_act_on_the_messages(live_server_url, browser, scripted_model):
+def press(locator, width):
+    """A tap on a phone, a click on a desktop."""
+    if width < 500:
+        locator.tap()
+    else:
+        locator.click()
+
+
+def no_overflow(page, width):
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= width + 1
+
+
+@pytest.mark.parametrize("width", [1440, 390])
+def test_copy_regenerate_and_edit_and_resend_act_on_the_messages(live_server_url, browser, scripted_model, width):
     scripted_model(numbered_answers())
     org = factories.organization(name="Acme")
     member(org, "asker@example.com")
     agent = factories.published_agent(org, factories.member(org, "builder"), name="Helper")
-    page, errors = chat_page(browser, live_server_url, "asker@example.com", agent)
+    page, errors = chat_page(browser, live_server_url, "asker@example.com", agent, width)
 
     send(page, "Tell me a fact")
     wait_idle(page, 1)
     assert page.evaluate(ANSWERS_JS) == ["Answer 1 to Tell me a fact"]
 
     # Copy on every message: the person's text, and the answer's.
-    page.locator(".turn-user [data-action=copy]").click()
+    press(page.locator(".turn-user [data-action=copy]"), width)
     page.wait_for_function("() => document.querySelector('.turn-user [data-action=copy]').textContent === 'Copied'")
     assert page.evaluate("() => navigator.clipboard.readText()") == "Tell me a fact"
-    page.locator(".turn-assistant [data-action=copy]").click()
+    press(page.locator(".turn-assistant [data-action=copy]"), width)
     page.wait_for_function("() => document.querySelector('.turn-assistant [data-action=copy]').textContent === 'Copied'")
     assert page.evaluate("() => navigator.clipboard.readText()") == "Answer 1 to Tell me a fact"
 
+    if width < 500:  # a finger-sized target for every action, none hidden behind a hover
+        sizes = page.evaluate("() => Array.from(document.querySelectorAll('[data-action]')).map(a => "
+                              "[a.getBoundingClientRect().height, getComputedStyle(a).visibility])")
+        assert sizes and all(height >= 32 and shown == "visible" for height, shown in sizes), sizes
+
     # Regenerate: the same prompt again, as a new turn the model answers anew; only the last answer offers it.
-    page.get_by_role("button", name="Regenerate").click()
+    press(page.get_by_role("button", name="Regenerate"), width)
     wait_idle(page, 2)
     assert page.evaluate(ANSWERS_JS) == ["Answer 1 to Tell me a fact", "Answer 2 to Tell me a fact"]
     runs = list(Run.objects.filter(agent=agent).order_by("created_at"))
@@ -86,16 +106,17 @@ def test_copy_regenerate_and_edit_and_resend_act_on_the_messages(live_server_url
     assert page.locator(".turn-user").last.locator("[data-action=edit]").count() == 1
 
     # Edit and resend: the text goes back in the composer; sending it makes a new turn.
-    page.get_by_role("button", name="Edit", exact=True).click()
+    press(page.get_by_role("button", name="Edit", exact=True), width)
     composer = page.get_by_label("Message")
     assert composer.input_value() == "Tell me a fact"
     assert page.evaluate("() => document.activeElement.id") == "composer-text"
     composer.fill("Tell me a fact about owls")
-    page.get_by_role("button", name="Send").click()
+    press(page.get_by_role("button", name="Send"), width)
     wait_idle(page, 3)
     assert page.evaluate(ANSWERS_JS)[-1] == "Answer 3 to Tell me a fact about owls"
     assert Run.objects.filter(agent=agent).count() == 3
-    page.screenshot(path=str(ARTIFACTS / "chat-actions-1440.png"), full_page=True)
+    no_overflow(page, width)
+    page.screenshot(path=str(ARTIFACTS / f"chat-actions-{width}.png"), full_page=True)
 
     # Reopened, the actions are there again, Regenerate on the last answer only.
     page.reload()
@@ -106,12 +127,13 @@ def test_copy_regenerate_and_edit_and_resend_act_on_the_messages(live_server_url
     assert errors == []
 
 
-def test_enter_shift_enter_escape_and_arrow_up_in_the_composer(live_server_url, browser, scripted_model):
+@pytest.mark.parametrize("width", [1440, 390])
+def test_enter_shift_enter_escape_and_arrow_up_in_the_composer(live_server_url, browser, scripted_model, width):
     scripted_model(FunctionModel(stream_function=slow_unless_asked_quickly, model_name="scripted"))
     org = factories.organization(name="Acme")
     member(org, "typist@example.com")
     agent = factories.published_agent(org, factories.member(org, "builder"), name="Slowpoke")
-    page, errors = chat_page(browser, live_server_url, "typist@example.com", agent)
+    page, errors = chat_page(browser, live_server_url, "typist@example.com", agent, width)
     composer = page.get_by_label("Message")
 
     # Shift+Enter breaks the line; Enter sends.
@@ -150,12 +172,13 @@ def test_enter_shift_enter_escape_and_arrow_up_in_the_composer(live_server_url, 
     assert errors == []
 
 
-def test_a_browse_step_links_to_its_live_view_live_and_reopened(live_server_url, browser, scripted_model):
+@pytest.mark.parametrize("width", [1440, 390])
+def test_a_browse_step_links_to_its_live_view_live_and_reopened(live_server_url, browser, scripted_model, width):
     scripted_model(FunctionModel(stream_function=slow_unless_asked_quickly, model_name="scripted"))
     org = factories.organization(name="Acme")
     person = member(org, "watcher@example.com")
     agent = factories.published_agent(org, factories.member(org, "builder"), name="Browser")
-    page, errors = chat_page(browser, live_server_url, "watcher@example.com", agent)
+    page, errors = chat_page(browser, live_server_url, "watcher@example.com", agent, width)
 
     send(page, "Think slowly about it")
     page.wait_for_function("() => Array.from(document.querySelectorAll('.answer'))"
@@ -173,7 +196,7 @@ def test_a_browse_step_links_to_its_live_view_live_and_reopened(live_server_url,
     assert link.text_content() == "Watch the browser"
     assert link.get_attribute("href") == url
     assert link.get_attribute("target") == "_blank"
-    page.get_by_role("button", name="Stop").click()
+    press(page.get_by_role("button", name="Stop"), width)
     page.wait_for_selector("[data-stopped]")
 
     # Reopened: a browse_web result that kept its live_url shows the link on its step.
