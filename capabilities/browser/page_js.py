@@ -75,3 +75,35 @@ DESKTOP = r"""
   }
 })();
 """
+
+# A page's WebSocket, checked before its handshake. No CDP domain pauses a WebSocket handshake (`Fetch` does not
+# see it, `Network.setBlockedURLs` does not block it), and Playwright's socket route needs a Runtime binding in the
+# page's world, which Patchright cannot install there (patchright-python#69). So the constructor asks first: a
+# synchronous same-origin request to a path only this browse knows (`__CHECK__`), which the browse's own route
+# answers without it ever leaving the browser (`session.BrowserSession._route`), and a socket the policy refuses
+# is opened on a name that never resolves (RFC 6761 `.invalid`): it closes as an unreachable server would.
+# A wrapper the page could find (its `toString` is a proxy's); workers get none (see docs/architecture.md).
+SOCKET_GUARD = r"""
+(() => {
+  const Native = window.WebSocket;
+  if (!Native) return;
+  const allowed = (url) => {
+    try {
+      const xhr = new XMLHttpRequest();
+      xhr.open('GET', '__CHECK__?u=' + encodeURIComponent(url), false);
+      xhr.send();
+      return xhr.status === 200 && xhr.responseText === 'ok';
+    } catch (e) {
+      return false;
+    }
+  };
+  window.WebSocket = new Proxy(Native, {
+    construct(target, args, newTarget) {
+      let url;
+      try { url = new URL(String(args[0]), location.href).href; } catch (e) { url = null; }
+      if (url !== null && !allowed(url)) args = ['ws://refused.invalid/', ...Array.prototype.slice.call(args, 1)];
+      return Reflect.construct(target, args, newTarget);
+    },
+  });
+})();
+"""

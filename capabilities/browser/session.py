@@ -24,9 +24,10 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import logging
+import secrets
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
 from django.conf import settings
 
@@ -160,6 +161,8 @@ class BrowserSession:
     _elements: list[Any] = field(default_factory=list)
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     _home: Any = None  # the agent's one tab: the only page that may load anything
+    # The path a page's WebSocket constructor asks before its handshake (page_js.SOCKET_GUARD); this browse's own.
+    _socket_check: str = field(default_factory=lambda: f"/__socket-check-{secrets.token_hex(12)}")
     live: Any = None  # the live view of the browse_web call now on this tab (live.py), if any
 
     def __post_init__(self) -> None:
@@ -199,9 +202,9 @@ class BrowserSession:
             # agent set and hand the next one that session.
             self.context = await self._browser.new_context(**options)
             await self.context.add_init_script(page_js.DESKTOP)
+            # A page's WebSocket is no request Fetch pauses: its constructor asks `_route` first.
+            await self.context.add_init_script(page_js.SOCKET_GUARD.replace("__CHECK__", self._socket_check))
             await self.context.route("**/*", self._route)
-            # A page's WebSocket is no request Fetch pauses: its handshake is checked here instead.
-            await self.context.route_web_socket(lambda url: True, self._route_socket)
             self.context.on("page", lambda page: asyncio.ensure_future(self._on_page(page)))
             self.page = await self.context.new_page()
             await self._guard(self.page)
@@ -252,6 +255,9 @@ class BrowserSession:
         (a target=_blank link, window.open) is stopped, the tab closed, and the address loaded in the agent's
         tab instead — one tab in its hands, every hop seen."""
         request = route.request
+        if urlsplit(request.url).path == self._socket_check:
+            await self._answer_socket_check(route)
+            return
         reason = await self.policy.check(request.url)
         if reason is not None:
             await route.abort("blockedbyclient")
@@ -283,13 +289,13 @@ class BrowserSession:
         except Exception:
             logger.debug("new tab close", exc_info=True)
 
-    async def _route_socket(self, socket: Any) -> None:
-        """A WebSocket the page opens: connected to its server only when the policy lets its address go."""
-        reason = await self.policy.check(socket.url)
-        if reason is None:
-            socket.connect_to_server()
-        else:
-            await socket.close(code=1008, reason="refused by the browser's network policy")
+    async def _answer_socket_check(self, route: Any) -> None:
+        """A page's WebSocket constructor asking whether its address may be reached (page_js.SOCKET_GUARD). Answered
+        here, so the question never leaves the browser; "ok" only when the policy lets the socket's address go."""
+        url = (parse_qs(urlsplit(route.request.url).query).get("u") or [""])[0]
+        reason = await self.policy.check(url) if url else "no address"
+        await route.fulfill(status=200, body="ok" if reason is None else "no", content_type="text/plain",
+                            headers={"Access-Control-Allow-Origin": "*", "Cache-Control": "no-store"})
 
     async def _guard(self, page: Any) -> None:
         """Every request of this page, every redirect hop included, paused until the policy answers."""
