@@ -331,6 +331,14 @@ def sweep_emptied_conversations(now: datetime | None = None) -> int:
     return _by_policy("emptied_conversations", "transcript_days", "organization", now, select)
 
 
+def sweep_compacted_histories(now: datetime | None = None) -> int:
+    """A conversation's kept compacted history (capabilities/compaction/persisted.py) quotes its words: one last
+    written before the transcript period goes (the next turn then reads the transcript, as any other)."""
+    from capabilities.compaction import persisted
+
+    return _by_policy("compacted_histories", "transcript_days", "organization", now, persisted.sweep_expired)
+
+
 def sweep_link_requests(now: datetime | None = None) -> int:
     from channelbots.models import LinkRequest
 
@@ -362,6 +370,7 @@ SWEEPS: dict[str, Callable[..., int]] = {
     "transcript_messages": sweep_transcript_messages,
     "tool_calls": sweep_tool_calls,
     "run_texts": sweep_run_texts,
+    "compacted_histories": sweep_compacted_histories,
     "emptied_conversations": sweep_emptied_conversations,
     "generated_media": _generated_media_sweep,  # before removed_files: its files go in the same pass
     "removed_files": sweep_removed_files,
