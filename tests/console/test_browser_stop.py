@@ -1,6 +1,7 @@
 """The chat's Stop button in a real browser (Debian chromium via Playwright) against daphne + a real Celery
 worker: a turn whose scripted model streams slowly is stopped from the keyboard, ends as stopped (run
-cancelled, what streamed kept), and the composer takes the next message at once."""
+cancelled, what streamed kept), and the composer takes the next message at once. At 1440 px from the keyboard
+and at 390 px (a touch screen) by a tap on Stop, which stays in view in the composer."""
 
 from __future__ import annotations
 
@@ -34,8 +35,9 @@ async def slow_unless_asked_quickly(messages, info):
         yield "."
 
 
+@pytest.mark.parametrize("width", [1440, 390])
 def test_stop_ends_a_slow_turn_as_stopped_and_the_composer_takes_the_next_message(
-    live_server_url, browser, scripted_model
+    live_server_url, browser, scripted_model, width
 ):
     scripted_model(FunctionModel(stream_function=slow_unless_asked_quickly, model_name="scripted"))
     org = factories.organization(name="Acme")
@@ -44,7 +46,8 @@ def test_stop_ends_a_slow_turn_as_stopped_and_the_composer_takes_the_next_messag
     builder = factories.member(org, "builder")
     agent = factories.published_agent(org, builder, name="Slowpoke")
 
-    page = browser.new_page(viewport={"width": 1440, "height": 900})
+    context = browser.new_context(viewport={"width": width, "height": 900}, has_touch=width < 500)
+    page = context.new_page()
     page.set_default_timeout(TIMEOUT)
     sign_in(page, live_server_url, "stopper@example.com")
     page.goto(f"{live_server_url}/chat/?agent={agent.pk}")
@@ -56,8 +59,13 @@ def test_stop_ends_a_slow_turn_as_stopped_and_the_composer_takes_the_next_messag
                            ".some(a => a.textContent.startsWith('Thinking'))")
     stop.wait_for(state="visible")
     assert page.locator("[data-transcript]").get_attribute("aria-busy") == "true"
-    stop.focus()
-    page.keyboard.press("Enter")
+    if width < 500:
+        box = stop.bounding_box()  # on a phone, Stop sits in the composer at the bottom of the screen, in view
+        assert box and box["y"] + box["height"] <= 900 and box["x"] + box["width"] <= width
+        stop.tap()
+    else:
+        stop.focus()
+        page.keyboard.press("Enter")
 
     page.wait_for_selector("[data-stopped]")
     page.wait_for_function("() => document.querySelector('[data-transcript]').getAttribute('aria-busy') === 'false'")
@@ -67,7 +75,8 @@ def test_stop_ends_a_slow_turn_as_stopped_and_the_composer_takes_the_next_messag
     run = Run.objects.get(agent=agent)
     assert run.status == "cancelled"
     assert Message.objects.get(run=run, role="assistant").content.startswith("Thinking")
-    page.screenshot(path=str(ARTIFACTS / "chat-stopped-1440.png"), full_page=True)
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= width + 1
+    page.screenshot(path=str(ARTIFACTS / f"chat-stopped-{width}.png"), full_page=True)
 
     # The composer is usable again at once: the next message is answered in the same conversation.
     send(page, "Answer quickly")
