@@ -24,6 +24,12 @@ PARKED_MESSAGE = (
 CHART_TOOLS = {"create_chart"}
 CHART_FIELDS = ("kind", "version", "chart_type", "title", "x_label", "y_label", "x_values", "series")
 
+# A drawing (capabilities/visuals) is the answer in the same way: what the person is shown, not what the model is
+# told. Under the steps toggle a visitor gets the drawing — its kind, title, markup and the images it shows — rebuilt
+# from those fields only: never the image sources it was drawn from (workspace paths, addresses) nor the render
+# report written for the model. Its arguments stream only where a step's arguments are shown.
+VISUAL_TOOLS = {"draw", "revise_visual"}
+
 STEP_PART_TYPES = {"tool-call", "builtin-tool-call", "builtin-tool-return", "tool_call", "builtin_tool_call"}
 THINKING_PART_TYPES = {"thinking"}
 
@@ -58,12 +64,37 @@ def chart_spec(result: Any) -> dict | None:
     return spec
 
 
-def visible_result(toggles: Toggles, tool_name: str | None, result: Any) -> tuple[bool, Any]:
+def visual_spec(tool_name: str | None, args: Any, result: Any) -> dict | None:
+    """The drawing a draw / revise_visual call showed, or None when it drew nothing (a retry, a refusal)."""
+    if tool_name not in VISUAL_TOOLS or not isinstance(result, dict) or result.get("kind") != "visual":
+        return None
+    # A draw's markup is its argument; a revision's full markup is in its result.
+    content = result.get("content") if tool_name == "revise_visual" else (args or {}).get("content") if isinstance(
+        args, dict) else None
+    if not isinstance(content, str):
+        return None
+    images = result.get("images")
+    images = images if isinstance(images, dict) else {}
+    return {
+        "kind": "visual",
+        "visual_id": str(result.get("visual_id") or ""),
+        "visual_kind": str(result.get("visual_kind") or ""),
+        "title": str(result.get("title") or ""),
+        "content": content,
+        # Only what the drawing shows: data URIs by the names it uses.
+        "images": {str(k): v for k, v in images.items() if isinstance(v, str) and v.startswith("data:image/")},
+    }
+
+
+def visible_result(toggles: Toggles, tool_name: str | None, result: Any, args: Any = None) -> tuple[bool, Any]:
     """(whether a visitor gets a result at all, what they get) for one finished call."""
     if not toggles.show_tool_steps:
         return False, None
     if toggles.show_tool_results:
         return True, result
+    if tool_name in VISUAL_TOOLS:
+        drawing = visual_spec(tool_name, args, result)
+        return (drawing is not None), drawing
     spec = chart_spec(result) if tool_name in CHART_TOOLS else None
     return (spec is not None), spec
 
@@ -73,6 +104,7 @@ class TurnFilter:
     toggles: Toggles
     hidden_parts: set[int] = field(default_factory=set)
     call_names: dict[str, str] = field(default_factory=dict)
+    drawing_args: dict[str, Any] = field(default_factory=dict)  # a drawing call's arguments, for its result
     parked: bool = False
     finished: bool = False
     answered: bool = False
@@ -102,7 +134,11 @@ class TurnFilter:
                 if isinstance(index, int):
                     self.hidden_parts.add(index)
                 return []
-            return [_frame(kind, {"index": index, "part_type": part_type})]
+            out = {"index": index, "part_type": part_type}
+            if part_type in STEP_PART_TYPES and data.get("tool_name"):
+                # Which tool, as its tool_call frame says under the same toggle: a drawing is drawn as it is written.
+                out.update(tool_name=str(data["tool_name"]), tool_call_id=str(data.get("tool_call_id") or ""))
+            return [_frame(kind, out)]
         if kind == "text_delta":
             if data.get("index") in self.hidden_parts:
                 return []
@@ -119,6 +155,8 @@ class TurnFilter:
                 return []
             out = {"tool_call_id": data.get("tool_call_id"), "tool_name": data.get("tool_name")}
             self.call_names[str(data.get("tool_call_id"))] = str(data.get("tool_name") or "")
+            if data.get("tool_name") in VISUAL_TOOLS:
+                self.drawing_args[str(data.get("tool_call_id"))] = data.get("args")
             if t.show_tool_results:
                 out["args"] = data.get("args")
             return [_frame(kind, out)]
@@ -127,8 +165,9 @@ class TurnFilter:
                 return []
             return [_frame(kind, {"index": data.get("index"), "args_delta": data.get("args_delta")})]
         if kind == "tool_result":
-            name = self.call_names.get(str(data.get("tool_call_id")))
-            shown, content = visible_result(t, name, data.get("content"))
+            call_id = str(data.get("tool_call_id"))
+            name = self.call_names.get(call_id)
+            shown, content = visible_result(t, name, data.get("content"), self.drawing_args.pop(call_id, None))
             if not shown:
                 return []
             return [_frame(kind, {"tool_call_id": data.get("tool_call_id"), "content": content})]

@@ -599,7 +599,7 @@ def _visitor_parts(row: Any, run_id: str | None, calls: dict[tuple[str, str], To
             entry: dict[str, Any] = {"id": part.get("tool_call_id"), "name": name, "args": {}, "result": None,
                                      "status": status}
             if call is not None:
-                shown, result = visible_result(toggles, name, call.result)
+                shown, result = visible_result(toggles, name, call.result, call.args)
                 if shown:
                     entry["result"] = result
                 if toggles.show_tool_results:

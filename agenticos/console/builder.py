@@ -453,6 +453,7 @@ def save_capability(request: HttpRequest, actor: Actor, agent_id: Any, capabilit
         bindings.append(binding)
     else:
         bindings[bindings.index(existing)] = binding
+    also = _bind_companions(entry, bindings) if enabled and not (existing or {}).get("enabled", False) else []
     spec["capabilities"] = bindings
     try:
         agent_services.update_agent(actor=actor, agent=agent, spec=spec)
@@ -465,13 +466,29 @@ def save_capability(request: HttpRequest, actor: Actor, agent_id: Any, capabilit
     mine = _capability_problems({p["field"]: p["message"] for p in agent_services.publish_problems(
         actor, spec, agent=agent)}, capability_id)
     if wants_json:
-        return JsonResponse({"saved": True, "problems": mine})
+        return JsonResponse({"saved": True, "problems": mine, "also_bound": also})
+    if also:
+        messages.info(request, _("%(names)s switched on with %(name)s.") % {
+            "names": ", ".join(str(c.name) for c in map(registry.find, also) if c), "name": entry.name})
     if mine:
         messages.warning(request, _("%(name)s is saved in the draft, but needs fixing before publishing: see its "
                                     "settings.") % {"name": entry.name})
     else:
         messages.success(request, _("%(name)s saved in the draft.") % {"name": entry.name})
     return _back(agent, f"cap-{capability_id}")
+
+
+def _bind_companions(entry: Any, bindings: list[dict[str, Any]]) -> list[str]:
+    """Bind what a capability switched on brings along (its module's BINDS_WITH: Visuals brings Charts, the spec's
+    'el Builder lo vincula, junto con Charts, al activar Visuals'). Only what is not bound at all: a companion the
+    author switched off stays off. Returns the ids bound."""
+    import sys
+
+    module = sys.modules.get(entry.build.__module__)
+    bound = {b.get("id") for b in bindings}
+    added = [cid for cid in getattr(module, "BINDS_WITH", ()) if cid not in bound and registry.find(cid) is not None]
+    bindings.extend({"id": cid, "enabled": True} for cid in added)
+    return added
 
 
 def _capability_problems(problems: dict[str, str], capability_id: str) -> dict[str, str]:

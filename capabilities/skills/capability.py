@@ -10,6 +10,7 @@ from __future__ import annotations
 from pydantic_ai_skills import SkillsCapability
 
 from capabilities.base import BuildContext, Built, Capability, ToolDecl, tool_text
+from capabilities.skills import bundled
 from knowledge import skills as skill_store
 from knowledge.runtime import spec_for
 
@@ -29,11 +30,16 @@ READ_SKILL_RESOURCE = ToolDecl(
 def build(ctx: BuildContext) -> list[Built]:
     spec = spec_for(ctx)
     skills = skill_store.bound_skills(ctx.organization_id, list(spec.skill_ids) if spec is not None else [])
-    if not skills:
+    # Skills a bound capability ships (visual-design with Visuals) join the organization's in the one catalog.
+    shipped = bundled.names_for(spec, taken={skill.name for skill in skills})
+    if not skills and not shipped:
         return []
-    library = skill_store.materialize(skills)
+    directories = [str(skill_store.materialize(skills))] if skills else []
+    if shipped:
+        directories.append(str(bundled.LIBRARY))
     has_files = any(skill.files.all() for skill in skills)
-    return [SkillsCapability(str(library), resources=has_files, scripts=False)]
+    include = [skill.name for skill in skills] + shipped
+    return [SkillsCapability(directories, include=include, resources=has_files, scripts=False)]
 
 
 CAPABILITY = Capability(

@@ -7,7 +7,8 @@ origin, connect-src 'none', nothing remote but the library bundle). While someon
 console reports how it ran and `draw` waits up to VISUAL_REPORT_WAIT_SECONDS for that report, so the model
 fixes a broken drawing in the same turn; with nobody watching it answers at once and says it was not checked.
 Too big (ARTIFACT_MAX_BYTES), an SVG that is not one <svg> element, something loaded from another site, an
-{{image:NAME}} with no such image, more than six images: retries naming what to change.
+{{image:NAME}} with no such image, more than six images: retries naming what to change. An image is a workspace file
+or an https:// address on a host this agent's web_fetch / browser_use would read (web_images.py).
 """
 
 from __future__ import annotations
@@ -30,7 +31,9 @@ from capabilities.artifacts import services as artifact_services
 from capabilities.artifacts.capability import Edit
 from capabilities.artifacts.sandbox import LIBRARY_PATH
 from capabilities.base import BuildContext, Built, Capability, NoConfig, ToolDecl, function_toolset
-from capabilities.visuals import maps, reports
+from capabilities.skills import bundled
+from capabilities.visuals import maps, reports, web_images
+from knowledge.runtime import spec_for
 
 Kind = Literal["svg", "mermaid", "html"]
 MAX_IMAGES = 6
@@ -51,8 +54,9 @@ class Image(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(description="The name the drawing uses as {{image:NAME}}: letters, digits, '_' or '-'.")
-    source: str = Field(description="A workspace file, e.g. /workspace/uploads/photo.png (this deployment does not "
-                                    "fetch drawing images from web addresses).")
+    source: str = Field(description="A workspace file, e.g. /workspace/uploads/photo.png; or an https:// address, "
+                                    "only when this agent reads the web (web_fetch or browser_use) and only on a "
+                                    "host it may read.")
 
 
 def _problems(kind: str, content: str, images: list[Image]) -> list[str]:
@@ -110,16 +114,32 @@ def _remote(content: str) -> str:
     return found.group("u") if found else ""
 
 
-def _load_images(deps: Any, images: list[Image], content: str) -> tuple[dict[str, str], str]:
-    """({name: data URI} of the images the drawing uses, "") or ({}, refusal)."""
+def _is_address(source: str) -> bool:
+    return bool(re.match(r"^\s*[a-z][a-z0-9+.-]*://", source, re.IGNORECASE))
+
+
+async def _load_all(ctx: RunContext[Any], images: list[Image], content: str) -> tuple[dict[str, str], str]:
+    """({name: data URI} of the images the drawing uses, "") or ({}, refusal): files from the workspace, addresses
+    from the web only as the agent's own web readers would read them (web_images)."""
     used = set(PLACEHOLDER_RE.findall(content))
+    wanted = [i for i in images if i.name in used]  # a visual keeps only the images its drawing still uses
+    files = [i for i in wanted if not _is_address(i.source)]
+    loaded, refusal = await sync_to_async(_load_images)(ctx.deps, files)
+    if refusal:
+        return {}, refusal
+    web = ctx.deps.scratch.get("visual_web_readers") or web_images.WebReaders()
+    for image in (i for i in wanted if _is_address(i.source)):
+        uri, refusal = await web_images.load(image.name, image.source.strip(), web, MAX_IMAGE_BYTES)
+        if refusal:
+            return {}, refusal
+        loaded[image.name] = uri
+    return {i.name: loaded[i.name] for i in wanted}, ""
+
+
+def _load_images(deps: Any, images: list[Image]) -> tuple[dict[str, str], str]:
+    """({name: data URI} of these workspace images, "") or ({}, refusal)."""
     loaded: dict[str, str] = {}
     for image in images:
-        if image.name not in used:
-            continue  # a visual keeps only the images its drawing still uses
-        if image.source.lower().startswith(("http://", "https://")):
-            return {}, (f"image {image.name!r} is an address; this deployment does not fetch drawing images from the "
-                        "web: attach the image to the conversation or save it in the workspace")
         from capabilities.sandbox import store
         from capabilities.sandbox.capability import is_withheld
 
@@ -239,7 +259,8 @@ async def draw(ctx: RunContext[Any], kind: Kind, title: str, content: str,
             or html (anything interactive: sliders, <canvas>, three.js, a map).
         title: A short title for the drawing (up to 200 characters).
         content: The complete drawing, as the kind says.
-        images: Up to 6 images the drawing uses as {{image:NAME}}: a workspace file (2 MiB at most each).
+        images: Up to 6 images the drawing uses as {{image:NAME}}: a workspace file, or an https:// address on a
+            host this agent may read with web_fetch or browser_use (2 MiB at most each).
 
     Returns:
         The visual's id and whether the console checked it: the script errors, failed loads and refused
@@ -250,7 +271,7 @@ async def draw(ctx: RunContext[Any], kind: Kind, title: str, content: str,
     problems = _problems(kind, content, images)
     if problems:
         return failures.retry(ctx, "The drawing cannot be shown: " + "; ".join(problems) + ".")
-    loaded, refusal = await sync_to_async(_load_images)(ctx.deps, images, content)
+    loaded, refusal = await _load_all(ctx, images, content)
     if refusal:
         return failures.refuse(refusal)
     visual_id = ctx.tool_call_id or "visual"
@@ -334,7 +355,9 @@ class EarlierVisuals(AbstractCapability[Any]):
     def get_instructions(self):
         async def listing(ctx: RunContext[Any]) -> str:
             rows = await sync_to_async(_earlier)(ctx.deps.organization_id, ctx.deps.conversation_id)
-            lines = ["## Visuals", "Drawings run without network in a sandbox. " + maps.instructions()]
+            lines = ["## Visuals", "Drawings run without network in a sandbox. " + maps.instructions(),
+                     "Before you draw, load the visual-design skill (load_capability): how a drawing should look and "
+                     "five templates to start from."]
             if rows:
                 lines.append("Earlier visuals in this conversation (read_visual before revising one):")
                 lines += [f"- {tid}: {title or '(untitled)'}" + (" (a revision)" if name == "revise_visual" else "")
@@ -344,8 +367,21 @@ class EarlierVisuals(AbstractCapability[Any]):
         return listing
 
 
+# What the Builder binds along with Visuals when it is switched on (agenticos/console/builder.py): a number to
+# look at is create_chart's, not a drawing's, and the skill tells the model to choose so.
+BINDS_WITH = ("charts",)
+
+
 def build(ctx: BuildContext) -> list[Built]:
-    return [EarlierVisuals(), function_toolset([draw, revise_visual, read_visual])]
+    spec = spec_for(ctx)
+    # An image from the web comes only as this agent's own web readers would read it.
+    ctx.deps.scratch["visual_web_readers"] = web_images.readers_of(spec)
+    built: list[Built] = [EarlierVisuals(), function_toolset([draw, revise_visual, read_visual])]
+    # The bundled visual-design skill (capabilities/skills/bundled/), unless Skills lists it with the organization's.
+    shipped = bundled.capability_for("visuals", spec)
+    if shipped is not None:
+        built.append(shipped)
+    return built
 
 
 CAPABILITY = Capability(

@@ -68,6 +68,7 @@
     if (typeof value === "string") return value;
     try { return JSON.stringify(sortedKeys(value), null, 2); } catch (e) { return String(value); }
   }
+  function cssEscape(text) { return global.CSS && CSS.escape ? CSS.escape(String(text)) : String(text).replace(/["\\]/g, "\\$&"); }
   function humanize(name) { return String(name || "").replace(/^mcp__[^_]+__/, "").replace(/[_-]+/g, " ").trim(); }
 
   function copyText(text) {
@@ -173,6 +174,12 @@
       var charts = lib("charts", "AgenticCharts");
       return !!charts && charts.isChart(call.result);
     }
+    // A call's arguments as an object: a drawing's are the partial JSON written so far while it streams.
+    function argsOf(call) {
+      if (typeof call.args !== "string") return call.args || {};
+      var visuals = lib("visuals", "AgenticVisuals"), read = visuals && visuals.partialJSON ? visuals.partialJSON(call.args).value : null;
+      return read && typeof read === "object" ? read : {};
+    }
     function isVisual(call) { return VISUAL_TOOLS.indexOf(call.name) >= 0 && !!lib("visuals", "AgenticVisuals"); }
     function shownOpen(call) { return isChart(call) || isVisual(call); } // an answer is shown wherever it is
     function resultFile(call) {
@@ -185,7 +192,8 @@
       var running = call.status === "running" || call.status === "parked";
       var phrase = phrases ? (running ? phrases.running : phrases.done)
                            : fill(running ? T.running_tool : T.ran_tool, {name: humanize(call.name)});
-      var subject = call.args && (call.args.title || call.args.timezone);
+      var args = argsOf(call);
+      var subject = args.title || args.timezone;
       if (subject && typeof subject === "string") phrase += ": " + subject;
       if (call.status === "error") return fill(T.failed_tool, {phrase: phrase});
       if (call.status === "parked") {
@@ -204,8 +212,7 @@
       }
       if (isVisual(call)) {
         var box = h("div", {class: "visual-box", "data-visual-box": call.id});
-        lib("visuals", "AgenticVisuals").render({tool_name: call.name, tool_call_id: call.id, args: call.args,
-                                                 result: call.result, streaming: call.status === "running" && !!call.streaming}, box);
+        drawVisual(call, box);
         return box;
       }
       var file = resultFile(call);
@@ -222,6 +229,32 @@
       }
       return h("pre", {class: "result-text", text: pretty(call.result)});
     }
+
+    function drawVisual(call, box) {
+      lib("visuals", "AgenticVisuals").render({tool_name: call.name, tool_call_id: call.id, args: call.args,
+                                               result: call.result, streaming: call.status === "running" && !!call.streaming}, box);
+    }
+    // A drawing's step is updated where it stands rather than drawn again: its frame grows while the call is
+    // written and runs once when it is complete (an iframe moved or rebuilt would load again).
+    function refreshVisualStep(node, call) {
+      node.className = "step status-" + call.status;
+      node.setAttribute("data-status", call.status);
+      node.querySelector("[data-step-line]").textContent = stepLine(call);
+      node.querySelector(".raw-args").textContent = pretty(call.args);
+      node.querySelector(".raw-result").textContent = pretty(call.result);
+      var box = node.querySelector("[data-visual-box]");
+      if (box) drawVisual(call, box);
+    }
+    function refreshVisuals(body, turn) {
+      (turn.parts || []).forEach(function (p) {
+        if (p.type !== "tool" || !isVisual(p.call)) return;
+        var node = body.querySelector('[data-step="' + cssEscape(p.call.id) + '"]');
+        if (node && node.__built !== p.call) refreshVisualStep(node, p.call);
+        if (node) node.__built = null;
+      });
+    }
+    // What a step's rail depends on: a drawing's step only by its place (refreshVisuals keeps the rest current).
+    function callSig(call) { return isVisual(call) ? {id: call.id, name: call.name, visual: true} : call; }
 
     // The live view of a browse: announced by a browser_live frame while it runs (call.live_url), or kept in a
     // browse_web result. A link, not an embed: the view has its own page (and take-over) on the server.
@@ -250,6 +283,7 @@
         ]),
       ]);
       details.addEventListener("toggle", function () { if (!shownOpen(call)) openSteps[call.id] = details.open; });
+      details.__built = call;  // drawn from this very call just now: nothing to refresh
       return details;
     }
 
@@ -282,7 +316,7 @@
       function flush() {
         if (!batch.length) return;
         var calls = batch;
-        out.push({key: "rail:" + calls[0].id, sig: JSON.stringify([calls, railFolded(calls), openState(calls), version]),
+        out.push({key: "rail:" + calls[0].id, sig: JSON.stringify([calls.map(callSig), railFolded(calls), openState(calls), version]),
                   build: function () { return rail(calls); }});
         batch = [];
       }
@@ -381,7 +415,9 @@
       }
       article.setAttribute("data-run-id", turn.run_id || "");
       article.setAttribute("aria-busy", turn.live ? "true" : "false");
-      patch(article.querySelector(":scope > .turn-body"), pieces(turn));
+      var body = article.querySelector(":scope > .turn-body");
+      patch(body, pieces(turn));
+      refreshVisuals(body, turn);
       var foot = article.querySelector(":scope > .turn-foot");
       foot.replaceChildren.apply(foot, (o.foot ? o.foot(turn) : []).concat([actionsOf(turn)]).filter(Boolean));
       return article;
@@ -417,13 +453,58 @@
             openSteps: openSteps, generatedName: generatedName, mediaFigure: mediaFigure};
   }
 
+  // ------------------------------------------------------------ drawings while their arguments stream
+
+  // part_start names a tool call (tool_name, tool_call_id) and tool_call_delta frames then carry its arguments as
+  // partial JSON, by part index. A drawing's call (draw / revise_visual) joins the turn at its start — its
+  // arguments the text written so far, flagged `streaming` — so visuals.js grows it while the model writes it;
+  // the call's tool_call frame completes it, and then it runs once like any drawing. Web chat (chat.js) and the
+  // embeds' fold below both apply their frames through this.
+  function drawings() {
+    var open = {};  // part index → the drawing call being written
+    function find(parts, id) {
+      for (var i = 0; i < parts.length; i++) if (parts[i].type === "tool" && parts[i].call.id === id) return parts[i].call;
+      return null;
+    }
+    // Apply one frame to a live turn's parts; true when they changed.
+    function apply(parts, f) {
+      var d = f.data || {};
+      switch (f.type) {
+        case "model_request_start": open = {}; return false;
+        case "part_start":
+          if (d.index === 0) open = {}; else delete open[d.index];  // index 0 starts a new model response
+          if (d.part_type !== "tool-call" || VISUAL_TOOLS.indexOf(d.tool_name) < 0 || !d.tool_call_id) return false;
+          if (find(parts, String(d.tool_call_id))) return false;
+          var started = {id: String(d.tool_call_id), name: d.tool_name, args: "", result: null, status: "running",
+                         streaming: true};
+          parts.push({type: "tool", call: started});
+          open[d.index] = started;
+          return true;
+        case "tool_call_delta":
+          var writing = open[d.index];
+          if (!writing || !writing.streaming || typeof d.args_delta !== "string") return false;
+          writing.args += d.args_delta;
+          return true;
+        case "tool_call":
+          var known = find(parts, d.tool_call_id);
+          if (!known || !known.streaming) return false;
+          known.args = d.args || {};
+          known.streaming = false;
+          Object.keys(open).forEach(function (k) { if (open[k] === known) delete open[k]; });
+          return true;
+      }
+      return false;
+    }
+    return {apply: apply, reset: function () { open = {}; }};
+  }
+
   // ------------------------------------------------------------ frames → turns (the embeds' sockets)
 
   // A public socket's frames (embeds/frames.py: already filtered by the page's toggles) folded into the turn
   // model above, so a live turn and its reopened transcript are one shape. Web chat keeps its own fold
   // (delegations, approvals and questions ride on the same frames there).
   function stream() {
-    var pendingKind = null, turn = null;
+    var pendingKind = null, turn = null, drawing = drawings();
     function live(turns) {
       if (!turn) { turn = {role: "assistant", parts: [], live: true}; turns.push(turn); }
       return turn;
@@ -444,6 +525,10 @@
     function apply(turns, f) {
       var d = f.data || {};
       if (turn) turn.compacting = false;
+      // A drawing's call joins at its start and grows with its arguments; its tool_call completes it.
+      var drew = (f.type === "part_start" || f.type === "tool_call_delta" || f.type === "tool_call") &&
+        drawing.apply(live(turns).parts, f);
+      if (f.type === "tool_call_delta") return drew;
       switch (f.type) {
         case "model_request_start": live(turns); return true;
         case "part_start":
@@ -483,11 +568,12 @@
           }
           turn = null;
           pendingKind = null;
+          drawing.reset();
           return true;
       }
       return false;
     }
-    return {apply: apply, reset: function () { turn = null; pendingKind = null; }};
+    return {apply: apply, reset: function () { turn = null; pendingKind = null; drawing.reset(); }};
   }
 
   // A stored message of an embed's history ({role, text, parts?, at}) as a turn.
@@ -496,6 +582,6 @@
     return {role: "assistant", parts: m.parts && m.parts.length ? m.parts : [{type: "text", text: m.text || ""}], at: m.at};
   }
 
-  global.AgenticTurn = {create: create, stream: stream, fromHistory: fromHistory, fill: fill, h: h, pretty: pretty,
+  global.AgenticTurn = {create: create, stream: stream, drawings: drawings, fromHistory: fromHistory, fill: fill, h: h, pretty: pretty,
                         humanize: humanize};
 })(typeof window !== "undefined" ? window : this);

@@ -43,6 +43,8 @@
     return a;
   }
 
+  // A visitor reports nothing back about a drawing: no session, and its errors are written for the model.
+  if (window.AgenticVisuals) AgenticVisuals.configure({origin: location.origin, reports: false});
   var renderer = AgenticTurn.create({
     assistantClass: "assistant",
     // A generated file is served to this visitor through the page's own route, named by the continuity key.
@@ -113,17 +115,26 @@
       else if (ev.code === 1011 || ev.code === 1006) { setTimeout(connect, 2000); }
     };
   }
-  form.onsubmit = function (ev) {
-    ev.preventDefault();
-    var text = input.value.trim();
-    if (!text || !ready || refused) return;
+  function sendText(text) {
     turns.push({role: "user", text: text, at: new Date().toISOString()});
     schedule();
     var frame = { type: "message", text: text, context: urlVariables() };
     if (pendingFiles.length) { frame.file_ids = pendingFiles.map(function (f) { return f.id; }); pendingFiles = []; $("files").textContent = ""; }
     socket.send(JSON.stringify(frame));
-    input.value = ""; busy(true);
+    busy(true);
+  }
+  form.onsubmit = function (ev) {
+    ev.preventDefault();
+    var text = input.value.trim();
+    if (!text || !ready || refused) return;
+    sendText(text);
+    input.value = "";
   };
+  // agenticos.followUp(text) in a drawing: offered under it, and sent as the visitor's message only on their click.
+  turnsEl.addEventListener("agenticos:follow-up", function (ev) {
+    var text = ev.detail && ev.detail.text;
+    if (text && ready && !refused && !sendBtn.disabled) sendText(text);
+  });
   input.onkeydown = function (ev) { if (ev.key === "Enter" && !ev.shiftKey) { ev.preventDefault(); form.requestSubmit(); } };
   var newBtn = $("new-thread");
   if (newBtn) newBtn.onclick = function () {

@@ -1,7 +1,7 @@
 /* AgenticOS website widget. No build step, no globals left behind besides reading window.AgenticOSContext and
    window.AgenticOSToken. Everything lives in a shadow root, so a page's React, jQuery or CSS cannot touch it.
    Turns are drawn by the one turn renderer (static/console/turn.js, with marked, DOMPurify, highlight.js and
-   the charts), loaded from this server; each script's global is put back as the page had it once read, so a
+   the charts and the visuals' sandboxed frames), loaded from this server; each script's global is put back as the page had it once read, so a
    site with its own `marked` keeps it. What a visitor may see is decided on the server (embeds/frames.py).
    The conversation survives a reload of the host page: a continuity key per widget in the page's localStorage
    names the thread, as on the hosted page. AOS_CONFIG is prepended by the server. */
@@ -11,7 +11,7 @@ var base = script && script.src ? new URL(script.src).origin : location.origin;
 var wsBase = base.replace(/^http/, "ws");
 var STATIC = base + "/static/";
 var LIBS = [["vendor/marked.umd.js", "marked"], ["vendor/purify.min.js", "DOMPurify"], ["vendor/highlight.min.js", "hljs"],
-            ["console/charts.js", "AgenticCharts"], ["console/turn.js", "AgenticTurn"]];
+            ["console/charts.js", "AgenticCharts"], ["console/visuals.js", "AgenticVisuals"], ["console/turn.js", "AgenticTurn"]];
 var storeKey = "agenticos-visitor:" + cfg.key;
 var host = document.createElement("div");
 host.setAttribute("data-agenticos-widget", cfg.key);
@@ -106,8 +106,12 @@ function setUp() {
   var T = libs.AgenticTurn;
   if (!T) { note("e", "This assistant could not load."); return false; }
   live = T.stream();
+  // Drawings load the deployment's library bundle by this server's origin (the frame sits on the shop's page);
+  // a visitor reports nothing back (no session, and a drawing's errors are written for the model).
+  if (libs.AgenticVisuals) libs.AgenticVisuals.configure({origin: base, reports: false, tiles: cfg.mapTiles || ""});
   renderer = T.create({
-    libs: {marked: libs.marked, DOMPurify: libs.DOMPurify, hljs: libs.hljs, charts: libs.AgenticCharts},
+    libs: {marked: libs.marked, DOMPurify: libs.DOMPurify, hljs: libs.hljs, charts: libs.AgenticCharts,
+           visuals: libs.AgenticVisuals},
     assistantClass: "b a",
     // A generated file is served to this visitor through the widget's own route, named by the continuity key.
     mediaUrl: function (filename, download) {
@@ -132,6 +136,14 @@ function setUp() {
   }
   return true;
 }
+
+// agenticos.followUp(text) in a drawing: offered under it, and sent as the visitor's message only on their click.
+turnsEl.addEventListener("agenticos:follow-up", function (ev) {
+  var text = ev.detail && ev.detail.text;
+  if (!text || refused || turns.some(function (t) { return t.live; })) return;
+  turns.push({role: "user", text: text}); schedule();
+  send(text);
+});
 
 function onFrame(f) {
   var d = f.data || {};
