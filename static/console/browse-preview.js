@@ -1,5 +1,5 @@
-// The chat's preview of a browse (the browser binding's `preview`): while a browse step runs, a small picture of
-// the page it has open, updating with each frame, under the step; a click opens the live view. Self-contained:
+// The chat's preview of a browse (the browser binding's `preview`): while a browse runs, a small picture of the
+// page it has open, updating with each frame, under its step; a click opens the live view. Self-contained:
 // it finds a running step's "Watch the browser" link (turn.js draws it for members, on web chat only) and opens
 // that browse's view socket in preview mode, which the server refuses to anyone who may not watch the live view
 // and to a browse whose `preview` is off — so then nothing is drawn. The picture goes away when the browse ends.
@@ -77,7 +77,11 @@
     if (!step) return;
     var preview = previews[path];
     if (!preview) {
-      if (step.getAttribute("data-status") !== "running") return;  // a finished browse has nothing to show
+      // A browse of the turn being written (the agent's own browser tools keep one view open past their first
+      // step); a finished turn's browse has nothing to show.
+      var turn = step.closest("[data-turn]");
+      var live = step.getAttribute("data-status") === "running" || (turn && turn.getAttribute("aria-busy") === "true");
+      if (!live) return;
       preview = previews[path] = open(path);
     }
     if (link.getAttribute("data-browse-preview") !== preview.state) link.setAttribute("data-browse-preview", preview.state);
