@@ -21,6 +21,7 @@ from django.views.decorators.http import require_GET, require_POST
 from agenticos import images, ratelimit
 from agenticos.errors import DomainError, json_error
 from agents import uploads
+from capabilities.visuals import maps
 from embeds import services
 from embeds.api import max_embed_upload_bytes
 from embeds.consumers import PUBLIC_KEY_PATTERN
@@ -84,6 +85,8 @@ def widget_config(embed: Embed) -> dict[str, Any]:
         "launcherText": embed.launcher_text or "Chat",
         "accent": embed.accent_color,
         "corner": embed.corner,
+        # The map tile origin a drawing's frame admits (VISUAL_MAP_TILES), as web chat's page names it in a meta.
+        "mapTiles": maps.tile_origin(),
     }
 
 

@@ -107,3 +107,16 @@ def test_a_reopened_thread_replays_the_drawing_to_a_visitor_whose_page_hides_res
     page.show_tool_steps = False
     page.save(update_fields=["show_tool_steps"])
     assert services.history_messages(conversation, page)[1]["parts"] == [{"type": "text", "text": "Here it is."}]
+
+
+@pytest.mark.django_db
+def test_both_embeds_name_the_map_tile_origin_a_drawings_frame_admits_and_nothing_else(client, widget, page,
+                                                                                       settings):
+    settings.VISUAL_MAP_TILES = "https://tiles.example.org/{z}/{x}/{y}.png"
+    script = client.get(f"/api/v1/embed/{widget.public_key}/widget.js").content.decode()
+    assert '"mapTiles": "https://tiles.example.org"' in script
+    html = client.get(f"/e/{page.public_key}").content.decode()
+    assert '<meta name="agenticos-map-tiles" content="https://tiles.example.org">' in html
+    assert "console/visuals.js" in html
+    settings.VISUAL_MAP_TILES = "https://{s}.tiles.example.org/{z}/{x}/{y}.png"  # more than one host: none
+    assert '"mapTiles": ""' in client.get(f"/api/v1/embed/{widget.public_key}/widget.js").content.decode()
