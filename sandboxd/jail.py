@@ -167,6 +167,10 @@ def run(config: Config, workspace: Path, runtime: Runtime, command: str, *, time
     """Run `command` in the workspace under the jail; blocking (sandboxd calls it on a thread)."""
     used = disk_usage(workspace)
     room = max(config.disk_bytes - used, 0)
+    # A workspace a killed command left over its cap: the next command may only bring it down (it cannot write,
+    # room is 0), so it is stopped only when it grows the workspace — `rm` of the leftovers must not be killed
+    # for what it is deleting.
+    ceiling = max(config.disk_bytes, used)
     cmd = argv(config, workspace, runtime, command, file_bytes=min(config.file_bytes, room))
     demote: dict = {}
     if os.geteuid() == 0:
@@ -184,7 +188,7 @@ def run(config: Config, workspace: Path, runtime: Runtime, command: str, *, time
                 flags["timed_out"] = True
                 _kill(process)
                 return
-            if disk_usage(workspace) > config.disk_bytes:
+            if disk_usage(workspace) > ceiling:
                 flags["disk_full"] = True
                 _kill(process)
                 return

@@ -50,6 +50,7 @@ class Task:
     timed_out: bool = False
     stopped: bool = False
     disk_full: bool = False
+    disk_ceiling: int = 0
     duration_ms: int = 0
     changed: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
@@ -126,7 +127,9 @@ class Tasks:
                                        base_hosts=(self.config.root / "etc" / "hosts").read_text(),
                                        owner=owner) if upstreams else None
             before = await asyncio.to_thread(self.registry.manifest, workspace, with_hash=False)
-            room = max(self.config.disk_bytes - jail.disk_usage(workspace.path), 0)
+            used = jail.disk_usage(workspace.path)
+            room = max(self.config.disk_bytes - used, 0)
+            task.disk_ceiling = max(self.config.disk_bytes, used)  # over its cap already: it may only shrink (jail.run)
             cmd = jail.argv(self.config, workspace.path, runtime, egress.wrap(command) if egress else command,
                             file_bytes=min(self.config.file_bytes, room),
                             hosts=egress.hosts if egress else None, binds=egress.binds if egress else ())
@@ -156,7 +159,7 @@ class Tasks:
                 if time.monotonic() - task.started >= task.timeout:
                     task.timed_out = True
                     jail.kill(process)
-                elif jail.disk_usage(workspace.path) > self.config.disk_bytes:
+                elif jail.disk_usage(workspace.path) > task.disk_ceiling:
                     task.disk_full = True
                     jail.kill(process)
             code = process.returncode
