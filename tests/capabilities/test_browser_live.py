@@ -165,27 +165,6 @@ def test_taking_over_pauses_the_agent_after_its_current_step(org, owner, fake_op
 
 
 @browse
-def test_nobody_taking_over_ends_the_browse_needing_a_person(org, owner, fake_openai, browser_env, site,
-                                                            monkeypatch):
-    monkeypatch.setattr(live, "NEEDS_PERSON_SECONDS", 1)
-    agent, version = browsing_agent(org, owner, fake_openai, browser_env)
-    fake_openai.queue(
-        Reply.tool_call("browse_web", {"task": "Sign in", "start_url": f"http://{SITE}:{site.port}/login"}, id=CALL),
-        step("ask_human", answer="Only the account holder can sign in."),
-        Reply.text("Needs you."),
-    )
-    run = start(org, owner, agent, version, prompt="sign in")
-    run_now(run)
-    run.refresh_from_db()
-    assert run.status == RunStatus.COMPLETED, run.error
-    [result] = tool_results(run)
-    assert result["outcome"] == "needs_person"
-    assert result["message"].startswith("Only the account holder can sign in. Nobody took over")
-    assert len(fake_openai.chat_requests) == 3  # nothing asked after the wait
-    assert live.snapshot(run.pk, CALL)["ended"] is True
-
-
-@browse
 def test_who_cannot_read_the_run_gets_404_and_a_refused_socket(org, owner, outsider, outsider_org, fake_openai,
                                                                browser_env, site):
     agent, version = browsing_agent(org, owner, fake_openai, browser_env)

@@ -144,7 +144,7 @@ def test_publish_refuses_a_browser_service_the_operator_does_not_list(settings, 
     {"connection": "hosted", "hosted_url": "http://cloud.example/"},
     {"timezone": "Mars/Olympus"},
     {"max_steps": 0},
-    {"preview": True},
+    {"preview_width": 200},
 ])
 def test_settings_the_capability_cannot_honour_are_refused(config):
     from pydantic import ValidationError
