@@ -242,3 +242,38 @@ def test_the_widget_draws_a_drawing_from_what_a_visitor_may_see_live_and_reopene
         page.get_by_role("button", name="Need help?").click()
         assert finished(page, host) == {"rects": 4, "scripts": 1, "handlers": 1, "ran": "ran"}
         assert errors == []
+
+
+def test_a_mermaid_drawing_redraws_per_complete_line_while_it_streams(server):
+    from tests import factories
+
+    owner, agent = owner_and_agent()
+    embed = factories.embed(agent, kind="page", created_by=owner)
+    lines = ["flowchart LR\n", "  Order --> Pack\n", "  Pack --> Ship\n", "  Ship --> Deliv"]
+    with chromium() as browser:
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        errors = watched(page)
+        page.goto(f"{server}/e/{embed.public_key}")  # a page that carries the one renderer's visuals.js
+
+        def stream(text: str, *, done: bool = False) -> None:
+            args = json.dumps({"kind": "mermaid", "title": "Flow", "content": text})
+            page.evaluate("""([args, done]) => {
+              let box = document.getElementById('m');
+              if (!box) { box = document.createElement('div'); box.id = 'm'; document.body.appendChild(box); }
+              window.AgenticVisuals.render({tool_name: 'draw', tool_call_id: 'c1', streaming: !done,
+                                            args: done ? JSON.parse(args) : args.slice(0, -2), result: {}}, box);
+            }""", [args, done])
+
+        nodes = page.frame_locator("#m iframe").locator("svg g.node")
+        stream("".join(lines[:2]))
+        nodes.nth(1).wait_for(state="attached")
+        page.evaluate("() => { document.querySelector('#m iframe').__first = true; }")
+        stream("".join(lines[:3]))
+        nodes.nth(2).wait_for(state="attached")
+        stream("".join(lines))  # a line still being written is not drawn
+        stream("".join(lines) + "er")
+        assert nodes.count() == 3
+        assert page.evaluate("() => document.querySelector('#m iframe').__first === true")  # the same frame
+        stream("".join(lines) + "ered\n", done=True)
+        nodes.nth(3).wait_for(state="attached")
+        assert errors == []
