@@ -82,7 +82,9 @@ DESKTOP = r"""
 # synchronous same-origin request to a path only this browse knows (`__CHECK__`), which the browse's own route
 # answers without it ever leaving the browser (`session.BrowserSession._route`), and a socket the policy refuses
 # is opened on a name that never resolves (RFC 6761 `.invalid`): it closes as an unreachable server would.
-# A wrapper the page could find (its `toString` is a proxy's); workers get none (see docs/architecture.md).
+# It fails closed: where the question cannot be asked (a CSP `connect-src` without the page's own origin, a frame
+# whose permissions policy forbids sync XHR) the socket is refused. A wrapper the page could find (its
+# `toString` is a proxy's); a dedicated worker's own WebSocket gets none (Playwright's route had the same gap).
 SOCKET_GUARD = r"""
 (() => {
   const Native = window.WebSocket;

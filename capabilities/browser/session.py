@@ -16,7 +16,9 @@ for click/fill/select, navigation waits, routes, and the same API the tests driv
 What it lacks is interception of redirect hops (`route` sees only a request's first URL), so the guard also
 holds a CDP session of its own on each page with `Fetch` paused at the request stage, which Chromium raises
 for every hop, every subresource and every `fetch()` a page makes. That session and the live view's
-(`live.py`) send Fetch, Page and Input commands only, never `Runtime.enable`.
+(`live.py`) send Fetch, Page and Input commands only, never `Runtime.enable`. The one Playwright feature
+Patchright loses is the WebSocket route (it needs a Runtime binding in the page's world), so a page's
+WebSocket asks `_route` through `page_js.SOCKET_GUARD` instead.
 """
 
 from __future__ import annotations
