@@ -24,7 +24,7 @@ import pytest
 
 from capabilities.browser import session as browser_session
 from tests.capabilities.helpers import run, spec
-from tests.fakes.web_pages import OTHER_SITE, SITE, browser_env, chromium  # noqa: F401
+from tests.fakes.web_pages import INTRANET, OTHER_SITE, SITE, browser_env, chromium, internal, site  # noqa: F401
 
 pytestmark = [pytest.mark.django_db, pytest.mark.browser]
 
@@ -157,3 +157,32 @@ def test_without_the_browser_extra_the_tool_fails_visibly_naming_the_install_lin
     outcome = browse(browser_env.cdp_url, probe_site)
     assert 'pip install "agenticos[browser]"' in outcome.returns[0]
     assert probe_site.reports == []  # nothing was opened
+
+
+@pytest.mark.parametrize("listed", [False, True])
+def test_a_pages_websocket_is_asked_about_inside_the_browser_and_refused_into_the_deployment(browser_env, site,
+                                                                                              internal, listed):
+    """Without Runtime there is no binding for Playwright's socket route: the page's WebSocket constructor asks the
+    browse first (page_js.SOCKET_GUARD), and the question is answered by the browse's route, never by the site."""
+    from capabilities.browser.config import BrowserConfig
+    from capabilities.browser.session import BrowserSession
+
+    target = f"ws://{INTRANET}:{internal.port}/ws"
+    config = BrowserConfig(cdp_url=browser_env.cdp_url, allowed_domains=[SITE, INTRANET] if listed else None)
+
+    async def open_socket():
+        tab = BrowserSession(config=config)
+        try:
+            await tab.open(f"http://{SITE}:{site.port}/socket?to={target}")
+            await tab.page.wait_for_function("document.title === 'closed'", timeout=10000)
+            return tab.policy.refused, tab._socket_check
+        finally:
+            await tab.close()
+
+    refused, check = asyncio.run(open_socket())
+    assert site.paths() == ["/socket"]  # the question about the socket never reached the site
+    assert check.startswith("/__socket-check-") and len(check) > len("/__socket-check-") + 16
+    if listed:  # the control: the same socket reaches the internal server once its host is listed
+        assert internal.paths() == ["/ws"] and refused == []
+    else:
+        assert internal.hits == [] and refused == [target]
