@@ -1,5 +1,5 @@
 """Issue 25, "Broken today": each flow in a real browser (Debian chromium via Playwright) against daphne + a
-real Celery worker, each test written so that it failed before its fix."""
+real Celery worker, each test written so that it failed before its fix, at 1440 and 390 px."""
 
 from __future__ import annotations
 
@@ -40,6 +40,16 @@ def sign_in(page, base_url, email):
     page.wait_for_url(f"{base_url}/")
 
 
+def fits(page, width) -> None:
+    """Nothing wider than the screen: the page never scrolls sideways (a wide table scrolls inside its own
+    .table-wrap; the navigation drawer waits off screen at a phone's width)."""
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= width + 1
+    wide = page.evaluate("""(width) => Array.from(document.querySelectorAll('body *'))
+        .filter(e => e.getBoundingClientRect().right > width + 1 && !e.closest('.sidenav, .table-wrap'))
+        .slice(0, 5).map(e => e.tagName + '.' + e.className)""", width)
+    assert wide == [], wide
+
+
 def member_of(org, email, role="owner"):
     person = factories.user(email=email, password=PASSWORD)
     Membership.objects.create(organization=org, user=person, role=role)
@@ -49,16 +59,17 @@ def member_of(org, email, role="owner"):
 # ------------------------------------------------------------------ 1. the API docs without internet
 
 
-def test_the_api_docs_render_their_operations_without_internet(live_server_url, browser):
+@pytest.mark.parametrize("width", [1440, 390])
+def test_the_api_docs_render_their_operations_without_internet(live_server_url, browser, width):
     org = factories.organization(name="Acme")
     member_of(org, "owner@example.com")
-    page, refused = offline_page(browser, live_server_url)
+    page, refused = offline_page(browser, live_server_url, width=width)
     sign_in(page, live_server_url, "owner@example.com")
 
     page.goto(f"{live_server_url}/api/docs/")
     page.wait_for_selector(".swagger-ui .opblock")  # Swagger UI drew the operations of the schema
     page.locator(".swagger-ui .opblock-summary-path", has_text="/api/v1/agents").first.wait_for()
-    page.screenshot(path=str(ARTIFACTS / "api-docs-offline-1440.png"))
+    page.screenshot(path=str(ARTIFACTS / f"api-docs-offline-{width}.png"))
 
     page.goto(f"{live_server_url}/api/redoc/")
     page.wait_for_selector("[data-section-id^='operation']", state="attached")
@@ -69,14 +80,15 @@ def test_the_api_docs_render_their_operations_without_internet(live_server_url, 
 # ------------------------------------------------------------------ 2. publishing: environments and no empty versions
 
 
+@pytest.mark.parametrize("width", [1440, 390])
 def test_a_publish_says_which_environment_moved_and_an_unchanged_one_makes_no_version(live_server_url, browser,
-                                                                                     client_as):
+                                                                                     client_as, width):
     from agents.models import AgentVersion, Environment
 
     org = factories.organization(name="Acme")
     owner = member_of(org, "owner@example.com")
     agent = factories.published_agent(org, owner, name="Helper")  # v1: production and dev
-    page = browser.new_page(viewport={"width": 1440, "height": 900})
+    page = browser.new_page(viewport={"width": width, "height": 900})
     page.set_default_timeout(TIMEOUT)
     sign_in(page, live_server_url, "owner@example.com")
     page.goto(f"{live_server_url}/agents/{agent.pk}/")
@@ -91,7 +103,8 @@ def test_a_publish_says_which_environment_moved_and_an_unchanged_one_makes_no_ve
     assert "production v1" in flash.text_content()
     behind = page.locator("[data-production-behind]")
     assert "Production still runs v1" in behind.text_content()
-    page.screenshot(path=str(ARTIFACTS / "publish-production-behind-1440.png"), full_page=True)
+    fits(page, width)
+    page.screenshot(path=str(ARTIFACTS / f"publish-production-behind-{width}.png"), full_page=True)
 
     page.get_by_role("button", name="Promote v2 to production").click()
     page.wait_for_selector("[data-environment=production]:has-text('v2')")
@@ -136,20 +149,22 @@ def test_long_values_wrap_at_phone_and_desktop_widths(live_server_url, browser, 
 # ------------------------------------------------------------------ 6. New agent: templates, named for the agent
 
 
-def test_new_agent_offers_templates_and_names_the_agent_it_creates(live_server_url, browser):
+@pytest.mark.parametrize("width", [1440, 390])
+def test_new_agent_offers_templates_and_names_the_agent_it_creates(live_server_url, browser, width):
     from agents.models import Agent
 
     org = factories.organization(name="Acme")
     member_of(org, "owner@example.com")
     factories.model_profile(org, label="Demo")
-    page = browser.new_page(viewport={"width": 1440, "height": 900})
+    page = browser.new_page(viewport={"width": width, "height": 900})
     page.set_default_timeout(TIMEOUT)
     sign_in(page, live_server_url, "owner@example.com")
 
     page.goto(f"{live_server_url}/agents/")
     assert {"starter", "blank", "analyst", "researcher"} <= set(
         page.locator("[data-template]").evaluate_all("els => els.map(e => e.dataset.template)"))
-    page.screenshot(path=str(ARTIFACTS / "new-agent-templates-1440.png"), full_page=True)
+    fits(page, width)
+    page.screenshot(path=str(ARTIFACTS / f"new-agent-templates-{width}.png"), full_page=True)
     page.get_by_label("Name").fill("Ledger")
     page.get_by_label("Data analyst").check()
     page.get_by_role("button", name="Create agent").click()
@@ -170,7 +185,8 @@ def test_new_agent_offers_templates_and_names_the_agent_it_creates(live_server_u
 # ------------------------------------------------------------------ 4. one turn at a time: Send off, Stop on
 
 
-def test_send_is_disabled_while_a_turn_runs_and_stop_is_offered(live_server_url, browser, scripted_model):
+@pytest.mark.parametrize("width", [1440, 390])
+def test_send_is_disabled_while_a_turn_runs_and_stop_is_offered(live_server_url, browser, scripted_model, width):
     from pydantic_ai.models.function import FunctionModel
 
     from agents.models import Run
@@ -180,7 +196,7 @@ def test_send_is_disabled_while_a_turn_runs_and_stop_is_offered(live_server_url,
     org = factories.organization(name="Acme")
     member_of(org, "person@example.com", role="member")
     agent = factories.published_agent(org, factories.member(org, "builder"), name="Slowpoke")
-    page = browser.new_page(viewport={"width": 1440, "height": 900})
+    page = browser.new_page(viewport={"width": width, "height": 900})
     page.set_default_timeout(TIMEOUT)
     sign_in(page, live_server_url, "person@example.com")
     page.goto(f"{live_server_url}/chat/?agent={agent.pk}")
@@ -191,6 +207,7 @@ def test_send_is_disabled_while_a_turn_runs_and_stop_is_offered(live_server_url,
                            ".some(a => a.textContent.startsWith('Thinking'))")
     assert send_button.is_disabled()
     page.get_by_role("button", name="Stop").wait_for(state="visible")
+    fits(page, width)
     page.get_by_label("Message").fill("Now answer quickly")
     page.get_by_label("Message").press("Enter")  # Enter does not slip past the disabled button
     assert page.get_by_label("Message").input_value() == "Now answer quickly"

@@ -43,7 +43,8 @@ def member(org, email, role="owner"):
 
 
 @pytest.mark.browser
-def test_code_is_highlighted_with_a_copy_button_and_a_generated_image_shows_inline(live_server_url, browser):
+@pytest.mark.parametrize("width", [1440, 390])
+def test_code_is_highlighted_with_a_copy_button_and_a_generated_image_shows_inline(live_server_url, browser, width):
     from agents.models import Conversation, Message, Run, ToolCall
     from capabilities.generated_media import store
 
@@ -68,7 +69,7 @@ def test_code_is_highlighted_with_a_copy_button_and_a_generated_image_shows_inli
                             args={"kind": "svg", "title": "A dot", "content": svg},
                             result={"visual_id": "call_draw", "visual_kind": "svg", "title": "A dot"}, status="ok")
 
-    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    context = browser.new_context(viewport={"width": width, "height": 900}, has_touch=width < 500)
     context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live_server_url)
     page = context.new_page()
     page.set_default_timeout(TIMEOUT)
@@ -82,7 +83,7 @@ def test_code_is_highlighted_with_a_copy_button_and_a_generated_image_shows_inli
     assert code.locator(".hljs-keyword").first.text_content() == "def"  # highlighted, not just a grey box
     copy = page.locator(".answer pre.code-block [data-copy]")
     assert copy.text_content() == "Copy"
-    copy.click()
+    copy.tap() if width < 500 else copy.click()
     page.wait_for_function("() => document.querySelector('[data-copy]').textContent === 'Copied'")
     assert page.evaluate("() => navigator.clipboard.readText()") == "def greet(name):\n    return f'hi {name}'"
 
@@ -99,20 +100,23 @@ def test_code_is_highlighted_with_a_copy_button_and_a_generated_image_shows_inli
     frame = page.locator("[data-visual] iframe")
     assert frame.get_attribute("sandbox") == "allow-scripts"
     assert page.frame_locator("[data-visual] iframe").locator("circle").count() == 1
-    page.screenshot(path=str(ARTIFACTS / "turn-renderer-code-table-image.png"), full_page=True)
+    # At a phone's width the page never scrolls sideways: a wide code block or table scrolls inside itself.
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= width + 1
+    page.screenshot(path=str(ARTIFACTS / f"turn-renderer-code-table-image-{width}.png"), full_page=True)
     assert errors == []
 
 
 @pytest.mark.browser
+@pytest.mark.parametrize("width", [1440, 390])
 def test_an_approval_decided_on_the_approvals_page_reaches_a_chat_tab_reloaded_while_the_run_waited(
-    live_server_url, browser
+    live_server_url, browser, width
 ):
     org = factories.organization(name="Acme")
     approver = member(org, "approver@example.com")
     factories.published_agent(org, approver, name="Gated", capabilities=[
         {"id": "charts", "tool_approval": {"create_chart": "required"}}, {"id": "clock"}])
 
-    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    context = browser.new_context(viewport={"width": width, "height": 900})
     chat = context.new_page()
     chat.set_default_timeout(TIMEOUT)
     errors = console_errors(chat)
@@ -137,19 +141,20 @@ def test_an_approval_decided_on_the_approvals_page_reaches_a_chat_tab_reloaded_w
                            "document.querySelector('[data-transcript]').getAttribute('aria-busy') === 'false'")
     assert chat.locator("[data-step]").last.get_attribute("data-status") == "ok"
     assert chat.locator("[data-decision]").count() == 0
-    chat.screenshot(path=str(ARTIFACTS / "turn-renderer-approval-elsewhere.png"), full_page=True)
+    chat.screenshot(path=str(ARTIFACTS / f"turn-renderer-approval-elsewhere-{width}.png"), full_page=True)
     assert errors == []
 
 
 @pytest.mark.browser
-def test_a_stale_approval_card_says_what_was_decided_without_a_failed_request(live_server_url, browser):
+@pytest.mark.parametrize("width", [1440, 390])
+def test_a_stale_approval_card_says_what_was_decided_without_a_failed_request(live_server_url, browser, width):
     from governance.models import Approval
 
     org = factories.organization(name="Acme")
     approver = member(org, "approver@example.com")
     factories.published_agent(org, approver, name="Gated", capabilities=[
         {"id": "charts", "tool_approval": {"create_chart": "required"}}, {"id": "clock"}])
-    chat = browser.new_page(viewport={"width": 1440, "height": 900})
+    chat = browser.new_page(viewport={"width": width, "height": 900})
     chat.set_default_timeout(TIMEOUT)
     errors = console_errors(chat)
     sign_in(chat, live_server_url, "approver@example.com")
@@ -157,6 +162,7 @@ def test_a_stale_approval_card_says_what_was_decided_without_a_failed_request(li
     chat.get_by_label("Message").fill("Draw a chart please")
     chat.get_by_role("button", name="Send").click()
     chat.wait_for_selector("[data-approval]")
+    assert chat.evaluate("() => document.documentElement.scrollWidth") <= width + 1
     # Decided behind the tab's back, with no broadcast: the card this tab shows is now stale.
     assert Approval.objects.filter(organization=org, status="pending").update(status="approved") == 1
     chat.get_by_role("button", name="Approve").click()

@@ -94,7 +94,9 @@ def test_the_draft_answers_in_the_builder_and_the_run_is_a_draft_run(live_server
     assert problems == []
 
 
-def test_a_missing_capability_card_in_the_test_chat_enables_it_on_the_draft(live_server_url, browser, fake_openai):
+@pytest.mark.parametrize("width", [1440, 390])
+def test_a_missing_capability_card_in_the_test_chat_enables_it_on_the_draft(live_server_url, browser, fake_openai,
+                                                                            width):
     org = factories.organization(name="Acme")
     owner = factories.user(email="owner@example.com", password=PASSWORD)
     Membership.objects.create(organization=org, user=owner, role="owner")
@@ -104,7 +106,7 @@ def test_a_missing_capability_card_in_the_test_chat_enables_it_on_the_draft(live
         Reply.text("Web pages would let me read it."),
     )
 
-    page, problems = watched_page(browser, 1440)
+    page, problems = watched_page(browser, width)
     sign_in(page, live_server_url, "owner@example.com")
     page.goto(f"{live_server_url}/agents/{agent.pk}/")
     chat = page.locator("[data-test-chat]")
@@ -120,15 +122,17 @@ def test_a_missing_capability_card_in_the_test_chat_enables_it_on_the_draft(live
     assert result.get_attribute("data-capability-result") == "ok"
     # The draft had unpublished changes: it waits in the draft for the Builder.
     assert "publish it from the Builder" in result.text_content()
-    page.screenshot(path=str(ARTIFACTS / "builder-test-chat-card-1440.png"), full_page=True)
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= width
+    page.screenshot(path=str(ARTIFACTS / f"builder-test-chat-card-{width}.png"), full_page=True)
     agent.refresh_from_db()
     assert "web_fetch" in {b["id"] for b in agent.draft_spec["capabilities"]}
     assert not AgentVersion.objects.filter(agent=agent, number=2).exists()
     assert problems == []
 
 
+@pytest.mark.parametrize("width", [1440, 390])
 def test_an_approval_in_the_test_chat_is_decided_on_its_card_and_the_draft_goes_on(live_server_url, browser,
-                                                                                   fake_openai):
+                                                                                   fake_openai, width):
     from governance.models import Approval
     from tests.runner.test_execute import CHART_ARGS
 
@@ -141,7 +145,7 @@ def test_an_approval_in_the_test_chat_is_decided_on_its_card_and_the_draft_goes_
     agent_services.update_agent(actor=actor, agent=agent, spec=spec)  # the approval is the draft's, not v1's
     fake_openai.queue(Reply.tool_call("create_chart", CHART_ARGS), Reply.text("Your chart is drawn."))
 
-    page, problems = watched_page(browser, 390)
+    page, problems = watched_page(browser, width)
     sign_in(page, live_server_url, "owner@example.com")
     page.goto(f"{live_server_url}/agents/{agent.pk}/")
     chat = page.locator("[data-test-chat]")
@@ -154,7 +158,8 @@ def test_an_approval_in_the_test_chat_is_decided_on_its_card_and_the_draft_goes_
     card.get_by_role("button", name="Approve").click()
     page.wait_for_selector("[data-test-usage]")
     assert chat.locator("[data-test-answer]").last.text_content() == "Your chart is drawn."
-    page.screenshot(path=str(ARTIFACTS / "builder-test-chat-approval-390.png"), full_page=True)
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= width
+    page.screenshot(path=str(ARTIFACTS / f"builder-test-chat-approval-{width}.png"), full_page=True)
     approval = Approval.objects.get(run__agent=agent)
     assert approval.status == "approved" and approval.run.is_draft
     assert Run.objects.get(agent=agent).status == "completed"

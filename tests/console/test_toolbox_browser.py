@@ -99,17 +99,19 @@ def test_the_toolbox_searches_saves_once_and_warns_before_leaving_unsaved(live_s
     assert problems == []
 
 
-def test_a_viewer_sees_the_list_read_only_and_no_save(live_server_url, browser):
+@pytest.mark.parametrize("width", [1440, 390])
+def test_a_viewer_sees_the_list_read_only_and_no_save(live_server_url, browser, width):
     org = factories.organization(name="Acme")
     owner = factories.user(email="owner@example.com", password=PASSWORD)
     Membership.objects.create(organization=org, user=owner, role="owner")
     viewer = factories.user(email="viewer@example.com", password=PASSWORD)
     Membership.objects.create(organization=org, user=viewer, role="viewer")
     agent = factories.published_agent(org, owner, name="Helper", capabilities=[{"id": "clock"}])
-    page = browser.new_page(viewport={"width": 1440, "height": 900})
+    page = browser.new_page(viewport={"width": width, "height": 900})
     page.set_default_timeout(TIMEOUT)
     sign_in(page, live_server_url, "viewer@example.com")
     page.goto(f"{live_server_url}/agents/{agent.pk}/")
     assert page.get_by_label("Date and time: on").is_disabled()
     assert page.get_by_role("button", name="Save the Toolbox").count() == 0
     assert page.locator("[data-test-chat]").count() == 0
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= width
