@@ -84,25 +84,28 @@ DESKTOP = r"""
 # is opened on a name that never resolves (RFC 6761 `.invalid`): it closes as an unreachable server would.
 # It fails closed: where the question cannot be asked (a CSP `connect-src` without the page's own origin, a frame
 # whose permissions policy forbids sync XHR) the socket is refused. A wrapper the page could find (its
-# `toString` is a proxy's); a dedicated worker's own WebSocket gets none (Playwright's route had the same gap).
+# `toString` is a proxy's); a dedicated worker's own WebSocket gets none (Playwright's route had the same gap:
+# holding a worker at its start to guard it needs a flattened CDP session the client does not hand out).
 SOCKET_GUARD = r"""
 (() => {
-  const Native = window.WebSocket;
+  const Native = self.WebSocket;
   if (!Native) return;
+  // Asked on the page's own origin: a <base href> cannot send the question elsewhere.
+  const origin = self.location.origin && self.location.origin !== 'null' ? self.location.origin : '';
   const allowed = (url) => {
     try {
       const xhr = new XMLHttpRequest();
-      xhr.open('GET', '__CHECK__?u=' + encodeURIComponent(url), false);
+      xhr.open('GET', origin + '__CHECK__?u=' + encodeURIComponent(url), false);
       xhr.send();
       return xhr.status === 200 && xhr.responseText === 'ok';
     } catch (e) {
       return false;
     }
   };
-  window.WebSocket = new Proxy(Native, {
+  self.WebSocket = new Proxy(Native, {
     construct(target, args, newTarget) {
       let url;
-      try { url = new URL(String(args[0]), location.href).href; } catch (e) { url = null; }
+      try { url = new URL(String(args[0]), self.location.href).href; } catch (e) { url = null; }
       if (url !== null && !allowed(url)) args = ['ws://refused.invalid/', ...Array.prototype.slice.call(args, 1)];
       return Reflect.construct(target, args, newTarget);
     },
