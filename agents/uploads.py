@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -25,6 +26,7 @@ from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.db import connection
 from django.http import HttpRequest
+from django.utils import timezone
 from rest_framework.request import Request
 
 from agenticos.errors import Conflict, DomainError, Forbidden, Invalid, NotFound
@@ -147,7 +149,9 @@ def claim_chat_uploads(actor: Actor, ids: object) -> list[dict[str, Any]]:
                             code="attachment_not_yours")
         path = str(note["p"])
         _lock(path)
-        if Message.objects.filter(conversation__organization=actor.organization,
+        # An id lives a day, so only a message of the last day can hold its file: the scan stays that small.
+        since = timezone.now() - timedelta(seconds=UPLOAD_ID_MAX_AGE_SECONDS)
+        if Message.objects.filter(conversation__organization=actor.organization, created_at__gte=since,
                                   attachments__contains=[{"path": path}]).exists():
             raise Conflict("One of those files is already attached to a message: attach it again.",
                            code="attachment_used")

@@ -812,7 +812,7 @@
   }
 
   // ---------------------------------------------------------------- attachments
-  // Files for the next message: the attach button, a drop on the composer or a paste put them in the composer as
+  // Files for the next message: the attach button, a drop on the conversation or a paste put them in the composer as
   // chips (name, size, remove). Each is uploaded at once through POST /api/v1/attachments — the hosted page's
   // intake: the same ceiling, the type read from the bytes — and the message names the ids the upload answered.
   // A refusal stays on its chip with the server's reason; the other files and the question go on without it.
@@ -888,13 +888,17 @@
     var controls = composer.querySelector(".composer-controls") || composer;
     controls.insertBefore(button, controls.firstChild);
     controls.appendChild(input);
-    composer.addEventListener("dragover", function (event) {
+    // A drop anywhere on the conversation attaches (a file dropped beside the composer would otherwise make the
+    // browser leave the chat to show it).
+    root.addEventListener("dragover", function (event) {
       if (!event.dataTransfer || Array.prototype.indexOf.call(event.dataTransfer.types || [], "Files") < 0) return;
       event.preventDefault();
       composer.classList.add("dragging");
     });
-    composer.addEventListener("dragleave", function () { composer.classList.remove("dragging"); });
-    composer.addEventListener("drop", function (event) {
+    root.addEventListener("dragleave", function (event) {
+      if (!event.relatedTarget || !root.contains(event.relatedTarget)) composer.classList.remove("dragging");
+    });
+    root.addEventListener("drop", function (event) {
       composer.classList.remove("dragging");
       if (!event.dataTransfer || !event.dataTransfer.files.length) return;
       event.preventDefault();

@@ -182,3 +182,12 @@ def test_deleting_the_conversation_deletes_its_files(api_as, org, member, agent,
     assert PendingFileRemoval.objects.filter(path=str(path.relative_to(media))).exists()
     run_after_commit(callbacks)  # the removal task, as a worker runs it
     assert not path.exists()
+
+
+def test_an_id_older_than_a_day_is_not_available(api_as, org, member, agent, media, monkeypatch):
+    from agents import uploads
+
+    image = uploaded(api_as(member, org))
+    monkeypatch.setattr(uploads, "UPLOAD_ID_MAX_AGE_SECONDS", -1)  # every id is past its day
+    error = refused(lambda: send(member, org, agent, [image]), "attachment_not_found")
+    assert error.message == "One of those files is not available any more: attach it again."

@@ -34,7 +34,7 @@ async def describe_what_arrived(messages, info):
     yield f"Images seen: {len(images)} ({', '.join(images)}). Order 1234 read: {'order 1234' in text}."
 
 
-# Files handed to the composer the way a browser does: a paste on the text, a drop on the composer.
+# Files handed to the chat the way a browser does: a paste on the text, a drop on the conversation.
 PASTE_JS = """([name, body]) => {
   const data = new DataTransfer();
   data.items.add(new File([body], name, {type: 'text/plain'}));
@@ -44,9 +44,10 @@ PASTE_JS = """([name, body]) => {
 DROP_JS = """([name, bytes]) => {
   const data = new DataTransfer();
   data.items.add(new File([new Uint8Array(bytes)], name, {type: 'image/png'}));
-  const composer = document.querySelector('[data-composer]');
-  composer.dispatchEvent(new DragEvent('dragover', {dataTransfer: data, bubbles: true, cancelable: true}));
-  composer.dispatchEvent(new DragEvent('drop', {dataTransfer: data, bubbles: true, cancelable: true}));
+  const target = document.querySelector('[data-transcript]');  // anywhere on the conversation, not only the composer
+  target.dispatchEvent(new DragEvent('dragover', {dataTransfer: data, bubbles: true, cancelable: true}));
+  const dropped = target.dispatchEvent(new DragEvent('drop', {dataTransfer: data, bubbles: true, cancelable: true}));
+  return dropped;  // false: the page took the drop (the browser does not open the file instead)
 }"""
 CHIPS_JS = """(selector) => Array.from(document.querySelectorAll(selector + ' .file-chip')).map(c => [
   c.dataset.fileChip, c.querySelector('.file-chip-name').textContent, c.querySelector('.file-chip-size').textContent])"""
@@ -89,7 +90,7 @@ def test_files_attached_by_button_drop_and_paste_reach_the_model_and_stay_on_the
     assert refusal.startswith("Not attached: This kind of file is not accepted")
 
     # Dropped and pasted files join them; the refused one is removed (a tap at a phone's width).
-    page.evaluate(DROP_JS, ["photo.png", list(PNG)])
+    assert page.evaluate(DROP_JS, ["photo.png", list(PNG)]) is False
     page.evaluate(PASTE_JS, ["notes.txt", "order 1234, blue, size M"])
     wait_ready(page, 4)
     remove = page.get_by_role("button", name="Remove evil.png")
