@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from embeds.drawing_stream import DrawingStream
+
 EMPTY_TURN_MESSAGE = "The assistant did not produce an answer. Please try again."
 # Not "try again later": asking again is what piled the same call up in the approval queue. The turn is over
 # and the conversation goes on; the waiting call is not asked for twice (embeds.services.waiting_note).
@@ -27,7 +29,8 @@ CHART_FIELDS = ("kind", "version", "chart_type", "title", "x_label", "y_label", 
 # A drawing (capabilities/visuals) is the answer in the same way: what the person is shown, not what the model is
 # told. Under the steps toggle a visitor gets the drawing — its kind, title, markup and the images it shows — rebuilt
 # from those fields only: never the image sources it was drawn from (workspace paths, addresses) nor the render
-# report written for the model. Its arguments stream only where a step's arguments are shown.
+# report written for the model. Where a step's arguments are hidden, a `draw` still grows while it is written: its
+# kind and markup alone, re-encoded (embeds/drawing_stream.py).
 VISUAL_TOOLS = {"draw", "revise_visual"}
 
 STEP_PART_TYPES = {"tool-call", "builtin-tool-call", "builtin-tool-return", "tool_call", "builtin_tool_call"}
@@ -105,6 +108,8 @@ class TurnFilter:
     hidden_parts: set[int] = field(default_factory=set)
     call_names: dict[str, str] = field(default_factory=dict)
     drawing_args: dict[str, Any] = field(default_factory=dict)  # a drawing call's arguments, for its result
+    # part index → a `draw` call's drawing as it is written, for a visitor who is not shown its arguments
+    drawings: dict[int, DrawingStream] = field(default_factory=dict)
     parked: bool = False
     finished: bool = False
     answered: bool = False
@@ -119,11 +124,15 @@ class TurnFilter:
         if kind == "model_request_start":
             # Part indices count from zero again in every model response.
             self.hidden_parts.clear()
+            self.drawings.clear()
             return [_frame(kind, {})]
         if kind == "part_start":
             index = data.get("index")
             if index == 0:
                 self.hidden_parts.clear()  # a new model response
+                self.drawings.clear()
+            if isinstance(index, int):
+                self.drawings.pop(index, None)
             part_type = str(data.get("part_type", ""))
             visible = part_type == "text" or (
                 (part_type in THINKING_PART_TYPES and t.show_thinking)
@@ -138,6 +147,8 @@ class TurnFilter:
             if part_type in STEP_PART_TYPES and data.get("tool_name"):
                 # Which tool, as its tool_call frame says under the same toggle: a drawing is drawn as it is written.
                 out.update(tool_name=str(data["tool_name"]), tool_call_id=str(data.get("tool_call_id") or ""))
+                if data["tool_name"] == "draw" and not t.show_tool_results and isinstance(index, int):
+                    self.drawings[index] = DrawingStream()
             return [_frame(kind, out)]
         if kind == "text_delta":
             if data.get("index") in self.hidden_parts:
@@ -161,9 +172,15 @@ class TurnFilter:
                 out["args"] = data.get("args")
             return [_frame(kind, out)]
         if kind == "tool_call_delta":
-            if not t.show_tool_results or data.get("index") in self.hidden_parts:
+            index = data.get("index")
+            if index in self.hidden_parts:
                 return []
-            return [_frame(kind, {"index": data.get("index"), "args_delta": data.get("args_delta")})]
+            if not t.show_tool_results:
+                # Only a drawing's kind and markup, re-encoded (embeds/drawing_stream.py): the drawing is the answer.
+                drawing = self.drawings.get(index) if isinstance(index, int) else None
+                piece = drawing.feed(str(data.get("args_delta") or "")) if drawing is not None else ""
+                return [_frame(kind, {"index": index, "args_delta": piece})] if piece else []
+            return [_frame(kind, {"index": index, "args_delta": data.get("args_delta")})]
         if kind == "tool_result":
             call_id = str(data.get("tool_call_id"))
             name = self.call_names.get(call_id)

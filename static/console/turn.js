@@ -249,8 +249,14 @@
       (turn.parts || []).forEach(function (p) {
         if (p.type !== "tool" || !isVisual(p.call)) return;
         var node = body.querySelector('[data-step="' + cssEscape(p.call.id) + '"]');
-        if (node && node.__built !== p.call) refreshVisualStep(node, p.call);
-        if (node) node.__built = null;
+        if (!node) return;
+        // A live call is changed in place: what it is now, cheaply (its result may carry megabytes of images).
+        var call = p.call, state = [call.status, !!call.streaming, typeof call.args === "string" ? call.args.length : -1,
+                                    call.result === null || call.result === undefined].join("|");
+        if (node.__drawn && node.__drawn.call === call && node.__drawn.state === state) return;
+        if (node.__built !== call) refreshVisualStep(node, call);
+        node.__built = null;
+        node.__drawn = {call: call, state: state};
       });
     }
     // What a step's rail depends on: a drawing's step only by its place (refreshVisuals keeps the rest current).
@@ -488,9 +494,12 @@
         case "tool_call":
           var known = find(parts, d.tool_call_id);
           if (!known || !known.streaming) return false;
-          known.args = d.args || {};
-          known.streaming = false;
           Object.keys(open).forEach(function (k) { if (open[k] === known) delete open[k]; });
+          // A visitor who is not shown a step's arguments gets none here: the drawing stays as it grew until its
+          // result brings it whole (embeds/frames.py), and only then runs.
+          if (!d.args) return true;
+          known.args = d.args;
+          known.streaming = false;
           return true;
       }
       return false;

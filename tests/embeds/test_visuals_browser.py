@@ -6,8 +6,9 @@ socket, never executed, and the test publishes the runner's frames into the run'
   frame delta by delta, with no script and no on* handler until the call is complete — then the drawing runs once.
 - The hosted page (arguments shown) grows the same drawing through its own socket and filter, and draws it again
   reopened.
-- The widget on a shop's site (arguments and results hidden, the default) draws the finished drawing from what
-  embeds/frames.py lets through, live and reopened, with the deployment's library bundle named by its own origin.
+- The widget on a shop's site (arguments and results hidden, the default) grows the same drawing from what
+  embeds/frames.py lets through — its kind and markup alone — and draws it again reopened, with the deployment's
+  library bundle named by its own origin.
 """
 
 from __future__ import annotations
@@ -98,13 +99,13 @@ def frame_state(page, host: str = "") -> dict:
             "ran": f.locator("html").get_attribute("data-script")}
 
 
-def grow(page, run, call_id: str, *, host: str = "", args_shown: bool = True, complete=None) -> None:
-    """Be the runner of one drawing turn; with arguments shown, check the frame after every delta."""
+def grow(page, run, call_id: str, *, host: str = "", complete=None) -> None:
+    """Be the runner of one drawing turn, checking the frame after every delta."""
     publish(run.pk, [frame("model_request_start"),
                      frame("part_start", index=0, part_type="tool-call", tool_name="draw", tool_call_id=call_id)])
     for n, piece in enumerate(chunks(call_id)):
         publish(run.pk, [frame("tool_call_delta", index=0, args_delta=piece)])
-        if not args_shown or not 1 <= n <= len(RECTS):  # the cut before the first rect, and the closing tail
+        if not 1 <= n <= len(RECTS):  # the cut before the first rect, and the closing tail
             continue
         # The SVG grows in the frame it started in, delta by delta, and nothing the model wrote runs.
         page.frame_locator(f"{host}[data-visual] iframe").locator("rect:not(#h)").nth(n - 1).wait_for(state="attached")
@@ -210,7 +211,7 @@ def test_the_hosted_page_grows_a_drawing_where_arguments_are_shown_and_draws_it_
         assert errors == []
 
 
-def test_the_widget_draws_a_drawing_from_what_a_visitor_may_see_live_and_reopened(server, customer_site):
+def test_the_widget_grows_a_drawing_from_what_a_visitor_may_see_and_draws_it_again_reopened(server, customer_site):
     from tests import factories
 
     port, pages = customer_site
@@ -232,7 +233,7 @@ def test_the_widget_draws_a_drawing_from_what_a_visitor_may_see_live_and_reopene
         box.fill("Draw the four steps")
         box.press("Enter")
         run = new_run(set(), conversation__surface="embed", embed_id=embed.pk)
-        grow(page, run, f"call_{run.pk.hex[:8]}", host=host, args_shown=False)
+        grow(page, run, f"call_{run.pk.hex[:8]}", host=host)
         assert finished(page, host) == {"rects": 4, "scripts": 1, "handlers": 1, "ran": "ran"}
         # The frame's library comes from the deployment, not the shop it sits on.
         assert lib_loads and all(u.startswith(f"{server}/apps/lib/") for u in lib_loads)

@@ -49,15 +49,52 @@ def streamed(toggles: Toggles, tool_name: str = "draw", args=None, result=None) 
 
 def test_a_drawing_reaches_a_visitor_whose_page_hides_results_as_the_drawing_alone():
     sent = streamed(HIDDEN)
-    assert [f["type"] for f in sent] == ["model_request_start", "part_start", "tool_call", "tool_result"]
+    assert [f["type"] for f in sent] == ["model_request_start", "part_start", "tool_call_delta", "tool_call",
+                                         "tool_result"]
     # The step names its tool as it starts (its tool_call frame does too, under the same toggle).
     assert sent[1]["data"] == {"index": 0, "part_type": "tool-call", "tool_name": "draw", "tool_call_id": "c1"}
-    assert sent[2]["data"] == {"tool_call_id": "c1", "tool_name": "draw"}  # no arguments
-    assert sent[3]["data"] == {"tool_call_id": "c1", "content": DRAWING}
+    # While it is written: its kind and markup alone, as arguments of their own (never the title or image sources).
+    assert json.loads(sent[2]["data"]["args_delta"] + '"}') == {"kind": "svg", "content": SVG}
+    assert sent[3]["data"] == {"tool_call_id": "c1", "tool_name": "draw"}  # no arguments
+    assert sent[4]["data"] == {"tool_call_id": "c1", "content": DRAWING}
     text = json.dumps(sent)
     assert "INTERNAL" not in text and "MODEL-ONLY" not in text
     # With steps hidden nothing of it leaves the server, not even the start that names it.
     assert [f["type"] for f in streamed(Toggles(show_tool_steps=False))] == ["model_request_start"]
+
+
+TRICKY = 'é "quoted" \\ back\\slash \n😀 </script> \u2028'
+
+
+@pytest.mark.parametrize("order", [("kind", "title", "content", "images"), ("images", "title", "kind", "content")])
+def test_a_drawing_streams_to_a_hidden_arguments_visitor_as_kind_and_markup_at_every_cut(order):
+    args = {"kind": "html", "title": "T INTERNAL", "content": TRICKY * 3,
+            "images": [{"name": "logo", "source": "/workspace/INTERNAL/x.png"}]}
+    text = json.dumps({k: args[k] for k in order})
+    for step in (1, 7):
+        f = TurnFilter(HIDDEN)
+        f.apply(frame("part_start", index=2, part_type="tool-call", tool_name="draw", tool_call_id="c1"))
+        written = ""
+        for at in range(0, len(text), step):
+            for out in f.apply(frame("tool_call_delta", index=2, args_delta=text[at:at + step])):
+                written += out["data"]["args_delta"]
+                # Every prefix reads, with the content so far a prefix of the drawing.
+                content = json.loads(written + '"}')["content"]
+                if content and "\ud800" <= content[-1] <= "\udbff":
+                    content = content[:-1]  # the first half of a pair whose second half is on its way
+                assert args["content"].startswith(content)
+        assert json.loads(written + '"}') == {"kind": "html", "content": args["content"]}
+        assert "INTERNAL" not in written
+
+
+def test_a_drawing_whose_kind_comes_after_its_markup_is_drawn_when_complete_and_other_calls_never_stream():
+    f = TurnFilter(HIDDEN)
+    f.apply(frame("part_start", index=0, part_type="tool-call", tool_name="draw", tool_call_id="c1"))
+    assert f.apply(frame("tool_call_delta", index=0, args_delta=json.dumps({"content": SVG, "kind": "svg"}))) == []
+    f.apply(frame("part_start", index=1, part_type="tool-call", tool_name="lookup", tool_call_id="c2"))
+    assert f.apply(frame("tool_call_delta", index=1, args_delta='{"kind": "svg", "content": "INTERNAL"}')) == []
+    f.apply(frame("part_start", index=2, part_type="tool-call", tool_name="revise_visual", tool_call_id="c3"))
+    assert f.apply(frame("tool_call_delta", index=2, args_delta='{"kind": "svg", "content": "INTERNAL"}')) == []
 
 
 def test_a_revision_reaches_a_visitor_with_its_full_markup_from_its_result():
@@ -73,7 +110,7 @@ def test_an_image_that_is_not_an_inline_image_never_reaches_a_visitor():
     assert streamed(HIDDEN, result=hostile)[-1]["data"]["content"]["images"] == {"ok": PIXEL}
     # A retry answers with text for the model: no drawing, so nothing after the step's start and call.
     assert [f["type"] for f in streamed(HIDDEN, result="The drawing cannot be shown: INTERNAL")] == [
-        "model_request_start", "part_start", "tool_call"]
+        "model_request_start", "part_start", "tool_call_delta", "tool_call"]
 
 
 def test_where_arguments_are_shown_the_drawing_streams_as_it_is_written():
