@@ -191,3 +191,16 @@ def test_an_id_older_than_a_day_is_not_available(api_as, org, member, agent, med
     monkeypatch.setattr(uploads, "UPLOAD_ID_MAX_AGE_SECONDS", -1)  # every id is past its day
     error = refused(lambda: send(member, org, agent, [image]), "attachment_not_found")
     assert error.message == "One of those files is not available any more: attach it again."
+
+
+def test_the_schema_documents_what_the_upload_answers(api_as, org, member, media, client):
+    from tests.api.test_schema_truth import assert_matches
+
+    doc = client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
+    operation = doc["paths"][URL]["post"]
+    assert "multipart/form-data" in operation["requestBody"]["content"]
+    assert {"201", "403", "413", "415"} <= operation["responses"].keys()
+    created = upload(api_as(member, org), PNG, name="a.png", mime="image/png")
+    assert_matches(doc, URL, "post", "201", created.json())
+    refused = upload(api_as(member, org), b"MZ", name="a.exe", mime="application/octet-stream")
+    assert_matches(doc, URL, "post", "415", refused.json())
