@@ -33,9 +33,17 @@ def names_for(spec: Any, *, taken: set[str] | frozenset[str] = frozenset()) -> l
     return sorted(name for name, cap in SHIPPED_BY.items() if cap in bound and name not in taken)
 
 
+def _skills_may_run() -> bool:
+    """Whether a bound Skills would be built here (this deployment grants its scopes)."""
+    from capabilities import registry
+
+    skills = registry.find("skills")
+    return skills is not None and set(skills.scopes) <= registry.granted_scopes()
+
+
 def capability_for(capability_id: str, spec: Any) -> SkillsCapability | None:
     """The skills a capability ships, for an agent that does not bind Skills (which would list them itself)."""
-    if "skills" in _bound(spec):
+    if "skills" in _bound(spec) and _skills_may_run():
         return None
     names = sorted(name for name, cap in SHIPPED_BY.items() if cap == capability_id)
     if not names:

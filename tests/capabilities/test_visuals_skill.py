@@ -103,3 +103,12 @@ async def test_an_agent_without_visuals_never_gets_it(org, owner):
     outcome, _ = await arun(agent, [("load_capability", {"id": "visual-design"})], user=owner)
     assert "visual-design" not in str(outcome.script.requests[0].function_tools)
     assert "Template 1" not in _loaded(outcome)
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_skills_bound_where_the_deployment_no_longer_lets_it_run_still_leaves_the_skill(org, owner, settings):
+    agent = await sync_to_async(_agent)(org, owner, ["visuals", "skills"])
+    # Published while granted; the deployment has withdrawn the scope since.
+    settings.DEFAULT_GRANTED_SCOPES = [s for s in settings.DEFAULT_GRANTED_SCOPES if s != "knowledge:read"]
+    outcome, built = await arun(agent, [("load_capability", {"id": "visual-design"})], user=owner)
+    assert "skills" in built.skipped and "Template 1 — a diagram" in _loaded(outcome)
