@@ -124,7 +124,10 @@ def sandboxd_env() -> dict[str, str]:
 BROWSER_DEFAULT_PORT = 9222
 # WebRTC gathers candidates over UDP, which no request interception sees: a page could aim STUN packets at any
 # address inside the network. Forced to proxied (TCP) candidates only; docker-compose's browser passes the same.
-BROWSER_HARDENING = ["--force-webrtc-ip-handling-policy", "--webrtc-ip-handling-policy=disable_non_proxied_udp"]
+# Without Blink's AutomationControlled feature, which a DevTools-driven Chromium turns on, navigator.webdriver is
+# false natively in every world (the page's and the client's isolated one), not only where page_js.DESKTOP runs.
+BROWSER_HARDENING = ["--force-webrtc-ip-handling-policy", "--webrtc-ip-handling-policy=disable_non_proxied_udp",
+                     "--disable-blink-features=AutomationControlled"]
 
 
 def browser_profile_dir() -> Path:

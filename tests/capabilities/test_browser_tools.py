@@ -161,8 +161,9 @@ def test_a_proxy_inside_the_deployment_is_refused_at_publish(settings):
 
 @pytest.mark.parametrize("listed", [False, True])
 def test_a_page_opening_a_websocket_into_the_deployment_is_refused(browser_env, site, internal, listed):
-    """A WebSocket is not a request CDP's Fetch pauses: the context's socket route checks it the same way. The
-    control (the host listed in allowed_domains) shows the handshake would otherwise reach the internal server."""
+    """A WebSocket is not a request CDP's Fetch pauses: the page's WebSocket constructor asks the browse first
+    (page_js.SOCKET_GUARD). The control (the host listed in allowed_domains) shows the handshake would otherwise
+    reach the internal server."""
     from capabilities.browser.session import BrowserSession
 
     config = BrowserConfig(cdp_url=browser_env.cdp_url, allowed_domains=[SITE, INTRANET] if listed else None)
@@ -205,7 +206,7 @@ def test_a_proxy_inside_the_deployment_is_refused_when_a_browse_starts(browser_e
 def test_without_the_browser_extra_the_tool_fails_visibly_naming_the_install_line(browser_env, site, monkeypatch):
     import sys
 
-    monkeypatch.setitem(sys.modules, "playwright.async_api", None)  # what an install without the extra has
+    monkeypatch.setitem(sys.modules, "patchright.async_api", None)  # what an install without the extra has
     outcome = asyncio.run(run(browser_spec(browser_env), calls(
         ("browser_open", {"url": f"http://{SITE}:{site.port}/form"}))))
     assert 'pip install "agenticos[browser]"' in outcome.returns[0]
@@ -257,7 +258,8 @@ def test_a_page_cannot_send_webrtc_packets_into_the_deployment(browser_env, site
             await tab.open(f"http://{SITE}:{site.port}/form")
             await tab.page.evaluate(f"""async () => {{
                 window.pc = new RTCPeerConnection({{iceServers: [{{urls: 'stun:127.0.0.1:{port}'}}]}});
-                pc.createDataChannel('x'); await pc.setLocalDescription(await pc.createOffer()); }}""")
+                pc.createDataChannel('x'); await pc.setLocalDescription(await pc.createOffer()); }}""",
+                isolated_context=False)  # the page's own world, where wait_for_function looks
             if hardened:
                 await tab.page.wait_for_function("pc.iceGatheringState === 'complete'", timeout=10000)
                 listener.settimeout(0.01)
