@@ -172,6 +172,13 @@
         if (!result.ok && !Object.keys(problems).length) showError(card, "", result.body.message || "");
         flagRow(id, Object.keys(problems).length > 0 || !result.ok);
         if (result.ok) dirty.delete(form);
+        // A capability bound with this one (Visuals binds Charts) shows it was switched on.
+        (result.body.also_bound || []).forEach(function (other) {
+          var own = document.getElementById("cap-" + other + "-enabled");
+          var toggle = document.querySelector('[data-toolbox-toggle="' + other + '"]');
+          if (own) own.checked = true;
+          if (toggle) toggle.checked = true;
+        });
         return {id: id, saved: result.ok, problems: Object.keys(problems).length, message: result.body.message};
       });
   }

@@ -29,6 +29,7 @@
   var followUpsByRun = {}; // run id -> next steps that arrived live (a reconcile fetched earlier must not drop them)
   var renderQueued = false;
   var busy = false;       // a turn is running (Send disabled, Stop offered)
+  var drawing = window.AgenticTurn.drawings(); // a drawing's call grows while its arguments stream (turn.js)
   var liveViews = {};     // tool call id -> its browse's live view path (browser_live), for a call not drawn yet
 
   // ---------------------------------------------------------------- helpers
@@ -562,6 +563,9 @@
     var d = frame.data || {};
     lastFrameAt = Date.now();
     if (["model_request_start", "part_start", "text_delta", "tool_call"].indexOf(frame.type) >= 0) setBusy(true);
+    if (frame.type === "part_start" || frame.type === "tool_call_delta" || frame.type === "tool_call") {
+      drawing.apply(liveTurn().parts, frame);
+    }
     // "Summarizing…" (capabilities/compaction) lasts until the next frame of the run.
     if (frame.type !== "compaction") turns.forEach(function (t) { if (t.compacting) t.compacting = false; });
     switch (frame.type) {
