@@ -91,6 +91,8 @@ def chat_strings() -> dict[str, str]:
         "edit_message": _("Edit"),
         "edit_resend": _("Edit and resend: back in the composer"),
         "watch_browser": _("Watch the browser"),
+        "needs_person": _("The agent needs a person here:"),
+        "needs_person_take": _("Take over in the live view; the browse waits up to ten minutes."),
         # the missing-capability card (agents.capability_card)
         "capability_missing": _("This needs a capability the agent does not have:"),
         "capability_enable": _("Enable it"),

@@ -31,6 +31,7 @@
   var busy = false;       // a turn is running (Send disabled, Stop offered)
   var drawing = window.AgenticTurn.drawings(); // a drawing's call grows while its arguments stream (turn.js)
   var liveViews = {};     // tool call id -> its browse's live view path (browser_live), for a call not drawn yet
+  var needsPerson = {};   // tool call id -> why only a person can go on (browser_needs_person), likewise
 
   // ---------------------------------------------------------------- helpers
 
@@ -604,7 +605,8 @@
       case "tool_call":
         if (!findCall(d.tool_call_id)) {
           liveTurn().parts.push({type: "tool", call: {id: d.tool_call_id, name: d.tool_name, args: d.args || {},
-                                                      result: null, status: "running", live_url: liveViews[d.tool_call_id]}});
+                                                      result: null, status: "running", live_url: liveViews[d.tool_call_id],
+                                                      needs_person: needsPerson[d.tool_call_id]}});
         }
         pendingKind = null;
         break;
@@ -612,6 +614,11 @@
         // The running browse's live view: a "Watch the browser" link on its step (turn.js liveLinks).
         var browsing = findCall(d.call_id);
         if (browsing) browsing.live_url = d.url; else liveViews[d.call_id] = d.url;
+        break;
+      case "browser_needs_person":
+        // Only a person can go on: the browse's step says so, and why, while it runs (turn.js needsPerson).
+        var needing = findCall(d.call_id);
+        if (needing) needing.needs_person = String(d.reason || ""); else needsPerson[d.call_id] = String(d.reason || "");
         break;
       case "tool_result":
         var call = findCall(d.tool_call_id);

@@ -272,13 +272,23 @@
                      text: T.watch_browser});
     }
 
+    // "Only a person can go on" (browser_needs_person): said on the running browse's step, with why, while it
+    // runs (the stored result of a browse nobody took keeps the reason).
+    function needsPerson(call) {
+      if (!o.liveLinks || call.status !== "running" || typeof call.needs_person !== "string") return null;
+      return h("span", {class: "needs-person", role: "status", "data-needs-person": ""}, [
+        h("strong", {text: T.needs_person + " "}), document.createTextNode(call.needs_person.slice(0, 500)),
+        h("span", {class: "muted", text: " " + T.needs_person_take})]);
+    }
+
     function step(call) {
       var open = openSteps[call.id] === undefined ? shownOpen(call) || !!resultFile(call) : openSteps[call.id];
       if (shownOpen(call)) open = true;
       var details = h("details", {class: "step status-" + call.status, "data-step": call.id,
                                   "data-status": call.status, open: open ? "" : null}, [
         h("summary", {}, [h("span", {class: "step-dot", "aria-hidden": "true"}),
-                          h("span", {class: "step-line", "data-step-line": "", text: stepLine(call)}), liveLink(call)]),
+                          h("span", {class: "step-line", "data-step-line": "", text: stepLine(call)}), liveLink(call),
+                          needsPerson(call)]),
         h("div", {class: "step-body"}, [
           resultView(call),
           h("details", {class: "raw", "data-raw": ""}, [

@@ -1,6 +1,6 @@
 """What a person sees of a browse in web chat (the browser binding's `preview`), in Debian's Chromium against the
 console served by daphne, with the run on a real Celery worker and the browse on a real Chromium: while the browse
-runs, its step shows a small picture of the page, `preview_width` wide, that follows the page (a person's typing
+runs, its step says when a person is needed and why, and shows a small picture of the page, `preview_width` wide, that follows the page (a person's typing
 on the live view shows up in it); it goes when the browse ends. With `preview` off the step keeps its "Watch the
 browser" link and shows no picture. No console error."""
 
@@ -105,6 +105,10 @@ def test_a_running_browse_shows_its_page_small_on_its_step_and_it_follows_the_pa
                 "data-browse-preview") == "live"
             assert preview.evaluate("img => img.naturalWidth") == 640  # the frames are preview_width wide
             assert preview.bounding_box()["width"] <= 320  # small, on the step
+            # The step says a person is needed, and why (browser_needs_person).
+            note = page.locator(f"[data-step={CALL}] [data-needs-person]")
+            note.wait_for(state="visible")
+            assert "Someone must type the name." in note.text_content()
             run = Run.objects.get(agent=agent)
 
             view = take(context, f"{console}/browse/{run.pk}/{CALL}")
@@ -123,6 +127,8 @@ def test_a_running_browse_shows_its_page_small_on_its_step_and_it_follows_the_pa
                                    ".getAttribute('data-browse-preview') === 'ended'")
             assert page.locator("[data-browse-preview] img").count() == 0
             assert link.is_visible()
+            page.locator(f"[data-step={CALL}][data-status=ok]").wait_for()
+            assert note.count() == 0  # a browse that went on no longer asks for anyone
             page.wait_for_function("() => document.querySelector('[data-transcript]')"
                                    ".getAttribute('aria-busy') === 'false'")
             assert errors == []
