@@ -44,6 +44,9 @@ class RunRequestSerializer(serializers.Serializer):
         required=False, allow_null=True, help_text="The same as conversation with an id (kept for older callers)."
     )
     environment = serializers.SlugField(required=False, default="production")
+    attachment_ids = serializers.ListField(
+        child=serializers.CharField(max_length=2000), required=False, max_length=10,
+        help_text="Ids POST /api/v1/attachments answered: files for this turn (needs a conversation).")
 
     def validate_conversation(self, value: str | None) -> str | uuid.UUID | None:
         if value is None or value == NEW_CONVERSATION:
@@ -190,6 +193,7 @@ class AgentRunView(OrgAPIView):
                 create_conversation=new_conversation,
                 environment=data.validated_data.get("environment") or "production",
                 run_id=run_id,
+                attachment_ids=data.validated_data.get("attachment_ids"),
             )
 
         if not wait:

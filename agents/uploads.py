@@ -176,3 +176,41 @@ def public_attachments(attachments: object) -> list[dict[str, Any]]:
             out.append({"name": str(item.get("name") or "file"), "mime": str(item.get("mime") or ""),
                         "size": item.get("size")})
     return out
+
+
+def sweep_unsent(now: Any = None) -> int:
+    """Delete staged files no message took once their id can no longer be sent (a day, plus an hour's grace for
+    a send that was in flight): without a row, storage is the only record of them. A file some message holds
+    stays (a deleted message's files go through retention's removed_files). Returns how many went."""
+    import logging
+    import os
+
+    now = now or timezone.now()
+    cutoff = now - timedelta(seconds=UPLOAD_ID_MAX_AGE_SECONDS + 3600)
+    removed = 0
+    try:
+        organizations, _ = default_storage.listdir(STORAGE_PREFIX.rstrip("/"))
+    except (FileNotFoundError, NotADirectoryError):
+        return 0
+    for org_folder in organizations:
+        try:
+            organization_id = uuid.UUID(org_folder)
+        except ValueError:
+            continue
+        folder = f"{STORAGE_PREFIX}{org_folder}"
+        _, files = default_storage.listdir(folder)
+        for name in files:
+            path = f"{folder}/{name}"
+            stored_at = default_storage.get_modified_time(path)
+            if stored_at >= cutoff:
+                continue
+            # A message that took it was written after the upload and at most a day later (the id's life).
+            window = (stored_at - timedelta(minutes=5), stored_at + timedelta(seconds=UPLOAD_ID_MAX_AGE_SECONDS + 3600))
+            if Message.objects.filter(conversation__organization_id=organization_id, created_at__range=window,
+                                      attachments__contains=[{"path": path}]).exists():
+                continue
+            default_storage.delete(path)
+            removed += 1
+    if removed:
+        logging.getLogger(__name__).info("unsent chat uploads: deleted %d staged files (pid %d)", removed, os.getpid())
+    return removed

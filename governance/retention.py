@@ -52,7 +52,7 @@ KEEP = 0
 MAX_DAYS = 36_500
 # Where surfaces store a person's attachments (default_storage). A path elsewhere is never deleted from
 # here (a logo, a document of a collection); a surface that stores attachments somewhere new adds it.
-UPLOAD_PREFIXES = ("embeds/", "channelbots/")
+UPLOAD_PREFIXES = ("embeds/", "channelbots/", "chat/")  # chat/: web chat (agents.uploads.STORAGE_PREFIX)
 
 
 # ------------------------------------------------------------------ the values
@@ -364,6 +364,13 @@ def _generated_media_sweep(now: datetime | None = None) -> int:
     return sweep_expired(now)
 
 
+def _unsent_chat_uploads(now: datetime | None = None) -> int:
+    """Web chat files uploaded and never sent, once their id has expired (agents/uploads.py)."""
+    from agents.uploads import sweep_unsent
+
+    return sweep_unsent(now)
+
+
 SWEEPS: dict[str, Callable[..., int]] = {
     "audit_log": sweep_audit_log,
     "idle_workspaces": sweep_idle_workspaces,
@@ -375,6 +382,7 @@ SWEEPS: dict[str, Callable[..., int]] = {
     "generated_media": _generated_media_sweep,  # before removed_files: its files go in the same pass
     "removed_files": sweep_removed_files,
     "expired_link_requests": sweep_link_requests,
+    "unsent_chat_uploads": _unsent_chat_uploads,
 }
 
 

@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from agenticos.tenancy import Actor
 from agents.models import Agent, Conversation, Environment, Message, Run, Surface, ToolCall
+from agents.uploads import public_attachments
 from governance import budgets
 from governance.grants import EDIT, PUBLISH, USE, at_least, grant_levels, role_level, stronger, visible_agents
 from governance.models import Approval, Question, SpendEntry
@@ -296,6 +297,7 @@ def conversation_turns(conversation: Conversation) -> list[dict[str, Any]]:
         if message.role == Message.Role.USER:
             turns.append({"role": "user", "text": message.content, "author": message.author_label,
                           "message_id": message.pk, "run_id": run_id,
+                          "attachments": public_attachments(message.attachments),
                           "at": message.created_at.isoformat()})
             continue
         if message.role != Message.Role.ASSISTANT:

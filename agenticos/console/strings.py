@@ -79,6 +79,12 @@ def chat_strings() -> dict[str, str]:
         "stopped": _("Stopped."),
         "disconnected": _("Connection lost. Reload the page to reconnect."),
         "choose_agent": _("Choose an agent first."),
+        # files for the next message (chat.js: the attach button, drop and paste; agents.uploads)
+        "attach_files": _("Attach files"),
+        "attached_files": _("Attached files"),
+        "remove_file": _("Remove %(name)s"),
+        "uploading": _("Uploading…"),
+        "upload_failed": _("Not attached: %(message)s"),
         "chart": _("Chart"),
         # the turn renderer (static/console/turn.js): a code block's copy button, a generated file, compaction
         "copy": _("Copy"),

@@ -204,3 +204,21 @@ def test_the_schema_documents_what_the_upload_answers(api_as, org, member, media
     assert_matches(doc, URL, "post", "201", created.json())
     refused = upload(api_as(member, org), b"MZ", name="a.exe", mime="application/octet-stream")
     assert_matches(doc, URL, "post", "415", refused.json())
+
+
+def test_a_file_never_sent_goes_once_its_id_has_expired_and_a_sent_one_stays(api_as, org, member, agent, media):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from agents.uploads import sweep_unsent
+
+    client = api_as(member, org)
+    run, _ = send(member, org, agent, [uploaded(client)])
+    [sent] = stored(media)
+    uploaded(client)  # staged, never sent
+    [unsent] = [p for p in stored(media) if p != sent]
+    assert sweep_unsent() == 0 and unsent.exists()  # its id may still be sent today
+    assert sweep_unsent(timezone.now() + timedelta(days=2)) == 1
+    assert sent.exists() and not unsent.exists()
+    assert Message.objects.get(run=run, role="user").attachments[0]["path"] == str(sent.relative_to(media))
