@@ -68,7 +68,7 @@ def chat_agents(actor: Actor) -> list[dict[str, Any]]:
     production = production_versions([a.pk for a, _ in pairs])
     spent = agent_spend_this_month(actor)
     result = []
-    for agent, _level in pairs:
+    for agent, level in pairs:
         env = production.get(str(agent.pk))
         if env is None:
             continue
@@ -77,6 +77,9 @@ def chat_agents(actor: Actor) -> list[dict[str, Any]]:
             "id": str(agent.pk),
             "name": agent.name,
             "version": env.version.number,
+            # Whether a missing-capability card offers "Enable it" (agents.capability_card.can_enable), also on a
+            # card drawn again from a reopened conversation, whose call does not say.
+            "can_edit": at_least(level, EDIT),
             "budget": {
                 "limit": str(cap) if cap is not None else None,
                 "spent": str(spent.get(str(agent.pk), Decimal("0"))),

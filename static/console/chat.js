@@ -308,12 +308,14 @@
   // ---------------------------------------------------------------- a missing capability
 
   // The capability_missing frame's card data by capability id (name, offers, whether this person may enable it);
-  // a conversation reopened later knows only the call's arguments, and then offers to ask the owner.
+  // a conversation reopened later knows only the call's arguments, and whether this person may edit the agent
+  // (S.agents[].can_edit).
   var capabilityCards = {}, capabilityOutcomes = {};
   function capabilityCard(args) {
     var id = String(args.capability_id);
+    var agent = currentAgent();
     var data = capabilityCards[id] || {capability: {id: id, name: window.AgenticTurn.humanize(id)}, reason: args.reason,
-                                        agent_id: S.agent_id, can_enable: false};
+                                        agent_id: S.agent_id, can_enable: !!(agent && agent.can_edit)};
     var cap = data.capability || {};
     var action = data.can_enable ? "enable" : "request";
     var outcome = capabilityOutcomes[id];

@@ -84,10 +84,11 @@ def test_an_owner_enables_a_missing_capability_from_the_card_in_web_chat(live_se
     agent.refresh_from_db()
     assert "web_fetch" in {b["id"] for b in agent.draft_spec["capabilities"]}
 
-    # Reopened, the card is drawn again from the request_capability call.
+    # Reopened, the card is drawn again from the request_capability call, still offering the owner "Enable it".
     page.reload()
     page.locator("[data-capability-card=web_fetch]").wait_for()
     assert "I must read that page." in page.locator("[data-capability-card=web_fetch]").text_content()
+    assert page.locator("[data-capability-card=web_fetch]").get_by_role("button", name="Enable it").count() == 1
     assert problems == []
 
 
@@ -117,4 +118,10 @@ def test_a_member_who_cannot_edit_the_agent_asks_its_owner_from_the_card(live_se
     agent.refresh_from_db()
     assert "web_fetch" not in {b["id"] for b in agent.draft_spec["capabilities"]}
     assert Notification.objects.filter(recipient=owner).exists()
+    # Reopened, a member still may only ask.
+    page.reload()
+    reopened = page.locator("[data-capability-card=web_fetch]")
+    reopened.wait_for()
+    assert reopened.get_by_role("button", name="Enable it", exact=True).count() == 0
+    assert reopened.get_by_role("button", name="Ask the owner to enable it").count() == 1
     assert problems == []
