@@ -24,6 +24,7 @@ from agents.models import (
     PROVIDERS_NEEDING_KEY,
     Agent,
     AgentVersion,
+    CompactedHistory,
     Conversation,
     Environment,
     Message,
@@ -392,3 +393,33 @@ class ToolCallAdmin(ReadOnlyAdmin):
     @admin.display(description="run")
     def run_link(self, obj: ToolCall) -> str:
         return admin_link(obj.run, str(obj.run_id)[:8])
+
+
+@admin.register(CompactedHistory)
+class CompactedHistoryAdmin(ReadOnlyAdmin):
+    """What a conversation replays after a compaction (capabilities/compaction/persisted.py): which run wrote it,
+    through which message, and its size — not the dump itself (base64 images, the whole tool loop)."""
+
+    list_display = ("conversation_link", "organization", "run_link", "through_message_id", "media", "updated_at")
+    list_filter = ("media", "updated_at")
+    list_select_related = ("organization", "conversation", "run")
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        # The list never reads the dump itself (it may be megabytes of base64).
+        qs = super().get_queryset(request)
+        return qs if request.resolver_match and request.resolver_match.url_name.endswith("_change") else \
+            qs.defer("messages")
+    fields = ("conversation", "organization", "run", "through_message_id", "parts", "media", "updated_at")
+    readonly_fields = fields
+
+    @admin.display(description="conversation")
+    def conversation_link(self, obj: CompactedHistory) -> str:
+        return admin_link(obj.conversation, str(obj.conversation_id)[:8])
+
+    @admin.display(description="run")
+    def run_link(self, obj: CompactedHistory) -> str:
+        return admin_link(obj.run, str(obj.run_id)[:8]) if obj.run_id else "—"
+
+    @admin.display(description="messages")
+    def parts(self, obj: CompactedHistory) -> int:
+        return len(obj.messages or [])

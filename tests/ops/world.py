@@ -14,6 +14,7 @@ from agenticos.models import ApiKey, Invitation, Membership, Organization, Secre
 from agents.models import (
     Agent,
     AgentVersion,
+    CompactedHistory,
     Conversation,
     Environment,
     Message,
@@ -114,6 +115,8 @@ def build(name: str = "World", secret_value: str | None = None) -> World:
     run_row = run(org, agent, version, conversation=conversation, user=member, cost="0.25")
     message = Message.objects.create(conversation=conversation, run=run_row, version=version, role="user", content="hi")
     ToolCall.objects.create(run=run_row, message=message, tool_call_id=f"call-{n}", tool_name="clock_now")
+    CompactedHistory.objects.create(conversation=conversation, organization=org, run=run_row,
+                                    through_message_id=message.pk, messages=[{"kind": "request", "parts": []}])
     spend(org, cost="0.25", run_row=run_row)
     Approval.objects.create(organization=org, run=run_row, tool_call_id=f"call-{n}", tool_id="t", tool_name="send_email")
     Question.objects.create(organization=org, run=run_row, asked_user=member, tool_call_id=f"ask-{n}", questions=[{"q": "?"}])

@@ -70,7 +70,8 @@ def test_sweep_all_reports_each_sweep_and_never_touches_the_spend_ledger(org, ow
     assert removed["audit_log"] == 1 and set(removed) == {"audit_log", "idle_workspaces", "expired_link_requests",
                                                           "transcript_messages", "tool_calls", "run_texts",
                                                           "emptied_conversations", "removed_files",
-                                                          "generated_media"}
+                                                          "generated_media", "compacted_histories",
+                                                          "unsent_chat_uploads"}
     assert SpendEntry.objects.count() == 1
 
 
