@@ -160,8 +160,12 @@ def test_a_stale_approval_card_says_what_was_decided_without_a_failed_request(li
     sign_in(chat, live_server_url, "approver@example.com")
     chat.goto(f"{live_server_url}/chat/")
     chat.get_by_label("Message").fill("Draw a chart please")
-    chat.get_by_role("button", name="Send").click()
+    # The parked turn ends with the stored transcript read back (turns.json), which draws the card again: click
+    # the card drawn from it, not the one it replaces (a click on a replaced node goes nowhere).
+    with chat.expect_response(lambda r: r.url.endswith("/turns.json")):
+        chat.get_by_role("button", name="Send").click()
     chat.wait_for_selector("[data-approval]")
+    chat.evaluate("() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))")
     assert chat.evaluate("() => document.documentElement.scrollWidth") <= width + 1
     # Decided behind the tab's back, with no broadcast: the card this tab shows is now stale.
     assert Approval.objects.filter(organization=org, status="pending").update(status="approved") == 1
