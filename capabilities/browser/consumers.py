@@ -8,8 +8,8 @@ Frames out: `hello` {can_control, control, live, ended, steps, frame, agent}, th
 {kind: click|scroll|text|key, x, y, dy, text, key}} (only from who holds the tab).
 
 `?preview=1` is the chat's preview of the browse (`static/console/browse-preview.js`, the binding's `preview`): the
-same people may open it, only while the browse runs with `preview` on (else it is refused, so no frame reaches the
-chat), and it only watches: `hello` {live, ended, frame}, then `frame` and `ended`; nothing it sends acts.
+same people may open it, only while the browse runs with `preview` on (else it is accepted and closed at once with
+4003, so no frame reaches the chat and the browser logs no failed handshake), and it only watches: `hello` {live, ended, frame}, then `frame` and `ended`; nothing it sends acts.
 """
 
 from __future__ import annotations
@@ -47,6 +47,9 @@ class BrowseLiveConsumer(AsyncJsonWebsocketConsumer):
             await self.close(code=CLOSE_REFUSED)
             return
         if self.preview and not await asyncio.to_thread(live.previewable, self.run_id, self.call_id):
+            # Accepted, then closed with the refusal code: the chat asks for the picture of every running browse
+            # it may watch, and a handshake answered 403 is an error in the browser's console; a close is not.
+            await self.accept()
             await self.close(code=CLOSE_REFUSED)
             return
         await self.channel_layer.group_add(live.view_group(self.run_id, self.call_id), self.channel_name)

@@ -49,7 +49,7 @@ def test_the_one_save_answers_json_with_the_problems_at_their_setting(client_as,
     assert bad.status_code == 200 and bad.json()["saved"] is True
     assert set(bad.json()["problems"]) == {"config.timeout_secs"}
     good = client.post(url, {"enabled": "on", "config.timeout_secs": "30"}, HTTP_ACCEPT="application/json")
-    assert good.json() == {"saved": True, "problems": {}}
+    assert good.json() == {"saved": True, "problems": {}, "also_bound": []}
     binding = next(b for b in Agent.objects.get(pk=agent.pk).draft_spec["capabilities"] if b["id"] == "code_execution")
     assert binding["config"] == {"timeout_secs": 30}
 
