@@ -9,6 +9,7 @@ the supervisor's polling session, and the fake platforms."""
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 from pydantic_ai.models.function import AgentInfo, FunctionModel
@@ -257,6 +258,12 @@ def test_mattermost_posts_the_steps_as_interactive_buttons_after_the_reply_in_th
     reply = mattermost_answer(fake_mattermost, "You said: there")
     assert reply["root_id"] == "q1"
     assert int(reply["id"].removeprefix("bp")) < int(post["id"].removeprefix("bp"))
+    # The post reaches the fake before the row records it (the platform's answer comes first): wait for the row.
+    for _ in range(200):
+        follow_up.refresh_from_db()
+        if follow_up.delivered_to.get("message_ref"):
+            break
+        time.sleep(0.05)
     assert follow_up.delivered_to["message_ref"] == post["id"] and follow_up.delivered_to["chat_id"] == "town"
 
 
