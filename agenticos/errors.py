@@ -43,6 +43,20 @@ class Conflict(DomainError):
     code = "conflict"
 
 
+class UploadTooLarge(DomainError):
+    """A file past the surface's ceiling (agents.uploads: web chat and the hosted page)."""
+
+    status = 413
+    code = "too_large"
+
+
+class UnsupportedType(DomainError):
+    """A file whose bytes are not of an accepted kind (agents.uploads)."""
+
+    status = 415
+    code = "unsupported_type"
+
+
 class Invalid(DomainError):
     """Input that parses but breaks a rule: 422 with field paths in details."""
 

@@ -29,7 +29,15 @@ from django.http import HttpRequest
 from django.utils import timezone
 from rest_framework.request import Request
 
-from agenticos.errors import Conflict, DomainError, Forbidden, Invalid, NotFound
+from agenticos.errors import (
+    Conflict,
+    DomainError,
+    Forbidden,
+    Invalid,
+    NotFound,
+    UnsupportedType,
+    UploadTooLarge,
+)
 from agenticos.tenancy import Actor
 from agents.models import Message
 from embeds.files import UPLOAD_MIME_ALLOW, sniff_upload
@@ -43,16 +51,6 @@ MAX_FILES_PER_MESSAGE = 10
 UPLOAD_ID_MAX_AGE_SECONDS = 24 * 3600
 STORAGE_PREFIX = "chat/"
 _SALT = "agents.uploads.chat-attachment"
-
-
-class TooLarge(DomainError):
-    status = 413
-    code = "too_large"
-
-
-class UnsupportedType(DomainError):
-    status = 415
-    code = "unsupported_type"
 
 
 @dataclass(frozen=True)
@@ -72,8 +70,10 @@ def accepted_kinds() -> list[str]:
     return sorted(set(UPLOAD_MIME_ALLOW.values()))
 
 
-def _too_large(limit_bytes: int) -> TooLarge:
-    return TooLarge(f"The file is larger than {limit_bytes // (1024 * 1024) or 1} MB.",
+def _too_large(limit_bytes: int) -> UploadTooLarge:
+    # A ceiling under 1 MB is said in KB: "larger than 1 MB" for a 10 KB cap would send a person the wrong way.
+    size = f"{limit_bytes // (1024 * 1024)} MB" if limit_bytes >= 1024 * 1024 else f"{max(limit_bytes // 1024, 1)} KB"
+    return UploadTooLarge(f"The file is larger than {size}.",
                     details={"limit_bytes": limit_bytes})
 
 

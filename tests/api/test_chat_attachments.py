@@ -66,7 +66,7 @@ def test_a_file_over_the_chat_ceiling_is_refused_and_nothing_is_stored(api_as, o
     settings.CHAT_MAX_UPLOAD_SIZE_MB = 0.01  # about 10 KB
     response = upload(api_as(member, org), b"a" * 12_000)
     assert response.status_code == 413
-    assert response.json()["error"] == {"code": "too_large", "message": "The file is larger than 1 MB.",
+    assert response.json()["error"] == {"code": "too_large", "message": "The file is larger than 10 KB.",
                                         "details": {"limit_bytes": 10485}}
     assert stored(media) == []
 
