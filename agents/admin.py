@@ -407,8 +407,8 @@ class CompactedHistoryAdmin(ReadOnlyAdmin):
     def get_queryset(self, request: HttpRequest) -> QuerySet:
         # The list never reads the dump itself (it may be megabytes of base64).
         qs = super().get_queryset(request)
-        return qs if request.resolver_match and request.resolver_match.url_name.endswith("_change") else \
-            qs.defer("messages")
+        url_name = request.resolver_match.url_name if request.resolver_match else None
+        return qs if url_name and url_name.endswith("_change") else qs.defer("messages")
     fields = ("conversation", "organization", "run", "through_message_id", "parts", "media", "updated_at")
     readonly_fields = fields
 
