@@ -159,6 +159,28 @@ def test_a_proxy_inside_the_deployment_is_refused_at_publish(settings):
     assert [f for f, _ in publish_problems(config)] == ["proxy_url"]
 
 
+def test_a_websocket_built_from_a_fresh_frames_constructor_is_refused_too(browser_env, site, internal):
+    """The guard wraps each document's constructor: a page taking the native one from an about:blank frame it
+    just made must not get around it."""
+    from capabilities.browser.session import BrowserSession
+
+    config = BrowserConfig(cdp_url=browser_env.cdp_url)
+    target = f"ws://{INTRANET}:{internal.port}/ws"
+
+    async def open_socket():
+        tab = BrowserSession(config=config)
+        try:
+            await tab.open(f"http://{SITE}:{site.port}/socket-frame?to={target}")
+            await tab.page.wait_for_function("document.title === 'closed' || document.title === 'open'",
+                                             timeout=10000)
+            return await tab.page.title()
+        finally:
+            await tab.close()
+
+    title = asyncio.run(open_socket())
+    assert internal.hits == [] and title == "closed"
+
+
 @pytest.mark.parametrize("listed", [False, True])
 def test_a_page_opening_a_websocket_into_the_deployment_is_refused(browser_env, site, internal, listed):
     """A WebSocket is not a request CDP's Fetch pauses: the page's WebSocket constructor asks the browse first

@@ -95,6 +95,13 @@ class _Handler(BaseHTTPRequestHandler):
             script = (f"<script>const ws = new WebSocket('{target}'); ws.onopen = () => document.title = 'open';"
                       " ws.onclose = () => document.title = 'closed';</script>")
             return self._send(200, _page("connecting", "<p>Connecting.</p>" + script))
+        if parts.path == "/socket-frame":
+            # The native constructor taken from a fresh about:blank frame, around a wrapped one in the page.
+            target = html.escape(query["to"][0], quote=True)
+            script = ("<script>const f = document.createElement('iframe'); document.body.appendChild(f);"
+                      f" const ws = new f.contentWindow.WebSocket('{target}'); ws.onopen = () => document.title = 'open';"
+                      " ws.onclose = () => document.title = 'closed';</script>")
+            return self._send(200, _page("connecting", "<p>Connecting.</p>" + script))
         if parts.path == "/worker":
             target = html.escape(query["to"][0], quote=True)
             script = (f"<script>const code = \"fetch('{target}').then(r => r.text()).then(t => postMessage('got ' + t),"
