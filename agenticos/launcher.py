@@ -126,6 +126,10 @@ BROWSER_DEFAULT_PORT = 9222
 # address inside the network. Forced to proxied (TCP) candidates only; docker-compose's browser passes the same.
 # Without Blink's AutomationControlled feature, which a DevTools-driven Chromium turns on, navigator.webdriver is
 # false natively in every world (the page's and the client's isolated one), not only where page_js.DESKTOP runs.
+# What a browser service without internet should not try: update checks, sync, field trials. Without them a fresh
+# profile's first seconds spend DNS lookups that never answer, and a CDP client connecting then can time out.
+BROWSER_QUIET = ["--no-first-run", "--no-default-browser-check", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--metrics-recording-only", "--mute-audio"]
 BROWSER_HARDENING = ["--force-webrtc-ip-handling-policy", "--webrtc-ip-handling-policy=disable_non_proxied_udp",
                      "--disable-blink-features=AutomationControlled"]
 
@@ -151,9 +155,7 @@ def browser_command() -> list[str] | None:
     command = [
         executable, "--headless=new", "--remote-debugging-address=127.0.0.1", f"--remote-debugging-port={port}",
         f"--user-data-dir={browser_profile_dir()}", f"--lang={os.environ.get('BROWSER_LANG', 'en-US')}",
-        "--no-first-run", "--no-default-browser-check", "--disable-dev-shm-usage", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--metrics-recording-only", "--mute-audio",
-        *BROWSER_HARDENING,
+        "--disable-dev-shm-usage", *BROWSER_QUIET, *BROWSER_HARDENING,
     ]
     if os.geteuid() == 0:
         # Chromium will not start its sandbox as root (a dev container); the capability's request guard and the

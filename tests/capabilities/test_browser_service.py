@@ -138,4 +138,5 @@ def test_compose_runs_the_browser_under_its_profile_on_a_network_of_its_own():
     started = browser["command"][-1]
     assert "chromium" in started and "--headless" not in started and "xvfb-run" in started
     assert "TCP-LISTEN:9222" in started  # what http://browser:9222 reaches
+    assert all(flag in started.split() for flag in (*launcher.BROWSER_QUIET, *launcher.BROWSER_HARDENING))
     assert services["web"]["environment"]["BROWSER_CDP_ALLOWED_HOSTS"] == "${BROWSER_CDP_ALLOWED_HOSTS:-}"

@@ -260,9 +260,11 @@ def test_a_named_browser_service_is_resolved_once_and_reached_by_its_address(mon
 
 
 @pytest.mark.parametrize("hardened", [True, False])
-def test_a_page_cannot_send_webrtc_packets_into_the_deployment(browser_env, site, hardened):
+def test_a_page_cannot_send_webrtc_packets_into_the_deployment(browser_env, site, hardened, settings):
     """UDP is no request any interception sees; the browser service's flags keep WebRTC off it. The control (a
-    Chromium started without them) shows the page's STUN packets would otherwise reach a loopback port."""
+    Chromium started without them) shows the page's STUN packets would otherwise reach a loopback port. That
+    control is a Chromium just started on a machine busy with the other worker's tests: a CI run once saw it take
+    more than 30 s to take its first client, so it gets the room a slow host's operator would give it."""
     import socket
 
     from capabilities.browser.session import BrowserSession
@@ -273,6 +275,7 @@ def test_a_page_cannot_send_webrtc_packets_into_the_deployment(browser_env, site
     listener.settimeout(10)
     port = listener.getsockname()[1]
     browser = browser_env if hardened else Chromium(host_rules=f"MAP {SITE} 127.0.0.1", hardened=False).start()
+    settings.BROWSER_CONNECT_TIMEOUT_SECONDS = 120
 
     async def gather():
         tab = BrowserSession(config=BrowserConfig(cdp_url=browser.cdp_url))

@@ -175,16 +175,15 @@ class Chromium:
         self.port = 0
 
     def start(self) -> Chromium:
+        from agenticos.launcher import BROWSER_HARDENING, BROWSER_QUIET
+
         args = [CHROMIUM, "--headless=new", "--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0",
-                f"--user-data-dir={self.profile}", "--no-first-run", "--no-default-browser-check",
-                "--disable-gpu", "--disable-dev-shm-usage"]
+                f"--user-data-dir={self.profile}", "--disable-gpu", "--disable-dev-shm-usage", *BROWSER_QUIET]
         if os.geteuid() == 0:
             args.append("--no-sandbox")  # Chromium refuses to run as root with its sandbox (this test machine)
         if self.host_rules:
             args.append(f"--host-resolver-rules={self.host_rules}")
         if self.hardened:  # the flags `make run` and docker-compose start the browser service with
-            from agenticos.launcher import BROWSER_HARDENING
-
             args += BROWSER_HARDENING
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                      start_new_session=True)
