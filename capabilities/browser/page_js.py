@@ -84,16 +84,19 @@ DESKTOP = r"""
 # is opened on a name that never resolves (RFC 6761 `.invalid`): it closes as an unreachable server would.
 # It fails closed: where the question cannot be asked (a CSP `connect-src` without the page's own origin, a frame
 # whose permissions policy forbids sync XHR) the socket is refused. A wrapper the page could find (its
-# `toString` is a proxy's); a dedicated worker's own WebSocket gets none (Playwright's route had the same gap:
-# holding a worker at its start to guard it needs a flattened CDP session the client does not hand out).
+# `toString` is a proxy's). The same script runs in every worker the page starts, before the worker's own first
+# line (workers.py).
 SOCKET_GUARD = r"""
 (() => {
   const Native = self.WebSocket;
   if (!Native) return;
-  // Asked on the page's own origin: a <base href> cannot send the question elsewhere.
-  const origin = self.location.origin && self.location.origin !== 'null' ? self.location.origin : '';
+  // Read when a socket is made, not here: a worker held before its first line (workers.py) has no location yet,
+  // and reading it then crashes Chromium's renderer.
+  const here = () => self.location;
   const allowed = (url) => {
     try {
+      // Asked on the page's own origin: a <base href> cannot send the question elsewhere.
+      const origin = here().origin && here().origin !== 'null' ? here().origin : '';
       const xhr = new XMLHttpRequest();
       xhr.open('GET', origin + '__CHECK__?u=' + encodeURIComponent(url), false);
       xhr.send();
@@ -105,10 +108,16 @@ SOCKET_GUARD = r"""
   self.WebSocket = new Proxy(Native, {
     construct(target, args, newTarget) {
       let url;
-      try { url = new URL(String(args[0]), self.location.href).href; } catch (e) { url = null; }
+      try { url = new URL(String(args[0]), here().href).href; } catch (e) { url = null; }
       if (url !== null && !allowed(url)) args = ['ws://refused.invalid/', ...Array.prototype.slice.call(args, 1)];
       return Reflect.construct(target, args, newTarget);
     },
   });
 })();
+"""
+
+# A shared worker's requests are paused by no interception Chromium offers a client (workers.py): a browse has
+# no SharedWorker, in any document (a fresh frame's too), as Chrome on Android never had one. Sites test for it.
+NO_SHARED_WORKERS = r"""
+(() => { try { delete self.SharedWorker; } catch (e) {} })();
 """

@@ -166,6 +166,8 @@ class BrowserSession:
     # The path a page's WebSocket constructor asks before its handshake (page_js.SOCKET_GUARD); this browse's own.
     _socket_check: str = field(default_factory=lambda: f"/__socket-check-{secrets.token_hex(12)}")
     live: Any = None  # the live view of the browse_web call now on this tab (live.py), if any
+    _workers: Any = None  # workers.WorkerGuard: the socket guard inside the tab's workers
+    _address: str = ""
 
     def __post_init__(self) -> None:
         self.policy.allowed_domains = self.config.allowed_domains
@@ -180,7 +182,7 @@ class BrowserSession:
         refusal = await asyncio.to_thread(service_refusal, self.config)
         if refusal is not None:
             raise BrowserUnavailable(refusal)
-        address = await endpoint(self.config, self.secret)
+        address = self._address = await endpoint(self.config, self.secret)
         manager = _playwright()()
         self._pw = await manager.start()
         try:
@@ -205,7 +207,8 @@ class BrowserSession:
             self.context = await self._browser.new_context(**options)
             await self.context.add_init_script(page_js.DESKTOP)
             # A page's WebSocket is no request Fetch pauses: its constructor asks `_route` first.
-            await self.context.add_init_script(page_js.SOCKET_GUARD.replace("__CHECK__", self._socket_check))
+            await self.context.add_init_script(self._socket_guard())
+            await self.context.add_init_script(page_js.NO_SHARED_WORKERS)  # workers.py says why
             await self.context.route("**/*", self._route)
             self.context.on("page", lambda page: asyncio.ensure_future(self._on_page(page)))
             self.page = await self.context.new_page()
@@ -230,10 +233,16 @@ class BrowserSession:
             await session.detach()
         return str(version.get("userAgent", "")).replace("HeadlessChrome", "Chrome")
 
+    def _socket_guard(self) -> str:
+        return page_js.SOCKET_GUARD.replace("__CHECK__", self._socket_check)
+
     async def close(self) -> None:
         if self.live is not None:
             live, self.live = self.live, None
             await live.stop()
+        if self._workers is not None:
+            workers, self._workers = self._workers, None
+            await workers.close()
         for closer in (self.context, self._browser):
             if closer is not None:
                 try:
@@ -317,6 +326,25 @@ class BrowserSession:
 
         session.on("Fetch.requestPaused", lambda event: asyncio.ensure_future(paused(event)))
         await session.send("Fetch.enable", {"patterns": [{"urlPattern": "*", "requestStage": "Request"}]})
+        await self._guard_workers(session)
+
+    async def _guard_workers(self, session: Any) -> None:
+        """The socket guard in the page's workers too (workers.py), before their scripts run. Not for a hosted
+        browser: it runs on the provider's network, not this deployment's, and a second connection to its
+        endpoint would be a second browser."""
+        if self.config.connection == "hosted":
+            return
+        from capabilities.browser.workers import WorkerGuard
+
+        target = (await session.send("Target.getTargetInfo"))["targetInfo"]
+        if self._workers is None:
+            self._workers = WorkerGuard(self._socket_guard(), on_lost=self._guard_lost)
+            await self._workers.start(self._address, target["browserContextId"])
+        await self._workers.watch(target["targetId"])
+
+    def _guard_lost(self) -> None:
+        if self.context is not None:
+            asyncio.ensure_future(self.context.close())
 
     # ------------------------------------------------------------ reading
 

@@ -5,6 +5,7 @@ fetch), two browses never sharing cookies, and the operator's list of browser se
 from __future__ import annotations
 
 import asyncio
+from urllib.parse import urlencode
 
 import pytest
 
@@ -379,3 +380,79 @@ def test_a_workers_fetch_into_the_deployment_is_refused(browser_env, site, inter
         assert internal.paths() == ["/secret"]
     else:
         assert internal.hits == []
+
+
+@pytest.mark.parametrize(("kind", "listed"), [
+    ("dedicated", False), ("script", False), ("nested", False), ("framed", False),
+    ("dedicated", True), ("nested", True), ("framed", True),
+])
+def test_a_workers_websocket_into_the_deployment_is_refused(browser_env, site, internal, kind, listed):
+    """No init script reaches a worker's scope: the browse holds each new worker (one from a blob, from a URL, one
+    a worker starts, one in a cross-site frame) before its first line and installs the socket guard there
+    (capabilities/browser/workers.py). The controls list the host, and the worker's handshake then reaches the
+    internal server — so the refusal is the guard's, not a worker that never ran."""
+    from capabilities.browser.session import BrowserSession
+
+    hosts = [SITE, OTHER_SITE, INTRANET] if listed else None
+    target = f"ws://{INTRANET}:{internal.port}/ws"
+    page = f"/worker-socket?{urlencode({'to': target, 'kind': 'dedicated' if kind == 'framed' else kind})}"
+
+    async def open_socket():
+        tab = BrowserSession(config=BrowserConfig(cdp_url=browser_env.cdp_url, allowed_domains=hosts))
+        try:
+            if kind == "framed":
+                inner = f"http://{OTHER_SITE}:{site.port}{page}"
+                await tab.open(f"http://{SITE}:{site.port}/framed?{urlencode({'to': inner})}")
+            else:
+                await tab.open(f"http://{SITE}:{site.port}{page}")
+            # A cross-site frame's worker tells its frame, which tells the page around it.
+            await tab.page.wait_for_function("document.title === 'closed' || document.title === 'open'",
+                                             timeout=10000)
+            return await tab.page.title(), tab.policy.refused, list(tab._workers.guarded)
+        finally:
+            await tab.close()
+
+    title, refused, guarded = asyncio.run(open_socket())
+    assert len(guarded) == (2 if kind == "nested" else 1), guarded
+    if listed:
+        assert internal.paths() == ["/ws"] and refused == []
+    else:
+        assert internal.hits == [] and refused == [target] and title == "closed"
+
+
+def test_a_browse_has_no_shared_workers(browser_env, site, internal):
+    """A shared worker's requests are paused by nothing Chromium offers a client, so a page (or a fresh frame it
+    makes) finds no SharedWorker to start, and its socket never opens. Control: the same page in a context of the
+    same Chromium without the browse's scripts opens it."""
+    from patchright.async_api import async_playwright
+
+    from capabilities.browser.session import BrowserSession
+
+    target = f"ws://{INTRANET}:{internal.port}/ws"
+    page = f"http://{SITE}:{site.port}/worker-socket?{urlencode({'to': target, 'kind': 'shared'})}"
+    done = "document.title !== 'connecting'"
+
+    async def in_browse():
+        tab = BrowserSession(config=BrowserConfig(cdp_url=browser_env.cdp_url))
+        try:
+            await tab.open(page)
+            await tab.page.wait_for_function(done, timeout=10000)
+            return await tab.page.title()
+        finally:
+            await tab.close()
+
+    async def unguarded():
+        async with async_playwright() as pw:
+            browser = await pw.chromium.connect_over_cdp(browser_env.cdp_url)
+            context = await browser.new_context()
+            try:
+                tab = await context.new_page()
+                await tab.goto(page)
+                await tab.wait_for_function(done, timeout=10000)
+                return await tab.title()
+            finally:
+                await context.close()
+
+    assert asyncio.run(in_browse()) == "no shared workers"
+    assert internal.hits == []
+    assert asyncio.run(unguarded()) == "closed" and internal.paths() == ["/ws"]

@@ -3,7 +3,10 @@
 `WebPages`: real HTTP on 127.0.0.1 (a thread), every request recorded. Pages: `/form` (name, email, plan,
 POST → `/thanks`), `/flow/1` → `/flow/2` → `/flow/3` (a multi-page flow), `/login` (POST user+password →
 `/account` with a session cookie), `/cookie/set` and `/cookie/show`, `/redirect?to=<url>` (302), `/fetcher?to=<url>`
-(the page's own `fetch()`; its title says what came back), `/socket?to=<ws url>` (the page's own WebSocket), `/popup?to=<url>` (a link to a new tab, a window.open button), `/framed?to=<url>` (an iframe), `/worker?to=<url>` (a dedicated worker's `fetch()`; the title says what came back). The tests reach it by a name Chromium maps to
+(the page's own `fetch()`; its title says what came back), `/socket?to=<ws url>` (the page's own WebSocket), `/popup?to=<url>` (a link to a new tab, a window.open button), `/framed?to=<url>` (an iframe), `/worker?to=<url>` (a dedicated worker's `fetch()`; the title says what came back), `/worker-socket?to=<ws url>&kind=`
+(a worker's own WebSocket: dedicated, script, nested or shared — where a browser has no SharedWorker the
+title says 'no shared workers'; see `_worker_socket`; in a frame it tells
+the page around it too, whose title `/framed` then shows). The tests reach it by a name Chromium maps to
 127.0.0.1 (`--host-resolver-rules`) while netguard's resolver is told that name is public, so the page is a
 "site on the internet" and 127.0.0.1 itself stays the deployment's inside — where a second `WebPages`
 (the "internal" server) records whether anything reached it.
@@ -15,6 +18,7 @@ its DevToolsActivePort file), its own profile directory, stopped after the test 
 from __future__ import annotations
 
 import html
+import json
 import os
 import shutil
 import subprocess
@@ -37,6 +41,41 @@ class Hit:
     form: dict[str, list[str]] = field(default_factory=dict)
     cookie: str = ""
     headers: dict[str, str] = field(default_factory=dict)
+
+
+def _socket_code(target: str) -> str:
+    """A worker's script: open a WebSocket to `target`, post 'open' or 'closed' to whoever listens."""
+    return (f"const ws = new WebSocket({json.dumps(target)}); const say = (m) => self.__say ? self.__say(m) : postMessage(m);"
+            " ws.onopen = () => say('open'); ws.onclose = () => say('closed');")
+
+
+def _worker_socket(target: str, kind: str) -> str:
+    """The page's script for `/worker-socket`: a worker of `kind` opens the WebSocket; the title says how it ended.
+    dedicated: from a blob; script: from a URL on this site; nested: a worker a blob worker starts; shared: a
+    shared worker from a blob."""
+    code = json.dumps(_socket_code(target))
+    blob = "URL.createObjectURL(new Blob([code]))"
+    if kind == "dedicated":
+        start = f"const w = new Worker({blob}); w.onmessage = (m) => document.title = m.data;"
+    elif kind == "script":
+        start = (f"const w = new Worker('/socket-worker.js?to=' + encodeURIComponent({json.dumps(target)}));"
+                 " w.onmessage = (m) => document.title = m.data;")
+    elif kind == "nested":
+        outer = json.dumps("onmessage = (m) => { const n = new Worker(m.data); n.onmessage = (e) => postMessage(e.data); };")
+        start = (f"const w = new Worker(URL.createObjectURL(new Blob([{outer}]))); w.postMessage({blob});"
+                 " w.onmessage = (m) => document.title = m.data;")
+    elif kind == "shared":  # from the page, else from a fresh frame's constructor
+        shared = json.dumps("onconnect = (e) => { self.__say = (m) => e.ports[0].postMessage(m); ")
+        start = ("const f = document.createElement('iframe'); document.body.appendChild(f);"
+                 " const Shared = self.SharedWorker || f.contentWindow.SharedWorker;"
+                 " if (!Shared) { document.title = 'no shared workers'; } else {"
+                 f" const w = new Shared(URL.createObjectURL(new Blob([{shared} + code + '}};'])));"
+                 " w.port.onmessage = (m) => document.title = m.data; }")
+    else:
+        raise ValueError(kind)
+    start = start.replace("document.title = m.data", "say(m.data)")
+    say = "const say = (t) => { document.title = t; if (parent !== self) parent.postMessage(t, '*'); };"
+    return f"<script>{say} const code = {code}; {start}</script>"
 
 
 def _page(title: str, body: str) -> bytes:
@@ -108,9 +147,15 @@ class _Handler(BaseHTTPRequestHandler):
                       " e => postMessage('refused'))\"; const w = new Worker(URL.createObjectURL(new Blob([code])));"
                       " w.onmessage = (m) => document.title = m.data;</script>")
             return self._send(200, _page("working", "<p>Working.</p>" + script))
+        if parts.path == "/worker-socket":
+            return self._send(200, _page("connecting", "<p>Connecting.</p>" + _worker_socket(
+                query["to"][0], query.get("kind", ["dedicated"])[0])))
+        if parts.path == "/socket-worker.js":
+            return self._send(200, _socket_code(query["to"][0]).encode(), {"Content-Type": "text/javascript"})
         if parts.path == "/framed":
             target = html.escape(query["to"][0], quote=True)
-            return self._send(200, _page("framed", f"<p>A frame:</p><iframe src='{target}'></iframe>"))
+            said = "<script>addEventListener('message', (m) => document.title = String(m.data));</script>"
+            return self._send(200, _page("framed", f"<p>A frame:</p><iframe src='{target}'></iframe>{said}"))
         if parts.path == "/popup":
             target = html.escape(query["to"][0], quote=True)
             return self._send(200, _page("popup", f"<a href='{target}' target=_blank>Open it</a>"
