@@ -456,3 +456,24 @@ def test_a_browse_has_no_shared_workers(browser_env, site, internal):
     assert asyncio.run(in_browse()) == "no shared workers"
     assert internal.hits == []
     assert asyncio.run(unguarded()) == "closed" and internal.paths() == ["/ws"]
+
+
+def test_a_browse_that_loses_its_worker_guard_is_stopped(browser_env, site):
+    """Workers would start unheld once the guard's DevTools connection is gone, so the browse ends with it."""
+    from capabilities.browser.session import BrowserSession
+
+    async def lose_it():
+        tab = BrowserSession(config=BrowserConfig(cdp_url=browser_env.cdp_url))
+        try:
+            await tab.open(f"http://{SITE}:{site.port}/form")
+            assert not tab.page.is_closed()
+            await tab._workers._socket.close()  # as a dropped connection would: the guard did not close it
+            for _ in range(100):
+                if tab.page.is_closed():
+                    return True
+                await asyncio.sleep(0.1)
+            return False
+        finally:
+            await tab.close()
+
+    assert asyncio.run(lose_it())
