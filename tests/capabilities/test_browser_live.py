@@ -16,6 +16,7 @@ from channels.testing import WebsocketCommunicator
 from django.test import Client
 
 from agenticos.asgi import application
+from agenticos.models import AuditEvent
 from agenticos.tenancy import SESSION_KEY as ORG_SESSION_KEY
 from agents.models import RunStatus
 from capabilities.browser import live
@@ -115,6 +116,12 @@ def test_the_person_watches_takes_over_types_and_hands_back_and_the_agent_goes_o
     everything = json.dumps([r.json for r in fake_openai.chat_requests]) + json.dumps(result)
     assert "Grace" not in everything  # what a person types reaches the page and nothing else
     assert "Grace" not in json.dumps(live.snapshot(run.pk, CALL)["steps"])
+    # The take-over is on the organization's audit trail: who, which run's browse; never what they typed.
+    trail = AuditEvent.objects.filter(organization=org, action__startswith="browser.").order_by("created_at")
+    assert [(e.action, e.actor, e.target_type, e.target_id, e.details) for e in trail] == [
+        ("browser.taken_over", owner, "run", str(run.pk), {"call_id": CALL}),
+        ("browser.handed_back", owner, "run", str(run.pk), {"call_id": CALL})]
+    assert "Grace" not in json.dumps([e.details for e in trail])
 
 
 @browse
