@@ -460,13 +460,30 @@
     return card;
   }
 
+  // A card is built again only when what it shows changes (another question of the form, the summary): every
+  // frame of a running turn renders, and a card built anew under the pointer loses the click that was landing on
+  // it, and the answer being typed in it.
+  var requestNodes = {};
   function renderRequests() {
     if (!requestsEl) return;
     var focused = document.activeElement && requestsEl.contains(document.activeElement);
-    requestsEl.innerHTML = "";
-    pending.approvals.forEach(function (a) { requestsEl.appendChild(approvalPanel(a)); });
-    pending.questions.slice(0, 1).forEach(function (q) { requestsEl.appendChild(questionCard(q)); });
-    if (focused) {
+    var next = {}, nodes = [];
+    function keep(key, build) {
+      var node = requestNodes[key] || build();
+      next[key] = node;
+      nodes.push(node);
+    }
+    pending.approvals.forEach(function (a) { keep("a:" + a.approval_id, function () { return approvalPanel(a); }); });
+    pending.questions.slice(0, 1).forEach(function (q) {
+      var at = questionIndex[q.question_id] === undefined ? 0 : questionIndex[q.question_id];
+      keep("q:" + q.question_id + ":" + at, function () { return questionCard(q); });
+    });
+    requestNodes = next;
+    var same = nodes.length === requestsEl.children.length &&
+               nodes.every(function (node, i) { return requestsEl.children[i] === node; });
+    if (same) return;
+    requestsEl.replaceChildren.apply(requestsEl, nodes);
+    if (focused && !requestsEl.contains(document.activeElement)) {
       var first = requestsEl.querySelector("input, button");
       if (first) first.focus();
     }

@@ -440,6 +440,11 @@
     }
 
     function turnSig(turn) {
+      // A person's message shows its text and files: the stored copy a turn's end reads back (with its ids) is the
+      // same message, and drawing it again would take away the button a click was landing on.
+      if (turn.role === "user") {
+        return JSON.stringify(["user", turn.text || "", turn.attachments || [], o.version ? o.version(turn) : null]);
+      }
       return JSON.stringify([turn, turn.parts && turn.parts.filter(function (p) { return p.type === "tool"; })
         .map(function (p) { return [openSteps[p.call.id], expandedRails[p.call.id]]; }), o.version ? o.version(turn) : null]);
     }

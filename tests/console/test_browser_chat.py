@@ -7,11 +7,16 @@ Screenshots of every screen go to test-artifacts/console/."""
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
 
 from agenticos.models import Membership
 from agents.models import Agent, Run
+from agents.runner.frames import frame
+from agents.runs import group_name
 from tests import factories
 from tests.console.conftest import ARTIFACTS
 
@@ -224,6 +229,17 @@ def test_a_question_card_returns_on_reopen_and_is_answered_with_the_keyboard(liv
     page.keyboard.press("Space")
     page.get_by_label("Or write your own answer").focus()
     page.keyboard.type("Green tea")
+    # Frames keep coming while a card is open (here the run's next steps): the view renders, and the card with its
+    # half-given answer stays as it was, focus and all (a card built anew lost them, and a click landing on it).
+    run = Run.objects.get(agent__name="Chooser")
+    steps = frame("follow_ups", conversation_id=str(run.conversation_id), run_id=str(run.pk), steps=["Tell me more"])
+    send_to = async_to_sync(get_channel_layer().group_send)
+    with ThreadPoolExecutor(1) as pool:  # off the thread whose loop Playwright's sync API holds
+        pool.submit(send_to, group_name(run.pk), {"type": "run.frame", "frame": steps}).result()
+    page.wait_for_selector("[data-follow-ups]")
+    assert page.get_by_label("Or write your own answer").input_value() == "Green tea"
+    assert page.get_by_label("tea", exact=True).is_checked()
+    assert page.evaluate("() => document.activeElement.classList.contains('own-answer')")
     page.keyboard.press("Enter")
     page.wait_for_selector("[data-send-answers]")
     assert "Green tea" in page.locator(".answers-summary").text_content()

@@ -68,6 +68,34 @@ def no_overflow(page, width):
     assert page.evaluate("() => document.documentElement.scrollWidth") <= width + 1
 
 
+def test_a_turns_end_keeps_the_persons_message_and_its_buttons(live_server_url, browser, scripted_model):
+    """When a turn ends the view reads the stored transcript back; the person's message there is the same one (with
+    its ids now), so it is not drawn again — a Copy or Edit being clicked at that moment keeps its button. The
+    read is held until the message is marked, so the mark is on the node drawn before it."""
+    scripted_model(numbered_answers())
+    org = factories.organization(name="Acme")
+    member(org, "asker@example.com")
+    agent = factories.published_agent(org, factories.member(org, "builder"), name="Helper")
+    page, errors = chat_page(browser, live_server_url, "asker@example.com", agent)
+    held = []
+    page.route("**/turns.json", lambda route: held.append(route))
+
+    send(page, "Tell me a fact")
+    wait_idle(page, 1)
+    page.wait_for_function("() => document.querySelector('.turn-user [data-action=edit]') !== null")
+    while not held:  # the turn's end asks for the transcript right after it frees the composer
+        page.wait_for_timeout(50)
+    page.evaluate("() => { document.querySelector('.turn-user').dataset.drawnBefore = 'yes'; }")
+    with page.expect_response("**/turns.json"):
+        held[0].fulfill(response=held[0].fetch())
+    page.unroute("**/turns.json")
+    page.evaluate("() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))")
+    assert page.evaluate("() => document.querySelector('.turn-user').dataset.drawnBefore") == "yes"
+    press(page.locator(".turn-user [data-action=copy]"), 1440)
+    page.wait_for_function("() => document.querySelector('.turn-user [data-action=copy]').textContent === 'Copied'")
+    assert errors == []
+
+
 @pytest.mark.parametrize("width", [1440, 390])
 def test_copy_regenerate_and_edit_and_resend_act_on_the_messages(live_server_url, browser, scripted_model, width):
     scripted_model(numbered_answers())
