@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic_ai import RunContext
-from pydantic_ai.messages import ToolCallPart, ToolReturnPart, UserPromptPart
+from pydantic_ai.messages import CapabilityEvent, ToolCallPart, ToolReturnPart, UserPromptPart
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai_harness import BackgroundTools
 
@@ -37,6 +37,22 @@ BUSY = ("The browser is busy with a browse that is still running (call {call_id}
         "Do not use the browser until it has.")
 LOST = ("The run paused for a person while {tool} ran in the background (call {calls}); that browse was stopped "
         "and its result will not arrive. Call {tool} again if it is still needed.")
+
+
+@dataclass(kw_only=True)
+class BackgroundResult(CapabilityEvent, namespace="agenticos.browser", name="background_result"):
+    """A background browse's result arrived: the chat's step shows it now, not at the turn's end. Emitted into the
+    run's own event stream, so it reaches every follower in order, after the "started" reply it replaces."""
+
+    call_id: str
+    content: Any
+    ok: bool
+
+    def as_frame(self) -> dict[str, Any]:
+        from agents.runner.frames import frame
+        from agents.runner.transcript import jsonable
+
+        return frame("tool_result", tool_call_id=self.call_id, content=jsonable(self.content), ok=self.ok)
 
 
 @dataclass
@@ -117,8 +133,9 @@ class BrowserBackground(BackgroundTools[Any]):
 
 
 async def _stored(ctx: RunContext[Any], call_id: str, content: Any, *, ok: bool) -> None:
-    """The background browse's result on its stored tool call (the runner stored only the "started" reply). A
-    failed write must not lose the result the model is about to read."""
+    """The background browse's result on its stored tool call (the runner stored only the "started" reply), and
+    on the run's frames (`tool_result` again, with the result). A failed write or a frame that cannot go must
+    not lose the result the model is about to read."""
     from asgiref.sync import sync_to_async
 
     from agents.runner.transcript import background_result
@@ -127,6 +144,10 @@ async def _stored(ctx: RunContext[Any], call_id: str, content: Any, *, ok: bool)
         await sync_to_async(background_result)(ctx.deps.run_id, call_id, content, ok=ok)
     except Exception:
         logger.warning("could not store a background browse's result", exc_info=True)
+    try:
+        await ctx.emit(BackgroundResult(call_id=call_id, content=content, ok=ok))
+    except Exception:
+        logger.warning("could not announce a background browse's result", exc_info=True)
 
 
 def _lost_browses(messages: list[Any], browse: str) -> list[str]:

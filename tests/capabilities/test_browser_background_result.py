@@ -46,10 +46,20 @@ def test_a_background_browse_s_stored_call_holds_its_result_once_it_arrives(org,
     stepper.queue(*form_steps("Sent; the page thanks Ada and writes to ada@example.com."))
     hold_step(stepper, 1, lambda: fake_openai.wait_for_requests(2, timeout=30))
     run = start(org, owner, agent, version, prompt="send the form")
-    run_now(run)
+    frames = run_now(run)
     run.refresh_from_db()
 
     assert run.status == RunStatus.COMPLETED, run.error
+    # The chat's step gets the result when it arrives (a tool_result after the "started" one), before the answer
+    # that reads it — not only from the stored call at the turn's end.
+    results = [(i, f["data"]) for i, f in enumerate(frames)
+               if f["type"] == "tool_result" and f["data"]["tool_call_id"] == "bg1"]
+    assert [STARTED in json.dumps(data["content"]) for _, data in results] == [True, False]
+    arrived, data = results[1]
+    assert data["ok"] is True and "thanks Ada" in json.dumps(data["content"])
+    assert "ada@example.com" not in json.dumps(data["content"])  # past the guardrails, as the model reads it
+    answer = "".join(f["data"]["content"] for f in frames[arrived:] if f["type"] == "text_delta")
+    assert "Done: the form was sent." in answer
     call = ToolCall.objects.get(run=run, tool_call_id="bg1")
     stored = json.dumps(call.result)
     assert call.status == ToolCall.Status.OK
