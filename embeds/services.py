@@ -28,6 +28,7 @@ from agenticos.errors import Invalid
 from agenticos.models import Membership, Secret, SecretKind
 from agenticos.tenancy import Actor
 from agents.models import Agent, AgentVersion, Conversation, Environment, Message, Run, RunStatus, ToolCall
+from agents.uploads import public_attachments
 from embeds.frames import Toggles, visible_result
 from embeds.models import DEFAULT_ACCENT, Embed, EmbedFile
 
@@ -550,7 +551,7 @@ def history_messages(conversation: Conversation | None, embed: Embed, limit: int
     rows = list(
         Message.objects.filter(conversation=conversation, role__in=[Message.Role.USER, Message.Role.ASSISTANT])
         .order_by("-id")
-        .values("id", "role", "content", "thinking", "parts", "run_id", "created_at")[:limit]
+        .values("id", "role", "content", "thinking", "parts", "run_id", "attachments", "created_at")[:limit]
     )
     rows.reverse()
     toggles = Toggles.of(embed)
@@ -564,7 +565,9 @@ def history_messages(conversation: Conversation | None, embed: Embed, limit: int
     for r in rows:
         run_id = str(r["run_id"]) if r["run_id"] else None
         if r["role"] == Message.Role.USER:
-            out.append({"role": r["role"], "text": r["content"], "at": r["created_at"].isoformat()})
+            # The files the visitor sent with it: name, type and size, as they saw them when sending.
+            out.append({"role": r["role"], "text": r["content"], "at": r["created_at"].isoformat(),
+                        "attachments": public_attachments(r["attachments"])})
             last_run = None
             continue
         parts = _visitor_parts(r, run_id, calls, toggles)

@@ -602,7 +602,7 @@
 
   // A stored message of an embed's history ({role, text, parts?, at}) as a turn.
   function fromHistory(m) {
-    if (m.role === "user") return {role: "user", text: m.text || "", at: m.at};
+    if (m.role === "user") return {role: "user", text: m.text || "", at: m.at, attachments: m.attachments || []};
     return {role: "assistant", parts: m.parts && m.parts.length ? m.parts : [{type: "text", text: m.text || ""}], at: m.at};
   }
 

@@ -387,3 +387,48 @@ def test_a_generated_image_shows_on_the_hosted_page_through_the_pages_own_route(
         assert page.get_by_role("link", name="Download").get_attribute("href") == own_route + "&download=1"
         page.screenshot(path=str(ARTIFACTS / "turn-renderer-hosted-page-image.png"))
         assert errors == []
+
+
+def test_a_visitors_files_show_on_their_own_turn_live_and_reopened(server, tmp_path):
+    """The hosted page names the files a visitor sent above their message, when they send it and when the thread
+    is replayed (`history`, name/type/size only)."""
+    import base64
+
+    from agenticos.models import Membership
+    from agents.models import Message
+    from tests import factories
+
+    org = factories.organization(name="Acme")
+    owner = factories.user(email="owner@example.com", password=PASSWORD)
+    Membership.objects.create(organization=org, user=owner, role="owner")
+    agent = factories.published_agent(org, owner, name="Reader")
+    embed = factories.embed(agent, kind="page", created_by=owner, allow_uploads=True)
+    receipt = tmp_path / "receipt.png"
+    receipt.write_bytes(base64.b64decode(
+        "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGP4z8DwHwAFAAH/iZk9HQAAAABJRU5ErkJggg=="))
+    files_js = "() => Array.from(document.querySelectorAll('.turn-user [data-message-files] li')).map(l => l.textContent)"
+
+    with chromium() as browser:
+        page = browser.new_page()
+        errors = watched(page)
+        page.goto(f"{server}/e/{embed.public_key}")
+        page.wait_for_function("() => !document.getElementById('send').disabled")
+        page.set_input_files("#file", str(receipt))
+        page.wait_for_function("() => document.getElementById('files').textContent === 'receipt.png'")
+        page.get_by_label("Message").fill("What does this receipt say?")
+        page.get_by_role("button", name="Send").click()
+        page.wait_for_selector(".turn-user [data-message-files]")
+        assert page.evaluate(files_js) == ["receipt.png"]
+        assert page.locator(".turn-user .content").text_content() == "What does this receipt say?"
+
+        sent = Message.objects.filter(run__embed_id=embed.pk, role="user")
+        for _ in range(300):  # the socket writes the turn after the page drew it
+            if sent.exists():
+                break
+            page.wait_for_timeout(100)
+        assert [f["name"] for f in sent.get().attachments] == ["receipt.png"]
+        page.reload()  # the thread replayed from the server
+        page.wait_for_selector(".turn-user [data-message-files]")
+        assert page.evaluate(files_js) == ["receipt.png"]
+        page.screenshot(path=str(ARTIFACTS / "hosted-page-visitor-files.png"))
+        assert errors == []

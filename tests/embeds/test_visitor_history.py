@@ -28,7 +28,9 @@ def seed_thread(embed) -> None:
     run = Run.objects.create(organization_id=embed.organization_id, agent=embed.agent, surface="embed",
                              version=embed.agent.environments.get(name="production").version,
                              prompt="Chart my sales", conversation=conversation, status="completed", embed_id=embed.pk)
-    Message.objects.create(conversation=conversation, run=run, role="user", content="Chart my sales")
+    Message.objects.create(conversation=conversation, run=run, role="user", content="Chart my sales",
+                           attachments=[{"file_id": "f1", "name": "sales.csv", "mime": "text/csv", "size": 12,
+                                         "path": "embeds/uploads/INTERNAL-PATH.csv"}])
     first = Message.objects.create(
         conversation=conversation, run=run, role="assistant", content="Here is the chart.", thinking="SECRET THOUGHT",
         parts=[{"type": "thinking", "text": "SECRET THOUGHT"}, {"type": "text", "text": "Here is the chart."},
@@ -59,6 +61,8 @@ async def test_a_widget_replays_steps_and_the_chart_but_never_arguments_results_
     await database_sync_to_async(seed_thread)(widget)
     messages = await replayed(widget, SHOP)
     assert [m["role"] for m in messages] == ["user", "assistant"]
+    # The visitor's own files are named on their turn; where they are stored never travels.
+    assert messages[0]["attachments"] == [{"name": "sales.csv", "mime": "text/csv", "size": 12}]
     turn = messages[1]
     assert [p["type"] for p in turn["parts"]] == ["text", "tool", "tool", "text"]
     lookup, chart = turn["parts"][1]["call"], turn["parts"][2]["call"]

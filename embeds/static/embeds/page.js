@@ -57,8 +57,11 @@
       return [turn.error ? h("div", {class: "notice", role: "alert", text: turn.error}) : null,
               turn.live ? null : h("div", {class: "time", text: fmtTime(turn.at)})];
     },
-    user: function (turn) {  // what a visitor wrote is not a document
+    user: function (turn) {  // what a visitor wrote is not a document; the files they sent are named above it
+      var files = turn.attachments || [];
       return h("article", {class: "turn turn-user user", "data-turn": "user"}, [h("div", {class: "body"}, [
+        files.length ? h("ul", {class: "message-files", "data-message-files": "", "aria-label": "Attached files"},
+                         files.map(function (f) { return h("li", {text: f.name}); })) : null,
         h("div", {class: "content", text: turn.text}), h("div", {class: "time", text: fmtTime(turn.at)})])]);
     },
     onChange: function () { draw(); },  // a fold the reader clicked: at once
@@ -116,7 +119,8 @@
     };
   }
   function sendText(text) {
-    turns.push({role: "user", text: text, at: new Date().toISOString()});
+    var files = pendingFiles.map(function (f) { return {name: f.name, mime: f.mime, size: f.size}; });
+    turns.push({role: "user", text: text, at: new Date().toISOString(), attachments: files});
     schedule();
     var frame = { type: "message", text: text, context: urlVariables() };
     if (pendingFiles.length) { frame.file_ids = pendingFiles.map(function (f) { return f.id; }); pendingFiles = []; $("files").textContent = ""; }
