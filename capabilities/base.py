@@ -161,6 +161,9 @@ class Capability:
     # `tools=()` capability ("no tools on purpose", or tools that come from data such as MCP servers), and
     # for one the catalog lists without tools that still has one (clock). Served and shown on the card.
     tools_note: str = ""
+    # Capabilities the Builder switches on along with this one, when the agent has no binding of theirs yet
+    # (agenticos/console/builder.py): Visuals brings Charts.
+    binds_with: tuple[str, ...] = ()
 
     def tool(self, tool_id: str) -> ToolDecl | None:
         return next((t for t in self.tools if t.id == tool_id), None)

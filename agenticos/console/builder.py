@@ -479,14 +479,11 @@ def save_capability(request: HttpRequest, actor: Actor, agent_id: Any, capabilit
 
 
 def _bind_companions(entry: Any, bindings: list[dict[str, Any]]) -> list[str]:
-    """Bind what a capability switched on brings along (its module's BINDS_WITH: Visuals brings Charts, the spec's
+    """Bind what a capability switched on brings along (`Capability.binds_with`: Visuals brings Charts, the spec's
     'el Builder lo vincula, junto con Charts, al activar Visuals'). Only what is not bound at all: a companion the
     author switched off stays off. Returns the ids bound."""
-    import sys
-
-    module = sys.modules.get(entry.build.__module__)
     bound = {b.get("id") for b in bindings}
-    added = [cid for cid in getattr(module, "BINDS_WITH", ()) if cid not in bound and registry.find(cid) is not None]
+    added = [cid for cid in entry.binds_with if cid not in bound and registry.find(cid) is not None]
     bindings.extend({"id": cid, "enabled": True} for cid in added)
     return added
 

@@ -367,11 +367,6 @@ class EarlierVisuals(AbstractCapability[Any]):
         return listing
 
 
-# What the Builder binds along with Visuals when it is switched on (agenticos/console/builder.py): a number to
-# look at is create_chart's, not a drawing's, and the skill tells the model to choose so.
-BINDS_WITH = ("charts",)
-
-
 def build(ctx: BuildContext) -> list[Built]:
     spec = spec_for(ctx)
     # An image from the web comes only as this agent's own web readers would read it.
@@ -404,4 +399,7 @@ CAPABILITY = Capability(
     config_model=NoConfig,
     voice="live",
     build=build,
+    # The spec: the Builder binds it together with Charts. A number to look at is create_chart's, not a drawing's,
+    # and the skill tells the model to choose so.
+    binds_with=("charts",),
 )
