@@ -172,10 +172,7 @@ class EmbedConsumer(AsyncWebsocketConsumer):
             return
         if len(text_data or bytes_data or "") > max_frame_chars():
             # Parsed, it would hold a worker thread and memory for no message a visitor can send.
-            self.gone = True
-            await self._drop_turn()
-            await self.close(code=TOO_BIG_CODE, reason=TOO_BIG_MESSAGE)
-            raise StopConsumer()
+            await self._stop(TOO_BIG_CODE, TOO_BIG_MESSAGE)
         try:
             payload = json.loads(text_data or "")
         except (ValueError, TypeError):
@@ -379,19 +376,13 @@ class EmbedConsumer(AsyncWebsocketConsumer):
         except TimeoutError:
             # Stop writing rather than hold the turn's stream open once per frame for a client that
             # is not reading; the run goes on and writes its transcript, a page resumes its thread.
-            self.gone = True
-            await self._drop_turn()
-            await self.close(code=SLOW_READER_CODE, reason=SLOW_READER_MESSAGE)
-            raise StopConsumer() from None
+            await self._stop(SLOW_READER_CODE, SLOW_READER_MESSAGE)
 
     async def send_error(self, message: str, code: str) -> None:
         await self.send_frame({"type": "error", "data": {"message": message, "code": code}})
 
     async def _refuse_and_close(self) -> None:
-        self.gone = True
-        await self._drop_turn()
-        await self.close(code=REFUSED_CODE, reason=REFUSED_MESSAGE)
-        raise StopConsumer()
+        await self._stop(REFUSED_CODE, REFUSED_MESSAGE)
 
     async def _drop_turn(self) -> None:
         turn, self.turn = self.turn, None
@@ -402,7 +393,19 @@ class EmbedConsumer(AsyncWebsocketConsumer):
 
     async def disconnect(self, code: int) -> None:
         self.gone = True
+        self._uncount()
+        await self._drop_turn()
+
+    def _uncount(self) -> None:
+        """The open-sockets gauge, once per counted socket: on the client's close, and on the server's own (1009,
+        1011, 4003 after accept), where the consumer stops and no disconnect follows."""
         if getattr(self, "_socket_counted", False):
             self._socket_counted = False
             metrics.socket_closed("embed")
+
+    async def _stop(self, code: int, reason: str) -> None:
+        self.gone = True
         await self._drop_turn()
+        self._uncount()
+        await self.close(code=code, reason=reason)
+        raise StopConsumer()

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+from collections import deque
 import json
 import logging
 from collections.abc import Awaitable, Callable
@@ -63,7 +64,9 @@ class WorkerGuard:
         self.script = script
         self.on_lost = on_lost
         self.context_id: str | None = None
-        self.guarded: list[str] = []  # the URLs of the workers the guard was installed in (tests read it)
+        # The URLs of the last workers the guard was installed in (tests read it); a page starting workers by the
+        # thousand does not grow it.
+        self.guarded: deque[str] = deque(maxlen=100)
         self._socket: Any = None
         self._ids = itertools.count(1)
         self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}

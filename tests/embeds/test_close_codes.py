@@ -10,6 +10,7 @@ import pytest
 from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
 
+from agenticos import metrics
 from agents.models import Run
 from embeds.consumers import (
     RATE_LIMITED_MESSAGE,
@@ -66,14 +67,18 @@ async def test_too_many_connections_close_with_4029_and_its_reason(widget, setti
 
 
 async def test_a_frame_above_the_limit_is_closed_1009_with_its_reason_and_starts_nothing(widget, dispatched):
+    open_sockets = metrics.SOCKETS.labels("embed")._value.get
+    before = open_sockets()
     comm = communicator(widget.public_key)
     connected, _ = await comm.connect(timeout=3)
     assert connected and [(await next_frame(comm))["type"] for _ in range(2)] == ["ready", "history"]
+    assert open_sockets() == before + 1
     oversized = json.dumps({"type": "message", "text": "x" * max_frame_chars()})
     await comm.send_to(text_data=oversized)
     message = await comm.receive_output(timeout=3)
     assert message == {"type": "websocket.close", "code": 1009, "reason": TOO_BIG_MESSAGE}
     await comm.wait(timeout=3)
+    assert open_sockets() == before  # closed by the server: no disconnect follows, the gauge still goes down
     assert dispatched == []
     assert not await database_sync_to_async(Run.objects.filter(agent=widget.agent).exists)()
 
