@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections import deque
 import json
 import logging
+from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
