@@ -82,14 +82,16 @@ DESKTOP = r"""
 # synchronous same-origin request to a path only this browse knows (`__CHECK__`), which the browse's own route
 # answers without it ever leaving the browser (`session.BrowserSession._route`), and a socket the policy refuses
 # is opened on a name that never resolves (RFC 6761 `.invalid`): it closes as an unreachable server would.
-# It fails closed: where the question cannot be asked (a CSP `connect-src` without the page's own origin, a frame
-# whose permissions policy forbids sync XHR) the socket is refused. A wrapper the page could find (its
-# `toString` is a proxy's). The same script runs in every worker the page starts, before the worker's own first
-# line (workers.py).
+# The same holds for the other constructors that open a connection no request interception sees: WebSocketStream
+# (shipped in this Chromium) and WebTransport (HTTP/3 over UDP, on secure pages). The address checked is the one
+# the native constructor gets (a string, resolved once: an object whose `toString` answers differently the second
+# time cannot swap it), and each prototype's `constructor` names the wrapper, so the native one is not reachable
+# through a socket. It fails closed: where the question cannot be asked (a CSP `connect-src` without the page's
+# own origin, a frame whose permissions policy forbids sync XHR) the connection is refused. A wrapper the page
+# could find (its `toString` is a proxy's). The same script runs in every worker the page starts, before the
+# worker's own first line (workers.py).
 SOCKET_GUARD = r"""
 (() => {
-  const Native = self.WebSocket;
-  if (!Native) return;
   // Read when a socket is made, not here: a worker held before its first line (workers.py) has no location yet,
   // and reading it then crashes Chromium's renderer.
   const here = () => self.location;
@@ -105,14 +107,28 @@ SOCKET_GUARD = r"""
       return false;
     }
   };
-  self.WebSocket = new Proxy(Native, {
-    construct(target, args, newTarget) {
-      let url;
-      try { url = new URL(String(args[0]), here().href).href; } catch (e) { url = null; }
-      if (url !== null && !allowed(url)) args = ['ws://refused.invalid/', ...Array.prototype.slice.call(args, 1)];
-      return Reflect.construct(target, args, newTarget);
-    },
-  });
+  const guard = (name, refused) => {
+    const Native = self[name];
+    if (typeof Native !== 'function') return;
+    const Wrapped = new Proxy(Native, {
+      construct(target, args, newTarget) {
+        let url;
+        try { url = new URL(String(args[0]), here().href).href; } catch (e) { url = null; }
+        // No URL: refused as the native constructor refuses one (it is never handed what it would read again).
+        if (url === null) throw new DOMException('The URL is invalid.', 'SyntaxError');
+        const given = [allowed(url) ? url : refused, ...Array.prototype.slice.call(args, 1)];
+        // A subclass's own constructor stays its own; the native one is never handed back as `newTarget`.
+        return Reflect.construct(target, given, newTarget === Wrapped ? target : newTarget);
+      },
+    });
+    self[name] = Wrapped;
+    // Every socket's prototype names its constructor: without this, `Object.getPrototypeOf(ws).constructor` (or
+    // `WebSocket.prototype.constructor`) is the native one, unchecked.
+    Object.defineProperty(Native.prototype, 'constructor', {value: Wrapped, writable: true, configurable: true});
+  };
+  guard('WebSocket', 'ws://refused.invalid/');
+  guard('WebSocketStream', 'ws://refused.invalid/');
+  guard('WebTransport', 'https://refused.invalid/');
 })();
 """
 

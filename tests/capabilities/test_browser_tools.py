@@ -477,3 +477,29 @@ def test_a_browse_that_loses_its_worker_guard_is_stopped(browser_env, site):
             await tab.close()
 
     assert asyncio.run(lose_it())
+
+
+@pytest.mark.parametrize("how", ["proto", "popup", "blank", "twice", "stream"])
+def test_a_websocket_built_around_the_wrapped_constructor_is_refused_too(browser_env, site, internal, how):
+    """The ways around the check a page has: the native constructor through a socket's own prototype or a new
+    window's document, an address that reads differently the second time, and WebSocketStream (shipped in this
+    Chromium, a handshake no interception sees either). The prototype, the second reading and WebSocketStream got
+    through the first version of the check (page_js.SOCKET_GUARD says how each is closed); a new window's document
+    runs the check as any document does."""
+    from capabilities.browser.session import BrowserSession
+
+    config = BrowserConfig(cdp_url=browser_env.cdp_url)
+    target = f"ws://{INTRANET}:{internal.port}/ws"
+
+    async def open_socket():
+        tab = BrowserSession(config=config)
+        try:
+            await tab.open(f"http://{SITE}:{site.port}/socket-around?{urlencode({'to': target, 'how': how})}")
+            await tab.page.wait_for_function("document.title === 'closed' || document.title === 'open'",
+                                             timeout=10000)
+            return await tab.page.title()
+        finally:
+            await tab.close()
+
+    title = asyncio.run(open_socket())
+    assert internal.hits == [] and title == "closed"

@@ -141,6 +141,25 @@ class _Handler(BaseHTTPRequestHandler):
                       f" const ws = new f.contentWindow.WebSocket('{target}'); ws.onopen = () => document.title = 'open';"
                       " ws.onclose = () => document.title = 'closed';</script>")
             return self._send(200, _page("connecting", "<p>Connecting.</p>" + script))
+        if parts.path == "/socket-around":
+            # The native constructor reached around the wrapped one: through a socket's prototype, or from a new
+            # window's document before anything closed it.
+            target = json.dumps(query["to"][0])
+            how = query["how"][0]
+            native = {"proto": "Object.getPrototypeOf(new WebSocket('ws://127.0.0.1:9/')).constructor",
+                      "popup": "window.open('about:blank').WebSocket",
+                      "blank": "window.open('', '_blank').WebSocket"}.get(how, "WebSocket")
+            # "twice": an address that names this site when checked and the target when the socket reads it.
+            address = (f"(() => {{ let n = 0; return {{ toString: () => n++ ? {target} : 'ws://' + location.host + '/' }}; }})()"
+                       if how == "twice" else target)
+            if how == "stream":  # WebSocketStream: its `opened` settles (or fails) as the handshake does
+                script = (f"<script>const s = new WebSocketStream({target}); s.opened.then(() => document.title = 'open',"
+                          " () => document.title = 'closed');</script>")
+            else:
+                script = (f"<script>let ws; try {{ ws = new ({native})({address}); }} catch (e) {{ document.title = 'closed'; }}"
+                          " if (ws) { ws.onopen = () => document.title = 'open'; ws.onclose = () => document.title = 'closed'; }"
+                          "</script>")
+            return self._send(200, _page("connecting", "<p>Connecting.</p>" + script))
         if parts.path == "/worker":
             target = html.escape(query["to"][0], quote=True)
             script = (f"<script>const code = \"fetch('{target}').then(r => r.text()).then(t => postMessage('got ' + t),"
