@@ -3,7 +3,7 @@
 `WebPages`: real HTTP on 127.0.0.1 (a thread), every request recorded. Pages: `/form` (name, email, plan,
 POST → `/thanks`), `/flow/1` → `/flow/2` → `/flow/3` (a multi-page flow), `/login` (POST user+password →
 `/account` with a session cookie), `/cookie/set` and `/cookie/show`, `/redirect?to=<url>` (302), `/fetcher?to=<url>`
-(the page's own `fetch()`; its title says what came back), `/socket?to=<ws url>` (the page's own WebSocket), `/popup?to=<url>` (a link to a new tab, a window.open button), `/framed?to=<url>` (an iframe), `/worker?to=<url>` (a dedicated worker's `fetch()`; the title says what came back), `/worker-socket?to=<ws url>&kind=`
+(the page's own `fetch()`; its title says what came back), `/socket?to=<ws url>` (the page's own WebSocket), `/socket-around?to=<ws url>&how=` (the ways around its check), `/popup?to=<url>` (a link to a new tab, a window.open button), `/framed?to=<url>` (an iframe), `/worker?to=<url>` (a dedicated worker's `fetch()`; the title says what came back), `/worker-socket?to=<ws url>&kind=`
 (a worker's own WebSocket: dedicated, script, nested or shared — where a browser has no SharedWorker the
 title says 'no shared workers'; see `_worker_socket`; in a frame it tells
 the page around it too, whose title `/framed` then shows). The tests reach it by a name Chromium maps to
@@ -134,19 +134,14 @@ class _Handler(BaseHTTPRequestHandler):
             script = (f"<script>const ws = new WebSocket('{target}'); ws.onopen = () => document.title = 'open';"
                       " ws.onclose = () => document.title = 'closed';</script>")
             return self._send(200, _page("connecting", "<p>Connecting.</p>" + script))
-        if parts.path == "/socket-frame":
-            # The native constructor taken from a fresh about:blank frame, around a wrapped one in the page.
-            target = html.escape(query["to"][0], quote=True)
-            script = ("<script>const f = document.createElement('iframe'); document.body.appendChild(f);"
-                      f" const ws = new f.contentWindow.WebSocket('{target}'); ws.onopen = () => document.title = 'open';"
-                      " ws.onclose = () => document.title = 'closed';</script>")
-            return self._send(200, _page("connecting", "<p>Connecting.</p>" + script))
         if parts.path == "/socket-around":
-            # The native constructor reached around the wrapped one: through a socket's prototype, or from a new
-            # window's document before anything closed it.
+            # The native constructor reached around the wrapped one: from a fresh about:blank frame, through a
+            # socket's prototype, or from a new window's document before anything closed it.
             target = json.dumps(query["to"][0])
             how = query["how"][0]
-            native = {"proto": "Object.getPrototypeOf(new WebSocket('ws://127.0.0.1:9/')).constructor",
+            native = {"frame": "(() => { const f = document.createElement('iframe'); document.body.appendChild(f);"
+                               " return f.contentWindow.WebSocket; })()",
+                      "proto": "Object.getPrototypeOf(new WebSocket('ws://127.0.0.1:9/')).constructor",
                       "popup": "window.open('about:blank').WebSocket",
                       "blank": "window.open('', '_blank').WebSocket"}.get(how, "WebSocket")
             # "twice": an address that names this site when checked and the target when the socket reads it.
