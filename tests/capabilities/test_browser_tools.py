@@ -446,7 +446,7 @@ def test_a_browse_that_loses_its_worker_guard_is_stopped(browser_env, site):
             await tab.open(f"http://{SITE}:{site.port}/form")
             assert not tab.page.is_closed()
             await tab._workers._socket.close()  # as a dropped connection would: the guard did not close it
-            for _ in range(100):
+            for _ in range(300):
                 if tab.page.is_closed():
                     return True
                 await asyncio.sleep(0.1)

@@ -83,8 +83,11 @@ def test_a_turns_end_keeps_the_persons_message_and_its_buttons(live_server_url, 
     send(page, "Tell me a fact")
     wait_idle(page, 1)
     page.wait_for_function("() => document.querySelector('.turn-user [data-action=edit]') !== null")
-    while not held:  # the turn's end asks for the transcript right after it frees the composer
+    for _ in range(600):  # the turn's end asks for the transcript right after it frees the composer
+        if held:
+            break
         page.wait_for_timeout(50)
+    assert held, "the turn's end never read the transcript back"
     page.evaluate("() => { document.querySelector('.turn-user').dataset.drawnBefore = 'yes'; }")
     with page.expect_response("**/turns.json"):
         held[0].fulfill(response=held[0].fetch())
