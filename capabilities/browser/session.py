@@ -339,7 +339,7 @@ class BrowserSession:
         target = (await session.send("Target.getTargetInfo"))["targetInfo"]
         if self._workers is None:
             self._workers = WorkerGuard(self._socket_guard(), on_lost=self._guard_lost)
-            await self._workers.start(self._address, target["browserContextId"])
+            await self._workers.start(self._address)
         await self._workers.watch(target["targetId"])
 
     def _guard_lost(self) -> None:

@@ -34,7 +34,7 @@ from urllib.parse import urlsplit, urlunsplit
 logger = logging.getLogger(__name__)
 
 _HOLD = {"autoAttach": True, "waitForDebuggerOnStart": True, "flatten": True}
-_WORKERS = ("worker",)
+_WORKERS = ("worker",)  # a dedicated worker; a shared one never starts in a browse (page_js.NO_SHARED_WORKERS)
 COMMAND_TIMEOUT_SECONDS = 10
 
 
@@ -63,7 +63,6 @@ class WorkerGuard:
     def __init__(self, script: str, on_lost: Callable[[], Any] | None = None) -> None:
         self.script = script
         self.on_lost = on_lost
-        self.context_id: str | None = None
         # The URLs of the last workers the guard was installed in (tests read it); a page starting workers by the
         # thousand does not grow it.
         self.guarded: deque[str] = deque(maxlen=100)
@@ -74,10 +73,9 @@ class WorkerGuard:
         self._tasks: set[asyncio.Task[None]] = set()
         self._closing = False
 
-    async def start(self, address: str, context_id: str) -> None:
+    async def start(self, address: str) -> None:
         import websockets
 
-        self.context_id = context_id
         try:
             url = await browser_socket_url(address)
             self._socket = await websockets.connect(url, max_size=None, proxy=None, ping_interval=None,
@@ -159,7 +157,9 @@ class WorkerGuard:
         info = params.get("targetInfo", {})
         kind = info.get("type")
         try:
-            if kind in _WORKERS and info.get("browserContextId") == self.context_id:
+            # Everything attached here is the watched tab's own (its frames, their workers, theirs): every worker
+            # is guarded, whatever else its target info says.
+            if kind in _WORKERS:
                 await self._send("Target.setAutoAttach", _HOLD, session)  # the workers it starts
                 answer = await self._send("Runtime.evaluate", {"expression": self.script}, session)
                 if "exceptionDetails" in answer:
