@@ -88,6 +88,8 @@ def park_on_slack(fake, sender, *, channel="C1"):
     assert sender.send(event).status_code == 200
     card = wait_until(lambda: next((p for p in fake.answers(channel) if p.buttons()), None))
     wait_until(lambda: Run.objects.filter(status="awaiting_approval").exists())
+    # The card's row is written after Slack answered the post: the fake can have it first.
+    wait_until(lambda: ApprovalCard.objects.exists())
     return event, card, Approval.objects.get()
 
 

@@ -78,6 +78,8 @@ def parked(celery_worker, org, owner, fake_slack, script):  # noqa: F811
     script([("get_current_time", {"timezone": "Europe/Warsaw"})])
     fired = firing.fire_now(actor=actor_of(owner, org), trigger=trigger)
     card = wait_until(lambda: next((p for p in fake_slack.answers("C-reports") if p.buttons()), None))
+    # The worker records the card after Slack answered the post: the fake can have it before the row exists.
+    wait_until(lambda: ApprovalCard.objects.filter(approval__run_id=fired.run.pk).exists())
     return fired.run.pk, bot, card
 
 
