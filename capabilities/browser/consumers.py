@@ -68,14 +68,8 @@ class BrowseLiveConsumer(AsyncJsonWebsocketConsumer):
         self.run, can_control = live.viewer_of(actor, self.run_id)
         return actor, can_control
 
-    def _audit(self, action: str) -> None:
-        """A person took the agent's browser, or handed it back: who, which run's browse, from where."""
-        from agenticos import audit
-
-        client = self.scope.get("client") or [None]
-        audit.record(actor=self.actor.user, organization=self.actor.organization, action=action, target=self.run,
-                     target_name=f"{self.run.agent.name} run {self.run.pk}", details={"call_id": self.call_id},
-                     ip_address=client[0])
+    def _client_address(self) -> str | None:
+        return (self.scope.get("client") or [None])[0]
 
     async def disconnect(self, code: int) -> None:
         if self.joined:
@@ -114,7 +108,8 @@ class BrowseLiveConsumer(AsyncJsonWebsocketConsumer):
             await self.send_json(live.frame("error", code="conflict",
                                             message="Someone else has the browser, or the browse is over."))
             return
-        await database_sync_to_async(self._audit)("browser.taken_over")
+        await database_sync_to_async(live.audit_control)(self.actor, self.run, self.call_id, "browser.taken_over",
+                                                        self._client_address())
         await self._broadcast_control()
 
     async def _on_release(self, content: dict[str, Any]) -> None:
@@ -126,7 +121,8 @@ class BrowseLiveConsumer(AsyncJsonWebsocketConsumer):
         holder = await asyncio.to_thread(live.controller, self.run_id, self.call_id)
         if holder is None or holder.get("user_id") != self.actor.user_id:
             return
-        await database_sync_to_async(self._audit)("browser.handed_back")
+        await database_sync_to_async(live.audit_control)(self.actor, self.run, self.call_id, "browser.handed_back",
+                                                        self._client_address())
         if await asyncio.to_thread(live.is_live, self.run_id, self.call_id):
             await self.channel_layer.group_send(live.input_group(self.run_id, self.call_id), {
                 "type": "browse.input", "user_id": self.actor.user_id, "release": True})

@@ -120,6 +120,15 @@ def takes(run_id: Any, call_id: str) -> int:
     return int(_client().get(key(run_id, call_id, "takes")) or 0)
 
 
+def audit_control(actor: Any, run: Any, call_id: str, action: str, ip_address: str | None) -> None:
+    """A person took the agent's browser (`browser.taken_over`) or handed it back (`browser.handed_back`): who,
+    which run's browse, from where — never what they typed."""
+    from agenticos import audit
+
+    audit.record(actor=actor.user, organization=actor.organization, action=action, target=run,
+                 target_name=f"{run.agent.name} run {run.pk}", details={"call_id": call_id}, ip_address=ip_address)
+
+
 def release_control(run_id: Any, call_id: str, *, user_id: int) -> bool:
     holder = controller(run_id, call_id)
     if holder is None or holder.get("user_id") != user_id:

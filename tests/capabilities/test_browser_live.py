@@ -209,6 +209,8 @@ def test_who_cannot_read_the_run_gets_404_and_a_refused_socket(org, owner, outsi
 
     asyncio.run(sockets())
     assert live.controller(run.pk, CALL) is None
+    # Refused sockets and a take that took nothing leave no audit event of a take-over.
+    assert not AuditEvent.objects.filter(action__startswith="browser.").exists()
 
 
 def test_the_page_gets_only_clicks_wheel_text_and_the_listed_keys_within_bounds():
