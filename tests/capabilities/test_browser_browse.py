@@ -50,7 +50,9 @@ def contexts(cdp_url: str) -> list[str]:
 
     async def ask() -> list[str]:
         async with async_playwright() as pw:
-            browser = await pw.chromium.connect_over_cdp(cdp_url)
+            # The module's Chromium may be just started on a machine busy with the other worker's tests: a
+            # fresh-clone run saw its first client wait past Playwright's default 30 s (as the service tests do).
+            browser = await pw.chromium.connect_over_cdp(cdp_url, timeout=120_000)
             session = await browser.new_browser_cdp_session()
             answer = await session.send("Target.getBrowserContexts")
             await session.detach()
