@@ -567,6 +567,10 @@ REMOTE_AGENT_TIMEOUT_SECONDS = _int("REMOTE_AGENT_TIMEOUT_SECONDS", 300, minimum
 # Browser services (Chromium DevTools endpoints) an agent's cdp_url may name, by host; empty refuses the browser
 # capability at publish. `make run` starts Debian's chromium on 127.0.0.1 and lists it (agenticos/launcher.py).
 BROWSER_CDP_ALLOWED_HOSTS = env.list("BROWSER_CDP_ALLOWED_HOSTS", default=[])
+# Private hosts a page in the agents' browser may load although `browser_use.allowed_domains` names them: the
+# operator's decision, never an agent author's (issue 37). The browser's DevTools, sandboxd, the web server,
+# PostgreSQL and Redis stay unreachable from a page whatever is listed here.
+BROWSER_ALLOWED_PRIVATE_HOSTS = env.list("BROWSER_ALLOWED_PRIVATE_HOSTS", default=[])
 # How long a browse waits for the browser service to accept its DevTools connection (a Chromium just started on
 # a busy host answers /json/version well before it takes a client).
 BROWSER_CONNECT_TIMEOUT_SECONDS = _int("BROWSER_CONNECT_TIMEOUT_SECONDS", 30, minimum=1)
