@@ -135,7 +135,10 @@ class Service:
         raw_id = str(body.get("id") or "")
         if not ID_PATTERN.match(raw_id) or len(raw_id) > 64:
             raise Refused("A workspace id is 1-64 letters, digits, '-' or '_'.")
-        workspace, created = self.registry.open(self._internal(request, raw_id), runtime)
+        internal = self._internal(request, raw_id)
+        tenant = request.state.tenant
+        workspace, created = self.registry.open(internal, runtime,
+                                                f"tenant:{tenant}" if tenant else f"workspace:{internal}")
         return JSONResponse({**self._summary(request, workspace), "created": created},
                             status_code=201 if created else 200)
 
@@ -175,7 +178,7 @@ class Service:
             try:
                 before = await asyncio.to_thread(self.registry.manifest, workspace, with_hash=False)
                 outcome = await asyncio.to_thread(jail.run, self.config, workspace.path, runtime, command,
-                                                  timeout=timeout, env=env)
+                                                  timeout=timeout, env=env, uid=workspace.uid)
                 after = await asyncio.to_thread(self.registry.manifest, workspace, with_hash=False)
             finally:
                 workspace.running -= 1

@@ -96,10 +96,14 @@ class Config:
     output_bytes: int = 256 * 1024
     read_bytes: int = 32 * 1024**2
     idle_close_seconds: int = 7 * 24 * 3600
-    # The uid commands run as when sandboxd is root (an unprivileged account, so RLIMIT_NPROC binds and a
-    # file written in a workspace is not root's on the host). Ignored when sandboxd is not root.
-    run_as_uid: int = 65534
-    run_as_gid: int = 65534
+    # The host uids commands run as when sandboxd is root: one per tenant (or per workspace the service token
+    # opened), allocated from [uid_base, uid_base + uid_count) and kept in <root>/uids.json (uids.py), so the
+    # kernel's per-user limits (RLIMIT_NPROC) and the workspaces' file permissions are never shared between two
+    # organizations. The default range sits far above the usual /etc/subuid ranges (100000 + 65536 × n); an
+    # operator whose hosts use it sets another. Ignored when sandboxd is not root (then every command runs as
+    # sandboxd's own uid, and the per-user limits are shared: say so in production — operations.md).
+    uid_base: int = 1_100_000_000
+    uid_count: int = 10_000_000
     workbench_dir: str | None = None
     runtimes: dict[str, Runtime] = field(default_factory=dict)
     # Background tasks (tasks.py): their longest wall-clock timeout, and the upstreams (host, port) one may
@@ -178,8 +182,8 @@ def from_env() -> Config:
         max_timeout=_int("SANDBOXD_MAX_TIMEOUT", 600, minimum=1),
         output_bytes=_int("SANDBOXD_OUTPUT_BYTES", 256 * 1024, minimum=1024),
         idle_close_seconds=_int("SANDBOXD_IDLE_CLOSE_SECONDS", 7 * 24 * 3600, minimum=60),
-        run_as_uid=_int("SANDBOXD_RUN_AS_UID", 65534, minimum=1),
-        run_as_gid=_int("SANDBOXD_RUN_AS_GID", 65534, minimum=1),
+        uid_base=_int("SANDBOXD_UID_BASE", 1_100_000_000, minimum=1000),
+        uid_count=_int("SANDBOXD_UID_COUNT", 10_000_000, minimum=1),
         workbench_dir=workbench,
         runtimes=available_runtimes(workbench),
         max_task_timeout=_int("SANDBOXD_MAX_TASK_TIMEOUT", 3600, minimum=1),
@@ -188,13 +192,15 @@ def from_env() -> Config:
 
 
 def check_reachable(config: Config) -> None:
-    """Run as root, commands start as `run_as_uid`, and bubblewrap (running as that uid) must reach the
+    """Run as root, commands start as their tenant's uid, and bubblewrap (running as that uid) must reach the
     workspace it binds: every folder above the workspaces must be searchable by others."""
+    if config.uid_base + config.uid_count > 2**32 - 2:
+        raise ConfigError("SANDBOXD_UID_BASE + SANDBOXD_UID_COUNT must stay below 4294967294.")
     if os.geteuid() != 0:
         return
     folder = config.workspaces
     for current in [folder, *folder.parents]:
         if current.exists() and not os.stat(current).st_mode & 0o001:
             raise ConfigError(f"{current} is not searchable by other users, so commands (run as uid "
-                              f"{config.run_as_uid}) cannot reach their workspace: chmod o+x it, or choose "
+                              f"{config.uid_base}+) cannot reach their workspace: chmod o+x it, or choose "
                               "another SANDBOXD_ROOT.")

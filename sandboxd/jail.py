@@ -13,7 +13,8 @@ What a command sees and may do:
 - network: only its own loopback (the network namespace has no route out, and the host's 127.0.0.1 is
   another namespace's). An egress allow-list is not built;
 - rlimits set by prlimit before bwrap starts (inherited by everything inside): CPU seconds, address space,
-  processes (counted per host uid — sandboxd running as root runs commands as `run_as_uid`), one file's
+  processes (counted per host uid — sandboxd running as root runs each tenant's commands as a uid of its own,
+  uids.py, so one organization's processes never use up another's quota), one file's
   size (at most what is left of the workspace's disk cap), open files, no core dumps;
 - a wall-clock timeout: the whole process group is killed, and because the command's processes live in
   their own PID namespace whose init dies with bwrap (`--die-with-parent`), nothing started inside — a
@@ -76,21 +77,13 @@ def write_etc(root: Path) -> Path:
     return etc
 
 
-def argv(config: Config, workspace: Path, runtime: Runtime, command: str, *, file_bytes: int, hosts: Path | None = None, binds: tuple[tuple[str, str], ...] = ()) -> list[str]:
-    """`hosts` replaces the generated /etc/hosts and `binds` adds read-only mounts (a background task's
-    egress relay, egress.py); neither can make the workspace's tree or the host's anything but what it is."""
-    limits = [
-        config.prlimit,
-        f"--cpu={config.cpu_seconds}",
-        f"--as={config.memory_bytes}",
-        f"--nproc={config.max_processes}",
-        f"--fsize={file_bytes}",
-        f"--nofile={config.open_files}",
-        "--core=0",
-        "--",
-    ]
+def walls(bwrap: str, *, etc: Path, tmp_bytes: int, hosts: Path | None = None) -> list[str]:
+    """bubblewrap's part of every jail, up to the mounts of what it runs (see the module docstring): its own
+    user, PID, IPC, UTS, network and cgroup namespaces, no capabilities, the host's /usr read-only, a fresh
+    /proc and /dev, an in-memory /tmp, and `etc` (write_etc's folder) as the only /etc. Shared by sandboxd's
+    commands and the platform's `run_python` (capabilities/code_execution/sandbox.py), so one wall is kept."""
     jail = [
-        config.bwrap,
+        bwrap,
         "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net",
         "--unshare-cgroup-try",
         "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_GID), "--hostname", HOSTNAME,
@@ -104,14 +97,30 @@ def argv(config: Config, workspace: Path, runtime: Runtime, command: str, *, fil
         elif target.is_dir():
             jail += ["--ro-bind", str(target), f"/{link}"]
     # The sandbox's own /tmp (a tmpfs inside its mount namespace), not the host's.
-    jail += ["--proc", "/proc", "--dev", "/dev", "--size", str(config.tmp_bytes), "--tmpfs", "/tmp",  # noqa: S108
+    jail += ["--proc", "/proc", "--dev", "/dev", "--size", str(tmp_bytes), "--tmpfs", "/tmp",  # noqa: S108
              "--dir", "/etc"]
-    etc = config.root / "etc"
     for name in _ETC_FILES:
         source = hosts if name == "hosts" and hosts is not None else etc / name
         jail += ["--ro-bind", str(source), f"/etc/{name}"]
     for name in _ETC_TREES:
         jail += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+    return jail
+
+
+def argv(config: Config, workspace: Path, runtime: Runtime, command: str, *, file_bytes: int, hosts: Path | None = None, binds: tuple[tuple[str, str], ...] = ()) -> list[str]:
+    """`hosts` replaces the generated /etc/hosts and `binds` adds read-only mounts (a background task's
+    egress relay, egress.py); neither can make the workspace's tree or the host's anything but what it is."""
+    limits = [
+        config.prlimit,
+        f"--cpu={config.cpu_seconds}",
+        f"--as={config.memory_bytes}",
+        f"--nproc={config.max_processes}",
+        f"--fsize={file_bytes}",
+        f"--nofile={config.open_files}",
+        "--core=0",
+        "--",
+    ]
+    jail = walls(config.bwrap, etc=config.root / "etc", tmp_bytes=config.tmp_bytes, hosts=hosts)
     if runtime.mount:
         jail += ["--ro-bind", runtime.mount, f"/opt/{runtime.alias}"]
     for bind_source, bind_target in binds:
@@ -163,8 +172,9 @@ def _kill(process: subprocess.Popen) -> None:
 
 
 def run(config: Config, workspace: Path, runtime: Runtime, command: str, *, timeout: float,
-        env: dict[str, str] | None = None) -> Outcome:
-    """Run `command` in the workspace under the jail; blocking (sandboxd calls it on a thread)."""
+        env: dict[str, str] | None = None, uid: int | None = None) -> Outcome:
+    """Run `command` in the workspace under the jail, as host `uid` (the workspace's tenant's, uids.py) when
+    sandboxd is root; blocking (sandboxd calls it on a thread)."""
     used = disk_usage(workspace)
     room = max(config.disk_bytes - used, 0)
     # A workspace a killed command left over its cap: the next command may only bring it down (it cannot write,
@@ -174,7 +184,9 @@ def run(config: Config, workspace: Path, runtime: Runtime, command: str, *, time
     cmd = argv(config, workspace, runtime, command, file_bytes=min(config.file_bytes, room))
     demote: dict = {}
     if os.geteuid() == 0:
-        demote = {"user": config.run_as_uid, "group": config.run_as_gid, "extra_groups": []}
+        if uid is None:
+            raise ValueError("sandboxd runs as root: a command needs its workspace's uid")
+        demote = {"user": uid, "group": uid, "extra_groups": []}
     started = time.monotonic()
     process = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                start_new_session=True, close_fds=True, env=environment(runtime, env or {}), **demote)

@@ -122,7 +122,7 @@ class Tasks:
         task.folder.mkdir()
         await workspace.lock.acquire()
         try:
-            owner = (self.config.run_as_uid, self.config.run_as_gid) if os.geteuid() == 0 else None
+            owner = (workspace.uid, workspace.uid) if workspace.uid is not None else None
             egress = await Egress.open(task.folder / "egress", upstreams,
                                        base_hosts=(self.config.root / "etc" / "hosts").read_text(),
                                        owner=owner) if upstreams else None

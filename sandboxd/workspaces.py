@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from sandboxd.config import Config
+from sandboxd.uids import UidMap
 
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$")
 ACTIVITY_KEPT = 100
@@ -51,6 +52,10 @@ class Workspace:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     running: int = 0
     last_max_rss_kb: int = 0
+    # Whose uid its commands run as (uids.py): the tenant's, or "workspace:<id>" for the service token's own.
+    owner_key: str = ""
+    # The host uid its commands run as and its files belong to; None when sandboxd is not root.
+    uid: int | None = None
 
     def note(self, kind: str, **details: Any) -> None:
         self.last_used_at = time.time()
@@ -82,6 +87,12 @@ class Registry:
         self.config = config
         self.items: dict[str, Workspace] = {}
         config.workspaces.mkdir(parents=True, exist_ok=True)
+        self.root = os.geteuid() == 0
+        if self.root:
+            # Searchable, not listable: a command never sees this folder (only its own workspace is mounted),
+            # and this keeps one tenant's uid from listing the others' names should a wall ever fail.
+            os.chmod(config.workspaces, 0o711)  # noqa: S103 - o+x only: bwrap, as the tenant's uid, must reach its own
+        self.uids = UidMap(config.root / "uids.json", config.uid_base, config.uid_count)
         self._load()
 
     # -------------------------------------------------------------- lifecycle
@@ -98,24 +109,41 @@ class Registry:
             workspace_id = str(data.get("id", ""))
             folder = self.config.workspaces / workspace_id
             if ID_PATTERN.match(workspace_id) and folder.is_dir():
-                self.items[workspace_id] = Workspace(
+                # A workspace from before uids per tenant has no owner key: it gets one of its own.
+                owner_key = str(data.get("owner") or f"workspace:{workspace_id}")
+                workspace = Workspace(
                     id=workspace_id, runtime=str(data.get("runtime", "")), path=folder,
                     opened_at=float(data.get("opened_at", time.time())),
-                    last_used_at=float(data.get("last_used_at", time.time())))
+                    last_used_at=float(data.get("last_used_at", time.time())), owner_key=owner_key,
+                    uid=self.uids.uid(owner_key) if self.root else None)
+                self.items[workspace_id] = workspace
+                if workspace.uid is not None and os.lstat(folder).st_uid != workspace.uid:
+                    self._own_tree(workspace)  # left by a sandboxd that ran every command as one uid
 
     def _save(self, workspace: Workspace) -> None:
         self._meta_path(workspace.id).write_text(json.dumps(
             {"id": workspace.id, "runtime": workspace.runtime, "opened_at": workspace.opened_at,
-             "last_used_at": workspace.last_used_at}))
+             "last_used_at": workspace.last_used_at, "owner": workspace.owner_key}))
 
-    def _own(self, path: Path, *, directory: bool) -> None:
-        """Files sandboxd writes belong to the uid commands run as, so a command can change them."""
-        if os.geteuid() == 0:
-            os.chown(path, self.config.run_as_uid, self.config.run_as_gid, follow_symlinks=False)
+    def _own(self, workspace: Workspace, path: Path, *, directory: bool) -> None:
+        """Files sandboxd writes belong to the workspace's uid, so its commands can change them and no other
+        tenant's uid can open them; the workspace's own folder is its owner's alone (0700)."""
+        if workspace.uid is not None:
+            os.chown(path, workspace.uid, workspace.uid, follow_symlinks=False)
         if not os.path.islink(path):
-            os.chmod(path, 0o755 if directory else 0o644)
+            os.chmod(path, (0o700 if path == workspace.path else 0o755) if directory else 0o644)
 
-    def open(self, workspace_id: str, runtime: str) -> tuple[Workspace, bool]:
+    def _own_tree(self, workspace: Workspace) -> None:
+        self._own(workspace, workspace.path, directory=True)
+        for folder, dirs, files in os.walk(workspace.path, followlinks=False):
+            for name in dirs:
+                self._own(workspace, Path(folder, name), directory=True)
+            for name in files:
+                path = Path(folder, name)
+                if workspace.uid is not None:
+                    os.chown(path, workspace.uid, workspace.uid, follow_symlinks=False)
+
+    def open(self, workspace_id: str, runtime: str, owner_key: str = "") -> tuple[Workspace, bool]:
         if not ID_PATTERN.match(workspace_id):
             raise Refused("A workspace id is 1-128 letters, digits, '-' or '_'.")
         if runtime not in self.config.runtimes:
@@ -129,9 +157,11 @@ class Registry:
             return existing, False
         folder = self.config.workspaces / workspace_id
         folder.mkdir(exist_ok=True)
-        self._own(folder, directory=True)
         now = time.time()
-        workspace = Workspace(id=workspace_id, runtime=runtime, path=folder, opened_at=now, last_used_at=now)
+        owner_key = owner_key or f"workspace:{workspace_id}"
+        workspace = Workspace(id=workspace_id, runtime=runtime, path=folder, opened_at=now, last_used_at=now,
+                              owner_key=owner_key, uid=self.uids.uid(owner_key) if self.root else None)
+        self._own(workspace, folder, directory=True)
         workspace.note("opened", runtime=runtime)
         self.items[workspace_id] = workspace
         self._save(workspace)
@@ -221,7 +251,7 @@ class Registry:
             folder = folder / part
             if not folder.exists():
                 folder.mkdir()
-                self._own(folder, directory=True)
+                self._own(workspace, folder, directory=True)
             elif not folder.is_dir():
                 raise Refused(f"{rel}: {folder.relative_to(workspace.path)} is a file, not a folder.")
         if target.is_dir():
@@ -229,7 +259,7 @@ class Registry:
         fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
-        self._own(target, directory=False)
+        self._own(workspace, target, directory=False)
 
     def remove(self, workspace: Workspace, path: str) -> None:
         rel = relative(path)
