@@ -123,16 +123,84 @@ CHANNEL_HOSTS = "CHANNEL_ALLOWED_PRIVATE_HOSTS"
 MEM0_HOSTS = "MEM0_ALLOWED_HOSTS"
 
 
+# ------------------------------------------------------------------ IPv6 forms that carry an IPv4 address
+#
+# A translating or dual-stack network delivers these to the IPv4 address inside them, so each is judged by that
+# address (a private IPv4 inside is private; a public one is as reachable as the IPv4 itself). pydantic-ai's
+# checks decode most of them but not IPv4-translated (`::ffff:0:a.b.c.d`, RFC 2765 SIIT), which passed as a
+# public IPv6 address; this module decodes every form itself and asks `_ssrf` about the IPv4 it finds.
+#
+# Decisions, per form, for an embedded *public* IPv4:
+# - mapped, translated, compatible, 6to4 and the NAT64 well-known prefix 64:ff9b::/96: allowed (on an
+#   IPv6-only network DNS64 answers 64:ff9b::a.b.c.d for every public server, so refusing it would break them);
+# - NAT64 local-use 64:ff9b:1::/48 (RFC 8215): what it reaches is the operator's translator's choice, so the
+#   whole prefix is private (listable in the allowance like any internal range);
+# - Teredo 2001::/32: refused whatever it carries (a relay through a third party's server is never a service's
+#   address; `_ssrf` lists the whole prefix as private); its client IPv4 is still decoded for the message.
+_IPV4_MAPPED = ipaddress.IPv6Network("::ffff:0:0/96")
+_IPV4_TRANSLATED = ipaddress.IPv6Network("::ffff:0:0:0/96")
+_IPV4_COMPATIBLE = ipaddress.IPv6Network("::/96")
+_NAT64_WELL_KNOWN = ipaddress.IPv6Network("64:ff9b::/96")
+_NAT64_LOCAL_USE = ipaddress.IPv6Network("64:ff9b:1::/48")
+_SIXTOFOUR = ipaddress.IPv6Network("2002::/16")
+_TEREDO = ipaddress.IPv6Network("2001::/32")
+
+
+def _address(ip: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    try:
+        return ipaddress.ip_address(ip.split("%")[0].strip("[]"))
+    except ValueError:
+        return None
+
+
+def embedded_ipv4(ip: str) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 address delivers to (see the forms above), or None."""
+    address = _address(ip)
+    if not isinstance(address, ipaddress.IPv6Address):
+        return None
+    low32 = ipaddress.IPv4Address(address.packed[12:])
+    if address in _TEREDO:
+        return ipaddress.IPv4Address(int(low32) ^ 0xFFFFFFFF)  # RFC 4380: the client address, bits inverted
+    if address in _SIXTOFOUR:
+        return ipaddress.IPv4Address(address.packed[2:6])  # RFC 3056: bits 16-47
+    if address in _IPV4_COMPATIBLE and int(address) > 1:  # `::` and `::1` are themselves, not IPv4
+        return low32
+    if any(address in net for net in (_IPV4_MAPPED, _IPV4_TRANSLATED, _NAT64_WELL_KNOWN)):
+        return low32
+    return None
+
+
+def is_metadata(ip: str) -> bool:
+    """A cloud metadata address, also inside any IPv6 form that carries one."""
+    inner = embedded_ipv4(ip)
+    return _ssrf.is_cloud_metadata_ip(ip) or (inner is not None and _ssrf.is_cloud_metadata_ip(str(inner)))
+
+
+def is_private(ip: str) -> bool:
+    """A private, loopback, link-local or reserved address (anything not an address counts), also inside any IPv6
+    form that carries one. Other guards (the browser's) should ask this, not `_ssrf`, to see the same forms."""
+    address = _address(ip)
+    if address is None or _ssrf.is_private_ip(ip):
+        return True
+    if isinstance(address, ipaddress.IPv6Address) and address in _NAT64_LOCAL_USE:
+        return True
+    inner = embedded_ipv4(ip)
+    return inner is not None and _ssrf.is_private_ip(str(inner))
+
+
 def _allowed_private(hostname: str, ip: str, allowance: str = TOOL_HOSTS) -> bool:
     entries = list(getattr(settings, allowance, []) or [])
     host_key = domain_key(hostname)
     address = ipaddress.ip_address(ip.split("%")[0])
+    # A listed IPv4 network also admits its addresses in IPv6 clothing (the same destination).
+    inner = embedded_ipv4(ip)
     for entry in entries:
         entry = str(entry).strip()
         if not entry:
             continue
         try:
-            if address in ipaddress.ip_network(entry, strict=False):
+            network = ipaddress.ip_network(entry, strict=False)
+            if address in network or (inner is not None and inner in network):
                 return True
             continue
         except ValueError:
@@ -169,9 +237,9 @@ async def check_url(url: str, *, allowance: str = TOOL_HOSTS) -> Pinned:
         except ValueError as exc:
             raise Unresolvable(f"The host {hostname!r} does not resolve.") from exc
     for ip in ips:
-        if _ssrf.is_cloud_metadata_ip(ip):
+        if is_metadata(ip):
             raise AddressRefused(f"{hostname} resolves to a cloud metadata address ({ip}); that is always refused.")
-        if _ssrf.is_private_ip(ip) and not _allowed_private(hostname, ip, allowance):
+        if is_private(ip) and not _allowed_private(hostname, ip, allowance):
             raise AddressRefused(
                 f"{hostname} resolves to a private or local address ({ip}). Only hosts the operator lists "
                 f"in {allowance} may be reached on internal addresses."
