@@ -1,17 +1,24 @@
-"""Web chat socket `/ws/chat/` for signed-in members. Thin: admit, route by type, relay frames."""
+"""Web chat socket `/ws/chat/` for signed-in members. Thin: admit, route by type, relay frames.
+
+Also the inbound-frame rules both sockets (this one and the embed socket) share: `decode_frame` and the close a
+frame larger than any message gets."""
 
 from __future__ import annotations
 
+import json
 import logging
 import uuid
+from typing import Any
 
 from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from channels.layers import get_channel_layer
+from django.conf import settings
 
 from agenticos import metrics
 from agenticos.errors import DomainError, NotFound
+from agenticos.middleware import MAX_JSON_DEPTH
 from agenticos.tenancy import SESSION_KEY, resolve_actor
 from agents.chat import member_run, start_member_run
 from agents.runner.frames import frame
@@ -22,6 +29,63 @@ from governance import signals as governance_signals
 logger = logging.getLogger(__name__)
 
 CLOSE_REFUSED = 4003
+# A frame larger than any message closes the socket with the surfaces spec's 4003 ("refused — do not retry, the
+# answer will not change"): the same frame sent again gets the same answer. Not RFC 6455's 1009: daphne closes
+# through autobahn's sendClose, which sends only 1000 and 3000–4999 and raises on anything else, so the client
+# got daphne's 1011 ("reconnect") and a traceback was logged — and a client that reconnects resends the frame.
+FRAME_REFUSED_CODE = 4003
+TOO_BIG_MESSAGE = "That frame is too large. Do not resend it."
+
+
+class BadFrame(Exception):
+    """An inbound frame that is no frame: answered with a `bad_frame` error frame, the socket stays open."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
+class FrameTooBig(Exception):
+    """An inbound frame larger than any message: the socket is closed with FRAME_REFUSED_CODE."""
+
+
+def max_frame_chars() -> int:
+    """The largest inbound frame: a message at MAX_MESSAGE_CHARS written entirely as JSON escapes (six
+    characters each), plus room for its context and file ids. Anything bigger is no message anyone typed."""
+    return 6 * int(getattr(settings, "MAX_MESSAGE_CHARS", 32000)) + 64 * 1024
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    # Iterative: the frame is walked without the recursion a deep one would exhaust.
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            if depth > limit:
+                return True
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return False
+
+
+def decode_frame(text_data: str | None, bytes_data: bytes | None = None) -> Any:
+    """The JSON value of an inbound text frame. FrameTooBig past `max_frame_chars`, checked before parsing (a
+    parse would hold a thread and memory for nothing); BadFrame for a binary frame, text that is not JSON, or
+    JSON nested deeper than the HTTP API accepts (MAX_JSON_DEPTH) — at ~1,000 levels the parser's recursion
+    runs out, and a RecursionError escaping the consumer closed the socket 1011 with a traceback."""
+    if len(text_data or bytes_data or "") > max_frame_chars():
+        raise FrameTooBig
+    if text_data is None:
+        raise BadFrame("Frames are JSON text, not binary.")
+    try:
+        payload = json.loads(text_data)
+    except RecursionError:
+        raise BadFrame(f"That frame is nested deeper than {MAX_JSON_DEPTH} levels.") from None
+    except ValueError:
+        raise BadFrame("That frame is not JSON.") from None
+    if _deeper_than(payload, MAX_JSON_DEPTH):
+        raise BadFrame(f"That frame is nested deeper than {MAX_JSON_DEPTH} levels.")
+    return payload
 
 
 class ChatConsumer(AsyncJsonWebsocketConsumer):
@@ -52,6 +116,19 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             metrics.socket_closed("chat")
         for group in getattr(self, "groups_joined", set()):
             await self.channel_layer.group_discard(group, self.channel_name)
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: Any) -> None:
+        # Not AsyncJsonWebsocketConsumer's: its json.loads let a frame that is not JSON, or is nested 10,000
+        # deep, end the consumer with an exception (1011 on the wire, a traceback in the log).
+        try:
+            content = decode_frame(text_data, bytes_data)
+        except FrameTooBig:
+            await self.close(code=FRAME_REFUSED_CODE, reason=TOO_BIG_MESSAGE)
+            return
+        except BadFrame as exc:
+            await self.send_json(frame("error", message=exc.message, code="bad_frame"))
+            return
+        await self.receive_json(content, **kwargs)
 
     async def receive_json(self, content, **kwargs):
         kind = content.get("type") if isinstance(content, dict) else None

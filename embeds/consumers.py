@@ -2,9 +2,13 @@
 
 Admission refuses with one close code and one message whatever the cause (4003), tells "too fast" apart
 (4029), stops writing to a client that does not read (1011) and closes on a frame no visitor could have
-typed (1009). Every close carries its reason text in the ASGI message (daphne 4.2 sends only the code:
-django/daphne#374). Agent, model and environment come only
-from the embed row; a frame cannot choose them.
+typed (4003 again, with its own reason: see agents.consumers.FRAME_REFUSED_CODE). A frame that is not JSON
+or is nested too deep gets a `bad_frame` error frame. Every close carries its reason text in the ASGI message
+(daphne 4.2 sends only the code: django/daphne#374, agenticos.daphne_close_reason). Agent, model and
+environment come only from the embed row; a frame cannot choose them.
+
+A signed visitor's thread is the token's `sub` (services.thread_of), never the continuity key the browser
+presents: another person's key with your own token replays nothing of theirs.
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ from django.utils import timezone
 from agenticos import metrics, ratelimit
 from agenticos.errors import DomainError
 from agents import runs
+from agents.consumers import FRAME_REFUSED_CODE, TOO_BIG_MESSAGE, BadFrame, FrameTooBig, decode_frame
+from agents.consumers import max_frame_chars as max_frame_chars
 from agents.models import Run
 from agents.runner.frames import ending_frames
 from embeds import services
@@ -45,11 +51,10 @@ PUBLIC_KEY_PATTERN = r"[A-Za-z0-9_-]{1,64}"
 REFUSED_CODE = 4003
 RATE_LIMITED_CODE = 4029
 SLOW_READER_CODE = 1011
-TOO_BIG_CODE = 1009  # RFC 6455 "message too big", what daphne itself sends past --websocket_max_message_size
+TOO_BIG_CODE = FRAME_REFUSED_CODE
 REFUSED_MESSAGE = "Refused. Do not retry: the answer will not change."
 RATE_LIMITED_MESSAGE = "Too many connections from this address in the last minute. Wait and retry."
 SLOW_READER_MESSAGE = "This client was not reading. Reconnect."
-TOO_BIG_MESSAGE = "That frame is too large."
 STALE_TURN_SECONDS = 15 * 60
 
 
@@ -59,15 +64,6 @@ def slow_reader_seconds() -> float:
 
 def watchdog_seconds() -> float:
     return float(getattr(settings, "EMBED_TURN_WATCHDOG_SECONDS", 5))
-
-
-def max_frame_chars() -> int:
-    """The largest inbound frame: a message at MAX_MESSAGE_CHARS written entirely as JSON escapes (six
-    characters each), plus room for its context and file ids. Anything bigger is no message a visitor typed."""
-    return 6 * int(getattr(settings, "MAX_MESSAGE_CHARS", 32000)) + 64 * 1024
-
-
-# What a visitor is told when the run ended but its last frames never reached this socket.
 
 
 async def in_db_thread(fn: Any, *args: Any) -> Any:
@@ -170,13 +166,12 @@ class EmbedConsumer(AsyncWebsocketConsumer):
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         if self.gone:
             return
-        if len(text_data or bytes_data or "") > max_frame_chars():
-            # Parsed, it would hold a worker thread and memory for no message a visitor can send.
-            await self._stop(TOO_BIG_CODE, TOO_BIG_MESSAGE)
         try:
-            payload = json.loads(text_data or "")
-        except (ValueError, TypeError):
-            await self.send_error("That frame is not JSON.", "bad_frame")
+            payload = decode_frame(text_data, bytes_data)
+        except FrameTooBig:
+            await self._stop(TOO_BIG_CODE, TOO_BIG_MESSAGE)
+        except BadFrame as exc:
+            await self.send_error(exc.message, "bad_frame")
             return
         # Unknown types and fields are ignored: a cached client may be older than this server.
         if not isinstance(payload, dict) or payload.get("type") != "message":
@@ -397,8 +392,8 @@ class EmbedConsumer(AsyncWebsocketConsumer):
         await self._drop_turn()
 
     def _uncount(self) -> None:
-        """The open-sockets gauge, once per counted socket: on the client's close, and on the server's own (1009,
-        1011, 4003 after accept), where the consumer stops and no disconnect follows."""
+        """The open-sockets gauge, once per counted socket: on the client's close, and on the server's own (1011,
+        4003 after accept), where the consumer stops and no disconnect follows."""
         if getattr(self, "_socket_counted", False):
             self._socket_counted = False
             metrics.socket_closed("embed")

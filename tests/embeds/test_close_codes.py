@@ -1,6 +1,7 @@
 """What the embed surface answers to a key that is not one and to a frame no visitor could send: never an
 HTTP 500 at the handshake or a database error, always the documented close code with its reason text
-(4003 refused, 4029 too many connections, 1009 too large), through the full ASGI app."""
+(4003 refused, 4029 too many connections, 4003 with its own reason for a frame too large), through the full
+ASGI app. What daphne puts on the wire: test_socket_frames_issue37.py."""
 
 from __future__ import annotations
 
@@ -66,7 +67,7 @@ async def test_too_many_connections_close_with_4029_and_its_reason(widget, setti
     await first.disconnect()
 
 
-async def test_a_frame_above_the_limit_is_closed_1009_with_its_reason_and_starts_nothing(widget, dispatched):
+async def test_a_frame_above_the_limit_is_closed_4003_with_its_reason_and_starts_nothing(widget, dispatched):
     open_sockets = metrics.SOCKETS.labels("embed")._value.get
     before = open_sockets()
     comm = communicator(widget.public_key)
@@ -76,20 +77,20 @@ async def test_a_frame_above_the_limit_is_closed_1009_with_its_reason_and_starts
     oversized = json.dumps({"type": "message", "text": "x" * max_frame_chars()})
     await comm.send_to(text_data=oversized)
     message = await comm.receive_output(timeout=3)
-    assert message == {"type": "websocket.close", "code": 1009, "reason": TOO_BIG_MESSAGE}
+    assert message == {"type": "websocket.close", "code": 4003, "reason": TOO_BIG_MESSAGE}
     await comm.wait(timeout=3)
     assert open_sockets() == before  # closed by the server: no disconnect follows, the gauge still goes down
     assert dispatched == []
     assert not await database_sync_to_async(Run.objects.filter(agent=widget.agent).exists)()
 
 
-async def test_binary_frames_above_the_limit_are_closed_1009_too(widget, dispatched):
+async def test_binary_frames_above_the_limit_are_closed_4003_too(widget, dispatched):
     comm = communicator(widget.public_key)
     connected, _ = await comm.connect(timeout=3)
     assert connected and [(await next_frame(comm))["type"] for _ in range(2)] == ["ready", "history"]
     await comm.send_to(bytes_data=b"\0" * (max_frame_chars() + 1))
     message = await comm.receive_output(timeout=3)
-    assert message["type"] == "websocket.close" and message["code"] == 1009
+    assert message["type"] == "websocket.close" and message["code"] == 4003
     await comm.wait(timeout=3)
     assert dispatched == []
 
@@ -107,7 +108,7 @@ async def test_a_frame_at_the_limit_is_read_and_the_socket_stays_open(widget, di
     await comm.send_to(text_data="{not json")
     message = await comm.receive_output(timeout=3)
     assert message["type"] == "websocket.send" and json.loads(message["text"])["data"]["code"] == "bad_frame"
-    # …which was read: the server recorded it as a turn (a frame closed 1009 starts nothing).
+    # …which was read: the server recorded it as a turn (a frame closed 4003 starts nothing).
     run = await database_sync_to_async(lambda: Run.objects.filter(agent=widget.agent).get())()
     assert run.options["recorded_prompt"] == "At the limit?" and dispatched == [str(run.pk)]
     await comm.disconnect()
