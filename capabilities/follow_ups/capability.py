@@ -10,7 +10,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -42,6 +42,18 @@ class FollowUpsConfig(BaseModel):
             return str(uuid.UUID(str(value)))
         except ValueError:
             raise ValueError("must be a model profile id") from None
+
+
+def organization_problems(config: FollowUpsConfig, organization: Any) -> list[tuple[str, str]]:
+    """The next-steps model must be one of the publishing organization's chat profiles (the runtime filters by
+    organization too, but a foreign id must be refused at publish like every other profile reference)."""
+    if not config.model_profile_id:
+        return []
+    from agents.models import ModelProfile
+
+    exists = ModelProfile.objects.filter(pk=config.model_profile_id, organization=organization,
+                                         kind=ModelProfile.Kind.CHAT).exists()
+    return [] if exists else [("model_profile_id", "No such chat model profile in this organization.")]
 
 
 class SetupCard(BaseModel):
@@ -106,6 +118,7 @@ CAPABILITY = Capability(
     tools=TOOLS,
     build=build,
     config_model=FollowUpsConfig,
+    organization_check=organization_problems,
     voice="never",
     recommended=True,
 )
