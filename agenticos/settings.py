@@ -58,14 +58,19 @@ def _decimal_or_none(name: str, default: str) -> Decimal | None:
 DATA_DIR = devservices.data_dir()
 DEBUG = _bool("DEBUG", True)
 TESTING = _bool("AGENTICOS_TESTING", False)
+# A process `make run` started (agenticos.launcher sets it): one machine hosting itself, DEBUG off unless a developer
+# asked for it (`make dev`). Its keys stay in the data dir as in development, daphne listens on loopback over plain
+# http, and the machine's own names are its hosts (ALLOWED_HOSTS, the cookies below).
+LAUNCHED = _bool("AGENTICOS_LAUNCHER", False)
 
 
 def _generated_secret(name: str, length: int) -> str:
-    """In dev, generate once into the data dir; with DEBUG=false the variable is required."""
+    """In development and under `make run`, generated once into the data dir (`make run` and `make dev` share
+    it: the vault opens under both); otherwise, with DEBUG=false, the variable is required."""
     value = env.str(name, default="")
     if value:
         return value
-    if not DEBUG:
+    if not DEBUG and not LAUNCHED:
         raise ImproperlyConfigured(f"{name} must be set when DEBUG=false.")
     path = DATA_DIR / name.lower()
     if not path.exists():
@@ -94,10 +99,25 @@ VAULT_PREVIOUS_KEYS = _previous_vault_keys()
 
 if _bool("TRUST_X_FORWARDED_PROTO", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
-ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["*"] if DEBUG else [])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 PORT = _int("PORT", 8000)
 FRONTEND_URL = env.str("FRONTEND_URL", default=f"http://127.0.0.1:{PORT}").rstrip("/")
+
+
+def _launched_hosts() -> list[str]:
+    """The names a `make run` machine answers to: its loopback ones (daphne listens on 127.0.0.1) and
+    FRONTEND_URL's host, the address a tunnel or a proxy in front of it gives."""
+    hosts = ["localhost", "127.0.0.1", "[::1]"]
+    frontend = urlsplit(FRONTEND_URL).hostname or ""
+    if ":" in frontend:  # an IPv6 address: ALLOWED_HOSTS spells it in brackets
+        frontend = f"[{frontend}]"
+    if frontend and frontend not in hosts:
+        hosts.append(frontend)
+    return hosts
+
+
+# Development answers to any name; production lists its own (docker-compose requires it).
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["*"] if DEBUG else _launched_hosts() if LAUNCHED else [])
 
 INSTALLED_APPS = [
     "daphne",
@@ -318,8 +338,10 @@ if TESTING:
     PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 GUARDIAN_RAISE_403 = False
 ANONYMOUS_USER_NAME = None
-SESSION_COOKIE_SECURE = not DEBUG
-CSRF_COOKIE_SECURE = not DEBUG
+# Production sends the session and CSRF cookies over https only. `make run` serves plain http on loopback: there a
+# Secure cookie protects nothing (the traffic never leaves the machine) and breaks signing in wherever a Secure
+# cookie is refused over http (Safari, curl, scripts); it is Secure again once FRONTEND_URL says https (TLS in front).
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = not DEBUG and (not LAUNCHED or FRONTEND_URL.startswith("https://"))
 
 EMAIL_BACKEND = env.str("EMAIL_BACKEND", default="django.core.mail.backends.console.EmailBackend")
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="AgenticOS <noreply@localhost>")
@@ -419,6 +441,10 @@ SANDBOX_STATE_MAX_BYTES = _int("SANDBOX_STATE_MAX_BYTES", 50 * 1024 * 1024, mini
 SANDBOXD_URL = env.str("SANDBOXD_URL", default="http://127.0.0.1:8765")
 SANDBOXD_TOKEN_FILE = env.str("SANDBOXD_TOKEN_FILE", default=str(DATA_DIR / "sandboxd.token"))
 SANDBOXD_TOKEN = env.str("SANDBOXD_TOKEN", default="").strip()  # wins over the file (docker-compose passes it)
+# run_python's jails, run by a root worker, start as RUN_PYTHON_UID_BASE + a number given once per organization
+# (capabilities/code_execution/identity.py): a range of its own, apart from sandboxd's (SANDBOXD_UID_BASE) and
+# far above the usual /etc/subuid ranges; an operator whose hosts use it sets another.
+RUN_PYTHON_UID_BASE = _int("RUN_PYTHON_UID_BASE", 1_200_000_000, minimum=1000)
 # Private hosts an operator-registered sandboxd connection may be on (the deployment's own is always allowed).
 SANDBOX_ALLOWED_PRIVATE_HOSTS = env.list("SANDBOX_ALLOWED_PRIVATE_HOSTS", default=[])
 # What `execute` hands the model: at most this many characters of output; timeouts within 1..max seconds.

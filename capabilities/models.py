@@ -361,3 +361,18 @@ class SandboxConnection(models.Model):
 
 # The follow-ups capability keeps its model in its own folder (one folder per capability).
 from capabilities.follow_ups.models import FollowUp  # noqa: E402, F401
+
+
+class JailIdentity(models.Model):
+    """The host uid an organization's `run_python` programs run as: RUN_PYTHON_UID_BASE + this row's id.
+
+    One row per organization, made by its first program; never deleted and no foreign key on purpose: a uid is
+    never given to another organization, even after this one is gone (capabilities/code_execution/identity.py).
+    """
+
+    id = models.BigAutoField(primary_key=True)
+    organization_id = models.UUIDField(unique=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"{self.organization_id} → +{self.id}"

@@ -7,6 +7,8 @@ operator, and the caps are bounded rather than open.
 
 from __future__ import annotations
 
+import logging
+import os
 from typing import Any
 
 import anyio.to_thread
@@ -15,7 +17,9 @@ from pydantic_ai import RunContext
 
 from capabilities import failures
 from capabilities.base import BuildContext, Built, Capability, ToolDecl, function_toolset
-from capabilities.code_execution import sandbox
+from capabilities.code_execution import identity, sandbox
+
+logger = logging.getLogger(__name__)
 
 MAX_CODE_CHARS = 100_000
 
@@ -54,11 +58,21 @@ async def run_python(ctx: RunContext[Any], code: str) -> str:
         return failures.retry(ctx, f"The program is {len(code)} characters; the cap is {MAX_CODE_CHARS}.")
     if not code.strip():
         return failures.retry(ctx, "The program is empty: pass the Python code to run.")
+    organization_id = ctx.deps.organization_id
+
+    def jailed() -> sandbox.Outcome:
+        uid = identity.host_uid(organization_id) if os.geteuid() == 0 else None
+        return sandbox.run_program(
+            code, timeout_secs=limits.timeout_secs, max_memory_mb=limits.max_memory_mb, uid=uid
+        )
+
     try:
-        outcome = await anyio.to_thread.run_sync(
-            lambda: sandbox.run_program(
-                code, timeout_secs=limits.timeout_secs, max_memory_mb=limits.max_memory_mb
-            )
+        outcome = await anyio.to_thread.run_sync(jailed)
+    except sandbox.Unavailable as exc:
+        logger.error("run_python cannot jail a program on this host: %s", exc)
+        return failures.refuse(
+            "run_python is not available on this deployment: its isolation (bubblewrap) is missing or "
+            "cannot start here. Do the calculation another way, and tell the person if it matters."
         )
     except OSError as exc:
         return failures.transient(ctx, f"The Python sandbox could not start ({type(exc).__name__}).")

@@ -1,18 +1,25 @@
-"""Run a small Python program in a throwaway subprocess: no network, no writes outside a temp dir,
+"""Run a small Python program in a throwaway jail: no network, nothing of the host's data, its own processes,
 CPU-time and memory caps, output cut at 8,000 characters.
 
-Walls, strongest available first (probed once per process):
-1. `unshare -n` puts the child in an empty network namespace (as root), or `unshare -rn` (an
-   unprivileged user namespace) when not root. Without either, the audit hook's socket block is all
-   there is — said here on purpose, because it is a tripwire, not a wall.
-2. As root, `setpriv` drops the child to uid/gid 65534 (nobody), so the file system's own permissions
-   stop writes outside the temp dir (which is chowned to it).
-3. rlimits set by the child itself before the program runs (hard = soft, so it cannot raise them):
-   CPU seconds, address space, file size, no new processes.
-4. An audit hook (see `_bootstrap.py`) refusing sockets, new processes, native code, and opening for
-   write outside the temp dir or for read outside the standard library.
-The interpreter runs `-I -S -B`: isolated from the environment, standard library only, no bytecode
-writes; the environment is replaced by a minimal one, so no secret of the worker reaches the program.
+The wall is bubblewrap with the very walls sandboxd puts around every shell command (`sandboxd.jail.walls`, one
+implementation for both): new user, PID, IPC, UTS, network and cgroup namespaces, no capabilities, the host's
+/usr read-only (the interpreter is the host's Python under /usr: standard library only), a generated /etc, an
+in-memory /tmp, and the program's own scratch folder at /scratch as the only writable tree. Nothing else of the
+host is mounted: another organization's workspaces, chat attachments and generated files, the deployment's
+`services.env`, the worker's own files — none of them exist inside, whatever path or `dir_fd` a program opens.
+Its own PID namespace means it can name, signal or re-prioritise no process but its own.
+
+As root (the runs worker of `make run`, and of docker-compose), the jail is started as the organization's own
+host uid (`JailIdentity`: RUN_PYTHON_UID_BASE + a number given once per organization and never again), so
+the per-user process quota (prlimit --nproc) and the scratch folder's owner are the organization's, never
+shared with another. Not root, every organization's programs run as the worker's uid: the walls above hold,
+but the process quota is the worker's (operations.md says so).
+
+Inside, the bootstrap (`_bootstrap.py`) lowers the rlimits (CPU seconds, address space, file size, open files,
+no new processes; hard = soft) and installs an audit hook that refuses sockets, processes and writes outside
+the scratch folder with a readable PermissionError: a tripwire that turns an attempt into a clear refusal for
+the model, not the boundary. There is no unjailed path: without bubblewrap, or where it cannot create its
+namespaces, run_python refuses (`Unavailable`).
 """
 
 from __future__ import annotations
@@ -27,10 +34,19 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from sandboxd import jail
+
 OUTPUT_LIMIT = 8_000
 MARK = "\x00sandbox:"
-NOBODY = 65534
+SCRATCH = "/scratch"
 BOOTSTRAP = (Path(__file__).with_name("_bootstrap.py")).read_text(encoding="utf-8")
+# The organization's processes of run_python at once (each program is bwrap, its namespace's init and Python).
+MAX_PROCESSES = 256
+TMP_BYTES = 16 * 1024 * 1024
+
+
+class Unavailable(OSError):
+    """This host cannot jail a program (no bubblewrap, or no namespaces for it): run_python does not run."""
 
 
 @dataclass(frozen=True)
@@ -44,77 +60,81 @@ class Outcome:
     error_type: str = ""
 
 
-def _works(prefix: list[str]) -> bool:
-    try:
-        result = subprocess.run(
-            [*prefix, sys.executable, "-I", "-S", "-c", "pass"],
-            capture_output=True,
-            timeout=10,
-            env=_env("/"),
-        )
-    except (OSError, subprocess.SubprocessError):
-        return False
-    return result.returncode == 0
+def interpreter() -> str | None:
+    """The host's Python under /usr (the only tree of the host a jail sees): this process's own when it lives
+    there (the production image's /usr/local/bin/python), else the system's python3."""
+    own = os.path.realpath(sys.executable)
+    if own.startswith(("/usr/", "/bin/")):
+        return own
+    found = shutil.which("python3", path="/usr/local/bin:/usr/bin")
+    return os.path.realpath(found) if found else None
 
 
 @functools.cache
-def isolation_prefix() -> tuple[str, ...]:
-    """The strongest wrapper this host allows (see module docstring)."""
-    unshare, setpriv = shutil.which("unshare"), shutil.which("setpriv")
-    candidates: list[list[str]] = []
-    if os.geteuid() == 0 and unshare and setpriv:
-        drop = [setpriv, f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
-        candidates += [[unshare, "-n", "--", *drop], drop]
-    if unshare:
-        candidates.append([unshare, "-rn", "--"])
-    for prefix in candidates:
-        if _works(prefix):
-            return tuple(prefix)
-    return ()
+def _etc() -> Path:
+    """The generated /etc the jails bind (the same files sandboxd writes for its commands)."""
+    root = Path(tempfile.mkdtemp(prefix="run_python_etc_"))
+    os.chmod(root, 0o755)  # noqa: S103 - the organization's uid must reach the files it binds read-only
+    jail.write_etc(root)
+    os.chmod(root / "etc", 0o755)  # noqa: S103
+    return root
 
 
-def network_isolated() -> bool:
-    return any(part.endswith("unshare") for part in isolation_prefix())
+def _etc_dir() -> Path:
+    root = _etc()
+    if not (root / "etc" / "passwd").exists():  # a tmp cleaner took it: write it again
+        _etc.cache_clear()
+        root = _etc()
+    return root / "etc"
 
 
-def _env(home: str) -> dict[str, str]:
-    return {"HOME": home, "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "TMPDIR": home}
+def command(python: str, *, timeout_secs: int, max_memory_mb: int, scratch: str) -> list[str]:
+    """prlimit, then bubblewrap's walls, then the bootstrap: the whole argv (the program travels as a file)."""
+    bwrap, prlimit = shutil.which("bwrap"), shutil.which("prlimit")
+    if bwrap is None or prlimit is None:
+        raise Unavailable("bubblewrap (bwrap) and prlimit are needed to run a program: apt-get install bubblewrap")
+    walls = jail.walls(bwrap, etc=_etc_dir(), tmp_bytes=TMP_BYTES)
+    python_root = os.path.dirname(os.path.dirname(python))
+    extra = [] if python_root.startswith("/usr") else ["--ro-bind", python_root, python_root]
+    return [
+        prlimit, f"--nproc={MAX_PROCESSES}", "--core=0", "--",
+        *walls, *extra,
+        "--bind", scratch, SCRATCH, "--chdir", SCRATCH, "--remount-ro", "/",
+        "--", python, "-I", "-S", "-B", "-c", BOOTSTRAP, SCRATCH, str(timeout_secs),
+        str(max_memory_mb * 1024 * 1024),
+    ]
 
 
-def run_program(code: str, *, timeout_secs: int, max_memory_mb: int) -> Outcome:
-    """Blocking: call from a thread. Raises OSError only when the sandbox itself cannot start."""
-    prefix = list(isolation_prefix())
-    drops_privileges = any("setpriv" in part for part in prefix)
+def _env() -> dict[str, str]:
+    return {"HOME": SCRATCH, "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "TMPDIR": SCRATCH}
+
+
+def run_program(code: str, *, timeout_secs: int, max_memory_mb: int, uid: int | None = None) -> Outcome:
+    """Blocking: call from a thread. `uid`: the organization's host uid (identity.host_uid), used when this
+    process is root. Raises OSError (Unavailable among them) only when the jail itself cannot start."""
+    python = interpreter()
+    if python is None:
+        raise Unavailable("No Python 3 under /usr for the jail (apt-get install python3).")
+    demote: dict = {}
+    if os.geteuid() == 0:
+        if uid is None:
+            raise ValueError("run_python runs as root here: a program needs its organization's uid")
+        demote = {"user": uid, "group": uid, "extra_groups": []}
     with (
-        tempfile.TemporaryDirectory(prefix="run_python_") as workdir,
+        tempfile.TemporaryDirectory(prefix="run_python_") as scratch,
         tempfile.TemporaryDirectory(prefix="run_python_out_") as outdir,
     ):
-        Path(workdir, "main.py").write_text(code, encoding="utf-8")
-        if drops_privileges:
-            os.chown(workdir, NOBODY, NOBODY)
-            os.chmod(workdir, 0o700)
+        Path(scratch, "main.py").write_text(code, encoding="utf-8")
+        os.chmod(Path(scratch, "main.py"), 0o644)
+        if demote:
+            os.chown(scratch, uid, uid)  # type: ignore[arg-type]
+            os.chmod(scratch, 0o700)
+        argv = command(python, timeout_secs=timeout_secs, max_memory_mb=max_memory_mb, scratch=scratch)
         out_path, err_path = Path(outdir, "stdout"), Path(outdir, "stderr")
         with out_path.open("wb") as out, err_path.open("wb") as err:
-            command = [
-                *prefix,
-                sys.executable,
-                "-I",
-                "-S",
-                "-B",
-                "-c",
-                BOOTSTRAP,
-                workdir,
-                str(timeout_secs),
-                str(max_memory_mb * 1024 * 1024),
-            ]
             process = subprocess.Popen(  # noqa: S603 - fixed argv, the program travels as a file
-                command,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=err,
-                cwd=workdir,
-                env=_env(workdir),
-                start_new_session=True,
+                argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, cwd="/", env=_env(),
+                start_new_session=True, close_fds=True, **demote,
             )
             timed_out = False
             try:
@@ -122,10 +142,17 @@ def run_program(code: str, *, timeout_secs: int, max_memory_mb: int) -> Outcome:
                 process.wait(timeout=timeout_secs + 1)
             except subprocess.TimeoutExpired:
                 timed_out = True
-                os.killpg(process.pid, signal.SIGKILL)
+            finally:
+                # The whole group: bwrap and, with it, the PID namespace of everything inside.
+                try:
+                    os.killpg(process.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
                 process.wait()
         stdout = _read_capped(out_path)
         stderr = _read_capped(err_path)
+    if process.returncode == 1 and not stdout[0] and stderr[0].startswith("bwrap:"):
+        raise Unavailable(f"The jail could not start: {stderr[0].strip()[:300]}")
     return _classify(process.returncode, stdout, stderr, timed_out)
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
 import sys
@@ -13,6 +12,10 @@ import pytest
 from capabilities.code_execution import sandbox
 from capabilities.code_execution.capability import CodeExecutionConfig
 from tests.capabilities.helpers import run, spec
+from tests.sandbox.sandboxd_server import needs_bwrap
+
+# run_python gives each organization its own host uid, read from (and first written to) the database.
+pytestmark = [needs_bwrap, pytest.mark.django_db(transaction=True)]
 
 CODE = spec({"id": "code_execution", "config": {"timeout_secs": 3, "max_memory_mb": 128}})
 
@@ -60,7 +63,7 @@ async def test_the_scratch_directory_is_writable_and_the_environment_holds_no_se
     outcome = await _run_python(
         "open('notes.txt', 'w').write('kept')\nimport os\nprint(open('notes.txt').read(), sorted(os.environ))"
     )
-    assert outcome.returns[0] == "kept ['HOME', 'LANG', 'PATH', 'TMPDIR']\n"
+    assert outcome.returns[0] == "kept ['HOME', 'LANG', 'PATH', 'PWD', 'TMPDIR']\n"  # PWD: bwrap's --chdir
 
 
 async def test_an_endless_loop_is_stopped_at_the_time_limit_and_retried():
@@ -105,17 +108,21 @@ async def test_a_second_failing_attempt_returns_the_traceback_instead_of_ending_
     assert outcome.output == "done"
 
 
-def test_the_audit_hook_alone_still_refuses_the_network_where_no_namespace_is_available(monkeypatch, tmp_path):
-    monkeypatch.setattr(sandbox, "isolation_prefix", lambda: ())
-    outcome = sandbox.run_program(
-        "import socket\nsocket.create_connection(('127.0.0.1', 5432), timeout=2)",
-        timeout_secs=5,
-        max_memory_mb=128,
-    )
-    assert outcome.status == "refused"
-    escape = str(tmp_path / "run_python_escape_probe")  # writable by this (unsandboxed) child: only the hook stops it
-    outcome = sandbox.run_program(f"open({escape!r}, 'w')", timeout_secs=5, max_memory_mb=128)
-    assert outcome.status == "refused" and not os.path.exists(escape)
+def test_the_audit_hook_alone_still_refuses_the_network_and_writes_outside(tmp_path):
+    # The bootstrap run with no jail at all (never how run_python runs it): its hook is the tripwire that turns
+    # an attempt into a readable refusal, so it must refuse on its own.
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    escape = tmp_path / "run_python_escape_probe"
+    for code in ("import socket\nsocket.create_connection(('127.0.0.1', 5432), timeout=2)",
+                 f"open({str(escape)!r}, 'w')"):
+        (scratch / "main.py").write_text(code)
+        done = subprocess.run(  # noqa: S603
+            [sys.executable, "-I", "-S", "-B", "-c", sandbox.BOOTSTRAP, str(scratch), "5", str(128 * 1024 * 1024)],
+            capture_output=True, text=True, timeout=30, check=False,
+        )
+        assert done.stderr.rstrip().endswith(sandbox.MARK + "refused"), done.stderr
+    assert not escape.exists()
 
 
 CONNECT_PROBE = """
@@ -128,18 +135,20 @@ except OSError as exc:
 """
 
 
-@pytest.mark.skipif(not sandbox.network_isolated(), reason="this host cannot create a network namespace")
-def test_with_a_namespace_the_child_has_no_network_interface_to_use():
-    # The child's wrapper alone (the same prefix run_program uses, without the bootstrap's audit hook): a connect
-    # to a listener this test holds open on the host's loopback must fail. The same probe outside the namespace
-    # reaches it, so the failure is the namespace's doing.
+@needs_bwrap
+def test_in_the_jail_the_child_has_no_network_interface_to_use(tmp_path):
+    # The jail's argv without the bootstrap's audit hook (the probe replaces it): a connect to a listener this
+    # test holds open on the host's loopback must fail. The same probe outside reaches it, so the failure is the
+    # network namespace's doing.
+    python = sandbox.interpreter()
+    assert python is not None
     with socket.create_server(("127.0.0.1", 0)) as listener:
         port = str(listener.getsockname()[1])
-        probe = [sys.executable, "-I", "-S", "-c", CONNECT_PROBE, port]
-        outside = subprocess.run(probe, capture_output=True, text=True, timeout=30, check=False)  # noqa: S603
-        inside = subprocess.run(  # noqa: S603
-            [*sandbox.isolation_prefix(), *probe], capture_output=True, text=True, timeout=30, check=False
-        )
+        outside = subprocess.run([python, "-I", "-S", "-c", CONNECT_PROBE, port], capture_output=True, text=True,  # noqa: S603
+                                 timeout=30, check=False)
+        argv = sandbox.command(python, timeout_secs=5, max_memory_mb=128, scratch=str(tmp_path))
+        jailed = argv[: argv.index("-c") + 1] + [CONNECT_PROBE, port]
+        inside = subprocess.run(jailed, capture_output=True, text=True, timeout=30, check=False)  # noqa: S603
     assert outside.stdout.strip() == "connected", outside.stderr
     assert inside.returncode == 0 and inside.stdout.startswith("unreachable"), (inside.stdout, inside.stderr)
 
