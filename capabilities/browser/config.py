@@ -25,7 +25,8 @@ class BrowserConfig(BaseModel):
                                                  "BROWSER_CDP_ALLOWED_HOSTS.")
     allowed_domains: list[str] | None = Field(
         default=None, description="Hosts the browser may be on (patterns like *.example.com); null = any public "
-                                  "host. A listed host may also be reached on an internal address.")
+                                  "host. An internal address only for a host the operator lists in "
+                                  "BROWSER_ALLOWED_PRIVATE_HOSTS.")
     max_steps: int = Field(default=50, ge=1, le=200, description="Steps per browse_web call, each one model request.")
     vision: bool = Field(default=False, description="Also send each step's screenshot to the model.")
     candidate_cap: int = Field(default=60, ge=2, le=200, description="How many elements one step may offer.")
@@ -104,7 +105,32 @@ def _internal(url: str) -> str | None:
     return None
 
 
+def _private_domain(entry: str) -> str | None:
+    """Why an `allowed_domains` entry names a host inside this deployment's network the operator did not list
+    in BROWSER_ALLOWED_PRIVATE_HOSTS (a pattern by the domain it ends in), or None. A name that does not resolve
+    now passes: every request is checked again when it is made (policy.py)."""
+    host = entry[2:] if entry.startswith("*.") else entry
+    netloc = f"[{host}]" if ":" in host else host
+    try:
+        netguard.check_url_blocking(f"http://{netloc}/", allowance=policy.PRIVATE_HOSTS)
+    except netguard.Unresolvable:
+        return None
+    except netguard.AddressRefused as exc:
+        return f"{entry}: {exc}"
+    return None
+
+
 def publish_problems(config: BrowserConfig) -> list[tuple[str, str]]:
+    problems: list[tuple[str, str]] = []
+    for index, entry in enumerate(config.allowed_domains or []):
+        reason = _private_domain(entry)
+        if reason:
+            problems.append((f"allowed_domains.{index}", reason))
+    return problems + service_problems(config)
+
+
+def service_problems(config: BrowserConfig) -> list[tuple[str, str]]:
+    """The browser service's checks, which a browse also makes when it starts (`session.service_refusal`)."""
     problems: list[tuple[str, str]] = []
     if config.connection == "hosted":
         reason = _internal(config.hosted_url)

@@ -1,12 +1,18 @@
 """Where the browser may go: every request a page makes is checked here before Chromium sends it.
 
 The checks are netguard's address rules (`capabilities.netguard`: the name resolved through
-`netguard.resolve`, metadata always refused, private / loopback / link-local refused) with one difference:
-the allowance is the binding's own `allowed_domains`, not an operator setting. A host listed there may be
-reached on an internal address (an internal tool to browse); a metadata address never is.
+`netguard.resolve`, metadata always refused, private / loopback / link-local refused), in three lists:
+- the binding's `allowed_domains` (the agent author's) narrows the hosts a page may be on; it opens nothing;
+- the operator's BROWSER_ALLOWED_PRIVATE_HOSTS (hosts or networks, as netguard's TOOL_ALLOWED_PRIVATE_HOSTS)
+  opens a private host, for an agent whose `allowed_domains` also names it: an internal address is the
+  operator's decision, never an agent author's;
+- `internal.py`'s, which opens to nobody: the browser's DevTools, sandboxd, the web server, PostgreSQL, Redis.
+A metadata address is never reached.
 
 Enforced in the browser by request interception (CDP `Fetch`, see `session.py`), so it holds for every hop
-of a redirect, a page's own `fetch()`, an iframe, an image — not only for the URL the model names.
+of a redirect, a page's own `fetch()`, an iframe, an image, a WebSocket — not only for the URL the model names.
+Chromium resolves a name again itself: a name that answers differently to it (DNS rebinding) is the gap this
+leaves; Chromium's DevTools refuses any Host header that is not an address or `localhost`, so it stays closed.
 """
 
 from __future__ import annotations
@@ -17,13 +23,18 @@ import time
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from django.conf import settings
+
 from capabilities import netguard
+from capabilities.browser.internal import DeploymentServices
 from capabilities.netguard import _ssrf  # netguard's own copy of pydantic-ai's address predicates
 
 # Schemes that never reach the network, so there is no address to check.
 LOCAL_SCHEMES = frozenset({"data", "blob", "about"})
 NETWORK_SCHEMES = frozenset({"http", "https", "ws", "wss"})
 RESOLVE_CACHE_SECONDS = 30.0
+PRIVATE_HOSTS = "BROWSER_ALLOWED_PRIVATE_HOSTS"
+_DEFAULT_PORTS = {"http": 80, "ws": 80, "https": 443, "wss": 443}
 
 
 def normalize_pattern(entry: str) -> str:
@@ -53,11 +64,33 @@ def host_matches(host: str, patterns: list[str]) -> bool:
     return False
 
 
+def operator_allows(host: str, ip: str) -> bool:
+    """Whether the operator lists `host` (by name) or `ip` (an address or a network) in
+    BROWSER_ALLOWED_PRIVATE_HOSTS. netguard's matcher for TOOL_ALLOWED_PRIVATE_HOSTS is the same rule, but
+    private to it; this is its public twin for the browser's list."""
+    key = netguard.domain_key(host.strip("[]"))
+    target = ipaddress.ip_address(ip.split("%")[0])
+    for entry in getattr(settings, PRIVATE_HOSTS, []) or []:
+        entry = str(entry).strip()
+        if not entry:
+            continue
+        try:
+            if target in ipaddress.ip_network(entry.strip("[]"), strict=False):
+                return True
+            continue
+        except ValueError:
+            pass
+        if netguard.domain_key(entry) == key:
+            return True
+    return False
+
+
 @dataclass
 class RequestPolicy:
     """One browse's rules. `refusal(url)` is None when the request may go, else why not (safe to show)."""
 
     allowed_domains: list[str] | None = None
+    browser_endpoint: str = ""  # the browse's DevTools address (cdp_url, or a hosted browser's): never a page's
     _resolved: dict[str, tuple[float, list[str]]] = field(default_factory=dict)
     refused: list[str] = field(default_factory=list)  # every URL refused in this browse (tests, the step view)
     reasons: list[str] = field(default_factory=list)  # why, in the same order
@@ -82,9 +115,14 @@ class RequestPolicy:
             return None
         if scheme not in NETWORK_SCHEMES:
             return f"{scheme or 'this'}: addresses are not opened by the browser."
-        host = urlsplit(url).hostname or ""
+        parts = urlsplit(url)
+        host = parts.hostname or ""
         if not host:
             return "The address has no host."
+        try:
+            port = parts.port or _DEFAULT_PORTS[scheme]
+        except ValueError:
+            return "The address has no valid port."
         listed = bool(self.allowed_domains) and host_matches(host, self.allowed_domains or [])
         if self.allowed_domains is not None and not listed:
             return f"{host} is not in this agent's allowed_domains."
@@ -92,12 +130,18 @@ class RequestPolicy:
             ips = await self._addresses(host)
         except (ValueError, OSError):
             return f"The host {host} does not resolve."
+        deployment = DeploymentServices(self._addresses, self.browser_endpoint)
         for ip in ips:
             if _ssrf.is_cloud_metadata_ip(ip):
                 return f"{host} is a cloud metadata address ({ip}); that is always refused."
-            if _ssrf.is_private_ip(ip) and not listed:
+            # Before the operator's list: what it names never opens these.
+            reason = await deployment.refusal(ip, port)
+            if reason is not None:
+                return reason
+            if _ssrf.is_private_ip(ip) and not (listed and operator_allows(host, ip)):
                 return (f"{host} is inside this deployment's network ({ip}: a private, loopback or link-local "
-                        "address); only a host listed in allowed_domains may be browsed there.")
+                        f"address); a page goes there only when the operator lists the host in {PRIVATE_HOSTS} "
+                        "and this agent's allowed_domains names it.")
         return None
 
     async def check(self, url: str) -> str | None:

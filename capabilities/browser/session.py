@@ -19,6 +19,17 @@ for every hop, every subresource and every `fetch()` a page makes. That session 
 (`live.py`) send Fetch, Page and Input commands only, never `Runtime.enable`. The one Playwright feature
 Patchright loses is the WebSocket route (it needs a Runtime binding in the page's world), so a page's
 WebSocket asks `_route` through `page_js.SOCKET_GUARD` instead.
+
+Organizations on one browser (issue 37). The operator runs one Chromium for every organization; what keeps
+them apart is that each browse is a browser context of its own (`new_context`, CDP's
+`Target.createBrowserContext`), created for the run and closed with it, never the browser's default one:
+- cookies, storage, cache, permissions and service/shared workers are the context's: one organization's session
+  on a site is never the next one's;
+- a page finds other pages only within its context (`window.open` by name, `BroadcastChannel`, an opener), and the
+  browse keeps one tab in it (`_route`, `_on_page`);
+- the list of every tab (targets of every context: URLs with their query strings, the sockets that drive them) is
+  DevTools', which only this server's processes speak to: a page never reaches the DevTools port, whatever any
+  list names (`internal.py`), and nothing of a browse hands a target or context id to a page or a model.
 """
 
 from __future__ import annotations
@@ -171,6 +182,8 @@ class BrowserSession:
 
     def __post_init__(self) -> None:
         self.policy.allowed_domains = self.config.allowed_domains
+        self.policy.browser_endpoint = (self.config.hosted_url if self.config.connection == "hosted"
+                                        else self.config.cdp_url)
 
     # ------------------------------------------------------------ lifecycle
 
@@ -502,10 +515,11 @@ def _short(exc: BaseException) -> str:
 
 
 def service_refusal(config: Any) -> str | None:
-    """Why this binding may not use its browser service now (publish's checks, read again), or None."""
-    from capabilities.browser.config import publish_problems
+    """Why this binding may not use its browser service now (publish's checks, read again), or None. Not the
+    allowed_domains ones: the policy checks each request against the operator's list as it is now."""
+    from capabilities.browser.config import service_problems
 
-    problems = publish_problems(config)
+    problems = service_problems(config)
     return problems[0][1] if problems else None
 
 
