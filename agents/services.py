@@ -372,11 +372,9 @@ def _can_view_secret(actor: Actor) -> Callable[[Any], bool]:
 
 
 def capability_problems(actor: Actor, spec: AgentSpec) -> list[Problem]:
-    """The capability registry's checks, when it exists (it arrives with the runner issue)."""
-    try:
-        from capabilities.registry import validate_bindings  # type: ignore[import-not-found]
-    except (ImportError, AttributeError):
-        return []
+    """The capability registry's checks. Imported here, not at the top: the registry imports this app's models.
+    (No `except ImportError`: a broken import must fail publish loudly, never skip every check.)"""
+    from capabilities.registry import validate_bindings
     found = validate_bindings(spec, organization=actor.organization, can_view_secret=_can_view_secret(actor)) or []
     data = dump_spec(spec)
     problems = []

@@ -95,10 +95,8 @@ def caps_for(*, organization, agent_id, agent_budget: Decimal | None, embed_id=N
 
 
 def _embed_cap(embed_id) -> Decimal | None:
-    try:
-        from embeds.services import embed_budget_state
-    except ImportError:
-        return None
+    from embeds.services import embed_budget_state  # a surface: imported where used, never skipped if broken
+
     cap, _spent_ = embed_budget_state(embed_id)
     return cap
 

@@ -205,8 +205,6 @@ def _is_own_turn(run: Run, messages: list[Message]) -> bool:
 
 def on_run_failed(run: Run) -> None:
     """Capability state that must not survive a failed run (an in-progress plan step returns to pending)."""
-    try:
-        from capabilities.planning import reset_in_progress_steps
-    except ImportError:
-        return
+    from capabilities.planning import reset_in_progress_steps
+
     reset_in_progress_steps(str(run.conversation_id))
