@@ -525,9 +525,8 @@ CAPABILITY = Capability(
     ),
     never_does=(
         "It never acts on a selector a model or page wrote, only on rows read from the live page; never reaches "
-        "a metadata address, nor this deployment's network (also after a redirect or from a page's own "
-        "requests) unless the operator lists the host and allowed_domains names it; never the browser's DevTools, "
-        "sandboxd, the web server, PostgreSQL or Redis; never shares cookies or tabs between runs."
+        "a metadata address, the browser's DevTools or this deployment's services, nor its network (also after a "
+        "redirect) unless the operator allows that host; never shares cookies or tabs between runs."
     ),
     tools=(
         ToolDecl.from_function(browse_web, side_effecting=True),
