@@ -101,8 +101,9 @@ assert all(p in PERMISSIONS for perms in SCOPE_WRITE_PERMISSIONS.values() if per
 
 def scope_allows(scope: str, method: str, permission: str | None) -> bool:
     """Whether a key of `scope` may make a `method` request to an endpoint that needs `permission` for it
-    (None: the endpoint declares none; only an admin key may write there)."""
-    if method.upper() in SAFE_METHODS:
+    (None: the endpoint declares none; only an admin key may write there). A request that names no method is
+    held as a write: the pass reads get is never a default."""
+    if (method or "").upper() in SAFE_METHODS:
         return True
     allowed = SCOPE_WRITE_PERMISSIONS.get(scope, frozenset())
     if allowed is None:

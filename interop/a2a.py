@@ -7,7 +7,9 @@ ours is what an A2A call runs and who may make it:
 
 - the caller is a platform API key (`Authorization: Bearer`, its organization or the `X-Organization-Id`
   it names), as on `/v1/chat/completions` and `/mcp`; the card and the endpoint answer 401 without one and
-  404 for an agent of another organization or one the key may not run (the same 404 as a missing one);
+  404 for an agent of another organization or one the key may not run (the same 404 as a missing one). The
+  key is held to its scope by the platform's one check for the request's method: a read key fetches the card,
+  and every JSON-RPC call (a POST) is refused to it with 403 `insufficient_scope`;
 - each `message/send` is one turn through the members' one admission (agents.chat.start_member_run,
   surface `api`): the run right, the agent at USE, the per-key rate limit, budgets, approvals, guardrails and
   the ledger as on every surface. An A2A `contextId` is one of the caller's conversations: its first message
@@ -51,7 +53,6 @@ from a2a.types.a2a_pb2 import (
 )
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.http import HttpRequest
 from starlette.applications import Starlette
 from starlette.background import BackgroundTasks
 from starlette.requests import Request
@@ -59,7 +60,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from agenticos.errors import DomainError
-from agenticos.tenancy import HEADER, Actor
+from agenticos.tenancy import Actor
 from agents.models import Run, RunStatus
 from interop import service
 from interop.errors import ApiError, from_domain
@@ -86,16 +87,6 @@ class Refused(Exception):
                             headers=headers)
 
 
-def _django_request(request: Request) -> HttpRequest:
-    """The two headers the platform's API-key authentication and tenancy read, as Django's META has them."""
-    django_request = HttpRequest()
-    if "authorization" in request.headers:
-        django_request.META["HTTP_AUTHORIZATION"] = request.headers["authorization"]
-    if "x-organization-id" in request.headers:
-        django_request.META[HEADER] = request.headers["x-organization-id"]
-    return django_request
-
-
 def _agent_for(actor: Actor, ref: str) -> tuple[Any, str, dict]:
     """(agent, environment, published spec) of an agent the actor may run; another organization's, a hidden
     one and a missing one are the same 404."""
@@ -109,7 +100,11 @@ def _agent_for(actor: Actor, ref: str) -> tuple[Any, str, dict]:
 
 async def caller(request: Request) -> tuple[Actor, Any, str, dict]:
     try:
-        actor = await sync_to_async(service.actor_for)(_django_request(request))
+        # The request's own method: a JSON-RPC POST (message/send, tasks/…) is a write, held to the key's scope
+        # as /v1 and /mcp hold it; the card's GET is a read.
+        actor = await sync_to_async(service.key_actor)(
+            method=request.method, authorization=request.headers.get("authorization", ""),
+            organization=request.headers.get("x-organization-id"))
         agent, environment, spec = await sync_to_async(_agent_for)(actor, request.path_params["agent"])
     except (ApiError, DomainError) as exc:
         error = from_domain(exc)

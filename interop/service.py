@@ -10,7 +10,7 @@ from typing import Any
 from django.db.models import Q
 from rest_framework.exceptions import AuthenticationFailed
 
-from agenticos.authentication import ApiKeyAuthentication
+from agenticos.authentication import INTEROP_PERMISSION, admit_key
 from agenticos.tenancy import HEADER, Actor, parse_uuid, resolve_actor
 from agents.chat import start_member_run
 from agents.models import Agent, Environment, Run
@@ -24,17 +24,26 @@ SYSTEM_CONTEXT_HEADING = (
 )
 
 
-def actor_for(request) -> Actor:
-    """The platform API key in `Authorization: Bearer`, its organization (or the X-Organization-Id it names)."""
+def key_actor(*, method: str, authorization: str | bytes, organization: str | None) -> Actor:
+    """The platform API key in `Authorization: Bearer`, its organization (or the X-Organization-Id it names),
+    held to its scope for `method` through the platform's one key check (agenticos.authentication.admit_key):
+    every interop write runs an agent; a refused scope is a DomainError (403 `insufficient_scope`). Each
+    endpoint passes its request's own method and headers."""
     try:
-        found = ApiKeyAuthentication().authenticate(request)
+        found = admit_key(authorization, method=method, permission=INTEROP_PERMISSION)
     except AuthenticationFailed as exc:
         raise ApiError(401, str(exc.detail), type_="authentication_error", code="invalid_api_key") from None
     if found is None:
         raise ApiError(401, "Send a platform API key as `Authorization: Bearer <key>`.",
                        type_="authentication_error", code="invalid_api_key")
     user, api_key = found
-    return resolve_actor(request, user=user, api_key=api_key, header_org=request.META.get(HEADER))
+    return resolve_actor(None, user=user, api_key=api_key, header_org=organization)
+
+
+def actor_for(request) -> Actor:
+    """key_actor with a Django request's own method and headers (the /v1 and /mcp views)."""
+    return key_actor(method=request.method, authorization=request.META.get("HTTP_AUTHORIZATION", ""),
+                     organization=request.META.get(HEADER))
 
 
 def runnable_agents(actor: Actor) -> list[tuple[Agent, list[str]]]:
