@@ -103,6 +103,7 @@ class EmbedConsumer(AsyncWebsocketConsumer):
     embed: Embed
     visitor: str
     visitor_sub: str | None
+    thread: str  # services.thread_of: the `sub` for a signed visitor, else the continuity key
     address: str
     turn: Turn | None = None
     gone: bool = False
@@ -139,7 +140,9 @@ class EmbedConsumer(AsyncWebsocketConsumer):
         history = outcome
         metrics.socket_opened("embed")
         self._socket_counted = True
-        await self.send_frame({"type": "ready", "data": {"visitor": self.visitor_sub is not None}})
+        # `media`: what this surface's generated-file links carry instead of the continuity key (never in a URL).
+        media = services.media_token(self.embed, self.thread)
+        await self.send_frame({"type": "ready", "data": {"visitor": self.visitor_sub is not None, "media": media}})
         if self.embed.kind in (Embed.Kind.PAGE, Embed.Kind.WIDGET):
             # Both clients keep a continuity key; a raw socket replays nothing it did not ask for.
             await self.send_frame({"type": "history", "data": {"messages": history}})
@@ -157,8 +160,9 @@ class EmbedConsumer(AsyncWebsocketConsumer):
         self.embed = admission.embed
         self.visitor_sub = admission.visitor_sub
         self.visitor = services.clean_visitor_key(visitor) or secrets.token_hex(16)
+        self.thread = services.thread_of(self.visitor_sub, self.visitor)
         if self.embed.kind in (Embed.Kind.PAGE, Embed.Kind.WIDGET):
-            return services.history_messages(services.find_conversation(self.embed, self.visitor), self.embed)
+            return services.history_messages(services.find_conversation(self.embed, self.thread), self.embed)
         return []
 
     # ------------------------------------------------------------------ inbound
@@ -236,8 +240,8 @@ class EmbedConsumer(AsyncWebsocketConsumer):
         user, role = services.publisher_authority(embed)
         with transaction.atomic():
             files = self._claim_files(embed, prepared["file_ids"])
-            existing = services.find_conversation(embed, self.visitor)
-            conversation = existing or services.create_conversation(embed, self.visitor)
+            existing = services.find_conversation(embed, self.thread)
+            conversation = existing or services.create_conversation(embed, self.thread)
             instructions, placement = services.turn_instructions(
                 conversation, services.extra_instructions(embed, prepared["variables"]), fresh=existing is None
             )

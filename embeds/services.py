@@ -6,9 +6,13 @@ reading: one refusal (`Refused`) whatever the cause, so a caller learns nothing 
 
 from __future__ import annotations
 
+import base64
+import binascii
 import datetime as dt
+import hashlib
 import json
 import logging
+import os
 import re
 import time
 from dataclasses import dataclass
@@ -18,6 +22,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import jwt
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Sum
@@ -43,6 +51,10 @@ MAX_VARIABLES = 20
 MAX_VARIABLE_VALUE_CHARS = 500
 HISTORY_LIMIT = 40
 MAX_FILES_PER_MESSAGE = 3
+# How long a generated-file link handed to a visitor's surface works: the JWT ceiling. Every socket's `ready`
+# carries a fresh one, so a surface that reconnects never holds an old one.
+MEDIA_TOKEN_SECONDS = int(JWT_MAX_AGE.total_seconds())
+MAX_MEDIA_TOKEN_CHARS = 512
 
 APPEARANCE_FIELDS = ("title", "subtitle", "greeting", "empty_text", "launcher_text", "accent_color", "corner")
 PAGE_ONLY_FIELDS = (
@@ -510,34 +522,81 @@ def publisher_authority(embed: Embed) -> tuple[Any, str]:
     return user, membership.role
 
 
-def conversation_key(embed: Embed, visitor: str) -> str:
-    return f"embed:{embed.pk}:{visitor}"
+def thread_of(visitor_sub: str | None, visitor: str) -> str:
+    """The thread a socket reads and writes. A signed visitor's is their token's `sub`, whatever continuity key
+    the browser presents: the key is only as private as the browser that minted it, and bob's valid token with
+    alice's key must not replay alice's thread or write into it. An anonymous visitor's is their continuity
+    key. The `sub` is hashed (it may be an email, and any length); the prefix keeps it apart from every key,
+    which is hex."""
+    if visitor_sub is not None:
+        return "sub:" + hashlib.sha256(visitor_sub.encode()).hexdigest()
+    return visitor
 
 
-def find_conversation(embed: Embed, visitor: str) -> Conversation | None:
+def conversation_key(embed: Embed, thread: str) -> str:
+    return f"embed:{embed.pk}:{thread}"
+
+
+# ------------------------------------------------------------------ generated-file links
+
+
+def _media_cipher() -> AESGCM:
+    key = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=b"agenticos-embed-media-token").derive(
+        settings.SECRET_KEY.encode()
+    )
+    return AESGCM(key)
+
+
+def media_token(embed: Embed, thread: str) -> str:
+    """What a visitor's surface puts in a generated file's link instead of the continuity key, which must never
+    be in a URL (URLs reach access logs, a proxy's among them): the thread sealed (AES-GCM, bound to this embed)
+    with an expiry. It opens the thread's generated files for MEDIA_TOKEN_SECONDS and nothing else — not the
+    thread's history, not its socket — and reveals neither the key nor the `sub`."""
+    nonce = os.urandom(12)
+    body = json.dumps({"t": thread, "x": int(time.time()) + MEDIA_TOKEN_SECONDS}).encode()
+    sealed = _media_cipher().encrypt(nonce, body, str(embed.pk).encode())
+    return base64.urlsafe_b64encode(nonce + sealed).rstrip(b"=").decode()
+
+
+def thread_of_media_token(embed: Embed, token: str | None) -> str | None:
+    """The thread a `media_token` of this embed names, or None: another embed's, expired, altered or garbage."""
+    if not token or len(token) > MAX_MEDIA_TOKEN_CHARS:
+        return None
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        body = json.loads(_media_cipher().decrypt(raw[:12], raw[12:], str(embed.pk).encode()))
+    except (ValueError, binascii.Error, InvalidTag):
+        return None
+    if not isinstance(body, dict) or not isinstance(body.get("x"), int) or body["x"] < time.time():
+        return None
+    thread = body.get("t")
+    return thread if isinstance(thread, str) and thread else None
+
+
+def find_conversation(embed: Embed, thread: str) -> Conversation | None:
     return Conversation.objects.filter(
         organization_id=embed.organization_id,
         agent_id=embed.agent_id,
         surface="embed",
-        external_key=conversation_key(embed, visitor),
+        external_key=conversation_key(embed, thread),
     ).first()
 
 
-def get_or_create_conversation(embed: Embed, visitor: str) -> Conversation:
-    existing = find_conversation(embed, visitor)
+def get_or_create_conversation(embed: Embed, thread: str) -> Conversation:
+    existing = find_conversation(embed, thread)
     if existing is not None:
         return existing
-    return create_conversation(embed, visitor)
+    return create_conversation(embed, thread)
 
 
-def create_conversation(embed: Embed, visitor: str) -> Conversation:
+def create_conversation(embed: Embed, thread: str) -> Conversation:
     return Conversation.objects.create(
         organization_id=embed.organization_id,
         agent_id=embed.agent_id,
         owner=embed.created_by,
         surface="embed",
         title=(embed.title or embed.agent.name)[:200],
-        external_key=conversation_key(embed, visitor),
+        external_key=conversation_key(embed, thread),
     )
 
 

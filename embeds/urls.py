@@ -6,7 +6,6 @@ from __future__ import annotations
 from django.urls import path
 
 from agenticos.api import route
-from capabilities.generated_media.views import embed_generated_file
 from embeds import api, views
 
 urlpatterns = [
@@ -21,6 +20,6 @@ urlpatterns = [
     *route("api/v1/embed/<str:key>/config", views.page_config_json, "embed-page-config"),
     *route("api/v1/embed/<str:key>/logo", views.logo, "embed-logo"),
     *route("api/v1/embed/<str:key>/files", views.upload, "embed-upload"),
-    *route("api/v1/embed/<str:key>/generated/<str:filename>", embed_generated_file, "embed-generated-file"),
+    *route("api/v1/embed/<str:key>/generated/<str:filename>", views.generated_file, "embed-generated-file"),
     path("e/<str:key>", views.hosted_page, name="embed-page"),
 ]

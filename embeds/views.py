@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
@@ -21,6 +21,9 @@ from django.views.decorators.http import require_GET, require_POST
 from agenticos import images, ratelimit
 from agenticos.errors import DomainError, json_error
 from agents import uploads
+from capabilities.generated_media import store as generated_store
+from capabilities.generated_media.views import NOT_FOUND as GENERATED_NOT_FOUND
+from capabilities.generated_media.views import _served as served_generated
 from capabilities.visuals import maps
 from embeds import services
 from embeds.api import max_embed_upload_bytes
@@ -248,3 +251,29 @@ def upload(request: HttpRequest, key: str) -> HttpResponse:
         return json_error(exc.status, exc.code, exc.message, exc.details)
     row = services.store_visitor_file(embed, name=got.name, mime=got.mime, ext=got.ext, data=got.data)
     return JsonResponse({"id": str(row.pk), "name": row.name, "mime": row.mime, "size": row.size}, status=201)
+
+
+@require_GET
+def generated_file(request: HttpRequest, key: str, filename: str) -> HttpResponseBase:
+    """`/api/v1/embed/<key>/generated/<filename>?media=<token>`: a file generated in the visitor's own thread.
+
+    The link carries the socket's `media` token (services.media_token), never the continuity key: a URL
+    reaches access logs. An anonymous visitor's client may instead name its key in an `X-Visitor` header; a
+    signed visitor's thread is their `sub`, which only a token made on their socket names. Anything else — an
+    expired or altered token, another embed's, another thread's file — is the same 404 as an unknown name."""
+    embed = find_embed(key)
+    thread = None
+    if embed is not None:
+        thread = services.thread_of_media_token(embed, request.GET.get("media"))
+        if thread is None and embed.auth_mode != Embed.AuthMode.JWT:
+            thread = services.clean_visitor_key(request.headers.get("X-Visitor"))
+    conversation = services.find_conversation(embed, thread) if embed is not None and thread else None
+    media = None
+    if embed is not None and conversation is not None:
+        media = generated_store.find(filename, conversation_id=conversation.pk, organization_id=embed.organization_id)
+    response = served_generated(media, request)
+    if response is None:
+        return json_error(404, "not_found", GENERATED_NOT_FOUND)
+    # The widget draws it on the customer's page, another origin.
+    response["Cross-Origin-Resource-Policy"] = "cross-origin"
+    return response

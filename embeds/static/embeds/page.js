@@ -5,6 +5,7 @@
 (function () {
   var cfg = JSON.parse(document.getElementById("aos-config").textContent);
   var storeKey = "agenticos-visitor:" + cfg.key;
+  var mediaToken = "";  // the socket's `ready` gives it: what generated-file links carry
   var $ = function (id) { return document.getElementById(id); };
   var log = $("log"), turnsEl = $("turns"), notices = $("notices"), form = $("composer"), input = $("input");
   var sendBtn = $("send"), statusEl = $("status");
@@ -47,9 +48,10 @@
   if (window.AgenticVisuals) AgenticVisuals.configure({origin: location.origin, reports: false});
   var renderer = AgenticTurn.create({
     assistantClass: "assistant",
-    // A generated file is served to this visitor through the page's own route, named by the continuity key.
+    // A generated file is served to this visitor through the page's own route, opened by the socket's `media`
+    // token: the continuity key never goes in a URL (URLs reach access logs).
     mediaUrl: function (filename, download) {
-      return "/api/v1/embed/" + encodeURIComponent(cfg.key) + "/generated/" + filename + "?visitor=" + visitorKey() +
+      return "/api/v1/embed/" + encodeURIComponent(cfg.key) + "/generated/" + filename + "?media=" + encodeURIComponent(mediaToken) +
         (download ? "&download=1" : "");
     },
     head: function () { return h("header", {class: "turn-head"}, [avatar(), h("div", {class: "name", text: cfg.agentName})]); },
@@ -87,7 +89,7 @@
 
   function onFrame(f) {
     var d = f.data || {};
-    if (f.type === "ready") { ready = true; busy(false); return; }
+    if (f.type === "ready") { ready = true; mediaToken = d.media || ""; busy(false); return; }
     if (f.type === "history") {
       clearLog();
       turns = (d.messages || []).map(AgenticTurn.fromHistory);

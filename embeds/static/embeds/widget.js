@@ -13,6 +13,7 @@ var STATIC = base + "/static/";
 var LIBS = [["vendor/marked.umd.js", "marked"], ["vendor/purify.min.js", "DOMPurify"], ["vendor/highlight.min.js", "hljs"],
             ["console/charts.js", "AgenticCharts"], ["console/visuals.js", "AgenticVisuals"], ["console/turn.js", "AgenticTurn"]];
 var storeKey = "agenticos-visitor:" + cfg.key;
+var mediaToken = "";  // the socket's `ready` gives it: what generated-file links carry
 var host = document.createElement("div");
 host.setAttribute("data-agenticos-widget", cfg.key);
 var root = host.attachShadow ? host.attachShadow({ mode: "open" }) : host;
@@ -113,9 +114,10 @@ function setUp() {
     libs: {marked: libs.marked, DOMPurify: libs.DOMPurify, hljs: libs.hljs, charts: libs.AgenticCharts,
            visuals: libs.AgenticVisuals},
     assistantClass: "b a",
-    // A generated file is served to this visitor through the widget's own route, named by the continuity key.
+    // A generated file is served to this visitor through the widget's own route, opened by the socket's `media`
+    // token: the continuity key never goes in a URL (URLs reach access logs).
     mediaUrl: function (filename, download) {
-      return base + "/api/v1/embed/" + encodeURIComponent(cfg.key) + "/generated/" + filename + "?visitor=" + visitorKey() +
+      return base + "/api/v1/embed/" + encodeURIComponent(cfg.key) + "/generated/" + filename + "?media=" + encodeURIComponent(mediaToken) +
         (download ? "&download=1" : "");
     },
     foot: function (turn) {
@@ -147,7 +149,7 @@ turnsEl.addEventListener("agenticos:follow-up", function (ev) {
 
 function onFrame(f) {
   var d = f.data || {};
-  if (f.type === "ready") { ready = true; while (queue.length) socket.send(queue.shift()); return; }
+  if (f.type === "ready") { ready = true; mediaToken = d.media || ""; while (queue.length) socket.send(queue.shift()); return; }
   if (f.type === "history") { turns = (d.messages || []).map(libs.AgenticTurn.fromHistory); live.reset(); schedule(); return; }
   if (f.type === "error" && !turns.some(function (t) { return t.live; })) { note("e", d.message || "Something went wrong."); return; }
   if (live.apply(turns, f)) schedule();
