@@ -65,6 +65,7 @@ def test_make_run_starts_chromium_on_loopback_and_an_agent_browses_through_it(la
     launcher.allow_own_browser()
     # The processes make run starts read the list from the environment it gave them.
     settings.BROWSER_CDP_ALLOWED_HOSTS = os.environ["BROWSER_CDP_ALLOWED_HOSTS"].split(",")
+    settings.BROWSER_ALLOWED_PRIVATE_HOSTS = ["127.0.0.1"]  # the test's site is on this machine
     config = {"cdp_url": cdp_url, "allowed_domains": ["127.0.0.1"]}
     assert publish_problems(BrowserConfig(**config)) == []
     outcome = asyncio.run(run(spec({"id": "browser_use", "config": config}),
@@ -83,6 +84,7 @@ def test_the_browser_says_the_time_zone_the_operator_gave_it(launch_env, monkeyp
     proc = subprocess.Popen(command, env={**os.environ, **launcher.browser_env()}, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
     settings.BROWSER_CDP_ALLOWED_HOSTS = ["127.0.0.1"]
+    settings.BROWSER_ALLOWED_PRIVATE_HOSTS = ["127.0.0.1"]  # the test's site is on this machine
 
     async def zone(cdp_url: str) -> str:
         tab = BrowserSession(config=BrowserConfig(cdp_url=cdp_url, allowed_domains=["127.0.0.1"]))

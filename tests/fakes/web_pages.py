@@ -308,6 +308,9 @@ def browser_env(settings, monkeypatch, chromium):
     from capabilities import netguard
 
     settings.BROWSER_CDP_ALLOWED_HOSTS = ["127.0.0.1"]
+    # The operator opened the test's internal names (BROWSER_ALLOWED_PRIVATE_HOSTS) for the agents whose
+    # allowed_domains name them; an agent that does not name one still never reaches it.
+    settings.BROWSER_ALLOWED_PRIVATE_HOSTS = [INTRANET, "localhost"]
     real = netguard.resolve
 
     async def resolve(hostname: str) -> list[str]:
