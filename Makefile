@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 TEST_DATA_DIR := $(CURDIR)/.agenticos-test
 
-.PHONY: install workbench run test lint services-start services-stop browser vendor bench fuzz clean sandbox-token
+.PHONY: install workbench run dev test lint services-start services-stop browser vendor bench fuzz clean sandbox-token
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "Python 3.11 is required ($(PYTHON) not found)"; exit 1; }
@@ -29,8 +29,13 @@ workbench: $(WORKBENCH_STAMP)
 
 install: $(STAMP) $(WORKBENCH_STAMP)
 
+# `make run` serves as a self-hosted machine does, DEBUG off; `make dev` is the same with DEBUG on (Django's
+# technical error pages: every URL pattern on a 404, the traceback and settings on a 500).
 run: install
 	$(PY) -m agenticos.launcher
+
+dev: install
+	DEBUG=true $(PY) -m agenticos.launcher
 
 services-start: install
 	$(PY) -m agenticos.devservices start

@@ -23,10 +23,20 @@ RESET = "\033[0m"
 
 
 def _env() -> dict[str, str]:
+    """The environment of every process the launcher starts. `make run` is also how one machine hosts itself, so
+    DEBUG is off (no page listing every URL, no traceback beside the settings) unless the developer asked for it:
+    `make dev`, or DEBUG=true in the environment. AGENTICOS_LAUNCHER tells the settings what this machine is
+    (keys in the data dir, loopback names as hosts, cookies for plain http: agenticos/settings.py)."""
     env = dict(os.environ)
     env.setdefault("DJANGO_SETTINGS_MODULE", "agenticos.settings")
+    env.setdefault("DEBUG", "false")
+    env["AGENTICOS_LAUNCHER"] = "true"
     env["PYTHONUNBUFFERED"] = "1"
     return env
+
+
+def _debug_on(env: dict[str, str]) -> bool:
+    return env["DEBUG"].strip().lower() in {"1", "true", "yes", "on"}
 
 
 def _manage(*args: str) -> None:
@@ -199,6 +209,11 @@ def allow_own_browser() -> None:
     os.environ.setdefault("BROWSER_CDP_ALLOWED_HOSTS", "127.0.0.1")
 
 
+def process_env(name: str) -> dict[str, str]:
+    """The environment of the process `name` of `commands()`."""
+    return {**_env(), **(sandboxd_env() if name == "sandbox" else {}), **(browser_env() if name == "browser" else {})}
+
+
 def commands(port: int) -> dict[str, list[str]]:
     py = sys.executable
     sandbox = sandboxd_command()
@@ -249,9 +264,8 @@ def main() -> int:
 
     procs: dict[str, subprocess.Popen] = {}
     for index, (name, cmd) in enumerate(commands(port).items()):
-        env = {**_env(), **(sandboxd_env() if name == "sandbox" else {}), **(browser_env() if name == "browser" else {})}
         proc = subprocess.Popen(
-            cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
+            cmd, cwd=ROOT, env=process_env(name), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
         )
         procs[name] = proc
         threading.Thread(target=_relay, args=(name, COLORS[index % len(COLORS)], proc), daemon=True).start()
@@ -259,7 +273,9 @@ def main() -> int:
         cdp_url = browser_cdp_url()
         print(f"browser service: {cdp_url} (an agent's browser names it as cdp_url)" if cdp_url
               else "the browser service did not open its DevTools port (BROWSER_CDP_PORT taken?)")
-    print(f"\nAgenticOS is up: http://127.0.0.1:{port}/  (admin: /admin/, API docs: /api/docs/)  Ctrl-C stops.\n")
+    print(f"\nAgenticOS is up: http://127.0.0.1:{port}/  (admin: /admin/, API docs: /api/docs/)  Ctrl-C stops.")
+    print("DEBUG is on: error pages show code and settings (`make run` turns it off).\n" if _debug_on(_env())
+          else "DEBUG is off (`make dev` turns it on for a developer's error pages).\n")
 
     stopping = threading.Event()
 

@@ -4,6 +4,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, Spec
 
 from agenticos import health, metrics
 from agenticos.errors import json_error
+from agenticos.middleware import is_api
 
 api_v1 = [
     path("", include("agenticos.api_urls")),
@@ -54,9 +55,20 @@ urlpatterns = [
 
 def handler404(request, exception=None):
     """API paths answer with the error envelope (with DEBUG on, agenticos.middleware does it: Django's
-    technical 404 page skips this handler); console paths with Django's page."""
-    if request.path.startswith("/api/"):
+    technical 404 page skips this handler); console paths with the branded page (templates/404.html)."""
+    if is_api(request):
         return json_error(404, "not_found", "Not found.")
     from django.views.defaults import page_not_found
 
     return page_not_found(request, exception)
+
+
+def handler500(request):
+    """With DEBUG off, an exception nothing else answered. API paths get the envelope (agenticos.middleware
+    maps a view's own; this is the last word for one raised in a middleware around it), console paths the
+    branded page (templates/500.html: no traceback, no settings, rendered without the request's context)."""
+    if is_api(request):
+        return json_error(500, "server_error", "Something went wrong on our side.")
+    from django.views.defaults import server_error
+
+    return server_error(request)
