@@ -23,7 +23,7 @@ from agenticos.errors import DomainError, json_error
 from agents import uploads
 from capabilities.generated_media import store as generated_store
 from capabilities.generated_media.views import NOT_FOUND as GENERATED_NOT_FOUND
-from capabilities.generated_media.views import _served as served_generated
+from capabilities.generated_media.views import served as served_generated
 from capabilities.visuals import maps
 from embeds import services
 from embeds.api import max_embed_upload_bytes

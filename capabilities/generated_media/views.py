@@ -1,5 +1,6 @@
-"""Serving generated files: `/api/v1/generated/<filename>` for members of the file's organization, and
-`/api/v1/embed/<key>/generated/<filename>?visitor=` for the embed visitor whose conversation it was made in.
+"""Serving generated files: `/api/v1/generated/<filename>` for members of the file's organization; the embed
+visitor's own route (`/api/v1/embed/<key>/generated/<filename>?media=`) is embeds.views.generated_file, which
+answers with `served` here.
 
 Anything else — another organization's file, a visitor of another conversation, an unknown or malformed name —
 is the same 404 in the error envelope, so a filename cannot be probed. Streamed inline with its stored type,
@@ -14,7 +15,6 @@ from typing import Any
 
 from django.http import FileResponse, HttpRequest, HttpResponseBase, StreamingHttpResponse
 from django.utils.http import content_disposition_header
-from django.views.decorators.http import require_GET
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.request import Request
@@ -88,7 +88,7 @@ def _response(media: GeneratedMedia, handle: Any, request: HttpRequest | Request
     return _headers(FileResponse(handle, as_attachment=download, filename=media.name, content_type=media.media_type))
 
 
-def _served(media: GeneratedMedia | None, request: HttpRequest | Request) -> HttpResponseBase | None:
+def served(media: GeneratedMedia | None, request: HttpRequest | Request) -> HttpResponseBase | None:
     handle = store.open_stored(media) if media is not None else None
     if media is None or handle is None:
         return None
@@ -121,27 +121,7 @@ class GeneratedFileView(OrgAPIView):
     )
     def get(self, request: Request, filename: str) -> HttpResponseBase:
         media = store.find(filename, organization_id=self.actor.organization.pk)
-        response = _served(media, request)
+        response = served(media, request)
         if response is None:
             raise NotFound(NOT_FOUND)
         return response
-
-
-@require_GET
-def embed_generated_file(request: HttpRequest, key: str, filename: str) -> HttpResponseBase:
-    """The embed visitor's own conversation's files, named by their visitor key (header or `?visitor=`)."""
-    from embeds import services
-    from embeds.views import find_embed
-
-    embed = find_embed(key)
-    visitor = services.clean_visitor_key(request.headers.get("X-Visitor") or request.GET.get("visitor"))
-    conversation = services.find_conversation(embed, visitor) if embed is not None and visitor else None
-    media = None
-    if embed is not None and conversation is not None:
-        media = store.find(filename, conversation_id=conversation.pk, organization_id=embed.organization_id)
-    response = _served(media, request)
-    if response is None:
-        return json_error(404, "not_found", NOT_FOUND)
-    # The widget draws it on the customer's page, another origin.
-    response["Cross-Origin-Resource-Policy"] = "cross-origin"
-    return response

@@ -1,6 +1,7 @@
 """`GET /api/v1/generated/{filename}` (members of the file's organization) and the embed visitor's route
-(`/api/v1/embed/{key}/generated/{filename}?visitor=`, that visitor's own conversation only): who gets the
-bytes, who gets the same 404 envelope, and hostile names that must never reach storage or the database."""
+(`/api/v1/embed/{key}/generated/{filename}?media=<the socket's media token>`, or an anonymous visitor's key in
+the `X-Visitor` header — never in the URL, which reaches access logs — that visitor's own conversation only): who
+gets the bytes, who gets the same 404 envelope, and hostile names that must never reach storage or the database."""
 
 from __future__ import annotations
 
@@ -196,20 +197,30 @@ def visitor_media(widget):
     return make(embed_services.create_conversation(widget, VISITOR))
 
 
-def embed_url(embed, media_or_name, visitor: str | None = VISITOR) -> str:
+def embed_url(embed, media_or_name, media_token: str | None = None) -> str:
     name = getattr(media_or_name, "filename", media_or_name)
-    query = f"?visitor={visitor}" if visitor else ""
+    query = f"?media={media_token}" if media_token else ""
     return f"/api/v1/embed/{embed.public_key}/generated/{name}{query}"
 
 
+def as_visitor(visitor: str | None = VISITOR) -> dict[str, str]:
+    return {"HTTP_X_VISITOR": visitor} if visitor else {}
+
+
 def test_the_visitor_of_the_conversation_gets_its_file_on_the_embeds_route(client, widget, visitor_media):
-    response = client.get(embed_url(widget, visitor_media))
+    response = client.get(embed_url(widget, visitor_media), **as_visitor())
     assert response.status_code == 200 and body(response) == PNG
     assert response["Content-Type"] == "image/png"
     assert response["Cross-Origin-Resource-Policy"] == "cross-origin"
     assert response["X-Content-Type-Options"] == "nosniff"
-    by_header = client.get(embed_url(widget, visitor_media, visitor=None), HTTP_X_VISITOR=VISITOR)
-    assert by_header.status_code == 200
+    by_token = client.get(embed_url(widget, visitor_media, embed_services.media_token(widget, VISITOR)))
+    assert by_token.status_code == 200 and body(by_token) == PNG
+
+
+def test_the_visitor_key_in_the_url_opens_nothing(client, widget, visitor_media):
+    # A URL reaches access logs: the continuity key there is not accepted (issue 37.6).
+    assert_not_found(client.get(f"/api/v1/embed/{widget.public_key}/generated/{visitor_media.filename}"
+                                f"?visitor={VISITOR}"))
 
 
 def test_another_visitor_a_missing_visitor_and_another_embed_get_404(client, agent, builder, widget, visitor_media):
@@ -217,23 +228,26 @@ def test_another_visitor_a_missing_visitor_and_another_embed_get_404(client, age
     other_widget = factories.embed(agent, kind="widget", created_by=builder)
     embed_services.create_conversation(other_widget, VISITOR)  # the same visitor key on another embed
 
-    assert_not_found(client.get(embed_url(widget, visitor_media, visitor=OTHER_VISITOR)))
-    assert_not_found(client.get(embed_url(widget, visitor_media, visitor=None)))
-    assert_not_found(client.get(embed_url(other_widget, visitor_media)))
-    assert_not_found(client.get(embed_url(widget, visitor_media, visitor="not-hex")))
+    assert_not_found(client.get(embed_url(widget, visitor_media), **as_visitor(OTHER_VISITOR)))
+    assert_not_found(client.get(embed_url(widget, visitor_media)))
+    assert_not_found(client.get(embed_url(other_widget, visitor_media), **as_visitor()))
+    assert_not_found(client.get(embed_url(widget, visitor_media), **as_visitor("not-hex")))
+    # Another embed's token, and another thread's, open nothing here.
+    assert_not_found(client.get(embed_url(widget, visitor_media, embed_services.media_token(other_widget, VISITOR))))
+    assert_not_found(client.get(embed_url(widget, visitor_media, embed_services.media_token(widget, OTHER_VISITOR))))
 
 
 def test_the_visitor_cannot_reach_a_members_file_of_the_same_organization(client, widget, visitor_media, media):
-    assert_not_found(client.get(embed_url(widget, media)))
+    assert_not_found(client.get(embed_url(widget, media), **as_visitor()))
 
 
 def test_the_visitor_route_refuses_hostile_names_and_keys_in_the_envelope(client, widget, visitor_media):
-    assert_not_found(client.get(f"/api/v1/embed/{widget.public_key}/generated/..%2F..%2Fx.png?visitor={VISITOR}"))
-    assert_not_found(client.get(f"/api/v1/embed/{widget.public_key}/generated/{'f' * 3000}?visitor={VISITOR}"))
-    assert_not_found(client.get(f"/api/v1/embed/{'k' * 500}/generated/{visitor_media.filename}?visitor={VISITOR}"))
-    assert_refused(client.get(f"/api/v1/embed/{widget.public_key}/generated/abc%00.png?visitor={VISITOR}"), *NUL)
-    assert_refused(client.get(f"/api/v1/embed/{widget.public_key}/generated/{visitor_media.filename}"
-                              f"?visitor={VISITOR}%00"), *NUL)
+    header = as_visitor()
+    assert_not_found(client.get(f"/api/v1/embed/{widget.public_key}/generated/..%2F..%2Fx.png", **header))
+    assert_not_found(client.get(f"/api/v1/embed/{widget.public_key}/generated/{'f' * 3000}", **header))
+    assert_not_found(client.get(f"/api/v1/embed/{'k' * 500}/generated/{visitor_media.filename}", **header))
+    assert_refused(client.get(f"/api/v1/embed/{widget.public_key}/generated/abc%00.png", **header), *NUL)
+    assert_not_found(client.get(embed_url(widget, visitor_media, "x" * 5000)))
 
 
 # ------------------------------------------------------------------ the schema
@@ -296,6 +310,6 @@ def test_a_range_past_the_end_is_416_in_the_envelope(api_as, member, org, clip):
 
 def test_the_visitor_route_answers_ranges_too(client, widget):
     media = make(embed_services.create_conversation(widget, VISITOR), data=CLIP, media_type="video/mp4")
-    response = client.get(embed_url(widget, media), HTTP_RANGE="bytes=10-19")
+    response = client.get(embed_url(widget, media), HTTP_RANGE="bytes=10-19", **as_visitor())
     assert response.status_code == 206 and body(response) == CLIP[10:20]
     assert response["Cross-Origin-Resource-Policy"] == "cross-origin"
