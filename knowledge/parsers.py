@@ -10,6 +10,13 @@ page-break styles in .odt, the page control word in .rtf, page and section break
 boundary at all gives no page (None): calling a long document "page 1" would send a reader to the wrong
 place.
 
+Nothing a file unpacks to is trusted to be small: a 290 KB .docx once expanded to 118 MB of text. The zip
+formats (.docx, .xlsx, .pptx, .odt) are refused when their members decompress to more than
+KNOWLEDGE_MAX_EXPANDED_BYTES, counted on the bytes actually read out (a zip's headers can claim any size), and
+every parser takes its text through a `TextBudget` of KNOWLEDGE_MAX_DOCUMENT_CHARS, so a file that repeats one
+stored string (a spreadsheet's shared strings under a long header, merged table cells, a .doc piece table
+pointing at the same text again and again) is refused as it grows, not after.
+
 Images are read with OCR (the `tesseract` program, when the deployment has it); without it an image is
 marked failed with a sentence saying so. Nothing is sent to a vision model at ingestion: a collection
 has an embedding model, not a vision model, to price and budget such a call against.
@@ -23,11 +30,30 @@ import re
 import shutil
 import struct
 import subprocess  # noqa: S404 - only the fixed OCR program, never a shell
-from collections.abc import Callable
+import zipfile
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
 
+from django.conf import settings
+
 from knowledge.models import DocumentKind
+
+# Limits on what one file may unpack to (operators may change them in settings; read at each parse).
+# KNOWLEDGE_MAX_EXPANDED_BYTES: bytes decompressed out of a zip-based file's members, all members together. Office
+# XML compresses about 10:1 and a 50 MB upload is mostly pictures, which do not compress, so 200 MB leaves real
+# files room while a deflate bomb (up to ~1000:1) stops at it.
+DEFAULT_MAX_EXPANDED_BYTES = 200 * 1024 * 1024
+# KNOWLEDGE_MAX_ARCHIVE_MEMBERS: files inside one zip (a real .xlsx/.docx holds tens to a few thousand).
+DEFAULT_MAX_ARCHIVE_MEMBERS = 10_000
+# KNOWLEDGE_MAX_DOCUMENT_CHARS: characters of text one file may give, about 10,000 pages of prose.
+DEFAULT_MAX_DOCUMENT_CHARS = 20_000_000
+_ZIP_KINDS = frozenset({DocumentKind.DOCX, DocumentKind.XLSX, DocumentKind.PRESENTATION, DocumentKind.ODT})
+_READ_BLOCK = 1024 * 1024
+
+
+def setting(name: str, default: int) -> int:
+    return int(getattr(settings, name, default))
 
 
 class ParseError(Exception):
@@ -74,12 +100,51 @@ def supported_extensions() -> list[str]:
     return sorted(EXTENSIONS)
 
 
+class TextBudget:
+    """The characters a file may still give; a parser takes each piece of text through it as it is made."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.left = limit
+
+    def take(self, text: str) -> str:
+        self.left -= len(text)
+        if self.left < 0:
+            raise ParseError(f"This file holds more than {self.limit:,} characters of text, the most one document "
+                             "may have; nothing was stored. Split it into smaller files.")
+        return text
+
+
+def check_archive(data: bytes) -> None:
+    """Refuse a zip whose members decompress past the limit, counting the bytes as they come out (never the
+    sizes its directory claims). The parser's library then reads the same bytes, so it reads no more."""
+    limit = setting("KNOWLEDGE_MAX_EXPANDED_BYTES", DEFAULT_MAX_EXPANDED_BYTES)
+    most = setting("KNOWLEDGE_MAX_ARCHIVE_MEMBERS", DEFAULT_MAX_ARCHIVE_MEMBERS)
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        members = archive.infolist()
+        if len(members) > most:
+            raise ParseError(f"This file holds more than {most:,} parts inside it, the most one document may "
+                             "have; nothing was stored.")
+        total = 0
+        for info in members:
+            with archive.open(info) as member:
+                while block := member.read(_READ_BLOCK):
+                    total += len(block)
+                    if total > limit:
+                        raise ParseError(
+                            f"This file unpacks to more than {limit // (1024 * 1024)} MB, the most one document "
+                            "may expand to; nothing was stored. Split it into smaller files.")
+
+
 def parse(kind: str, data: bytes) -> list[Section]:
     parser = _PARSERS.get(kind)
     if parser is None:
         raise ParseError(f"Files of type {kind!r} cannot be ingested.")
+    budget = TextBudget(setting("KNOWLEDGE_MAX_DOCUMENT_CHARS", DEFAULT_MAX_DOCUMENT_CHARS))
     try:
-        sections = parser(data)
+        if kind in _ZIP_KINDS:
+            check_archive(data)
+        sections = parser(data, budget)
     except ParseError:
         raise
     except Exception as exc:  # every library raises its own family; the person needs one sentence
@@ -109,69 +174,80 @@ def _decode(data: bytes) -> str:
     return data.decode("latin-1")
 
 
-def _text(data: bytes) -> list[Section]:
-    return [Section(_decode(data))]
+def _text(data: bytes, budget: TextBudget) -> list[Section]:
+    return [Section(budget.take(_decode(data)))]
 
 
-def _html(data: bytes) -> list[Section]:
+def _html(data: bytes, budget: TextBudget) -> list[Section]:
     from bs4 import BeautifulSoup
     from markdownify import MarkdownConverter
 
     soup = BeautifulSoup(_decode(data), "html.parser")
     for tag in soup(["script", "style", "noscript", "template"]):
         tag.decompose()  # their text is code, not content
-    return [Section(MarkdownConverter(heading_style="ATX").convert_soup(soup).strip())]
+    return [Section(budget.take(MarkdownConverter(heading_style="ATX").convert_soup(soup).strip()))]
 
 
-def _csv(data: bytes) -> list[Section]:
+def _csv(data: bytes, budget: TextBudget) -> list[Section]:
     text = _decode(data)
     try:
         dialect = csv.Sniffer().sniff(text[:4096], delimiters=",;\t|")
     except csv.Error:
         dialect = csv.excel  # type: ignore[assignment]
-    rows = list(csv.reader(io.StringIO(text), dialect))
-    return [Section(_rows_to_text(rows))]
+    return [Section(_rows_to_text(csv.reader(io.StringIO(text), dialect), budget))]
 
 
-def _rows_to_text(rows: list[list[str]]) -> str:
-    """Each row as 'header: value' pairs, so a chunk cut mid-table still says what each value is."""
-    rows = [r for r in rows if any(str(c).strip() for c in r)]
-    if not rows:
-        return ""
-    header = [str(h).strip() for h in rows[0]]
-    lines = [" | ".join(header)]
-    for row in rows[1:]:
-        pairs = [f"{header[i] if i < len(header) and header[i] else f'column {i + 1}'}: {str(v).strip()}"
-                 for i, v in enumerate(row) if str(v).strip()]
+def _rows_to_text(rows: Iterable[Sequence[object]], budget: TextBudget) -> str:
+    """Each row as 'header: value' pairs, so a chunk cut mid-table still says what each value is.
+
+    Rows are read one at a time and every pair is taken through the budget: the header is repeated on every
+    row, so a long header over many short rows is text the file never stored."""
+    header: list[str] | None = None
+    lines: list[str] = []
+    for row in rows:
+        cells = ["" if v is None else str(v).strip() for v in row]
+        if not any(cells):
+            continue
+        if header is None:
+            header = cells
+            lines.append(budget.take(" | ".join(header)))
+            continue
+        pairs = [budget.take(f"{header[i] if i < len(header) and header[i] else f'column {i + 1}'}: {value}")
+                 for i, value in enumerate(cells) if value]
         lines.append("; ".join(pairs))
     return "\n".join(lines)
 
 
-def _xlsx(data: bytes) -> list[Section]:
+def _xlsx(data: bytes, budget: TextBudget) -> list[Section]:
     from openpyxl import load_workbook
 
     workbook = load_workbook(io.BytesIO(data), read_only=True, data_only=True)
     out = []
     for sheet in workbook.worksheets:
-        rows = [["" if v is None else str(v) for v in row] for row in sheet.iter_rows(values_only=True)]
-        body = _rows_to_text(rows)
+        # The stored dimension (A1:XFD1048576 costs a file nothing) would pad every row to its width.
+        sheet.reset_dimensions()
+        body = _rows_to_text(sheet.iter_rows(values_only=True), budget)
         if body:
             out.append(Section(f"Sheet: {sheet.title}\n{body}"))
     workbook.close()
     return out
 
 
-def _docx(data: bytes) -> list[Section]:
+def _docx(data: bytes, budget: TextBudget) -> list[Section]:
     import docx
 
     document = docx.Document(io.BytesIO(data))
-    parts = [p.text for p in document.paragraphs]
+    parts = [budget.take(p.text) for p in document.paragraphs]
+    # A merged cell is returned once per grid column it spans: its text is counted (`seen`) as often as it is
+    # read, before `_rows_to_text` counts what it writes.
+    seen = TextBudget(budget.limit)
     for table in document.tables:
-        parts.append(_rows_to_text([[cell.text for cell in row.cells] for row in table.rows]))
+        rows = ([seen.take(cell.text) for cell in row.cells] for row in table.rows)
+        parts.append(_rows_to_text(rows, budget))
     return [Section("\n\n".join(p for p in parts if p.strip()))]
 
 
-def _pdf(data: bytes) -> list[Section]:
+def _pdf(data: bytes, budget: TextBudget) -> list[Section]:
     from pypdf import PdfReader
     from pypdf.errors import FileNotDecryptedError, PdfReadError
 
@@ -179,20 +255,22 @@ def _pdf(data: bytes) -> list[Section]:
         reader = PdfReader(io.BytesIO(data))
         if reader.is_encrypted:
             raise ParseError("This PDF is password-protected; upload an unlocked copy.")
-        return [Section(page.extract_text() or "", page=i) for i, page in enumerate(reader.pages, start=1)]
+        return [Section(budget.take(page.extract_text() or ""), page=i)
+                for i, page in enumerate(reader.pages, start=1)]
     except FileNotDecryptedError as exc:
         raise ParseError("This PDF is password-protected; upload an unlocked copy.") from exc
     except PdfReadError as exc:
         raise ParseError(f"This file is not a readable PDF: {_short(exc)}") from exc
 
 
-def _pptx(data: bytes) -> list[Section]:
+def _pptx(data: bytes, budget: TextBudget) -> list[Section]:
     from pptx import Presentation
 
     deck = Presentation(io.BytesIO(data))
     out = []
     for number, slide in enumerate(deck.slides, start=1):
-        texts = [shape.text_frame.text for shape in slide.shapes if getattr(shape, "has_text_frame", False)]
+        texts = [budget.take(shape.text_frame.text) for shape in slide.shapes
+                 if getattr(shape, "has_text_frame", False)]
         out.append(Section("\n".join(t for t in texts if t.strip()), page=number))
     return out
 
@@ -207,7 +285,7 @@ def _paged(pages: list[str], recorded: bool) -> list[Section]:
 # ------------------------------------------------------------------ .odt (odfpy)
 
 
-def _odt(data: bytes) -> list[Section]:
+def _odt(data: bytes, budget: TextBudget) -> list[Section]:
     from odf import teletype
     from odf.namespaces import FONS, STYLENS, TEXTNS
     from odf.opendocument import load
@@ -255,7 +333,7 @@ def _odt(data: bytes) -> list[Section]:
                 style = child.getAttrNS(TEXTNS, "style-name") or ""
                 if breaks(style, 0) and any(t.strip() for t in pages[-1]):
                     new_page()
-                pages[-1].append(teletype.extractText(child))
+                pages[-1].append(budget.take(teletype.extractText(child)))
                 # A paragraph split across pages is cited at the page where it starts.
                 for _ in range(soft_breaks_inside(child)):
                     new_page()
@@ -287,14 +365,14 @@ def _odf_soft_break_element():
 _RTF_PAGE = re.compile(r"(?<!\\)((?:\\\\)*)\\page(?![a-zA-Z])(-?\d+)? ?")
 
 
-def _rtf(data: bytes) -> list[Section]:
+def _rtf(data: bytes, budget: TextBudget) -> list[Section]:
     from striprtf.striprtf import rtf_to_text
 
     source = data.decode("latin-1")  # RTF is 7-bit; higher characters are \'xx escapes or \u control words
     if not source.lstrip().startswith("{\\rtf"):
         raise ParseError("This file is not a Rich Text Format document (it does not start with {\\rtf).")
     marked = _RTF_PAGE.sub(lambda m: f"{m.group(1)}\\page\\u12?", source)
-    text = rtf_to_text(marked, errors="replace")
+    text = budget.take(rtf_to_text(marked, errors="replace"))
     pages = text.split("\x0c")
     return _paged(pages, recorded=len(pages) > 1)
 
@@ -305,7 +383,7 @@ _DOC_DROP = dict.fromkeys(map(ord, "\x01\x02\x03\x04\x05\x06\x08\x1f"), None)
 _DOC_MAP = {ord("\r"): "\n", ord("\x07"): "\n", ord("\x0b"): "\n", ord("\x1e"): "-"}
 
 
-def _doc(data: bytes) -> list[Section]:
+def _doc(data: bytes, budget: TextBudget) -> list[Section]:
     """Word 97-2003 text through its piece table ([MS-DOC] 2.4.1), read with olefile.
 
     Hand-written because no maintained pure-Python .doc reader exists on PyPI (the known ones drive the
@@ -333,12 +411,12 @@ def _doc(data: bytes) -> list[Section]:
         if not ole.exists(table_name):
             raise ParseError("This .doc file is damaged: its table stream is missing.")
         table = ole.openstream(table_name).read()
-    text = _doc_text(word, table)
+    text = _doc_text(word, table, budget)
     pages = _doc_clean(text).split("\x0c")
     return _paged(pages, recorded=len(pages) > 1)
 
 
-def _doc_text(word: bytes, table: bytes) -> str:
+def _doc_text(word: bytes, table: bytes, budget: TextBudget) -> str:
     csw = struct.unpack_from("<H", word, 32)[0]
     lw_at = 34 + csw * 2 + 2
     cslw = struct.unpack_from("<H", word, lw_at - 2)[0]
@@ -356,15 +434,21 @@ def _doc_text(word: bytes, table: bytes) -> str:
     count = (lcb - 4) // 12
     cps = struct.unpack_from(f"<{count + 1}i", plc, 0)
     parts: list[str] = []
+    # The main document comes first; footnotes, headers and text boxes follow it, so reading stops at its end.
+    # Pieces may point at the same bytes again and again: each is taken through the budget.
+    wanted = max(ccp_text, 0)
     for index in range(count):
+        if wanted <= 0:
+            break
         fc = struct.unpack_from("<I", plc, 4 * (count + 1) + 8 * index + 2)[0]
-        length = cps[index + 1] - cps[index]
+        length = min(cps[index + 1] - cps[index], wanted)
         if fc & 0x40000000:  # "compressed": one byte per character, Windows-1252
             start = (fc & 0x3FFFFFFF) // 2
-            parts.append(word[start:start + length].decode("cp1252", errors="replace"))
+            piece = word[start:start + length].decode("cp1252", errors="replace")
         else:
-            parts.append(word[fc:fc + 2 * length].decode("utf-16-le", errors="replace"))
-    # The main document comes first; footnotes, headers and text boxes follow it.
+            piece = word[fc:fc + 2 * length].decode("utf-16-le", errors="replace")
+        parts.append(budget.take(piece))
+        wanted -= len(piece)
     return "".join(parts)[:ccp_text]
 
 
@@ -391,7 +475,7 @@ def _doc_clean(text: str) -> str:
 OCR_TIMEOUT_SECONDS = 120
 
 
-def _image(data: bytes) -> list[Section]:
+def _image(data: bytes, budget: TextBudget) -> list[Section]:
     from PIL import Image, UnidentifiedImageError
 
     try:
@@ -418,7 +502,7 @@ def _image(data: bytes) -> list[Section]:
     text = done.stdout.decode("utf-8", errors="replace").replace("\x0c", "").strip()
     if not text:
         raise ParseError("No text was found in this image, so there is nothing to search.")
-    return [Section(text)]
+    return [Section(budget.take(text))]
 
 
 def _ocr_languages(program: str) -> str:
@@ -432,7 +516,7 @@ def _ocr_languages(program: str) -> str:
     return "+".join(sorted(langs)) or "eng"
 
 
-_PARSERS: dict[str, Callable[[bytes], list[Section]]] = {
+_PARSERS: dict[str, Callable[[bytes, TextBudget], list[Section]]] = {
     DocumentKind.TEXT: _text,
     DocumentKind.MARKDOWN: _text,
     DocumentKind.HTML: _html,
@@ -459,14 +543,18 @@ class Piece:
     page: int | None
 
 
-def chunk(sections: list[Section], size: int = CHUNK_CHARS) -> list[Piece]:
+def chunk(sections: list[Section], size: int = CHUNK_CHARS, *, limit: int | None = None) -> list[Piece]:
     """Split into pieces of at most ~`size` characters, never across pages, preferring paragraph and then
     line and sentence boundaries. No overlap: neighbours are contiguous, so parent context can grow a
-    passage outward without repeating text."""
+    passage outward without repeating text. More than `limit` pieces raises `ParseError` (as soon as one more
+    is made, not after all of them)."""
     pieces: list[Piece] = []
     for section in sections:
         for text in _split(section.text.strip(), size):
             if text.strip():
+                if limit is not None and len(pieces) >= limit:
+                    raise ParseError(f"This file makes more than {limit:,} passages, the most one document may "
+                                     "have; nothing was stored. Split it into smaller files.")
                 pieces.append(Piece(text.strip(), section.page))
     return pieces
 

@@ -9,7 +9,7 @@ from decimal import Decimal
 
 from django.core.files.base import ContentFile
 from django.core.files.uploadedfile import UploadedFile
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from agenticos import audit
@@ -25,6 +25,12 @@ logger = logging.getLogger(__name__)
 
 MAX_UPLOAD_BYTES = 50 * 1024 * 1024
 CHUNKER_VERSION = "c1"
+# Passages one document may make (settings.KNOWLEDGE_MAX_DOCUMENT_CHUNKS): 20,000 is ~20 M characters, the text
+# limit in knowledge/parsers.py, cut at ~1,000 characters; a file of many tiny pages reaches it sooner.
+DEFAULT_MAX_DOCUMENT_CHUNKS = 20_000
+# Passages one organization may hold in all its collections (settings.KNOWLEDGE_MAX_ORGANIZATION_CHUNKS): each
+# carries its text and a vector, ~10 KB with a 1,536-dimension embedding, so 1 M is ~10 GB of one database.
+DEFAULT_MAX_ORGANIZATION_CHUNKS = 1_000_000
 
 
 def _ip(actor: Actor) -> str | None:
@@ -211,7 +217,9 @@ def ingest(document_id: str) -> Document | None:
     try:
         with document.file.open("rb") as handle:
             data = handle.read()
-        pieces = parsers.chunk(parsers.parse(document.kind, data))
+        limit = parsers.setting("KNOWLEDGE_MAX_DOCUMENT_CHUNKS", DEFAULT_MAX_DOCUMENT_CHUNKS)
+        pieces = parsers.chunk(parsers.parse(document.kind, data), limit=limit)
+        _check_organization_room(document, len(pieces))  # before any embedding is paid for
         vectors: list[list[float]] | None = None
         if profile is not None:
             vectors = _embed_for_ingestion(document, profile, [p.text for p in pieces])
@@ -219,28 +227,53 @@ def ingest(document_id: str) -> Document | None:
         return _fail(document, str(exc))
     except OSError:
         return _fail(document, "The uploaded file could not be read from storage; upload it again.")
-    with transaction.atomic():
-        Chunk.objects.filter(document=document).delete()
-        Chunk.objects.bulk_create([
-            Chunk(
-                organization_id=document.organization_id, collection_id=document.collection_id, document=document,
-                position=i, page=piece.page, text=piece.text,
-                embedding=vectors[i] if vectors else None,
-                embedding_dims=len(vectors[i]) if vectors else None,
+    try:
+        with transaction.atomic():
+            # Again under the organization's lock: two documents ingested at once cannot both take the last room.
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))",
+                               [f"knowledge-chunks:{document.organization_id}"])
+            _check_organization_room(document, len(pieces))
+            Chunk.objects.filter(document=document).delete()
+            Chunk.objects.bulk_create([
+                Chunk(
+                    organization_id=document.organization_id, collection_id=document.collection_id,
+                    document=document, position=i, page=piece.page, text=piece.text,
+                    embedding=vectors[i] if vectors else None,
+                    embedding_dims=len(vectors[i]) if vectors else None,
+                )
+                for i, piece in enumerate(pieces)
+            ], batch_size=500)
+            Document.objects.filter(pk=document.pk).update(
+                status=Document.Status.READY, error="", chunk_count=len(pieces), ingested_fingerprint=mark,
+                ingested_at=timezone.now(),
             )
-            for i, piece in enumerate(pieces)
-        ], batch_size=500)
-        Document.objects.filter(pk=document.pk).update(
-            status=Document.Status.READY, error="", chunk_count=len(pieces), ingested_fingerprint=mark,
-            ingested_at=timezone.now(),
-        )
+    except IngestionRefused as exc:
+        return _fail(document, str(exc))
     document.refresh_from_db()
     return document
 
 
+def _check_organization_room(document: Document, adding: int) -> None:
+    """The organization's passages, this document's earlier ones excepted (a re-ingestion replaces them),
+    plus `adding` must stay within its ceiling."""
+    limit = parsers.setting("KNOWLEDGE_MAX_ORGANIZATION_CHUNKS", DEFAULT_MAX_ORGANIZATION_CHUNKS)
+    held = Chunk.objects.filter(organization_id=document.organization_id).exclude(document_id=document.pk).count()
+    if held + adding > limit:
+        raise IngestionRefused(
+            f"Not stored: this document makes {adding:,} passages and the organization's knowledge already holds "
+            f"{held:,} of at most {limit:,}. Delete documents no longer needed, or ask the operator to raise "
+            "KNOWLEDGE_MAX_ORGANIZATION_CHUNKS."
+        )
+
+
 def _fail(document: Document, reason: str) -> Document:
-    Document.objects.filter(pk=document.pk).update(status=Document.Status.FAILED, error=reason[:2000],
-                                                   ingested_fingerprint="")
+    """A failed document keeps no passages: search skips it anyway, and its old ones would still fill the
+    organization's room."""
+    with transaction.atomic():
+        Chunk.objects.filter(document_id=document.pk).delete()
+        Document.objects.filter(pk=document.pk).update(status=Document.Status.FAILED, error=reason[:2000],
+                                                       chunk_count=0, ingested_fingerprint="")
     document.refresh_from_db()
     return document
 
