@@ -5,7 +5,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
-    DJANGO_SETTINGS_MODULE=agenticos.settings \
+    DJANGO_SETTINGS_MODULE=config.settings \
     AGENTICOS_DATA_DIR=/data \
     STATIC_ROOT=/app/staticfiles
 
@@ -42,4 +42,4 @@ VOLUME ["/data"]
 
 # Commands run from /app with `python -m`, so the source tree here (with templates/ and static/)
 # is what gets imported.
-CMD ["python", "-m", "daphne", "-e", "tcp:port=8000:interface=0.0.0.0:backlog=2048", "--proxy-headers", "--websocket_connect_timeout", "30", "--ping-interval", "10", "--ping-timeout", "20", "agenticos.asgi:application"]
+CMD ["python", "-m", "daphne", "-e", "tcp:port=8000:interface=0.0.0.0:backlog=2048", "--proxy-headers", "--websocket_connect_timeout", "30", "--ping-interval", "10", "--ping-timeout", "20", "config.asgi:application"]

@@ -32,16 +32,16 @@ install: $(STAMP) $(WORKBENCH_STAMP)
 # `make run` serves as a self-hosted machine does, DEBUG off; `make dev` is the same with DEBUG on (Django's
 # technical error pages: every URL pattern on a 404, the traceback and settings on a 500).
 run: install
-	$(PY) -m agenticos.launcher
+	$(PY) -m config.launcher
 
 dev: install
-	DEBUG=true $(PY) -m agenticos.launcher
+	DEBUG=true $(PY) -m config.launcher
 
 services-start: install
-	$(PY) -m agenticos.devservices start
+	$(PY) -m config.devservices start
 
 services-stop: install
-	$(PY) -m agenticos.devservices stop
+	$(PY) -m config.devservices stop
 
 # The token sandboxd and the platform share (kept in the vault; printed once for docker-compose's .env).
 sandbox-token: install
@@ -58,7 +58,7 @@ browser:
 	fi
 
 test: install browser
-	AGENTICOS_DATA_DIR=$(TEST_DATA_DIR) AGENTICOS_TESTING=true $(PY) -m agenticos.devservices start >/dev/null
+	AGENTICOS_DATA_DIR=$(TEST_DATA_DIR) AGENTICOS_TESTING=true $(PY) -m config.devservices start >/dev/null
 	rm -f test-artifacts/runs-diagnosis.txt
 	AGENTICOS_DATA_DIR=$(TEST_DATA_DIR) AGENTICOS_TESTING=true $(PY) -m pytest -n 2 $(PYTEST_ARGS) || { \
 		status=$$?; if [ -f test-artifacts/runs-diagnosis.txt ]; then \
@@ -69,7 +69,7 @@ test: install browser
 # organization has a published agent: many examples per operation and mode, a fresh seed (FUZZ_SEED=n replays one).
 FUZZ_EXAMPLES ?= 40
 fuzz: install
-	AGENTICOS_DATA_DIR=$(TEST_DATA_DIR) AGENTICOS_TESTING=true $(PY) -m agenticos.devservices start >/dev/null
+	AGENTICOS_DATA_DIR=$(TEST_DATA_DIR) AGENTICOS_TESTING=true $(PY) -m config.devservices start >/dev/null
 	AGENTICOS_DATA_DIR=$(TEST_DATA_DIR) AGENTICOS_TESTING=true FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) \
 		FUZZ_SEED=$${FUZZ_SEED:-$$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')} \
 		$(PY) -m pytest tests/api/test_fuzz.py -p no:xdist -q -p no:logging --show-capture=no --timeout=0 $(PYTEST_ARGS)
@@ -78,7 +78,7 @@ lint: install
 	$(VENV)/bin/ruff check .
 	# django-stubs loads the settings, which only parse these URLs (no server is needed to type-check).
 	DATABASE_URL=$${DATABASE_URL:-postgres://lint@localhost/lint} REDIS_URL=$${REDIS_URL:-redis://localhost:6379/0} \
-		$(VENV)/bin/mypy agenticos agents capabilities governance knowledge embeds channelbots triggers interop evals sandboxd
+		$(VENV)/bin/mypy config agenticos agents capabilities governance knowledge embeds channelbots triggers interop evals sandboxd
 
 # Third-party JS for the console, from the npm registry, committed under static/vendor/ (no CDN, no build step).
 vendor:
@@ -93,5 +93,5 @@ bench: install
 	$(PY) bench/turn_overhead.py
 
 clean:
-	-AGENTICOS_DATA_DIR=$(TEST_DATA_DIR) $(PY) -m agenticos.devservices stop
+	-AGENTICOS_DATA_DIR=$(TEST_DATA_DIR) $(PY) -m config.devservices stop
 	rm -rf $(TEST_DATA_DIR)

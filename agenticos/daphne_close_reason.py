@@ -4,7 +4,7 @@ The surfaces spec gives every refusal a close code *and* a reason the client can
 connections"); the ASGI spec carries it as `reason` on `websocket.close`, but daphne 4.2 drops it and sends the
 code alone (django/daphne#374, open). Until a release forwards it, `serverClose` is given the reason here:
 autobahn's `sendClose` already takes one. The reason is cut to the 123 bytes a close frame allows, on a
-character boundary. Imported by `agenticos.asgi`, so the tests' ASGI app and every daphne process get it.
+character boundary. Imported by `config.asgi`, so the tests' ASGI app and every daphne process get it.
 
 autobahn's `sendClose` also refuses every code but 1000 and 3000–4999 ("invalid close code"), RFC 6455 codes a
 server may send among them: the surfaces spec's 1011 ("this client was not reading — reconnect") raised inside

@@ -175,9 +175,10 @@ def queue_depths() -> dict[str, int]:
     """Through kombu (a passive declare answers the message count on any broker); a queue nobody declared
     yet is empty. A broker that cannot answer leaves the metric out rather than failing the scrape."""
     from amqp.exceptions import NotFound
+    from celery import (
+        current_app as app,  # the project's (config.celery), without the kernel importing config
+    )
     from kombu.exceptions import ChannelError
-
-    from agenticos.celery import app
 
     depths: dict[str, int] = {}
     try:

@@ -136,7 +136,7 @@ def _route_only_urls(span, request, response) -> None:
 
 
 def traced_asgi(app: Any) -> Any:
-    """An HTTP app served beside Django (the A2A server, agenticos/asgi.py) with request spans like Django's:
+    """An HTTP app served beside Django (the A2A server, config/asgi.py) with request spans like Django's:
     its URL attributes are the path, query dropped. The app itself when tracing is off."""
     if _enabled_in is None:
         return app

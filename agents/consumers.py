@@ -228,5 +228,5 @@ def broadcast_approval_decision(sender=None, *, approval_id, **kwargs) -> None:
         "approval_decided", approval_id=str(approval_id), run_id=str(row["run_id"]), status=row["status"])})
 
 
-# Connected where the socket lives (every web process imports this module through agenticos.routing).
+# Connected where the socket lives (every web process imports this module through config.routing).
 governance_signals.approval_decided.connect(broadcast_approval_decision, dispatch_uid="agents.chat.approval_decided")

@@ -6,7 +6,7 @@ offline demo model through Celery and the real runner, live replies on a local f
 
 Prints the ack latency of the route (p50/p95/max: verify + parse + claim + enqueue — the 200 never waits for
 the run), then waits for the answers and checks answers posted == distinct messages exactly (no duplicate,
-no loss). Runs against the dev services (`python -m agenticos.devservices start`), with two Celery workers
+no loss). Runs against the dev services (`python -m config.devservices start`), with two Celery workers
 in their own processes, as `make run` starts them: one for "default" (deliveries) and one for "runs". A
 delivery no longer holds its thread while the run it follows executes: the follow is a task of the default
 worker's follows loop (channelbots/follows.py, up to CHANNELBOTS_MAX_FOLLOWS), so a few delivery threads
@@ -33,7 +33,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agenticos.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 import django  # noqa: E402
 
 django.setup()
@@ -41,13 +41,13 @@ django.setup()
 from django.conf import settings  # noqa: E402
 from django.test import Client  # noqa: E402
 
-from agenticos.celery import app as celery_app  # noqa: E402
 from agenticos.models import Membership, Organization, User  # noqa: E402
 from agenticos.tenancy import actor_for_membership  # noqa: E402
 from agents import services as agent_services  # noqa: E402
 from agents.models import ModelProfile, Run  # noqa: E402
 from channelbots import services  # noqa: E402
 from channelbots.slack.verify import sign  # noqa: E402
+from config.celery import app as celery_app  # noqa: E402
 from tests.fakes.slack_api import FakeSlack  # noqa: E402
 
 SIGNING_SECRET = "bench-signing-secret-0123456789ab"
@@ -86,7 +86,7 @@ def start_worker_process(queue: str, threads: int, log_level: str = "WARNING") -
     env = dict(os.environ, DB_POOL_MAX_SIZE=str(threads + 24), PYTHONUNBUFFERED="1")
     log = open(f"/tmp/agenticos-storm-{queue}.log", "wb")  # noqa: SIM115 - lives as long as the process
     return subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "agenticos", "worker", "-Q", queue, "-n", f"storm-{queue}@%h",
+        [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", queue, "-n", f"storm-{queue}@%h",
          "-P", "threads", "-c", str(threads), "-l", log_level],
         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
     )
@@ -126,7 +126,7 @@ def main() -> None:
 
     try:
         reverse("slack-events", args=["x"])
-    except NoReverseMatch:  # until agenticos/urls.py includes channelbots.urls
+    except NoReverseMatch:  # until config/urls.py includes channelbots.urls
         settings.ROOT_URLCONF = "tests.channelbots.urls"
     celery_app.conf.task_always_eager = False
 

@@ -13,7 +13,7 @@ sent → the run's first model request) p50/p95, wall time for all N against one
 runs workers, PostgreSQL, Redis; the model server apart), the peak RSS of each process, and errors / runs not
 completed. It also prints the floor: the same runs made by bare pydantic-ai (no platform) in one process
 against the same server — the CPU the agent library and the OpenAI client spend per run, which bounds what
-any runner can reach on this machine. Runs against the embedded dev services (`python -m agenticos.devservices start`), starting its own
+any runner can reach on this machine. Runs against the embedded dev services (`python -m config.devservices start`), starting its own
 daphne, runs workers and model server; launcher helpers and measurement from bench/turn_overhead.py.
 """
 
@@ -33,7 +33,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agenticos.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 MARKER = re.compile(r"bench-run-[0-9a-f]{32}")
 
@@ -418,8 +418,8 @@ def main() -> None:
     django.setup()
     from django.conf import settings
 
-    from agenticos.launcher import daphne_command, run_worker_command, run_worker_processes
     from bench.turn_overhead import free_port, start, wait_port, wait_quiet
+    from config.launcher import daphne_command, run_worker_command, run_worker_processes
 
     model_port, web_port = free_port(), free_port()
     agent_id, key = setup_tenant(model_port)
@@ -434,7 +434,7 @@ def main() -> None:
     procs = {
         "model": start([sys.executable, str(Path(__file__)), "--serve-model", str(model_port), "--tokens",
                         str(args.tokens), "--seconds", str(args.seconds)], env, "model"),
-        "web": start(daphne_command("agenticos.asgi:application", web_port), env, "web"),
+        "web": start(daphne_command("config.asgi:application", web_port), env, "web"),
         **{f"worker{i + 1}": start(run_worker_command(i, log_level="WARNING"), env, f"worker{i}")
            for i in range(run_worker_processes())},
     }

@@ -8,17 +8,17 @@ import os
 
 import django
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agenticos.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 django.setup()
 
 from django.conf import settings  # noqa: E402
 
 settings.RATE_LIMIT_EMBED_PER_MINUTE = 1_000_000
 
-from agenticos.routing import websocket_urlpatterns  # noqa: E402
+from config.routing import websocket_urlpatterns  # noqa: E402
 
 if any("embed" in str(p.pattern) for p in websocket_urlpatterns):
-    from agenticos.asgi import application  # noqa: E402,F401
+    from config.asgi import application  # noqa: E402,F401
 else:
     os.environ.setdefault("EMBEDS_TEST_URLCONF", "1")
     from tests.embeds.asgi_app import application  # noqa: E402,F401

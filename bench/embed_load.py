@@ -5,7 +5,7 @@ demo model, through daphne → Celery → the real runner → PostgreSQL transcr
 
 Prints p50/p95 time to the first `text_delta` and to `complete`, messages/s, errors by kind, and checks
 that every turn is in the transcript (nothing lost). Runs against the dev services
-(`python -m agenticos.devservices start`), starting its own daphne and one Celery worker on free ports.
+(`python -m config.devservices start`), starting its own daphne and one Celery worker on free ports.
 
 Every visitor connects from 127.0.0.1, so the per-address connection limit (RATE_LIMIT_EMBED_PER_MINUTE)
 would refuse most of them by design: the bench's daphne raises it (bench/embed_app.py) and the embed's
@@ -28,7 +28,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agenticos.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 import django  # noqa: E402
 
@@ -156,7 +156,7 @@ def main() -> None:
     procs = [
         start([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "bench.embed_app:application"],
               env, "web"),
-        start([sys.executable, "-m", "celery", "-A", "agenticos", "worker", "-Q", "runs,default", "-P", "threads",
+        start([sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", "runs,default", "-P", "threads",
                "-c", str(args.worker_concurrency), "-l", "WARNING"], env, "worker"),
     ]
     try:

@@ -4,7 +4,7 @@ plus a turn in a 10,000-message conversation against one in a 10-message convers
 
     .venv/bin/python bench/turn_overhead.py [--turns 20] [--sockets 1,50]
 
-Runs against the embedded dev services (`python -m agenticos.devservices start`), starting its own daphne
+Runs against the embedded dev services (`python -m config.devservices start`), starting its own daphne
 servers on free ports and the `runs` workers `make run` starts (one per core, threads pool; --worker-processes
 and --worker-concurrency change them), and prints p50/p95 latency and turns/s. Floor and full path alternate
 over --rounds rounds (this VM's speed drifts within minutes; ratios of runs taken minutes apart measure that).
@@ -25,7 +25,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agenticos.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 import django  # noqa: E402
 
@@ -37,12 +37,12 @@ import websockets  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY  # noqa: E402
 
-from agenticos.launcher import run_worker_command, run_worker_processes  # noqa: E402
 from agenticos.models import Membership, Organization, User  # noqa: E402
 from agenticos.tenancy import SESSION_KEY as ORG_KEY  # noqa: E402
 from agenticos.tenancy import actor_for_membership  # noqa: E402
 from agents import services  # noqa: E402
 from agents.models import Agent, Conversation, Message, ModelProfile  # noqa: E402
+from config.launcher import run_worker_command, run_worker_processes  # noqa: E402
 
 PROMPT = "Tell me briefly what you can do."
 
@@ -207,7 +207,7 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=20, help="turns per socket")
     parser.add_argument("--rounds", type=int, default=4, help="floor and full path alternate this many times")
     parser.add_argument("--sockets", default="1,50")
-    # As `make run` starts them (agenticos/launcher.py): one `runs` worker per core, 32 threads each.
+    # As `make run` starts them (config/launcher.py): one `runs` worker per core, 32 threads each.
     parser.add_argument("--worker-concurrency", type=int, default=32)
     parser.add_argument("--worker-processes", type=int, default=run_worker_processes())
     parser.add_argument("--skip-long-conversation", action="store_true")
@@ -220,7 +220,7 @@ def main() -> None:
                VAULT_MASTER_KEY=settings.VAULT_MASTER_KEY)
     full_port, floor_port = free_port(), free_port()
     procs = [
-        start([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(full_port), "agenticos.asgi:application"], env, "web"),
+        start([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(full_port), "config.asgi:application"], env, "web"),
         start([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(floor_port), "bench.floor_app:application"], env, "floor"),
         *(start(run_worker_command(i, str(args.worker_concurrency), "WARNING"), env, f"worker{i}")
           for i in range(args.worker_processes)),

@@ -1,4 +1,4 @@
-"""Mounted by agenticos/urls.py under /api/v1/."""
+"""Mounted by config/urls.py under /api/v1/."""
 
 from agenticos.api import route
 from capabilities import api

@@ -1,4 +1,4 @@
-"""Mounted by agenticos/urls.py under /api/v1/: custom tools, tool kits, database and MCP connections."""
+"""Mounted by config/urls.py under /api/v1/: custom tools, tool kits, database and MCP connections."""
 
 from agenticos.api import route
 from capabilities import api_tools as api

@@ -61,7 +61,7 @@ def lease_key(run_id: str) -> str:
 
 
 def setting(name: str) -> int:
-    """This module's settings (agenticos/settings.py), with their defaults where a settings module lacks them."""
+    """This module's settings (config/settings.py), with their defaults where a settings module lacks them."""
     return int(getattr(settings, name, DEFAULTS[name]))
 
 

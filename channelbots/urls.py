@@ -1,5 +1,5 @@
 """HTTP routes of the channelbots app, with their full paths: include at the site root —
-`path("", include("channelbots.urls"))` in agenticos/urls.py."""
+`path("", include("channelbots.urls"))` in config/urls.py."""
 
 from __future__ import annotations
 

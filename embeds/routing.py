@@ -1,4 +1,4 @@
-"""WebSocket routes of the embeds app (included by agenticos/routing.py)."""
+"""WebSocket routes of the embeds app (included by config/routing.py)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """HTTP routes of the embeds app, with their full paths: include at the site root —
-`path("", include("embeds.urls"))` in agenticos/urls.py."""
+`path("", include("embeds.urls"))` in config/urls.py."""
 
 from __future__ import annotations
 

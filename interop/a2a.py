@@ -19,7 +19,7 @@ ours is what an A2A call runs and who may make it:
 - tasks live in Redis (`RedisTaskStore`), scoped to the caller's organization and user, so `tasks/get` works
   from any web process and never shows one caller's task to another.
 
-Mounted in front of Django by agenticos/asgi.py (the SDK's routes are Starlette's, and `message/stream`
+Mounted in front of Django by config/asgi.py (the SDK's routes are Starlette's, and `message/stream`
 must stream: Django's view layer would buffer it).
 """
 

@@ -10,7 +10,7 @@ from celery.contrib.testing.tasks import ping  # registered before the worker st
 from celery.contrib.testing.worker import start_worker
 from rest_framework.test import APIClient
 
-from agenticos.celery import app as celery_app
+from config.celery import app as celery_app
 from tests import factories
 from tests.fakes.openai_server import fake_openai  # noqa: F401  (fixture)
 

@@ -1,4 +1,4 @@
-"""Console routes. Included last in agenticos.urls: `path("", include("agenticos.console.urls"))`."""
+"""Console routes. Included last in config.urls: `path("", include("agenticos.console.urls"))`."""
 
 from django.contrib.auth import views as auth_views
 from django.urls import path, reverse_lazy

@@ -1,4 +1,4 @@
-"""Console routes of Channels (bots) and a binding's settings (included in agenticos.urls before the console's)."""
+"""Console routes of Channels (bots) and a binding's settings (included in config.urls before the console's)."""
 
 from django.urls import path
 

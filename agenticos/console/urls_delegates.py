@@ -1,4 +1,4 @@
-"""Console routes of an agent's delegates (included in agenticos.urls before the console's)."""
+"""Console routes of an agent's delegates (included in config.urls before the console's)."""
 
 from django.urls import path
 

@@ -1,4 +1,4 @@
-"""Console routes of an embed's own page (included in agenticos.urls before the console's). Each ends in a slash,
+"""Console routes of an embed's own page (included in config.urls before the console's). Each ends in a slash,
 so none is taken for an action of the Builder's `agents/<id>/embeds/<id>/<action>` route."""
 
 from django.urls import path

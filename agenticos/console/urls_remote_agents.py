@@ -1,4 +1,4 @@
-"""Console routes of Connections → Remote agents (included in agenticos.urls before the console's)."""
+"""Console routes of Connections → Remote agents (included in config.urls before the console's)."""
 
 from django.urls import path
 

@@ -1,4 +1,4 @@
-"""Console routes of Builder → Triggers (included in agenticos.urls before the console's own)."""
+"""Console routes of Builder → Triggers (included in config.urls before the console's own)."""
 
 from django.urls import path
 

@@ -2,7 +2,7 @@
 
 A worker's first run imported every capability (and the MCP, web and document libraries behind them) on
 its way: about three seconds of CPU that the first person to write after a deploy or restart waited for.
-A worker pays it once at start instead (`agenticos.celery`, signal `worker_ready`).
+A worker pays it once at start instead (`config.celery`, signal `worker_ready`).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""/api/v1/ application endpoints (included from agenticos.urls)."""
+"""/api/v1/ application endpoints (included from config.urls)."""
 
 from agenticos.api import route
 from capabilities.artifacts import api

@@ -36,7 +36,7 @@ logger = logging.getLogger(__name__)
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 THIS_MACHINE = ""  # a service's host when it is "every address of this machine"
 _DEFAULT_PORTS = {"http": 80, "ws": 80, "https": 443, "wss": 443, "redis": 6379, "rediss": 6379}
-BROWSER_DEFAULT_PORT = 9222  # agenticos.launcher's, which the capability does not import (it sits below it)
+BROWSER_DEFAULT_PORT = 9222  # config.launcher's, which the capability does not import (it sits below it)
 _ZERO_NET = ipaddress.ip_network("0.0.0.0/8")  # "this network": Linux connects 0.0.0.0 to its own loopback
 
 

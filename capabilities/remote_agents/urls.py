@@ -1,4 +1,4 @@
-"""API routes of remote agents (included by agenticos/api_urls.py)."""
+"""API routes of remote agents (included by config/api_urls.py)."""
 
 from agenticos.api import route
 from capabilities.remote_agents import api

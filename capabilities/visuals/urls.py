@@ -1,4 +1,4 @@
-"""/api/v1/ visuals endpoints (included from agenticos.urls)."""
+"""/api/v1/ visuals endpoints (included from config.urls)."""
 
 from agenticos.api import route
 from capabilities.visuals import api

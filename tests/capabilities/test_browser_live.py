@@ -15,12 +15,12 @@ from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.test import Client
 
-from agenticos.asgi import application
 from agenticos.models import AuditEvent
 from agenticos.tenancy import SESSION_KEY as ORG_SESSION_KEY
 from agents.models import RunStatus
 from capabilities.browser import live
 from capabilities.browser.consumers import CLOSE_REFUSED
+from config.asgi import application
 from tests import factories
 from tests.capabilities.test_browser_browse import browsing_agent, step, tool_results
 from tests.fakes.openai_server import Reply, fake_openai  # noqa: F401

@@ -33,7 +33,7 @@ pytestmark = [
 def console():
     from tests.fakes.live_daphne import serving_daphne
 
-    with serving_daphne("agenticos.asgi:application", "browse-live") as base:
+    with serving_daphne("config.asgi:application", "browse-live") as base:
         yield base
 
 

@@ -15,11 +15,11 @@ from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
 from PIL import Image
 
-from agenticos.asgi import application
 from agents.models import RunStatus
 from capabilities.browser import live
 from capabilities.browser.config import BrowserConfig
 from capabilities.browser.consumers import CLOSE_REFUSED
+from config.asgi import application
 from tests import factories
 from tests.capabilities.test_browser_browse import browsing_agent, step, tool_results
 from tests.capabilities.test_browser_live import in_background, next_of, open_view

@@ -37,7 +37,7 @@ def _orm_beside_playwright(monkeypatch):
 def console():
     from tests.fakes.live_daphne import serving_daphne
 
-    with serving_daphne("agenticos.asgi:application", "browse-preview") as base:
+    with serving_daphne("config.asgi:application", "browse-preview") as base:
         yield base
 
 

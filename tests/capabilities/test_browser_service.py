@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from agenticos import launcher
 from capabilities.browser.config import BrowserConfig, publish_problems
+from config import launcher
 from tests.capabilities.helpers import run, spec
 from tests.fakes.web_pages import site  # noqa: F401
 

@@ -27,7 +27,7 @@ INSTRUCTIONS = "You are the refunds desk. Internal code word: PELICAN-77."
 
 @pytest.fixture
 def eager_tasks():
-    from agenticos.celery import app
+    from config.celery import app
 
     eager = app.conf.task_always_eager
     app.conf.task_always_eager = True

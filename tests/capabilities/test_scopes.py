@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import importlib
 
-from agenticos import settings as project_settings
 from capabilities import registry
+from config import settings as project_settings
 
 
 def _declared() -> set[str]:

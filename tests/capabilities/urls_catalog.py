@@ -1,4 +1,4 @@
-"""Test-only urlconf: the catalog mounted where agenticos/urls.py will mount it (/api/v1/)."""
+"""Test-only urlconf: the catalog mounted where config/urls.py will mount it (/api/v1/)."""
 
 from django.urls import include, path
 

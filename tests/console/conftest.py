@@ -65,7 +65,7 @@ def live_server_url(transactional_db, celery_worker):
         port = sock.getsockname()[1]
         process = subprocess.Popen(  # noqa: S603
             [sys.executable, "-m", "daphne", "--fd", str(sock.fileno()), "tests.console.live_asgi:application"],
-            cwd=ROOT, env={**os.environ, "DJANGO_SETTINGS_MODULE": "agenticos.settings",
+            cwd=ROOT, env={**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings",
                            "CONSOLE_LIVE_DATABASE": connection.settings_dict["NAME"]},
             pass_fds=[sock.fileno()],
         )

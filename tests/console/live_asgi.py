@@ -5,7 +5,7 @@ import os
 
 import django
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agenticos.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 django.setup()
 
 from django.conf import settings  # noqa: E402
@@ -16,6 +16,6 @@ settings.ROOT_URLCONF = "tests.console.urls"
 
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
-from agenticos.asgi import application as project_application  # noqa: E402
+from config.asgi import application as project_application  # noqa: E402
 
 application = ASGIStaticFilesHandler(project_application)

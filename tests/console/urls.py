@@ -1,8 +1,8 @@
-"""The project's routes plus the console's, until agenticos.urls includes the console itself."""
+"""The project's routes plus the console's, until config.urls includes the console itself."""
 
 from django.urls import include, path
 
-from agenticos.urls import urlpatterns as project_patterns
+from config.urls import urlpatterns as project_patterns
 
 _included = any(getattr(p, "namespace", None) == "console" for p in project_patterns)
 urlpatterns = [*project_patterns] + ([] if _included else [path("", include("agenticos.console.urls"))])

@@ -1,12 +1,12 @@
 """A bare ASGI app for a real daphne: a WebSocket that closes with the code and reason its first frame names
 (`"1011 This client was not reading."`), and 200 on any HTTP path (live_daphne waits on /healthz). With the
-project's close shim (agenticos.daphne_close_reason) applied, as agenticos.asgi applies it."""
+project's close shim (agenticos.daphne_close_reason) applied, as config.asgi applies it."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import agenticos.daphne_close_reason  # noqa: F401  (patches daphne's close, as agenticos.asgi does)
+import agenticos.daphne_close_reason  # noqa: F401  (patches daphne's close, as config.asgi does)
 
 
 async def application(scope: dict[str, Any], receive: Any, send: Any) -> None:

@@ -35,8 +35,8 @@ KEYLESS_PATHS = [
 
 
 def project_application():
-    """The application daphne serves (agenticos.asgi), not a test router."""
-    from agenticos.asgi import application
+    """The application daphne serves (config.asgi), not a test router."""
+    from config.asgi import application
 
     return application
 

@@ -141,7 +141,7 @@ def test_the_per_page_ceiling_holds_and_only_admitted_loads_spend_it(page, setti
 
 
 def test_the_default_page_ceiling_is_far_above_one_addresses_limit():
-    from agenticos import settings as defaults  # the module's values, not this suite's overrides
+    from config import settings as defaults  # the module's values, not this suite's overrides
 
     assert defaults.RATE_LIMIT_HOSTED_PAGE_CEILING_PER_MINUTE >= 50 * defaults.RATE_LIMIT_HOSTED_PAGE_PER_MINUTE
 

@@ -1,4 +1,4 @@
-"""What a client receives on the wire, from a real daphne serving the project's ASGI app (agenticos.asgi), when it
+"""What a client receives on the wire, from a real daphne serving the project's ASGI app (config.asgi), when it
 sends a frame no client of ours sends — on the embed socket and on the web chat socket (/ws/chat/):
 
 - JSON nested 10,000 deep (the parser's recursion runs out at ~1,000 levels) gets a `bad_frame` error frame and
@@ -35,7 +35,7 @@ TIMEOUT = 10
 
 @pytest.fixture(scope="module")
 def daphne_base(django_db_setup, django_db_blocker):
-    with django_db_blocker.unblock(), live_daphne.serving_daphne("agenticos.asgi:application", "issue37-frames") as base:
+    with django_db_blocker.unblock(), live_daphne.serving_daphne("config.asgi:application", "issue37-frames") as base:
         yield base.replace("http://", "ws://")
 
 

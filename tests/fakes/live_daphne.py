@@ -1,4 +1,4 @@
-"""A real daphne in a subprocess, started the way the launcher starts it (agenticos.launcher.daphne_command),
+"""A real daphne in a subprocess, started the way the launcher starts it (config.launcher.daphne_command),
 serving on a socket the test already holds (tests/fakes/ports.py), against this session's test database."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from urllib.parse import quote
 
 import httpx
 
-from agenticos.launcher import daphne_command
+from config.launcher import daphne_command
 from tests.fakes.ports import daphne_on_socket, listening_socket
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,7 +45,7 @@ def serving_daphne(application: str, name: str, *, env: dict[str, str] | None = 
     sock = listening_socket()
     port = sock.getsockname()[1]
     base = f"http://127.0.0.1:{port}"
-    process_env = {**os.environ, "DJANGO_SETTINGS_MODULE": "agenticos.settings", "DATABASE_URL": test_database_url(),
+    process_env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings", "DATABASE_URL": test_database_url(),
                    "PYTHONPATH": str(ROOT), **(env or {})}
     if frontend_is_self:
         process_env["FRONTEND_URL"] = base

@@ -15,7 +15,7 @@ def listening_socket(host: str = "127.0.0.1") -> socket.socket:
 
 
 def daphne_on_socket(command: list[str], sock: socket.socket) -> list[str]:
-    """A daphne command line (agenticos.launcher.daphne_command) serving on `sock` instead of its endpoint."""
+    """A daphne command line (config.launcher.daphne_command) serving on `sock` instead of its endpoint."""
     command = list(command)
     for flag in ("-b", "-p", "-e"):
         if flag in command:

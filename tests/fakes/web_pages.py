@@ -234,7 +234,7 @@ class Chromium:
         self.port = 0
 
     def start(self) -> Chromium:
-        from agenticos.launcher import BROWSER_HARDENING, BROWSER_QUIET
+        from config.launcher import BROWSER_HARDENING, BROWSER_QUIET
 
         args = [CHROMIUM, "--headless=new", "--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0",
                 f"--user-data-dir={self.profile}", "--disable-gpu", "--disable-dev-shm-usage", *BROWSER_QUIET]

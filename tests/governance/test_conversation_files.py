@@ -12,13 +12,13 @@ from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.utils import timezone
 
-from agenticos.celery import app as celery_app
 from agents.models import Conversation, Message
 from capabilities.models import Workspace, WorkspaceFile, WorkspaceUse
 from channelbots import files as chat_files
 from channelbots.incoming import IncomingFile
 from channelbots.models import ChannelBot
 from channelbots.platforms import Download
+from config.celery import app as celery_app
 from embeds import services as embed_services
 from embeds.models import EmbedFile
 from governance import retention

@@ -15,7 +15,7 @@ from tests.runner.conftest import actor_of
 def live_server_url(django_db_setup, django_db_blocker):
     # The project's own ASGI app, as `make run` serves it.
     with django_db_blocker.unblock(), live_daphne.serving_daphne(
-            "agenticos.asgi:application", "interop", env={"RATE_LIMIT_RUN_PER_MINUTE": "1000"}) as base:
+            "config.asgi:application", "interop", env={"RATE_LIMIT_RUN_PER_MINUTE": "1000"}) as base:
         yield base
 
 

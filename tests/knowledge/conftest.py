@@ -26,7 +26,7 @@ def _knowledge_setup(settings, tmp_path):
     settings.ROOT_URLCONF = "tests.knowledge.urls"
     settings.MEDIA_ROOT = str(tmp_path / "media")
     settings.DEFAULT_GRANTED_SCOPES = [*settings.DEFAULT_GRANTED_SCOPES, "knowledge:read"]
-    from agenticos.celery import app
+    from config.celery import app
 
     eager = app.conf.task_always_eager
     app.conf.task_always_eager = True

@@ -1,7 +1,7 @@
-"""The project's URLs plus the knowledge app's (the lead wires `knowledge.urls` into agenticos/urls.py)."""
+"""The project's URLs plus the knowledge app's (the lead wires `knowledge.urls` into config/urls.py)."""
 
 from django.urls import include, path
 
-from agenticos.urls import urlpatterns as project_urlpatterns
+from config.urls import urlpatterns as project_urlpatterns
 
 urlpatterns = [path("api/v1/", include("knowledge.urls")), *project_urlpatterns]

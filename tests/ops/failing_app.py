@@ -10,8 +10,8 @@ from collections.abc import Callable
 from django.http import HttpRequest, HttpResponse
 from django.urls import path
 
-from agenticos.urls import handler404, handler500  # noqa: F401  (Django reads them from the ROOT_URLCONF module)
-from agenticos.urls import urlpatterns as project_urlpatterns
+from config.urls import handler404, handler500  # noqa: F401  (Django reads them from the ROOT_URLCONF module)
+from config.urls import urlpatterns as project_urlpatterns
 
 # What a traceback would carry: the exception's message (a value a view had in hand).
 LEAKED_VALUE = "sk-leak-me-0123456789abcdef"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from agenticos.celery import app
+from config.celery import app
 
 
 def test_every_beat_entry_names_a_registered_task():

@@ -15,7 +15,7 @@ import psycopg
 import pytest
 import redis
 
-from agenticos import devservices
+from config import devservices
 
 pytestmark = pytest.mark.embedded_services
 

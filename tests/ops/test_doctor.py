@@ -45,7 +45,7 @@ def test_without_a_worker_or_a_model_the_doctor_fails_and_says_how_to_fix_it(db)
     assert lines["redis"] == "OK redis: ok"
     assert lines["vault key"].startswith("OK vault key: key version 1 seals and opens")
     assert lines["celery worker"].startswith("FAIL celery worker: no worker answered within 0.5s — fix: start one:")
-    assert "celery -A agenticos worker" in lines["celery worker"]
+    assert "celery -A config worker" in lines["celery worker"]
     assert lines["model"].startswith("FAIL model: no chat model profile exists — fix: run `manage.py platform_bootstrap`")
 
 
@@ -100,7 +100,7 @@ def celery_worker(subprocess_env):
     """A real Celery worker process on this test's Redis database; stopped (by its pid) at the end."""
     proc = subprocess.Popen(
         [
-            sys.executable, "-m", "celery", "-A", "agenticos", "worker", "-Q", "runs,default,cpu", "-P", "threads",
+            sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", "runs,default,cpu", "-P", "threads",
             "-c", "2", "--without-mingle", "--without-gossip", "-l", "WARNING", "-n", f"doctor-test-{os.getpid()}@%h",
         ],
         cwd=ROOT,

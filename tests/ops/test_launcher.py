@@ -3,7 +3,7 @@ with a name of its own so Celery tells them apart, plus the web, default worker,
 
 from __future__ import annotations
 
-from agenticos import launcher
+from config import launcher
 
 
 def _names(cmd: list[str]) -> str:
@@ -36,7 +36,7 @@ def test_daphne_listens_with_a_backlog_for_a_burst_of_clients(monkeypatch):
     from twisted.internet import endpoints, reactor
 
     monkeypatch.delenv("DAPHNE_BACKLOG", raising=False)
-    command = launcher.daphne_command("agenticos.asgi:application", 8123)
+    command = launcher.daphne_command("config.asgi:application", 8123)
     assert "-b" not in command and "-p" not in command
     endpoint = endpoints.serverFromString(reactor, command[command.index("-e") + 1])
     assert (endpoint._port, endpoint._interface, endpoint._backlog) == (8123, "127.0.0.1", 2048)

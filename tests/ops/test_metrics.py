@@ -161,7 +161,7 @@ print("counted")
 def test_what_two_processes_counted_is_added_up(tmp_path, monkeypatch):
     directory = tmp_path / "prometheus"
     directory.mkdir()
-    env = dict(os.environ, DJANGO_SETTINGS_MODULE="agenticos.settings", PROMETHEUS_MULTIPROC_DIR=str(directory))
+    env = dict(os.environ, DJANGO_SETTINGS_MODULE="config.settings", PROMETHEUS_MULTIPROC_DIR=str(directory))
     for _ in range(2):
         result = subprocess.run([sys.executable, "-c", COUNT_ONE_RUN], cwd=ROOT, env=env, capture_output=True,
                                 text=True, timeout=120)
@@ -223,7 +223,7 @@ def open_sockets(kind: str) -> float:
 async def test_a_member_socket_counts_while_open_and_a_refused_one_never(org, owner):
     from channels.testing import WebsocketCommunicator
 
-    from agenticos.asgi import application
+    from config.asgi import application
     from tests.runner.test_chat_socket import connect
 
     before = open_sockets("chat"), metrics.SOCKETS_OPENED.labels("chat")._value.get()
@@ -266,7 +266,7 @@ def test_containers_sharing_the_directory_as_pid_1_keep_their_own_files(tmp_path
     so two containers add up; a restarted container (same host, same pid) carries its counters on and starts
     its live gauges from zero instead of from what its previous process left."""
     directory = tmp_path / "prometheus"
-    env = dict(os.environ, DJANGO_SETTINGS_MODULE="agenticos.settings", PROMETHEUS_MULTIPROC_DIR=str(directory))
+    env = dict(os.environ, DJANGO_SETTINGS_MODULE="config.settings", PROMETHEUS_MULTIPROC_DIR=str(directory))
     for host in ("web-a", "worker-b", "web-a"):  # the third is web-a restarted
         as_container = f"import os, socket\nos.getpid = lambda: 1\nsocket.gethostname = lambda: {host!r}\n"
         result = subprocess.run([sys.executable, "-c", as_container + COUNT_ONE_RUN], cwd=ROOT, env=env,

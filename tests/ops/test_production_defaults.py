@@ -18,7 +18,7 @@ import httpx
 import pytest
 from django.test import Client
 
-from agenticos import launcher
+from config import launcher
 from tests import factories
 from tests.fakes import live_daphne
 from tests.ops.failing_app import LEAKED_VALUE, RAISES_AROUND_THE_EDGE
@@ -33,7 +33,7 @@ TECHNICAL_500 = ("Traceback", LEAKED_VALUE, "ROOT_URLCONF", "SECRET_KEY")
 def _launcher_line(target: str) -> str:
     dry_run = subprocess.run(["make", "-n", target], cwd=ROOT, capture_output=True, text=True, timeout=60)  # noqa: S607
     assert dry_run.returncode == 0, dry_run.stderr
-    return next(line for line in dry_run.stdout.splitlines() if "agenticos.launcher" in line)
+    return next(line for line in dry_run.stdout.splitlines() if "config.launcher" in line)
 
 
 def test_make_run_starts_daphne_with_debug_off_and_make_dev_with_debug_on(monkeypatch):
@@ -167,7 +167,7 @@ def launched(django_db_setup, django_db_blocker) -> Iterator[str]:
         patch.delenv("DEBUG", raising=False)
         added = {key: value for key, value in launcher.process_env("web").items() if os.environ.get(key) != value}
     added["DJANGO_SETTINGS_MODULE"] = "tests.ops.failing_settings"
-    with django_db_blocker.unblock(), live_daphne.serving_daphne("agenticos.asgi:application", "launched",
+    with django_db_blocker.unblock(), live_daphne.serving_daphne("config.asgi:application", "launched",
                                                                  env=added) as base:
         yield base
 

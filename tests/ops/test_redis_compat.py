@@ -36,7 +36,7 @@ def test_an_asyncio_connection_sends_no_client_setinfo():
 
 
 def test_kombu_broker_connections_skip_it_too():
-    from agenticos.celery import app
+    from config.celery import app
 
     with app.connection_for_write() as conn:
         client = conn.default_channel.client

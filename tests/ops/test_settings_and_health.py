@@ -14,7 +14,7 @@ LOAD_SETTINGS = "import django; django.setup(); from django.conf import settings
 
 
 def load_settings(**overrides: str | None) -> subprocess.CompletedProcess:
-    env = dict(os.environ, DJANGO_SETTINGS_MODULE="agenticos.settings")
+    env = dict(os.environ, DJANGO_SETTINGS_MODULE="config.settings")
     for key, value in overrides.items():
         if value is None:
             env.pop(key, None)
@@ -125,7 +125,7 @@ REDIS_NAMES = (
 def redis_names(**overrides: str | None) -> dict:
     import json
 
-    env = dict(os.environ, DJANGO_SETTINGS_MODULE="agenticos.settings", AGENTICOS_TESTING="true",
+    env = dict(os.environ, DJANGO_SETTINGS_MODULE="config.settings", AGENTICOS_TESTING="true",
                REDIS_URL="redis://127.0.0.1:6379/0")
     env.pop("REDIS_NAMESPACE", None)
     env.update({k: v for k, v in overrides.items() if v is not None})

@@ -34,11 +34,11 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from prometheus_client.parser import text_string_to_metric_families
 
-from agenticos.launcher import run_worker_command
 from agenticos.services import create_api_key
 from agenticos.tenancy import SESSION_KEY
 from agents import services as agent_services
 from agents.models import Run, RunStatus
+from config.launcher import run_worker_command
 from tests import factories
 from tests.fakes import live_daphne
 from tests.fakes.openai_server import FakeOpenAIServer, Reply
@@ -182,7 +182,7 @@ def stack_env(receiver: OTLPReceiver | None, metrics_dir: Path, **extra: str) ->
 @contextlib.contextmanager
 def runs_worker(env: dict[str, str], name: str) -> Iterator[None]:
     """`celery worker -Q runs` as the launcher starts it, on this session's test database."""
-    process_env = {**os.environ, "DJANGO_SETTINGS_MODULE": "agenticos.settings",
+    process_env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings",
                    "DATABASE_URL": live_daphne.test_database_url(), "PYTHONPATH": str(ROOT), **env}
     for variable in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_CAPTURE_CONTENT"):
         if variable not in env:
@@ -221,7 +221,7 @@ def metrics_dir(tmp_path_factory):
 @pytest.fixture(scope="module")
 def web(receiver, metrics_dir, django_db_setup, django_db_blocker):
     with django_db_blocker.unblock(), live_daphne.serving_daphne(
-            "agenticos.asgi:application", "obs", env=stack_env(receiver, metrics_dir)) as base:
+            "config.asgi:application", "obs", env=stack_env(receiver, metrics_dir)) as base:
         yield base
 
 
@@ -283,9 +283,9 @@ def one_trace_arrived(run_id):
 
 WHAT_A_PROCESS_LOADED = """
 import json, sys
-import agenticos.asgi  # the web process's entry point
+import config.asgi  # the web process's entry point
 from celery.signals import worker_init
-from agenticos.celery import app
+from config.celery import app
 worker_init.send(sender=None)  # what a worker's start sends
 from django.conf import settings
 from opentelemetry import trace
@@ -305,7 +305,7 @@ print(json.dumps({
 
 def what_a_process_loaded(**otel: str) -> dict[str, Any]:
     env = {key: value for key, value in os.environ.items() if not key.startswith("OTEL_")}
-    env.update(DJANGO_SETTINGS_MODULE="agenticos.settings", **otel)
+    env.update(DJANGO_SETTINGS_MODULE="config.settings", **otel)
     result = subprocess.run([sys.executable, "-c", WHAT_A_PROCESS_LOADED], cwd=ROOT, env=env, capture_output=True,
                             text=True, timeout=180)
     assert result.returncode == 0, result.stderr
@@ -409,7 +409,7 @@ def test_a_credential_in_a_path_or_query_never_reaches_a_span(web, receiver):
     spans = receiver.wait_for(lambda spans: any("hooks" in span["name"] for span in spans))
     request = next(span for span in spans if "hooks" in span["name"])
     assert request["attributes"].get("http.target") == "/api/v1/hooks/<str:key>"
-    # The A2A server is served beside Django (agenticos/asgi.py): its requests are traced too, query dropped.
+    # The A2A server is served beside Django (config/asgi.py): its requests are traced too, query dropped.
     card = httpx.get(f"{web}/a2a/no-such-agent/.well-known/agent-card.json?key=query-SECRET-a2a", timeout=30)
     assert card.status_code in (401, 404)
     spans = receiver.wait_for(lambda spans: any("/a2a/" in json.dumps(span["attributes"]) for span in spans))

@@ -14,7 +14,7 @@ import django
 django.setup()
 import sys
 from governance.signals import approval_decided
-assert "agenticos.routing" not in sys.modules and "agenticos.asgi" not in sys.modules
+assert "config.routing" not in sys.modules and "config.asgi" not in sys.modules
 keys = [receiver[0] for receiver in approval_decided.receivers]
 print(any(key[0] == "agents.chat.approval_decided" for key in keys))
 """
@@ -23,7 +23,7 @@ print(any(key[0] == "agents.chat.approval_decided" for key in keys))
 def test_a_process_without_the_asgi_routing_broadcasts_approval_decisions():
     import os
 
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "agenticos.settings"}
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings"}
     done = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=120, check=False)
     assert done.returncode == 0, done.stderr[-2000:]

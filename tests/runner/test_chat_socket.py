@@ -15,10 +15,10 @@ from pydantic_ai.messages import ToolReturnPart
 from pydantic_ai.models.function import DeltaToolCall, FunctionModel
 
 from agenticos import metrics
-from agenticos.asgi import application
 from agenticos.tenancy import SESSION_KEY as ORG_SESSION_KEY
 from agents.models import Message, Run
 from agents.runner.frames import ending_frames
+from config.asgi import application
 from embeds.consumers import REFUSED_CODE
 from tests.runner.conftest import publish
 from tests.runner.test_execute import CHART_ARGS

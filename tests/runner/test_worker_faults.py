@@ -1,4 +1,4 @@
-"""A real `runs` worker process (`celery -A agenticos worker`, on this test worker's broker and database) against
+"""A real `runs` worker process (`celery -A config worker`, on this test worker's broker and database) against
 the local OpenAI-compatible server: killed with SIGKILL while its model request is open, its run is found by its
 heartbeat and ended `failed` (one that never reached the model goes back to the queue); sent SIGTERM, it takes no
 new run, lets a run finish within its grace and ends the one that did not `failed`, transcript and spend kept.
@@ -50,12 +50,12 @@ class WorkerProcess:
     def __init__(self, tmp_path: Path, **env: str) -> None:
         self.queue = f"faults-{uuid.uuid4().hex[:8]}"
         self.log = tmp_path / "worker.log"
-        environment = dict(os.environ, DATABASE_URL=database_url(), DJANGO_SETTINGS_MODULE="agenticos.settings",
+        environment = dict(os.environ, DATABASE_URL=database_url(), DJANGO_SETTINGS_MODULE="config.settings",
                            PYTHONUNBUFFERED="1", RUN_HEARTBEAT_SECONDS="1", MODEL_ALLOWED_PRIVATE_HOSTS="127.0.0.1",
                            **env)
         with self.log.open("wb") as out:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "celery", "-A", "agenticos", "worker", "-Q", self.queue,
+                [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", self.queue,
                  "-n", f"{self.queue}@%h", "-P", "threads", "-c", "4", "-l", "INFO"],
                 cwd=ROOT, env=environment, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         if not wait_until(lambda: b"ready." in self.log.read_bytes() or self.process.poll() is not None, 90):

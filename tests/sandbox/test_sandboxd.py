@@ -118,7 +118,7 @@ def test_it_refuses_to_start_as_root_where_commands_could_not_reach_their_worksp
 
 
 def test_make_run_starts_sandboxd_where_bubblewrap_isolates_on_the_url_it_names(monkeypatch):
-    from agenticos import launcher
+    from config import launcher
 
     monkeypatch.setenv("SANDBOXD_URL", "http://127.0.0.1:9876")
     launcher.sandboxd_command.cache_clear()

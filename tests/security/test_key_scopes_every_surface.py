@@ -4,7 +4,7 @@ organization by the platform's one check (agenticos.authentication.admit_key), a
 How: every route of the URLconf is probed with a bearer key and the ones that look a key up (a query on the keys'
 `key_hash`, whatever the code path) are the key surfaces. The REST ones are attacked generically (every write of
 every route); the others must be exactly the ones this file attacks by hand (`HAND_ATTACKED`), and the A2A app's
-routes (in front of Django, agenticos/asgi.py) exactly `A2A_ROUTES`: a surface added later fails here until it is
+routes (in front of Django, config/asgi.py) exactly `A2A_ROUTES`: a surface added later fails here until it is
 attacked here too. Attackers: a read key, a run key of another organization (and its admin key), a viewer's key,
 a revoked key, an expired key. The console and the chat, embed and browse sockets admit no API key at all."""
 
@@ -197,7 +197,7 @@ def test_the_routes_that_take_a_key_are_the_rest_api_and_the_surfaces_attacked_h
 
 
 def test_the_a2a_app_in_front_of_django_has_only_the_routes_attacked_here():
-    from agenticos import asgi
+    from config import asgi
     from interop import a2a
 
     assert isinstance(asgi.application.application_mapping["http"], asgi.A2AInFront)
@@ -278,7 +278,7 @@ async def _asgi_world() -> World:
 def _http():
     import httpx
 
-    from agenticos.asgi import application
+    from config.asgi import application
 
     return httpx.AsyncClient(transport=httpx.ASGITransport(app=application), base_url="http://testserver",
                              timeout=30)
@@ -438,8 +438,8 @@ SOCKETS = {"ws/chat/", "ws/browse/<uuid:run_id>/<str:call_id>/", "^api/v1/embed/
 async def test_no_socket_is_opened_with_an_api_key():
     from channels.testing import WebsocketCommunicator
 
-    from agenticos.asgi import application
-    from agenticos.routing import websocket_urlpatterns
+    from config.asgi import application
+    from config.routing import websocket_urlpatterns
     from embeds.consumers import REFUSED_CODE
 
     assert {str(p.pattern).split("(?P<key>")[0] for p in websocket_urlpatterns} == SOCKETS

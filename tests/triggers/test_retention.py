@@ -76,7 +76,7 @@ def test_sweep_all_reports_each_sweep_and_never_touches_the_spend_ledger(org, ow
 
 
 def test_beat_runs_the_trigger_dispatcher_every_minute_and_the_sweeps_hourly(settings):
-    from agenticos.celery import app
+    from config.celery import app
 
     app.loader.import_default_modules()
     schedule = {entry["task"]: entry["schedule"] for entry in settings.CELERY_BEAT_SCHEDULE.values()}

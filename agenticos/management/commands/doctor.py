@@ -1,7 +1,7 @@
 """`manage.py doctor`: one line per dependency, OK or FAIL with the fix; exit code 1 when anything fails.
 
     OK database: ok
-    FAIL celery worker: no worker answered within 1.0s — fix: start one: `celery -A agenticos worker -Q runs,default,cpu -P threads` (make run starts one)
+    FAIL celery worker: no worker answered within 1.0s — fix: start one: `celery -A config worker -Q runs,default,cpu -P threads` (make run starts one)
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def stale_secret_versions() -> list[int]:
 
 
 def check_celery(timeout: float) -> tuple[bool, str]:
-    from agenticos.celery import app
+    from config.celery import app
 
     try:
         replies = app.control.ping(timeout=timeout)
@@ -160,7 +160,7 @@ class Command(BaseCommand):
             add(
                 "celery worker",
                 check_celery(timeout),
-                "start one: `celery -A agenticos worker -Q runs,default,cpu -P threads` "
+                "start one: `celery -A config worker -Q runs,default,cpu -P threads` "
                 "(`make run` starts one; in docker-compose the `worker` service)",
             )
         else:

@@ -14,7 +14,7 @@ from urllib.parse import quote, urlsplit, urlunsplit
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
-from agenticos import devservices
+from config import devservices
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -58,7 +58,7 @@ def _decimal_or_none(name: str, default: str) -> Decimal | None:
 DATA_DIR = devservices.data_dir()
 DEBUG = _bool("DEBUG", True)
 TESTING = _bool("AGENTICOS_TESTING", False)
-# A process `make run` started (agenticos.launcher sets it): one machine hosting itself, DEBUG off unless a developer
+# A process `make run` started (config.launcher sets it): one machine hosting itself, DEBUG off unless a developer
 # asked for it (`make dev`). Its keys stay in the data dir as in development, daphne listens on loopback over plain
 # http, and the machine's own names are its hosts (ALLOWED_HOSTS, the cookies below).
 LAUNCHED = _bool("AGENTICOS_LAUNCHER", False)
@@ -159,8 +159,8 @@ MIDDLEWARE = [
     "agenticos.tenancy.CurrentOrganizationMiddleware",
 ]
 
-ROOT_URLCONF = "agenticos.urls"
-ASGI_APPLICATION = "agenticos.asgi.application"
+ROOT_URLCONF = "config.urls"
+ASGI_APPLICATION = "config.asgi.application"
 WSGI_APPLICATION = None
 
 TEMPLATES = [
@@ -219,12 +219,12 @@ if TESTING and env.str("PYTEST_XDIST_WORKER", default=""):
 if not DATABASE_URL:
     raise ImproperlyConfigured(
         "DATABASE_URL is not set and the embedded PostgreSQL is not running: "
-        "run `python -m agenticos.devservices start` (make run does it) or set DATABASE_URL."
+        "run `python -m config.devservices start` (make run does it) or set DATABASE_URL."
     )
 if not REDIS_URL:
     raise ImproperlyConfigured(
         "REDIS_URL is not set and the embedded Redis is not running: "
-        "run `python -m agenticos.devservices start` (make run does it) or set REDIS_URL."
+        "run `python -m config.devservices start` (make run does it) or set REDIS_URL."
     )
 
 try:
@@ -591,7 +591,7 @@ REMOTE_AGENT_TIMEOUT_SECONDS = _int("REMOTE_AGENT_TIMEOUT_SECONDS", 300, minimum
 
 # ------------------------------------------------------------------ web browser (capabilities/browser)
 # Browser services (Chromium DevTools endpoints) an agent's cdp_url may name, by host; empty refuses the browser
-# capability at publish. `make run` starts Debian's chromium on 127.0.0.1 and lists it (agenticos/launcher.py).
+# capability at publish. `make run` starts Debian's chromium on 127.0.0.1 and lists it (config/launcher.py).
 BROWSER_CDP_ALLOWED_HOSTS = env.list("BROWSER_CDP_ALLOWED_HOSTS", default=[])
 # Private hosts a page in the agents' browser may load although `browser_use.allowed_domains` names them: the
 # operator's decision, never an agent author's (issue 37). The browser's DevTools, sandboxd, the web server,

@@ -7,7 +7,7 @@ from agenticos.errors import json_error
 from agenticos.middleware import is_api
 
 api_v1 = [
-    path("", include("agenticos.api_urls")),
+    path("", include("config.api_urls")),
     path("", include("agents.urls")),
     path("", include("agents.urls_runs")),
     path("", include("governance.urls")),

@@ -15,7 +15,7 @@ import threading
 import time
 from pathlib import Path
 
-from agenticos import devservices
+from config import devservices
 
 ROOT = Path(__file__).resolve().parent.parent
 COLORS = ["\033[36m", "\033[35m", "\033[33m", "\033[32m", "\033[34m"]
@@ -26,9 +26,9 @@ def _env() -> dict[str, str]:
     """The environment of every process the launcher starts. `make run` is also how one machine hosts itself, so
     DEBUG is off (no page listing every URL, no traceback beside the settings) unless the developer asked for it:
     `make dev`, or DEBUG=true in the environment. AGENTICOS_LAUNCHER tells the settings what this machine is
-    (keys in the data dir, loopback names as hosts, cookies for plain http: agenticos/settings.py)."""
+    (keys in the data dir, loopback names as hosts, cookies for plain http: config/settings.py)."""
     env = dict(os.environ)
-    env.setdefault("DJANGO_SETTINGS_MODULE", "agenticos.settings")
+    env.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     env.setdefault("DEBUG", "false")
     env["AGENTICOS_LAUNCHER"] = "true"
     env["PYTHONUNBUFFERED"] = "1"
@@ -92,7 +92,7 @@ def run_worker_command(index: int, concurrency: str | None = None, log_level: st
     # Runs get their own workers; a bot delivery (queue "default") hands the run it follows to its worker's
     # follows loop (channelbots/follows.py) and frees its thread.
     return [
-        sys.executable, "-m", "celery", "-A", "agenticos", "worker", "-Q", "runs", "-n", f"runs{index + 1 if index else ''}@%h",
+        sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", "runs", "-n", f"runs{index + 1 if index else ''}@%h",
         "-P", "threads", "-c", concurrency or os.environ.get("RUN_WORKER_CONCURRENCY", "8"), "-l", log_level,
     ]
 
@@ -220,13 +220,13 @@ def commands(port: int) -> dict[str, list[str]]:
     browser = browser_command()
     workers = {f"worker{index + 1 if index else ''}": run_worker_command(index) for index in range(run_worker_processes())}
     return {
-        "web": daphne_command("agenticos.asgi:application", port),
+        "web": daphne_command("config.asgi:application", port),
         **workers,
         "default": [
-            py, "-m", "celery", "-A", "agenticos", "worker", "-Q", "default,cpu", "-n", "default@%h",
+            py, "-m", "celery", "-A", "config", "worker", "-Q", "default,cpu", "-n", "default@%h",
             "-P", "threads", "-c", os.environ.get("DEFAULT_WORKER_CONCURRENCY", "16"), "-l", "INFO",
         ],
-        "beat": [py, "-m", "celery", "-A", "agenticos", "beat", "-l", "INFO"],
+        "beat": [py, "-m", "celery", "-A", "config", "beat", "-l", "INFO"],
         # Polling / socket / stream connections of channel bots, in a process of their own.
         "bots": [py, "manage.py", "channel_supervisor"],
         # The sandbox service of capability sandbox's `service` backend (bubblewrap; absent without it).

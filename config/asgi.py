@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 from django.core.asgi import get_asgi_application
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agenticos.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 from agenticos import telemetry  # noqa: E402
 
 telemetry.setup("web")  # before the middleware loads: the request spans are a middleware (off without an endpoint)
@@ -21,7 +21,7 @@ from django.conf import settings  # noqa: E402
 from django.http.request import split_domain_port, validate_host  # noqa: E402
 
 from agenticos import daphne_close_reason  # noqa: E402, F401  (daphne sends the close reason)
-from agenticos.routing import websocket_urlpatterns  # noqa: E402
+from config.routing import websocket_urlpatterns  # noqa: E402
 
 CLOSE_REFUSED = 4003
 # The embed socket admits by embed key and checks the Origin against that embed's own allowed origins

@@ -5,9 +5,9 @@ command that started them; the launcher and the test run only need their URLs, w
 are written to `<data dir>/services.env` and read by settings when `DATABASE_URL` /
 `REDIS_URL` are not set.
 
-    python -m agenticos.devservices start   # idempotent; recovers a stale pid/socket
-    python -m agenticos.devservices stop
-    python -m agenticos.devservices status
+    python -m config.devservices start   # idempotent; recovers a stale pid/socket
+    python -m config.devservices stop
+    python -m config.devservices status
 """
 
 from __future__ import annotations

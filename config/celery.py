@@ -10,7 +10,7 @@ from celery.signals import beat_init, worker_init, worker_ready, worker_shutdown
 from agenticos.redis_compat import never_send_client_setinfo
 
 never_send_client_setinfo()
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agenticos.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 app = Celery("agenticos")
 app.config_from_object("django.conf:settings", namespace="CELERY")
