@@ -433,6 +433,13 @@ MEM0_ALLOWED_HOSTS = env.list("MEM0_ALLOWED_HOSTS", default=[])
 MEM0_CA_BUNDLE = env.str("MEM0_CA_BUNDLE", default="")
 # Dotted path of `(conversation, user_id) -> bool` confirming channel-thread membership (channelbots).
 CHANNEL_MEMBERSHIP_CHECK = env.str("CHANNEL_MEMBERSHIP_CHECK", default="channelbots.selectors.is_participant")
+# What one knowledge document may unpack to, and the passages it and its organization may hold (issue 37.7; the
+# reasons for each default are in knowledge/parsers.py and knowledge/services.py, which read these at each parse).
+KNOWLEDGE_MAX_EXPANDED_BYTES = _int("KNOWLEDGE_MAX_EXPANDED_BYTES", 200 * 1024 * 1024, minimum=1024)
+KNOWLEDGE_MAX_ARCHIVE_MEMBERS = _int("KNOWLEDGE_MAX_ARCHIVE_MEMBERS", 10_000, minimum=1)
+KNOWLEDGE_MAX_DOCUMENT_CHARS = _int("KNOWLEDGE_MAX_DOCUMENT_CHARS", 20_000_000, minimum=1000)
+KNOWLEDGE_MAX_DOCUMENT_CHUNKS = _int("KNOWLEDGE_MAX_DOCUMENT_CHUNKS", 20_000, minimum=1)
+KNOWLEDGE_MAX_ORGANIZATION_CHUNKS = _int("KNOWLEDGE_MAX_ORGANIZATION_CHUNKS", 1_000_000, minimum=1)
 SKILLS_CACHE_DIR = env.str("SKILLS_CACHE_DIR", default=str(DATA_DIR / "skills-cache"))
 # Capability sandbox, backend state: a workspace stored in this database refuses writes past this many bytes.
 SANDBOX_STATE_MAX_BYTES = _int("SANDBOX_STATE_MAX_BYTES", 50 * 1024 * 1024, minimum=1024)

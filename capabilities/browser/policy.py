@@ -27,7 +27,6 @@ from django.conf import settings
 
 from capabilities import netguard
 from capabilities.browser.internal import DeploymentServices
-from capabilities.netguard import _ssrf  # netguard's own copy of pydantic-ai's address predicates
 
 # Schemes that never reach the network, so there is no address to check.
 LOCAL_SCHEMES = frozenset({"data", "blob", "about"})
@@ -132,13 +131,13 @@ class RequestPolicy:
             return f"The host {host} does not resolve."
         deployment = DeploymentServices(self._addresses, self.browser_endpoint)
         for ip in ips:
-            if _ssrf.is_cloud_metadata_ip(ip):
+            if netguard.is_metadata(ip):
                 return f"{host} is a cloud metadata address ({ip}); that is always refused."
             # Before the operator's list: what it names never opens these.
             reason = await deployment.refusal(ip, port)
             if reason is not None:
                 return reason
-            if _ssrf.is_private_ip(ip) and not (listed and operator_allows(host, ip)):
+            if netguard.is_private(ip) and not (listed and operator_allows(host, ip)):
                 return (f"{host} is inside this deployment's network ({ip}: a private, loopback or link-local "
                         f"address); a page goes there only when the operator lists the host in {PRIVATE_HOSTS} "
                         "and this agent's allowed_domains names it.")

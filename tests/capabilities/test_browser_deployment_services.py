@@ -98,3 +98,18 @@ def test_without_the_operators_list_an_internal_host_is_refused_whatever_the_aut
     # The operator's list opens a host for the agents that name it, not for one that allows any public host.
     any_public = RequestPolicy(allowed_domains=None, browser_endpoint="http://127.0.0.1:9222")
     assert "BROWSER_ALLOWED_PRIVATE_HOSTS" in (asyncio.run(any_public.refusal("http://intranet.corp/")) or "")
+
+
+@pytest.mark.parametrize("address", ["::ffff:0:10.1.2.3", "::ffff:10.1.2.3", "64:ff9b:1::a01:203", "2002:a01:203::1"])
+def test_an_internal_address_spelled_in_ipv6_is_judged_by_its_ipv4(deployment, settings, monkeypatch, address):
+    # A name answering an IPv6 form that carries 10.1.2.3 is that internal address (issue 37.8): refused without
+    # the operator's list, as the IPv4 itself is.
+    settings.BROWSER_ALLOWED_PRIVATE_HOSTS = []
+    real = netguard.resolve
+
+    async def resolve(hostname: str) -> list[str]:
+        return [address] if hostname == "sneaky.example.com" else await real(hostname)
+
+    monkeypatch.setattr(netguard, "resolve", resolve)
+    reason = refusal("http://sneaky.example.com/")
+    assert reason is not None and "inside this deployment's network" in reason, reason
