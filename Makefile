@@ -60,7 +60,10 @@ browser:
 test: install browser
 	AGENTICOS_DATA_DIR=$(TEST_DATA_DIR) AGENTICOS_TESTING=true $(PY) -m config.devservices start >/dev/null
 	rm -f test-artifacts/runs-diagnosis.txt
-	AGENTICOS_DATA_DIR=$(TEST_DATA_DIR) AGENTICOS_TESTING=true $(PY) -m pytest -n 2 $(PYTEST_ARGS) || { \
+	# A model change without its migration fails here, before the suite (which would build it into its databases).
+	AGENTICOS_DATA_DIR=$(TEST_DATA_DIR) AGENTICOS_TESTING=true $(PY) manage.py makemigrations --check --dry-run >/dev/null
+	# --durations: the slowest tests, printed on every run, so a slow one is seen where it is added.
+	AGENTICOS_DATA_DIR=$(TEST_DATA_DIR) AGENTICOS_TESTING=true $(PY) -m pytest -n 2 --durations=30 $(PYTEST_ARGS) || { \
 		status=$$?; if [ -f test-artifacts/runs-diagnosis.txt ]; then \
 		echo "--- where the runs stood when a test failed (test-artifacts/runs-diagnosis.txt):"; \
 		tail -c 12000 test-artifacts/runs-diagnosis.txt; fi; exit $$status; }
