@@ -162,7 +162,7 @@ class Capability:
     # for one the catalog lists without tools that still has one (clock). Served and shown on the card.
     tools_note: str = ""
     # Capabilities the Builder switches on along with this one, when the agent has no binding of theirs yet
-    # (agenticos/console/builder.py): Visuals brings Charts.
+    # (console/builder.py): Visuals brings Charts.
     binds_with: tuple[str, ...] = ()
 
     def tool(self, tool_id: str) -> ToolDecl | None:

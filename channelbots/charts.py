@@ -2,7 +2,7 @@
 rendered here, or — where an image cannot be posted (the platform refuses the upload, or the renderer is
 not installed) — as its numbers in a text table.
 
-The PNG mirrors the web console's drawing (static/console/charts.js): points at evenly spaced positions
+The PNG mirrors the web console's drawing (console/static/console/charts.js): points at evenly spaced positions
 labelled with x_values, the same palette, grouped bars, areas filled to the baseline, pie from the one
 series. matplotlib runs on its Agg backend through `Figure` objects only (no pyplot): nothing global is
 touched, so the Celery thread pool may render several charts at once.

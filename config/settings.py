@@ -121,6 +121,9 @@ ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["*"] if DEBUG else _launched_
 
 INSTALLED_APPS = [
     "daphne",
+    # The web console (the top layer of the code) before django.contrib.admin: its registration/ templates (sign
+    # in, password reset) override admin's, as the project's templates/ folder did.
+    "console",
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
@@ -166,7 +169,7 @@ WSGI_APPLICATION = None
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        "DIRS": [],  # every template lives in its app (the console's in console/templates)
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [

@@ -8,8 +8,8 @@ from django.shortcuts import redirect
 from django.urls import path
 from django.views.decorators.http import require_POST
 
-from agenticos.console.base import console_view, screen
 from agenticos.tenancy import Actor
+from console.base import console_view, screen
 from notifications import services
 
 

@@ -3,7 +3,7 @@
 `models.py` (Artifact + its versions), `access.py` (who reads and who changes one: owner, visibility,
 grants through governance.object_grants), `services.py` (publish, edits, visibility, sharing),
 `capability.py` (`publish_artifact`, `read_artifact`), `sandbox.py` (the opaque-origin document and its CSP),
-`api.py` + `urls.py` (/api/v1/artifacts…). The console's Apps pages are agenticos/console/apps.py.
+`api.py` + `urls.py` (/api/v1/artifacts…). The console's Apps pages are console/applications.py.
 """
 
 from typing import Any

@@ -3,7 +3,7 @@
 A page is served with `Content-Security-Policy: sandbox allow-scripts` (an opaque origin even when the link
 is opened on its own, not only inside the console's `<iframe sandbox="allow-scripts">`), `connect-src 'none'`
 (no fetch, XHR, WebSocket or beacon), and nothing remote but the deployment's own library bundle, served from
-a path of its own (LIBRARY_PATH, served by agenticos/console/apps.py `app_library` with
+a path of its own (LIBRARY_PATH, served by console/applications.py `app_library` with
 `Access-Control-Allow-Origin: *`: an opaque origin loads ES modules — three.js — in CORS mode, and /static/
 answers without that header): Chart.js, Mermaid, three.js, Leaflet, marked, DOMPurify — files in static/vendor/lib/,
 versions and licenses in static/vendor/VERSIONS.txt). Images only inline (data:/blob:).
@@ -16,7 +16,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-# The console route `console-apps:library` (agenticos/console/urls_apps.py); a test checks they agree.
+# The console route `console-apps:library` (console/urls_apps.py); a test checks they agree.
 LIBRARY_PATH = "/apps/lib/"
 LIBRARY_DIR = Path(settings.BASE_DIR) / "static" / "vendor" / "lib"
 FRAME_SCRIPT = "agenticos-frame.js"

@@ -7,7 +7,7 @@ Frames out: `hello` {can_control, control, live, ended, steps, frame, agent}, th
 `ended` — and `control` {holder (a label) or null, mine}. Frames in: `take`, `release`, `input` {event:
 {kind: click|scroll|text|key, x, y, dy, text, key}} (only from who holds the tab).
 
-`?preview=1` is the chat's preview of the browse (`static/console/browse-preview.js`, the binding's `preview`): the
+`?preview=1` is the chat's preview of the browse (`console/static/console/browse-preview.js`, the binding's `preview`): the
 same people may open it, only while the browse runs with `preview` on (else it is accepted and closed at once with
 4003, so no frame reaches the chat and the browser logs no failed handshake), and it only watches: `hello` {live, ended, frame}, then `frame` and `ended`; nothing it sends acts.
 """

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse
 
-from agenticos.console.base import console_view, screen
 from agenticos.tenancy import Actor
 from capabilities.browser import live
+from console.base import console_view, screen
 
 
 @console_view()

@@ -13,7 +13,6 @@ from django.shortcuts import redirect
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
-from agenticos.console.base import console_view, problems_by_field, screen
 from agenticos.errors import Conflict, Invalid
 from agenticos.models import Secret
 from agenticos.tenancy import Actor, org_get, org_queryset
@@ -21,6 +20,7 @@ from capabilities.models import SandboxConnection
 from capabilities.sandbox import connections
 from capabilities.sandbox.api import org_workspaces, sandbox_json
 from capabilities.sandbox.client import SandboxdError
+from console.base import console_view, problems_by_field, screen
 
 SHOWN_SANDBOXES = 20
 

@@ -1,5 +1,5 @@
 """`{% visual_tile_origin %}`: the one map-tile origin a visual's sandbox admits (VISUAL_MAP_TILES), for the
-console's frame policy in static/console/visuals.js; "" when no tile server is configured."""
+console's frame policy in console/static/console/visuals.js; "" when no tile server is configured."""
 
 from django import template
 

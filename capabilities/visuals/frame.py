@@ -1,4 +1,4 @@
-"""A visual's sandboxed document, built on the server: the twin of `documentFor` in static/console/visuals.js
+"""A visual's sandboxed document, built on the server: the twin of `documentFor` in console/static/console/visuals.js
 (completed calls only), used where a drawing is rendered outside the console — channels post it as a PNG
 (channelbots/visuals_out.py).
 

@@ -2,7 +2,7 @@
 https://tile.example.org/{z}/{x}/{y}.png), or — in a deployment that names none — an outline of the stops.
 
 The sandbox lets exactly that template's origin into `img-src` (capabilities/visuals/frame.py, and the
-console's frame policy in static/console/visuals.js), nothing else; the capability's instructions tell the
+console's frame policy in console/static/console/visuals.js), nothing else; the capability's instructions tell the
 model which case holds, so it never promises streets it cannot show.
 """
 

@@ -1,4 +1,4 @@
-"""`{% notifications_bell %}`: the header bell with the unread count (templates/console/_notifications_bell.html)."""
+"""`{% notifications_bell %}`: the header bell with the unread count (console/templates/console/_notifications_bell.html)."""
 
 from __future__ import annotations
 

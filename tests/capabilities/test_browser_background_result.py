@@ -11,9 +11,9 @@ import threading
 
 import pytest
 
-from agenticos.console.selectors import conversation_turns
 from agents.models import Run, RunStatus, ToolCall
 from agents.runs import request_stop
+from console.selectors import conversation_turns
 from tests.capabilities.test_browser_background import (
     STARTED,
     agent_with_browser,

@@ -45,7 +45,7 @@ def open_chat(context, url: str):
     page = context.new_page()
     page.set_default_timeout(TIMEOUT)
     page.goto(url)
-    # The chat page loads the preview module (templates/console/chat.html).
+    # The chat page loads the preview module (console/templates/console/chat.html).
     assert page.locator("script[src$='console/browse-preview.js']").count() == 1
     return page
 

@@ -111,7 +111,7 @@ def test_a_sync_delegation_runs_end_to_end_through_the_real_openai_client(org, o
     panel = next(p for p in message.parts if p["type"] == "delegation")
     assert panel["task_id"] == started["task_id"] and panel["status"] == "completed"
     assert panel["parts"] == [{"type": "text", "text": "Paris is the capital of France."}]
-    from agenticos.console.selectors import conversation_turns
+    from console.selectors import conversation_turns
 
     reopened = conversation_turns(Conversation.objects.get(pk=run.conversation_id))
     assert any(p["type"] == "delegation" and p["task_id"] == started["task_id"] for p in reopened[-1]["parts"])

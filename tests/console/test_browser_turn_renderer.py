@@ -1,4 +1,4 @@
-"""Web chat through the one turn renderer (static/console/turn.js), in Debian's chromium against daphne + a real
+"""Web chat through the one turn renderer (console/static/console/turn.js), in Debian's chromium against daphne + a real
 Celery worker: highlighted code with a copy button, tables, a generated image inline, a visual reopened, and an
 approval decided on the Approvals page reaching a chat tab that was reloaded while the run waited — with no
 console error. And the socket side of that: only a member of the run's organization may follow a run."""
@@ -226,9 +226,9 @@ def test_every_english_default_of_the_turn_renderer_is_a_translatable_chat_strin
 
     from django.utils import translation
 
-    from agenticos.console.strings import chat_strings
+    from console.strings import chat_strings
 
-    source = (Path(__file__).resolve().parents[2] / "static/console/turn.js").read_text(encoding="utf-8")
+    source = (Path(__file__).resolve().parents[2] / "console/static/console/turn.js").read_text(encoding="utf-8")
     block = source[source.index("var STRINGS = {"):source.index("};", source.index("var STRINGS = {"))]
     defaults = dict(re.findall(r'(\w+): "((?:[^"\\]|\\.)*)"', block))
     assert {"copy", "copied", "copy_code", "download", "summarizing"} <= defaults.keys()

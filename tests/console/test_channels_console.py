@@ -615,7 +615,7 @@ def test_the_slack_manifest_asks_for_the_scope_of_every_method_the_adapter_calls
     import re
     from pathlib import Path
 
-    from agenticos.console.channels import SLACK_METHOD_SCOPES, SLACK_SCOPES, slack_manifest
+    from console.channels import SLACK_METHOD_SCOPES, SLACK_SCOPES, slack_manifest
 
     root = Path(__file__).resolve().parents[2]
     source = "\n".join(p.read_text() for p in (root / "channelbots" / "slack").rglob("*.py"))

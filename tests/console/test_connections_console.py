@@ -1,4 +1,4 @@
-"""Connections in the console (agenticos/console/connections.py over the MCP and database connection services):
+"""Connections in the console (console/connections.py over the MCP and database connection services):
 a builder adds an MCP server (checked by listing its tools at a local MCP server, with the vault credential),
 checks it again and deletes it; adds a database connection (a real connect to a second database on the embedded
 PostgreSQL) with the permission's consequences spelled out, changes its permission and deletes it; remote A2A

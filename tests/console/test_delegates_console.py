@@ -1,4 +1,4 @@
-"""An agent's delegates in the console (agenticos/console/delegates.py): the organization's agents and remote
+"""An agent's delegates in the console (console/delegates.py): the organization's agents and remote
 agents side by side, added to and removed from the draft through the agent services, with what publishing would
 say about them; the lead then publishes and delegates by those names. Viewers and builders without edit access
 read, outsiders get 404, and another organization's agent or registration cannot be chosen."""

@@ -1,4 +1,4 @@
-"""Connections → Remote agents in the console (agenticos/console/remote_agents.py over the registration services),
+"""Connections → Remote agents in the console (console/remote_agents.py over the registration services),
 against a local A2A agent (the a2a-sdk server under uvicorn): a builder registers one by its card URL, with a
 vault secret as its key, reads it again and deletes it; addresses are shown without query or userinfo and a key
 only by its secret's name; a refused form gives back no credential; viewers see and never change, a builder who

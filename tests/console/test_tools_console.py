@@ -1,4 +1,4 @@
-"""Tools → custom tools in the console (agenticos/console/tools.py over capabilities.custom_tools.services):
+"""Tools → custom tools in the console (console/tools.py over capabilities.custom_tools.services):
 a builder creates a tool with the manual form, its Test makes a real call to a local fake REST API with the
 vault credential injected, and the secret's value appears in no page; templates install as copies; the list
 groups by provider and shows each agent's 25-slot budget; viewers see and never change; outsiders get 404."""

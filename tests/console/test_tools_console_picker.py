@@ -1,5 +1,5 @@
 """Giving custom tools, database connections and MCP tools to an agent by picking them (schema_forms pickers
-and templates/console/_config_field.html), not by pasting ids into a JSON box: the picker lists only the
+and console/templates/console/_config_field.html), not by pasting ids into a JSON box: the picker lists only the
 organization's own objects, the form a browser would post from it saves through the Builder's capability
 route into the agent's draft (ids, per-tool approvals, allowed MCP tools), unticking everything saves an empty
 choice, the 25-slot budget still refuses a publish, and without an organization the JSON box stays."""
@@ -12,10 +12,10 @@ import pytest
 from django.http import QueryDict
 from django.template.loader import render_to_string
 
-from agenticos.console.schema_forms import config_from_post, fields_for
 from agents.models import Agent
 from capabilities import registry
 from capabilities.models import DatabaseConnection, McpConnection
+from console.schema_forms import config_from_post, fields_for
 from tests import factories
 
 pytestmark = pytest.mark.django_db

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
+TEMPLATES = Path(__file__).resolve().parents[2] / "console" / "templates"
 VISIBLE_ATTRIBUTES = {"aria-label", "placeholder", "title", "alt"}
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
 

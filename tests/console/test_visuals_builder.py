@@ -1,4 +1,4 @@
-"""The Builder binds Charts when Visuals is switched on (Capability.binds_with, agenticos/console/builder.py):
+"""The Builder binds Charts when Visuals is switched on (Capability.binds_with, console/builder.py):
 a number to look at is create_chart's, not a drawing's. Only what is not bound at all: Charts the author switched off
 stays off; a viewer or an outsider binds nothing."""
 

@@ -42,7 +42,7 @@ def test_widget_js_is_a_dependency_free_script_of_at_most_12_kb_gzipped(client, 
 
 def test_widget_js_draws_turns_with_the_one_turn_renderer(client, widget):
     # What a visitor may see is filtered on the server (embeds/frames.py); the widget hands every turn frame to
-    # the renderer every surface shares (static/console/turn.js) and handles only its socket's own frames.
+    # the renderer every surface shares (console/static/console/turn.js) and handles only its socket's own frames.
     text = client.get(f"/api/v1/embed/{widget.public_key}/widget.js").content.decode()
     handled = set(re.findall(r'f\.type === "([a-z_]+)"', text))
     assert handled == {"ready", "history", "error"}

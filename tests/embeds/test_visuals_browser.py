@@ -48,7 +48,7 @@ ARGS = {"kind": "svg", "title": "Four steps", "content": CONTENT}
 RESULT = {"kind": "visual", "visual_id": "", "visual_kind": "svg", "title": "Four steps", "images": {},
           "checked": False, "errors": [], "message": "Drawn; not checked."}
 
-# Web chat's half of the streaming drawing (static/console/chat.js is not this helper's file): the patch described
+# Web chat's half of the streaming drawing (console/static/console/chat.js is not this helper's file): the patch described
 # in the report, applied to the served chat.js until the file carries it — then this serves the file as it is.
 CHAT_HOOK = "AgenticTurn.drawings()"
 CHAT_PATCH = [
@@ -64,7 +64,7 @@ CHAT_PATCH = [
 
 
 def served_chat_js() -> str | None:
-    source = (Path(__file__).resolve().parents[2] / "static" / "console" / "chat.js").read_text()
+    source = (Path(__file__).resolve().parents[2] / "console" / "static" / "console" / "chat.js").read_text()
     if CHAT_HOOK in source:
         return None
     for old, new in CHAT_PATCH:

@@ -85,7 +85,7 @@ async def test_an_image_and_a_document_reach_the_model_and_stay_on_the_message(o
         ("screen.png", "image/png", len(PNG)), ("notes.txt", "text/plain", 24)]
 
     # Reopened: the transcript the console draws shows the files on the person's message, without the path.
-    from agenticos.console.selectors import conversation_turns
+    from console.selectors import conversation_turns
 
     turns = await database_sync_to_async(
         lambda: conversation_turns(Conversation.objects.get(pk=message.conversation_id)))()

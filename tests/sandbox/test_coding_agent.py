@@ -155,8 +155,8 @@ def test_claude_code_edits_a_file_in_the_sandbox_and_the_next_task_continues_its
     assert returned["ok"] and said["content"] == "I wrote app/hello.py."
     assert finished["status"] == "completed" and finished["usage"]["input_tokens"] == 200
     # Reopened: the same panel is in the transcript, after the tool step.
-    from agenticos.console.selectors import conversation_turns
     from agents.models import Conversation, Message
+    from console.selectors import conversation_turns
 
     message = Message.objects.get(run=run, role=Message.Role.ASSISTANT)
     kinds = [p["type"] for p in message.parts]

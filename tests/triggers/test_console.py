@@ -133,7 +133,7 @@ def test_the_next_firing_carries_the_utc_instant_for_the_viewers_zone_and_the_tr
         assert f"{madrid} in the trigger's timezone (Europe/Madrid)" in cell
         assert f'>{madrid} <span class="muted">Europe/Madrid</span></time>' in cell
         assert "/static/console/local-time.js" in page
-    script = (Path(__file__).resolve().parents[2] / "static" / "console" / "local-time.js").read_text()
+    script = (Path(__file__).resolve().parents[2] / "console" / "static" / "console" / "local-time.js").read_text()
     assert "Intl.DateTimeFormat" in script and "time[data-local-time]" in script
 
 

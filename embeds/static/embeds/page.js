@@ -1,6 +1,6 @@
 /* The hosted page client. Reads its config from #aos-config (rendered by the server). Keeps one
    random continuity key per public key in localStorage; the server replays that thread as `history`.
-   Turns are drawn by the one turn renderer (static/console/turn.js), as in web chat and the widget; what the
+   Turns are drawn by the one turn renderer (console/static/console/turn.js), as in web chat and the widget; what the
    visitor may see (steps, results, reasoning) is decided on the server. */
 (function () {
   var cfg = JSON.parse(document.getElementById("aos-config").textContent);

@@ -1,6 +1,6 @@
 /* AgenticOS website widget. No build step, no globals left behind besides reading window.AgenticOSContext and
    window.AgenticOSToken. Everything lives in a shadow root, so a page's React, jQuery or CSS cannot touch it.
-   Turns are drawn by the one turn renderer (static/console/turn.js, with marked, DOMPurify, highlight.js and
+   Turns are drawn by the one turn renderer (console/static/console/turn.js, with marked, DOMPurify, highlight.js and
    the charts and the visuals' sandboxed frames), loaded from this server; each script's global is put back as the page had it once read, so a
    site with its own `marked` keeps it. What a visitor may see is decided on the server (embeds/frames.py).
    The conversation survives a reload of the host page: a continuity key per widget in the page's localStorage

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from agenticos.console import tools
+from console import tools
 
 app_name = "console-tools"
 

@@ -1,9 +1,9 @@
-"""Console routes. Included last in config.urls: `path("", include("agenticos.console.urls"))`."""
+"""Console routes. Included last in config.urls: `path("", include("console.urls"))`."""
 
 from django.contrib.auth import views as auth_views
 from django.urls import path, reverse_lazy
 
-from agenticos.console import availability, builder, settings_views, views
+from console import availability, builder, settings_views, views
 
 app_name = "console"
 

@@ -23,13 +23,13 @@ from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
-from agenticos.console.base import console_view, problems_by_field, screen
 from agenticos.errors import Conflict, DomainError, Forbidden, Invalid
 from agenticos.models import Secret
 from agenticos.tenancy import Actor, org_get, org_queryset
 from capabilities.custom_tools import budget, services, templates
 from capabilities.custom_tools.schema import PATH_PARAM_RE, arg_name
 from capabilities.models import CustomTool, ToolBuilderSession, ToolDraft, ToolKit
+from console.base import console_view, problems_by_field, screen
 
 READ = "agents:view"
 WRITE = "agents:edit"

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from agenticos.console import channels
+from console import channels
 
 app_name = "console-channels"
 

@@ -18,12 +18,12 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_POST
 
-from agenticos.console.base import console_view, screen
-from agenticos.console.tools import form_errors, secrets_for, with_ip
 from agenticos.errors import Conflict, Forbidden, Invalid
 from agenticos.tenancy import Actor, org_get, org_queryset
 from capabilities.custom_tools import budget
 from capabilities.models import DatabaseConnection, McpConnection
+from console.base import console_view, screen
+from console.tools import form_errors, secrets_for, with_ip
 
 READ = "agents:view"
 WRITE = "agents:edit"

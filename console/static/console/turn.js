@@ -22,7 +22,7 @@
 (function (global) {
   "use strict";
 
-  // The same English as agenticos/console/strings.py; web chat passes the translated ones.
+  // The same English as console/strings.py; web chat passes the translated ones.
   var STRINGS = {
     running_tool: "Running %(name)s", ran_tool: "Ran %(name)s", failed_tool: "%(phrase)s — failed",
     waiting_approval: "%(phrase)s — waiting for approval", waiting_answer: "Waiting for your answer",

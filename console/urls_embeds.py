@@ -3,7 +3,7 @@ so none is taken for an action of the Builder's `agents/<id>/embeds/<id>/<action
 
 from django.urls import path
 
-from agenticos.console import embeds
+from console import embeds
 
 app_name = "console-embeds"
 

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from agenticos.console import triggers
+from console import triggers
 
 app_name = "console-triggers"
 

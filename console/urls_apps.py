@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from agenticos.console import apps
+from console import applications as apps
 
 app_name = "console-apps"
 

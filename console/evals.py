@@ -16,10 +16,10 @@ from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
-from agenticos.console.base import console_view, screen
 from agenticos.errors import Invalid
 from agenticos.tenancy import Actor, org_get
 from agents.models import Agent, AgentVersion, Environment, ModelProfile, RunStatus
+from console.base import console_view, screen
 from evals import checks as checks_mod
 from evals import services
 from evals.models import Suite, SuiteRun

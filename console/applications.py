@@ -18,12 +18,12 @@ from django.utils.translation import gettext as _
 from django.views.decorators.clickjacking import xframe_options_sameorigin
 from django.views.decorators.http import require_GET, require_POST
 
-from agenticos.console.base import console_view, screen
 from agenticos.errors import Invalid
 from agenticos.models import Membership
 from agenticos.tenancy import Actor, org_get
 from capabilities.artifacts import access, sandbox, services
 from capabilities.artifacts.models import Artifact
+from console.base import console_view, screen
 
 
 def _artifact(actor: Actor, artifact_id: Any, level: str = access.VIEW) -> tuple[Artifact, str]:

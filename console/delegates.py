@@ -18,12 +18,12 @@ from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
-from agenticos.console.base import console_view, problems_by_field, screen
 from agenticos.errors import Invalid
 from agenticos.tenancy import Actor, org_get, org_queryset
 from agents import services as agent_services
 from agents.models import Agent
 from capabilities.remote_agents.models import RemoteAgent
+from console.base import console_view, problems_by_field, screen
 from governance.grants import EDIT, VIEW, at_least, require_agent_access, visible_agents
 
 MODES = ("sync", "async", "auto")

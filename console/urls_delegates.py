@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from agenticos.console import delegates
+from console import delegates
 
 app_name = "console-delegates"
 

@@ -18,12 +18,12 @@ from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
-from agenticos.console.base import console_view, problems_by_field, screen
 from agenticos.errors import Conflict, Forbidden, Invalid
 from agenticos.models import Secret
 from agenticos.tenancy import Actor, org_get, org_queryset
 from capabilities.remote_agents import client, services
 from capabilities.remote_agents.models import RemoteAgent
+from console.base import console_view, problems_by_field, screen
 
 KEEP_KEY = "keep"
 

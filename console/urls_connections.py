@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from agenticos.console import connections
+from console import connections
 
 app_name = "console-connections"
 

@@ -25,10 +25,10 @@ from django.utils.translation import gettext as _
 from django.views.decorators.clickjacking import xframe_options_sameorigin
 from django.views.decorators.http import require_GET, require_POST
 
-from agenticos.console.base import console_view, problems_by_field, screen
 from agenticos.errors import Conflict, Invalid, NotFound
 from agenticos.tenancy import Actor, org_get, org_queryset
 from agents.models import Agent, Environment
+from console.base import console_view, problems_by_field, screen
 from embeds import files, services
 from embeds import views as public_views
 from embeds.models import Embed

@@ -20,7 +20,6 @@ from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
-from agenticos.console.base import console_view, problems_by_field, screen
 from agenticos.errors import Conflict, Forbidden, Invalid, NotFound
 from agenticos.tenancy import Actor, org_get, org_queryset
 from agents.models import Agent, Environment
@@ -36,6 +35,7 @@ from channelbots.models import (
     Platform,
     Transport,
 )
+from console.base import console_view, problems_by_field, screen
 from governance.grants import EDIT, VIEW, at_least, require_agent_access, visible_agents
 
 BOT_ACTIONS = ("pause", "resume", "delete", "register-webhook", "use-polling")

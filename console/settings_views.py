@@ -18,8 +18,6 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from agenticos import services as kernel
-from agenticos.console import selectors
-from agenticos.console.base import console_view, problems_by_field, screen
 from agenticos.errors import Conflict, Invalid
 from agenticos.models import ApiKey, Invitation, Membership, Organization, Secret, SecretKind
 from agenticos.permissions import KeyScope, Role
@@ -28,6 +26,8 @@ from agents import services as agent_services
 from agents.models import ModelProfile, Provider
 from channelbots import services as bot_services
 from channelbots.models import ChannelIdentity
+from console import selectors
+from console.base import console_view, problems_by_field, screen
 from governance import retention
 
 

@@ -86,7 +86,7 @@ def chat_strings() -> dict[str, str]:
         "uploading": _("Uploading…"),
         "upload_failed": _("Not attached: %(message)s"),
         "chart": _("Chart"),
-        # the turn renderer (static/console/turn.js): a code block's copy button, a generated file, compaction
+        # the turn renderer (console/static/console/turn.js): a code block's copy button, a generated file, compaction
         "copy": _("Copy"),
         "copied": _("Copied"),
         "copy_code": _("Copy code"),

@@ -22,15 +22,15 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from agenticos import services as kernel
-from agenticos.console import selectors
-from agenticos.console.base import console_view, screen
-from agenticos.console.strings import chat_strings, tool_phrases
 from agenticos.errors import Conflict, DomainError, Invalid, NotFound
 from agenticos.models import Membership
 from agenticos.tenancy import SESSION_KEY, Actor, membership_for, org_get
 from agents.chat import delete_conversation as delete_own_conversation
 from agents.chat import member_run, pin_conversation, readable_conversation, rename_conversation
 from agents.models import Run, RunStatus, Surface
+from console import selectors
+from console.base import console_view, screen
+from console.strings import chat_strings, tool_phrases
 from governance import services as governance
 from governance.models import Approval
 

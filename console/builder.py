@@ -19,15 +19,15 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_POST
 
-from agenticos.console import selectors
-from agenticos.console.base import console_view, problems_by_field, screen
-from agenticos.console.schema_forms import config_from_post, fields_for
 from agenticos.errors import Conflict, Invalid, NotFound
 from agenticos.models import Secret
 from agenticos.tenancy import Actor, org_get
 from agents import services as agent_services
 from agents.models import Agent, Environment, ModelProfile
 from capabilities import registry
+from console import selectors
+from console.base import console_view, problems_by_field, screen
+from console.schema_forms import config_from_post, fields_for
 from governance.grants import EDIT, PUBLISH, at_least, require_agent_access
 
 STARTER_SLUG = "getting-started"

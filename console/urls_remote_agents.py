@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from agenticos.console import remote_agents
+from console import remote_agents
 
 app_name = "console-remote-agents"
 

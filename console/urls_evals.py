@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from agenticos.console import evals
+from console import evals
 
 app_name = "console-evals"
 

@@ -1,4 +1,4 @@
-"""The web console: server-rendered screens for builders and members (templates/ + static/console/).
+"""The web console: server-rendered screens for builders and members (templates/ + console/static/console/).
 
 Views are thin: they resolve the organization through `request.actor` (tenancy middleware), call the same
 services the REST API calls, and let those services decide permissions (`actor.require`,

@@ -18,10 +18,10 @@ from django.utils.dateparse import parse_datetime
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
-from agenticos.console.base import console_view, screen
 from agenticos.errors import Invalid
 from agenticos.tenancy import Actor, org_get
 from agents.models import Agent
+from console.base import console_view, screen
 from governance.grants import EDIT, at_least, require_agent_access
 from triggers import firing, schedule, services
 from triggers.models import Trigger, TriggerFiring

@@ -57,8 +57,8 @@ def _approval(value: Any) -> str:
 
 
 def _tool_picker(organization_id: Any, config: dict[str, Any]) -> dict[str, Any]:
-    from agenticos.console.tools import group_of
     from capabilities.models import CustomTool
+    from console.tools import group_of
 
     chosen = {str(v) for v in config.get("tool_ids") or []}
     approvals = config.get("tool_approval") or {}

@@ -15,13 +15,13 @@ from django.http import HttpRequest, HttpResponse
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
-from agenticos.console.base import console_view, problems_by_field, screen
-from agenticos.console.builder import _agent, _back, builder_context
 from agenticos.errors import Conflict, Invalid, NotFound
 from agenticos.tenancy import Actor, org_get
 from agents.models import Agent
 from channelbots import services as bot_services
 from channelbots.models import Binding
+from console.base import console_view, problems_by_field, screen
+from console.builder import _agent, _back, builder_context
 from embeds import services as embed_services
 from embeds.models import Embed
 
@@ -69,7 +69,7 @@ def create_embed(request: HttpRequest, actor: Actor, agent_id: Any) -> HttpRespo
     except (Invalid, Conflict) as exc:
         return _with_errors(request, actor, agent, level, embed_form=form, embed_errors=_errors(exc))
     if minted:
-        from agenticos.console.embeds import page_with_new_secret
+        from console.embeds import page_with_new_secret
 
         messages.success(request, _("The embed was created."))
         return page_with_new_secret(request, actor, agent.pk, embed.pk, minted)
