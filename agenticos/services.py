@@ -23,7 +23,9 @@ from agenticos import audit, vault
 from agenticos.authentication import generate_key, hash_key
 from agenticos.errors import Conflict, Forbidden, Invalid, NotFound
 from agenticos.models import ApiKey, Invitation, Membership, Organization, Secret, SecretKind
+from agenticos.money import MAX_MONTHLY_USD
 from agenticos.permissions import ROLE_RANK, KeyScope, Role, outranks
+from agenticos.signals import member_removed
 
 if TYPE_CHECKING:
     from agenticos.models import User
@@ -227,10 +229,8 @@ def set_member_suspended(*, actor: Actor, membership: Membership, suspended: boo
 
 
 def remove_member(*, actor: Actor, membership: Membership) -> None:
-    """Remove someone (or leave, when it is yourself). Their API keys in this organization are revoked."""
-    from governance.grants import drop_grants_for_member
-    from knowledge.grants import drop_grants_for_member as drop_collection_grants_for_member
-
+    """Remove someone (or leave, when it is yourself). Their API keys in this organization are revoked, and
+    what they held in it (grants) is dropped by the apps that hold it (`signals.member_removed`)."""
     if membership.user_id != actor.user_id:
         _check_can_manage(actor, membership)
     elif membership.organization_id != actor.organization.pk:
@@ -241,8 +241,7 @@ def remove_member(*, actor: Actor, membership: Membership) -> None:
         ApiKey.objects.filter(
             organization=actor.organization, user_id=membership.user_id, revoked_at__isnull=True
         ).update(revoked_at=timezone.now())
-        drop_grants_for_member(actor.organization, membership.user_id)
-        drop_collection_grants_for_member(actor.organization, membership.user_id)
+        member_removed.send(sender=Organization, organization=actor.organization, user_id=membership.user_id)
         _record(actor, "member.removed", target=membership, target_name=membership.user.email,
                 details={"role": membership.role})
         membership.delete()
@@ -391,8 +390,6 @@ def set_organization_budget(*, actor: Actor, monthly_usd: str) -> Organization:
         value = Decimal(text) if text else None
     except InvalidOperation:
         value = Decimal(-1)
-    from agents.spec import MAX_MONTHLY_USD
-
     # is_finite first: comparing a NaN Decimal raises.
     if value is not None and (not value.is_finite() or value < 0 or value > MAX_MONTHLY_USD):
         raise Invalid(_("Enter an amount of zero or more, or leave it empty for no cap."),

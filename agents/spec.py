@@ -10,6 +10,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from agenticos.money import MAX_MONTHLY_USD  # re-exported: the spec's budget ceiling is the kernel's
+
 SPEC_VERSION = 1
 
 ApprovalMode = Literal["default", "required", "never"]
@@ -44,7 +46,6 @@ class ModelSettingsSpec(_Strict):
 
 # The largest amount every budget column holds (DecimalField(max_digits=12, decimal_places=4)): an agent's cap
 # is compared with the same ledger sums, and 1E+400 is not a budget.
-MAX_MONTHLY_USD = Decimal("99999999.9999")
 
 
 class BudgetSpec(_Strict):

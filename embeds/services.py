@@ -216,7 +216,7 @@ def _check_fields(embed: Embed, data: dict) -> None:
             budget = Decimal(str(data["monthly_budget_usd"]))
         except Exception:
             raise Invalid("monthly_budget_usd must be a number.", details={"field": "monthly_budget_usd"}) from None
-        from agents.spec import MAX_MONTHLY_USD
+        from agenticos.money import MAX_MONTHLY_USD
 
         # is_finite first: comparing a NaN Decimal raises.
         if not budget.is_finite() or budget < 0 or budget > MAX_MONTHLY_USD:

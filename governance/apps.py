@@ -14,3 +14,8 @@ class GovernanceConfig(AppConfig):
         # files are queued in the deleting transaction.
         pre_delete.connect(retention.on_conversation_delete, sender="agents.Conversation",
                            dispatch_uid="governance.retention.conversation_files")
+
+        from agenticos.signals import member_removed
+        from governance.grants import on_member_removed
+
+        member_removed.connect(on_member_removed, dispatch_uid="governance.grants.member_removed")

@@ -7,7 +7,7 @@ organization role gives and what was granted on the object. Every agent service 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.db import models
 
@@ -116,3 +116,8 @@ def drop_grants_for_agent(agent: Agent) -> None:
 def drop_grants_for_member(organization, user_id) -> None:
     """A removed member keeps nothing: clear their grants on this organization's agents."""
     GRANTS.drop_for_member(organization, user_id)
+
+
+def on_member_removed(sender: Any, *, organization: Any, user_id: Any, **kwargs: Any) -> None:
+    """agenticos.signals.member_removed: in the removing transaction."""
+    drop_grants_for_member(organization, user_id)

@@ -142,3 +142,8 @@ def drop_grants_for_collection(collection: Collection) -> None:
 def drop_grants_for_member(organization: Any, user_id: Any) -> None:
     """A removed member keeps nothing: clear their grants on this organization's collections."""
     GRANTS.drop_for_member(organization, user_id)
+
+
+def on_member_removed(sender: Any, *, organization: Any, user_id: Any, **kwargs: Any) -> None:
+    """agenticos.signals.member_removed: in the removing transaction."""
+    drop_grants_for_member(organization, user_id)
