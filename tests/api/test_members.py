@@ -156,3 +156,21 @@ def test_a_builder_cannot_remove_someone_else_but_can_leave(org, builder, member
     with pytest.raises(Forbidden):
         kernel.remove_member(actor=actor_of(builder, org), membership=_membership(member, org))
     assert api_as(builder, org).delete(f"/api/v1/members/{_membership(builder, org).pk}").status_code == 204
+
+
+def test_removing_a_member_drops_their_grants_on_agents_and_collections_and_no_one_elses(org, owner, builder, member):
+    # The kernel drops nothing itself: governance and knowledge answer agenticos.signals.member_removed in the
+    # removing transaction (the kernel imports no app). Both must answer, and touch only the removed person.
+    from governance import grants as agent_grants
+    from knowledge import grants as collection_grants
+
+    agent = factories.published_agent(org, owner)
+    collection = factories.collection(org, "Board minutes", visibility="private", created_by=owner)
+    owner_actor = actor_of(owner, org)
+    for person in (builder, member):
+        agent_grants.share_agent(actor=owner_actor, agent=agent, user_id=person.pk, level="use")
+        collection_grants.share_collection(actor=owner_actor, collection=collection, user_id=person.pk, level="view")
+    kernel.remove_member(actor=owner_actor, membership=_membership(member, org))
+    assert {g["user_id"] for g in agent_grants.agent_grants(agent)} == {builder.pk}
+    assert collection_grants.grant_levels(member.pk) == {}
+    assert collection_grants.grant_levels(builder.pk) == {str(collection.pk): "view"}
