@@ -38,7 +38,7 @@ urlpatterns = [
     path("", include("embeds.urls")),
     path("", include("channelbots.urls")),
     path("", include("console.urls_triggers")),
-    path("", include("capabilities.sandbox.console_urls")),
+    path("", include("console.urls_sandboxes")),
     path("", include("console.urls_evals")),
     path("", include("console.urls_channels")),
     path("", include("console.urls_embeds")),
@@ -47,8 +47,8 @@ urlpatterns = [
     path("", include("console.urls_tools")),
     path("", include("console.urls_connections")),
     path("", include("console.urls_delegates")),
-    path("", include("notifications.console")),
-    path("", include("capabilities.browser.urls")),
+    path("", include("console.urls_notifications")),
+    path("", include("console.urls_browse")),
     path("", include("console.urls")),
 ]
 

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from capabilities.sandbox import console
+from console import sandboxes as console
 
 urlpatterns = [
     path("settings/sandboxes", console.sandboxes, name="sandbox-settings"),

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from capabilities.browser import views
+from console import browse as views
 
 app_name = "browser"
 
