@@ -79,6 +79,7 @@ fuzz: install
 
 lint: install
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports
 	# django-stubs loads the settings, which only parse these URLs (no server is needed to type-check).
 	DATABASE_URL=$${DATABASE_URL:-postgres://lint@localhost/lint} REDIS_URL=$${REDIS_URL:-redis://localhost:6379/0} \
 		$(VENV)/bin/mypy config agenticos agents capabilities governance knowledge embeds channelbots triggers interop evals sandboxd

@@ -68,7 +68,7 @@ def stale_secret_versions() -> list[int]:
 
 
 def check_celery(timeout: float) -> tuple[bool, str]:
-    from config.celery import app
+    from celery import current_app as app  # the project's (config.celery, loaded with the settings)
 
     try:
         replies = app.control.ping(timeout=timeout)
