@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from django.conf import settings
 
 from capabilities.code_execution import sandbox
 from capabilities.code_execution.capability import CodeExecutionConfig
@@ -158,3 +159,14 @@ def test_the_limits_are_bounded_as_the_catalog_says():
     for bad in ({"timeout_secs": 0}, {"timeout_secs": 121}, {"max_memory_mb": 15}, {"max_memory_mb": 4097}):
         with pytest.raises(ValueError):
             CodeExecutionConfig(**bad)
+
+
+@pytest.mark.parametrize(("signal_name", "status"), [("SIGXCPU", "timeout"), ("SIGKILL", "timeout"),
+                                                     ("SIGSEGV", "crashed")])
+def test_a_program_killed_by_a_signal_is_read_as_such_through_the_jail(signal_name, status):
+    # The CPU limit's SIGXCPU reaches the jail's parent as bwrap's exit code 128 + N: it is the time limit (a retry
+    # asking for less work), not a program that chose to exit 152. Raised here directly, so no clock decides which
+    # limit came first.
+    outcome = sandbox.run_program(f"import signal\nsignal.raise_signal(signal.{signal_name})", timeout_secs=5,
+                                  max_memory_mb=128, uid=settings.RUN_PYTHON_UID_BASE + 999_999)
+    assert outcome.status == status, outcome
