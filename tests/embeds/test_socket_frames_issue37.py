@@ -14,18 +14,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-from importlib import import_module
 
 import pytest
 import websockets
-from django.conf import settings as dj_settings
-from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
 
-from agenticos.tenancy import SESSION_KEY as ORG_SESSION_KEY
 from agents.consumers import FRAME_REFUSED_CODE, TOO_BIG_MESSAGE, max_frame_chars
 from agents.models import Run
 from tests.embeds.conftest import SHOP
 from tests.fakes import live_daphne
+from tests.runner.test_chat_socket import session_cookie
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -37,17 +34,6 @@ TIMEOUT = 10
 def daphne_base(django_db_setup, django_db_blocker):
     with django_db_blocker.unblock(), live_daphne.serving_daphne("config.asgi:application", "issue37-frames") as base:
         yield base.replace("http://", "ws://")
-
-
-def session_cookie(user, org) -> str:
-    engine = import_module(dj_settings.SESSION_ENGINE)
-    session = engine.SessionStore()
-    session[SESSION_KEY] = str(user.pk)
-    session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
-    session[HASH_SESSION_KEY] = user.get_session_auth_hash()
-    session[ORG_SESSION_KEY] = str(org.pk)
-    session.save()
-    return f"{dj_settings.SESSION_COOKIE_NAME}={session.session_key}"
 
 
 async def next_frame(ws) -> dict:
