@@ -80,6 +80,25 @@ async def in_db_thread(fn: Any, *args: Any) -> Any:
     return await sync_to_async(call, thread_sensitive=False)()
 
 
+# The widget and the hosted page name their continuity key and a signed visitor's token in the handshake's
+# Sec-WebSocket-Protocol (`agenticos.v1, agenticos.visitor.<key>, agenticos.token.<jwt>`), never in the URL: a URL
+# reaches access logs, a reverse proxy's among them (issue 37.6). A client of its own may still use the spec's
+# `?visitor=` and `?token=`; a value in the header wins. Both are HTTP tokens (hex; a JWT's base64url and dots).
+PROTOCOL = "agenticos.v1"
+_CARRIED = ("agenticos.visitor.", "agenticos.token.")
+
+
+def carried(subprotocols: list[str]) -> dict[str, str]:
+    """{"visitor": …, "token": …} from the offered subprotocols (the first of each; the rest ignored)."""
+    found: dict[str, str] = {}
+    for offered in subprotocols:
+        for prefix in _CARRIED:
+            name = prefix.split(".")[1]
+            if isinstance(offered, str) and offered.startswith(prefix) and name not in found:
+                found[name] = offered[len(prefix):]
+    return found
+
+
 @dataclass
 class Turn:
     run_id: uuid.UUID
@@ -121,15 +140,17 @@ class EmbedConsumer(AsyncWebsocketConsumer):
         headers = {k.lower(): v.decode("latin-1") for k, v in self.scope.get("headers", [])}
         client = self.scope.get("client") or ("unknown", 0)
         self.address = ratelimit.client_address(client[0], headers.get(b"x-forwarded-for"))
+        offered = carried(self.scope.get("subprotocols") or [])
         outcome = await in_db_thread(
             self._admit,
             key,
             headers.get(b"origin"),
-            (query.get("token") or [None])[0],
-            (query.get("visitor") or [None])[0],
+            offered.get("token") or (query.get("token") or [None])[0],
+            offered.get("visitor") or (query.get("visitor") or [None])[0],
         )
         # A refusal before accept would be an HTTP 403 with no code a client can read: accept, then close.
-        await self.accept()
+        # A browser fails a handshake whose answer names none of the subprotocols it offered: ours offer PROTOCOL.
+        await self.accept(subprotocol=PROTOCOL if PROTOCOL in (self.scope.get("subprotocols") or []) else None)
         if outcome in ("rate_limited", "refused"):
             code, reason = (
                 (RATE_LIMITED_CODE, RATE_LIMITED_MESSAGE) if outcome == "rate_limited" else (REFUSED_CODE, REFUSED_MESSAGE)

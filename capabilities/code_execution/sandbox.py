@@ -153,13 +153,13 @@ def run_program(code: str, *, timeout_secs: int, max_memory_mb: int, uid: int | 
         stderr = _read_capped(err_path)
     if process.returncode == 1 and not stdout[0] and stderr[0].startswith("bwrap:"):
         raise Unavailable(f"The jail could not start: {stderr[0].strip()[:300]}")
-    code = process.returncode
-    if code is not None and 128 < code <= 128 + 64 and MARK not in stderr[0]:
+    returncode = process.returncode
+    if returncode is not None and 128 < returncode <= 128 + 64 and MARK not in stderr[0]:
         # bwrap reports a child killed by signal N as exit code 128 + N (the shell's convention): SIGXCPU at the
         # CPU limit, SIGKILL, a crash. The bootstrap reports every exit of its own on stderr (MARK), so a bare
         # code above 128 is the kernel's doing, not the program's.
-        code = -(code - 128)
-    return _classify(code, stdout, stderr, timed_out)
+        returncode = -(returncode - 128)
+    return _classify(returncode, stdout, stderr, timed_out)
 
 
 def _read_capped(path: Path) -> tuple[str, int]:

@@ -111,7 +111,9 @@
     if (refused) return;
     ready = false; busy(true);
     var proto = location.protocol === "https:" ? "wss://" : "ws://";
-    socket = new WebSocket(proto + location.host + "/api/v1/embed/" + encodeURIComponent(cfg.key) + "/ws?visitor=" + visitorKey());
+    // The continuity key travels in the handshake's subprotocols, never in the URL (URLs reach access logs).
+    socket = new WebSocket(proto + location.host + "/api/v1/embed/" + encodeURIComponent(cfg.key) + "/ws",
+                           ["agenticos.v1", "agenticos.visitor." + visitorKey()]);
     socket.onmessage = function (ev) { var f; try { f = JSON.parse(ev.data); } catch (e) { return; } onFrame(f); };
     socket.onclose = function (ev) {
       ready = false; socket = null; live.reset();

@@ -156,9 +156,11 @@ function onFrame(f) {
 }
 function connect() {
   if (socket || refused) return;
-  var url = wsBase + "/api/v1/embed/" + encodeURIComponent(cfg.key) + "/ws?visitor=" + visitorKey();
-  if (window.AgenticOSToken) url += "&token=" + encodeURIComponent(window.AgenticOSToken);
-  socket = new WebSocket(url);
+  // The continuity key and a signed visitor's token travel in the handshake's subprotocols, never in the URL
+  // (URLs reach access logs).
+  var protocols = ["agenticos.v1", "agenticos.visitor." + visitorKey()];
+  if (window.AgenticOSToken) protocols.push("agenticos.token." + window.AgenticOSToken);
+  socket = new WebSocket(wsBase + "/api/v1/embed/" + encodeURIComponent(cfg.key) + "/ws", protocols);
   socket.onmessage = function (ev) { var f; try { f = JSON.parse(ev.data); } catch (e) { return; } onFrame(f); };
   socket.onclose = function (ev) {
     socket = null; ready = false;
