@@ -188,9 +188,11 @@ def is_private(ip: str) -> bool:
     return inner is not None and _ssrf.is_private_ip(str(inner))
 
 
-def _allowed_private(hostname: str, ip: str, allowance: str = TOOL_HOSTS) -> bool:
+def allowed_private(hostname: str, ip: str, allowance: str = TOOL_HOSTS) -> bool:
+    """Whether the operator's `allowance` list names `hostname` or holds `ip` (an address or a network, `[…]` as
+    well); shared by every family of outbound traffic, the browser's pages among them."""
     entries = list(getattr(settings, allowance, []) or [])
-    host_key = domain_key(hostname)
+    host_key = domain_key(hostname.strip("[]"))
     address = ipaddress.ip_address(ip.split("%")[0])
     # A listed IPv4 network also admits its addresses in IPv6 clothing (the same destination).
     inner = embedded_ipv4(ip)
@@ -199,7 +201,7 @@ def _allowed_private(hostname: str, ip: str, allowance: str = TOOL_HOSTS) -> boo
         if not entry:
             continue
         try:
-            network = ipaddress.ip_network(entry, strict=False)
+            network = ipaddress.ip_network(entry.strip("[]"), strict=False)
             if address in network or (inner is not None and inner in network):
                 return True
             continue
@@ -239,7 +241,7 @@ async def check_url(url: str, *, allowance: str = TOOL_HOSTS) -> Pinned:
     for ip in ips:
         if is_metadata(ip):
             raise AddressRefused(f"{hostname} resolves to a cloud metadata address ({ip}); that is always refused.")
-        if is_private(ip) and not _allowed_private(hostname, ip, allowance):
+        if is_private(ip) and not allowed_private(hostname, ip, allowance):
             raise AddressRefused(
                 f"{hostname} resolves to a private or local address ({ip}). Only hosts the operator lists "
                 f"in {allowance} may be reached on internal addresses."

@@ -23,8 +23,6 @@ import time
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from django.conf import settings
-
 from capabilities import netguard
 from capabilities.browser.internal import DeploymentServices
 
@@ -59,27 +57,6 @@ def host_matches(host: str, patterns: list[str]) -> bool:
             if key.endswith(pattern[1:]) or key == pattern[2:] or fnmatch.fnmatchcase(key, pattern):
                 return True
         elif key == pattern:
-            return True
-    return False
-
-
-def operator_allows(host: str, ip: str) -> bool:
-    """Whether the operator lists `host` (by name) or `ip` (an address or a network) in
-    BROWSER_ALLOWED_PRIVATE_HOSTS. netguard's matcher for TOOL_ALLOWED_PRIVATE_HOSTS is the same rule, but
-    private to it; this is its public twin for the browser's list."""
-    key = netguard.domain_key(host.strip("[]"))
-    target = ipaddress.ip_address(ip.split("%")[0])
-    for entry in getattr(settings, PRIVATE_HOSTS, []) or []:
-        entry = str(entry).strip()
-        if not entry:
-            continue
-        try:
-            if target in ipaddress.ip_network(entry.strip("[]"), strict=False):
-                return True
-            continue
-        except ValueError:
-            pass
-        if netguard.domain_key(entry) == key:
             return True
     return False
 
@@ -137,7 +114,7 @@ class RequestPolicy:
             reason = await deployment.refusal(ip, port)
             if reason is not None:
                 return reason
-            if netguard.is_private(ip) and not (listed and operator_allows(host, ip)):
+            if netguard.is_private(ip) and not (listed and netguard.allowed_private(host, ip, PRIVATE_HOSTS)):
                 return (f"{host} is inside this deployment's network ({ip}: a private, loopback or link-local "
                         f"address); a page goes there only when the operator lists the host in {PRIVATE_HOSTS} "
                         "and this agent's allowed_domains names it.")
