@@ -7,12 +7,10 @@ reading: one refusal (`Refused`) whatever the cause, so a caller learns nothing 
 from __future__ import annotations
 
 import base64
-import binascii
 import datetime as dt
 import hashlib
 import json
 import logging
-import os
 import re
 import time
 from dataclasses import dataclass
@@ -22,9 +20,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import jwt
-from cryptography.exceptions import InvalidTag
+from cryptography.fernet import Fernet, InvalidToken
 from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from django.conf import settings
 from django.db import transaction
@@ -540,22 +537,20 @@ def conversation_key(embed: Embed, thread: str) -> str:
 # ------------------------------------------------------------------ generated-file links
 
 
-def _media_cipher() -> AESGCM:
-    key = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=b"agenticos-embed-media-token").derive(
-        settings.SECRET_KEY.encode()
-    )
-    return AESGCM(key)
+def _media_fernet(embed: Embed) -> Fernet:
+    """Fernet (cryptography: AES-CBC + HMAC with its own timestamp) under a key of this embed's own, derived from
+    SECRET_KEY: a token made for one embed opens nothing on another."""
+    key = HKDF(algorithm=hashes.SHA256(), length=32, salt=None,
+               info=b"agenticos-embed-media-token:" + str(embed.pk).encode()).derive(settings.SECRET_KEY.encode())
+    return Fernet(base64.urlsafe_b64encode(key))
 
 
 def media_token(embed: Embed, thread: str) -> str:
     """What a visitor's surface puts in a generated file's link instead of the continuity key, which must never
-    be in a URL (URLs reach access logs, a proxy's among them): the thread sealed (AES-GCM, bound to this embed)
-    with an expiry. It opens the thread's generated files for MEDIA_TOKEN_SECONDS and nothing else — not the
-    thread's history, not its socket — and reveals neither the key nor the `sub`."""
-    nonce = os.urandom(12)
-    body = json.dumps({"t": thread, "x": int(time.time()) + MEDIA_TOKEN_SECONDS}).encode()
-    sealed = _media_cipher().encrypt(nonce, body, str(embed.pk).encode())
-    return base64.urlsafe_b64encode(nonce + sealed).rstrip(b"=").decode()
+    be in a URL (URLs reach access logs, a proxy's among them): the thread sealed for this embed. It opens the
+    thread's generated files for MEDIA_TOKEN_SECONDS and nothing else — not the thread's history, not its socket —
+    and reveals neither the key nor the `sub` (sealed, not only signed: the key is the thread's credential)."""
+    return _media_fernet(embed).encrypt(thread.encode()).decode()
 
 
 def thread_of_media_token(embed: Embed, token: str | None) -> str | None:
@@ -563,14 +558,10 @@ def thread_of_media_token(embed: Embed, token: str | None) -> str | None:
     if not token or len(token) > MAX_MEDIA_TOKEN_CHARS:
         return None
     try:
-        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
-        body = json.loads(_media_cipher().decrypt(raw[:12], raw[12:], str(embed.pk).encode()))
-    except (ValueError, binascii.Error, InvalidTag):
+        thread = _media_fernet(embed).decrypt(token.encode(), ttl=MEDIA_TOKEN_SECONDS).decode()
+    except (InvalidToken, UnicodeError):
         return None
-    if not isinstance(body, dict) or not isinstance(body.get("x"), int) or body["x"] < time.time():
-        return None
-    thread = body.get("t")
-    return thread if isinstance(thread, str) and thread else None
+    return thread or None
 
 
 def find_conversation(embed: Embed, thread: str) -> Conversation | None:
