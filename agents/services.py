@@ -159,7 +159,7 @@ def _profile_problems(actor: Actor, data: dict[str, Any], profile: ModelProfile 
 def _base_url_problems(base_url: str) -> list[Problem]:
     """The outbound guard's verdict on a profile's base URL (the provider client applies it again on every
     request, so a name that resolves elsewhere later is still refused)."""
-    from capabilities import netguard
+    from agenticos import netguard
 
     try:
         netguard.check_url_blocking(base_url, allowance=netguard.MODEL_HOSTS)

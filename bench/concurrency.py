@@ -141,7 +141,7 @@ async def serve_model(port: int, tokens: int, seconds: float) -> None:
 # ------------------------------------------------------------------ the bench
 
 # --shared-tls-context: every default-verifying httpx2 transport of a process shares one TLS context (what
-# capabilities.netguard.PinnedTransport would do with `verify=` a context built once), loaded as sitecustomize.
+# agenticos.netguard.PinnedTransport would do with `verify=` a context built once), loaded as sitecustomize.
 SHARED_TLS_CONTEXT = """
 import httpx2
 

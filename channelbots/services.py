@@ -113,7 +113,7 @@ def check_server_url(value: str, *, field: str = "api_base_url") -> str:
     addresses — a self-hosted Mattermost behind a VPN — only when the operator lists the host, also when a
     name resolves there. A name that does not resolve from here now is accepted; the adapters' clients check
     again on every request (`netguard.pinned_sync_client`), so it cannot be pointed somewhere else later."""
-    from capabilities import netguard
+    from agenticos import netguard
 
     value = (value or "").strip().rstrip("/")
     parts = urlsplit(value)

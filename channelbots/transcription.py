@@ -18,11 +18,10 @@ from urllib.parse import urlsplit
 
 import httpx2
 
-from agenticos import vault
+from agenticos import netguard, vault
 from agents.models import ModelProfile
-from capabilities import netguard
 from channelbots.services import STT_CATALOG
-from governance import budgets, metered
+from governance import budgets, metered, pricing
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +59,7 @@ def _meter(bot) -> metered.Meter:
 
 def _record(meter: metered.Meter, provider: str, model: str, usage) -> None:
     usage = usage if isinstance(usage, dict) else None
-    cost, partial = metered.price_audio(model, provider, usage)
+    cost, partial = pricing.price_audio(model, provider, usage)
     metered.record(meter, model=model, cost=cost, partial=partial, chat=False,
                    input_tokens=int((usage or {}).get("input_tokens") or 0),
                    output_tokens=int((usage or {}).get("output_tokens") or 0))

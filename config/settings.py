@@ -591,7 +591,7 @@ LOGGING = {
 
 # ------------------------------------------------------------------ remote agents over A2A (issue 19)
 # Registrations of other providers' agents by agent card (capabilities/remote_agents). Every card and endpoint
-# request goes through capabilities/netguard.py with the tools' allowance (TOOL_ALLOWED_PRIVATE_HOSTS).
+# request goes through agenticos/netguard.py with the tools' allowance (TOOL_ALLOWED_PRIVATE_HOSTS).
 INSTALLED_APPS += ["capabilities.remote_agents"]
 # A keyed registration must be https; hosts listed here may be reached over plain http with the key (a
 # deployment's own A2A endpoint on its internal network, where there is no TLS hop). Empty: https only.

@@ -38,13 +38,13 @@ from pydantic_evals.reporting import ReportCase
 
 from agents.models import Conversation, Message, ModelProfile, Run, RunStatus, ToolCall
 from agents.runner.execute import on_db_thread
-from agents.runner.guard import price
 from agents.runs import request_stop, start_run
 from agents.spec import load_spec
 from evals import checks as checks_mod
 from evals.models import CaseResult, SuiteRun
 from evals.services import TERMINAL_OR_PARKED
 from governance import budgets
+from governance.pricing import price
 
 logger = logging.getLogger(__name__)
 PARKED = (RunStatus.AWAITING_APPROVAL, RunStatus.AWAITING_ANSWER)

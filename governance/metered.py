@@ -1,6 +1,6 @@
 """The one metered path for the model calls the platform makes besides a run's own requests.
 
-A run's own requests go through `agents.runner.guard.BudgetGuard`. Everything else that spends provider
+A run's own requests go through `agents.runner.guard.BudgetGuard`; both price with `governance.pricing`. Everything else that spends provider
 credit — the summary of an oversized tool result (`tool_output_limits`), a voice note's transcription in a
 channel bot, and what comes after them (compaction summaries, reminders, follow-ups) — goes through here:
 
@@ -27,7 +27,7 @@ from asgiref.sync import sync_to_async
 from django.db.models import F
 
 from agenticos.queries import Insert, Update, write_together
-from governance import budgets
+from governance import budgets, pricing
 from governance.models import SpendEntry
 
 logger = logging.getLogger(__name__)
@@ -125,10 +125,7 @@ def record(meter: Meter, *, model: str, cost: Decimal, partial: bool, input_toke
 
 def record_response(meter: Meter, model: Any, response: Any) -> SpendEntry:
     """A chat-model response, priced exactly as the runner prices the agent's own. Sync (ORM)."""
-    from agents.runner.assembly import is_free
-    from agents.runner.guard import price
-
-    cost, partial = price(response, free=is_free(model))
+    cost, partial = pricing.price(response, free=pricing.is_free(model))
     usage = response.usage
     return record(meter, model=response.model_name or str(getattr(model, "model_name", "")), cost=cost,
                   partial=partial, input_tokens=usage.input_tokens or 0, output_tokens=usage.output_tokens or 0)
@@ -144,25 +141,6 @@ async def model_request(meter: Meter, model: Any, messages: list[Any], **kwargs:
     response = await direct_request(model, messages, **kwargs)
     await sync_to_async(record_response)(meter, model, response)
     return response
-
-
-def price_audio(model: str, provider: str, usage: dict[str, Any] | None) -> tuple[Decimal, bool]:
-    """(cost, is_partial) of a transcription from the usage the endpoint reported (token-billed models report
-    tokens; a duration-billed one, or none at all, is recorded at zero and marked partial)."""
-    if not usage or usage.get("type", "tokens") != "tokens":
-        return Decimal("0"), True
-    try:
-        from genai_prices import Usage, calc_price
-
-        details = usage.get("input_token_details") or {}
-        audio = int(details.get("audio_tokens") or 0)
-        text_in = int(details.get("text_tokens") or max(int(usage.get("input_tokens") or 0) - audio, 0))
-        priced = calc_price(Usage(input_tokens=text_in + audio, input_audio_tokens=audio,
-                                  output_tokens=int(usage.get("output_tokens") or 0)),
-                            model_ref=model, provider_id=provider)
-        return Decimal(str(priced.total_price)), False
-    except Exception:  # genai-prices does not know this model, or the usage is not what it expects
-        return Decimal("0"), True
 
 
 def metered_model(model: Any, meter: Meter) -> Any:

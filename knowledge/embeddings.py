@@ -25,8 +25,8 @@ from typing import Any
 import httpx2
 from django.conf import settings
 
+from agenticos import netguard
 from agents.models import ModelProfile, Provider
-from capabilities import netguard
 
 DEFAULT_BASE_URLS: dict[str, str] = {
     Provider.OPENAI: "https://api.openai.com/v1",

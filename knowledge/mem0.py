@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 import httpx2
 from django.conf import settings
 
-from capabilities import netguard
+from agenticos import netguard
 
 CLOUD_BASE_URL = "https://api.mem0.ai"
 TIMEOUT = httpx2.Timeout(20.0, connect=5.0)

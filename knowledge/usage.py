@@ -85,7 +85,7 @@ def record(meter: Meter, *, kind: str, model: str, input_tokens: int, output_tok
 def record_model_response(meter: Meter, model: Any, response: Any) -> None:
     """A chat-model response, priced like the runner prices the agent's own. Sync (ORM)."""
     from agents.providers.demo import DemoModel
-    from agents.runner.guard import price
+    from governance.pricing import price
 
     cost, partial = price(response, free=isinstance(model, DemoModel))
     usage = response.usage

@@ -71,7 +71,7 @@ def _runs_wait_for_a_worker_only_when_one_is_asked_for(request, monkeypatch):
 def dns(monkeypatch) -> dict[str, list[str]]:
     """The outbound guard's resolver, answered from this table (names not in it do not resolve): a test
     points a name at a private or metadata address without touching the machine's DNS."""
-    from capabilities import netguard
+    from agenticos import netguard
 
     table: dict[str, list[str]] = {}
 

@@ -19,7 +19,7 @@ Every provider is given its key (or a placeholder) and its base URL explicitly, 
 to the operator's environment (`OPENAI_API_KEY`, `OPENAI_BASE_URL`, …): one tenant's profile pointing at its
 own server must never receive the operator's key.
 
-Every provider's HTTP client goes through the outbound guard (`capabilities.netguard.PinnedTransport`): each
+Every provider's HTTP client goes through the outbound guard (`agenticos.netguard.PinnedTransport`): each
 request, redirects included, is resolved once, checked (cloud metadata always refused; private, loopback and
 link-local addresses only for hosts in `MODEL_ALLOWED_PRIVATE_HOSTS`) and sent to the checked address, and a
 redirect that leaves the base URL's origin carries no key header. A refusal surfaces as `netguard.Refused`
@@ -50,10 +50,10 @@ from pydantic_ai.models.fallback import FallbackModel
 from pydantic_ai.providers import Provider as PydanticAIProvider
 from pydantic_ai.settings import ModelSettings
 
+from agenticos import netguard
 from agenticos.errors import Invalid
 from agents.models import PROVIDERS_NEEDING_BASE_URL, PROVIDERS_NEEDING_KEY, ModelProfile, Provider
 from agents.spec import ModelSettingsSpec
-from capabilities import netguard
 
 from .errors import describe_provider_error
 

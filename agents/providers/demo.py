@@ -425,6 +425,8 @@ async def stream(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator
 class DemoModel(FunctionModel):
     """FunctionModel whose streamed responses count input words too (FunctionModel's stream starts at 50)."""
 
+    costs_nothing = True  # read by governance.pricing.is_free: the offline demo model is never billed
+
     @asynccontextmanager
     async def request_stream(
         self,

@@ -12,8 +12,8 @@ from typing import Any
 
 from pydantic_ai import exceptions as pai
 
+from agenticos import netguard
 from agenticos.errors import DomainError
-from capabilities import netguard
 
 # Most specific first: the first class the exception is an instance of wins.
 _CATEGORIES: list[tuple[type[BaseException], str, str]] = [

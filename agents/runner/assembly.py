@@ -102,13 +102,6 @@ def build_model(profile: ModelProfile):
     return provider_build_model(profile)
 
 
-def is_free(model) -> bool:
-    """The offline demo model costs nothing; anything else is priced (or marked partial)."""
-    from agents.providers.demo import DemoModel
-
-    return isinstance(model, DemoModel)
-
-
 def model_settings(profile: ModelProfile, spec: AgentSpec):
     from agents.providers import model_settings_for
 

@@ -57,7 +57,7 @@ from agents.runner.guard import BudgetGuard
 from agents.runner.loop import runs_loop
 from agents.runner.transcript import Transcript, jsonable
 from agents.spec import AgentSpec, load_spec
-from governance import budgets
+from governance import budgets, pricing
 from governance.budgets import BudgetExceeded
 from governance.models import SpendEntry
 
@@ -362,7 +362,7 @@ class RunExecution:
         self.media_threshold = media.threshold_of(built.capabilities)  # the parked history's offload (parking)
         self.transcript = Transcript(run, built.tool_capabilities)
         model = assembly.build_model(profile)
-        self.free_model = assembly.is_free(model)
+        self.free_model = pricing.is_free(model)
         agent = Agent(
             model,
             output_type=[str, DeferredToolRequests],

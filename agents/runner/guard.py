@@ -2,7 +2,7 @@
 
 Before each request it checks every cap that meters the run (agent, organization, embed) and
 refuses — naming the cap that bound — without calling the model. After each request it prices the
-response with genai-prices and records the spend, so a run that fails later keeps what it spent.
+response (governance.pricing: genai-prices) and records the spend, so a run that fails later keeps what it spent.
 Twenty runs racing a nearly spent cap overshoot by at most the requests already in flight.
 
 A response that calls tools is recorded at once (tools may run for minutes, and a worker may die
@@ -15,28 +15,17 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from pydantic_ai.capabilities import AbstractCapability
 
 from agenticos import metrics
 from agents.runner.frames import frame
-from governance import budgets
+from governance import budgets, pricing
 from governance.models import SpendEntry
 
 if TYPE_CHECKING:
     from agents.runner.execute import RunExecution
-
-
-def price(response, *, free: bool) -> tuple[Decimal, bool]:
-    """(cost, is_partial). The offline demo model is free; an unpriced model is recorded as partial."""
-    if free:
-        return Decimal("0"), False
-    try:
-        return Decimal(str(response.cost().total_price)), False
-    except Exception:  # genai-prices does not know this model, or usage is missing
-        return Decimal("0"), True
 
 
 @dataclass
@@ -79,7 +68,7 @@ class BudgetGuard(AbstractCapability[Any]):
     def _entry(self, response) -> SpendEntry:
         ex = self.execution
         run = ex.run
-        cost, partial = price(response, free=ex.free_model)
+        cost, partial = pricing.price(response, free=ex.free_model)
         usage = response.usage
         return budgets.spend_entry(
             organization_id=run.organization_id, agent_id=run.agent_id, run_id=run.pk, embed_id=run.embed_id,

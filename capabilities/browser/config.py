@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from capabilities import netguard
+from agenticos import netguard
 from capabilities.browser import policy
 from capabilities.browser.session import cdp_host_allowed
 

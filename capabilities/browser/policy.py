@@ -1,6 +1,6 @@
 """Where the browser may go: every request a page makes is checked here before Chromium sends it.
 
-The checks are netguard's address rules (`capabilities.netguard`: the name resolved through
+The checks are netguard's address rules (`agenticos.netguard`: the name resolved through
 `netguard.resolve`, metadata always refused, private / loopback / link-local refused), in three lists:
 - the binding's `allowed_domains` (the agent author's) narrows the hosts a page may be on; it opens nothing;
 - the operator's BROWSER_ALLOWED_PRIVATE_HOSTS (hosts or networks, as netguard's TOOL_ALLOWED_PRIVATE_HOSTS)
@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from capabilities import netguard
+from agenticos import netguard
 from capabilities.browser.internal import DeploymentServices
 
 # Schemes that never reach the network, so there is no address to check.

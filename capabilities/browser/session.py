@@ -44,7 +44,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
 from django.conf import settings
 
-from capabilities import netguard
+from agenticos import netguard
 from capabilities.browser import page_js
 from capabilities.browser.policy import RequestPolicy
 

@@ -330,7 +330,7 @@ async def run_coding_agent(ctx: RunContext[Any], task: str, fresh_session: bool 
         # A gateway the tenant named: the outbound guard's verdict as for a model profile's base URL (publish
         # checked it too; checked again here for a name that resolves elsewhere since). sandboxd's egress
         # allow-list is the operator's second fence, not a substitute for this one.
-        from capabilities import netguard
+        from agenticos import netguard
 
         try:
             await netguard.check_url(config.base_url, allowance=netguard.MODEL_HOSTS)

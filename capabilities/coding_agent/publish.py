@@ -8,7 +8,7 @@ from `agents.services.reference_problems`.
   takes (an OpenAI key bound to Claude Code would publish and then fail every task). A `custom` secret fits both,
   and with `base_url` the key is the gateway's, so Claude Code takes any. Whose key it is is read from its
   documented prefix (sk-ant-… Anthropic, sk-… OpenAI) inside this function; the value goes nowhere else;
-- a `base_url` (a gateway the tenant names) passes the outbound guard (`capabilities/netguard.py`, the model
+- a `base_url` (a gateway the tenant names) passes the outbound guard (`agenticos/netguard.py`, the model
   providers' allowance), here and again before each task starts.
 """
 
@@ -61,7 +61,7 @@ def _gateway_problem(base_url: str) -> str | None:
     """The outbound guard's verdict on the gateway the tenant named, as for a model profile's base URL: a
     private, loopback, link-local or metadata address is refused unless the operator allows it
     (MODEL_ALLOWED_PRIVATE_HOSTS)."""
-    from capabilities import netguard
+    from agenticos import netguard
 
     try:
         netguard.check_url_blocking(base_url, allowance=netguard.MODEL_HOSTS)

@@ -19,7 +19,7 @@ from urllib.parse import quote, urlencode, urlparse, urlunparse
 import httpx2
 import jwt
 
-from capabilities import netguard
+from agenticos import netguard
 from capabilities.custom_tools.schema import Definition, Param, arg_name
 
 MAX_RESPONSE_BYTES = 5 * 1024 * 1024

@@ -18,7 +18,7 @@ from typing import Any
 import psycopg
 from psycopg import conninfo as pg_conninfo
 
-from capabilities import netguard
+from agenticos import netguard
 
 QUERY_TAGS = {"SELECT", "SHOW", "EXPLAIN", "VALUES", "TABLE", "FETCH", "WITH"}
 DML_TAGS = {"INSERT", "UPDATE", "DELETE", "MERGE"}

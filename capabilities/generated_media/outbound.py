@@ -17,7 +17,7 @@ from typing import Any
 
 from django.conf import settings
 
-from capabilities import netguard
+from agenticos import netguard
 
 MAX_DOWNLOAD_BYTES = 512 * 1024 * 1024
 

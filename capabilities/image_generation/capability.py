@@ -32,7 +32,8 @@ from django.utils import timezone
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic_ai import RunContext
 
-from capabilities import failures, netguard
+from agenticos import netguard
+from capabilities import failures
 from capabilities.base import (
     BuildContext,
     Built,
@@ -168,7 +169,7 @@ def _workspace_for_output(workspace_id: str | None) -> str | None:
 def _cost(response: Any, config: ImageGenerationConfig, images: int) -> tuple[Decimal, bool]:
     import dataclasses
 
-    from agents.runner.guard import price
+    from governance.pricing import price
 
     provider = catalog.provider(config.provider)
     entry = catalog.model(config.provider, config.model)

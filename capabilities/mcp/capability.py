@@ -25,7 +25,7 @@ from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import PreparedToolset
 from pydantic_ai.toolsets.approval_required import ApprovalRequiredToolset
 
-from capabilities import netguard
+from agenticos import netguard
 from capabilities.base import BuildContext, Built, Capability
 
 

@@ -9,10 +9,9 @@ from asgiref.sync import async_to_sync
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from agenticos import audit, vault
+from agenticos import audit, netguard, vault
 from agenticos.errors import Conflict, Invalid
 from agenticos.tenancy import Actor
-from capabilities import netguard
 from capabilities.custom_tools.services import credential_for
 from capabilities.models import McpConnection
 

@@ -13,7 +13,8 @@ from asgiref.sync import sync_to_async
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_ai import RunContext
 
-from capabilities import failures, netguard
+from agenticos import netguard
+from capabilities import failures
 from capabilities.base import BuildContext, Built, Capability, KeyRequirement, ToolDecl, function_toolset
 from knowledge import mem0 as mem0_client
 from knowledge import memory

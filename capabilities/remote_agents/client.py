@@ -34,7 +34,7 @@ from django.conf import settings
 from google.protobuf.json_format import MessageToDict
 from pydantic_ai import _ssrf
 
-from capabilities import netguard
+from agenticos import netguard
 
 CARD_MAX_BYTES = 256 * 1024
 POLL_SECONDS = 1.0

@@ -29,7 +29,7 @@ from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import DeferredToolRequests
 from subagents_pydantic_ai.prompts import get_task_instructions_prompt
 
-from capabilities import netguard
+from agenticos import netguard
 from capabilities.remote_agents import client
 
 if TYPE_CHECKING:

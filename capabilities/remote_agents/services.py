@@ -17,10 +17,9 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from agenticos import audit, vault
+from agenticos import audit, netguard, vault
 from agenticos.errors import Conflict, Forbidden, Invalid
 from agenticos.tenancy import Actor
-from capabilities import netguard
 from capabilities.custom_tools.services import credential_for
 from capabilities.remote_agents import client
 from capabilities.remote_agents.models import RemoteAgent

@@ -14,7 +14,7 @@ from typing import Any
 import httpx2
 from asgiref.sync import async_to_sync
 
-from capabilities import netguard
+from agenticos import netguard
 
 SANDBOX_HOSTS = "SANDBOX_ALLOWED_PRIVATE_HOSTS"
 REQUEST_TIMEOUT = 30.0

@@ -25,12 +25,11 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
-from agenticos import audit, vault
+from agenticos import audit, netguard, vault
 from agenticos.errors import Conflict, Invalid, NotFound
 from agenticos.models import Membership, Organization, Secret, SecretKind
 from agenticos.permissions import Role
 from agenticos.tenancy import Actor
-from capabilities import netguard
 from capabilities.models import SandboxConnection
 from capabilities.sandbox.client import SANDBOX_HOSTS, SandboxdClient
 from capabilities.sandbox.daytona import DaytonaClient

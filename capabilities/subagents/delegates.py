@@ -26,7 +26,7 @@ from pydantic_ai.tools import DeferredToolRequests
 from pydantic_ai.toolsets.approval_required import ApprovalRequiredToolset
 
 from agents.runner.deps import RunDeps
-from governance import budgets
+from governance import budgets, pricing
 
 if TYPE_CHECKING:
     from agents.runner.execute import RunExecution
@@ -115,7 +115,7 @@ class DelegateGuard(AbstractCapability[Any]):
                 raise DelegateCapExceeded(own)
 
     def _entry(self, response):
-        from agents.runner.guard import price
+        from governance.pricing import price
 
         ex = self.execution
         assert ex is not None
@@ -222,7 +222,7 @@ def build_agent(dctx: DelegationContext, spec: AgentSpec, *, name: str, descript
     built = registry.build_for_run(spec, deps, dctx.organization_id)
     approval: dict[str, str] = {route_name: route.approval for route_name, route in built.tools.items()}
     guard = DelegateGuard(execution=dctx.execution, agent_id=agent_id, agent_label=name,
-                          agent_budget=spec.budget.monthly_usd, free=assembly.is_free(model), usage=dctx.usage)
+                          agent_budget=spec.budget.monthly_usd, free=pricing.is_free(model), usage=dctx.usage)
     sections = [part for part in (spec.instructions.strip(), built.instructions) if part]
     agent: Agent[RunDeps, Any] = Agent(
         model,
@@ -349,7 +349,7 @@ def dynamic_factory(dctx: DelegationContext) -> DynamicFactory | None:
         except Exception as exc:  # a profile without a usable key is simply not offered
             logger.info("model profile %s not offered to dynamic specialists: %s", row.pk, exc)
             continue
-        profiles[row.label] = (model, assembly.is_free(model))
+        profiles[row.label] = (model, pricing.is_free(model))
     return DynamicFactory(dctx=dctx, profiles=profiles) if profiles else None
 
 

@@ -31,7 +31,8 @@ from pydantic_ai import RunContext
 from pydantic_ai.tools import Tool, ToolDefinition
 from pydantic_ai.toolsets import FunctionToolset
 
-from capabilities import failures, netguard
+from agenticos import netguard
+from capabilities import failures
 from capabilities.base import BuildContext, Built, Capability, KeyRequirement, ToolDecl
 from capabilities.generated_media import metering, outbound, store
 from capabilities.text_to_speech import audio, catalog, clients

@@ -18,7 +18,7 @@ from urllib.parse import urljoin, urlsplit
 import httpx2
 from pydantic import ValidationError
 
-from capabilities import netguard
+from agenticos import netguard
 
 TIMEOUT = 15
 # The web readers and the tool whose approval gates them.

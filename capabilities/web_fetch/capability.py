@@ -1,4 +1,4 @@
-"""Read web pages. `local` (default) downloads here through `capabilities.netguard` (the resolved address
+"""Read web pages. `local` (default) downloads here through `agenticos.netguard` (the resolved address
 pinned, every redirect re-checked including the domain filters, the body bounded while streaming,
 unboundable encodings refused) and converts with pydantic-ai's own web-fetch converters; `native` lets the
 model provider fetch; `auto` is native where the model has it, local elsewhere (pydantic-ai `WebFetch`).
@@ -24,7 +24,8 @@ from pydantic_ai.exceptions import ModelRetry
 from pydantic_ai.messages import BinaryContent
 from pydantic_ai.tools import Tool
 
-from capabilities import failures, netguard
+from agenticos import netguard
+from capabilities import failures
 from capabilities.base import BuildContext, Built, Capability, ToolDecl, function_toolset
 from capabilities.web_fetch import domains
 

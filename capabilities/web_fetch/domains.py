@@ -6,7 +6,7 @@ empty allow-list) is refused at publish; an empty block-list reads as unset.
 
 from __future__ import annotations
 
-from capabilities.netguard import domain_key
+from agenticos.netguard import domain_key
 
 
 def normalize(entry: str) -> str:

@@ -8,7 +8,7 @@ import httpx2
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackClientError
 
-from capabilities import netguard
+from agenticos import netguard
 from channelbots.incoming import IncomingFile
 from channelbots.platforms import (
     APPROVE,

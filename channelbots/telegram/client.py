@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx2
 
-from capabilities import netguard
+from agenticos import netguard
 from channelbots.incoming import IncomingFile
 from channelbots.platforms import (
     APPROVE,

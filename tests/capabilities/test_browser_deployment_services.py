@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from capabilities import netguard
+from agenticos import netguard
 from capabilities.browser.policy import RequestPolicy
 
 # The deployment below names PostgreSQL on a host of its own; this module opens no database connection.

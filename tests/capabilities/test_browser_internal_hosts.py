@@ -189,7 +189,7 @@ def _browser_agent(org, user, allowed: list[str]):
 
 def test_publishing_refuses_an_internal_allowed_domain_the_operator_did_not_list(org, builder, outsider, api_as,
                                                                                settings, monkeypatch):
-    from capabilities import netguard
+    from agenticos import netguard
 
     settings.BROWSER_CDP_ALLOWED_HOSTS = ["127.0.0.1"]
 

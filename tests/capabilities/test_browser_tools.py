@@ -215,7 +215,7 @@ def test_without_the_browser_extra_the_tool_fails_visibly_naming_the_install_lin
 
 
 def test_a_named_browser_service_is_resolved_once_and_reached_by_its_address(monkeypatch):
-    from capabilities import netguard
+    from agenticos import netguard
     from capabilities.browser.session import BrowserUnavailable, endpoint
 
     asked = []

@@ -2,7 +2,7 @@
 private or metadata IPv4 inside is refused, in a literal URL and in a DNS answer, and is refused where a URL is
 saved (a model profile's base URL, a bot's server). A public IPv4 inside the forms a network really uses to reach
 public servers (mapped, translated, compatible, 6to4, NAT64 64:ff9b::/96) stays reachable; the local-use NAT64
-prefix and Teredo are refused whatever they carry (decided in capabilities/netguard.py)."""
+prefix and Teredo are refused whatever they carry (decided in agenticos/netguard.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import ipaddress
 
 import pytest
 
-from capabilities import netguard
+from agenticos import netguard
 
 
 def _v4(value: str) -> bytes:

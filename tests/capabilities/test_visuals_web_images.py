@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
+from agenticos import netguard
 from agents.models import Run
-from capabilities import netguard
 from capabilities.visuals import web_images
 from tests import factories
 from tests.capabilities.helpers import Outcome, Script, agent_for, deps, spec

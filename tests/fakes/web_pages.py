@@ -305,7 +305,7 @@ def internal():
 @pytest.fixture
 def browser_env(settings, monkeypatch, chromium):
     """The operator allows the test's Chromium; netguard resolves the two test names as the world would."""
-    from capabilities import netguard
+    from agenticos import netguard
 
     settings.BROWSER_CDP_ALLOWED_HOSTS = ["127.0.0.1"]
     # The operator opened the test's internal names (BROWSER_ALLOWED_PRIVATE_HOSTS) for the agents whose

@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 from asgiref.sync import sync_to_async
 
+from agenticos import netguard
 from agents.models import Agent, AgentVersion
-from capabilities import netguard
 from knowledge import mem0 as mem0_client
 from tests import factories
 from tests.fakes.mem0_server import fake_mem0  # noqa: F401  (fixture)

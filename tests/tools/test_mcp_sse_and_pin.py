@@ -8,11 +8,11 @@ import json
 
 import pytest
 
+from agenticos import netguard
 from agents.models import Conversation, Message, Run, ToolCall
 from agents.runner import execute
 from agents.runner.frames import CollectingSink
 from agents.runs import start_run
-from capabilities import netguard
 from capabilities.models import McpConnection
 from tests import factories
 from tests.capabilities.helpers import spec

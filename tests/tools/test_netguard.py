@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from capabilities import netguard
+from agenticos import netguard
 
 
 def fetch(url: str, **kw):
@@ -109,7 +109,7 @@ def test_every_pinned_client_shares_one_verifying_tls_context():
     """Building a TLS context loads the CA bundle: one per process, not one per run's model client."""
     import ssl
 
-    from capabilities import netguard as guard
+    from agenticos import netguard as guard
 
     first, second = guard.PinnedTransport(), guard.PinnedTransport(allowance=guard.MODEL_HOSTS)
     contexts = {id(t._inner._pool._ssl_context) for t in (first, second)}

@@ -8,7 +8,7 @@ from urllib.parse import quote
 
 import pytest
 
-from capabilities import netguard
+from agenticos import netguard
 from tests import factories
 from tests.capabilities.helpers import spec
 from tests.tools.helpers import run_sync
