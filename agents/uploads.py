@@ -3,7 +3,7 @@
 `read_upload` is the intake web chat (agents.api_attachments) and the hosted page (embeds.views.upload) share:
 the multipart field `file`, the surface's ceiling checked against the declared body before a byte is read and
 against the bytes after (a claim is not a measurement), and the type sniffed from the bytes with the one
-allow-list (embeds.files.sniff_upload) — never taken from the name or the browser. A channel's files come the
+allow-list (agenticos.uploads.sniff_upload) — never taken from the name or the browser. A channel's files come the
 same way from a platform (channelbots.files). Who may upload, the surface's own ceiling and where the bytes go
 stay with each surface.
 
@@ -39,8 +39,8 @@ from agenticos.errors import (
     UploadTooLarge,
 )
 from agenticos.tenancy import Actor
+from agenticos.uploads import UPLOAD_MIME_ALLOW, sniff_upload
 from agents.models import Message
-from embeds.files import UPLOAD_MIME_ALLOW, sniff_upload
 
 # What a multipart envelope may add around the file itself before we call the body oversized.
 MULTIPART_OVERHEAD = 64 * 1024

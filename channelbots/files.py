@@ -10,9 +10,9 @@ from django.conf import settings
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 
+from agenticos.uploads import UPLOAD_MIME_ALLOW, sniff_upload
 from channelbots.incoming import IncomingFile
 from channelbots.platforms import PlatformClient, PlatformError
-from embeds.files import UPLOAD_MIME_ALLOW, sniff_upload
 
 
 @dataclass

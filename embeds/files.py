@@ -1,4 +1,5 @@
-"""Bytes a stranger can make us store: logos and hosted-page uploads. Types are sniffed, never trusted."""
+"""Where a stranger's bytes are stored: logos and hosted-page uploads. Types are sniffed (agenticos.uploads), never
+trusted."""
 
 from __future__ import annotations
 
@@ -14,40 +15,6 @@ LOGO_MAX_BYTES = images.MAX_BYTES
 sniff_image = images.sniff
 store = images.store
 remove_stored = images.remove
-
-
-# Hosted-page uploads: the allow-list and how each type is recognised. Text types cannot be sniffed
-# by magic bytes, so they are accepted only when they decode as UTF-8 and carry no NUL byte.
-UPLOAD_MIME_ALLOW = {
-    "application/pdf": "pdf",
-    "image/png": "png",
-    "image/jpeg": "jpg",
-    "image/webp": "webp",
-    "image/gif": "gif",
-    "text/plain": "txt",
-    "text/markdown": "md",
-    "text/csv": "csv",
-}
-
-
-def sniff_upload(head: bytes, declared: str) -> tuple[str, str] | None:
-    image = sniff_image(head)
-    if image:
-        return image
-    if head.startswith(b"%PDF-"):
-        return "application/pdf", "pdf"
-    declared = (declared or "").split(";")[0].strip().lower()
-    if declared in ("text/plain", "text/markdown", "text/csv") and b"\x00" not in head:
-        try:
-            head.decode("utf-8")
-        except UnicodeDecodeError:
-            # A multi-byte character cut at the end of the sniffed head is still text.
-            try:
-                head[:-3].decode("utf-8")
-            except UnicodeDecodeError:
-                return None
-        return declared, UPLOAD_MIME_ALLOW[declared]
-    return None
 
 
 def logo_path_for(embed_id: object, ext: str) -> str:
