@@ -13,6 +13,7 @@ from decimal import Decimal
 from typing import Any
 
 from django import forms
+from django.apps import apps
 from django.contrib import admin, messages
 from django.contrib.auth.admin import UserAdmin as BaseUserAdmin
 from django.contrib.auth.forms import AdminUserCreationForm, UserChangeForm
@@ -269,7 +270,7 @@ class OrganizationAdmin(AuditedAdmin):
         return {} if obj else self.prepopulated_fields
 
     def get_queryset(self, request) -> QuerySet[Organization]:
-        from governance.models import SpendEntry
+        SpendEntry = apps.get_model("governance", "SpendEntry")  # noqa: N806 - by label: the kernel imports no app
 
         # A subquery, not a join: summing over a join with memberships would multiply the spend.
         spend = (
@@ -302,10 +303,8 @@ class OrganizationAdmin(AuditedAdmin):
         spend = getattr(obj, "_spend", None)
         if spend is None:  # the change form of an unsaved organization
             return "–"
-        from governance.models import SpendEntry
-
         return changelist_link(
-            SpendEntry,
+            apps.get_model("governance", "SpendEntry"),
             f"{spend:.4f}",
             organization__id__exact=obj.pk,
             created_at__gte=month_start().isoformat(),
@@ -322,13 +321,12 @@ class OrganizationAdmin(AuditedAdmin):
     def related(self, obj: Organization) -> str:
         if obj.pk is None:
             return "–"
-        from agents.models import Agent, Run
-
+        # By label: the kernel's admin links to what the apps hang off an organization without importing them.
         links = [
             changelist_link(model, label, organization__id__exact=obj.pk)
             for model, label in (
-                (Agent, "agents"),
-                (Run, "runs"),
+                (apps.get_model("agents", "Agent"), "agents"),
+                (apps.get_model("agents", "Run"), "runs"),
                 (Secret, "secrets"),
                 (ApiKey, "API keys"),
                 (AuditEvent, "audit log"),

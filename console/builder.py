@@ -52,7 +52,7 @@ def starter_spec(actor: Actor, name: str) -> dict[str, Any]:
     """The starter template: the organization's Getting Started agent when it has one (its instructions,
     skills, platform (custom) tools and budget), exactly the Recommended capabilities — configured as the
     template configures them, else with their defaults — and a chat model profile."""
-    from agenticos.management.commands.platform_bootstrap import starter_capabilities, starter_instructions
+    from agents.management.commands.platform_bootstrap import starter_capabilities, starter_instructions
 
     starter = Agent.objects.filter(organization=actor.organization, slug=STARTER_SLUG).only("draft_spec").first()
     template = starter.draft_spec if starter is not None else {}
