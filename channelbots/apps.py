@@ -12,3 +12,8 @@ class ChannelbotsConfig(AppConfig):
 
         signals.approval_decided.connect(approvals.on_approval_decided, dispatch_uid="channelbots.card")
         signals.run_resumed.connect(approvals.on_run_resumed, dispatch_uid="channelbots.resumed")
+
+        from channelbots.retention import sweep_link_requests
+        from governance import retention
+
+        retention.register_sweep("expired_link_requests", sweep_link_requests)

@@ -12,6 +12,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
+from django.apps import apps
 from django.db.models import Q, Sum
 from django.utils import timezone
 
@@ -95,10 +96,10 @@ def caps_for(*, organization, agent_id, agent_budget: Decimal | None, embed_id=N
 
 
 def _embed_cap(embed_id) -> Decimal | None:
-    from embeds.services import embed_budget_state  # a surface: imported where used, never skipped if broken
-
-    cap, _spent_ = embed_budget_state(embed_id)
-    return cap
+    """The embed's own monthly cap. By label: governance sits below the surfaces and imports none of them (a
+    missing app fails loudly here — LookupError — never skips the cap)."""
+    embed = apps.get_model("embeds", "Embed")
+    return embed.objects.filter(pk=embed_id).values_list("monthly_budget_usd", flat=True).first()
 
 
 def first_exhausted(caps: list[Cap]) -> Cap | None:

@@ -15,7 +15,7 @@ beat tick stays short (the next tick carries on), and logs what it removed and u
 | files of a deleted conversation or message (uploads in storage) | queued when the rows go, deleted right after commit (governance.tasks) and by every sweep |
 | generated images, speech and video (capabilities/generated_media) | `transcript_days` like the transcript (files of runs still going are kept); deleted with their conversation |
 | workspaces of scope run / conversation        | go with their conversation (foreign key); run-scope ones without one: capabilities.tasks.sweep_turn_workspaces |
-| chat-account link requests                    | until expired (15 minutes after they were made)              |
+| chat-account link requests (channelbots, a registered sweep) | until expired (15 minutes after they were made) |
 | spend ledger (governance.SpendEntry)          | never deleted: every budget cap is computed from it          |
 | stored tool output                            | until its run ends (capabilities.tasks.sweep_spilled_outputs) |
 | channel dedup claims, webhook replay / idempotency keys | Redis keys with their own TTL: nothing to sweep    |
@@ -30,6 +30,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.db import models, transaction
 from django.db.models import Func, Q, Value
 from django.utils import timezone
@@ -181,7 +182,7 @@ def update_retention(*, actor: Actor, values: dict[str, object], ip_address: str
 # ------------------------------------------------------------------ batches
 
 
-def _delete_in_batches(queryset: models.QuerySet, *, batch: int | None = None,
+def delete_in_batches(queryset: models.QuerySet, *, batch: int | None = None,
                        before: Callable[[list[Any]], object] | None = None) -> int:
     """Delete what `queryset` selects, a batch of primary keys at a time; returns the rows of its model removed.
     `before(ids)` runs in each batch's transaction, ahead of its delete."""
@@ -252,7 +253,7 @@ def _by_policy(name: str, field: str, org_path: str, now: datetime | None,
 def sweep_audit_log(now: datetime | None = None) -> int:
     from agenticos.models import AuditEvent
 
-    return _by_policy("audit_log", "audit_log_days", "organization", now, lambda org, cutoff: _delete_in_batches(
+    return _by_policy("audit_log", "audit_log_days", "organization", now, lambda org, cutoff: delete_in_batches(
         AuditEvent.objects.filter(org, created_at__lt=cutoff)))
 
 
@@ -264,7 +265,7 @@ def sweep_idle_workspaces(now: datetime | None = None) -> int:
     # A workspace's files can be megabytes each: smaller batches keep each statement short.
     batch = max(10, settings.RETENTION_BATCH_SIZE // 10)
     return _by_policy("idle_workspaces", "idle_workspace_days", "organization", now,
-                      lambda org, cutoff: _delete_in_batches(Workspace.objects.filter(
+                      lambda org, cutoff: delete_in_batches(Workspace.objects.filter(
                           org, scope__in=WORKSPACE_SCOPES, last_used_at__lt=cutoff), batch=batch))
 
 
@@ -283,7 +284,7 @@ def sweep_transcript_messages(now: datetime | None = None) -> int:
 
     def select(org: Q, cutoff: datetime) -> int:
         chosen = Message.objects.filter(org, _ended_or_no_run("run"), created_at__lt=cutoff)
-        return _delete_in_batches(chosen, before=lambda ids: queue_message_files(
+        return delete_in_batches(chosen, before=lambda ids: queue_message_files(
             Message.objects.filter(pk__in=ids), reason="transcript_expired"))
 
     return _by_policy("transcript_messages", "transcript_days", "conversation__organization", now, select)
@@ -292,7 +293,7 @@ def sweep_transcript_messages(now: datetime | None = None) -> int:
 def sweep_tool_calls(now: datetime | None = None) -> int:
     from agents.models import ToolCall
 
-    return _by_policy("tool_calls", "transcript_days", "run__organization", now, lambda org, cutoff: _delete_in_batches(
+    return _by_policy("tool_calls", "transcript_days", "run__organization", now, lambda org, cutoff: delete_in_batches(
         ToolCall.objects.filter(org, _ended_or_no_run("run"), started_at__lt=cutoff)))
 
 
@@ -339,15 +340,6 @@ def sweep_compacted_histories(now: datetime | None = None) -> int:
     return _by_policy("compacted_histories", "transcript_days", "organization", now, persisted.sweep_expired)
 
 
-def sweep_link_requests(now: datetime | None = None) -> int:
-    from channelbots.models import LinkRequest
-
-    removed = _delete_in_batches(LinkRequest.objects.filter(expires_at__lt=now or timezone.now()))
-    if removed:
-        logger.info("retention expired_link_requests: removed %d expired link requests", removed)
-    return removed
-
-
 def sweep_removed_files(now: datetime | None = None) -> int:
     """Files whose conversation or message is gone (queued by queue_message_files)."""
     removed = remove_pending_files()
@@ -379,18 +371,33 @@ SWEEPS: dict[str, Callable[..., int]] = {
     "run_texts": sweep_run_texts,
     "compacted_histories": sweep_compacted_histories,
     "emptied_conversations": sweep_emptied_conversations,
-    "generated_media": _generated_media_sweep,  # before removed_files: its files go in the same pass
-    "removed_files": sweep_removed_files,
-    "expired_link_requests": sweep_link_requests,
+    "generated_media": _generated_media_sweep,
     "unsent_chat_uploads": _unsent_chat_uploads,
 }
+# Files hung off messages in rows a surface keeps (a hosted page's uploads): each finder yields
+# (organization_id, path) for `messages` and deletes its rows. Filled by the surfaces' AppConfig.ready().
+MESSAGE_FILES: list[Callable[[models.QuerySet], Iterable[tuple[Any, str]]]] = []
+
+
+def register_sweep(name: str, sweep: Callable[..., int]) -> None:
+    """An app's own retention sweep, run by `sweep_all` (Baserow's trash registry is the model): a surface
+    registers it in its AppConfig.ready(), so governance never imports a surface. Idempotent per function."""
+    if SWEEPS.get(name, sweep) is not sweep or name == "removed_files":
+        raise ImproperlyConfigured(f"retention sweep {name!r} is registered twice")
+    SWEEPS[name] = sweep
+
+
+def register_message_files(finder: Callable[[models.QuerySet], Iterable[tuple[Any, str]]]) -> None:
+    if finder not in MESSAGE_FILES:
+        MESSAGE_FILES.append(finder)
 
 
 def sweep_all(now: datetime | None = None) -> dict[str, int]:
     """Every sweep once; one failing does not stop the others. Returns {sweep: rows removed}."""
     now = now or timezone.now()
     removed: dict[str, int] = {}
-    for name, sweep in SWEEPS.items():
+    # removed_files last: it deletes what every other sweep queued in the same pass.
+    for name, sweep in [*SWEEPS.items(), ("removed_files", sweep_removed_files)]:
         try:
             removed[name] = sweep(now)
         except Exception:
@@ -417,7 +424,6 @@ def _attachment_paths(attachments: object) -> Iterable[str]:
 def queue_message_files(messages: models.QuerySet, *, reason: str) -> int:
     """Queue the stored files of `messages` (their attachments, and a hosted page's file rows attached to
     them, which go now) for removal. Call it in the transaction that deletes the messages."""
-    from embeds.models import EmbedFile
     from governance.models import PendingFileRemoval
 
     found: dict[str, Any] = {}
@@ -425,11 +431,10 @@ def queue_message_files(messages: models.QuerySet, *, reason: str) -> int:
                                                                             "attachments"):
         for path in _attachment_paths(attachments):
             found.setdefault(path, org_id)
-    page_files = EmbedFile.objects.filter(message__in=messages.values("pk"))
-    for org_id, path in page_files.values_list("organization_id", "path"):
-        if _is_upload(path):
-            found.setdefault(path, org_id)
-    page_files.delete()
+    for finder in MESSAGE_FILES:
+        for org_id, path in finder(messages):
+            if _is_upload(path):
+                found.setdefault(path, org_id)
     if found:
         PendingFileRemoval.objects.bulk_create(
             [PendingFileRemoval(organization_id=org_id, path=path, reason=reason) for path, org_id in found.items()])

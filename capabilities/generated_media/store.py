@@ -227,7 +227,7 @@ def sweep_expired(now: datetime | None = None) -> int:
     def select(org: Q, cutoff: datetime) -> int:
         # A run still going or parked keeps what it made, as it keeps its messages.
         chosen = GeneratedMedia.objects.filter(org, retention._ended_or_no_run("run"), created_at__lt=cutoff)
-        return retention._delete_in_batches(chosen, before=lambda ids: _queue_files(
+        return retention.delete_in_batches(chosen, before=lambda ids: _queue_files(
             GeneratedMedia.objects.filter(pk__in=ids), reason="generated_expired"))
 
     return retention._by_policy("generated_media", "transcript_days", "organization", now, select)

@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from agenticos.models import AuditEvent
 from capabilities.models import Workspace, WorkspaceFile
+from channelbots import retention as channel_retention
 from channelbots.models import ChannelBot, ChannelIdentity, LinkRequest
 from governance import retention
 from governance.models import SpendEntry
@@ -57,7 +58,7 @@ def test_expired_link_requests_go_and_live_ones_stay(org, owner):
                                expires_at=now - timedelta(minutes=1))
     live = LinkRequest.objects.create(organization=org, identity=identity, bot=bot, token_hash="b" * 64,
                                       expires_at=now + timedelta(minutes=10))
-    assert retention.sweep_link_requests(now) == 1
+    assert channel_retention.sweep_link_requests(now) == 1
     assert list(LinkRequest.objects.values_list("pk", flat=True)) == [live.pk]
 
 
