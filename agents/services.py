@@ -30,7 +30,7 @@ from agenticos.errors import Conflict, Invalid, NotFound
 from agenticos.models import Secret
 from agenticos.queries import Loaded, load_row
 from agenticos.tenancy import org_get, parse_uuid
-from agents import yaml_io
+from agents import extensions, yaml_io
 from agents.diff import diff_specs, format_path
 from agents.models import (
     PROVIDERS_NEEDING_BASE_URL,
@@ -43,6 +43,7 @@ from agents.models import (
     Visibility,
 )
 from agents.spec import AgentSpec, dump_spec
+from capabilities import lifecycle
 from capabilities.custom_tools.budget import slot_problems
 from governance.grants import EDIT, PUBLISH, USE, VIEW, drop_grants_for_agent, require_agent_access
 
@@ -353,12 +354,9 @@ def reference_problems(
             problems.append(_problem(path, "An agent cannot be its own sub-agent."))
         elif not Environment.objects.filter(agent__organization=org, agent_id__in=target_ids, name=PRODUCTION).exists():
             problems.append(_problem(path, f"No published agent {sub['agent_id']} in this organization."))
-    from capabilities.subagents.publish import delegate_problems
-
-    problems += [_problem(p["field"], p["message"]) for p in delegate_problems(actor, data, format_path)]
-    from capabilities.coding_agent.publish import coding_agent_problems
-
-    problems += [_problem(p["field"], p["message"]) for p in coding_agent_problems(actor, data, format_path)]
+    # The checks that need the person publishing, each capability's own (capabilities/lifecycle.py).
+    for check in lifecycle.hooks("publish_problems"):
+        problems += [_problem(p["field"], p["message"]) for p in check(actor, data, format_path)]
     return problems
 
 
@@ -536,12 +534,11 @@ def publish_agent(*, actor: Actor, agent: Agent, note: str = "", allow_unchanged
     allow_unchanged=False (the API and the console) refuses a draft equal to the latest version with Conflict
     `unchanged` ("Nothing changed since vN."), so a person's publish never makes an empty version."""
     require_agent_access(actor, agent, PUBLISH)
-    from evals.gate import check_publish
-
     if not allow_unchanged:  # before the gate: no suite is run for a publish that is refused
         _refuse_unchanged(agent, agent.draft_spec)
-    # An agent whose evaluation suite gates publishing is published only when the suite passes on the draft.
-    check_publish(actor=actor, agent=agent)
+    # The gates the layers above register (agents.extensions): an agent whose evaluation suite gates publishing
+    # is published only when the suite passes on the draft.
+    extensions.check_publish_gates(actor=actor, agent=agent)
     with transaction.atomic():
         agent = Agent.objects.select_for_update().get(pk=agent.pk)
         problems = publish_problems(actor, agent.draft_spec, agent=agent)

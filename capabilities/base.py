@@ -20,6 +20,8 @@ from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.tools import Tool
 from pydantic_ai.toolsets import AbstractToolset, FunctionToolset
 
+from capabilities.lifecycle import NO_HOOKS, RunHooks
+
 if TYPE_CHECKING:
     from agents.runner.deps import RunDeps
     from agents.spec import AgentSpec, CapabilityBinding
@@ -164,6 +166,9 @@ class Capability:
     # Capabilities the Builder switches on along with this one, when the agent has no binding of theirs yet
     # (console/builder.py): Visuals brings Charts.
     binds_with: tuple[str, ...] = ()
+    # What it does at the run's turning points besides its tools (capabilities/lifecycle.py): the runner calls
+    # these for every registered capability and names none of them.
+    hooks: RunHooks = NO_HOOKS
 
     def tool(self, tool_id: str) -> ToolDecl | None:
         return next((t for t in self.tools if t.id == tool_id), None)

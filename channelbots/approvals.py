@@ -247,7 +247,7 @@ def follow_resumed(run_id: str) -> str:
 def slack_interaction(bot: ChannelBot, payload: dict, client: PlatformClient | None = None) -> str:
     """A verified block_actions payload (the Events-style signature at the route, or the Socket Mode socket).
     A refusal is told to the clicker alone (chat.postEphemeral); a decision shows on the card itself."""
-    from capabilities.follow_ups import chat_apps
+    from channelbots import follow_ups as chat_apps
     from channelbots.platforms import client_for
     from channelbots.slack.parse import parse_click
 
@@ -270,7 +270,7 @@ def slack_interaction(bot: ChannelBot, payload: dict, client: PlatformClient | N
 def telegram_callback(bot: ChannelBot, update: dict, client: PlatformClient | None = None) -> str:
     """A callback_query from the webhook or from polling. Always answered (the button spins until then): the
     outcome, as an alert when the click changed nothing."""
-    from capabilities.follow_ups import chat_apps
+    from channelbots import follow_ups as chat_apps
     from channelbots.platforms import client_for
     from channelbots.telegram.parse import parse_callback
 
@@ -295,7 +295,7 @@ def telegram_callback(bot: ChannelBot, update: dict, client: PlatformClient | No
 def mattermost_action(bot: ChannelBot, body: dict, client: PlatformClient | None = None) -> dict:
     """The integration request of a card's button; the answer is the response body Mattermost reads
     (`ephemeral_text` is shown to the clicker alone)."""
-    from capabilities.follow_ups import chat_apps
+    from channelbots import follow_ups as chat_apps
     from channelbots.mattermost.parse import parse_action
     from channelbots.platforms import client_for
 

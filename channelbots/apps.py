@@ -17,3 +17,9 @@ class ChannelbotsConfig(AppConfig):
         from governance import retention
 
         retention.register_sweep("expired_link_requests", sweep_link_requests)
+
+        from capabilities.follow_ups.service import register_chat_app_poster
+        from channelbots import follow_ups
+
+        for surface in ("slack", "telegram", "mattermost"):
+            register_chat_app_poster(surface, follow_ups.post)

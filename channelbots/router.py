@@ -559,8 +559,7 @@ def finish(turn: Turn, session: ChannelSession | None, live, outcome: Outcome, p
         if session is not None:
             ChannelSession.objects.filter(pk=session.pk).update(reply_count=F("reply_count") + 1)
             footer = turn.footer(session, outcome.usage)
-        from capabilities.generated_media import channels as generated_files
-        from channelbots import charts, files_out, visuals_out
+        from channelbots import charts, files_out, generated_files, visuals_out
 
         held = files_out.deliver(turn.client, incoming.chat_id, incoming.reply_to, outcome.run_id)
         held += generated_files.deliver(turn.client, incoming.chat_id, incoming.reply_to, outcome.run_id)

@@ -54,3 +54,8 @@ def deferred_results(case: dict[str, Any], requests: DeferredToolRequests,
         args = call.args_as_dict()
         calls[call.tool_call_id] = question_answers(case, args.get("questions", args))
     return DeferredToolResults(approvals=approvals, calls=calls)
+
+
+def answer_for_case(run: Any, requests: DeferredToolRequests, tool_ids: dict[str, str]) -> DeferredToolResults | None:
+    """The runner's deferred answerer for `eval` runs (registered in EvalsConfig.ready(); agents.extensions)."""
+    return deferred_results((run.options or {}).get("eval") or {}, requests, tool_ids)

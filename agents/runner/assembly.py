@@ -194,10 +194,3 @@ def client_history(turns: Any) -> list:
 
 def _is_own_turn(run: Run, messages: list[Message]) -> bool:
     return bool(messages) and messages[-1].run_id == run.pk and messages[-1].role == Message.Role.USER
-
-
-def on_run_failed(run: Run) -> None:
-    """Capability state that must not survive a failed run (an in-progress plan step returns to pending)."""
-    from capabilities.planning import reset_in_progress_steps
-
-    reset_in_progress_steps(str(run.conversation_id))

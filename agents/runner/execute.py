@@ -21,7 +21,6 @@ from typing import Any
 
 from django.conf import settings
 from django.db import close_old_connections, connection, transaction
-from django.db.models import F, Func, JSONField, Value
 from django.utils import timezone
 from pydantic_ai import Agent, CancellationToken
 from pydantic_ai.exceptions import RunCancelled, UsageLimitExceeded
@@ -47,6 +46,7 @@ from pydantic_ai_harness.guardrails import GuardrailError
 from agenticos import metrics, telemetry
 from agenticos.models import Organization
 from agenticos.queries import Insert, Loaded, Update, load_row, write_together
+from agents import extensions
 from agents.models import Agent as AgentRow
 from agents.models import AgentVersion, ModelProfile, Run, RunStatus
 from agents.runner import assembly, attachments, recovery
@@ -57,6 +57,7 @@ from agents.runner.guard import BudgetGuard
 from agents.runner.loop import runs_loop
 from agents.runner.transcript import Transcript, jsonable
 from agents.spec import AgentSpec, load_spec
+from capabilities import lifecycle
 from governance import budgets, pricing
 from governance.budgets import BudgetExceeded
 from governance.models import SpendEntry
@@ -150,7 +151,7 @@ class RunExecution:
         # how the execution ended (for the span).
         self.trace_id = ""
         self.ended_status = ""
-        # An evaluation case is answering this run's deferred calls (see _answered_by_the_case).
+        # An evaluation case is answering this run's deferred calls (see _answered_in_place).
         self._case_answering = False
         # Set when the worker shuts down under the run: the run is stopped and ends `failed`, saying this.
         self.shutdown_reason = ""
@@ -158,6 +159,8 @@ class RunExecution:
         self.unrecorded_spend: list[SpendEntry] = []
         # What the run's tools and capabilities see (set by _assemble); compaction notes in its scratch.
         self.deps: RunDeps | None = None
+        # The pydantic-ai capabilities built for this run (capabilities.lifecycle.RunHandle: a hook finds its own).
+        self.built_capabilities: list[Any] = []
 
     # ------------------------------------------------------------- plumbing
 
@@ -268,8 +271,8 @@ class RunExecution:
                 usage_limits=UsageLimits(request_limit=self.spec.max_steps),
                 **run_kwargs,
             )
-            if run.surface == "eval":
-                result = await self._answered_by_the_case(agent, run_kwargs, result)
+            if (answerer := extensions.deferred_answerer(run.surface)) is not None:
+                result = await self._answered_in_place(answerer, agent, run_kwargs, result)
         except BudgetExceeded as exc:
             await self._end(RunStatus.BUDGET_EXCEEDED, error={"type": "BudgetExceeded", "message": str(exc)},
                             error_frame=str(exc), code="budget_exceeded")
@@ -302,17 +305,16 @@ class RunExecution:
         if isinstance(output, DeferredToolRequests):
             await self._park(output, result.all_messages())
         else:
-            await self._complete(str(output), result.all_messages() if self._compacted() else None)
+            await self._complete(str(output), result.all_messages())
 
-    async def _answered_by_the_case(self, agent, run_kwargs: dict[str, Any], result):
-        """An evaluation case answers its own gated calls and ask_user questions (evals.answers), so the run
-        goes on instead of parking; a call the case says to leave parked parks as on any surface."""
-        from evals.answers import MAX_ROUNDS, deferred_results
-
-        for _round in range(MAX_ROUNDS):
+    async def _answered_in_place(self, answerer, agent, run_kwargs: dict[str, Any], result):
+        """A surface that answers its own runs' deferred calls (agents.extensions: evaluation cases answer their
+        gated calls and ask_user questions), so the run goes on instead of parking; a call it leaves unanswered
+        parks as on any surface."""
+        for _round in range(answerer.max_rounds):
             if not isinstance(result.output, DeferredToolRequests):
                 break
-            answers = deferred_results(self.run.options.get("eval") or {}, result.output, self.tool_ids)
+            answers = await self.db(answerer.answer, self.run, result.output, self.tool_ids)
             if answers is None:
                 break
             self._case_answering = True
@@ -347,19 +349,14 @@ class RunExecution:
             user_id=run.user_id,
             can_ask_user=bool(run.options.get("can_ask_user")),
         )
-        deps.scratch["execution"] = self  # delegation meters its delegates on this run (capabilities/subagents)
-        if run.parked_state and run.parked_state.get("compacted"):
-            # Compacted before it parked: the history it resumes from is the compacted one (its end is kept).
-            from capabilities.compaction import COMPACTED
-
-            deps.scratch[COMPACTED] = True
+        deps.execution = self  # what a tool may use of the run (capabilities.lifecycle.RunHandle)
+        if run.parked_state:
+            lifecycle.on_resume(run, deps.scratch)
         self.deps = deps
         built = assembly.build_capabilities(self.spec, deps, run)
         self.tool_approval = built.approval
         self.tool_ids = built.tool_ids
-        from capabilities import media
-
-        self.media_threshold = media.threshold_of(built.capabilities)  # the parked history's offload (parking)
+        self.built_capabilities = built.capabilities
         self.transcript = Transcript(run, built.tool_capabilities)
         model = assembly.build_model(profile)
         self.free_model = pricing.is_free(model)
@@ -377,13 +374,7 @@ class RunExecution:
         )
         kwargs: dict[str, Any] = {"deps": deps}
         if run.parked_state:
-            stored = run.parked_state["messages"]
-            if run.parked_state.get("media"):
-                from capabilities.media import history as media_history
-
-                # Restored whether or not the agent is still bound (capabilities/media): its references go back in.
-                stored = media_history.restore(stored, organization_id=run.organization_id,
-                                               conversation_id=run.conversation_id, run_id=run.pk)
+            stored = lifecycle.restore_history(run, run.parked_state["messages"])
             kwargs["message_history"] = ModelMessagesTypeAdapter.validate_python(stored)
             kwargs["deferred_tool_results"] = self._deferred_results()
         else:
@@ -498,27 +489,17 @@ class RunExecution:
 
     # ------------------------------------------------------------- endings
 
-    def _compacted(self) -> bool:
-        from capabilities.compaction import persisted
-
-        return self.deps is not None and persisted.was_compacted(self.deps.scratch)
-
-    async def _complete(self, output: str, compacted: list | None = None) -> None:
-        """`compacted`: the run's messages when its history was compacted, kept for the next turns."""
+    async def _complete(self, output: str, messages: list) -> None:
+        """`messages`: the run's, for the capabilities that keep them for the next turns (compaction)."""
         if not self._text_streamed and output:
             # A provider that did not stream deltas: the final output is the only copy of the answer.
             self.transcript.add_text("text", output, (self._response_no + 1, 0))
         message_id, complete = await self.db(self._finish_and_describe, RunStatus.COMPLETED, output=output)
-        if compacted is not None:
-            # Before the answer is announced: a next turn sent on seeing it replays this history.
-            await self.db(self._keep_compacted, compacted, message_id)
+        # Before the answer is announced: a next turn sent on seeing it replays what is kept.
+        await self.db(lifecycle.keep_history, self, messages, message_id)
         if message_id:
             await self.emit(frame("message_saved", message_id=message_id, role="assistant"))
-            # The answer is committed: its follow-ups (capabilities/follow_ups) are written by a task of their own.
-            from capabilities.follow_ups.service import after_answer, wanted
-
-            if wanted(self.run):
-                await self.db(after_answer, self.run.pk, message_id)
+            await self.db(lifecycle.after_answer, self, message_id)
         await self.emit(frame("final_result", output=output))
         await self.emit(complete)
 
@@ -535,29 +516,8 @@ class RunExecution:
 
     def _park_and_forget(self, park, requests, messages):
         parked = park(self, requests, messages)
-        if self._compacted():
-            # The resumed execution keeps its history for the next turns when it completes (a parked history
-            # ends in unanswered calls, so it is never replayed itself).
-            Run.objects.filter(pk=self.run.pk, parked_state__isnull=False).update(
-                parked_state=_WithKey(F("parked_state"), Value({"compacted": True}, output_field=JSONField())))
         recovery.forget(self.run.pk)  # the resumed execution starts unmarked
         return parked
-
-    def _keep_compacted(self, messages: list, message_id: int | None) -> None:
-        """Keep the compacted run's messages on its conversation (capabilities/compaction/persisted.py). The run
-        is over and answered: a failure here is logged, and the next turn reads the transcript as any other."""
-        from capabilities.compaction import persisted
-
-        if not self.run.conversation_id:
-            return
-        try:
-            through = message_id or persisted.newest_covered(self.run)
-            if through is not None:
-                persisted.keep(self.run, messages, through_message_id=through,
-                               threshold_bytes=getattr(self, "media_threshold", None))
-        except Exception:
-            logger.warning("run %s: its compacted history could not be kept for the next turn", self.run.pk,
-                           exc_info=True)
 
     async def _fail(self, error: dict, message: str) -> None:
         await self._end(RunStatus.FAILED, error=error, error_frame=message, code="run_failed")
@@ -582,12 +542,12 @@ class RunExecution:
         }, returning=USAGE_FIELDS)
         failed = status in (RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.BUDGET_EXCEEDED,
                             RunStatus.GUARDRAIL_BLOCKED)
-        resets_state = failed and self.run.conversation_id
-        # A failed run's capability state is reset with its ending; a completed one is a single statement.
-        with transaction.atomic() if resets_state else nullcontext():
+        # A failed run's capability state is reset with its ending (lifecycle.on_failed); a completed one is a
+        # single statement.
+        with transaction.atomic() if failed else nullcontext():
             totals = write_together(*answer, *inserts, ending)[-1]
-            if resets_state:
-                assembly.on_run_failed(self.run)
+            if failed:
+                lifecycle.on_failed(self.run)
         self.ended_status = status
         metrics.run_finished(self.run, status)
         if self._reached_model:
@@ -629,14 +589,6 @@ async def _execution(run_id: Any, sink: Sink | None, parent: Any = None) -> None
             await execution.db(_fail_crashed, run_id, exc)
         finally:
             telemetry.describe_run(span, execution)
-
-
-class _WithKey(Func):
-    """jsonb `||`: the object with another's keys added."""
-
-    arg_joiner = " || "
-    template = "%(expressions)s"
-    output_field = JSONField()
 
 
 def _fail_crashed(run_id: Any, exc: Exception) -> None:

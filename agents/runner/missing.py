@@ -53,7 +53,7 @@ def toolset(run: Any, spec: Any) -> FunctionToolset[RunDeps] | None:
         cap = missing.get(capability_id)
         if cap is None:
             return NOT_LACKING.format(id=capability_id)
-        execution = ctx.deps.scratch.get("execution")
+        execution = ctx.deps.execution
         data = await _card(execution, capability_id, reason, agent_id, organization_id, user_id)
         if execution is not None:
             await execution.emit(frame("capability_missing", run_id=ctx.deps.run_id, **data))

@@ -10,23 +10,18 @@ from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
 from django.utils import timezone
+from pydantic_ai.messages import ModelMessagesTypeAdapter
 from pydantic_ai.tools import DeferredToolRequests
 
 from agenticos.queries import Update, write_together
 from agents.models import Run, RunStatus
 from agents.runner.frames import frame
 from agents.runner.transcript import jsonable
+from capabilities import lifecycle
 from governance.models import Approval, Question
 
 if TYPE_CHECKING:
     from agents.runner.execute import RunExecution
-
-
-def delegation_extras(run: Run) -> dict[str, Any]:
-    """Specialists the model wrote in this run (capabilities/subagents), kept so the resumed run knows them."""
-    from capabilities.subagents.toolset import parked_extras
-
-    return parked_extras(run.pk)
 
 
 def park(ex: RunExecution, requests: DeferredToolRequests, messages) -> tuple[str, list[dict[str, Any]]]:
@@ -36,12 +31,8 @@ def park(ex: RunExecution, requests: DeferredToolRequests, messages) -> tuple[st
     # own call, and its state is kept so the approval resumes that delegate in place.
     delegations = {cid: meta["delegation"] for cid, meta in (requests.metadata or {}).items()
                    if isinstance(meta, dict) and "delegation" in meta}
-    from capabilities.media import history as media_history
-
-    # Before the transaction: storage IO (capabilities/media) holds no row lock.
-    stored_messages, offloaded = media_history.offload(
-        messages, threshold_bytes=getattr(ex, "media_threshold", None), organization_id=run.organization_id,
-        conversation_id=run.conversation_id, run_id=run.pk)
+    # Before the transaction: the capabilities' own keeping (media's storage IO) holds no row lock.
+    stored_messages, kept = lifecycle.on_park(ex, ModelMessagesTypeAdapter.dump_python(messages, mode="json"))
     with transaction.atomic():
         for call in requests.approvals:
             args = call.args_as_dict()
@@ -87,8 +78,8 @@ def park(ex: RunExecution, requests: DeferredToolRequests, messages) -> tuple[st
         inserts, spend = ex.spend_writes()
         write_together(*answer, *inserts, Update(Run.objects.filter(pk=run.pk), {
             "status": status,
-            "parked_state": {"messages": stored_messages, **({"media": True} if offloaded else {}),
-                             **({"delegations": delegations} if delegations else {}), **delegation_extras(run)},
+            "parked_state": {"messages": stored_messages, **kept,
+                             **({"delegations": delegations} if delegations else {})},
             "heartbeat_at": timezone.now(),
             **spend,
         }))

@@ -30,6 +30,7 @@ from pydantic_ai import RunContext
 from capabilities import failures
 from capabilities.base import BuildContext, Built, Capability, KeyRequirement, NotBuilt, ToolDecl, enum_labels
 from capabilities.coding_agent import harness as h
+from capabilities.lifecycle import RunHooks
 
 logger = logging.getLogger(__name__)
 
@@ -164,7 +165,7 @@ class Panel:
 
     @classmethod
     def open(cls, ctx: RunContext[Any], config: CodingAgentConfig, task: str) -> Panel:
-        execution = ctx.deps.scratch.get("execution")
+        execution = ctx.deps.execution
         if execution is None or getattr(execution.run, "surface", "") != "web":
             execution = None
         panel = cls(execution=execution, task_id=f"coding-{uuid.uuid4().hex[:12]}")
@@ -431,6 +432,12 @@ async def _result(backend: Any, status: dict[str, Any], progress: h.Progress, ou
 TOOL = ToolDecl.from_function(run_coding_agent, side_effecting=True)
 
 
+def _publish_problems(actor: Any, data: dict[str, Any], format_path: Any) -> list[dict[str, str]]:
+    from capabilities.coding_agent.publish import coding_agent_problems
+
+    return coding_agent_problems(actor, data, format_path)
+
+
 CAPABILITY = Capability(
     id="coding_agent",
     name="Coding agent",
@@ -454,4 +461,5 @@ CAPABILITY = Capability(
     config_model=CodingAgentConfig,
     voice="hand_off",
     build=build,
+    hooks=RunHooks(publish_problems=_publish_problems),
 )

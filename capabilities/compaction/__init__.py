@@ -37,6 +37,7 @@ from pydantic_ai_harness.compaction import (
 )
 
 from capabilities.base import BuildContext, Built, Capability, enum_labels
+from capabilities.lifecycle import RunHandle, RunHooks
 
 # The run's scratch key set when a strategy changed the history (read by the runner, persisted.py).
 COMPACTED = "compacted"
@@ -176,6 +177,25 @@ def build(ctx: BuildContext) -> list[Built]:
     return [MeteredTieredCompaction(tiers=tiers, target_fraction=config.max_fraction, **window)]
 
 
+def _on_resume(run: Any, scratch: dict[str, Any]) -> None:
+    """Compacted before it parked: the history it resumes from is the compacted one (its end is kept)."""
+    if (run.parked_state or {}).get("compacted"):
+        scratch[COMPACTED] = True
+
+
+def _on_park(handle: RunHandle, tree: Any) -> tuple[Any, dict[str, Any]]:
+    """The resumed execution keeps its history for the next turns when it completes (a parked history ends in
+    unanswered calls, so it is never replayed itself)."""
+    compacted = handle.deps is not None and bool(handle.deps.scratch.get(COMPACTED))
+    return tree, ({"compacted": True} if compacted else {})
+
+
+def _keep_history(handle: RunHandle, messages: list[Any], message_id: int | None) -> None:
+    from capabilities.compaction import persisted
+
+    persisted.keep_after_run(handle, messages, message_id)
+
+
 CAPABILITY = Capability(
     id="compaction",
     name="Long conversations",
@@ -198,4 +218,5 @@ CAPABILITY = Capability(
     voice="never",
     advanced=True,
     build=build,
+    hooks=RunHooks(on_resume=_on_resume, on_park=_on_park, keep_history=_keep_history),
 )

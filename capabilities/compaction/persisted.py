@@ -28,6 +28,7 @@ from django.utils import timezone
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
 from agents.models import CompactedHistory, Message, Run
+from capabilities.lifecycle import RunHandle
 
 logger = logging.getLogger(__name__)
 
@@ -60,6 +61,23 @@ def keep(run: Run, messages: list[ModelMessage], *, through_message_id: int, thr
                                             organization_id=run.organization_id, **values)
     except IntegrityError:  # a newer dump is already there
         logger.info("run %s: a newer compacted history of its conversation is kept", run.pk)
+
+
+def keep_after_run(handle: RunHandle, messages: list[ModelMessage], message_id: int | None) -> None:
+    """The `keep_history` hook: a run whose history a strategy compacted keeps its messages on its conversation
+    for the next turns. The run is over and answered: a failure here is logged, and the next turn reads the
+    transcript as any other."""
+    from capabilities.media import threshold_of
+
+    run = handle.run
+    if handle.deps is None or not was_compacted(handle.deps.scratch) or not run.conversation_id:
+        return
+    try:
+        through = message_id or newest_covered(run)
+        if through is not None:
+            keep(run, messages, through_message_id=through, threshold_bytes=threshold_of(handle.built_capabilities))
+    except Exception:
+        logger.warning("run %s: its compacted history could not be kept for the next turn", run.pk, exc_info=True)
 
 
 def newest_covered(run: Run) -> int | None:

@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from capabilities.base import BuildContext, Built, Capability, ToolDecl, function_toolset, tool_text
+from capabilities.lifecycle import RunHandle, RunHooks
 
 # The spec's fixed limits of the follow-up model's work.
 MAX_STEPS = 3
@@ -105,6 +106,14 @@ def build(ctx: BuildContext) -> list[Built]:
     return [function_toolset([propose_setup])]
 
 
+def _after_answer(handle: RunHandle, message_id: int) -> None:
+    """The answer is committed: its follow-ups are written by a task of their own (service.after_answer)."""
+    from capabilities.follow_ups.service import after_answer, wanted
+
+    if wanted(handle.run):
+        after_answer(handle.run.pk, message_id)
+
+
 CAPABILITY = Capability(
     id="follow_ups",
     name="Follow-ups",
@@ -121,4 +130,5 @@ CAPABILITY = Capability(
     organization_check=organization_problems,
     voice="never",
     recommended=True,
+    hooks=RunHooks(after_answer=_after_answer),
 )

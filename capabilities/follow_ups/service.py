@@ -24,6 +24,7 @@ import asyncio
 import logging
 import re
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from django.db import transaction
@@ -33,6 +34,14 @@ from capabilities.follow_ups.capability import MAX_OUTPUT_TOKENS, MAX_STEPS, STE
 from capabilities.follow_ups.models import FollowUp
 
 logger = logging.getLogger(__name__)
+
+# How a chat app posts the steps in its thread, by the run's surface: channelbots registers its platforms in
+# ChannelbotsConfig.ready() (capabilities never import a surface; channelbots/follow_ups.py is the other half).
+CHAT_APP_POSTERS: dict[str, Callable[[FollowUp], object]] = {}
+
+
+def register_chat_app_poster(surface: str, poster: Callable[[FollowUp], object]) -> None:
+    CHAT_APP_POSTERS[surface] = poster
 
 LEDGER_KIND = "follow_ups"  # SpendEntry.kind of the follow-up call
 RUN_LABEL = "Next steps"  # the auxiliary run's prompt, what Activity shows
@@ -209,7 +218,6 @@ def deliver(follow_up: FollowUp) -> None:
                 "type": "run.frame", "frame": frame("follow_ups", **turn_payload(follow_up))})
         except Exception as exc:  # the steps are stored; a reopened chat still shows them
             logger.warning("follow-ups frame not sent: %s", type(exc).__name__)
-    if follow_up.source_run.surface in ("slack", "telegram", "mattermost"):
-        from capabilities.follow_ups import chat_apps
-
-        chat_apps.post(follow_up)
+    poster = CHAT_APP_POSTERS.get(follow_up.source_run.surface)
+    if poster is not None:
+        poster(follow_up)

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic_ai.capabilities import AbstractCapability
 
 from capabilities.base import BuildContext, Built, Capability
+from capabilities.lifecycle import RunHandle, RunHooks
 
 DEFAULT_THRESHOLD_BYTES = 32 * 1024
 
@@ -50,6 +51,28 @@ class MediaOffload(AbstractCapability[Any]):
 def threshold_of(capabilities: list[Any]) -> int | None:
     """The offload threshold of a run's built capabilities, or None when media is not bound."""
     return next((c.threshold_bytes for c in capabilities if isinstance(c, MediaOffload)), None)
+
+
+def _on_park(handle: RunHandle, tree: Any) -> tuple[Any, dict[str, Any]]:
+    """A parked history's large parts go to the store when media is bound on the run (storage IO, before the
+    park's transaction); the stored dump then says `media`, and only such a dump is restored."""
+    from capabilities.media import history
+
+    run = handle.run
+    stored, offloaded = history.offload_tree(
+        tree, threshold_bytes=threshold_of(handle.built_capabilities), organization_id=run.organization_id,
+        conversation_id=run.conversation_id, run_id=run.pk)
+    return stored, ({"media": True} if offloaded else {})
+
+
+def _restore_history(run: Any, stored: Any) -> Any:
+    """Restored whether or not the agent is still bound: its references go back in."""
+    if not (run.parked_state or {}).get("media"):
+        return stored
+    from capabilities.media import history
+
+    return history.restore(stored, organization_id=run.organization_id, conversation_id=run.conversation_id,
+                           run_id=run.pk)
 
 
 def build(ctx: BuildContext) -> list[Built]:
@@ -81,4 +104,5 @@ CAPABILITY = Capability(
     voice="never",
     advanced=True,
     build=build,
+    hooks=RunHooks(on_park=_on_park, restore_history=_restore_history),
 )

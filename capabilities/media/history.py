@@ -45,7 +45,13 @@ def offload(messages: list[ModelMessage], *, threshold_bytes: int | None, organi
     `threshold_bytes` or more moved to the store behind a `media+sha256://` reference, or whole (False) when the
     run has no media binding (None) or the store failed. Only a tree the walker wrote is read back with
     `restore`: the walker escapes caller data shaped like its markers, which a tree stored whole never had."""
-    tree = ModelMessagesTypeAdapter.dump_python(messages, mode="json")
+    return offload_tree(ModelMessagesTypeAdapter.dump_python(messages, mode="json"), threshold_bytes=threshold_bytes,
+                        organization_id=organization_id, conversation_id=conversation_id, run_id=run_id)
+
+
+def offload_tree(tree: Any, *, threshold_bytes: int | None, organization_id: object, conversation_id: object | None,
+                 run_id: object) -> tuple[Any, bool]:
+    """`offload` of a history already dumped to its JSON tree."""
     if threshold_bytes is None:
         return tree, False
     try:

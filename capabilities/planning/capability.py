@@ -9,13 +9,14 @@ behind an approval gate or renamed by a binding. Their text is this repository's
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic_ai_harness.planning import Planning
 
 from capabilities.base import BuildContext, Built, Capability, ToolDecl, enum_labels, tool_text
-from capabilities.planning.store import ConversationPlanStore
+from capabilities.lifecycle import RunHooks
+from capabilities.planning.store import ConversationPlanStore, reset_in_progress_steps
 
 _STATUSES = "pending, in_progress, completed or cancelled (blocked too when subtasks are on)"
 _NOT_FOUND = "An unknown step id comes back as text saying it was not found; call read_plan for the ids."
@@ -147,6 +148,12 @@ def build(ctx: BuildContext) -> list[Built]:
     return [planning]
 
 
+def _on_failed(run: Any) -> None:
+    """A failed, stopped or over-budget run is working on nothing: its in-progress steps go back to pending."""
+    if run.conversation_id:
+        reset_in_progress_steps(str(run.conversation_id))
+
+
 CAPABILITY = Capability(
     id="planning",
     name="Planning",
@@ -167,4 +174,5 @@ CAPABILITY = Capability(
     voice="live",
     recommended=True,
     build=build,
+    hooks=RunHooks(on_failed=_on_failed),
 )

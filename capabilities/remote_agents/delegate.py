@@ -33,7 +33,7 @@ from agenticos import netguard
 from capabilities.remote_agents import client
 
 if TYPE_CHECKING:
-    from agents.runner.execute import RunExecution
+    from capabilities.lifecycle import RunHandle
     from capabilities.subagents.delegates import BuiltDelegate, DelegationContext
 
 logger = logging.getLogger(__name__)
@@ -129,7 +129,7 @@ class A2AModel(Model):
     async def _call(self, text: str, context_id: str | None) -> tuple[str, str | None]:
         from governance import metered
 
-        ex: RunExecution | None = self.dctx.execution
+        ex: RunHandle | None = self.dctx.execution
         if ex is None:
             return f"The remote agent {self.name} is called only inside a run.", None
         run = ex.run

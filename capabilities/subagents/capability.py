@@ -13,11 +13,12 @@ written inline, the mode, the caps and what the delegates borrow from this agent
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from capabilities.base import BuildContext, Built, Capability, ToolDecl, enum_labels, tool_text
+from capabilities.lifecycle import RunHandle, RunHooks
 
 Mode = Literal["sync", "async", "auto"]
 
@@ -222,6 +223,19 @@ def build(ctx: BuildContext) -> list[Built]:
     return build_delegation(ctx)
 
 
+def _on_park(handle: RunHandle, tree: Any) -> tuple[Any, dict[str, Any]]:
+    """Specialists the model wrote in this run are kept with the park, so the resumed run knows them."""
+    from capabilities.subagents.toolset import parked_extras
+
+    return tree, parked_extras(handle.run.pk)
+
+
+def _publish_problems(actor: Any, data: dict[str, Any], format_path: Any) -> list[dict[str, str]]:
+    from capabilities.subagents.publish import delegate_problems
+
+    return delegate_problems(actor, data, format_path)
+
+
 CAPABILITY = Capability(
     id="subagents",
     name="Subagents",
@@ -245,4 +259,5 @@ CAPABILITY = Capability(
     voice="hand_off",
     publish_check=publish_check,
     build=build,
+    hooks=RunHooks(on_park=_on_park, publish_problems=_publish_problems),
 )

@@ -29,8 +29,8 @@ from agents.runner.deps import RunDeps
 from governance import budgets, pricing
 
 if TYPE_CHECKING:
-    from agents.runner.execute import RunExecution
     from agents.spec import AgentSpec
+    from capabilities.lifecycle import RunHandle
 
 logger = logging.getLogger(__name__)
 
@@ -69,7 +69,7 @@ class DelegateUsage:
 class DelegateGuard(AbstractCapability[Any]):
     """The run's budget guard, for a delegate's model requests (see the module docstring)."""
 
-    execution: RunExecution | None = field(repr=False)
+    execution: RunHandle | None = field(repr=False)
     agent_id: str | None
     agent_label: str
     agent_budget: Decimal | None
@@ -180,7 +180,7 @@ class BuiltDelegate:
 class DelegationContext:
     """What building delegates of one run needs: the run (or nothing outside a run), the parent's deps."""
 
-    execution: RunExecution | None
+    execution: RunHandle | None
     parent_deps: RunDeps
     organization_id: str
     # Levels of delegation left under the delegates built here (0: they are built without delegation).
@@ -196,13 +196,11 @@ def _delegate_deps(dctx: DelegationContext, *, agent_id: str, version_id: str) -
         "delegation_levels_left": dctx.levels_left,
         "delegation_usage": dctx.usage,
     }
-    if dctx.execution is not None:
-        scratch["execution"] = dctx.execution
     # No conversation: a delegate's planning, memory or conversation search must not read or write the
     # parent's conversation as if it were its own. It cannot ask the person directly (ask_parent is its way).
     return RunDeps(run_id=parent.run_id, organization_id=parent.organization_id, agent_id=agent_id,
                    version_id=version_id, surface=parent.surface, conversation_id=None, user_id=parent.user_id,
-                   can_ask_user=False, scratch=scratch)
+                   can_ask_user=False, scratch=scratch, execution=dctx.execution)
 
 
 def _run_for_profile(dctx: DelegationContext) -> Any:

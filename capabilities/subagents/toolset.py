@@ -71,7 +71,7 @@ from capabilities.subagents.delegates import (
 from governance.budgets import BudgetExceeded
 
 if TYPE_CHECKING:
-    from agents.runner.execute import RunExecution
+    from capabilities.lifecycle import RunHandle
 
 logger = logging.getLogger(__name__)
 
@@ -98,7 +98,7 @@ def build_delegation(ctx: BuildContext) -> list[Built]:
         raise NotBuilt("this agent runs as a delegate at the end of the delegation depth, so it does not delegate")
     if spec is None or not (spec.subagents or spec.external_agents or config.inline or config.allow_dynamic):
         raise NotBuilt("it names no delegates")
-    execution = deps.scratch.get("execution")
+    execution = deps.execution
     usage: dict[str, DelegateUsage] = deps.scratch.setdefault("delegation_usage", {})
     shared = [b for b in spec.enabled_bindings() if b.id in config.share_with_delegates and b.id != "subagents"]
     dctx = DelegationContext(execution=execution, parent_deps=deps, organization_id=ctx.organization_id,
@@ -128,7 +128,7 @@ def parked_extras(run_id: Any) -> dict[str, Any]:
     return delegation.parked_extras() if delegation is not None else {}
 
 
-def _draws_panels(execution: RunExecution | None) -> bool:
+def _draws_panels(execution: RunHandle | None) -> bool:
     """Only web chat draws delegation panels; every other surface gets no delegation frame (and so the
     library is given no handler, and the delegate's model is not streamed there)."""
     return execution is not None and getattr(execution.run, "surface", "") == "web"
@@ -142,7 +142,7 @@ class Panels:
     """Delegation panels: `subagent_*` frames for the web chat, and the same panel in the transcript's parts
     (a `delegation` part after the `task` step), so a reopened turn draws what the live one drew."""
 
-    execution: RunExecution | None
+    execution: RunHandle | None
     enabled: bool
     # task id → the transcript part of that delegation
     parts: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -366,7 +366,7 @@ class Delegation(AbstractCapability[Any]):
     config: SubagentsConfig
     delegates: dict[str, BuiltDelegate]
     missing: list[str]
-    execution: RunExecution | None = field(repr=False)
+    execution: RunHandle | None = field(repr=False)
     dynamic: Any = None
     usage: dict[str, DelegateUsage] = field(default_factory=dict, repr=False)
     panels: Panels | None = None

@@ -1,6 +1,6 @@
 """Generated files reach a chat thread: the speech and video clips (and images) a run made are uploaded to the
 fake Slack with their stored bytes, name and type — the way `channelbots.router.finish` posts a reply's files
-(`generated_media.channels.deliver`, beside `files_out.deliver`). A file already in the run's workspace is left
+(`channelbots.generated_files.deliver`, beside `files_out.deliver`). A file already in the run's workspace is left
 to `files_out`; what is over the limit is named, not sent; another run's files are never posted."""
 
 from __future__ import annotations
@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 
 from agents.models import RunStatus
-from capabilities.generated_media import channels, store
+from capabilities.generated_media import store
+from channelbots import generated_files as channels
 from channelbots.platforms import client_for
 from tests import factories
 from tests.channelbots.conftest import slack_bot

@@ -9,8 +9,8 @@ import pytest
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from agents.models import Message, Run
-from capabilities.follow_ups.chat_apps import ACTION
 from capabilities.follow_ups.models import FollowUp
+from channelbots.follow_ups import ACTION
 from channelbots.models import ChannelBot
 from tests import factories
 from tests.channelbots.conftest import bind, wait_until

@@ -1,4 +1,4 @@
-"""Follow-ups on Telegram and Mattermost (capabilities/follow_ups/chat_apps): after the reply, the steps a separate
+"""Follow-ups on Telegram and Mattermost (channelbots.follow_ups): after the reply, the steps a separate
 model wrote (through the real OpenAI client against the fake server) are posted in the same thread as the
 platform's buttons — a Telegram inline keyboard, Mattermost interactive message buttons — and a click (a Telegram
 callback_query by webhook or by polling, Mattermost's integration request) is a new message from the clicker,
@@ -15,9 +15,9 @@ import pytest
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from agents.models import Message, Run
-from capabilities.follow_ups.chat_apps import MATTERMOST_ACTION, NOT_THIS_MESSAGE, telegram_data
 from capabilities.follow_ups.models import FollowUp
 from capabilities.follow_ups.service import RUN_LABEL
+from channelbots.follow_ups import MATTERMOST_ACTION, NOT_THIS_MESSAGE, telegram_data
 from channelbots.models import ChannelBot
 from channelbots.platforms import client_for
 from tests import factories

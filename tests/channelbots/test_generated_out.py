@@ -1,5 +1,5 @@
 """A reply's generated files (images, speech, video the run made, outside any workspace) follow the answer into
-the chat thread: `channelbots.router.finish` posts them with `generated_media.channels.deliver`."""
+the chat thread: `channelbots.router.finish` posts them with `channelbots.generated_files.deliver`."""
 
 from __future__ import annotations
 

@@ -1,0 +1,55 @@
+"""What the layers above the agents app plug into it. They import agents; agents never imports them (the
+import-linter contract in pyproject.toml), so each registers here from its AppConfig.ready():
+
+- a **publish gate** runs before a draft is frozen and refuses by raising (evals: a suite that gates publishing
+  must pass on the draft);
+- a **deferred answerer** answers a run's gated calls and questions in place of a person, for runs of its own
+  surface (evals: a case says how its calls are approved and its questions answered).
+
+Registration is by name and idempotent (ready() may run twice in tests); a test asserts each is registered, so
+a broken import fails loudly instead of skipping a gate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults
+
+    from agenticos.tenancy import Actor
+    from agents.models import Agent, Run
+
+PublishGate = Callable[..., None]  # (*, actor: Actor, agent: Agent) -> None, raises agenticos.errors.Invalid
+
+
+@dataclass(frozen=True)
+class DeferredAnswerer:
+    # (the run, one round of deferred requests, tool name → stable tool id) → the answers, or None to park.
+    answer: Callable[[Run, DeferredToolRequests, dict[str, str]], DeferredToolResults | None]
+    max_rounds: int
+
+
+PUBLISH_GATES: dict[str, PublishGate] = {}
+DEFERRED_ANSWERERS: dict[str, DeferredAnswerer] = {}
+
+
+def register_publish_gate(name: str, gate: PublishGate) -> None:
+    PUBLISH_GATES[name] = gate
+
+
+def register_deferred_answerer(surface: str, answerer: DeferredAnswerer) -> None:
+    DEFERRED_ANSWERERS[surface] = answerer
+
+
+def check_publish_gates(*, actor: Actor, agent: Agent) -> None:
+    for gate in PUBLISH_GATES.values():
+        gate(actor=actor, agent=agent)
+
+
+def deferred_answerer(surface: str) -> DeferredAnswerer | None:
+    return DEFERRED_ANSWERERS.get(surface)
+
+
