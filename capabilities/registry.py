@@ -32,20 +32,21 @@ if TYPE_CHECKING:
     from agents.runner.deps import RunDeps
     from agents.spec import AgentSpec, ApprovalMode, CapabilityBinding
 
-# One line per capability package; each module exposes `CAPABILITY`.
+# One line per capability: its package, or its `capability` module where the package keeps models (their
+# __init__ imports nothing, see capabilities/models.py); each exposes `CAPABILITY`.
 BUILTIN: tuple[str, ...] = (
     "capabilities.clock",
     "capabilities.thinking",
     "capabilities.charts",
-    "capabilities.code_execution",
+    "capabilities.code_execution.capability",
     "capabilities.planning",
     "capabilities.ask_user",
-    "capabilities.custom_tools",
+    "capabilities.custom_tools.capability",
     "capabilities.custom_tools.builder",
-    "capabilities.db_connections",
-    "capabilities.mcp",
+    "capabilities.db_connections.capability",
+    "capabilities.mcp.capability",
     "capabilities.tool_search",
-    "capabilities.tool_output_limits",
+    "capabilities.tool_output_limits.capability",
     "capabilities.guardrails",
     "capabilities.system_reminders",
     "capabilities.compaction",
@@ -59,7 +60,7 @@ BUILTIN: tuple[str, ...] = (
     "capabilities.memory_files",
     "capabilities.memory_mem0",
     "capabilities.conversation_search",
-    "capabilities.sandbox",
+    "capabilities.sandbox.capability",
     "capabilities.subagents",
     "capabilities.channel_tools",
     "capabilities.follow_ups",

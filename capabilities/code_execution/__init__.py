@@ -1,5 +1,4 @@
 """code_execution — compute with a small Python program in a locked-down subprocess."""
 
-from capabilities.code_execution.capability import CAPABILITY
-
-__all__ = ["CAPABILITY"]
+# Nothing is imported here: capabilities/models.py imports this package's models while Django loads the apps, and
+# the capability (registry.BUILTIN: capabilities.code_execution.capability) needs those models loaded.

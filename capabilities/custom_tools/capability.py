@@ -101,8 +101,7 @@ def build(ctx: BuildContext) -> list[Built]:
 
     from agenticos import vault
     from capabilities.models import CustomTool
-    from capabilities.tool_output_limits import limits_for_run
-    from capabilities.tool_output_limits.capability import ToolOutputLimitsConfig
+    from capabilities.tool_output_limits.capability import ToolOutputLimitsConfig, limits_for_run
 
     assert isinstance(ctx.config, CustomToolsConfig)
     ids = _tool_ids(ctx, ctx.config)

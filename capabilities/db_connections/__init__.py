@@ -1,5 +1,4 @@
 """database — list_tables, describe_table and run_sql against a customer's database connection."""
 
-from capabilities.db_connections.capability import CAPABILITY
-
-__all__ = ["CAPABILITY"]
+# Nothing is imported here: capabilities/models.py imports this package's models while Django loads the apps, and
+# the capability (registry.BUILTIN: capabilities.db_connections.capability) needs those models loaded.

@@ -1,5 +1,4 @@
 """sandbox — a workspace of files that survives between turns (backend state: this database)."""
 
-from capabilities.sandbox.capability import CAPABILITY
-
-__all__ = ["CAPABILITY"]
+# Nothing is imported here: capabilities/models.py imports this package's models while Django loads the apps, and
+# the capability (registry.BUILTIN: capabilities.sandbox.capability) needs those models loaded.

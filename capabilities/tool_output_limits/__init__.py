@@ -1,5 +1,4 @@
 """tool_output_limits — reduce an oversized tool return once, when it is produced (pydantic-ai-harness)."""
 
-from capabilities.tool_output_limits.capability import CAPABILITY, limits_for_run, run_store
-
-__all__ = ["CAPABILITY", "limits_for_run", "run_store"]
+# Nothing is imported here: capabilities/models.py imports this package's models while Django loads the apps, and
+# the capability (registry.BUILTIN: capabilities.tool_output_limits.capability) needs those models loaded.
