@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from capabilities.generated_media import store
+from media import store
 
 logger = logging.getLogger(__name__)
 

@@ -2,8 +2,8 @@
 
 from agenticos import api
 from agenticos.api import route
-from capabilities.generated_media.views import GeneratedFileView
 from capabilities.remote_agents.urls import api_routes as remote_agent_routes
+from media.views import GeneratedFileView
 
 urlpatterns = [
     *route("me", api.MeView, "api-me"),

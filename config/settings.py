@@ -139,6 +139,9 @@ INSTALLED_APPS = [
     "agenticos",
     "agents",
     "capabilities",
+    "capabilities.artifacts.apps.ArtifactsConfig",  # published applications: own label, own migrations
+    "capabilities.remote_agents",  # registrations of other providers' agents (A2A)
+    "media",  # images, speech and video agents make (label generated_media)
     "governance",
     "knowledge",
     "embeds",
@@ -544,10 +547,9 @@ EVAL_POLL_SECONDS = _int("EVAL_POLL_MS", 250, minimum=20) / 1000
 # Each organization may set its own (Settings → Data retention); the run row and its spend stay either way.
 RETENTION_TRANSCRIPT_DAYS = _int("RETENTION_TRANSCRIPT_DAYS", 0, minimum=0)
 
-# ------------------------------------------------------------------ generated media (capabilities/generated_media)
+# ------------------------------------------------------------------ generated media (media/)
 # Images, speech and video agents make: stored per organization (default_storage: MEDIA_ROOT or S3), served by
 # /api/v1/generated/<filename>. The quota is checked before any provider is paid; 0 = no quota.
-INSTALLED_APPS += ["capabilities.generated_media"]
 GENERATED_MEDIA_QUOTA_MB = _int("GENERATED_MEDIA_QUOTA_MB", 1024, minimum=0)
 # The providers' endpoints (operator settings, reached through the model-host guard:
 # MODEL_ALLOWED_PRIVATE_HOSTS); empty = the catalog's public endpoint (capabilities/*/..._models.json).
@@ -564,7 +566,6 @@ CODING_AGENT_OPENAI_BASE_URL = env.str("CODING_AGENT_OPENAI_BASE_URL", default="
 # ------------------------------------------------------------------ applications and visuals (issue 21)
 # Published applications (capabilities/artifacts) and drawings (capabilities/visuals): one page or drawing at
 # most this many bytes (UTF-8), served in the opaque-origin sandbox with the vendored libraries only.
-INSTALLED_APPS += ["capabilities.artifacts.apps.ArtifactsConfig"]
 ARTIFACT_MAX_BYTES = _int("ARTIFACT_MAX_BYTES", 1024 * 1024, minimum=1024)
 # How long `draw` waits for the watching console's report on how the drawing rendered.
 VISUAL_REPORT_WAIT_SECONDS = _int("VISUAL_REPORT_WAIT_SECONDS", 10, minimum=0)
@@ -592,7 +593,6 @@ LOGGING = {
 # ------------------------------------------------------------------ remote agents over A2A (issue 19)
 # Registrations of other providers' agents by agent card (capabilities/remote_agents). Every card and endpoint
 # request goes through agenticos/netguard.py with the tools' allowance (TOOL_ALLOWED_PRIVATE_HOSTS).
-INSTALLED_APPS += ["capabilities.remote_agents"]
 # A keyed registration must be https; hosts listed here may be reached over plain http with the key (a
 # deployment's own A2A endpoint on its internal network, where there is no TLS hop). Empty: https only.
 REMOTE_AGENT_PLAIN_HTTP_HOSTS = env.list("REMOTE_AGENT_PLAIN_HTTP_HOSTS", default=[])

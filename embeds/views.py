@@ -21,14 +21,14 @@ from django.views.decorators.http import require_GET, require_POST
 from agenticos import images, ratelimit
 from agenticos.errors import DomainError, json_error
 from agents import uploads
-from capabilities.generated_media import store as generated_store
-from capabilities.generated_media.views import NOT_FOUND as GENERATED_NOT_FOUND
-from capabilities.generated_media.views import served as served_generated
 from capabilities.visuals import maps
 from embeds import services
 from embeds.api import max_embed_upload_bytes
 from embeds.consumers import PUBLIC_KEY_PATTERN
 from embeds.models import Embed
+from media import store as generated_store
+from media.views import NOT_FOUND as GENERATED_NOT_FOUND
+from media.views import served as served_generated
 
 STATIC_DIR = Path(__file__).resolve().parent / "static" / "embeds"
 

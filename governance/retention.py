@@ -13,7 +13,7 @@ beat tick stays short (the next tick carries on), and logs what it removed and u
 | audit log                                     | `audit_log_days`, default RETENTION_AUDIT_DAYS (400); an organization may not go under 30 |
 | workspaces of scope user / channel / agent    | until idle `idle_workspace_days`, default RETENTION_WORKSPACE_IDLE_DAYS (90) |
 | files of a deleted conversation or message (uploads in storage) | queued when the rows go, deleted right after commit (governance.tasks) and by every sweep |
-| generated images, speech and video (capabilities/generated_media) | `transcript_days` like the transcript (files of runs still going are kept); deleted with their conversation |
+| generated images, speech and video (media) | `transcript_days` like the transcript (files of runs still going are kept); deleted with their conversation |
 | workspaces of scope run / conversation        | go with their conversation (foreign key); run-scope ones without one: capabilities.tasks.sweep_turn_workspaces |
 | chat-account link requests (channelbots, a registered sweep) | until expired (15 minutes after they were made) |
 | spend ledger (governance.SpendEntry)          | never deleted: every budget cap is computed from it          |
@@ -350,8 +350,8 @@ def sweep_removed_files(now: datetime | None = None) -> int:
 
 
 def _generated_media_sweep(now: datetime | None = None) -> int:
-    """Generated images, speech and video older than the transcript period (capabilities/generated_media)."""
-    from capabilities.generated_media.store import sweep_expired
+    """Generated images, speech and video older than the transcript period (media)."""
+    from media.store import sweep_expired
 
     return sweep_expired(now)
 

@@ -42,8 +42,8 @@ from capabilities.base import (
     ToolDecl,
     function_toolset,
 )
-from capabilities.generated_media import store
 from capabilities.image_generation import catalog
+from media import store
 
 logger = logging.getLogger(__name__)
 

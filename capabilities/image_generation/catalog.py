@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from capabilities.generated_media.catalogs import ProviderCatalog
+from media.catalogs import ProviderCatalog
 
 logger = logging.getLogger(__name__)
 

@@ -1,5 +1,5 @@
 """The organization's media store: pydantic-ai-harness's `MediaStore` protocol on default_storage (MEDIA_ROOT,
-or S3/MinIO through django-storages), as capabilities/generated_media keeps its files.
+or S3/MinIO through django-storages), as media keeps its files.
 
 Content-addressed and tenant-scoped. A blob lives at `media/<organization>/<conversation>/<sha256>`: the URI
 (`media+sha256://<hex>`) is only a hash, so two organizations holding the same image compute the same URI, and

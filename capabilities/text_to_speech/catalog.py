@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from capabilities.generated_media.catalogs import ProviderCatalog
+from media.catalogs import ProviderCatalog
 
 logger = logging.getLogger(__name__)
 

@@ -21,8 +21,8 @@ import binascii
 from dataclasses import dataclass
 from typing import Any
 
-from capabilities.generated_media import outbound
 from capabilities.text_to_speech.catalog import ProviderEntry, SpeechModel
+from media import outbound
 
 ELEVENLABS_FORMATS = {"mp3": "mp3_44100_128", "wav": "pcm_24000"}
 

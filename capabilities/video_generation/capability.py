@@ -41,8 +41,8 @@ from pydantic_ai.toolsets import FunctionToolset
 from agenticos import netguard
 from capabilities import failures
 from capabilities.base import BuildContext, Built, Capability, KeyRequirement, ToolDecl
-from capabilities.generated_media import metering, outbound, store
 from capabilities.video_generation import catalog, clients
+from media import metering, outbound, store
 
 logger = logging.getLogger(__name__)
 

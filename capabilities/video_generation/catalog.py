@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from capabilities.generated_media.catalogs import ProviderCatalog
+from media.catalogs import ProviderCatalog
 
 logger = logging.getLogger(__name__)
 

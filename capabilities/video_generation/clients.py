@@ -26,8 +26,8 @@ import binascii
 from dataclasses import dataclass
 from typing import Any
 
-from capabilities.generated_media import outbound
 from capabilities.video_generation.catalog import ProviderEntry, VideoModel
+from media import outbound
 
 REQUEST_TIMEOUT = 30.0  # one submit, status or cancel request (the clip itself is waited for by polling)
 

@@ -13,11 +13,11 @@ from django.utils import timezone
 
 from agents.chat import delete_conversation
 from agents.models import RunStatus
-from capabilities.generated_media import store
-from capabilities.generated_media.models import GeneratedMedia
 from capabilities.sandbox import store as workspaces
 from governance import retention
 from governance.models import PendingFileRemoval, RetentionPolicy
+from media import store
+from media.models import GeneratedMedia
 from tests import factories
 from tests.api.conftest import actor_of
 from tests.governance.helpers import conversation, run_in

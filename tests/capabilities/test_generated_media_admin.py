@@ -10,8 +10,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from capabilities.generated_media import store
-from capabilities.generated_media.models import GeneratedMedia
+from media import store
+from media.models import GeneratedMedia
 from tests import factories
 from tests.governance.helpers import conversation, run_in
 

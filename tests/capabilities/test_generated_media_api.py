@@ -10,8 +10,8 @@ from django.core.files.storage import default_storage
 from rest_framework.test import APIClient
 
 from agenticos import services
-from capabilities.generated_media import store
 from embeds import services as embed_services
+from media import store
 from tests import factories
 from tests.api.conftest import actor_of
 from tests.governance.helpers import conversation, run_in

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from capabilities.generated_media.catalogs import ProviderCatalog
 from capabilities.image_generation import catalog as image_catalog
 from capabilities.text_to_speech import catalog as speech_catalog
 from capabilities.video_generation import catalog as video_catalog
+from media.catalogs import ProviderCatalog
 
 
 def test_a_broken_or_missing_file_names_its_path_and_kind(tmp_path):

@@ -16,12 +16,12 @@ from pydantic import ValidationError
 from agents.models import Run, RunStatus
 from agents.spec import AgentSpec
 from capabilities import registry
-from capabilities.generated_media import store
-from capabilities.generated_media.models import GeneratedMedia
 from capabilities.image_generation import catalog
 from capabilities.image_generation.capability import CAPABILITY, ImageGenerationConfig
 from capabilities.sandbox import store as workspaces
 from governance.models import SpendEntry
+from media import store
+from media.models import GeneratedMedia
 from tests import factories
 from tests.capabilities.helpers import deps, run
 from tests.fakes.openai_responses import SMALL_PNG, FakeResponsesServer, ImageReply, fake_responses  # noqa: F401

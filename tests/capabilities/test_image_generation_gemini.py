@@ -19,10 +19,10 @@ from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
 from agents.models import RunStatus, ToolCall
 from agents.spec import AgentSpec
 from capabilities import registry
-from capabilities.generated_media.models import GeneratedMedia
 from capabilities.image_generation import catalog
 from capabilities.image_generation.capability import CAPABILITY, ImageGenerationConfig
 from governance.models import SpendEntry
+from media.models import GeneratedMedia
 from tests import factories
 from tests.capabilities.helpers import deps, run
 from tests.fakes.gemini_image import SECRET_TEXT, SMALL_PNG, GeminiImage, fake_gemini_image  # noqa: F401

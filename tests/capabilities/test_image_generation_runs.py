@@ -14,9 +14,9 @@ from agenticos.errors import Invalid
 from agents import services as agent_services
 from agents.models import Run, RunStatus, ToolCall
 from capabilities import registry
-from capabilities.generated_media.models import GeneratedMedia
 from capabilities.image_generation import CAPABILITY
 from governance.models import Approval, SpendEntry
+from media.models import GeneratedMedia
 from tests import factories
 from tests.fakes.openai_responses import SMALL_PNG, fake_responses  # noqa: F401
 from tests.runner.conftest import actor_of, publish

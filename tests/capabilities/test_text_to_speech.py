@@ -17,11 +17,11 @@ from pydantic import ValidationError
 from agents.models import Run, RunStatus
 from agents.spec import AgentSpec
 from capabilities import registry
-from capabilities.generated_media import store
-from capabilities.generated_media.models import GeneratedMedia
 from capabilities.text_to_speech import audio, catalog
 from capabilities.text_to_speech.capability import CAPABILITY, TextToSpeechConfig
 from governance.models import SpendEntry
+from media import store
+from media.models import GeneratedMedia
 from tests import factories
 from tests.capabilities.helpers import Script, agent_for, deps, run
 from tests.fakes.tts_server import (  # noqa: F401

@@ -15,9 +15,9 @@ from agenticos.errors import Invalid
 from agents import services as agent_services
 from agents.models import Run, RunStatus, ToolCall
 from capabilities import registry
-from capabilities.generated_media.models import GeneratedMedia
 from capabilities.text_to_speech import CAPABILITY
 from governance.models import Approval, SpendEntry
+from media.models import GeneratedMedia
 from tests import factories
 from tests.fakes.tts_server import FakeSpeechServer, fake_speech, mp3_of  # noqa: F401
 from tests.runner.conftest import actor_of, publish

@@ -17,13 +17,13 @@ from pydantic import ValidationError
 from agents.models import RunStatus
 from agents.spec import AgentSpec
 from capabilities import registry
-from capabilities.generated_media import store
-from capabilities.generated_media.models import GeneratedMedia
 from capabilities.sandbox import store as workspaces
 from capabilities.video_generation import capability as video
 from capabilities.video_generation import catalog
 from capabilities.video_generation.capability import CAPABILITY, VideoGenerationConfig
 from governance.models import SpendEntry
+from media import store
+from media.models import GeneratedMedia
 from tests import factories
 from tests.capabilities.helpers import Script, agent_for, deps, run
 from tests.fakes.openai_responses import SMALL_PNG

@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 
 from agents.models import RunStatus
-from capabilities.generated_media import store
 from channelbots import generated_files as channels
 from channelbots.platforms import client_for
+from media import store
 from tests import factories
 from tests.channelbots.conftest import slack_bot
 from tests.fakes.slack_api import fake_slack  # noqa: F401  (fixture)

@@ -14,10 +14,10 @@ from agenticos.errors import Invalid
 from agents import services as agent_services
 from agents.models import Run, RunStatus, ToolCall
 from capabilities import registry
-from capabilities.generated_media.models import GeneratedMedia
 from capabilities.video_generation import CAPABILITY
 from capabilities.video_generation import capability as video
 from governance.models import Approval, SpendEntry
+from media.models import GeneratedMedia
 from tests import factories
 from tests.fakes.video_server import FakeVideoServer, Job, fake_video  # noqa: F401
 from tests.runner.conftest import actor_of, publish

@@ -8,7 +8,7 @@ from asgiref.sync import sync_to_async
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from agents.models import Run, RunStatus
-from capabilities.generated_media import store
+from media import store
 from tests import factories
 from tests.channelbots.conftest import bind, slack_bot, wait_until
 from tests.fakes.slack_api import SlackEventSender

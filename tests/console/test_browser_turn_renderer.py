@@ -46,7 +46,7 @@ def member(org, email, role="owner"):
 @pytest.mark.parametrize("width", [1440, 390])
 def test_code_is_highlighted_with_a_copy_button_and_a_generated_image_shows_inline(live_server_url, browser, width):
     from agents.models import Conversation, Message, Run, ToolCall
-    from capabilities.generated_media import store
+    from media import store
 
     org = factories.organization(name="Acme")
     owner = member(org, "owner@example.com")

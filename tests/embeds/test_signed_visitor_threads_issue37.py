@@ -17,8 +17,8 @@ from channels.db import database_sync_to_async
 from django.test import Client
 
 from agents.models import Message, Run
-from capabilities.generated_media import store
 from embeds import services
+from media import store
 from tests import factories
 from tests.embeds.conftest import SHOP, communicator, next_frame, wait_for
 

@@ -354,8 +354,8 @@ def test_a_generated_image_shows_on_the_hosted_page_through_the_pages_own_route(
 
     from agenticos.models import Membership
     from agents.models import Message
-    from capabilities.generated_media import store
     from embeds import services
+    from media import store
     from tests import factories
 
     png = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGP4z8DwHwAFAAH/iZk9HQAAAABJRU5ErkJggg==")

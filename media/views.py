@@ -21,8 +21,8 @@ from rest_framework.request import Request
 
 from agenticos.api_base import OrgAPIView
 from agenticos.errors import NotFound, json_error
-from capabilities.generated_media import store
-from capabilities.generated_media.models import GeneratedMedia
+from media import store
+from media.models import GeneratedMedia
 
 NOT_FOUND = "Generated file not found."
 # One range, as players ask (`bytes=0-`, `bytes=1000-1999`, `bytes=-500`); anything else is ignored and the

@@ -2,14 +2,14 @@ from django.apps import AppConfig
 
 
 class GeneratedMediaConfig(AppConfig):
-    name = "capabilities.generated_media"
+    name = "media"
     label = "generated_media"
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
         from django.db.models.signals import pre_delete
 
-        from capabilities.generated_media import store
+        from media import store
 
         # However a conversation goes, its generated files are queued for removal in the
         # deleting transaction (the rows go with it by foreign key).

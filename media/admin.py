@@ -7,7 +7,7 @@ from django.contrib import admin
 from django.template.defaultfilters import filesizeformat
 
 from agenticos.admin import ReadOnlyAdmin, UUIDSearchMixin, admin_link
-from capabilities.generated_media.models import GeneratedMedia
+from media.models import GeneratedMedia
 
 
 @admin.register(GeneratedMedia)

@@ -26,7 +26,7 @@ from django.db import transaction
 from django.db.models import Q, Sum
 
 from agenticos.tenancy import parse_uuid
-from capabilities.generated_media.models import GeneratedMedia
+from media.models import GeneratedMedia
 
 PREFIX = "generated/"
 OUTPUT_DIR = "/workspace/output"
