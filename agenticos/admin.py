@@ -11,6 +11,7 @@ import uuid
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from django import forms
 from django.apps import apps
@@ -603,3 +604,34 @@ __all__ = [
     "changelist_link",
     "month_start",
 ]
+
+
+# ------------------------------------------------------------------ shared by the apps' admins
+
+
+def url_without_query(url: str) -> str:
+    """The URL as an operator may see it: a query string can carry a key, so it is marked, never shown."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "(unreadable URL)"
+    query = "[query hidden]" if parts.query else ""
+    return urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], parts.path, query, ""))
+
+
+class ReadAndDeleteAdmin(UUIDSearchMixin, AuditedAdmin):
+    """Shown, searched and deletable (audited); never added or edited here."""
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    @admin.display(description="organization", ordering="organization__name")
+    def organization_link(self, obj: Any) -> str:
+        return admin_link(obj.organization)
+
+    @admin.display(description="created by")
+    def created_by_link(self, obj: Any) -> str:
+        return admin_link(obj.created_by)

@@ -1,5 +1,5 @@
 """Operator console for tools from outside the code: custom REST tools, builder sessions, kits and drafts,
-database and MCP connections, spilled tool output, stored workspaces.
+database and MCP connections, spilled tool output (stored workspaces: workspaces/admin.py).
 
 Everything here is read-only (rows change through the services, which enforce the slot budget, the address
 policy and the lifecycle); an operator may delete a row, and that is audited. Nothing sealed or secret is
@@ -11,35 +11,22 @@ draft's full test response or a spilled output only by its size.
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from django.contrib import admin
-from django.db.models import Count, QuerySet, Sum
+from django.db.models import Count, QuerySet
 from django.http import HttpRequest
 from django.utils.html import format_html, format_html_join
 
-from agenticos.admin import AuditedAdmin, UUIDSearchMixin, admin_link, changelist_link
+from agenticos.admin import ReadAndDeleteAdmin, admin_link, changelist_link, url_without_query
 from capabilities.models import (
     CustomTool,
     DatabaseConnection,
     McpConnection,
-    SandboxConnection,
     SpilledOutput,
     ToolBuilderSession,
     ToolDraft,
     ToolKit,
-    Workspace,
 )
-
-
-def url_without_query(url: str) -> str:
-    """The URL as an operator may see it: a query string can carry a key, so it is marked, never shown."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "(unreadable URL)"
-    query = "[query hidden]" if parts.query else ""
-    return urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], parts.path, query, ""))
 
 
 def parameters_summary(parameters: Any) -> str:
@@ -69,24 +56,6 @@ def auth_summary(auth: Any) -> str:
         "jwt": f"{auth.get('jwt_algorithm', 'HS256')} token in {auth.get('header_name', 'Authorization')}",
     }.get(family, "")
     return f"{family}: {where}" if where else str(family)
-
-
-class ReadAndDeleteAdmin(UUIDSearchMixin, AuditedAdmin):
-    """Shown, searched and deletable (audited); never added or edited here."""
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    @admin.display(description="organization", ordering="organization__name")
-    def organization_link(self, obj: Any) -> str:
-        return admin_link(obj.organization)
-
-    @admin.display(description="created by")
-    def created_by_link(self, obj: Any) -> str:
-        return admin_link(obj.created_by)
 
 
 @admin.register(CustomTool)
@@ -287,62 +256,3 @@ class SpilledOutputAdmin(ReadAndDeleteAdmin):
     @admin.display(description="run")
     def run_link(self, obj: SpilledOutput) -> str:
         return admin_link(obj.run)
-
-
-@admin.register(Workspace)
-class WorkspaceAdmin(ReadAndDeleteAdmin):
-    """Stored workspaces (capability sandbox, backend state): whose, how many files, how full; file names and
-    sizes on the change page, never their content. Deleting one deletes its files (audited)."""
-
-    list_display = ("label", "organization_link", "agent_link", "scope", "key", "file_count", "bytes_used",
-                    "last_used_at")
-    list_filter = ("organization", "scope")
-    search_fields = ("label", "key", "agent__name")
-    uuid_search_fields = ("id", "agent__id")
-    list_select_related = ("organization", "agent")
-    fields = ("organization", "agent_link", "backend", "scope", "key", "label", "created_at", "last_used_at",
-              "files_listing")
-    readonly_fields = fields
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet[Workspace]:
-        return super().get_queryset(request).annotate(n_files=Count("files"), n_bytes=Sum("files__size"))
-
-    @admin.display(description="agent")
-    def agent_link(self, obj: Workspace) -> str:
-        return admin_link(obj.agent)
-
-    @admin.display(description="files", ordering="n_files")
-    def file_count(self, obj: Workspace) -> int:
-        return int(getattr(obj, "n_files", 0) or 0)
-
-    @admin.display(description="bytes", ordering="n_bytes")
-    def bytes_used(self, obj: Workspace) -> int:
-        return int(getattr(obj, "n_bytes", 0) or 0)
-
-    @admin.display(description="files (names and sizes only)")
-    def files_listing(self, obj: Workspace) -> str:
-        rows = obj.files.filter(is_dir=False).order_by("path").values_list("path", "size")[:500]
-        return format_html_join("", "<div>{} — {} bytes</div>", rows) or "–"
-
-
-@admin.register(SandboxConnection)
-class SandboxConnectionAdmin(ReadAndDeleteAdmin):
-    """Where an organization's service workspaces run. The token is an organization secret (linked, never
-    shown); the deployment's own sandboxd has no stored URL (SANDBOXD_URL)."""
-
-    list_display = ("name", "organization_link", "kind", "is_deployment", "is_default", "url_display",
-                    "credential_link", "created_at")
-    list_filter = ("kind", "is_deployment", "is_default")
-    search_fields = ("name", "url", "organization__name")
-    list_select_related = ("organization", "secret")
-    fields = ("organization", "name", "kind", "is_deployment", "is_default", "url_display", "credential_link",
-              "created_by_link", "created_at")
-    readonly_fields = fields
-
-    @admin.display(description="URL")
-    def url_display(self, obj: SandboxConnection) -> str:
-        return "SANDBOXD_URL (this deployment's)" if obj.is_deployment else url_without_query(obj.url)
-
-    @admin.display(description="credential")
-    def credential_link(self, obj: SandboxConnection) -> str:
-        return admin_link(obj.secret) if obj.secret_id else "none"

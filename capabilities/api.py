@@ -13,9 +13,9 @@ from agenticos.api_base import OrgAPIView
 from agenticos.errors import Forbidden, Invalid, NotFound
 from agents.chat import readable_conversation
 from capabilities import registry
-from capabilities.models import Workspace
-from capabilities.sandbox import store
 from capabilities.sandbox.capability import is_withheld
+from workspaces import store
+from workspaces.models import Workspace
 
 
 class CapabilityCatalogView(OrgAPIView):

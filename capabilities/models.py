@@ -1,5 +1,5 @@
 """The capabilities app's models. Each capability keeps its models in its own folder
-(capabilities/<capability>/models.py); this module imports them so Django registers them under the one
+(capabilities/<capability>/models.py; workspaces are their own app, workspaces/); this module imports them so Django registers them under the one
 `capabilities` app (one set of migrations). Every row belongs to one organization; credentials are references
 to vault secrets (or, for a database DSN, sealed with the same vault), never plaintext.
 """
@@ -9,10 +9,9 @@ from capabilities.custom_tools.models import CustomTool, ToolBuilderSession, Too
 from capabilities.db_connections.models import DatabaseConnection
 from capabilities.follow_ups.models import FollowUp
 from capabilities.mcp.models import McpConnection
-from capabilities.sandbox.models import SandboxConnection, Workspace, WorkspaceFile, WorkspaceUse
 from capabilities.tool_output_limits.models import SpilledOutput
 
 __all__ = [
-    "CustomTool", "DatabaseConnection", "FollowUp", "JailIdentity", "McpConnection", "SandboxConnection",
-    "SpilledOutput", "ToolBuilderSession", "ToolDraft", "ToolKit", "Workspace", "WorkspaceFile", "WorkspaceUse",
+    "CustomTool", "DatabaseConnection", "FollowUp", "JailIdentity", "McpConnection", "SpilledOutput",
+    "ToolBuilderSession", "ToolDraft", "ToolKit",
 ]

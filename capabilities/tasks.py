@@ -14,7 +14,7 @@ def sweep_spilled_outputs() -> int:
 
 @shared_task(name="capabilities.tasks.sweep_turn_workspaces", ignore_result=True)
 def sweep_turn_workspaces() -> int:
-    from capabilities.sandbox.store import sweep_turn_workspaces as sweep
+    from workspaces.store import sweep_turn_workspaces as sweep
 
     return sweep()
 

@@ -1,6 +1,6 @@
 """Files out: what the agent wrote in its workspace this turn goes to the chat with the answer.
 
-"This turn" is the paths the run created (`capabilities.sandbox.store.outputs`): not `/workspace/uploads`
+"This turn" is the paths the run created (`workspaces.store.outputs`): not `/workspace/uploads`
 (the person's own files), not `/workspace/skills` (know-how the platform materialized), not a file it
 only overwrote (it existed before the turn — re-posting a script on every iteration would fill the channel),
 and not one the agent already posted this turn with `send_channel_file`.
@@ -32,7 +32,7 @@ def sent_by_tool(run_id: Any) -> set[str]:
     """Workspace paths this run posted itself with send_channel_file (channel_tools)."""
     from agents.models import ToolCall
     from capabilities.channel_tools.capability import SENT
-    from capabilities.sandbox import store
+    from workspaces import store
 
     calls = ToolCall.objects.filter(run_id=run_id, capability_id="channel_tools", status=ToolCall.Status.OK)
     return {store.normal(str(args["path"])) for args, result in calls.values_list("args", "result")
@@ -41,7 +41,7 @@ def sent_by_tool(run_id: Any) -> set[str]:
 
 def deliver(client: PlatformClient, chat_id: str, reply_to: str, run_id: Any) -> list[str]:
     """Upload this run's new workspace files; returns sentences for the answer about what was not sent."""
-    from capabilities.sandbox import store
+    from workspaces import store
 
     try:
         already = sent_by_tool(run_id)

@@ -368,7 +368,7 @@ class Turn:
     @staticmethod
     def workspace_fill(session: ChannelSession) -> Decimal | None:
         """How full the stored workspace behind this chat is (None: the agent keeps no files)."""
-        from capabilities.sandbox import store
+        from workspaces import store
 
         workspace = store.for_conversation(session.conversation_id)
         if workspace is None:

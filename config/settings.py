@@ -138,6 +138,7 @@ INSTALLED_APPS = [
     "django_celery_beat",
     "agenticos",
     "agents",
+    "workspaces",  # an agent's files between turns and the sandbox services they run on
     "capabilities",
     "capabilities.artifacts.apps.ArtifactsConfig",  # published applications: own label, own migrations
     "capabilities.remote_agents",  # registrations of other providers' agents (A2A)

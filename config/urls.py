@@ -13,7 +13,7 @@ api_v1 = [
     path("", include("governance.urls")),
     path("", include("capabilities.urls")),
     path("", include("capabilities.urls_tools")),
-    path("", include("capabilities.sandbox.urls")),
+    path("", include("workspaces.urls")),
     path("", include("knowledge.urls")),
     path("", include("triggers.urls")),
     path("", include("evals.urls")),

@@ -1,7 +1,7 @@
 """Settings → Sandboxes in the web console: the organization's sandbox connections (the deployment's own
 registered on first visit), registering one (secrets:manage), choosing the default, and the sandboxes open
 on each host with runtime, idle time, memory and their activity log (runs:view). Same services and
-permissions as the REST API (capabilities/sandbox/api.py)."""
+permissions as the REST API (workspaces/api.py)."""
 
 from __future__ import annotations
 
@@ -16,11 +16,11 @@ from django.views.decorators.http import require_POST
 from agenticos.errors import Conflict, Invalid
 from agenticos.models import Secret
 from agenticos.tenancy import Actor, org_get, org_queryset
-from capabilities.models import SandboxConnection
-from capabilities.sandbox import connections
-from capabilities.sandbox.api import org_workspaces, sandbox_json
-from capabilities.sandbox.client import SandboxdError
 from console.base import console_view, problems_by_field, screen
+from workspaces import connections
+from workspaces.api import org_workspaces, sandbox_json
+from workspaces.client import SandboxdError
+from workspaces.models import SandboxConnection
 
 SHOWN_SANDBOXES = 20
 

@@ -109,8 +109,8 @@ RUNTIME_READ_TIMEOUT = 5.0  # the Builder page waits for it; a slow service gets
 def _offered_runtimes(organization_id: Any, config: dict[str, Any]) -> tuple[list[dict[str, str]], str]:
     """(the runtimes the binding's connection reports now, a note when they could not be read)."""
     from agenticos.models import Organization
-    from capabilities.sandbox import connections
-    from capabilities.sandbox.client import SandboxdError
+    from workspaces import connections
+    from workspaces.client import SandboxdError
 
     try:
         connection = connections.for_run(Organization.objects.get(pk=organization_id), config.get("connection_id"))

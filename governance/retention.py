@@ -260,7 +260,7 @@ def sweep_audit_log(now: datetime | None = None) -> int:
 def sweep_idle_workspaces(now: datetime | None = None) -> int:
     """Shared workspaces nobody has used for the idle period (their files go with them). Run and
     conversation workspaces go with their run or conversation instead."""
-    from capabilities.models import Workspace
+    from workspaces.models import Workspace
 
     # A workspace's files can be megabytes each: smaller batches keep each statement short.
     batch = max(10, settings.RETENTION_BATCH_SIZE // 10)

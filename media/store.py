@@ -76,7 +76,7 @@ def file_entry(media: GeneratedMedia) -> dict[str, str]:
 
 
 def _unique_workspace_path(workspace_id: str, name: str) -> str:
-    from capabilities.sandbox import store as workspace
+    from workspaces import store as workspace
 
     target = f"{OUTPUT_DIR}/{workspace.safe_name(name)}"
     if not workspace.exists(workspace_id, target):
@@ -87,7 +87,7 @@ def _unique_workspace_path(workspace_id: str, name: str) -> str:
 
 def _land(workspace_id: str, name: str, data: bytes, run_id: str) -> str:
     """The copy in the run's workspace, or "" when it does not fit (the stored file is what counts)."""
-    from capabilities.sandbox import store as workspace
+    from workspaces import store as workspace
 
     target = _unique_workspace_path(workspace_id, name)
     try:

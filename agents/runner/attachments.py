@@ -45,7 +45,7 @@ def land(workspace_id: str, run_id: str, attachments: list[dict]) -> dict[str, s
     """Write this turn's files into the run's workspace (`/workspace/uploads/<name>`)."""
     if not attachments:
         return {}
-    from capabilities.sandbox import store
+    from workspaces import store
 
     return store.land_uploads(workspace_id, attachments, run_id=run_id, read_bytes=_read)
 

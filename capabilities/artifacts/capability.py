@@ -74,8 +74,8 @@ async def _who(ctx: RunContext[Any]) -> _Who:
 
 def _read_workspace(deps: Any, path: str) -> tuple[str | None, str]:
     """(text, "") or (None, why): the run's workspace file through the sandbox store and its permission rules."""
-    from capabilities.sandbox import store
     from capabilities.sandbox.capability import is_withheld
+    from workspaces import store
 
     workspace_id = deps.scratch.get("workspace_id")
     if not workspace_id:

@@ -185,8 +185,8 @@ async def send_channel_file(ctx: RunContext[Any], path: str) -> str:
 
     from pydantic_ai.workspaces import WorkspaceError
 
-    from capabilities.sandbox.store import mime_for
     from channelbots.platforms import MAX_CHAT_FILE_BYTES, PlatformError
+    from workspaces.store import mime_for
 
     if not ctx.workspace.attached:
         return failures.refuse("This agent has no workspace to send files from (it needs the Sandbox capability).")

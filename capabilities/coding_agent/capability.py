@@ -142,8 +142,8 @@ def build(ctx: BuildContext) -> list[Built]:
 def _backend(run_id: str, organization_id: str, workspace_id: str, state: _State) -> Any:
     """The run's service workspace on its sandbox connection (sync ORM: the connection's token)."""
     from agenticos.models import Organization
-    from capabilities.sandbox import connections
-    from capabilities.sandbox.service import ServiceWorkspaceBackend
+    from workspaces import connections
+    from workspaces.service import ServiceWorkspaceBackend
 
     organization = Organization.objects.get(pk=organization_id)
     connection = connections.for_run(organization, state.connection_id)
@@ -269,7 +269,7 @@ def _operator_url(provider: str) -> str | None:
 
 async def _session(backend: Any, folder: str, harness: str) -> tuple[str | None, tuple[int, int]]:
     """(the conversation's session id for this harness, the tokens Codex had counted in it): `harness:id[:in:out]`."""
-    from capabilities.sandbox.client import SandboxdError
+    from workspaces.client import SandboxdError
 
     try:
         saved = (await backend.client.read(backend.remote_id, f"{folder}/session")).decode("utf-8", "replace")
@@ -302,9 +302,9 @@ async def run_coding_agent(ctx: RunContext[Any], task: str, fresh_session: bool 
         `usage`; or a sentence saying why nothing was started.
     """
     from agents.runner.execute import on_db_thread
-    from capabilities.sandbox.client import SandboxdError
-    from capabilities.sandbox.connections import ConnectionUnavailable
     from governance import budgets, metered
+    from workspaces.client import SandboxdError
+    from workspaces.connections import ConnectionUnavailable
 
     deps = ctx.deps
     state: _State = deps.scratch["coding_agent"]
@@ -402,7 +402,7 @@ async def _follow(ctx: RunContext[Any], backend: Any, task_id: str, config: Codi
 
 async def _result(backend: Any, status: dict[str, Any], progress: h.Progress, outcome: str, usage: dict[str, Any],
                   folder: str, config: CodingAgentConfig) -> dict[str, Any]:
-    from capabilities.sandbox.client import SandboxdError
+    from workspaces.client import SandboxdError
 
     if progress.session:
         with contextlib.suppress(SandboxdError):

@@ -73,7 +73,7 @@ def _gateway_problem(base_url: str) -> str | None:
 def _on_daytona(organization: Any, connection_id: Any) -> bool:
     """Whether the sandbox names one of this organization's Daytona connections (another organization's id, or
     none, is the sandbox's own publish problem)."""
-    from capabilities.models import SandboxConnection
+    from workspaces.models import SandboxConnection
 
     try:
         pk = uuid.UUID(str(connection_id))

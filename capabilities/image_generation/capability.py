@@ -158,8 +158,8 @@ def build_model(entry: catalog.ProviderEntry, api_key: str, model_id: str = "") 
 
 def _workspace_for_output(workspace_id: str | None) -> str | None:
     """The run's workspace: its stored files are the truth on both backends (a service sandbox copies the rows
-    written since its last command before the next one, capabilities/sandbox/service.py)."""
-    from capabilities.models import Workspace
+    written since its last command before the next one, workspaces/service.py)."""
+    from workspaces.models import Workspace
 
     if not workspace_id:
         return None

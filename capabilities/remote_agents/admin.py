@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from agenticos.admin import admin_link
-from capabilities.admin import ReadAndDeleteAdmin
+from agenticos.admin import ReadAndDeleteAdmin, admin_link
 from capabilities.remote_agents.client import shown_url
 from capabilities.remote_agents.models import RemoteAgent
 

@@ -29,7 +29,7 @@ from pydantic_ai_backends.permissions.presets import SYSTEM_PATTERNS, deny_rules
 from pydantic_ai_backends.permissions.types import OperationPermissions, PermissionRuleset
 
 from capabilities.base import BuildContext, Built, Capability, ToolDecl, enum_labels, tool_text
-from capabilities.sandbox import store
+from workspaces import store
 
 logger = logging.getLogger(__name__)
 
@@ -220,8 +220,8 @@ def _bound_skills(ctx: BuildContext) -> list[Any]:
 def _service_backend(ctx: BuildContext, run: Any, config: SandboxConfig) -> tuple[Any, Any] | None:
     """(workspace row, backend) on the binding's sandbox connection, or None when none is usable now."""
     from agenticos.models import Organization
-    from capabilities.sandbox import connections
-    from capabilities.sandbox.service import ServiceWorkspaceBackend
+    from workspaces import connections
+    from workspaces.service import ServiceWorkspaceBackend
 
     organization = Organization.objects.get(pk=ctx.organization_id)
     try:
@@ -266,7 +266,7 @@ def build(ctx: BuildContext) -> list[Built]:
 
 def organization_check(config: Any, organization: Any) -> list[tuple[str, str]]:
     """Publish's refusals that need the organization: a `service` binding without a usable connection."""
-    from capabilities.sandbox.connections import publish_problems
+    from workspaces.connections import publish_problems
 
     return publish_problems(config, organization)
 

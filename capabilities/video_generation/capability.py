@@ -218,7 +218,7 @@ def _start_image(run_id: Any, organization_id: Any, workspace_id: str | None,
         return (store.read(media), media.media_type) if media is not None else None
     if not workspace_id:
         return None
-    from capabilities.sandbox import store as workspace
+    from workspaces import store as workspace
 
     try:
         data = workspace.read(workspace_id, image)

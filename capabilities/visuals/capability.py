@@ -140,8 +140,8 @@ def _load_images(deps: Any, images: list[Image]) -> tuple[dict[str, str], str]:
     """({name: data URI} of these workspace images, "") or ({}, refusal)."""
     loaded: dict[str, str] = {}
     for image in images:
-        from capabilities.sandbox import store
         from capabilities.sandbox.capability import is_withheld
+        from workspaces import store
 
         workspace_id = deps.scratch.get("workspace_id")
         if not workspace_id:

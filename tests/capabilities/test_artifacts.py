@@ -136,7 +136,7 @@ def test_edits_against_a_version_published_over_since_are_refused_not_overwritte
 
 def test_a_withheld_workspace_file_and_a_missing_workspace_are_results_not_retries(setup):
     org, person, agent = setup
-    from capabilities.sandbox import store
+    from workspaces import store
 
     run = run_for(org, person, agent)
     workspace = store.open_for_run(run, "run")

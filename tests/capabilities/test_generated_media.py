@@ -13,7 +13,6 @@ from django.utils import timezone
 
 from agents.chat import delete_conversation
 from agents.models import RunStatus
-from capabilities.sandbox import store as workspaces
 from governance import retention
 from governance.models import PendingFileRemoval, RetentionPolicy
 from media import store
@@ -21,6 +20,7 @@ from media.models import GeneratedMedia
 from tests import factories
 from tests.api.conftest import actor_of
 from tests.governance.helpers import conversation, run_in
+from workspaces import store as workspaces
 
 pytestmark = pytest.mark.django_db
 

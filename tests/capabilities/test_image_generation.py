@@ -18,7 +18,6 @@ from agents.spec import AgentSpec
 from capabilities import registry
 from capabilities.image_generation import catalog
 from capabilities.image_generation.capability import CAPABILITY, ImageGenerationConfig
-from capabilities.sandbox import store as workspaces
 from governance.models import SpendEntry
 from media import store
 from media.models import GeneratedMedia
@@ -26,6 +25,7 @@ from tests import factories
 from tests.capabilities.helpers import deps, run
 from tests.fakes.openai_responses import SMALL_PNG, FakeResponsesServer, ImageReply, fake_responses  # noqa: F401
 from tests.governance.helpers import conversation, run_in
+from workspaces import store as workspaces
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

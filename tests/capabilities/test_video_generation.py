@@ -17,7 +17,6 @@ from pydantic import ValidationError
 from agents.models import RunStatus
 from agents.spec import AgentSpec
 from capabilities import registry
-from capabilities.sandbox import store as workspaces
 from capabilities.video_generation import capability as video
 from capabilities.video_generation import catalog
 from capabilities.video_generation.capability import CAPABILITY, VideoGenerationConfig
@@ -29,6 +28,7 @@ from tests.capabilities.helpers import Script, agent_for, deps, run
 from tests.fakes.openai_responses import SMALL_PNG
 from tests.fakes.video_server import SECRET_TEXT, SMALL_MP4, FakeVideoServer, Job, fake_video  # noqa: F401
 from tests.governance.helpers import conversation, run_in
+from workspaces import store as workspaces
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -261,7 +261,7 @@ def test_draw_does_not_wait_where_nobody_watches_web_chat(setup, surface, watchi
 
 @pytest.fixture
 def workspace_run(setup):
-    from capabilities.sandbox import store
+    from workspaces import store
 
     org, person, agent = setup
     run = run_for(org, person, agent, surface="api")

@@ -13,8 +13,6 @@ from pydantic_ai.messages import ModelRequest, ToolReturnPart, UserPromptPart
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
 
 from agents.models import Run
-from capabilities.models import Workspace, WorkspaceFile
-from capabilities.sandbox import store
 from channelbots import files_out
 from channelbots.platforms import client_for
 from tests import factories
@@ -22,6 +20,8 @@ from tests.channelbots.conftest import bind, slack_bot, wait_until
 from tests.channelbots.test_telegram import telegram_bot
 from tests.fakes.slack_api import SlackEventSender
 from tests.fakes.telegram_api import fake_telegram  # noqa: F401  (fixture)
+from workspaces import store
+from workspaces.models import Workspace, WorkspaceFile
 
 SIGNING = "8f742231b10e8888abcd99yyyzzz85a5"
 

@@ -1,6 +1,6 @@
 """A local fake of Daytona's REST API (stdlib ThreadingHTTPServer in a thread), speaking real HTTP.
 
-What capabilities/sandbox/daytona.py uses, under /api: POST/GET /sandbox (labels filter), GET/DELETE
+What workspaces/daytona.py uses, under /api: POST/GET /sandbox (labels filter), GET/DELETE
 /sandbox/{id}, POST /sandbox/{id}/start, GET /snapshots, GET /sandbox/{id}/toolbox-proxy-url (→ this server's
 /toolbox-proxy, where the sandbox's toolbox is /toolbox-proxy/{id}/…; `legacy=True` answers it 404 like an
 older server, whose toolbox is /api/toolbox/{id}/toolbox/…), and on the toolbox:

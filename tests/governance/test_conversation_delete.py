@@ -13,16 +13,16 @@ from django.test import Client
 from agenticos.models import AuditEvent
 from agenticos.tenancy import SESSION_KEY
 from agents.models import Conversation, Message, Run, RunStatus
-from capabilities.models import Workspace
 from governance.models import PendingFileRemoval, SpendEntry
 from tests import factories
 from tests.api.state import TABLES, changed_tables, database_state
 from tests.governance.helpers import conversation, turn
 from tests.governance.test_conversation_files import filled_conversation, run_after_commit, stored
+from workspaces.models import Workspace
 
 pytestmark = pytest.mark.django_db
 
-WATCHED = (*TABLES, "agents.ToolCall", "capabilities.Workspace", "capabilities.WorkspaceFile", "embeds.EmbedFile",
+WATCHED = (*TABLES, "agents.ToolCall", "workspaces.Workspace", "workspaces.WorkspaceFile", "embeds.EmbedFile",
            "governance.PendingFileRemoval", "governance.SpendEntry")
 
 

@@ -13,7 +13,6 @@ from django.core.files.storage import default_storage
 from django.utils import timezone
 
 from agents.models import Conversation, Message
-from capabilities.models import Workspace, WorkspaceFile, WorkspaceUse
 from channelbots import files as chat_files
 from channelbots.incoming import IncomingFile
 from channelbots.models import ChannelBot
@@ -25,6 +24,7 @@ from governance import retention
 from governance.models import PendingFileRemoval, RetentionPolicy
 from tests import factories
 from tests.governance.helpers import conversation, turn
+from workspaces.models import Workspace, WorkspaceFile, WorkspaceUse
 
 pytestmark = pytest.mark.django_db
 

@@ -12,11 +12,11 @@ from django.utils import timezone
 
 from agenticos.models import AuditEvent
 from agents.models import Conversation, Message, Run, RunStatus, ToolCall
-from capabilities.models import Workspace, WorkspaceFile
 from governance import retention
 from governance.models import RetentionPolicy, SpendEntry
 from tests import factories
 from tests.governance.helpers import conversation, turn
+from workspaces.models import Workspace, WorkspaceFile
 
 pytestmark = pytest.mark.django_db
 

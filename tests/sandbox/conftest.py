@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from capabilities.models import Workspace
 from tests import factories
+from workspaces.models import Workspace
 
 
 @pytest.fixture

@@ -7,8 +7,8 @@ import pytest
 from asgiref.sync import sync_to_async
 from pydantic_ai.workspaces.conformance import WorkspaceBackendSuite
 
-from capabilities.models import Workspace
-from capabilities.sandbox.store import DatabaseWorkspaceBackend
+from workspaces.models import Workspace
+from workspaces.store import DatabaseWorkspaceBackend
 
 
 class TestStoredWorkspace(WorkspaceBackendSuite):

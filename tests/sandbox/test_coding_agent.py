@@ -17,7 +17,6 @@ from agents.diff import format_path
 from agents.models import RunStatus
 from capabilities.coding_agent import publish as coding_publish
 from capabilities.coding_agent.capability import CodingAgentConfig
-from capabilities.models import Workspace, WorkspaceFile
 from governance.models import SpendEntry
 from tests import factories
 from tests.fakes.anthropic_messages import FakeAnthropic
@@ -27,6 +26,7 @@ from tests.fakes.openai_responses_sse import Turn as CodexTurn
 from tests.runner.conftest import actor_of, publish
 from tests.sandbox.sandboxd_server import needs_bwrap
 from tests.sandbox.test_sandbox_runs import turn
+from workspaces.models import Workspace, WorkspaceFile
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKBENCH = ROOT / ".agenticos" / "workbench" / "node_modules" / ".bin"
@@ -497,7 +497,7 @@ def test_publishing_an_agent_runs_the_coding_agent_checks(org, owner):
 @pytest.mark.django_db
 def test_publish_refuses_the_coding_agent_on_a_daytona_connection_only(org, owner, outsider_org):
     """Daytona runs no background tasks, so the harness would fail at run time: publish says so by name."""
-    from capabilities.models import SandboxConnection
+    from workspaces.models import SandboxConnection
 
     actor = actor_of(owner, org)
     anthropic = factories.secret(org, value=ANTHROPIC_KEY)

@@ -9,11 +9,11 @@ import pytest
 
 from agenticos import vault
 from agenticos.models import AuditEvent, Secret
-from capabilities.models import SandboxConnection, Workspace
-from capabilities.sandbox import connections
 from capabilities.sandbox.capability import SandboxConfig
 from tests import factories
 from tests.sandbox.sandboxd_server import needs_bwrap
+from workspaces import connections
+from workspaces.models import SandboxConnection, Workspace
 
 URL = "/api/v1/sandbox-connections"
 service = SandboxConfig(backend="service")
@@ -249,8 +249,8 @@ def test_the_operator_console_lists_connections_without_their_token(org, owner, 
     connection = connections.ensure_default(org)
     operator = factories.user(is_staff=True, is_superuser=True)
     client.force_login(operator)
-    listing = client.get(reverse("admin:capabilities_sandboxconnection_changelist"))
-    detail = client.get(reverse("admin:capabilities_sandboxconnection_change", args=[connection.pk]))
+    listing = client.get(reverse("admin:workspaces_sandboxconnection_changelist"))
+    detail = client.get(reverse("admin:workspaces_sandboxconnection_change", args=[connection.pk]))
     for page in (listing, detail):
         text = page.content.decode()
         assert page.status_code == 200 and "This deployment" in text

@@ -9,14 +9,14 @@ from __future__ import annotations
 import pytest
 
 from agents.models import RunStatus
-from capabilities.models import SandboxConnection, Workspace, WorkspaceFile
-from capabilities.sandbox import connections
 from capabilities.sandbox.capability import SandboxConfig
-from capabilities.sandbox.daytona import LABEL, DaytonaClient
 from tests import factories
 from tests.fakes.daytona_api import FakeDaytona
 from tests.runner.conftest import actor_of, publish
 from tests.sandbox.test_sandbox_runs import FILE_TOOLS, turn
+from workspaces import connections
+from workspaces.daytona import LABEL, DaytonaClient
+from workspaces.models import SandboxConnection, Workspace, WorkspaceFile
 
 
 @pytest.fixture
@@ -125,7 +125,7 @@ def test_its_active_snapshots_are_the_runtimes_offered_and_checked_at_publish(or
 @pytest.mark.django_db
 def test_a_wrong_api_key_is_refused_without_showing_it(org, admin_user, local_daytona):
     connection = register(org, admin_user, local_daytona, token="dtn_wrong_" + "w" * 30)
-    from capabilities.sandbox.client import SandboxdError
+    from workspaces.client import SandboxdError
 
     with pytest.raises(SandboxdError) as caught:
         connections.client_for(connection).runtimes_sync()

@@ -10,12 +10,12 @@ from django.template.loader import render_to_string
 from django.utils.html import escape
 
 from capabilities import registry
-from capabilities.models import SandboxConnection
-from capabilities.sandbox import connections
 from console.schema_forms import config_from_post, fields_for
 from tests import factories
 from tests.fakes.rest_api import FakeRestAPI
 from tests.sandbox.sandboxd_server import closed_port
+from workspaces import connections
+from workspaces.models import SandboxConnection
 
 pytestmark = pytest.mark.django_db
 

@@ -12,13 +12,13 @@ from django.core.files.storage import default_storage
 from agenticos.errors import Invalid
 from agents import services as agent_services
 from agents.models import Conversation, RunStatus
-from capabilities.models import Workspace, WorkspaceFile
-from capabilities.sandbox import store
 from knowledge.models import Skill, SkillFile, SkillProposal
 from tests import factories
 from tests.runner.conftest import actor_of, publish
 from tests.runner.test_execute import run_now, start
 from tests.sandbox.helpers import ToolScript
+from workspaces import store
+from workspaces.models import Workspace, WorkspaceFile
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

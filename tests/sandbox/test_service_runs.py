@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 
 from agents.models import RunStatus
-from capabilities.models import SandboxConnection, Workspace, WorkspaceFile
-from capabilities.sandbox import store
 from knowledge.models import Skill, SkillFile
 from tests.runner.conftest import publish
 from tests.sandbox.sandboxd_server import needs_bwrap
 from tests.sandbox.test_sandbox_runs import FILE_TOOLS, turn
+from workspaces import store
+from workspaces.models import SandboxConnection, Workspace, WorkspaceFile
 
 pytestmark = [needs_bwrap, pytest.mark.django_db(transaction=True)]
 
@@ -205,9 +205,9 @@ def test_a_command_and_its_children_do_not_outlive_the_timeout(org, owner, scrip
 
 def test_another_connection_starts_a_new_workspace_and_the_old_one_stays(org, owner, admin_user, scripted_model,
                                                                          own_sandboxd, settings):
-    from capabilities.sandbox import connections
     from tests import factories
     from tests.runner.conftest import actor_of
+    from workspaces import connections
 
     agent = service(org, owner, session_scope="agent")
     turn(scripted_model, org, owner, agent, [execute("echo first > first.txt")])
@@ -227,10 +227,10 @@ def test_another_connection_starts_a_new_workspace_and_the_old_one_stays(org, ow
 
 def test_a_sandbox_service_that_does_not_answer_is_a_readable_result_and_files_still_work(
         org, owner, admin_user, scripted_model, own_sandboxd, settings):
-    from capabilities.sandbox import connections
     from tests import factories
     from tests.runner.conftest import actor_of
     from tests.sandbox.sandboxd_server import closed_port
+    from workspaces import connections
 
     settings.SANDBOX_ALLOWED_PRIVATE_HOSTS = ["127.0.0.1"]
     with closed_port() as port:  # held for the whole turn: nothing can start answering on it
@@ -254,8 +254,8 @@ def test_a_file_stored_mid_run_by_another_tool_reaches_the_sandbox_before_the_ne
 
     from agenticos.models import Organization
     from agents.models import Run
-    from capabilities.sandbox import connections
-    from capabilities.sandbox.service import ServiceWorkspaceBackend
+    from workspaces import connections
+    from workspaces.service import ServiceWorkspaceBackend
 
     agent, version = service(org, owner)
     run = Run.objects.create(organization=org, agent=agent, version=version, user=owner, surface="api",

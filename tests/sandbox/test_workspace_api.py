@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from agents.models import Conversation, Run
-from capabilities.models import Workspace
-from capabilities.sandbox import store
 from tests import factories
+from workspaces import store
+from workspaces.models import Workspace
 
 pytestmark = pytest.mark.django_db
 

@@ -25,8 +25,8 @@ from capabilities.models import (
     ToolKit,
     Workspace,
 )
-from capabilities.sandbox import store
 from tests import factories
+from workspaces import store
 
 MODELS = [CustomTool, ToolBuilderSession, ToolKit, ToolDraft, DatabaseConnection, McpConnection, SpilledOutput,
           Workspace]

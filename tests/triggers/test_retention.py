@@ -10,12 +10,12 @@ import pytest
 from django.utils import timezone
 
 from agenticos.models import AuditEvent
-from capabilities.models import Workspace, WorkspaceFile
 from channelbots import retention as channel_retention
 from channelbots.models import ChannelBot, ChannelIdentity, LinkRequest
 from governance import retention
 from governance.models import SpendEntry
 from tests.factories import published_agent
+from workspaces.models import Workspace, WorkspaceFile
 
 pytestmark = pytest.mark.django_db
 

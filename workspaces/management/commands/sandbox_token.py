@@ -40,7 +40,7 @@ class Command(BaseCommand):
             os.chmod(path, 0o600)
             self.stdout.write(f"Wrote a new sandboxd token to {path}.")
             if rotate:
-                from capabilities.sandbox.connections import reseal_deployment_token
+                from workspaces.connections import reseal_deployment_token
 
                 count = reseal_deployment_token(token)
                 self.stdout.write(f"Re-sealed the token of {count} organization connection(s); restart sandboxd.")

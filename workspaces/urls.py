@@ -1,7 +1,7 @@
 """/api/v1/sandbox-connections (Settings → Sandboxes)."""
 
 from agenticos.api import route
-from capabilities.sandbox import api
+from workspaces import api
 
 urlpatterns = [
     *route("sandbox-connections", api.ConnectionListView, "api-sandbox-connections"),

@@ -38,7 +38,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from capabilities.sandbox.client import SandboxdClient, SandboxdError
+from workspaces.client import SandboxdClient, SandboxdError
 
 DEFAULT_URL = "https://app.daytona.io/api"
 HOME = "/home/daytona"

@@ -20,9 +20,9 @@ from rest_framework.response import Response
 
 from agenticos.api import BaseOrgView
 from agenticos.errors import DomainError, Invalid, NotFound
-from capabilities.models import SandboxConnection, Workspace
-from capabilities.sandbox import connections
-from capabilities.sandbox.client import SandboxdError
+from workspaces import connections
+from workspaces.client import SandboxdError
+from workspaces.models import SandboxConnection, Workspace
 
 READ = "agents:view"
 MANAGE = connections.MANAGE

@@ -30,9 +30,9 @@ from agenticos.errors import Conflict, Invalid, NotFound
 from agenticos.models import Membership, Organization, Secret, SecretKind
 from agenticos.permissions import Role
 from agenticos.tenancy import Actor
-from capabilities.models import SandboxConnection
-from capabilities.sandbox.client import SANDBOX_HOSTS, SandboxdClient
-from capabilities.sandbox.daytona import DaytonaClient
+from workspaces.client import SANDBOX_HOSTS, SandboxdClient
+from workspaces.daytona import DaytonaClient
+from workspaces.models import SandboxConnection
 
 log = logging.getLogger(__name__)
 DEPLOYMENT_NAME = "This deployment's sandbox"
@@ -287,7 +287,7 @@ def publish_problems(config: Any, organization: Organization) -> list[tuple[str,
 def _runtime_problems(connection: SandboxConnection, runtime: str) -> list[tuple[str, str]]:
     """A runtime must be one the connection's service reports now (read live: a stored copy would offer
     one the service has stopped allowing)."""
-    from capabilities.sandbox.client import SandboxdError
+    from workspaces.client import SandboxdError
 
     try:
         offered = [str(item.get("alias")) for item in client_for(connection).runtimes_sync()]

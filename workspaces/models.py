@@ -1,7 +1,7 @@
-"""Workspaces (an agent's files that survive between turns) and the sandbox services an organization runs them on.
+"""Workspaces and the sandbox services an organization runs them on.
 
-The app is `capabilities` (its migrations): capabilities/models.py imports these so Django registers them.
-"""
+These models were the capabilities app's until the workspaces app took them (migration 0001 here, state only):
+their tables keep their names (`db_table`), so no row moved."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from django.utils import timezone
 class Workspace(models.Model):
     """An agent's files that survive between turns (capability `sandbox`, backend `state`: this database).
 
-    Who shares one is its `scope` and `key` (see `capabilities.sandbox.store.resolve`): a run, a
+    Who shares one is its `scope` and `key` (see `workspaces.store.resolve`): a run, a
     conversation, a chat channel, a person, or everyone who talks to the agent. `conversation` is set for the
     run and conversation scopes so the files go when the conversation is deleted.
     """
@@ -41,6 +41,7 @@ class Workspace(models.Model):
     last_used_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
+        db_table = "capabilities_workspace"
         constraints = [
             models.UniqueConstraint(fields=["organization", "agent", "backend", "scope", "key"],
                                     name="workspace_unique_per_scope_key"),
@@ -68,6 +69,7 @@ class WorkspaceFile(models.Model):
     updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
+        db_table = "capabilities_workspacefile"
         ordering = ["path"]
         constraints = [
             models.UniqueConstraint(fields=["workspace", "path"], name="workspace_file_path_unique"),
@@ -88,6 +90,7 @@ class WorkspaceUse(models.Model):
     last_used_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
+        db_table = "capabilities_workspaceuse"
         constraints = [
             models.UniqueConstraint(fields=["workspace", "conversation"], name="workspace_use_unique"),
         ]
@@ -123,6 +126,7 @@ class SandboxConnection(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
+        db_table = "capabilities_sandboxconnection"
         ordering = ["name"]
         constraints = [
             models.UniqueConstraint(fields=["organization", "name"], name="sandbox_connection_name_unique"),

@@ -33,9 +33,9 @@ from pydantic_ai.workspaces import (
     WorkspaceUnavailableError,
 )
 
-from capabilities.models import WorkspaceFile
-from capabilities.sandbox import store
-from capabilities.sandbox.client import SandboxdClient, SandboxdError
+from workspaces import store
+from workspaces.client import SandboxdClient, SandboxdError
+from workspaces.models import WorkspaceFile
 
 log = logging.getLogger(__name__)
 PREFIX = store.WORKDIR + "/"

@@ -30,7 +30,7 @@ from django.utils import timezone
 from pydantic_ai.workspaces import FileEntry, WorkspaceRef, WorkspaceUnavailableError
 
 from agenticos.tenancy import parse_uuid
-from capabilities.models import Workspace, WorkspaceFile, WorkspaceUse
+from workspaces.models import Workspace, WorkspaceFile, WorkspaceUse
 
 if TYPE_CHECKING:
     from agents.models import Run
