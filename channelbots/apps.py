@@ -23,3 +23,10 @@ class ChannelbotsConfig(AppConfig):
 
         for surface in ("slack", "telegram", "mattermost"):
             register_chat_app_poster(surface, follow_ups.post)
+
+        from capabilities.channel_tools import access
+        from channelbots.channel_access import channel_of_run
+        from channelbots.platforms import MAX_CHAT_FILE_BYTES, PlatformError
+
+        access.register(access.ChannelAccess(channel_of_run=channel_of_run, error=PlatformError,
+                                             max_file_bytes=MAX_CHAT_FILE_BYTES))

@@ -144,4 +144,9 @@ def test_the_built_in_hooks_and_the_surfaces_registrations_are_in_place():
     from channelbots import follow_ups
 
     assert CHAT_APP_POSTERS == {surface: follow_ups.post for surface in ("slack", "telegram", "mattermost")}
+    from capabilities.channel_tools import access
+    from channelbots.channel_access import channel_of_run
+    from channelbots.platforms import PlatformError
+
+    assert access.current().channel_of_run is channel_of_run and access.current().error is PlatformError
     assert Run.objects.count() == 0

@@ -23,10 +23,10 @@ from capabilities.models import (
     ToolBuilderSession,
     ToolDraft,
     ToolKit,
-    Workspace,
 )
 from tests import factories
 from workspaces import store
+from workspaces.models import Workspace
 
 MODELS = [CustomTool, ToolBuilderSession, ToolKit, ToolDraft, DatabaseConnection, McpConnection, SpilledOutput,
           Workspace]
