@@ -1,7 +1,7 @@
 """sandboxd — this deployment's own sandbox service: workspaces on disk, commands run under bubblewrap.
 
 A separate process (`python -m sandboxd`), never imported by the web app or the workers: the platform
-reaches it over HTTP through a sandbox connection (capabilities/sandbox/connections.py), authenticated by
+reaches it over HTTP through a sandbox connection (workspaces/connections.py), authenticated by
 one service token (`manage.py sandbox_token`).
 
 Why not pydantic-ai-backend's own `sandboxd` (pydantic_ai_backends.remote.server): it is built around the

@@ -24,6 +24,7 @@ namespaces, run_python refuses (`Unavailable`).
 
 from __future__ import annotations
 
+import atexit
 import functools
 import os
 import shutil
@@ -74,6 +75,8 @@ def interpreter() -> str | None:
 def _etc() -> Path:
     """The generated /etc the jails bind (the same files sandboxd writes for its commands)."""
     root = Path(tempfile.mkdtemp(prefix="run_python_etc_"))
+    # One per process, removed when it exits (a worker restarted many times must not leave one each behind).
+    atexit.register(shutil.rmtree, root, ignore_errors=True)
     os.chmod(root, 0o755)  # noqa: S103 - the organization's uid must reach the files it binds read-only
     jail.write_etc(root)
     os.chmod(root / "etc", 0o755)  # noqa: S103
