@@ -1,4 +1,14 @@
+from typing import Any
+
 from django.apps import AppConfig
+
+
+def check_publish_gate(*, actor: Any, agent: Any) -> None:
+    """The publish gate, imported when a publish asks for it: evals.gate loads pydantic-evals, which loads the
+    OpenTelemetry SDK — no process that never publishes should (tests/ops/test_telemetry.py)."""
+    from evals.gate import check_publish
+
+    check_publish(actor=actor, agent=agent)
 
 
 class EvalsConfig(AppConfig):
@@ -8,9 +18,9 @@ class EvalsConfig(AppConfig):
 
     def ready(self) -> None:
         from agents import extensions
-        from evals import answers, gate
+        from evals import answers
 
         # agents never imports evals: the gate and the cases' answers plug in here.
-        extensions.register_publish_gate("evaluation_suites", gate.check_publish)
+        extensions.register_publish_gate("evaluation_suites", check_publish_gate)
         extensions.register_deferred_answerer("eval", extensions.DeferredAnswerer(
             answer=answers.answer_for_case, max_rounds=answers.MAX_ROUNDS))

@@ -135,9 +135,10 @@ def test_the_built_in_hooks_and_the_surfaces_registrations_are_in_place():
         "coding_agent": {"publish_problems"},
     }
     # evals plugs its publish gate and its cases' answers into agents (which never imports evals).
-    from evals import answers, gate
+    from evals import answers
+    from evals.apps import check_publish_gate
 
-    assert extensions.PUBLISH_GATES["evaluation_suites"] is gate.check_publish
+    assert extensions.PUBLISH_GATES["evaluation_suites"] is check_publish_gate
     assert extensions.deferred_answerer("eval").answer is answers.answer_for_case
     # channelbots posts follow-ups in its threads (capabilities never import a surface).
     from capabilities.follow_ups.service import CHAT_APP_POSTERS
