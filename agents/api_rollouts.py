@@ -35,7 +35,7 @@ class RolloutAbortSerializer(serializers.Serializer):
     reason = serializers.CharField(max_length=500, required=False, allow_blank=True)
 
 
-class VersionMetricsSerializer(serializers.Serializer):
+class RolloutVersionMetricsSerializer(serializers.Serializer):
     version = serializers.IntegerField()
     runs = serializers.IntegerField(help_text="Ended runs admitted under the rollout on this version.")
     failed = serializers.IntegerField()
@@ -48,7 +48,7 @@ class VersionMetricsSerializer(serializers.Serializer):
     output_tokens = serializers.IntegerField()
 
 
-class ComparisonSerializer(serializers.Serializer):
+class RolloutComparisonSerializer(serializers.Serializer):
     test = serializers.CharField(help_text="The statistical test used on the failed share.")
     enough_runs = serializers.BooleanField()
     note = serializers.CharField(help_text='"Not enough runs yet: …" until each version has enough ended runs.')
@@ -59,9 +59,9 @@ class ComparisonSerializer(serializers.Serializer):
 
 
 class RolloutMetricsSerializer(serializers.Serializer):
-    base = VersionMetricsSerializer()
-    candidate = VersionMetricsSerializer()
-    comparison = ComparisonSerializer()
+    base = RolloutVersionMetricsSerializer()
+    candidate = RolloutVersionMetricsSerializer()
+    comparison = RolloutComparisonSerializer()
 
 
 class RolloutSerializer(serializers.ModelSerializer):
