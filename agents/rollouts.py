@@ -327,7 +327,7 @@ def check_thresholds(rollout_id: Any) -> bool:
                    kind=Notification.Kind.ROLLOUT_ROLLED_BACK,
                    text=f"{rollout.agent.name}: the {rollout.environment} rollout of v{rollout.candidate.number} "
                         f"was rolled back. {why}",
-                   link=f"/agents/{rollout.agent_id}/versions")
+                   link=f"/agents/{rollout.agent_id}/")
     logger.info("rollout %s rolled back: %s", rollout.pk, why)
     return True
 
