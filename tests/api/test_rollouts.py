@@ -185,3 +185,21 @@ def test_the_failure_rate_test_is_a_two_proportion_z_test():
     assert round(z, 2) == 1.98 and round(p, 4) == 0.0477
     assert rollouts.two_proportion_z_test(0, 50, 0, 50) is None
     assert rollouts.two_proportion_z_test(1, 0, 1, 5) is None
+
+
+def _measured(base_runs, base_failed, base_cost, cand_runs, cand_failed, cand_cost):
+    def side(runs, failed, cost):
+        return {"runs": runs, "failed": failed, "failed_share": failed / runs if runs else None,
+                "cost_per_run_usd": cost}
+    return {"base": side(base_runs, base_failed, base_cost), "candidate": side(cand_runs, cand_failed, cand_cost)}
+
+
+def test_the_thresholds_need_enough_runs_and_name_what_was_crossed(org, owner, agent):
+    rollout = _started(org, owner, agent)  # defaults: 2× failures, 20 runs, +50 % cost
+    assert rollouts.crossed_threshold(rollout, _measured(40, 2, "0.01", 19, 19, "0.01")) == ""
+    assert rollouts.crossed_threshold(rollout, _measured(40, 4, "0.01", 20, 3, "0.01")) == ""  # 15 % < 2 × 10 %
+    assert "failed 4 of 20 runs" in rollouts.crossed_threshold(rollout, _measured(40, 4, "0.01", 20, 4, "0.01"))
+    assert rollouts.crossed_threshold(rollout, _measured(40, 0, "0.0100", 20, 0, "0.0150")) == ""  # +50 %: not above
+    assert "more than 50 %" in rollouts.crossed_threshold(rollout, _measured(40, 0, "0.0100", 20, 0, "0.0151"))
+    rollout.cost_increase_pct = None
+    assert rollouts.crossed_threshold(rollout, _measured(40, 0, "0.0100", 20, 0, "0.0500")) == ""
