@@ -29,6 +29,7 @@ from agents.models import (
     Environment,
     Message,
     ModelProfile,
+    Rollout,
     Run,
     Surface,
     ToolCall,
@@ -212,6 +213,20 @@ class EnvironmentAdmin(AuditedAdmin):
     @admin.display(description="version")
     def version_link(self, obj: Environment) -> str:
         return admin_link(obj.version, f"v{obj.version.number}")
+
+
+@admin.register(Rollout)
+class RolloutAdmin(ReadOnlyAdmin):
+    """Rollouts are changed through their API (agents.rollouts keeps Environment.rollout in step); here they are read."""
+
+    list_display = ("__str__", "agent_link", "environment", "share", "status", "started_at", "ended_at")
+    list_filter = ("status", "organization")
+    search_fields = ("agent__name", "agent__slug", "environment", "reason")
+    list_select_related = ("agent", "base", "candidate")
+
+    @admin.display(description="agent", ordering="agent__name")
+    def agent_link(self, obj: Rollout) -> str:
+        return admin_link(obj.agent)
 
 
 # ------------------------------------------------------------------ conversations, runs, transcript

@@ -14,10 +14,11 @@ from django.utils import timezone
 from agenticos import audit, ratelimit
 from agenticos.errors import Conflict, Invalid, NotFound, RateLimited
 from agenticos.tenancy import Actor, org_get
+from agents import rollouts
 from agents.drafts import DRAFT, DRAFT_CONVERSATION_KEY, freeze_draft
 from agents.models import TERMINAL_STATUSES, Agent, Conversation, Message, Run
 from agents.runs import check_prompt, start_run
-from agents.services import agent_and_version
+from agents.services import agent_version_and_rollout
 from agents.titles import conversation_title
 from agents.uploads import claim_chat_uploads
 from governance.grants import USE
@@ -135,8 +136,10 @@ def _admit_and_start(*, actor: Actor, agent_id, text: str, surface: str, convers
     if draft:
         agent = org_get(actor, Agent, agent_id)
         version = freeze_draft(actor, agent)
+        rollout_id = None
     else:
-        agent, version = agent_and_version(actor=actor, agent_id=agent_id, environment=environment, level=USE)
+        agent, version, rollout_id = agent_version_and_rollout(actor=actor, agent_id=agent_id,
+                                                               environment=environment, level=USE)
     conversation = None
     if conversation_id:
         conversation = own_conversation(actor, conversation_id, agent, draft=draft)
@@ -149,6 +152,13 @@ def _admit_and_start(*, actor: Actor, agent_id, text: str, surface: str, convers
             title=conversation_title(text),
             external_key=DRAFT_CONVERSATION_KEY if draft else "",
         )
+    run_id = run_id or uuid.uuid4()
+    served = None if draft else rollouts.route(
+        base=version, rollout_id=rollout_id, conversation=conversation,
+        # The sticky key: the conversation (new or not), else the run itself (a one-off REST / `/v1` call).
+        key=str(conversation.pk if conversation is not None else run_id))
+    if served is not None:
+        version = served.version
     if attachments and conversation is None:
         # The message is where a file is kept (and read back from, and deleted with): no message, no file.
         raise Invalid("Files are attached to a message of a conversation.", details={"field": "attachment_ids"})
@@ -165,6 +175,7 @@ def _admit_and_start(*, actor: Actor, agent_id, text: str, surface: str, convers
         attachments=attachments,
         options={"can_ask_user": can_ask_user, **({"draft": True} if draft else {}),
                  **({"extra_instructions": extra_instructions} if extra_instructions else {}),
+                 **(served.options() if served is not None else {}),
                  # A client that sends the conversation itself (the OpenAI-compatible API): its earlier turns,
                  # the model's history when the run has no stored conversation (runner.assembly.turn_and_history).
                  **({"client_history": client_history} if client_history and not conversation else {})},

@@ -4,7 +4,10 @@ import-linter contract in pyproject.toml), so each registers here from its AppCo
 - a **publish gate** runs before a draft is frozen and refuses by raising (evals: a suite that gates publishing
   must pass on the draft);
 - a **deferred answerer** answers a run's gated calls and questions in place of a person, for runs of its own
-  surface (evals: a case says how its calls are approved and its questions answered).
+  surface (evals: a case says how its calls are approved and its questions answered);
+- a **run-ended hook** hears every run the runner ends (its row and final status), after the ending is written
+  (agents.rollouts: a rollout's candidate run re-checks its thresholds). It must be cheap for a run it does not
+  concern (no query) and never raise.
 
 Registration is by name and idempotent (ready() may run twice in tests); a test asserts each is registered, so
 a broken import fails loudly instead of skipping a gate.
@@ -20,9 +23,12 @@ if TYPE_CHECKING:
     from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults
 
     from agenticos.tenancy import Actor
-    from agents.models import Agent, Run
+    from agents.models import Agent, AgentVersion, Run
 
-PublishGate = Callable[..., None]  # (*, actor: Actor, agent: Agent) -> None, raises agenticos.errors.Invalid
+# (*, actor: Actor, agent: Agent, version: AgentVersion | None) -> None, raises agenticos.errors.Invalid. `version`
+# None checks the draft about to be published; a version is checked before a rollout serves it (agents.rollouts).
+PublishGate = Callable[..., None]
+RunEndedHook = Callable[["Run", str], None]
 
 
 @dataclass(frozen=True)
@@ -34,6 +40,7 @@ class DeferredAnswerer:
 
 PUBLISH_GATES: dict[str, PublishGate] = {}
 DEFERRED_ANSWERERS: dict[str, DeferredAnswerer] = {}
+RUN_ENDED_HOOKS: dict[str, RunEndedHook] = {}
 
 
 def register_publish_gate(name: str, gate: PublishGate) -> None:
@@ -44,9 +51,18 @@ def register_deferred_answerer(surface: str, answerer: DeferredAnswerer) -> None
     DEFERRED_ANSWERERS[surface] = answerer
 
 
-def check_publish_gates(*, actor: Actor, agent: Agent) -> None:
+def register_run_ended(name: str, hook: RunEndedHook) -> None:
+    RUN_ENDED_HOOKS[name] = hook
+
+
+def check_publish_gates(*, actor: Actor, agent: Agent, version: AgentVersion | None = None) -> None:
     for gate in PUBLISH_GATES.values():
-        gate(actor=actor, agent=agent)
+        gate(actor=actor, agent=agent, version=version)
+
+
+def run_ended(run: Run, status: str) -> None:
+    for hook in RUN_ENDED_HOOKS.values():
+        hook(run, status)
 
 
 def deferred_answerer(surface: str) -> DeferredAnswerer | None:

@@ -121,6 +121,10 @@ class Environment(models.Model):
     version = models.ForeignKey(AgentVersion, on_delete=models.PROTECT, related_name="+")
     tracks_latest = models.BooleanField(default=False)
     updated_at = models.DateTimeField(default=timezone.now)
+    # The rollout sharing this environment's traffic (active or paused), else None: admission reads it with the
+    # environment's row it reads anyway, so an agent without a rollout pays no query for the feature
+    # (agents.rollouts). Set and cleared only by agents.rollouts, in the transaction that changes the rollout.
+    rollout = models.ForeignKey("Rollout", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
 
     class Meta:
         ordering = ["agent", "name"]
@@ -128,6 +132,56 @@ class Environment(models.Model):
 
     def __str__(self) -> str:
         return f"{self.agent}:{self.name} → v{self.version.number}"
+
+
+class Rollout(models.Model):
+    """A candidate version served to `share` % of an environment's new sticky keys (conversations, visitors,
+    threads, triggers) while the base keeps the rest; watched against thresholds and rolled back by itself
+    (agents.rollouts). At most one active or paused rollout per (agent, environment)."""
+
+    class Status(models.TextChoices):
+        ACTIVE = "active", "Active"
+        PAUSED = "paused", "Paused"
+        PROMOTED = "promoted", "Promoted"
+        ROLLED_BACK = "rolled_back", "Rolled back"
+        ABORTED = "aborted", "Aborted"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="rollouts")
+    environment = models.SlugField(max_length=40)
+    base = models.ForeignKey(AgentVersion, on_delete=models.PROTECT, related_name="+")
+    candidate = models.ForeignKey(AgentVersion, on_delete=models.PROTECT, related_name="+")
+    share = models.PositiveSmallIntegerField()
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
+    # Thresholds: the candidate is rolled back when, with at least `min_runs` ended runs, its failure rate is
+    # `failure_multiple` × the base's (or more), or its cost per run is `cost_increase_pct` % above the base's.
+    failure_multiple = models.DecimalField(max_digits=6, decimal_places=2, default=2)
+    min_runs = models.PositiveIntegerField(default=20)
+    cost_increase_pct = models.PositiveIntegerField(null=True, blank=True, default=50)
+    reason = models.CharField(max_length=500, blank=True)
+    started_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+")
+    started_at = models.DateTimeField(default=timezone.now)
+    ended_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
+                                 related_name="+")
+    ended_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-started_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["agent", "environment"], condition=Q(status__in=["active", "paused"]),
+                                    name="rollout_one_open_per_environment"),
+            models.CheckConstraint(condition=Q(share__lte=99), name="rollout_share_below_100"),
+            models.CheckConstraint(condition=Q(status__in=["active", "paused", "promoted", "rolled_back", "aborted"]),
+                                   name="rollout_status_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.agent}:{self.environment} v{self.base.number}→v{self.candidate.number} {self.share}%"
+
+    @property
+    def is_open(self) -> bool:
+        return self.status in (self.Status.ACTIVE, self.Status.PAUSED)
 
 
 class Surface(models.TextChoices):

@@ -591,6 +591,11 @@ def _shares_workspace_across_people(spec: dict[str, Any]) -> bool:
     )
 
 
+def published_version(agent: Agent, number: Any) -> AgentVersion:
+    """The agent's published version `number` (never a draft snapshot), or NotFound."""
+    return _version(agent, number)
+
+
 def _version(agent: Agent, number: Any) -> AgentVersion:
     try:
         # Number 0 names the draft's evaluation snapshots (evals), never a published version.
@@ -649,6 +654,15 @@ def agent_and_version(*, actor: Actor, agent_id: Any, environment: str | None = 
     """The actor's agent and the version its environment points at, access-checked — in one read when the
     environment exists (every turn of every chat asks this). Otherwise the same answers as `org_get` +
     `version_for`: not found, not allowed, or not published."""
+    agent, version, _rollout_id = agent_version_and_rollout(actor=actor, agent_id=agent_id, environment=environment,
+                                                            level=level)
+    return agent, version
+
+
+def agent_version_and_rollout(*, actor: Actor, agent_id: Any, environment: str | None = PRODUCTION,
+                              level: str = USE) -> tuple[Agent, AgentVersion, Any]:
+    """`agent_and_version` and the environment's rollout id (None without one), from the same read: what a
+    member surface hands to `agents.rollouts.route`."""
     wanted = parse_uuid(agent_id)
     row = None
     if wanted is not None:
@@ -657,10 +671,14 @@ def agent_and_version(*, actor: Actor, agent_id: Any, environment: str | None = 
             row = cursor.fetchone()
     if row is None:
         agent = org_get(actor, Agent, agent_id)
-        return agent, version_for(actor=actor, agent=agent, environment=environment, level=level)
-    loaded_agent, loaded_version = load_row(row, AGENT_AND_VERSION_LAYOUT)
+        require_agent_access(actor, agent, level)
+        env = Environment.objects.select_related("version").filter(agent=agent, name=environment or PRODUCTION).first()
+        if env is None:
+            raise NotFound(f"The agent has no {environment} environment; publish it first.")
+        return agent, env.version, env.rollout_id
+    loaded_agent, loaded_version = load_row(row[:-1], AGENT_AND_VERSION_LAYOUT)
     require_agent_access(actor, cast(Agent, loaded_agent), level)
-    return cast(Agent, loaded_agent), cast(AgentVersion, loaded_version)
+    return cast(Agent, loaded_agent), cast(AgentVersion, loaded_version), row[-1]
 
 
 # The specs are not read here (a run reads its version's when it starts): not parsed on every turn. Hand-written
@@ -676,7 +694,7 @@ def _agent_and_version_sql() -> str:
     columns = ", ".join(part.columns(quote) for part in AGENT_AND_VERSION_LAYOUT)
     # Table and column names come from the models; every value is a parameter.
     return (
-        f"SELECT {columns} FROM {environments} e JOIN {agents} a ON a.id = e.agent_id"  # noqa: S608
+        f"SELECT {columns}, e.rollout_id FROM {environments} e JOIN {agents} a ON a.id = e.agent_id"  # noqa: S608
         f" JOIN {versions} v ON v.id = e.version_id WHERE e.agent_id = %s AND a.organization_id = %s AND e.name = %s"
     )
 

@@ -27,6 +27,13 @@ def sweep_stale_runs() -> int:
     return finish.sweep_stale_runs() + finish.requeue_lost_runs()
 
 
+@shared_task(name="agents.tasks.watch_rollouts", ignore_result=True)
+def watch_rollouts() -> int:
+    from agents import rollouts
+
+    return rollouts.watch_open_rollouts()
+
+
 @shared_task(name="agents.tasks.expire_parked", ignore_result=True)
 def expire_parked() -> dict:
     return {"approvals": finish.expire_approvals(), "questions": finish.expire_questions()}

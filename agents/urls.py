@@ -1,7 +1,7 @@
 """/api/v1/ agent endpoints."""
 
 from agenticos.api import route
-from agents import api, api_attachments, api_capability_card
+from agents import api, api_attachments, api_capability_card, api_rollouts
 
 urlpatterns = [
     *route("model-profiles", api.ModelProfileListView, "api-model-profiles"),
@@ -16,6 +16,15 @@ urlpatterns = [
     *route("agents/<uuid:pk>/diff", api.AgentDiffView, "api-agent-diff"),
     *route("agents/<uuid:pk>/environments", api.AgentEnvironmentListView, "api-agent-environments"),
     *route("agents/<uuid:pk>/environments/<str:name>/promote", api.AgentPromoteView, "api-agent-promote"),
+    *route("agents/<uuid:pk>/environments/<str:name>/rollouts", api_rollouts.RolloutStartView, "api-agent-rollouts"),
+    *route("agents/<uuid:pk>/environments/<str:name>/rollouts/<uuid:rollout_id>", api_rollouts.RolloutDetailView,
+           "api-agent-rollout"),
+    *route("agents/<uuid:pk>/environments/<str:name>/rollouts/<uuid:rollout_id>/pause", api_rollouts.RolloutPauseView,
+           "api-agent-rollout-pause"),
+    *route("agents/<uuid:pk>/environments/<str:name>/rollouts/<uuid:rollout_id>/promote",
+           api_rollouts.RolloutPromoteView, "api-agent-rollout-promote"),
+    *route("agents/<uuid:pk>/environments/<str:name>/rollouts/<uuid:rollout_id>/abort", api_rollouts.RolloutAbortView,
+           "api-agent-rollout-abort"),
     *route("agents/<uuid:pk>/export", api.AgentExportView, "api-agent-export"),
     *route("agents/<uuid:pk>/avatar", api.AgentAvatarView, "api-agent-avatar"),
     *route("agents/<uuid:pk>/grants", api.AgentGrantListView, "api-agent-grants"),

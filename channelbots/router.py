@@ -19,8 +19,8 @@ from django.db.models import F
 from agenticos import ratelimit
 from agenticos.models import Membership
 from agenticos.tenancy import Actor
-from agents import runs
-from agents.models import Conversation, Run
+from agents import rollouts, runs
+from agents.models import Conversation, Environment, Run
 from channelbots import dedup, services
 from channelbots.delivery import Outcome
 from channelbots.incoming import DM, Incoming
@@ -474,7 +474,6 @@ def _hold_answered(reply: Reply, result: str) -> None:
 
 
 def _process(turn: Turn, claimed: bool) -> str | Reply:
-    from agents.services import environment_version
     from channelbots import delivery
 
     incoming, bot, binding = turn.incoming, turn.bot, turn.binding
@@ -493,11 +492,16 @@ def _process(turn: Turn, claimed: bool) -> str | Reply:
         return turn.start_over(turn.authority(membership))
     turn.rate_limit(identity)
     authority = turn.authority(membership)
-    version = environment_version(turn.agent, binding.environment)
-    if version is None:
+    environment = Environment.objects.select_related("version").filter(
+        agent=turn.agent, name=binding.environment).first()
+    if environment is None:
         raise Refusal("This agent is not published yet.")
 
     session = turn.session(authority.user if authority.linked else None)
+    # The thread is the sticky key (its conversation keeps the version its first run had).
+    served = rollouts.route(base=environment.version, rollout_id=environment.rollout_id,
+                            key=f"{bot.pk}:{incoming.chat_id}:{incoming.thread_key}",
+                            conversation=session.conversation)
     context_block, thread_files = turn.mid_thread_context(session, authority)
     attachments, prompt_notes, person_notes = turn.take_files(list(incoming.files) + list(thread_files), authority)
     text = "\n\n".join(part for part in [prompt, *prompt_notes] if part)
@@ -516,7 +520,7 @@ def _process(turn: Turn, claimed: bool) -> str | Reply:
     try:
         runs.start_run(
             agent=turn.agent,
-            version=version,
+            version=served.version,
             surface=bot.platform,
             prompt=text,
             user=authority.user,
@@ -535,6 +539,7 @@ def _process(turn: Turn, claimed: bool) -> str | Reply:
                             "platform": bot.platform, "tools": binding.channel_tools, "tools_limit": binding.channel_tools_limit,
                             "linked": authority.linked},
                 **({"workspace_scope": binding.workspace_scope} if binding.workspace_scope else {}),
+                **served.options(),
             },
             run_id=run_id,
             attachments=attachments,

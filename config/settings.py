@@ -319,6 +319,8 @@ CELERY_TIMEZONE = "UTC"
 CELERY_BEAT_SCHEDULE = {
     "sweep-stale-runs": {"task": "agents.tasks.sweep_stale_runs", "schedule": 30.0},
     "expire-parked-runs": {"task": "agents.tasks.expire_parked", "schedule": 300.0},
+    # The backstop of the rollouts' run-ended watcher (agents.rollouts): runs ended by a sweep are heard here.
+    "watch-rollouts": {"task": "agents.tasks.watch_rollouts", "schedule": 300.0},
     "sweep-spilled-outputs": {"task": "capabilities.tasks.sweep_spilled_outputs", "schedule": 600.0},
     "sweep-turn-workspaces": {"task": "capabilities.tasks.sweep_turn_workspaces", "schedule": 600.0},
     # One dispatcher for every schedule trigger; a claim row per (trigger, due time) makes a second beat harmless.

@@ -33,7 +33,7 @@ from django.utils import timezone
 
 from agenticos import metrics, ratelimit
 from agenticos.errors import DomainError
-from agents import runs
+from agents import rollouts, runs
 from agents.consumers import FRAME_REFUSED_CODE, TOO_BIG_MESSAGE, BadFrame, FrameTooBig, decode_frame
 from agents.consumers import max_frame_chars as max_frame_chars
 from agents.models import Run
@@ -245,8 +245,8 @@ class EmbedConsumer(AsyncWebsocketConsumer):
         text = text.strip() if isinstance(text, str) else ""
         if not text:
             raise TurnRefused("The message is empty.", "empty")
-        version = services.resolve_version(embed)
-        if version is None:
+        environment = services.resolve_environment(embed)
+        if environment is None:
             raise TurnRefused("This assistant is not available right now.", "unavailable")
         file_ids = payload.get("file_ids") or []
         if file_ids and not (embed.kind == Embed.Kind.PAGE and embed.allow_uploads):
@@ -254,7 +254,7 @@ class EmbedConsumer(AsyncWebsocketConsumer):
         if not isinstance(file_ids, list) or len(file_ids) > services.MAX_FILES_PER_MESSAGE:
             raise TurnRefused(f"At most {services.MAX_FILES_PER_MESSAGE} files per message.", "too_many_files")
         variables = services.visitor_variables(embed, payload.get("context"))
-        return {"text": text, "version": version, "file_ids": [str(f) for f in file_ids], "variables": variables}
+        return {"text": text, "environment": environment, "file_ids": [str(f) for f in file_ids], "variables": variables}
 
     def _start(self, prepared: dict, run_id: uuid.UUID) -> None:
         embed = self.embed
@@ -266,9 +266,13 @@ class EmbedConsumer(AsyncWebsocketConsumer):
             instructions, placement = services.turn_instructions(
                 conversation, services.extra_instructions(embed, prepared["variables"]), fresh=existing is None
             )
+            environment = prepared["environment"]
+            # The visitor's thread is the sticky key; an existing conversation keeps its first run's version.
+            served = rollouts.route(base=environment.version, rollout_id=environment.rollout_id, key=self.thread,
+                                    conversation=conversation)
             run = runs.start_run(
                 agent=embed.agent,
-                version=prepared["version"],
+                version=served.version,
                 surface="embed",
                 prompt=prepared["text"],
                 user=user,
@@ -284,6 +288,7 @@ class EmbedConsumer(AsyncWebsocketConsumer):
                     "can_ask_user": False,
                     "recorded_prompt": prepared["text"],
                     "embed_kind": embed.kind,
+                    **served.options(),
                 },
                 run_id=run_id,
                 attachments=[

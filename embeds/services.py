@@ -32,7 +32,7 @@ from agenticos import audit, vault
 from agenticos.errors import Invalid
 from agenticos.models import Membership, Secret, SecretKind
 from agenticos.tenancy import Actor
-from agents.models import Agent, AgentVersion, Conversation, Environment, Message, Run, RunStatus, ToolCall
+from agents.models import Agent, Conversation, Environment, Message, Run, RunStatus, ToolCall
 from agents.uploads import public_attachments
 from embeds.frames import Toggles, visible_result
 from embeds.models import DEFAULT_ACCENT, Embed, EmbedFile
@@ -662,9 +662,10 @@ def _visitor_parts(row: Any, run_id: str | None, calls: dict[tuple[str, str], To
     return parts
 
 
-def resolve_version(embed: Embed) -> AgentVersion | None:
-    env = Environment.objects.select_related("version").filter(agent_id=embed.agent_id, name=embed.environment).first()
-    return env.version if env else None
+def resolve_environment(embed: Embed) -> Environment | None:
+    """The embed's environment with its version (and its rollout id: the turn routes with agents.rollouts)."""
+    return Environment.objects.select_related("version").filter(agent_id=embed.agent_id,
+                                                                 name=embed.environment).first()
 
 
 def visitor_variables(embed: Embed, supplied: Any) -> dict[str, str]:

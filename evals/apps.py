@@ -3,12 +3,13 @@ from typing import Any
 from django.apps import AppConfig
 
 
-def check_publish_gate(*, actor: Any, agent: Any) -> None:
+def check_publish_gate(*, actor: Any, agent: Any, version: Any = None) -> None:
     """The publish gate, imported when a publish asks for it: evals.gate loads pydantic-evals, which loads the
-    OpenTelemetry SDK — no process that never publishes should (tests/ops/test_telemetry.py)."""
+    OpenTelemetry SDK — no process that never publishes should (tests/ops/test_telemetry.py). `version`: a published
+    version about to be rolled out (agents.rollouts), else the draft."""
     from evals.gate import check_publish
 
-    check_publish(actor=actor, agent=agent)
+    check_publish(actor=actor, agent=agent, version=version)
 
 
 class EvalsConfig(AppConfig):

@@ -8,17 +8,19 @@ from __future__ import annotations
 
 from agenticos.errors import Invalid
 from agenticos.tenancy import Actor
-from agents.models import Agent
+from agents.models import Agent, AgentVersion
 from evals import driver, services
 from evals.models import CaseResult, Suite, SuiteRun
 
 
-def check_publish(*, actor: Actor, agent: Agent) -> None:
+def check_publish(*, actor: Actor, agent: Agent, version: AgentVersion | None = None) -> None:
+    """The draft about to be published, or a published `version` about to be rolled out (agents.rollouts)."""
+    target = "draft" if version is None else str(version.number)
     suites = list(Suite.objects.filter(agent=agent, gates_publish=True).select_related("agent").order_by("name"))
     problems: list[dict[str, str]] = []
     runs: list[str] = []
     for suite in suites:
-        suite_run = services.start_suite_run(actor=actor, suite=suite, target="draft",
+        suite_run = services.start_suite_run(actor=actor, suite=suite, target=target,
                                              purpose=SuiteRun.Purpose.PUBLISH_GATE, enqueue=False)
         driver.run_suite(suite_run.pk)
         suite_run.refresh_from_db()
@@ -34,5 +36,6 @@ def check_publish(*, actor: Actor, agent: Agent) -> None:
             problems.append({"field": f"evals.{suite.name}", "message": suite_run.error or suite_run.status})
     if problems:
         names = ", ".join(p["field"].split(".", 2)[-1] for p in problems)
-        raise Invalid(f"The agent cannot be published: its evaluation suite did not pass ({names}).",
+        doing = "published" if version is None else "rolled out"
+        raise Invalid(f"The agent cannot be {doing}: its evaluation suite did not pass ({names}).",
                       details={"problems": problems, "suite_runs": runs}, code="evals_failed")

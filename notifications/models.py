@@ -15,6 +15,8 @@ class Notification(models.Model):
     class Kind(models.TextChoices):
         # Someone asked the agent's owner to enable a capability the agent lacks (the missing-capability card).
         CAPABILITY_REQUEST = "capability_request", "Capability request"
+        # A rollout's candidate crossed a threshold and was rolled back by itself (agents.rollouts).
+        ROLLOUT_ROLLED_BACK = "rollout_rolled_back", "Rollout rolled back"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="notifications")

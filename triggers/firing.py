@@ -23,9 +23,9 @@ from django.utils import timezone
 from agenticos.errors import DomainError
 from agenticos.models import Membership
 from agenticos.tenancy import actor_for_membership
+from agents import rollouts
 from agents.models import Run, RunStatus
 from agents.runs import start_run
-from agents.services import environment_version
 from governance.grants import USE, require_agent_access
 from triggers import schedule
 from triggers.models import Trigger, TriggerFiring
@@ -112,23 +112,27 @@ def _conversation(trigger: Trigger, actor):
 def _start(trigger: Trigger, firing: TriggerFiring, prompt: str) -> Run | None:
     """Start the firing's run inside the caller's transaction, or mark the firing failed (no run)."""
     actor, reason = _authority(trigger)
-    version = environment_version(trigger.agent, trigger.environment) if actor is not None else None
-    if actor is not None and version is None:
+    conversation = _conversation(trigger, actor) if actor is not None else None
+    # The trigger is the sticky key (a delivery conversation keeps the version its first run had).
+    served = rollouts.serve(trigger.agent, trigger.environment, key=f"trigger:{trigger.pk}",
+                            conversation=conversation) if actor is not None else None
+    if actor is not None and served is None:
         reason = f"The agent has no {trigger.environment} version: publish it first."
-    if actor is None or version is None:
+    if actor is None or served is None:
         _mark(firing, TriggerFiring.Status.FAILED, reason)
         return None
     surface = "event" if trigger.kind == Trigger.Kind.EVENT else "schedule"
     try:
         run = start_run(
-            agent=trigger.agent, version=version, surface=surface, prompt=prompt, user=actor.user,
-            acting_role=actor.role or "", conversation=_conversation(trigger, actor),
+            agent=trigger.agent, version=served.version, surface=surface, prompt=prompt, user=actor.user,
+            acting_role=actor.role or "", conversation=conversation,
             author_label=f"Trigger: {trigger.name}",
             options={
                 "can_ask_user": False,
                 "trigger_kind": trigger.kind,
                 "run_as_creator": trigger.run_as_creator,
                 "trigger": {"id": str(trigger.pk), "name": trigger.name, "firing_id": firing.pk},
+                **served.options(),
             },
         )
     except DomainError as exc:

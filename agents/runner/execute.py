@@ -550,6 +550,7 @@ class RunExecution:
                 lifecycle.on_failed(self.run)
         self.ended_status = status
         metrics.run_finished(self.run, status)
+        extensions.run_ended(self.run, status)
         if self._reached_model:
             recovery.forget(self.run.pk)
         return (message.pk if message else None), totals

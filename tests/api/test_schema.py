@@ -13,12 +13,18 @@ def test_the_schema_lists_the_platform_endpoints_and_the_bearer_scheme(client, d
         "/api/v1/agents/{id}/diff", "/api/v1/agents/{id}/environments/{name}/promote",
         "/api/v1/agents/{id}/export", "/api/v1/agents/import", "/api/v1/agents/{id}/grants/{user_id}",
         "/api/v1/conversations/{conversation_id}/workspace", "/api/v1/conversations/{conversation_id}/workspace/raw",
+        "/api/v1/agents/{id}/environments/{name}/rollouts",
+        "/api/v1/agents/{id}/environments/{name}/rollouts/{rollout_id}",
+        "/api/v1/agents/{id}/environments/{name}/rollouts/{rollout_id}/promote",
     ]:
         assert path in doc["paths"], path
     assert doc["components"]["securitySchemes"]["ApiKey"] == {
         "type": "http", "scheme": "bearer",
         "description": "An API key (aos_…) created at /api/v1/api-keys. It acts in its own organization.",
     }
+    metrics = doc["components"]["schemas"]["RolloutMetrics"]["properties"]
+    assert set(metrics) == {"base", "candidate", "comparison"}
+    assert "p_value" in doc["components"]["schemas"]["RolloutComparison"]["properties"]
     secret_props = doc["components"]["schemas"]["Secret"]["properties"]
     assert "value" not in secret_props and "ciphertext" not in secret_props
 

@@ -19,6 +19,7 @@ from agents.models import (
     Environment,
     Message,
     ModelProfile,
+    Rollout,
     Run,
     RunStatus,
     Surface,
@@ -110,7 +111,10 @@ def build(name: str = "World", secret_value: str | None = None) -> World:
     )
     ModelProfile.objects.create(organization=org, label=f"Demo {n}", provider="demo", model="demo")
     agent, version = agent_with_version(org, owner)
-    Environment.objects.create(agent=agent, name="production", version=version)
+    candidate = AgentVersion.objects.create(agent=agent, number=2, spec={"name": agent.name}, published_by=owner)
+    rollout = Rollout.objects.create(organization=org, agent=agent, environment="production", base=version,
+                                     candidate=candidate, share=10, started_by=owner)
+    Environment.objects.create(agent=agent, name="production", version=version, rollout=rollout)
     conversation = Conversation.objects.create(organization=org, agent=agent, owner=member, title=f"Chat {n}")
     run_row = run(org, agent, version, conversation=conversation, user=member, cost="0.25")
     message = Message.objects.create(conversation=conversation, run=run_row, version=version, role="user", content="hi")

@@ -1,0 +1,350 @@
+"""Rollouts: a candidate version served to a share of an environment's traffic, watched, and rolled back by itself.
+
+- **Routing** (`route`, `serve`) is the one decision every surface makes when it admits a run: member chat, REST,
+  `/v1`, `/mcp`, `/a2a` (agents.chat), the widget and hosted page (embeds), bots (channelbots) and triggers. The
+  environment's row carries `rollout_id` (a cached pointer kept by this module), read with the row each surface
+  reads anyway: an environment without a rollout costs no query here.
+- **Stickiness**: a conversation keeps the version its first run had (the run row records it); a new conversation,
+  a visitor, a thread or a trigger is the candidate's when `hash(rollout id, sticky key)` falls in the first
+  `share` % of buckets. The hash is deterministic, so the same key lands the same way on every process.
+- **Watching** (`metrics`, `check_thresholds`): per version, over the runs admitted under the rollout (each carries
+  `options["rollout"]`); a candidate run's ending calls `run_ended` (registered as a run-ended hook in
+  agents.extensions) and a beat task (`agents.tasks.watch_rollouts`) re-checks every open rollout as a backstop.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from django.db import connection, transaction
+from django.utils import timezone
+
+from agenticos import audit
+from agenticos.errors import Conflict, Invalid, NotFound
+from agenticos.tenancy import Actor
+from agents import extensions
+from agents.models import Agent, AgentVersion, Conversation, Environment, Rollout, Run, RunStatus
+from governance.grants import PUBLISH, require_agent_access
+from notifications.models import Notification
+from notifications.services import notify
+
+logger = logging.getLogger(__name__)
+
+BUCKETS = 10_000  # share is in whole percent; 100 buckets per percent
+OPEN = (Rollout.Status.ACTIVE, Rollout.Status.PAUSED)
+# Below this many ended runs on either side the failure-rate comparison is "not enough runs yet".
+MIN_RUNS_FOR_TEST = 10
+ENDED = [s.value for s in (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.BUDGET_EXCEEDED,
+                           RunStatus.GUARDRAIL_BLOCKED)]
+
+
+# ------------------------------------------------------------------ routing
+
+
+@dataclass(frozen=True)
+class Served:
+    version: AgentVersion
+    rollout_id: Any = None  # the rollout the run was admitted under (either arm), else None
+
+    def options(self) -> dict[str, str]:
+        """What the run's options record, so the rollout's metrics and its watcher find the run."""
+        return {"rollout": str(self.rollout_id)} if self.rollout_id else {}
+
+
+def bucket(rollout_id: Any, key: str) -> int:
+    """0..BUCKETS-1, the same for the same (rollout, key) everywhere (not Python's salted `hash`)."""
+    digest = hashlib.sha256(f"{rollout_id}:{key}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") % BUCKETS
+
+
+def route(*, base: AgentVersion, rollout_id: Any, key: str, conversation: Conversation | None = None) -> Served:
+    """The version a run admitted on an environment serves. `base` is the environment's version, `rollout_id`
+    its row's `rollout_id`; `key` the sticky key of a new conversation / visitor / thread / trigger; an existing
+    `conversation` keeps the version its first run had."""
+    if rollout_id is None:
+        return Served(base)
+    rollout = Rollout.objects.select_related("candidate").filter(pk=rollout_id, status__in=OPEN).first()
+    if rollout is None or rollout.base_id != base.pk:
+        return Served(base)
+    first = _first_run_version(conversation)
+    if first is not None:
+        # A conversation that began before the rollout (or on the base) stays on the base.
+        on_candidate = first == rollout.candidate_id
+    else:
+        on_candidate = (rollout.status == Rollout.Status.ACTIVE
+                        and bucket(rollout.pk, key) < rollout.share * (BUCKETS // 100))
+    return Served(rollout.candidate if on_candidate else base, rollout.pk)
+
+
+def _first_run_version(conversation: Conversation | None) -> Any:
+    if conversation is None or conversation._state.adding:
+        return None
+    return (Run.objects.filter(conversation=conversation).order_by("created_at")
+            .values_list("version_id", flat=True).first())
+
+
+def serve(agent: Agent, environment: str, *, key: str, conversation: Conversation | None = None) -> Served | None:
+    """`route` for a surface that has the agent, not the environment's row: reads the row (the one query
+    `environment_version` made) and routes. None when the environment does not exist."""
+    env = Environment.objects.select_related("version").filter(agent=agent, name=environment).first()
+    if env is None:
+        return None
+    return route(base=env.version, rollout_id=env.rollout_id, key=key, conversation=conversation)
+
+
+# ------------------------------------------------------------------ lifecycle
+
+
+def _audit(actor_user: Any, rollout: Rollout, action: str, **details: Any) -> None:
+    audit.record(actor=actor_user, organization=rollout.organization, action=action, target=rollout.agent,
+                 details={"rollout_id": str(rollout.pk), "environment": rollout.environment,
+                          "base_version": rollout.base.number, "candidate_version": rollout.candidate.number,
+                          **details})
+
+
+def start_rollout(*, actor: Actor, agent: Agent, environment: str, candidate: int, share: int,
+                  failure_multiple: Any = None, min_runs: int | None = None,
+                  cost_increase_pct: int | None | object = ..., reason: str = "") -> Rollout:
+    """Send `share` % (1–99) of `environment`'s new sticky keys to version `candidate`. The candidate must be a
+    published version other than the environment's, and pass the agent's publish gates (evaluation suites)."""
+    from agents.services import ENV_NAME_RE, published_version
+
+    require_agent_access(actor, agent, PUBLISH)
+    if not ENV_NAME_RE.match(environment or ""):
+        raise NotFound(f"The agent has no {environment} environment; publish it first.")
+    if isinstance(share, bool) or not isinstance(share, int) or not 1 <= share <= 99:
+        raise Invalid("A rollout's share is 1 to 99 percent.", details={"field": "share"})
+    target = published_version(agent, candidate)
+    env = Environment.objects.select_related("version").filter(agent=agent, name=environment).first()
+    if env is None:
+        raise NotFound(f"The agent has no {environment} environment; publish it first.")
+    if env.version_id == target.pk:
+        raise Invalid(f"The {environment} environment already serves v{target.number}.",
+                      details={"field": "candidate_version"})
+    # The gates run outside the transaction: an evaluation suite runs the agent for a while.
+    extensions.check_publish_gates(actor=actor, agent=agent, version=target)
+    with transaction.atomic():
+        env = Environment.objects.select_for_update().select_related("version").get(pk=env.pk)
+        if Rollout.objects.filter(agent=agent, environment=environment, status__in=OPEN).exists():
+            raise Conflict(f"The {environment} environment already has a rollout; pause, promote or abort it first.")
+        rollout = Rollout(organization=agent.organization, agent=agent, environment=environment, base=env.version,
+                          candidate=target, share=share, reason=reason[:500], started_by=actor.user)
+        if failure_multiple is not None:
+            rollout.failure_multiple = Decimal(str(failure_multiple))
+        if min_runs is not None:
+            rollout.min_runs = min_runs
+        if cost_increase_pct is not ...:
+            rollout.cost_increase_pct = cost_increase_pct  # type: ignore[assignment]
+        rollout.save()
+        Environment.objects.filter(pk=env.pk).update(rollout=rollout)
+        _audit(actor.user, rollout, "rollout.started", share=share)
+    return rollout
+
+
+def get_rollout(*, actor: Actor, agent: Agent, environment: str, rollout_id: Any) -> Rollout:
+    """The agent's rollout on that environment (404 for anything else, another agent's or organization's)."""
+    from agenticos.tenancy import parse_uuid
+
+    wanted = parse_uuid(rollout_id)
+    found = None if wanted is None else (
+        Rollout.objects.select_related("agent", "base", "candidate", "organization")
+        .filter(pk=wanted, agent=agent, environment=environment, organization=actor.organization).first())
+    if found is None:
+        raise NotFound("Rollout not found.")
+    return found
+
+
+def _locked_open(rollout: Rollout) -> Rollout:
+    locked = Rollout.objects.select_for_update().select_related("base", "candidate", "agent", "organization").get(
+        pk=rollout.pk)
+    if not locked.is_open:
+        raise Conflict(f"The rollout has ended ({locked.get_status_display().lower()}).")
+    return locked
+
+
+def _end(rollout: Rollout, status: str, *, user: Any, reason: str = "") -> None:
+    rollout.status = status
+    rollout.ended_at = timezone.now()
+    rollout.ended_by = user
+    update = ["status", "ended_at", "ended_by"]
+    if reason:
+        rollout.reason = reason[:500]
+        update.append("reason")
+    if status == Rollout.Status.ROLLED_BACK:
+        rollout.share = 0
+        update.append("share")
+    rollout.save(update_fields=update)
+    Environment.objects.filter(agent_id=rollout.agent_id, name=rollout.environment, rollout=rollout).update(
+        rollout=None)
+
+
+def pause_rollout(*, actor: Actor, rollout: Rollout) -> Rollout:
+    """No new key goes to the candidate; conversations already on it keep it. Pausing a paused one resumes it."""
+    require_agent_access(actor, rollout.agent, PUBLISH)
+    with transaction.atomic():
+        locked = _locked_open(rollout)
+        resuming = locked.status == Rollout.Status.PAUSED
+        locked.status = Rollout.Status.ACTIVE if resuming else Rollout.Status.PAUSED
+        locked.save(update_fields=["status"])
+        _audit(actor.user, locked, "rollout.resumed" if resuming else "rollout.paused")
+    return locked
+
+
+def abort_rollout(*, actor: Actor, rollout: Rollout, reason: str = "") -> Rollout:
+    """Everyone goes back to the base, conversations on the candidate too."""
+    require_agent_access(actor, rollout.agent, PUBLISH)
+    with transaction.atomic():
+        locked = _locked_open(rollout)
+        _end(locked, Rollout.Status.ABORTED, user=actor.user, reason=reason)
+        _audit(actor.user, locked, "rollout.aborted", reason=reason)
+    return locked
+
+
+def promote_rollout(*, actor: Actor, rollout: Rollout) -> Rollout:
+    """The candidate becomes the environment's version for everyone, as publishing/promoting does."""
+    from agents.services import promote_environment
+
+    require_agent_access(actor, rollout.agent, PUBLISH)
+    with transaction.atomic():
+        locked = _locked_open(rollout)
+        _end(locked, Rollout.Status.PROMOTED, user=actor.user)
+        promote_environment(actor=actor, agent=locked.agent, environment=locked.environment,
+                            version=locked.candidate.number)
+        _audit(actor.user, locked, "rollout.promoted")
+    return locked
+
+
+# ------------------------------------------------------------------ watching
+
+
+def _version_rows(rollout: Rollout) -> dict[Any, dict[str, Any]]:
+    """One aggregate over the rollout's ended runs, per version (PostgreSQL's percentile_cont for p95)."""
+    run_table = connection.ops.quote_name(Run._meta.db_table)
+    sql = (
+        # The table name comes from the model; every value is a parameter.
+        "SELECT version_id, COUNT(*), "  # noqa: S608
+        "COUNT(*) FILTER (WHERE status = %s), COUNT(*) FILTER (WHERE status = %s), "
+        "COALESCE(SUM(cost_usd), 0), COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0), "
+        "percentile_cont(0.95) WITHIN GROUP (ORDER BY EXTRACT(EPOCH FROM finished_at - started_at)) "
+        f"FROM {run_table} WHERE agent_id = %s AND created_at >= %s AND status = ANY(%s) "
+        "AND options->>'rollout' = %s GROUP BY version_id"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [RunStatus.FAILED, RunStatus.GUARDRAIL_BLOCKED, rollout.agent_id, rollout.started_at,
+                             ENDED, str(rollout.pk)])
+        rows = cursor.fetchall()
+    found = {}
+    for version_id, runs, failed, blocked, cost, tokens_in, tokens_out, p95 in rows:
+        found[version_id] = {
+            "runs": runs, "failed": failed, "guardrail_blocked": blocked,
+            "failed_share": failed / runs if runs else None,
+            "cost_usd": str(cost), "cost_per_run_usd": str((Decimal(cost) / runs).quantize(Decimal("0.00000001")))
+            if runs else None,
+            "p95_duration_seconds": round(float(p95), 3) if p95 is not None else None,
+            "input_tokens": tokens_in, "output_tokens": tokens_out,
+        }
+    return found
+
+
+EMPTY = {"runs": 0, "failed": 0, "guardrail_blocked": 0, "failed_share": None, "cost_usd": "0",
+         "cost_per_run_usd": None, "p95_duration_seconds": None, "input_tokens": 0, "output_tokens": 0}
+
+
+def two_proportion_z_test(failed_a: int, runs_a: int, failed_b: int, runs_b: int) -> tuple[float, float] | None:
+    """(z, two-sided p-value) of the pooled two-proportion z-test, or None when it says nothing (no runs, or no
+    variation at all). Hand-written: the closed form is three lines with `math.erfc` (the normal tail), not worth
+    scipy in the web process."""
+    if not runs_a or not runs_b:
+        return None
+    pooled = (failed_a + failed_b) / (runs_a + runs_b)
+    spread = math.sqrt(pooled * (1 - pooled) * (1 / runs_a + 1 / runs_b))
+    if spread == 0:
+        return None
+    z = (failed_b / runs_b - failed_a / runs_a) / spread
+    return z, math.erfc(abs(z) / math.sqrt(2))
+
+
+def metrics(rollout: Rollout) -> dict[str, Any]:
+    rows = _version_rows(rollout)
+    base = {**EMPTY, **rows.get(rollout.base_id, {}), "version": rollout.base.number}
+    candidate = {**EMPTY, **rows.get(rollout.candidate_id, {}), "version": rollout.candidate.number}
+    enough = min(base["runs"], candidate["runs"]) >= MIN_RUNS_FOR_TEST
+    test = two_proportion_z_test(base["failed"], base["runs"], candidate["failed"], candidate["runs"])
+    comparison: dict[str, Any] = {
+        "test": "two-proportion z-test (pooled, two-sided) on the failed share",
+        "enough_runs": enough,
+        "note": "" if enough else f"Not enough runs yet: at least {MIN_RUNS_FOR_TEST} ended runs on each version.",
+        "failed_share_difference": (candidate["failed_share"] - base["failed_share"])
+        if base["failed_share"] is not None and candidate["failed_share"] is not None else None,
+        "z": round(test[0], 4) if enough and test else None,
+        "p_value": round(test[1], 6) if enough and test else None,
+        "significant": bool(enough and test and test[1] < 0.05),
+    }
+    return {"base": base, "candidate": candidate, "comparison": comparison}
+
+
+def crossed_threshold(rollout: Rollout, measured: dict[str, Any]) -> str:
+    """Why the candidate must be rolled back, or "" while it holds up."""
+    base, candidate = measured["base"], measured["candidate"]
+    if candidate["runs"] < rollout.min_runs:
+        return ""
+    rate, base_rate = candidate["failed_share"] or 0.0, base["failed_share"] or 0.0
+    if candidate["failed"] and rate >= float(rollout.failure_multiple) * base_rate:
+        return (f"v{rollout.candidate.number} failed {candidate['failed']} of {candidate['runs']} runs "
+                f"({rate:.0%}), at least {rollout.failure_multiple}× v{rollout.base.number}'s {base_rate:.0%}.")
+    if rollout.cost_increase_pct is not None and base["runs"] and candidate["cost_per_run_usd"] is not None:
+        base_cost, cost = Decimal(base["cost_per_run_usd"]), Decimal(candidate["cost_per_run_usd"])
+        if base_cost > 0 and cost > base_cost * (1 + Decimal(rollout.cost_increase_pct) / 100):
+            return (f"v{rollout.candidate.number} costs ${cost} per run, more than {rollout.cost_increase_pct} % "
+                    f"above v{rollout.base.number}'s ${base_cost}.")
+    return ""
+
+
+def check_thresholds(rollout_id: Any) -> bool:
+    """Roll the rollout back if its candidate crossed a threshold. True when it did."""
+    rollout = Rollout.objects.select_related("base", "candidate", "agent__owner", "organization", "started_by").filter(
+        pk=rollout_id, status__in=OPEN).first()
+    if rollout is None:
+        return False
+    why = crossed_threshold(rollout, metrics(rollout))
+    if not why:
+        return False
+    with transaction.atomic():
+        locked = Rollout.objects.select_for_update().filter(pk=rollout.pk, status__in=OPEN).first()
+        if locked is None:  # another run's ending got there first
+            return False
+        rollout.status = locked.status
+        _end(rollout, Rollout.Status.ROLLED_BACK, user=None, reason=why)
+        _audit(None, rollout, "rollout.rolled_back", reason=why)
+        recipient = rollout.agent.owner or rollout.started_by
+        if recipient is not None:
+            notify(organization=rollout.organization, recipient=recipient,
+                   kind=Notification.Kind.ROLLOUT_ROLLED_BACK,
+                   text=f"{rollout.agent.name}: the {rollout.environment} rollout of v{rollout.candidate.number} "
+                        f"was rolled back. {why}",
+                   link=f"/agents/{rollout.agent_id}/")
+    logger.info("rollout %s rolled back: %s", rollout.pk, why)
+    return True
+
+
+def run_ended(run: Run, status: str) -> None:
+    """The run-ended hook: a run admitted under a rollout on its candidate re-checks the thresholds. Cheap for
+    every other run (its options say so without a query)."""
+    rollout_id = (run.options or {}).get("rollout")
+    if not rollout_id or status not in ENDED:
+        return
+    try:
+        check_thresholds(rollout_id)
+    except Exception:  # a watcher's failure never fails the run that ended; the beat task checks again
+        logger.exception("rollout %s: checking thresholds failed", rollout_id)
+
+
+def watch_open_rollouts() -> int:
+    """The beat backstop: check every open rollout (runs ended by the sweeps never pass the runner's hook)."""
+    return sum(check_thresholds(pk) for pk in Rollout.objects.filter(status=Rollout.Status.ACTIVE)
+               .values_list("pk", flat=True))

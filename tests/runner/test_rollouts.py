@@ -1,0 +1,183 @@
+"""Rollouts through the real admission and runner: the share lands where it should, a conversation keeps its
+version across turns, and a failing candidate is rolled back by itself (audit event, owner's notification)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from pydantic_ai.exceptions import ModelHTTPError
+from pydantic_ai.models.function import FunctionModel
+
+from agenticos.models import AuditEvent
+from agents import rollouts
+from agents import services as agent_services
+from agents.chat import start_member_run
+from agents.models import Environment, ModelProfile, Rollout, Run, RunStatus
+from agents.runner import execute
+from agents.runner.frames import CollectingSink
+from notifications.models import Notification
+from tests.runner.conftest import actor_of, publish
+from tests.runner.test_execute import text_model
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def failing_model() -> FunctionModel:
+    async def stream(messages, info):
+        raise ModelHTTPError(500, "scripted", body={"error": "the candidate breaks"})
+        yield ""  # pragma: no cover  (makes this an async generator)
+
+    return FunctionModel(stream_function=stream, model_name="failing")
+
+
+@pytest.fixture
+def two_versions(org, owner):
+    """v1 on the "Demo" profile serves production; v2 on the "Candidate" profile is published beside it."""
+    agent, v1 = publish(org, owner)
+    actor = actor_of(owner, org)
+    candidate_profile = ModelProfile.objects.create(organization=org, label="Candidate", provider="demo", model="demo")
+    agent_services.update_agent(actor=actor, agent=agent,
+                                spec={**agent.draft_spec, "model_profile_id": str(candidate_profile.pk)})
+    v2 = agent_services.publish_agent(actor=actor, agent=agent, note="candidate")
+    assert agent_services.environment_version(agent, "production") == v1
+    return agent, v1, v2
+
+
+@pytest.fixture
+def models_by_profile(monkeypatch):
+    """Each profile's scripted model: the base answers well; the test decides what the candidate does."""
+    chosen: dict[str, FunctionModel] = {"Demo": text_model("All good.")}
+    monkeypatch.setattr("agents.runner.assembly.build_model", lambda profile: chosen[profile.label])
+    return chosen
+
+
+def _turn(actor, agent, conversation_id=None) -> Run:
+    run, _ = start_member_run(actor=actor, agent_id=agent.pk, text="Hello", surface="web",
+                              conversation_id=conversation_id, create_conversation=True)
+    return run
+
+
+def _execute(run: Run) -> Run:
+    execute(run.pk, CollectingSink())
+    run.refresh_from_db()
+    return run
+
+
+def test_a_20_percent_rollout_sends_a_fifth_of_new_conversations_to_the_candidate(org, owner, two_versions):
+    agent, v1, v2 = two_versions
+    actor = actor_of(owner, org)
+    rollout = rollouts.start_rollout(actor=actor, agent=agent, environment="production", candidate=2, share=20)
+    admitted = [_turn(actor, agent) for _ in range(200)]
+    on_candidate = sum(run.version_id == v2.pk for run in admitted)
+    # Conversation and rollout ids are random, so the count is binomial(200, 0.2): the tolerance is ±4.5σ
+    # (±25 runs, ±12.7 points), which a fair hash misses once in ~150,000 runs of this test.
+    sigma = math.sqrt(200 * 0.2 * 0.8)
+    assert abs(on_candidate - 40) <= 4.5 * sigma, on_candidate
+    assert all(run.version_id in (v1.pk, v2.pk) for run in admitted)
+    assert all(run.options["rollout"] == str(rollout.pk) for run in admitted)
+    # The bucket function itself over 10,000 keys: within ±4.5σ = ±1.8 points of the share.
+    keys = sum(rollouts.bucket(rollout.pk, f"visitor-{i}") < 2000 for i in range(10_000))
+    assert abs(keys - 2000) <= 4.5 * math.sqrt(10_000 * 0.2 * 0.8), keys
+
+
+def test_the_same_key_always_lands_on_the_same_version(org, owner, two_versions):
+    agent, v1, _v2 = two_versions
+    rollout = rollouts.start_rollout(actor=actor_of(owner, org), agent=agent, environment="production", candidate=2,
+                                     share=50)
+    first = [rollouts.route(base=v1, rollout_id=rollout.pk, key=f"thread-{i}").version.pk for i in range(50)]
+    again = [rollouts.route(base=v1, rollout_id=rollout.pk, key=f"thread-{i}").version.pk for i in range(50)]
+    assert first == again and len(set(first)) == 2
+
+
+def test_a_conversation_keeps_the_version_its_first_run_had_across_turns(org, owner, two_versions, models_by_profile):
+    agent, v1, v2 = two_versions
+    models_by_profile["Candidate"] = text_model("Candidate here.")
+    actor = actor_of(owner, org)
+    before = _execute(_turn(actor, agent))  # begun before the rollout: on the base for its life
+    rollout = rollouts.start_rollout(actor=actor, agent=agent, environment="production", candidate=2, share=50)
+    firsts = [_execute(_turn(actor, agent)) for _ in range(12)]
+    by_version = {run.version_id: run for run in firsts}
+    assert set(by_version) == {v1.pk, v2.pk}  # 12 conversations at 50 %: both arms (fails with p = 2 × 0.5¹²)
+    for first in [before, *by_version.values()]:
+        for _ in range(2):
+            later = _execute(_turn(actor, agent, conversation_id=first.conversation_id))
+            assert later.status == RunStatus.COMPLETED
+            assert later.version_id == first.version_id
+    # Paused: no new conversation goes to the candidate, the ones on it stay there.
+    rollouts.pause_rollout(actor=actor, rollout=rollout)
+    assert {_turn(actor, agent).version_id for _ in range(8)} == {v1.pk}
+    on_candidate = by_version[v2.pk]
+    assert _turn(actor, agent, conversation_id=on_candidate.conversation_id).version_id == v2.pk
+    # Aborted: everyone is back on the base, the candidate's conversations too.
+    rollouts.abort_rollout(actor=actor, rollout=rollout)
+    assert _turn(actor, agent, conversation_id=on_candidate.conversation_id).version_id == v1.pk
+    assert Environment.objects.get(agent=agent, name="production").rollout_id is None
+
+
+def test_a_failing_candidate_is_rolled_back_by_itself(org, owner, two_versions, models_by_profile):
+    agent, v1, v2 = two_versions
+    models_by_profile["Candidate"] = failing_model()
+    actor = actor_of(owner, org)
+    rollout = rollouts.start_rollout(actor=actor, agent=agent, environment="production", candidate=2, share=50,
+                                     min_runs=5)
+    ended = []
+    for _ in range(60):
+        run = _execute(_turn(actor, agent))
+        ended.append(run)
+        rollout.refresh_from_db()
+        if rollout.status != Rollout.Status.ACTIVE:
+            break
+    candidate_runs = [run for run in ended if run.version_id == v2.pk]
+    assert rollout.status == Rollout.Status.ROLLED_BACK and rollout.share == 0
+    # Rolled back on the run that made the fifth ended candidate run, not before and not later.
+    assert len(candidate_runs) == 5 and all(run.status == RunStatus.FAILED for run in candidate_runs)
+    assert all(run.status == RunStatus.COMPLETED for run in ended if run.version_id == v1.pk)
+    assert "failed 5 of 5 runs" in rollout.reason
+    event = AuditEvent.objects.get(action="rollout.rolled_back")
+    assert event.details["rollout_id"] == str(rollout.pk) and event.details["candidate_version"] == 2
+    assert event.details["reason"] == rollout.reason
+    note = Notification.objects.get(kind=Notification.Kind.ROLLOUT_ROLLED_BACK)
+    assert note.recipient == owner and note.organization == org and "rolled back" in note.text
+    # Nobody is served the candidate any more, its conversations neither.
+    assert Environment.objects.get(agent=agent, name="production").rollout_id is None
+    assert {_turn(actor, agent).version_id for _ in range(10)} == {v1.pk}
+    assert _turn(actor, agent, conversation_id=candidate_runs[0].conversation_id).version_id == v1.pk
+    # The watcher runs once per ending: a second check changes nothing, and no second notification.
+    assert rollouts.check_thresholds(rollout.pk) is False
+    assert Notification.objects.count() == 1
+
+
+def test_a_candidate_that_holds_up_is_not_rolled_back(org, owner, two_versions, models_by_profile):
+    agent, _v1, v2 = two_versions
+    models_by_profile["Candidate"] = text_model("Also good.")
+    actor = actor_of(owner, org)
+    rollout = rollouts.start_rollout(actor=actor, agent=agent, environment="production", candidate=2, share=50,
+                                     min_runs=3)
+    runs = [_execute(_turn(actor, agent)) for _ in range(16)]
+    assert sum(run.version_id == v2.pk for run in runs) >= 3
+    rollout.refresh_from_db()
+    assert rollout.status == Rollout.Status.ACTIVE
+    assert rollouts.watch_open_rollouts() == 0
+    assert not AuditEvent.objects.filter(action="rollout.rolled_back").exists()
+    assert not Notification.objects.exists()
+    measured = rollouts.metrics(rollout)
+    assert measured["candidate"]["runs"] + measured["base"]["runs"] == 16
+    assert measured["candidate"]["failed"] == 0 and measured["candidate"]["p95_duration_seconds"] is not None
+
+
+def test_a_run_ended_outside_the_runner_is_caught_by_the_beat_backstop(org, owner, two_versions):
+    agent, _v1, v2 = two_versions
+    actor = actor_of(owner, org)
+    rollout = rollouts.start_rollout(actor=actor, agent=agent, environment="production", candidate=2, share=99,
+                                     min_runs=2)
+    admitted = [_turn(actor, agent) for _ in range(6)]
+    lost = [run for run in admitted if run.version_id == v2.pk][:2]
+    assert len(lost) == 2
+    # As the stale-run sweep ends them (agents.runner.finish): no runner, so no run-ended hook.
+    Run.objects.filter(pk__in=[run.pk for run in lost]).update(status=RunStatus.FAILED)
+    rollout.refresh_from_db()
+    assert rollout.status == Rollout.Status.ACTIVE
+    assert rollouts.watch_open_rollouts() == 1
+    rollout.refresh_from_db()
+    assert rollout.status == Rollout.Status.ROLLED_BACK
