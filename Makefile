@@ -88,10 +88,9 @@ lint: install
 vendor:
 	npm ci --no-audit --no-fund
 	mkdir -p static/vendor
-	cp node_modules/htmx.org/dist/htmx.min.js static/vendor/htmx.min.js
 	cp node_modules/marked/lib/marked.umd.js static/vendor/marked.umd.js
 	cp node_modules/dompurify/dist/purify.min.js static/vendor/purify.min.js
-	node -e "for (const p of ['htmx.org','marked','dompurify']) { const j=require('./node_modules/'+p+'/package.json'); console.log(j.name, j.version, j.license) }" > static/vendor/VERSIONS.txt
+	node -e "for (const p of ['marked','dompurify']) { const j=require('./node_modules/'+p+'/package.json'); console.log(j.name, j.version, j.license) }" > static/vendor/VERSIONS.txt
 
 bench: install
 	$(PY) bench/turn_overhead.py
