@@ -27,6 +27,13 @@ $(WORKBENCH_STAMP):
 
 workbench: $(WORKBENCH_STAMP)
 
+# eslint for the console's browser code (package.json devDependencies, eslint.config.js), installed by npm ci.
+NODE_STAMP := node_modules/.installed-stamp
+$(NODE_STAMP): package.json package-lock.json
+	@command -v npm >/dev/null 2>&1 || { echo "npm is required for make lint (apt-get install nodejs npm)"; exit 1; }
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
 install: $(STAMP) $(WORKBENCH_STAMP)
 
 # `make run` serves as a self-hosted machine does, DEBUG off; `make dev` is the same with DEBUG on (Django's
@@ -77,8 +84,9 @@ fuzz: install
 		FUZZ_SEED=$${FUZZ_SEED:-$$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')} \
 		$(PY) -m pytest tests/api/test_fuzz.py -p no:xdist -q -p no:logging --show-capture=no --timeout=0 $(PYTEST_ARGS)
 
-lint: install
+lint: install $(NODE_STAMP)
 	$(VENV)/bin/ruff check .
+	npm run --silent lint
 	$(VENV)/bin/lint-imports
 	# django-stubs loads the settings, which only parse these URLs (no server is needed to type-check).
 	DATABASE_URL=$${DATABASE_URL:-postgres://lint@localhost/lint} REDIS_URL=$${REDIS_URL:-redis://localhost:6379/0} \
@@ -88,10 +96,9 @@ lint: install
 vendor:
 	npm ci --no-audit --no-fund
 	mkdir -p static/vendor
-	cp node_modules/htmx.org/dist/htmx.min.js static/vendor/htmx.min.js
 	cp node_modules/marked/lib/marked.umd.js static/vendor/marked.umd.js
 	cp node_modules/dompurify/dist/purify.min.js static/vendor/purify.min.js
-	node -e "for (const p of ['htmx.org','marked','dompurify']) { const j=require('./node_modules/'+p+'/package.json'); console.log(j.name, j.version, j.license) }" > static/vendor/VERSIONS.txt
+	node -e "for (const p of ['marked','dompurify']) { const j=require('./node_modules/'+p+'/package.json'); console.log(j.name, j.version, j.license) }" > static/vendor/VERSIONS.txt
 
 bench: install
 	$(PY) bench/turn_overhead.py

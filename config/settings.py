@@ -12,6 +12,7 @@ from pathlib import Path
 from urllib.parse import quote, urlsplit, urlunsplit
 
 import environ
+from csp import constants as csp_constants
 from django.core.exceptions import ImproperlyConfigured
 
 from config import devservices
@@ -154,6 +155,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",  # the Content-Security-Policy (CONTENT_SECURITY_POLICY below)
     # Every /api/ response is the error envelope (whatever answered), NUL / oversize / too-deep input refused.
     "agenticos.middleware.ApiEdgeMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -573,6 +575,30 @@ ARTIFACT_MAX_BYTES = _int("ARTIFACT_MAX_BYTES", 1024 * 1024, minimum=1024)
 # How long `draw` waits for the watching console's report on how the drawing rendered.
 VISUAL_REPORT_WAIT_SECONDS = _int("VISUAL_REPORT_WAIT_SECONDS", 10, minimum=0)
 VISUAL_MAP_TILES = env.str("VISUAL_MAP_TILES", default="").strip()  # map tile URL template (visuals/maps.py)
+
+# ------------------------------------------------------------------ Content-Security-Policy (django-csp)
+# Every page's scripts are files of this server: no inline script, no handler in the markup, no eval. (A drawing's
+# frame is not a srcdoc document, which would inherit this policy: it loads /apps/frame, with a policy of its own —
+# console/applications.py.) Styles: 'unsafe-inline' stays —
+# markdown answers, the charts' SVG, the widget's shadow root and the drawings set style attributes, and a style
+# cannot run script; the risk it leaves (CSS-based exfiltration from a page already injected) is small beside
+# what script-src closes. Connections (fetch and the sockets) and frames go to this server only. The API docs
+# (Swagger UI) are the library's page with its inline script, left out.
+CONTENT_SECURITY_POLICY = {
+    "EXCLUDE_URL_PREFIXES": ["/api/docs"],
+    "DIRECTIVES": {
+        "default-src": [csp_constants.SELF],
+        "script-src": [csp_constants.SELF],
+        "style-src": [csp_constants.SELF, csp_constants.UNSAFE_INLINE],
+        "img-src": [csp_constants.SELF, "data:", "blob:"],
+        "media-src": [csp_constants.SELF, "blob:"],
+        "font-src": [csp_constants.SELF, "data:"],
+        "connect-src": [csp_constants.SELF],
+        "frame-src": [csp_constants.SELF],
+        "object-src": [csp_constants.NONE],
+        "base-uri": [csp_constants.SELF],
+    },
+}
 
 # ------------------------------------------------------------------ observability
 # Prometheus /metrics answers only `Authorization: Bearer <METRICS_TOKEN>`; unset, /metrics is a 404 (never open).

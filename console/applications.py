@@ -15,7 +15,7 @@ from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
 from django.utils.translation import gettext as _
-from django.views.decorators.clickjacking import xframe_options_sameorigin
+from django.views.decorators.clickjacking import xframe_options_exempt, xframe_options_sameorigin
 from django.views.decorators.http import require_GET, require_POST
 
 from agenticos.errors import Invalid
@@ -23,6 +23,7 @@ from agenticos.models import Membership
 from agenticos.tenancy import Actor, org_get
 from capabilities.artifacts import access, sandbox, services
 from capabilities.artifacts.models import Artifact
+from capabilities.visuals import frame as visual_frames
 from console.base import console_view, screen
 
 
@@ -77,6 +78,35 @@ def app_raw(request: HttpRequest, actor: Actor, artifact_id: Any) -> HttpRespons
     response["X-Content-Type-Options"] = "nosniff"
     response["Referrer-Policy"] = "no-referrer"
     response["Cache-Control"] = "private, no-store"
+    return response
+
+
+# The document a drawing's frame loads (visuals.js): it takes the drawing from its parent by message and writes it
+# in place. A srcdoc frame would inherit the parent page's Content-Security-Policy on top of its own (the console
+# admits no inline script), so a drawing's scripts and handlers could not run; a frame loaded from this URL has
+# only the policy below (the sandbox, no network, the library bundle, the map tiles) and the drawing's own meta
+# policy, which narrows it (no script at all but the frame's own while the drawing streams).
+VISUAL_FRAME = (
+    '<!doctype html><html><head><meta charset="utf-8"></head><body><script>addEventListener("message",function(e){'
+    'var d=e.data;if(e.source!==parent||!d||d.agenticos!=="document")return;'
+    'document.open();document.write(String(d.html));document.close()});'
+    'parent.postMessage({agenticos:"frame_ready"},"*")</script></body></html>'
+)
+
+
+@require_GET
+@xframe_options_exempt  # the website widget draws on its customers' pages: any page may frame it
+def visual_frame(request: HttpRequest) -> HttpResponse:
+    response = HttpResponse(VISUAL_FRAME, content_type="text/html; charset=utf-8")
+    origin = f"{request.scheme}://{request.get_host()}"
+    # The drawings' own policy (capabilities/visuals/frame.py), but for its base: a drawing on a customer's page
+    # names this server as its base (visuals.js), which its own meta policy admits.
+    policy = visual_frames.policy(origin).replace("base-uri 'none'", f"base-uri {origin}/")
+    response["Content-Security-Policy"] = "sandbox allow-scripts; " + policy
+    response["X-Content-Type-Options"] = "nosniff"
+    response["Cross-Origin-Resource-Policy"] = "cross-origin"
+    response["Referrer-Policy"] = "no-referrer"
+    response["Cache-Control"] = "public, max-age=300"
     return response
 
 

@@ -18,7 +18,6 @@ from urllib.parse import urlencode
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.cache import add_never_cache_headers
 from django.utils.translation import gettext as _
@@ -296,10 +295,6 @@ def _previewed(request: HttpRequest, embed: Embed) -> Embed:
         return embed
 
 
-def _stub() -> str:
-    return render_to_string("console/embeds/preview_socket.js")
-
-
 @require_GET
 @xframe_options_sameorigin
 @console_view("embeds:manage")
@@ -313,11 +308,11 @@ def preview(request: HttpRequest, actor: Actor, agent_id: Any, embed_id: Any) ->
     if embed.kind == Embed.Kind.PAGE:
         config = public_views.page_config(shown)
         config["paused"] = False  # a paused page still previews its looks
-        response = public_views.page_response(request, config, first=_stub())
+        response = public_views.page_response(request, config, preview=True)
     else:
         script = reverse("console-embeds:preview-js", args=[agent.pk, embed.pk]) + "?" + request.GET.urlencode()
         response = render(request, "console/embeds/preview.html", {
-            "embed": embed, "agent": agent, "script_url": script, "stub": _stub()})
+            "embed": embed, "agent": agent, "script_url": script})
     add_never_cache_headers(response)
     return response
 

@@ -169,7 +169,7 @@ def run_detail(request: HttpRequest, actor: Actor, agent_id: Any, run_id: Any) -
         return _back(agent)
     results = list(suite_run.results.order_by("position"))
     done = sum(1 for r in results if r.status not in ("pending", "running"))
-    template = "console/_eval_results.html" if request.headers.get("HX-Request") else "console/eval_run.html"
+    template = "console/_eval_results.html" if request.headers.get("X-Fragment") else "console/eval_run.html"
     return screen(request, template, {"agent": agent, "suite_run": suite_run, "results": results, "done": done,
                                       "can_edit": at_least(level, EDIT)})
 

@@ -12,4 +12,5 @@ urlpatterns = [
     path("apps/<uuid:artifact_id>/raw", apps.app_raw, name="raw"),
     path("apps/<uuid:artifact_id>/share", apps.app_share, name="share"),
     path("apps/lib/<str:name>", apps.app_library, name="library"),
+    path("apps/frame", apps.visual_frame, name="visual-frame"),
 ]

@@ -179,11 +179,10 @@ def page_config_json(request: HttpRequest, key: str) -> HttpResponse:
     return JsonResponse(page_config(embed))
 
 
-def page_response(request: HttpRequest, config: dict[str, Any], *, first: str = "") -> HttpResponse:
-    """The hosted page drawn with this config. `first` is script run before the page's own: the console's
-    preview passes a socket that answers in the browser."""
-    script = static_text("page.js")
-    return render(request, "embeds/page.html", {"config": config, "script": (first + "\n" if first else "") + script})
+def page_response(request: HttpRequest, config: dict[str, Any], *, preview: bool = False) -> HttpResponse:
+    """The hosted page drawn with this config; its scripts are files (the page's Content-Security-Policy admits
+    no inline script). The console's `preview` puts a socket that answers in the browser before the page's own."""
+    return render(request, "embeds/page.html", {"config": config, "preview": preview})
 
 
 @require_GET

@@ -67,7 +67,7 @@ def test_the_person_sees_the_page_and_taking_control_pauses_the_agent(org, owner
             picture.wait_for(state="visible")
             assert picture.get_attribute("src").startswith("data:image/jpeg;base64,")
             status = page.locator("[data-browse-status]")
-            page.wait_for_function("document.querySelector('[data-browse-status]').textContent"
+            page.wait_for_function("() => document.querySelector('[data-browse-status]').textContent"
                                    ".includes('Someone must check the form.')")
             assert "needs a person" in status.inner_text()
             assert "ask_human" in page.locator("[data-browse-steps]").inner_text()
@@ -78,7 +78,7 @@ def test_the_person_sees_the_page_and_taking_control_pauses_the_agent(org, owner
             picture.click(position={"x": 5, "y": 5})  # a person's click on the page itself
             assert len(fake_openai.chat_requests) == asked  # the agent waits while the person has the tab
             page.get_by_role("button", name="Hand back to the agent").click()
-            page.wait_for_function("document.querySelector('[data-browse-status]').textContent"
+            page.wait_for_function("() => document.querySelector('[data-browse-status]').textContent"
                                    ".includes('This browse is over.')")
             assert "a person took control" in page.locator("[data-browse-steps]").inner_text()
             assert errors == []

@@ -66,7 +66,7 @@ def take(context, url: str):
     view.set_default_timeout(TIMEOUT)
     view.goto(url)
     view.locator("[data-browse-frame]").wait_for(state="visible")
-    view.wait_for_function("document.querySelector('[data-browse-status]').textContent.includes('needs a person')")
+    view.wait_for_function("() => document.querySelector('[data-browse-status]').textContent.includes('needs a person')")
     view.get_by_role("button", name="Take control").click()
     view.get_by_role("button", name="Hand back to the agent").wait_for(state="visible")
     return view
@@ -74,7 +74,7 @@ def take(context, url: str):
 
 def hand_back(view) -> None:
     view.get_by_role("button", name="Hand back to the agent").click()
-    view.wait_for_function("document.querySelector('[data-browse-status]').textContent.includes('This browse is over.')")
+    view.wait_for_function("() => document.querySelector('[data-browse-status]').textContent.includes('This browse is over.')")
     view.close()
 
 

@@ -194,5 +194,5 @@ def test_the_library_bundle_is_served_to_any_origin_and_nothing_else_is(client):
         assert b"".join(response.streaming_content) == (sandbox.LIBRARY_DIR / name).read_bytes()
     assert client.get("/apps/lib/three.module.min.js")["Content-Type"].startswith("text/javascript")
     assert client.get("/apps/lib/leaflet.css")["Content-Type"].startswith("text/css")
-    for name in ("VERSIONS.txt", "..%2Fhtmx.min.js", "../htmx.min.js", "htmx.min.js", "%2e%2e%2fsettings.py"):
+    for name in ("VERSIONS.txt", "..%2Fhighlight.min.js", "../highlight.min.js", "highlight.min.js", "%2e%2e%2fsettings.py"):
         assert client.get(f"/apps/lib/{name}").status_code == 404, name

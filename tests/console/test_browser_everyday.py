@@ -148,7 +148,7 @@ def test_the_everyday_screens_in_a_browser(production_errors, live_server_url, b
         menu.click()
         usage_link.wait_for(state="visible")
         assert menu.get_attribute("aria-expanded") == "true"
-        page.wait_for_function("getComputedStyle(document.getElementById('sidenav')).transform === 'none'")
+        page.wait_for_function("() => getComputedStyle(document.getElementById('sidenav')).transform === 'none'")
         page.screenshot(path=str(ARTIFACTS / f"everyday-drawer-{width}.png"))
         page.keyboard.press("Escape")
         usage_link.wait_for(state="hidden")

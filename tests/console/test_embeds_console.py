@@ -346,8 +346,9 @@ def test_the_preview_draws_the_real_widget_script_in_the_forms_unsaved_looks(cli
     frame = browser.get(url(widget, "preview/") + "?title=Draft+title&accent_color=%23123456")
     assert frame.status_code == 200 and frame["X-Frame-Options"] == "SAMEORIGIN"
     html = frame.content.decode()
-    assert "window.WebSocket = PreviewSocket" in html
-    assert f"/agents/{widget.agent_id}/embeds/{widget.pk}/preview/widget.js?title=Draft+title" in html
+    # The preview's socket is put in place before the widget's script runs (both are files: no inline script).
+    stub = html.index('src="/static/console/embed-preview-socket.js"')
+    assert stub < html.index(f"/agents/{widget.agent_id}/embeds/{widget.pk}/preview/widget.js?title=Draft+title")
     script = browser.get(url(widget, "preview/widget.js") + "?title=Draft+title&accent_color=%23123456"
                          "&corner=bottom-left").content.decode()
     assert '"title": "Draft title"' in script and '"accent": "#123456"' in script and '"corner": "bottom-left"' in script
@@ -366,10 +367,8 @@ def test_the_preview_of_a_page_is_the_real_page_with_the_local_socket(client_as,
     html = client_as(builder, org).get(url(hosted, "preview/") + "?title=Draft+page&welcome=Hello&allow_new_thread=0"
                                        ).content.decode()
     assert "<title>Draft page</title>" in html and 'id="new-thread"' not in html
-    from embeds.views import static_text
-
-    assert static_text("page.js") in html  # the real page, its socket replaced before it runs
-    assert html.index("window.WebSocket = PreviewSocket") < html.index(static_text("page.js")[:200])
+    # The real page's script, its socket replaced before it runs.
+    assert html.index('src="/static/console/embed-preview-socket.js"') < html.index('src="/static/embeds/page.js"')
     assert '"paused": false' in html
 
 

@@ -64,8 +64,10 @@ CHAT_PATCH = [
 
 
 def served_chat_js() -> str | None:
-    source = (Path(__file__).resolve().parents[2] / "console" / "static" / "console" / "chat.js").read_text()
-    if CHAT_HOOK in source:
+    static = Path(__file__).resolve().parents[2] / "console" / "static" / "console"
+    source = (static / "chat.js").read_text()
+    # Web chat's fold of frames lives in chat/stream.js since chat.js was split by responsibility.
+    if CHAT_HOOK in source or CHAT_HOOK in (static / "chat" / "stream.js").read_text():
         return None
     for old, new in CHAT_PATCH:
         assert source.count(old) == 1, old

@@ -67,8 +67,8 @@ def test_a_run_shows_its_progress_and_two_runs_diff(org, owner, agent):
     assert started.status_code == 302
     first = SuiteRun.objects.get()
     page = client.get(started["Location"]).content.decode()
-    assert "hx-trigger=\"every 2s\"" in page and "0 of 1 cases done" in page  # queued: no worker in this test
-    partial = client.get(started["Location"], HTTP_HX_REQUEST="true").content.decode()
+    assert 'data-refresh-every="2"' in page and "0 of 1 cases done" in page  # queued: no worker in this test
+    partial = client.get(started["Location"], HTTP_X_FRAGMENT="true").content.decode()
     assert partial.lstrip().startswith("<div data-eval-results")
     second = services.start_suite_run(actor=actor_of(owner, org), suite=suite, target="1")
     diff = client.get(f"/agents/{agent.pk}/evals/compare?first={first.pk}&second={second.pk}")

@@ -189,7 +189,7 @@ def test_the_launched_server_answers_unknown_pages_and_errors_with_the_branded_p
 
 
 def test_the_launched_server_serves_its_static_files_and_only_its_own_names(launched):
-    for path, media in (("/static/console/console.css", "text/css"), ("/static/vendor/htmx.min.js", "javascript")):
+    for path, media in (("/static/console/console.css", "text/css"), ("/static/vendor/marked.umd.js", "javascript")):
         response = httpx.get(f"{launched}{path}", timeout=30)
         assert response.status_code == 200 and media in response.headers["content-type"], path
     assert httpx.get(f"{launched}/healthz", headers={"Host": "localhost"}, timeout=30).status_code == 200

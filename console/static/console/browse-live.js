@@ -1,8 +1,7 @@
 // The live view of a browse (/browse/{run_id}/{call_id}): frames of the page as it is now, the steps so far, and
 // — for the run's person or an editor of the agent — taking the tab: clicks, wheel and keys on the picture go to
 // the page (in its own CSS pixels) through the socket; the worker holding the browser dispatches them.
-(function () {
-  "use strict";
+function setUpLiveView() {
   const root = document.getElementById("browse-live");
   if (!root) return;
   const status = root.querySelector("[data-browse-status]");
@@ -99,4 +98,6 @@
       send({ type: "input", event: { kind: "text", text: event.key } });
     }
   });
-})();
+}
+
+setUpLiveView();

@@ -3,13 +3,12 @@
 // it finds a running step's "Watch the browser" link (turn.js draws it for members, on web chat only) and opens
 // that browse's view socket in preview mode, which the server refuses to anyone who may not watch the live view
 // and to a browse whose `preview` is off — so then nothing is drawn. The picture goes away when the browse ends.
-(function () {
-  "use strict";
-  var PATH = /^\/browse\/[0-9a-f-]{36}\/[^/?#]+$/;
-  var previews = {};  // live view path -> {box, img, state: "connecting" | "live" | "off" | "ended"}
+function setUpBrowsePreview() {
+  const PATH = /^\/browse\/[0-9a-f-]{36}\/[^/?#]+$/;
+  const previews = {};  // live view path -> {box, img, state: "connecting" | "live" | "off" | "ended"}
 
   function open(path) {
-    var box = document.createElement("a");
+    const box = document.createElement("a");
     box.href = path;
     box.target = "_blank";
     box.rel = "noopener";
@@ -19,7 +18,7 @@
     box.style.display = "block";
     box.style.margin = ".25rem 0 .5rem 1.25rem";
     box.style.maxWidth = "320px";
-    var img = document.createElement("img");
+    const img = document.createElement("img");
     img.alt = (document.querySelector("[data-watch-browser]") || {}).textContent || "";
     img.style.display = "block";
     img.style.width = "100%";
@@ -27,9 +26,9 @@
     img.style.border = "1px solid rgba(127, 127, 127, .4)";
     img.style.borderRadius = "4px";
     box.appendChild(img);
-    var preview = {box: box, img: img, state: "connecting"};
-    var scheme = location.protocol === "https:" ? "wss://" : "ws://";
-    var socket = new WebSocket(scheme + location.host + "/ws" + path + "/?preview=1");
+    const preview = {box: box, img: img, state: "connecting"};
+    const scheme = location.protocol === "https:" ? "wss://" : "ws://";
+    const socket = new WebSocket(scheme + location.host + "/ws" + path + "/?preview=1");
     function show(data) {
       if (!data || !data.jpeg || preview.state !== "live") return;
       img.src = "data:image/jpeg;base64," + data.jpeg;
@@ -43,7 +42,7 @@
       if (socket.readyState === WebSocket.OPEN) socket.close();
     }
     socket.addEventListener("message", function (event) {
-      var msg = JSON.parse(event.data), data = msg.data || {};
+      const msg = JSON.parse(event.data), data = msg.data || {};
       if (msg.type === "hello") {
         if (data.ended || !data.live) { end("ended"); return; }
         preview.state = "live";
@@ -62,7 +61,7 @@
 
   // The link's data-browse-preview says what became of the preview (a redrawn link gets it again).
   function mark(path) {
-    var state = previews[path] && previews[path].state;
+    const state = previews[path] && previews[path].state;
     document.querySelectorAll("[data-watch-browser]").forEach(function (link) {
       if (link.getAttribute("href") === path && link.getAttribute("data-browse-preview") !== state) {
         link.setAttribute("data-browse-preview", state);
@@ -71,16 +70,16 @@
   }
 
   function attach(link) {
-    var path = link.getAttribute("href");
+    const path = link.getAttribute("href");
     if (!path || !PATH.test(path)) return;
-    var step = link.closest("[data-step]");
+    const step = link.closest("[data-step]");
     if (!step) return;
-    var preview = previews[path];
+    let preview = previews[path];
     if (!preview) {
       // A browse of the turn being written (the agent's own browser tools keep one view open past their first
       // step); a finished turn's browse has nothing to show.
-      var turn = step.closest("[data-turn]");
-      var live = step.getAttribute("data-status") === "running" || (turn && turn.getAttribute("aria-busy") === "true");
+      const turn = step.closest("[data-turn]");
+      const live = step.getAttribute("data-status") === "running" || (turn && turn.getAttribute("aria-busy") === "true");
       if (!live) return;
       preview = previews[path] = open(path);
     }
@@ -90,7 +89,7 @@
     if (step.nextSibling !== preview.box) step.parentNode.insertBefore(preview.box, step.nextSibling);
   }
 
-  var queued = false;
+  let queued = false;
   function scan() {
     queued = false;
     document.querySelectorAll("[data-step] [data-watch-browser]").forEach(attach);
@@ -107,4 +106,6 @@
   }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
   else start();
-})();
+}
+
+setUpBrowsePreview();

@@ -1,17 +1,18 @@
+import {csrf} from "./dom.js";
+
 // The Toolbox: a compact list (name, one line, on/off) with one capability's settings beside it, search, one
 // Save for the draft (each changed capability goes to its own endpoint, answered in JSON; problems are shown at
 // their setting, never under a bare "saved"), and a warning before leaving with unsaved changes.
-(function () {
-  "use strict";
-  var toolbox = document.querySelector("[data-toolbox]");
-  var input = document.querySelector("[data-toolbox-search]");
-  var group = document.querySelector("[data-advanced-group]");
-  var groupRow = document.querySelector("[data-toolbox-group]");
-  var savebar = document.querySelector("[data-toolbox-savebar]");
-  var status = document.querySelector("[data-toolbox-status]");
-  var stringsNode = document.getElementById("toolbox-strings");
-  var strings = stringsNode ? JSON.parse(stringsNode.textContent) : {};
-  var dirty = new Set(); // forms with changes not saved yet
+function setUpToolbox() {
+  const toolbox = document.querySelector("[data-toolbox]");
+  const input = document.querySelector("[data-toolbox-search]");
+  const group = document.querySelector("[data-advanced-group]");
+  const groupRow = document.querySelector("[data-toolbox-group]");
+  const savebar = document.querySelector("[data-toolbox-savebar]");
+  const status = document.querySelector("[data-toolbox-status]");
+  const stringsNode = document.getElementById("toolbox-strings");
+  const strings = stringsNode ? JSON.parse(stringsNode.textContent) : {};
+  const dirty = new Set(); // forms with changes not saved yet
   if (!toolbox) return;
 
   function article(id) { return document.getElementById("cap-" + id); }
@@ -19,7 +20,7 @@
 
   // ---- one capability at a time beside the list
   function select(id, focus) {
-    var chosen = article(id);
+    const chosen = article(id);
     if (!chosen) return;
     document.querySelectorAll("[data-capability]").forEach(function (card) { card.hidden = card !== chosen; });
     document.querySelectorAll("[data-toolbox-row]").forEach(function (r) {
@@ -30,16 +31,16 @@
   }
 
   function fromHash() {
-    var match = /^#cap-(.+)$/.exec(location.hash);
+    const match = /^#cap-(.+)$/.exec(location.hash);
     return match && article(match[1]) ? match[1] : null;
   }
 
-  var first = document.querySelector("[data-toolbox-row]");
+  const first = document.querySelector("[data-toolbox-row]");
   select(fromHash() || (first && first.getAttribute("data-toolbox-row")), false);
-  window.addEventListener("hashchange", function () { var id = fromHash(); if (id) select(id, true); });
+  window.addEventListener("hashchange", function () { const id = fromHash(); if (id) select(id, true); });
 
   toolbox.addEventListener("click", function (event) {
-    var link = event.target.closest && event.target.closest("[data-toolbox-open]");
+    const link = event.target.closest && event.target.closest("[data-toolbox-open]");
     if (!link) return;
     event.preventDefault();
     select(link.getAttribute("data-toolbox-open"), true);
@@ -49,13 +50,13 @@
   // ---- search the list
   if (input) {
     input.addEventListener("input", function () {
-      var q = input.value.trim().toLowerCase();
-      var advancedShown = false;
-      var shownFirst = null;
+      const q = input.value.trim().toLowerCase();
+      let advancedShown = false;
+      let shownFirst = null;
       document.querySelectorAll("[data-toolbox-row]").forEach(function (r) {
         r.hidden = !!q && r.getAttribute("data-search").indexOf(q) < 0;
         if (!r.hidden && !shownFirst) shownFirst = r;
-        var card = article(r.getAttribute("data-toolbox-row"));
+        const card = article(r.getAttribute("data-toolbox-row"));
         if (!r.hidden && group && card && group.contains(card)) advancedShown = true;
       });
       if (groupRow) groupRow.hidden = !!q && !advancedShown;
@@ -65,10 +66,10 @@
 
   // ---- on/off in the list is the capability's own switch
   toolbox.addEventListener("change", function (event) {
-    var target = event.target;
+    const target = event.target;
     if (target.matches("[data-toolbox-toggle]")) {
-      var id = target.getAttribute("data-toolbox-toggle");
-      var own = document.getElementById("cap-" + id + "-enabled");
+      const id = target.getAttribute("data-toolbox-toggle");
+      const own = document.getElementById("cap-" + id + "-enabled");
       if (own) {
         own.checked = target.checked;
         own.dispatchEvent(new Event("change", {bubbles: true}));
@@ -76,11 +77,11 @@
       select(id, false);
       return;
     }
-    var card = target.closest("[data-capability]");
+    const card = target.closest("[data-capability]");
     if (card && target.id === "cap-" + card.getAttribute("data-capability") + "-enabled") {
-      var toggle = document.querySelector('[data-toolbox-toggle="' + card.getAttribute("data-capability") + '"]');
+      const toggle = document.querySelector('[data-toolbox-toggle="' + card.getAttribute("data-capability") + '"]');
       if (toggle) toggle.checked = target.checked;
-      var settings = card.querySelector(".cap-settings");
+      const settings = card.querySelector(".cap-settings");
       if (settings && target.checked) settings.open = true; // what it needs comes into view
     }
   });
@@ -112,40 +113,35 @@
   if (!savebar) return;
   savebar.hidden = false;
 
-  function csrf(form) {
-    var field = form.querySelector("input[name=csrfmiddlewaretoken]");
-    return field ? field.value : "";
-  }
-
   function clearErrors(card) {
     card.querySelectorAll("[data-js-error]").forEach(function (node) { node.remove(); });
   }
 
   function showError(card, key, message) {
-    var note = document.createElement("p");
+    const note = document.createElement("p");
     note.className = "field-error";
     note.setAttribute("role", "alert");
     note.setAttribute("data-js-error", "");
     note.setAttribute("data-field-error", "");
     note.textContent = message;
-    var place = null;
+    let place = null;
     if (key.indexOf("config.") === 0) {
       place = card.querySelector('[data-config-field="' + key.slice(7).split(".")[0] + '"]');
     } else if (key === "secret_id") {
-      var select = card.querySelector("select[name=secret_id]");
-      place = select && select.parentNode;
+      const secret = card.querySelector("select[name=secret_id]");
+      place = secret && secret.parentNode;
     } else if (key.indexOf("tool_approval.") === 0 || key.indexOf("tool_overrides.") === 0) {
       place = card.querySelector('[data-tool="' + key.split(".")[1] + '"]');
     }
     (place || card.querySelector("[data-js-errors]") || card).appendChild(note);
-    var settings = card.querySelector(".cap-settings");
+    const settings = card.querySelector(".cap-settings");
     if (settings) settings.open = true;
   }
 
   function flagRow(id, bad) {
-    var r = row(id);
+    const r = row(id);
     if (!r) return;
-    var badge = r.querySelector("[data-row-problem]");
+    let badge = r.querySelector("[data-row-problem]");
     if (bad && !badge) {
       badge = document.createElement("span");
       badge.className = "badge warn";
@@ -158,8 +154,8 @@
   }
 
   function saveOne(form) {
-    var id = form.getAttribute("data-capability-form");
-    var card = article(id);
+    const id = form.getAttribute("data-capability-form");
+    const card = article(id);
     return fetch(form.action, {method: "POST", body: new FormData(form), credentials: "same-origin",
                                headers: {"Accept": "application/json", "X-CSRFToken": csrf(form)}})
       .then(function (response) {
@@ -167,15 +163,15 @@
       })
       .then(function (result) {
         clearErrors(card);
-        var problems = result.body.problems || {};
+        const problems = result.body.problems || {};
         Object.keys(problems).forEach(function (key) { showError(card, key, problems[key]); });
         if (!result.ok && !Object.keys(problems).length) showError(card, "", result.body.message || "");
         flagRow(id, Object.keys(problems).length > 0 || !result.ok);
         if (result.ok) dirty.delete(form);
         // A capability bound with this one (Visuals binds Charts) shows it was switched on.
         (result.body.also_bound || []).forEach(function (other) {
-          var own = document.getElementById("cap-" + other + "-enabled");
-          var toggle = document.querySelector('[data-toolbox-toggle="' + other + '"]');
+          const own = document.getElementById("cap-" + other + "-enabled");
+          const toggle = document.querySelector('[data-toolbox-toggle="' + other + '"]');
           if (own) own.checked = true;
           if (toggle) toggle.checked = true;
         });
@@ -184,17 +180,17 @@
   }
 
   savebar.querySelector("[data-toolbox-save]").addEventListener("click", function () {
-    var forms = Array.from(dirty).filter(function (form) { return form.hasAttribute("data-capability-form"); });
+    const forms = Array.from(dirty).filter(function (form) { return form.hasAttribute("data-capability-form"); });
     if (!forms.length) { say(strings.saved, "saved"); return; }
-    var button = this;
+    const button = this;
     button.disabled = true;
     say(strings.saving, "saving");
-    var outcomes = [];
+    const outcomes = [];
     forms.reduce(function (chain, form) {
       return chain.then(function () { return saveOne(form).then(function (o) { outcomes.push(o); }); });
     }, Promise.resolve()).then(function () {
-      var failed = outcomes.filter(function (o) { return !o.saved; });
-      var flawed = outcomes.filter(function (o) { return o.saved && o.problems; });
+      const failed = outcomes.filter(function (o) { return !o.saved; });
+      const flawed = outcomes.filter(function (o) { return o.saved && o.problems; });
       if (failed.length) {
         select(failed[0].id, true);
         say(strings.not_saved + " " + (failed[0].message || ""), "not-saved");
@@ -208,4 +204,6 @@
       say(strings.failed, "not-saved");
     }).then(function () { button.disabled = false; });
   });
-})();
+}
+
+setUpToolbox();

@@ -1,27 +1,28 @@
-// Small behaviours shared by every console page. No framework; htmx handles partial updates.
-(function () {
-  "use strict";
+// Small behaviours shared by every console page (no framework): the organization switch, the navigation drawer,
+// Copy buttons, and a question before a form that deletes (data-confirm: no handler in the markup, which the
+// Content-Security-Policy would refuse).
+function setUpPage() {
   document.documentElement.classList.add("js");
   document.addEventListener("change", function (event) {
-    var el = event.target;
+    const el = event.target;
     if (el.matches && el.matches("select[data-autosubmit]")) el.form.requestSubmit();
   });
   // The navigation drawer on narrow screens (console.css): the header's Menu button opens it; the button again,
   // Escape, the backdrop or following a link closes it, and focus goes back to the button.
   function setNav(open, focusButton) {
-    var toggle = document.querySelector("[data-nav-toggle]");
+    const toggle = document.querySelector("[data-nav-toggle]");
     if (!toggle) return;
     document.body.classList.toggle("nav-open", open);
     toggle.setAttribute("aria-expanded", open ? "true" : "false");
     if (open) {
-      var current = document.querySelector("#sidenav a[aria-current='page']") || document.querySelector("#sidenav a");
+      const current = document.querySelector("#sidenav a[aria-current='page']") || document.querySelector("#sidenav a");
       if (current) current.focus();
     } else if (focusButton) {
       toggle.focus();
     }
   }
   document.addEventListener("click", function (event) {
-    var toggle = event.target.closest ? event.target.closest("[data-nav-toggle]") : null;
+    const toggle = event.target.closest ? event.target.closest("[data-nav-toggle]") : null;
     if (toggle) { setNav(!document.body.classList.contains("nav-open"), true); return; }
     if (!document.body.classList.contains("nav-open")) return;
     if (event.target === document.body) setNav(false, true);  // the backdrop is the body's ::before
@@ -33,12 +34,16 @@
   window.addEventListener("resize", function () {
     if (document.body.classList.contains("nav-open") && window.matchMedia("(min-width: 821px)").matches) setNav(false, false);
   });
+  document.addEventListener("submit", function (event) {
+    const form = event.target;
+    if (form.matches && form.matches("form[data-confirm]") && !window.confirm(form.getAttribute("data-confirm"))) event.preventDefault();
+  });
   document.addEventListener("click", function (event) {
-    var button = event.target.closest ? event.target.closest("[data-copy]") : null;
+    const button = event.target.closest ? event.target.closest("[data-copy]") : null;
     if (!button) return;
-    var source = document.getElementById(button.getAttribute("data-copy"));
+    const source = document.getElementById(button.getAttribute("data-copy"));
     if (!source) return;
-    var text = source.value !== undefined ? source.value : source.textContent;
+    const text = source.value !== undefined ? source.value : source.textContent;
     if (navigator.clipboard) {
       navigator.clipboard.writeText(text).then(function () {
         button.setAttribute("data-copied", "true");
@@ -46,4 +51,6 @@
       });
     }
   });
-})();
+}
+
+setUpPage();

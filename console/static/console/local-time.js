@@ -1,8 +1,7 @@
 // <time data-local-time datetime="2026-12-05T07:30:00Z"> shown in the viewer's own timezone, as
 // "YYYY-MM-DD HH:MM <zone>". The server's text (another timezone, e.g. a trigger's) stays as the title, and is
 // what people without scripts see. No library: Intl.DateTimeFormat knows the browser's zone.
-(function () {
-  "use strict";
+function showLocalTimes() {
 
   function zone() {
     try {
@@ -13,15 +12,15 @@
   }
 
   function render(el, tz) {
-    var instant = new Date(el.getAttribute("datetime"));
+    const instant = new Date(el.getAttribute("datetime"));
     if (!tz || isNaN(instant.getTime())) return;
-    var parts = {};
+    const parts = {};
     new Intl.DateTimeFormat("en-US", {
       timeZone: tz, year: "numeric", month: "2-digit", day: "2-digit",
       hour: "2-digit", minute: "2-digit", hourCycle: "h23",
     }).formatToParts(instant).forEach(function (part) { parts[part.type] = part.value; });
     if (!el.title) el.title = el.textContent.replace(/\s+/g, " ").trim();
-    var label = document.createElement("span");
+    const label = document.createElement("span");
     label.className = "muted";
     label.textContent = tz;
     el.textContent = parts.year + "-" + parts.month + "-" + parts.day + " " + parts.hour + ":" + parts.minute + " ";
@@ -30,10 +29,12 @@
   }
 
   function renderAll(root) {
-    var tz = zone();
+    const tz = zone();
     (root || document).querySelectorAll("time[data-local-time]").forEach(function (el) { render(el, tz); });
   }
 
   renderAll(document);
-  document.addEventListener("htmx:afterSwap", function (event) { renderAll(event.target); });
-})();
+  document.addEventListener("agenticos:refreshed", function (event) { renderAll(event.detail.el); });
+}
+
+showLocalTimes();

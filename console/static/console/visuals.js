@@ -21,6 +21,11 @@
   var byId = {};       // visual id → {kind, content, images, title}
   var mounted = [];    // {iframe, el, digest, report, live}
   var options = {origin: null, reports: true, tiles: null};
+  // A drawing's frame loads FRAME_PATH from the deployment and is handed its document by message (load()), rather
+  // than a srcdoc: a srcdoc document inherits the page's Content-Security-Policy on top of its own, and the
+  // console's admits no inline script, so the drawing's scripts and handlers could not run.
+  var FRAME_PATH = "/apps/frame";
+  var loads = 0;
 
   function origin() { return options.origin || location.origin; }
   function libSource() { return origin() + LIB; }
@@ -68,8 +73,11 @@
   }
   // Until the call is complete: no scripts, no on* handlers, no javascript: URLs, nothing that navigates.
   // (The frame's policy refuses them as well; this keeps a half-written scene from even trying.)
+  // Handlers are cut from the text before it is parsed as well: Chromium checks a handler attribute against the
+  // page's Content-Security-Policy as the parser sets it, even in a DOMParser document that never runs it.
+  var HANDLER_ATTR = /([\s/"'])on[a-z]+\s*=\s*(?:"[^"]*"|'[^']*'|[^\s>]+)/gi;
   function inert(markup) {
-    var parsed = new DOMParser().parseFromString("<body>" + markup + "</body>", "text/html");
+    var parsed = new DOMParser().parseFromString("<body>" + String(markup).replace(HANDLER_ATTR, "$1") + "</body>", "text/html");
     parsed.querySelectorAll("script, iframe, object, embed, meta, base, frame, frameset").forEach(function (n) { n.remove(); });
     parsed.querySelectorAll("*").forEach(function (n) {
       Array.prototype.slice.call(n.attributes).forEach(function (a) {
@@ -316,7 +324,7 @@
       entry.ready = false;
       entry.report = false;
       iframe.__key = null;
-      iframe.srcdoc = documentFor(v.kind, v.kind === "mermaid" ? "" : v.content, v.images, true);
+      load(entry, documentFor(v.kind, v.kind === "mermaid" ? "" : v.content, v.images, true));
       return box;
     }
     var key = "final:" + v.kind + "\n" + v.content;
@@ -328,8 +336,14 @@
     entry.digest = null;
     entry.pending = null;
     sha256(v.kind + "\n" + v.content).then(function (d) { entry.digest = d; flush(entry); });
-    iframe.srcdoc = documentFor(v.kind, v.content, v.images, false);
+    load(entry, documentFor(v.kind, v.content, v.images, false));
     return box;
+  }
+
+  // The frame is (re)loaded; its document follows when it says it is ready (frame_ready, below).
+  function load(entry, html) {
+    entry.doc = html;
+    entry.iframe.src = origin() + FRAME_PATH + "?n=" + (++loads);
   }
 
   function flush(entry) {
@@ -383,7 +397,9 @@
     if ((data.agenticos === "height" || data.agenticos === "report") && data.height > 0) {
       entry.iframe.style.height = Math.min(Math.max(data.height, 120), 2000) + "px";
     }
-    if (data.agenticos === "live_ready") {
+    if (data.agenticos === "frame_ready") {
+      if (entry.doc) entry.iframe.contentWindow.postMessage({agenticos: "document", html: entry.doc}, "*");
+    } else if (data.agenticos === "live_ready") {
       if (!entry.live) return;  // a growing frame that was replaced by the finished drawing
       entry.ready = true;
       if (entry.liveText) entry.iframe.contentWindow.postMessage(JSON.parse(entry.liveText), "*");

@@ -9,6 +9,13 @@
   var $ = function (id) { return document.getElementById(id); };
   var log = $("log"), turnsEl = $("turns"), notices = $("notices"), form = $("composer"), input = $("input");
   var sendBtn = $("send"), statusEl = $("status");
+  // The header's logo goes when it cannot be read (a handler in the markup would be inline script, which the
+  // page's Content-Security-Policy refuses); it may have failed before this script ran.
+  var headerLogo = document.querySelector("img[data-logo]");
+  if (headerLogo) {
+    if (headerLogo.complete && !headerLogo.naturalWidth) headerLogo.remove();
+    else headerLogo.addEventListener("error", function () { headerLogo.remove(); });
+  }
   var socket = null, ready = false, refused = false, pendingFiles = [];
   var turns = [], live = AgenticTurn.stream(), queued = false;
   var h = AgenticTurn.h;
@@ -21,7 +28,7 @@
   function visitorKey() {
     var k = null;
     try { k = localStorage.getItem(storeKey); } catch (e) { k = null; }
-    if (!k || !/^[0-9a-f]{32,64}$/.test(k)) { k = newKey(); try { localStorage.setItem(storeKey, k); } catch (e) {} }
+    if (!k || !/^[0-9a-f]{32,64}$/.test(k)) { k = newKey(); try { localStorage.setItem(storeKey, k); } catch (e) { /* storage refused (private mode): a key per page load */ } }
     return k;
   }
   function urlVariables() {
@@ -147,7 +154,7 @@
   var newBtn = $("new-thread");
   if (newBtn) newBtn.onclick = function () {
     // The old thread is not deleted: it stops being the one this browser resumes.
-    try { localStorage.setItem(storeKey, newKey()); } catch (e) {}
+    try { localStorage.setItem(storeKey, newKey()); } catch (e) { /* storage refused: nothing to replace */ }
     if (socket) { socket.onclose = null; socket.close(); socket = null; }
     clearLog(); connect();
   };

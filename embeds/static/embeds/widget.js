@@ -57,7 +57,7 @@ function newKey() {
 function visitorKey() {
   var k = null;
   try { k = localStorage.getItem(storeKey); } catch (e) { k = null; }
-  if (!k || !/^[0-9a-f]{32,64}$/.test(k)) { k = newKey(); try { localStorage.setItem(storeKey, k); } catch (e) {} }
+  if (!k || !/^[0-9a-f]{32,64}$/.test(k)) { k = newKey(); try { localStorage.setItem(storeKey, k); } catch (e) { /* storage refused (private mode): a key per page load */ } }
   return k;
 }
 

@@ -1,0 +1,270 @@
+// Web chat's turns: the one turn renderer (turn.js) and what only web chat draws around it — a turn's foot
+// (errors, setup cards, a missing capability, next steps, usage), delegation panels, the message actions.
+import {h, fill} from "../dom.js";
+import {capabilityCard as sharedCapabilityCard} from "../cards.js";
+import {S, T, els, state, openSteps, followUpsByRun, currentAgent, money} from "./state.js";
+import {schedule, renderTranscript} from "./view.js";
+import {openFile, workspaceUrl} from "./files.js";
+import {sendText} from "./composer.js";
+import {fileChip} from "./attachments.js";
+import {liveTurn} from "./stream.js";
+
+const pretty = (value) => window.AgenticTurn.pretty(value);
+
+// A file the agent wrote is a card naming it, with Open and Download. The path is resolved against the
+// conversation's own listing, not trusted from the arguments (write_file("a.md") writes /workspace/a.md);
+// with no match the card is drawn without controls that would fail.
+function isFileCall(call) {
+  return (call.name === "write_file" || call.name === "edit_file") && call.status === "ok" &&
+    call.args && typeof call.args.path === "string";
+}
+function resolveFile(path) {
+  if (!state.workspaceFiles) return null;
+  const candidates = path.charAt(0) === "/" ? [path] : ["/workspace/" + path.replace(/^\.\//, ""), "/" + path];
+  return candidates.filter(function (c) { return state.workspaceFiles.indexOf(c) >= 0; })[0] || null;
+}
+function fileCard(call) {
+  if (!isFileCall(call)) return null;
+  const found = resolveFile(call.args.path);
+  const name = (found || call.args.path).replace(/^\/workspace\//, "");
+  const card = h("div", {class: "file-card", "data-file-card": found || ""}, [h("span", {class: "file-name", text: name})]);
+  if (found) {
+    const open = h("button", {type: "button", class: "link", text: T.files_open});
+    open.addEventListener("click", function () { openFile({path: found}); });
+    card.appendChild(h("span", {class: "file-actions"}, [open,
+      h("a", {href: workspaceUrl("/raw", found), download: "", text: T.files_download})]));
+  }
+  return h("div", {}, [card, h("pre", {class: "result-text", text: pretty(call.result)})]);
+}
+
+
+// The one turn renderer (turn.js), given what only web chat draws: delegation panels, a turn's foot, the
+// message actions, the person's turn with its files.
+export let renderer = null;
+let RT = {}, markdown = null, rail = null;
+export function setUpRenderer() {
+  renderer = window.AgenticTurn.create({
+    strings: T, phrases: S.phrases, fileCard, openSteps, onChange: () => renderTranscript(),
+    part(part, turn) {
+      if (part.type !== "delegation" || part.parent_task_id) return null; // a child is drawn inside its parent's panel
+      return delegationPanel(part, turn.parts);
+    },
+    head(turn) {
+      const name = turn.agent || "";
+      return h("header", {class: "turn-head"}, [h("span", {class: "avatar", "aria-hidden": "true", text: name.charAt(0).toUpperCase()}),
+                                                h("h3", {class: "agent-name", text: name})]);
+    },
+    foot: turnFoot,
+    actions: messageActions,
+    user: userTurn,
+    liveLinks: true,
+    // What a turn's foot depends on besides the turn itself: next steps that arrived live, the workspace listing,
+    // and whether it is the last message of its kind while nothing runs (which offers Regenerate / Edit).
+    version(turn) {
+      return [followUpsByRun[turn.run_id] || null, state.workspaceFiles, state.capabilityCards, state.capabilityOutcomes,
+              lastOfItsKind(turn) && !state.busy];
+    },
+  });
+  RT = renderer.strings;  // the renderer's strings: the server's, with English defaults for newer labels
+  markdown = renderer.markdown;
+  rail = renderer.rail;
+}
+
+
+// ---------------------------------------------------------------- message actions
+
+function lastOfItsKind(turn) {
+  for (let i = state.turns.length - 1; i >= 0; i--) if (state.turns[i].role === turn.role) return state.turns[i] === turn;
+  return false;
+}
+function lastUserText(before) {
+  const end = before === undefined ? state.turns.length : before;
+  for (let i = end - 1; i >= 0; i--) if (state.turns[i].role === "user") return state.turns[i].text || "";
+  return "";
+}
+// Copy on every message; on the last answer Regenerate (the same prompt again, as a new turn through the one
+// send path), on the person's last message Edit and resend (its text back in the composer). Neither while a
+// turn runs: one turn at a time.
+function messageActions(turn) {
+  const out = [];
+  if (renderer.messageText(turn)) out.push(renderer.copyButton(function () { return renderer.messageText(turn); }));
+  if (!els.composer || state.busy || !lastOfItsKind(turn)) return out;
+  if (turn.role === "assistant" && state.turns[state.turns.length - 1] === turn) {
+    const prompt = lastUserText(state.turns.indexOf(turn));
+    if (prompt) {
+      const again = h("button", {type: "button", class: "link turn-action", "data-action": "regenerate", text: RT.regenerate});
+      again.addEventListener("click", function () { if (!state.busy) sendText(prompt); });
+      out.push(again);
+    }
+  }
+  if (turn.role === "user") {
+    const edit = h("button", {type: "button", class: "link turn-action", "data-action": "edit", text: RT.edit_message,
+                           title: RT.edit_resend});  // named "Edit": a name with "send" would be a second Send
+    edit.addEventListener("click", editLastMessage);
+    out.push(edit);
+  }
+  return out;
+}
+export function editLastMessage() {
+  const text = lastUserText();
+  if (!els.textarea || !text) return false;
+  els.textarea.value = text;
+  els.textarea.focus();
+  els.textarea.setSelectionRange(text.length, text.length);
+  return true;
+}
+
+
+// ---------------------------------------------------------------- turns
+
+// The person's message, with the files it carried (name, type, size) above its text — live and reopened alike.
+function userTurn(turn) {
+  const files = turn.attachments || [];
+  const actions = messageActions(turn);
+  return h("article", {class: "turn turn-user", "data-turn": "user"}, [
+    h("h3", {class: "visually-hidden", text: T.you}),
+    h("div", {class: "turn-user-body"}, [
+      files.length ? h("ul", {class: "message-files", "data-message-files": "", "aria-label": T.attached_files},
+                       files.map(function (f) { return fileChip(f); })) : null,
+      turn.text || !files.length ? h("div", {class: "bubble", text: turn.text || ""}) : null,
+      actions.length ? h("div", {class: "turn-actions", role: "group", "data-turn-actions": ""}, actions) : null,
+    ]),
+  ]);
+}
+
+function turnFoot(turn) {
+  const out = [];
+  if (turn.error) out.push(h("p", {class: "turn-error", role: "alert", text: fill(T.error, {message: turn.error})}));
+  else if (turn.stopped || (turn.usage && turn.usage.status === "cancelled")) {
+    out.push(h("p", {class: "turn-stopped muted", "data-stopped": "", text: T.stopped}));
+  }
+  let cards = [];
+  (turn.parts || []).forEach(function (p) {
+    const r = p.type === "tool" && p.call.name === "propose_setup" ? p.call.result : null;
+    if (r && r.cards) cards = cards.concat(r.cards);
+  });
+  if (cards.length) out.push(setupCards(cards.slice(0, 3)));
+  (turn.parts || []).forEach(function (p) {
+    // The card is drawn from the request_capability call itself, so a reopened conversation shows it again.
+    if (p.type === "tool" && p.call.name === "request_capability" && p.call.status === "ok" && p.call.args &&
+        p.call.args.capability_id) out.push(capabilityCard(p.call.args));
+  });
+  const steps = turn.follow_ups && turn.follow_ups.length ? turn.follow_ups : followUpsByRun[turn.run_id];
+  if (steps && steps.length) out.push(followUps(steps));
+  if (turn.usage && turn.usage.status && turn.usage.status !== "running" && turn.usage.status !== "queued") {
+    const cost = fill(turn.usage.cost_is_partial ? T.cost_partial : T.cost, {cost: money(turn.usage.cost_usd)});
+    out.push(h("p", {class: "turn-usage", "data-turn-usage": ""}, [
+      h("span", {"data-tokens": "", text: fill(T.tokens, {input: turn.usage.input_tokens, output: turn.usage.output_tokens})}),
+      " · ", h("span", {"data-cost": "", text: cost}),
+    ]));
+  }
+  return out;
+}
+
+// Suggested next steps (capabilities/follow_ups): buttons under the answer; a click sends the text.
+function followUps(steps) {
+  const group = h("div", {class: "follow-ups", role: "group", "aria-label": T.follow_ups, "data-follow-ups": ""});
+  steps.forEach(function (text) {
+    const b = h("button", {type: "button", class: "button follow-up", "data-follow-up": "", text: text});
+    b.addEventListener("click", function () { sendText(text); });
+    group.appendChild(b);
+  });
+  return group;
+}
+
+// propose_setup's cards (capabilities/follow_ups): a routine opens this agent's Triggers, an agent New agent;
+// a connection names the service (this console has no connection page to open yet).
+function setupCards(cards) {
+  const group = h("div", {class: "setup-cards", "data-setup-cards": ""});
+  cards.forEach(function (c) {
+    const card = h("section", {class: "setup-card", "data-setup-card": c.kind}, [
+      h("span", {class: "badge", text: T["setup_" + c.kind] || c.kind}),
+      h("h4", {text: c.title}),
+      c.detail ? h("p", {class: "muted", text: c.detail}) : null,
+      c.schedule ? h("p", {class: "muted", text: c.schedule}) : null,
+    ]);
+    const href = c.kind === "trigger" && S.agent_id ? "/agents/" + S.agent_id + "/triggers/" : c.kind === "agent" ? "/agents/new" : "";
+    if (href) card.appendChild(h("a", {class: "button", href: href, text: T["setup_open_" + c.kind]}));
+    group.appendChild(card);
+  });
+  return group;
+}
+
+// A delegation is a panel, not a pause: the specialist's own text and steps, its name, status and cost.
+// A specialist that delegates in turn is drawn inside the panel of the delegation it was made in.
+function delegationPanel(part, siblings) {
+  const status = part.status || "running";
+  const head = [h("span", {class: "delegation-name", "data-delegation-name": "", text: fill(T.delegation_title, {name: part.name})}),
+              h("span", {class: "delegation-status", "data-delegation-status": status,
+                         text: T["delegation_" + status] || status})];
+  if (part.usage) {
+    head.push(h("span", {class: "delegation-usage muted", "data-delegation-usage": "",
+      text: fill(T.delegation_usage, {tokens: Number(part.usage.input_tokens || 0) + Number(part.usage.output_tokens || 0),
+                                      cost: money(part.usage.cost_usd)})}));
+  }
+  const inner = h("div", {class: "delegation-body"});
+  let batch = [];
+  function flush() { if (batch.length) { inner.appendChild(rail(batch)); batch = []; } }
+  (part.parts || []).forEach(function (p) {
+    if (p.type === "tool") {
+      batch.push({id: p.tool_call_id, name: p.tool_name, args: p.args || {}, result: p.result, status: p.status});
+      return;
+    }
+    flush();
+    if (p.type === "text") {
+      const md = markdown(p.text);
+      md.className = "answer markdown";
+      md.setAttribute("data-part", "text");
+      inner.appendChild(md);
+    }
+    else if (p.type === "thinking") inner.appendChild(h("details", {class: "thinking"}, [h("summary", {text: T.thinking}),
+                                                                                     h("div", {class: "thinking-text", text: p.text})]));
+  });
+  flush();
+  (siblings || []).forEach(function (child) {
+    if (child.type === "delegation" && child.parent_task_id === part.task_id) inner.appendChild(delegationPanel(child, siblings));
+  });
+  return h("section", {class: "delegation status-" + status, "data-delegation": part.task_id,
+                       "data-depth": String(part.depth || 1)}, [h("header", {class: "delegation-head"}, head), inner]);
+}
+function findDelegation(taskId) {
+  for (let i = state.turns.length - 1; i >= 0; i--) {
+    const parts = state.turns[i].parts || [];
+    for (let j = 0; j < parts.length; j++) if (parts[j].type === "delegation" && parts[j].task_id === taskId) return parts[j];
+  }
+  return null;
+}
+export function delegationFor(d) {
+  let found = findDelegation(d.task_id);
+  if (found) return found;
+  found = {type: "delegation", task_id: d.task_id, parent_task_id: d.parent_task_id || null, depth: d.depth || 1,
+           name: d.name || "", status: "running", parts: [], usage: null};
+  liveTurn().parts.push(found);
+  return found;
+}
+
+
+// ---------------------------------------------------------------- a missing capability
+
+// The card is drawn from the request_capability call itself, so a reopened conversation shows it again. The
+// capability_missing frame's data (name, offers, whether this person may enable it) is used when it came; a
+// conversation reopened later knows only the call's arguments, and whether this person may edit the agent
+// (S.agents[].can_edit).
+function capabilityCard(args) {
+  const id = String(args.capability_id);
+  const agent = currentAgent();
+  const data = state.capabilityCards[id] || {capability: {id: id, name: window.AgenticTurn.humanize(id)}, reason: args.reason,
+                                             agent_id: S.agent_id, can_enable: !!(agent && agent.can_edit)};
+  const capability = data.capability || {id: id};
+  const action = data.can_enable ? "enable" : "request";
+  return sharedCapabilityCard({
+    capability, reason: data.reason || args.reason, canEnable: data.can_enable, outcome: state.capabilityOutcomes[id],
+    url: "/api/v1/agents/" + encodeURIComponent(data.agent_id || S.agent_id) + "/capabilities/" +
+         encodeURIComponent(capability.id) + "/" + action,
+    strings: {missing: T.capability_missing, enable: T.capability_enable, ask: T.capability_ask},
+    onOutcome(outcome) {
+      state.capabilityOutcomes = Object.assign({}, state.capabilityOutcomes, {[id]: outcome});  // a new version: the foot is drawn again
+      schedule();
+    },
+  });
+}

@@ -1,0 +1,73 @@
+// Drawing web chat: the transcript (on the next animation frame, once per batch of frames), the pending
+// requests, the usage strip, notices and the conversation list's new entry.
+import {h, fill} from "../dom.js";
+import {S, T, els, state, currentAgent, money} from "./state.js";
+import {renderer} from "./turns.js";
+import {renderRequests} from "./requests.js";
+
+let renderQueued = false;
+
+export function renderTranscript() {
+  renderQueued = false;
+  const atBottom = els.transcript.scrollHeight - els.transcript.scrollTop - els.transcript.clientHeight < 80;
+  renderer.render(els.transcript, state.turns);  // keyed: only what changed is drawn again
+  if (atBottom) els.transcript.scrollTop = els.transcript.scrollHeight;
+  renderRequests();
+  renderUsage();
+}
+export function schedule() {
+  if (renderQueued) return;
+  renderQueued = true;
+  window.requestAnimationFrame(renderTranscript);
+}
+
+
+// ---------------------------------------------------------------- usage strip
+
+export function renderUsage() {
+  if (!els.usage) return;
+  els.usage.innerHTML = "";
+  const agent = currentAgent();
+  if (agent) {
+    els.usage.appendChild(h("span", {"data-agent-budget": "", text: agent.budget.limit === null ? T.agent_no_budget :
+      fill(T.agent_budget, {spent: money(agent.budget.spent), limit: money(agent.budget.limit)})}));
+  }
+  const org = S.org_budget;
+  if (org.limit !== null && Number(org.limit) > 0 && Number(org.spent) / Number(org.limit) >= 0.8) {
+    els.usage.appendChild(h("span", {"data-org-budget": "", text: fill(T.org_budget, {
+      percent: Math.round(Number(org.spent) / Number(org.limit) * 100), limit: money(org.limit)})}));
+  }
+  if (state.lastUsage) {
+    els.usage.appendChild(h("span", {"data-last-usage": "", text: fill(T.tokens, {input: state.lastUsage.input_tokens,
+      output: state.lastUsage.output_tokens}) + " · " + fill(T.cost, {cost: money(state.lastUsage.cost_usd)})}));
+  }
+  if (state.workspaceFill !== null) {  // the workspace counts like the money: a full one refuses writes
+    els.usage.appendChild(h("span", {"data-workspace-fill": "", text: fill(T.workspace_fill, {percent: state.workspaceFill})}));
+  }
+}
+
+export function showNotice(text) {
+  if (!els.requests) return;
+  const note = h("p", {class: "notice", role: "status", text: text});
+  els.requests.parentNode.insertBefore(note, els.requests);
+  setTimeout(function () { note.remove(); }, 4000);
+}
+
+// A new conversation joins the list at once, so it can be reopened without a reload.
+export function addConversationLink(id, title) {
+  const aside = document.querySelector(".conversations");
+  if (!aside) return;
+  let list = aside.querySelector(".conversation-list");
+  if (!list) {
+    const empty = aside.querySelector(".empty");
+    if (empty) empty.remove();
+    list = h("ul", {class: "conversation-list"});
+    aside.appendChild(list);
+  }
+  list.querySelectorAll("[aria-current]").forEach(function (a) { a.removeAttribute("aria-current"); });
+  const agent = currentAgent();
+  list.insertBefore(h("li", {}, [h("a", {href: S.urls.chat + id + "/", "aria-current": "page"}, [
+    h("span", {class: "conv-title", text: title || (agent ? agent.name : "")}),
+    h("span", {class: "conv-meta", text: agent ? agent.name : ""}),
+  ])]), list.firstChild);
+}
