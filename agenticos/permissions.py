@@ -45,6 +45,7 @@ PERMISSIONS: dict[str, str] = {
     "bots:manage": "Register channel bots and bindings",
     "knowledge:manage": "Manage collections, documents, context files and skills",
     "skills:edit": "Accept or discard skill edits proposed by agents",
+    "signin:manage": "Configure sign-in: single sign-on, verified domains, require SSO",
 }
 
 _VIEWER = {"agents:view", "secrets:view"}
@@ -69,7 +70,8 @@ _ADMIN = _BUILDER | {
     "audit:read",
 }
 ROLE_PERMISSIONS: dict[str, frozenset[str]] = {
-    Role.OWNER: frozenset(_ADMIN),
+    # Sign-in decides who the organization is: only its owners change it.
+    Role.OWNER: frozenset(_ADMIN | {"signin:manage"}),
     Role.ADMIN: frozenset(_ADMIN),
     Role.BUILDER: frozenset(_BUILDER),
     Role.MEMBER: frozenset(_MEMBER),
@@ -111,10 +113,22 @@ def scope_allows(scope: str, method: str, permission: str | None) -> bool:
     return permission is not None and permission in allowed
 
 
+def permissions_of(role: str | None) -> frozenset[str]:
+    """What `role` may do: the one permission map every check reads."""
+    if role is None:
+        return frozenset()
+    return ROLE_PERMISSIONS.get(role, frozenset())
+
+
+def role_exists(organization_id: object, role: str) -> bool:
+    """Whether `role` is a role members of `organization_id` may hold."""
+    return role in ROLE_PERMISSIONS
+
+
 def role_has(role: str | None, permission: str) -> bool:
     if permission not in PERMISSIONS:
         raise KeyError(f"unknown permission {permission!r}")
-    return role is not None and permission in ROLE_PERMISSIONS.get(role, frozenset())
+    return permission in permissions_of(role)
 
 
 def outranks(role_a: str, role_b: str) -> bool:

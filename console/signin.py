@@ -1,0 +1,183 @@
+"""Signing in, and Settings → Sign-in and Sessions.
+
+The sign-in page sends `ada@acme.com` to Acme's identity provider when acme.com is a verified domain of an
+organization with single sign-on (always when the organization requires it; on the SSO button otherwise), and
+signs in with a password otherwise (identity.backends refuses it for members of an organization that requires SSO).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth import views as auth_views
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.urls import path, reverse
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_POST
+
+from agenticos.errors import Conflict, Invalid
+from agenticos.models import Membership
+from agenticos.permissions import Role
+from agenticos.tenancy import Actor, org_get, org_queryset
+from console.base import console_view, problems_by_field
+from console.settings_views import _page
+from identity import oidc, services, sessions
+from identity.models import OidcConnection, VerifiedDomain
+
+
+class SignInView(auth_views.LoginView):
+    redirect_authenticated_user = True
+
+    def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        email = request.POST.get("username", "")
+        connection = services.connection_for_email(email)
+        asked_sso = "sso" in request.POST
+        if connection is not None:
+            if asked_sso or not request.POST.get("password"):
+                return self._to_provider(request, connection)
+            if connection.require_sso and not self._break_glass(connection, email):
+                return self._to_provider(request, connection)  # the password is never even checked
+        elif asked_sso:
+            form = self.get_form()
+            form.is_valid()
+            form.add_error(None, _("No single sign-on is set up for this e-mail address's domain."))
+            return self.form_invalid(form)
+        return super().post(request, *args, **kwargs)
+
+    def form_invalid(self, form: Any) -> HttpResponse:
+        if getattr(self.request, "sso_required", False):
+            form.errors.pop("__all__", None)
+            form.add_error(None, _("Your organization signs in with single sign-on: use the button below."))
+        return super().form_invalid(form)
+
+    @staticmethod
+    def _break_glass(connection: OidcConnection, email: str) -> bool:
+        """Whether `email` is the owner who keeps password sign-in (then a typed password is honoured)."""
+        glass = connection.break_glass_user
+        return glass is not None and glass.email == (email or "").strip().lower()
+
+    @staticmethod
+    def _to_provider(request: HttpRequest, connection: OidcConnection) -> HttpResponse:
+        # allauth's own login view starts the flow (state, nonce, PKCE) and redirects to the IdP.
+        return oidc.login(request, provider_id=connection.slug)
+
+
+# ------------------------------------------------------------------ Settings → Sign-in
+
+
+def _json_map(raw: str) -> dict[str, str]:
+    if not raw.strip():
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        raise Invalid("The role map is not JSON.", details={"problems": [
+            {"field": "role_map", "message": 'Write {"group": "role"}.'}]}) from None
+    return value if isinstance(value, dict) else {"": ""}
+
+
+@console_view("signin:manage")
+def sign_in_settings(request: HttpRequest, actor: Actor) -> HttpResponse:
+    errors: dict[str, str] = {}
+    connection = OidcConnection.objects.filter(organization=actor.organization).select_related(
+        "break_glass_user").first()
+    if request.method == "POST":
+        action = request.POST.get("action", "")
+        try:
+            if action == "save":
+                services.configure_oidc(
+                    actor=actor, display_name=request.POST.get("display_name", ""),
+                    issuer_url=request.POST.get("issuer_url", ""), client_id=request.POST.get("client_id", ""),
+                    client_secret=request.POST.get("client_secret", ""),
+                    default_role=request.POST.get("default_role", Role.MEMBER),
+                    role_claim=request.POST.get("role_claim", ""), role_map=_json_map(request.POST.get("role_map", "")),
+                    enabled=request.POST.get("enabled") == "on")
+                messages.success(request, _("Single sign-on saved."))
+            elif action == "require":
+                services.set_require_sso(actor=actor, require=request.POST.get("require_sso") == "on",
+                                         break_glass_user_id=request.POST.get("break_glass_user") or None)
+                messages.success(request, _("Saved."))
+            elif action == "delete":
+                services.delete_oidc(actor=actor)
+                messages.success(request, _("Single sign-on removed."))
+            elif action == "domain":
+                services.claim_domain(actor=actor, domain=request.POST.get("domain", ""))
+                messages.success(request, _("Publish the TXT record, then verify the domain."))
+            return redirect("signin:settings")
+        except (Invalid, Conflict) as exc:
+            errors = problems_by_field(exc) or {"all": exc.message}
+    callback = (f"{settings.FRONTEND_URL}{reverse('openid_connect_callback', args=[connection.slug])}"
+                if connection else "")
+    owners = org_queryset(actor, Membership).filter(role=Role.OWNER, is_suspended=False).select_related("user")
+    return _page(request, "console/settings/signin.html", "signin", {
+        "connection": connection, "callback_url": callback, "errors": errors, "form": request.POST,
+        "domains": org_queryset(actor, VerifiedDomain), "txt_prefix": services.TXT_PREFIX, "owners": owners,
+        "roles": [(v, label) for v, label in Role.choices if v != Role.OWNER],
+        "role_map_text": json.dumps(connection.role_map) if connection and connection.role_map else "",
+    }, status=422 if errors else 200)
+
+
+@require_POST
+@console_view("signin:manage")
+def domain_action(request: HttpRequest, actor: Actor, domain_id: int) -> HttpResponse:
+    domain = org_get(actor, VerifiedDomain, domain_id)
+    try:
+        if request.POST.get("action") == "remove":
+            services.remove_domain(actor=actor, domain=domain)
+            messages.success(request, _("Domain removed."))
+        else:
+            services.verify_domain(actor=actor, domain=domain)
+            messages.success(request, _("Domain verified."))
+    except (Invalid, Conflict) as exc:
+        messages.error(request, exc.message)
+    return redirect("signin:settings")
+
+
+# ------------------------------------------------------------------ Settings → Sessions
+
+
+@console_view()
+def my_sessions(request: HttpRequest, actor: Actor) -> HttpResponse:
+    current = request.session.session_key
+    return _page(request, "console/settings/sessions.html", "sessions", {
+        "sessions": sessions.active_sessions(actor.user), "current_key": current})  # type: ignore[arg-type]
+
+
+@require_POST
+@console_view()
+def end_sessions(request: HttpRequest, actor: Actor) -> HttpResponse:
+    actor.extra["ip"] = request.META.get("REMOTE_ADDR")
+    session_id = request.POST.get("session")
+    if session_id:
+        sessions.sign_out_session(actor=actor, session_id=int(session_id) if session_id.isdigit() else 0)
+        messages.success(request, _("That session was signed out."))
+    else:
+        ended = sessions.sign_out_others(actor=actor, current_key=request.session.session_key)
+        messages.success(request, _("Signed out of %(n)d other sessions.") % {"n": ended})
+    return redirect("signin:sessions")
+
+
+@require_POST
+@console_view("signin:manage")
+def sign_member_out(request: HttpRequest, actor: Actor, membership_id: int) -> HttpResponse:
+    membership = org_get(actor, Membership, membership_id,
+                         queryset=org_queryset(actor, Membership).select_related("user"))
+    actor.extra["ip"] = request.META.get("REMOTE_ADDR")
+    ended = sessions.sign_out_everywhere(actor=actor, membership=membership)
+    messages.success(request, _("%(email)s was signed out of %(n)d sessions.") % {
+        "email": membership.user.email, "n": ended})
+    return redirect("console:settings-members")
+
+
+app_name = "signin"
+urlpatterns = [
+    path("settings/sign-in/", sign_in_settings, name="settings"),
+    path("settings/sign-in/domains/<int:domain_id>", domain_action, name="domain"),
+    path("settings/sessions/", my_sessions, name="sessions"),
+    path("settings/sessions/sign-out", end_sessions, name="sessions-end"),
+    path("settings/members/<int:membership_id>/sign-out", sign_member_out, name="member-sign-out"),
+]
