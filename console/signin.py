@@ -112,12 +112,19 @@ def sign_in_settings(request: HttpRequest, actor: Actor) -> HttpResponse:
             errors = problems_by_field(exc) or {"all": exc.message}
     callback = (f"{settings.FRONTEND_URL}{reverse('openid_connect_callback', args=[connection.slug])}"
                 if connection else "")
+    values = {"display_name": connection.display_name if connection else "",
+              "issuer_url": connection.issuer_url if connection else "",
+              "client_id": connection.client_id if connection else "",
+              "role_claim": connection.role_claim if connection else "groups",
+              "default_role": connection.default_role if connection else Role.MEMBER,
+              "role_map": json.dumps(connection.role_map) if connection and connection.role_map else ""}
+    if errors:  # the form as typed, without the secret
+        values.update({k: request.POST.get(k, "") for k in values})
     owners = org_queryset(actor, Membership).filter(role=Role.OWNER, is_suspended=False).select_related("user")
     return _page(request, "console/settings/signin.html", "signin", {
-        "connection": connection, "callback_url": callback, "errors": errors, "form": request.POST,
+        "connection": connection, "callback_url": callback, "errors": errors, "values": values,
         "domains": org_queryset(actor, VerifiedDomain), "txt_prefix": services.TXT_PREFIX, "owners": owners,
         "roles": [(v, label) for v, label in Role.choices if v != Role.OWNER],
-        "role_map_text": json.dumps(connection.role_map) if connection and connection.role_map else "",
     }, status=422 if errors else 200)
 
 

@@ -35,6 +35,7 @@ def _form(idp, **extra):
 
 def test_an_owner_configures_sso_and_the_secret_is_sealed_and_never_shown(org, owner, idp):
     client = _client(owner)
+    assert client.get("/settings/sign-in/").status_code == 200  # nothing configured yet
     response = client.post("/settings/sign-in/", _form(idp))
     assert response.status_code == 302
     connection = OidcConnection.objects.get(organization=org)
