@@ -20,6 +20,7 @@ api_v1 = [
     path("", include("capabilities.artifacts.urls")),
     path("", include("capabilities.visuals.urls")),
     path("", include("notifications.urls")),
+    path("", include("identity.api_urls")),
 ]
 
 urlpatterns = [

@@ -13,20 +13,23 @@ from typing import Any
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import views as auth_views
+from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.urls import path, reverse
+from django.utils.http import urlencode
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from agenticos.errors import Conflict, Invalid
 from agenticos.models import Membership
-from agenticos.permissions import Role
+from agenticos.permissions import PERMISSIONS, Role
 from agenticos.tenancy import Actor, org_get, org_queryset
 from console.base import console_view, problems_by_field
 from console.settings_views import _page
-from identity import oidc, services, sessions
-from identity.models import OidcConnection, VerifiedDomain
+from identity import api as identity_api
+from identity import audit_log, oidc, roles, services, sessions
+from identity.models import CustomRole, OidcConnection, VerifiedDomain
 
 
 class SignInView(auth_views.LoginView):
@@ -124,7 +127,7 @@ def sign_in_settings(request: HttpRequest, actor: Actor) -> HttpResponse:
     return _page(request, "console/settings/signin.html", "signin", {
         "connection": connection, "callback_url": callback, "errors": errors, "values": values,
         "domains": org_queryset(actor, VerifiedDomain), "txt_prefix": services.TXT_PREFIX, "owners": owners,
-        "roles": [(v, label) for v, label in Role.choices if v != Role.OWNER],
+        "roles": [(v, label) for v, label in roles.role_choices(actor.organization.pk) if v != Role.OWNER],
     }, status=422 if errors else 200)
 
 
@@ -142,6 +145,87 @@ def domain_action(request: HttpRequest, actor: Actor, domain_id: int) -> HttpRes
     except (Invalid, Conflict) as exc:
         messages.error(request, exc.message)
     return redirect("signin:settings")
+
+
+# ------------------------------------------------------------------ Settings → Roles
+
+
+def _role_form(request: HttpRequest) -> dict[str, Any]:
+    return {"name": request.POST.get("name", ""), "description": request.POST.get("description", ""),
+            "permissions": request.POST.getlist("permissions")}
+
+
+@console_view("roles:manage")
+def role_list(request: HttpRequest, actor: Actor) -> HttpResponse:
+    errors: dict[str, str] = {}
+    form: dict[str, Any] = {"name": "", "description": "", "permissions": []}
+    preset = request.GET.get("preset", "")
+    if preset in roles.preset_permissions():
+        form["permissions"] = roles.preset_permissions()[preset]
+    if request.method == "POST":
+        form = _role_form(request)
+        try:
+            roles.create_role(actor=actor, **form)
+            messages.success(request, _("Role created."))
+            return redirect("signin:roles")
+        except (Invalid, Conflict) as exc:
+            errors = problems_by_field(exc) or {"all": exc.message}
+    return _page(request, "console/settings/roles.html", "roles", {
+        "custom_roles": org_queryset(actor, CustomRole), "catalog": _catalog(form["permissions"]),
+        "presets": Role.choices, "form": form, "errors": errors}, status=422 if errors else 200)
+
+
+def _catalog(checked: list[str]) -> list[dict[str, Any]]:
+    return [{"id": p, "description": PERMISSIONS[p], "checked": p in checked} for p in roles.COMPOSABLE]
+
+
+@console_view("roles:manage")
+def role_edit(request: HttpRequest, actor: Actor, role_id: int) -> HttpResponse:
+    role = org_get(actor, CustomRole, role_id)
+    errors: dict[str, str] = {}
+    form: dict[str, Any] = {"name": role.name, "description": role.description, "permissions": role.permissions}
+    if request.method == "POST":
+        try:
+            if request.POST.get("action") == "delete":
+                roles.delete_role(actor=actor, role=role)
+                messages.success(request, _("Role deleted."))
+            else:
+                form = _role_form(request)
+                roles.update_role(actor=actor, role=role, **form)
+                messages.success(request, _("Role saved."))
+            return redirect("signin:roles")
+        except (Invalid, Conflict) as exc:
+            errors = problems_by_field(exc) or {"all": exc.message}
+    holders = org_queryset(actor, Membership).filter(role=role.key).select_related("user")
+    return _page(request, "console/settings/role_edit.html", "roles", {
+        "role": role, "catalog": _catalog(form["permissions"]), "form": form, "errors": errors,
+        "holders": holders}, status=422 if errors else 200)
+
+
+# ------------------------------------------------------------------ Settings → Audit
+
+AUDIT_FILTER_NAMES = ("actor", "action", "object", "since", "until")
+
+
+@console_view("audit:read")
+def audit_page(request: HttpRequest, actor: Actor) -> HttpResponse:
+    filters = {k: request.GET.get(k, "") for k in AUDIT_FILTER_NAMES}
+    try:
+        qs = audit_log.events(actor, filters).order_by("-created_at", "-id")
+        error = ""
+    except Invalid as exc:
+        qs, error = audit_log.events(actor, {}).none(), exc.message
+    page = Paginator(qs, 50).get_page(request.GET.get("page"))
+    query = urlencode({k: v for k, v in filters.items() if v})
+    return _page(request, "console/settings/audit.html", "audit", {
+        "page": page, "filters": filters, "query": query, "error": error}, status=422 if error else 200)
+
+
+@console_view("audit:read")
+def audit_export(request: HttpRequest, actor: Actor) -> HttpResponse:
+    actor.extra["ip"] = request.META.get("REMOTE_ADDR")
+    # A streamed body (an export may be large); console_view's type names the common case.
+    return identity_api.export_response(actor, request.GET)  # type: ignore[return-value]
 
 
 # ------------------------------------------------------------------ Settings → Sessions
@@ -184,6 +268,10 @@ app_name = "signin"
 urlpatterns = [
     path("settings/sign-in/", sign_in_settings, name="settings"),
     path("settings/sign-in/domains/<int:domain_id>", domain_action, name="domain"),
+    path("settings/roles/", role_list, name="roles"),
+    path("settings/roles/<int:role_id>/", role_edit, name="role"),
+    path("settings/audit/", audit_page, name="audit"),
+    path("settings/audit/export", audit_export, name="audit-export"),
     path("settings/sessions/", my_sessions, name="sessions"),
     path("settings/sessions/sign-out", end_sessions, name="sessions-end"),
     path("settings/members/<int:membership_id>/sign-out", sign_member_out, name="member-sign-out"),

@@ -98,3 +98,26 @@ class UserSession(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} · {self.method} · {self.created_at:%Y-%m-%d %H:%M}"
+
+
+class CustomRole(models.Model):
+    """A role an organization's owners composed from the permission catalog (agenticos.permissions.PERMISSIONS).
+    Members hold it as the role key "custom:<id>"; the kernel reads its permissions through identity.roles."""
+
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="custom_roles")
+    name = models.CharField(max_length=80)
+    description = models.CharField(max_length=300, blank=True)
+    permissions = models.JSONField(default=list)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [models.UniqueConstraint(fields=["organization", "name"], name="custom_role_unique_name")]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def key(self) -> str:
+        return f"custom:{self.pk}"
