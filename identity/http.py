@@ -16,7 +16,7 @@ import requests
 from requests.auth import HTTPBasicAuth
 from requests.structures import CaseInsensitiveDict
 
-from capabilities import netguard
+from agenticos import netguard
 
 # The operator's list of IdP hosts that may be on internal addresses (a Keycloak inside the company network).
 SSO_HOSTS = "SSO_ALLOWED_PRIVATE_HOSTS"

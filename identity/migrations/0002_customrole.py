@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('agenticos', '0005_remove_membership_membership_role_valid_and_more'),
+        ('agenticos', '0005_membership_custom_roles'),
         ('identity', '0001_initial'),
     ]
 
