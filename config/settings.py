@@ -155,6 +155,7 @@ INSTALLED_APPS = [
     "allauth.account",
     "allauth.socialaccount",
     "allauth.socialaccount.providers.openid_connect",
+    "allauth.mfa",
 ]
 
 MIDDLEWARE = [
@@ -364,6 +365,10 @@ SOCIALACCOUNT_EMAIL_AUTHENTICATION = True  # ada@acme.com who had a password acc
 SOCIALACCOUNT_EMAIL_AUTHENTICATION_AUTO_CONNECT = True
 SOCIALACCOUNT_STORE_TOKENS = False
 SOCIALACCOUNT_PROVIDERS = {"openid_connect": {"provider_class": "identity.oidc.OrganizationOIDCProvider"}}
+# Two-factor for password sign-ins (identity.mfa): allauth's TOTP and recovery codes, secrets sealed in the vault.
+MFA_ADAPTER = "identity.mfa.MfaAdapter"
+MFA_SUPPORTED_TYPES = ["totp", "recovery_codes"]
+MFA_TOTP_ISSUER = "AgenticOS"
 # IdP hosts on internal addresses (a Keycloak inside the network) the outbound guard lets SSO reach.
 SSO_ALLOWED_PRIVATE_HOSTS = env.list("SSO_ALLOWED_PRIVATE_HOSTS", default=[])
 # Resolvers for domain verification's TXT lookup ("host" or "host:port"); empty: the system's.

@@ -10,25 +10,28 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from allauth.mfa.adapter import get_adapter as get_mfa_adapter
 from django.conf import settings
 from django.contrib import messages
+from django.contrib.auth import login as auth_login
 from django.contrib.auth import views as auth_views
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.urls import path, reverse
-from django.utils.http import urlencode
+from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
+from agenticos import audit
 from agenticos.errors import Conflict, Invalid
-from agenticos.models import Membership
+from agenticos.models import Membership, User
 from agenticos.permissions import PERMISSIONS, Role
 from agenticos.tenancy import Actor, org_get, org_queryset
-from console.base import console_view, problems_by_field
+from console.base import console_view, problems_by_field, screen
 from console.settings_views import _page
 from identity import api as identity_api
-from identity import audit_log, oidc, roles, services, sessions
+from identity import audit_log, mfa, oidc, roles, services, sessions
 from identity.models import CustomRole, OidcConnection, VerifiedDomain
 
 
@@ -51,6 +54,16 @@ class SignInView(auth_views.LoginView):
             return self.form_invalid(form)
         return super().post(request, *args, **kwargs)
 
+    def form_valid(self, form: Any) -> HttpResponse:
+        user = form.get_user()
+        if mfa.needs_second_step(user):
+            # The password was right; the session starts only after the second factor (identity.mfa).
+            mfa.start_second_step(self.request, user)
+            next_url = self.get_redirect_url()
+            return redirect(f"{reverse('signin:mfa')}?{urlencode({'next': next_url})}" if next_url
+                            else reverse("signin:mfa"))
+        return super().form_valid(form)
+
     def form_invalid(self, form: Any) -> HttpResponse:
         if getattr(self.request, "sso_required", False):
             form.errors.pop("__all__", None)
@@ -67,6 +80,75 @@ class SignInView(auth_views.LoginView):
     def _to_provider(request: HttpRequest, connection: OidcConnection) -> HttpResponse:
         # allauth's own login view starts the flow (state, nonce, PKCE) and redirects to the IdP.
         return oidc.login(request, provider_id=connection.slug)
+
+
+def _qr_svg(user: Any, secret: str) -> str:
+    """The otpauth:// URI as an inline SVG QR code, drawn by allauth's MFA adapter (no image request)."""
+    adapter = get_mfa_adapter()
+    return adapter.build_totp_svg(adapter.build_totp_url(user, secret))
+
+
+def mfa_step(request: HttpRequest) -> HttpResponse:
+    """The second step of a password sign-in: a TOTP code or a recovery code (or enrolment, when required)."""
+    state = mfa.pending(request)
+    user = User.objects.filter(pk=state["user"], is_active=True).first() if state else None
+    if state is None or user is None:
+        return redirect("console:login")
+    error = ""
+    if request.method == "POST":
+        used = mfa.check_code(user, request.POST.get("code", ""), enrol_secret=state.get("secret"))
+        if used:
+            request.session.pop(mfa.PENDING_KEY, None)
+            auth_login(request, user, backend=state.get("backend") or None)
+            next_url = request.GET.get("next", "")
+            if not url_has_allowed_host_and_scheme(next_url, {request.get_host()}, request.is_secure()):
+                next_url = settings.LOGIN_REDIRECT_URL
+            return redirect(next_url)
+        error = _("That code is not right (or was used already).")
+        for membership in Membership.objects.filter(user=user).select_related("organization"):
+            audit.record(actor=None, organization=membership.organization, action="signin.failed", target=user,
+                         target_name=user.email, details={"method": "password", "reason": "mfa_code"},
+                         ip_address=request.META.get("REMOTE_ADDR"))
+    secret = state.get("secret")
+    return screen(request, "registration/mfa.html", {
+        "enrol_secret": secret, "qr_svg": _qr_svg(user, secret) if secret else "", "error": error},
+        status=422 if error else 200)
+
+
+@console_view()
+def two_factor(request: HttpRequest, actor: Actor) -> HttpResponse:
+    user: Any = actor.user
+    codes: list[str] = []
+    error = ""
+    if request.method == "POST":
+        action = request.POST.get("action")
+        if action == "enable":
+            codes = mfa.enable(user, request.session.get("identity.mfa.enrol", ""), request.POST.get("code", "")) or []
+            if codes:
+                request.session.pop("identity.mfa.enrol", None)
+            else:
+                error = _("That code is not right.")
+        elif action == "disable":
+            try:
+                mfa.disable(user)
+                messages.success(request, _("Two-factor sign-in is off."))
+            except Conflict as exc:
+                messages.error(request, exc.message)
+            return redirect("signin:two-factor")
+        elif action == "policy":
+            actor.require("signin:manage")
+            mfa.set_required(actor=actor, required=request.POST.get("require_mfa") == "on")
+            messages.success(request, _("Saved."))
+            return redirect("signin:two-factor")
+    enabled = mfa.has_totp(user)
+    secret = ""
+    if not enabled:
+        secret = request.session.get("identity.mfa.enrol") or mfa.generate_totp_secret()
+        request.session["identity.mfa.enrol"] = secret
+    return _page(request, "console/settings/two_factor.html", "two_factor", {
+        "enabled": enabled, "required": mfa.required_for(user), "codes": codes, "secret": secret,
+        "qr_svg": _qr_svg(user, secret) if secret else "", "error": error,
+        "org_requires": mfa.organization_requires(actor.organization)}, status=422 if error else 200)
 
 
 # ------------------------------------------------------------------ Settings → Sign-in
@@ -273,6 +355,8 @@ urlpatterns = [
     path("settings/audit/", audit_page, name="audit"),
     path("settings/audit/export", audit_export, name="audit-export"),
     path("settings/sessions/", my_sessions, name="sessions"),
+    path("settings/two-factor/", two_factor, name="two-factor"),
+    path("login/two-factor/", mfa_step, name="mfa"),
     path("settings/sessions/sign-out", end_sessions, name="sessions-end"),
     path("settings/members/<int:membership_id>/sign-out", sign_member_out, name="member-sign-out"),
 ]

@@ -14,7 +14,7 @@ from agenticos import vault
 from agenticos.admin import AuditedAdmin, admin_link
 from agenticos.errors import DomainError
 from identity import services
-from identity.models import OidcConnection, UserSession, VerifiedDomain
+from identity.models import CustomRole, OidcConnection, SignInPolicy, UserSession, VerifiedDomain
 
 
 class OidcConnectionForm(forms.ModelForm):
@@ -115,3 +115,32 @@ class UserSessionAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+
+@admin.register(SignInPolicy)
+class SignInPolicyAdmin(AuditedAdmin):
+    list_display = ("organization_link", "require_mfa", "updated_at")
+    list_filter = ("require_mfa",)
+    search_fields = ("organization__name",)
+    list_select_related = ("organization",)
+    autocomplete_fields = ("organization",)
+
+    @admin.display(description="organization", ordering="organization__name")
+    def organization_link(self, obj: SignInPolicy) -> str:
+        return admin_link(obj.organization)
+
+
+@admin.register(CustomRole)
+class CustomRoleAdmin(AuditedAdmin):
+    list_display = ("name", "organization_link", "permission_count", "updated_at")
+    search_fields = ("name", "organization__name")
+    list_select_related = ("organization",)
+    autocomplete_fields = ("organization",)
+
+    @admin.display(description="permissions")
+    def permission_count(self, obj: CustomRole) -> int:
+        return len(obj.permissions)
+
+    @admin.display(description="organization", ordering="organization__name")
+    def organization_link(self, obj: CustomRole) -> str:
+        return admin_link(obj.organization)

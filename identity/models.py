@@ -121,3 +121,14 @@ class CustomRole(models.Model):
     @property
     def key(self) -> str:
         return f"custom:{self.pk}"
+
+
+class SignInPolicy(models.Model):
+    """An organization's sign-in rules beyond SSO: two-factor required for its members' password sign-ins."""
+
+    organization = models.OneToOneField(Organization, on_delete=models.CASCADE, related_name="sign_in_policy")
+    require_mfa = models.BooleanField(default=False)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"{self.organization} sign-in policy"
