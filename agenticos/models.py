@@ -12,7 +12,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from agenticos.permissions import KeyScope, Role
+from agenticos.permissions import CUSTOM_PREFIX, KeyScope, Role, role_label
 
 
 class UserManager(BaseUserManager["User"]):
@@ -83,25 +83,31 @@ class Organization(models.Model):
 class Membership(models.Model):
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="memberships")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
-    role = models.CharField(max_length=16, choices=Role.choices, default=Role.MEMBER)
+    # A built-in role (Role) or one of the organization's custom roles ("custom:<id>", identity.CustomRole).
+    role = models.CharField(max_length=40, default=Role.MEMBER)
     is_suspended = models.BooleanField(default=False)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["organization", "user"], name="membership_unique_user_per_org"),
-            models.CheckConstraint(condition=Q(role__in=Role.values), name="membership_role_valid"),
+            models.CheckConstraint(condition=Q(role__in=Role.values) | Q(role__startswith=CUSTOM_PREFIX),
+                                   name="membership_role_valid"),
         ]
         ordering = ["organization", "user__email"]
 
     def __str__(self) -> str:
         return f"{self.user} @ {self.organization} ({self.role})"
 
+    @property
+    def role_label(self) -> str:
+        return role_label(self.role)
+
 
 class Invitation(models.Model):
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="invitations")
     email = models.EmailField()
-    role = models.CharField(max_length=16, choices=Role.choices, default=Role.MEMBER)
+    role = models.CharField(max_length=40, default=Role.MEMBER)  # as Membership.role
     token_hash = models.CharField(max_length=64, unique=True)
     invited_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True)
     created_at = models.DateTimeField(default=timezone.now)
@@ -109,6 +115,10 @@ class Invitation(models.Model):
 
     def __str__(self) -> str:
         return f"{self.email} → {self.organization}"
+
+    @property
+    def role_label(self) -> str:
+        return role_label(self.role)
 
 
 class ApiKey(models.Model):

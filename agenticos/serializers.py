@@ -5,7 +5,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from agenticos.models import ApiKey, Invitation, Membership, Organization, Secret, SecretKind, User
-from agenticos.permissions import ROLE_PERMISSIONS, KeyScope, Role
+from agenticos.permissions import KeyScope, Role, permissions_of
 
 
 class UserSerializer(serializers.ModelSerializer):
@@ -26,7 +26,7 @@ class MyOrganizationSerializer(serializers.Serializer):
     permissions = serializers.SerializerMethodField()
 
     def get_permissions(self, obj: Membership) -> list[str]:
-        return sorted(ROLE_PERMISSIONS.get(obj.role, frozenset()))
+        return sorted(permissions_of(obj.role))
 
 
 class MeSerializer(serializers.Serializer):
@@ -47,8 +47,11 @@ class MemberSerializer(serializers.ModelSerializer):
         fields = ["id", "user", "role", "is_suspended", "created_at"]
 
 
+ROLE_HELP = f"A built-in role ({', '.join(Role.values)}) or a custom role's key (custom:<id>, GET /roles)."
+
+
 class MemberUpdateSerializer(serializers.Serializer):
-    role = serializers.ChoiceField(choices=Role.choices, required=False)
+    role = serializers.CharField(max_length=40, required=False, help_text=ROLE_HELP)
     is_suspended = serializers.BooleanField(required=False)
 
 
@@ -62,7 +65,7 @@ class InvitationSerializer(serializers.ModelSerializer):
 
 class InviteSerializer(serializers.Serializer):
     email = serializers.EmailField()
-    role = serializers.ChoiceField(choices=Role.choices, default=Role.MEMBER)
+    role = serializers.CharField(max_length=40, default=Role.MEMBER, help_text=ROLE_HELP)
 
 
 class AcceptInvitationSerializer(serializers.Serializer):

@@ -24,7 +24,7 @@ from agenticos.authentication import generate_key, hash_key
 from agenticos.errors import Conflict, Forbidden, Invalid, NotFound
 from agenticos.models import ApiKey, Invitation, Membership, Organization, Secret, SecretKind
 from agenticos.money import MAX_MONTHLY_USD
-from agenticos.permissions import ROLE_RANK, KeyScope, Role, outranks
+from agenticos.permissions import KeyScope, Role, outranks, role_exists
 from agenticos.signals import member_removed
 
 if TYPE_CHECKING:
@@ -96,8 +96,9 @@ def _check_can_manage(actor: Actor, membership: Membership) -> None:
 
 
 def _check_assignable(actor: Actor, role: str) -> None:
-    if role not in ROLE_RANK:
-        raise invalid("Unknown role.", problem("role", f"Must be one of {list(Role.values)}."))
+    if not isinstance(role, str) or not role_exists(actor.organization.pk, role):
+        raise invalid("Unknown role.", problem("role", f"Must be one of {list(Role.values)} or a custom role of "
+                                                       "this organization."))
     if actor.role is None or outranks(role, actor.role):
         raise Forbidden("You cannot give a role above your own.", details={"role": role})
 

@@ -16,7 +16,7 @@ from django.db import models
 
 from agenticos.errors import Forbidden, NotFound
 from agenticos.models import ApiKey, Membership, Organization
-from agenticos.permissions import role_has
+from agenticos.permissions import PERMISSIONS, permissions_of
 
 if TYPE_CHECKING:
     from agenticos.models import User
@@ -36,9 +36,15 @@ class Actor:
     role: str | None
     api_key: ApiKey | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    # The role's permissions, read once per actor (a custom role's come from the database).
+    _permissions: frozenset[str] | None = field(default=None, repr=False, compare=False)
 
     def has(self, permission: str) -> bool:
-        return role_has(self.role, permission)
+        if permission not in PERMISSIONS:
+            raise KeyError(f"unknown permission {permission!r}")
+        if self._permissions is None:
+            self._permissions = permissions_of(self.role, self.organization.pk)
+        return permission in self._permissions
 
     def require(self, permission: str) -> None:
         if not self.has(permission):

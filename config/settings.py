@@ -151,6 +151,12 @@ INSTALLED_APPS = [
     "triggers",
     "evals",
     "notifications",
+    "identity",
+    "allauth",
+    "allauth.account",
+    "allauth.socialaccount",
+    "allauth.socialaccount.providers.openid_connect",
+    "allauth.mfa",
 ]
 
 MIDDLEWARE = [
@@ -166,6 +172,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "agenticos.tenancy.CurrentOrganizationMiddleware",
+    "allauth.account.middleware.AccountMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -335,7 +342,7 @@ CELERY_BEAT_SCHEDULE = {
 # ------------------------------------------------------------------ auth
 AUTH_USER_MODEL = "agenticos.User"
 AUTHENTICATION_BACKENDS = [
-    "django.contrib.auth.backends.ModelBackend",
+    "identity.backends.PasswordBackend",  # ModelBackend, refusing members of an organization that requires SSO
     "guardian.backends.ObjectPermissionBackend",
 ]
 LOGIN_URL = "/login/"
@@ -347,6 +354,27 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 if TESTING:
     PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+# Single sign-on (identity/): django-allauth's OpenID Connect, one provider per organization, read from the
+# database (identity.adapter); allauth's own sign-up and account pages are not used.
+ACCOUNT_ADAPTER = "identity.adapter.AccountAdapter"
+SOCIALACCOUNT_ADAPTER = "identity.adapter.SocialAccountAdapter"
+ACCOUNT_USER_MODEL_USERNAME_FIELD = None
+ACCOUNT_LOGIN_METHODS = {"email"}
+ACCOUNT_SIGNUP_FIELDS = ["email*"]
+ACCOUNT_EMAIL_VERIFICATION = "none"
+SOCIALACCOUNT_AUTO_SIGNUP = True
+SOCIALACCOUNT_EMAIL_AUTHENTICATION = True  # ada@acme.com who had a password account signs in as herself
+SOCIALACCOUNT_EMAIL_AUTHENTICATION_AUTO_CONNECT = True
+SOCIALACCOUNT_STORE_TOKENS = False
+SOCIALACCOUNT_PROVIDERS = {"openid_connect": {"provider_class": "identity.oidc.OrganizationOIDCProvider"}}
+# Two-factor for password sign-ins (identity.mfa): allauth's TOTP and recovery codes, secrets sealed in the vault.
+MFA_ADAPTER = "identity.mfa.MfaAdapter"
+MFA_SUPPORTED_TYPES = ["totp", "recovery_codes"]
+MFA_TOTP_ISSUER = "AgenticOS"
+# IdP hosts on internal addresses (a Keycloak inside the network) the outbound guard lets SSO reach.
+SSO_ALLOWED_PRIVATE_HOSTS = env.list("SSO_ALLOWED_PRIVATE_HOSTS", default=[])
+# Resolvers for domain verification's TXT lookup ("host" or "host:port"); empty: the system's.
+SSO_DNS_NAMESERVERS = env.list("SSO_DNS_NAMESERVERS", default=[])
 GUARDIAN_RAISE_403 = False
 ANONYMOUS_USER_NAME = None
 # Production sends the session and CSRF cookies over https only. `make run` serves plain http on loopback: there a

@@ -20,11 +20,13 @@ api_v1 = [
     path("", include("capabilities.artifacts.urls")),
     path("", include("capabilities.visuals.urls")),
     path("", include("notifications.urls")),
+    path("", include("identity.api_urls")),
 ]
 
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("healthz", health.healthz, name="healthz"),
+    path("accounts/", include("identity.urls")),  # single sign-on (allauth's OpenID Connect)
     path("metrics", metrics.metrics_view, name="metrics"),  # Prometheus, behind METRICS_TOKEN
     # The schema and its page keep their documented slash; the other form answers too.
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
@@ -49,6 +51,7 @@ urlpatterns = [
     path("", include("console.urls_delegates")),
     path("", include("console.urls_notifications")),
     path("", include("console.urls_browse")),
+    path("", include("console.signin")),
     path("", include("console.urls")),
 ]
 

@@ -29,6 +29,7 @@ from channelbots.models import ChannelIdentity
 from console import selectors
 from console.base import console_view, problems_by_field, screen
 from governance import retention
+from identity.roles import role_choices
 
 
 def _page(request: HttpRequest, template: str, tab: str, context: dict[str, Any], status: int = 200) -> HttpResponse:
@@ -232,7 +233,8 @@ def members(request: HttpRequest, actor: Actor) -> HttpResponse:
     invitations = (org_queryset(actor, Invitation).filter(accepted_at__isnull=True).select_related("invited_by")
                    if actor.has("members:manage") else [])
     return _page(request, "console/settings/members.html", "members", {
-        "memberships": rows, "invitations": invitations, "roles": Role.choices, "errors": errors,
+        "memberships": rows, "invitations": invitations, "roles": role_choices(actor.organization.pk),
+        "errors": errors,
     }, status=422 if errors else 200)
 
 

@@ -3,13 +3,13 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path, reverse_lazy
 
-from console import availability, builder, settings_views, views
+from console import availability, builder, settings_views, signin, views
 
 app_name = "console"
 
 urlpatterns = [
     # Sign in / out and password reset (emails go through EMAIL_BACKEND: the console in dev).
-    path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
+    path("login/", signin.SignInView.as_view(), name="login"),  # password, or the organization's SSO
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path(
         "password-reset/",

@@ -223,6 +223,7 @@ class AgentSuiteRunsView(_AgentView):
     def post(self, request, agent_id):
         agent = self.agent(agent_id)
         require_agent_access(self.actor, agent, EDIT)
+        self.actor.require("agents:run")  # as start_suite_run does, before the body is read
         data = self.valid(StartRunSerializer)
         suite = services.suite_for(self.actor, agent, data["suite_id"], level=EDIT)
         suite_run = services.start_suite_run(actor=self.actor, suite=suite, target=data["target"])

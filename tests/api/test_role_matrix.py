@@ -27,6 +27,7 @@ from embeds.models import Embed
 from evals import services as evals
 from evals.models import Suite, SuiteRun
 from governance import grants
+from identity import roles
 from knowledge.models import MemoryNote
 from tests import factories
 from tests.api.conftest import actor_of, make_agent
@@ -57,18 +58,32 @@ class Persona:
     target: str = "shared"  # which agent (and its objects) the request names
     foreign: bool = False  # the request names an organization the person is not a member of
     outsider: bool = False  # the request names the person's own, other organization
+    custom: frozenset[str] | None = None  # a custom role's permissions (the world composes it; role is its name)
 
     def expected(self, route: Route) -> int:
         if self.foreign or self.outsider:
             return 404
-        if route.permission and route.permission not in ROLE_PERMISSIONS[self.role]:
+        held = self.custom if self.custom is not None else ROLE_PERMISSIONS[self.role]
+        if route.permission and route.permission not in held:
             return 403  # decided by the role alone, before any object is read: reveals nothing
         if self.level is None:
             return route.unseen
         if RANK[self.level] < RANK[route.level]:
             return 403
+        if route.then_permission and route.then_permission not in held:
+            return 403
         return route.ok
 
+
+# Custom roles the world composes (written out here, not derived from the code under test): one that may only
+# see and run agents, one that edits every agent without the right to publish by role, one that reads runs and
+# the audit log but cannot see agents, one that authors agents and publishes its own.
+CUSTOM_ROLES: dict[str, frozenset[str]] = {
+    "runner": frozenset({"agents:view", "agents:run"}),
+    "curator": frozenset({"agents:view", "agents:edit", "agents:edit_any"}),
+    "auditor": frozenset({"runs:view", "audit:read"}),
+    "author": frozenset({"agents:view", "agents:edit", "agents:publish", "agents:run"}),
+}
 
 PERSONAS = {
     # The organization-wide agent, owned by the owner.
@@ -84,6 +99,16 @@ PERSONAS = {
     "member without a grant": Persona("member", "member", None, target="private"),
     "builder with a view grant": Persona("viewing_builder", "builder", "view", target="private"),
     "builder with an edit grant": Persona("editing_builder", "builder", "edit", target="private"),
+    # Custom roles an owner composed (identity.roles): the same checks, through the same permission map.
+    "custom runner": Persona("custom_runner", "runner", "use", custom=CUSTOM_ROLES["runner"]),
+    "custom runner on the private agent": Persona("custom_runner", "runner", None, target="private",
+                                                  custom=CUSTOM_ROLES["runner"]),
+    "custom curator": Persona("custom_curator", "curator", "publish", custom=CUSTOM_ROLES["curator"]),
+    "custom curator on the private agent": Persona("custom_curator", "curator", "publish", target="private",
+                                                   custom=CUSTOM_ROLES["curator"]),
+    "custom auditor": Persona("custom_auditor", "auditor", None, custom=CUSTOM_ROLES["auditor"]),
+    "custom author without a grant": Persona("custom_author", "author", None, target="private",
+                                             custom=CUSTOM_ROLES["author"]),
 }
 
 
@@ -104,6 +129,9 @@ class Route:
     label: str = field(default="")
     bad_body: Any = field(default_factory=list)  # a body the route refuses (a JSON array where an object goes)
     unseen: int = 404  # the answer when the caller cannot see the agent (a bot is listed: it is refused, 403)
+    # A role permission the service checks once the agent is found and the level is enough (no built-in role with
+    # the level lacks it; a custom role may).
+    then_permission: str | None = None
 
     @property
     def writes(self) -> bool:
@@ -183,7 +211,7 @@ ROUTES = [
           bad_body={"yaml": "kind: agent\nsurprise: 1\n", "suite_id": "{suite}"}),
     Route("get", "api-agent-eval-runs", {"agent_id": "agent"}, "view", 200, "agents:view"),
     Route("post", "api-agent-eval-runs", {"agent_id": "agent"}, "edit", 202,
-          body={"suite_id": "{suite}", "target": "production"}),
+          body={"suite_id": "{suite}", "target": "production"}, then_permission="agents:run"),
     Route("get", "api-agent-eval", {"agent_id": "agent", "suite_id": "suite"}, "view", 200, "agents:view"),
     Route("patch", "api-agent-eval", {"agent_id": "agent", "suite_id": "suite"}, "edit", 200,
           body={"description": "Changed by the matrix"}),
@@ -295,11 +323,16 @@ def world(settings, tmp_path, org, owner, admin_user, builder, member, viewer, o
         grants.share_agent(actor=actor, agent=agent, user_id=editing_builder.pk, level="edit")
     for target in (shared, private):
         target["colleague"] = str(colleague.pk)
+    custom_people = {}
+    for name, permissions in CUSTOM_ROLES.items():
+        role = roles.create_role(actor=actor, name=name, permissions=sorted(permissions))
+        custom_people[f"custom_{name}"] = factories.member(org, role.key)
     return {
         "org": org,
         "outsider_org": outsider_org,
         "people": {"viewer": viewer, "member": member, "builder": builder, "admin": admin_user, "owner": owner,
-                   "outsider": outsider, "viewing_builder": viewing_builder, "editing_builder": editing_builder},
+                   "outsider": outsider, "viewing_builder": viewing_builder, "editing_builder": editing_builder,
+                   **custom_people},
         "shared": shared,
         "private": private,
     }

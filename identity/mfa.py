@@ -1,0 +1,142 @@
+"""Two-factor sign-in with allauth's MFA (TOTP and recovery codes): its `Authenticator` rows, its TOTP and recovery
+code checks (a code used once, a tolerance window), its secrets sealed with the project's vault (`MfaAdapter`).
+
+The console's password sign-in is Django's LoginView, not allauth's account flow, so allauth's own login stage does
+not run: the second step is here (`start_second_step` / `finish_second_step`) and uses allauth's checks as they are.
+A password sign-in needs the second step when the person has TOTP, or when an organization they belong to requires
+it (`SignInPolicy.require_mfa`): then they enrol before the session starts. SSO sign-ins leave it to the IdP.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import TYPE_CHECKING, Any
+
+from allauth.mfa.adapter import DefaultMFAAdapter
+from allauth.mfa.models import Authenticator
+from allauth.mfa.recovery_codes.internal.auth import RecoveryCodes
+from allauth.mfa.totp.internal.auth import TOTP, generate_totp_secret, validate_totp_code
+from django.db import transaction
+from django.http import HttpRequest
+
+from agenticos import audit, vault
+from agenticos.models import Membership
+from identity.models import SignInPolicy
+
+if TYPE_CHECKING:
+    from agenticos.models import User
+
+# The vault binds a value to an id; per-person secrets are bound to this scope (no organization owns them).
+VAULT_SCOPE = "mfa"
+PENDING_KEY = "identity.mfa.pending"  # {"user": id, "backend": path, "secret": enrolment secret or None}
+
+
+class MfaAdapter(DefaultMFAAdapter):
+    """allauth stores TOTP secrets and recovery seeds through these hooks: sealed, not in the clear."""
+
+    def encrypt(self, text: str) -> str:
+        sealed = vault.seal(VAULT_SCOPE, text)
+        blob = {"v": sealed.key_version, "k": base64.b64encode(sealed.wrapped_key).decode(),
+                "c": base64.b64encode(sealed.ciphertext).decode()}
+        return "vault:" + json.dumps(blob)
+
+    def decrypt(self, encrypted_text: str) -> str:
+        blob = json.loads(encrypted_text.removeprefix("vault:"))
+        return vault.open_sealed(VAULT_SCOPE, blob["v"], base64.b64decode(blob["k"]), base64.b64decode(blob["c"]))
+
+
+def has_totp(user: User) -> bool:
+    return Authenticator.objects.filter(user=user, type=Authenticator.Type.TOTP).exists()
+
+
+def required_for(user: User) -> bool:
+    organization_ids = Membership.objects.filter(user=user, is_suspended=False).values("organization_id")
+    return SignInPolicy.objects.filter(organization_id__in=organization_ids, require_mfa=True).exists()
+
+
+def needs_second_step(user: User) -> bool:
+    return has_totp(user) or required_for(user)
+
+
+def start_second_step(request: HttpRequest, user: Any) -> None:
+    """The password was right: the session holds who is half signed in (not signed in) until the code."""
+    request.session[PENDING_KEY] = {"user": user.pk, "backend": getattr(user, "backend", ""),
+                                    "secret": None if has_totp(user) else generate_totp_secret()}
+
+
+def pending(request: HttpRequest) -> dict[str, Any] | None:
+    value = request.session.get(PENDING_KEY)
+    return value if isinstance(value, dict) else None
+
+
+def check_code(user: User, code: str, *, enrol_secret: str | None) -> str | None:
+    """"totp" or "recovery_code" when `code` is right (and now used), None otherwise. With `enrol_secret` (a first
+    sign-in where the organization requires two-factor), a right code activates TOTP and recovery codes."""
+    code = (code or "").strip().replace(" ", "")
+    if enrol_secret is not None:
+        if not validate_totp_code(enrol_secret, code):
+            return None
+        with transaction.atomic():
+            TOTP.activate(user, enrol_secret)
+            RecoveryCodes.activate(user)
+            _record(user, "mfa.enabled")
+        return "totp"
+    totp = Authenticator.objects.filter(user=user, type=Authenticator.Type.TOTP).first()
+    if totp is not None and code.isdigit() and TOTP(totp).validate_code(code):
+        return "totp"
+    codes = Authenticator.objects.filter(user=user, type=Authenticator.Type.RECOVERY_CODES).first()
+    if codes is not None and RecoveryCodes(codes).validate_code(code):
+        _record(user, "mfa.recovery_code_used")
+        return "recovery_code"
+    return None
+
+
+def enable(user: User, secret: str, code: str) -> list[str] | None:
+    """Turn TOTP on from the settings page; returns the recovery codes to show once, or None for a wrong code."""
+    if has_totp(user) or not validate_totp_code(secret, (code or "").strip()):
+        return None
+    with transaction.atomic():
+        TOTP.activate(user, secret)
+        codes = RecoveryCodes.activate(user)
+        _record(user, "mfa.enabled")
+    return codes.get_unused_codes()
+
+
+def disable(user: User) -> None:
+    if required_for(user):
+        from agenticos.errors import Conflict
+
+        raise Conflict("An organization you belong to requires two-factor sign-in.")
+    with transaction.atomic():
+        Authenticator.objects.filter(user=user).delete()
+        _record(user, "mfa.disabled")
+
+
+def recovery_codes(user: User) -> list[str]:
+    found = Authenticator.objects.filter(user=user, type=Authenticator.Type.RECOVERY_CODES).first()
+    return RecoveryCodes(found).get_unused_codes() if found else []
+
+
+def _record(user: User, action: str) -> None:
+    for membership in Membership.objects.filter(user=user).select_related("organization"):
+        audit.record(actor=user, organization=membership.organization, action=action, target=user,
+                     target_name=user.email)
+
+
+def organization_requires(organization: Any) -> bool:
+    return SignInPolicy.objects.filter(organization=organization, require_mfa=True).exists()
+
+
+def set_required(*, actor: Any, required: bool) -> SignInPolicy:
+    """Require two-factor for the organization's members' password sign-ins (owners decide: signin:manage)."""
+    actor.require("signin:manage")
+    from django.utils import timezone
+
+    with transaction.atomic():
+        policy, _ = SignInPolicy.objects.select_for_update().get_or_create(organization=actor.organization)
+        policy.require_mfa, policy.updated_at = bool(required), timezone.now()
+        policy.save()
+        audit.record(actor=actor.user, organization=actor.organization, action="sso.require_mfa_changed",
+                     target=policy, details={"require_mfa": policy.require_mfa}, ip_address=actor.extra.get("ip"))
+    return policy

@@ -1,0 +1,134 @@
+"""Sign-in per organization: the domains it has proven it owns, and its OpenID Connect identity provider.
+
+The client secret is sealed with the vault (agenticos.vault) in the connection's own row — not an
+`agenticos.Secret`, which members may attach to agents: an IdP's client secret is never a tool credential.
+`manage.py vault_rewrap` finds the row by its `organization, key_version, wrapped_key, ciphertext` fields.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from agenticos.models import Organization
+from agenticos.permissions import Role
+
+
+class VerifiedDomain(models.Model):
+    """An e-mail domain an organization claims. Only a verified one routes sign-ins or admits SSO e-mails;
+    a domain is verified for at most one organization."""
+
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="sign_in_domains")
+    domain = models.CharField(max_length=253)
+    # The TXT record the owner publishes (`agenticos-domain-verification=<token>`); an operator may also
+    # verify by hand in the admin after checking it.
+    token = models.CharField(max_length=64)
+    verified_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["domain"]
+        constraints = [
+            models.UniqueConstraint(fields=["organization", "domain"], name="domain_unique_per_org"),
+            models.UniqueConstraint(fields=["domain"], condition=Q(verified_at__isnull=False),
+                                    name="domain_verified_once"),
+        ]
+
+    def __str__(self) -> str:
+        return self.domain
+
+    @property
+    def is_verified(self) -> bool:
+        return self.verified_at is not None
+
+
+class OidcConnection(models.Model):
+    """An organization's OpenID Connect identity provider (Entra ID, Okta, Google Workspace, Keycloak, …).
+
+    allauth reads it as a `SocialApp` of its `openid_connect` provider (identity.adapter.list_apps), with
+    `slug` as the provider id in the callback URL: /accounts/oidc/<slug>/login/callback/."""
+
+    organization = models.OneToOneField(Organization, on_delete=models.CASCADE, related_name="oidc_connection")
+    slug = models.SlugField(max_length=80, unique=True)
+    display_name = models.CharField(max_length=120)
+    issuer_url = models.URLField(max_length=500)
+    client_id = models.CharField(max_length=300)
+    # The client secret, sealed (agenticos.vault); never shown again after it is saved.
+    key_version = models.PositiveIntegerField()
+    wrapped_key = models.BinaryField()
+    ciphertext = models.BinaryField()
+    secret_hint = models.CharField(max_length=4, blank=True)
+    enabled = models.BooleanField(default=True)
+    # Password sign-in refused for the organization's members, except the break-glass owner below.
+    require_sso = models.BooleanField(default=False)
+    break_glass_user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True,
+                                         blank=True, related_name="+")
+    # Just-in-time membership: the role a first SSO sign-in joins with, unless the role claim maps one.
+    default_role = models.CharField(max_length=80, default=Role.MEMBER)
+    # The ID-token / userinfo claim that lists the person's groups (Entra "groups" or "roles", Okta "groups").
+    role_claim = models.CharField(max_length=80, blank=True, default="groups")
+    # {"group value": "role key"}; empty: the claim's values name roles of the organization themselves.
+    role_map = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        verbose_name = "OIDC connection"
+
+    def __str__(self) -> str:
+        return f"{self.display_name} ({self.organization})"
+
+
+class UserSession(models.Model):
+    """A signed-in browser session, so a person can list theirs and sign the others out (Django's session table
+    cannot be read by user). The row goes with the session: on sign-out, on "sign out the others", and when an
+    owner signs a member out everywhere."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="browser_sessions")
+    session_key = models.CharField(max_length=40, unique=True)
+    method = models.CharField(max_length=16)  # password | sso
+    ip_address = models.GenericIPAddressField(null=True, blank=True)
+    user_agent = models.CharField(max_length=300, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.user} · {self.method} · {self.created_at:%Y-%m-%d %H:%M}"
+
+
+class CustomRole(models.Model):
+    """A role an organization's owners composed from the permission catalog (agenticos.permissions.PERMISSIONS).
+    Members hold it as the role key "custom:<id>"; the kernel reads its permissions through identity.roles."""
+
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="custom_roles")
+    name = models.CharField(max_length=80)
+    description = models.CharField(max_length=300, blank=True)
+    permissions = models.JSONField(default=list)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [models.UniqueConstraint(fields=["organization", "name"], name="custom_role_unique_name")]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def key(self) -> str:
+        return f"custom:{self.pk}"
+
+
+class SignInPolicy(models.Model):
+    """An organization's sign-in rules beyond SSO: two-factor required for its members' password sign-ins."""
+
+    organization = models.OneToOneField(Organization, on_delete=models.CASCADE, related_name="sign_in_policy")
+    require_mfa = models.BooleanField(default=False)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"{self.organization} sign-in policy"
