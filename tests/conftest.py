@@ -11,8 +11,16 @@ from celery.contrib.testing.worker import start_worker
 from rest_framework.test import APIClient
 
 from config.celery import app as celery_app
-from tests import factories
+from tests import factories, fastflush
 from tests.fakes.openai_server import fake_openai  # noqa: F401  (fixture)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _fast_flush():
+    """Transactional tests end with DELETEs of every table instead of a TRUNCATE of all (tests/fastflush.py)."""
+    fastflush.install()
+    yield
+    fastflush.uninstall()
 
 
 @pytest.fixture(autouse=True)
