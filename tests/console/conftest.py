@@ -184,7 +184,8 @@ def browser(monkeypatch):
 
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as p:
-        instance = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        # Playwright's 30 s default was too short for a launch on a loaded 2-core machine: a bound, not a wait.
+        instance = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS, timeout=120_000)
         try:
             yield instance
         finally:
