@@ -3,11 +3,13 @@ server serving HTTP + WebSocket on the test database with a real Celery worker i
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.db import connection
@@ -174,22 +176,82 @@ def pytest_runtest_makereport(item, call):
         report.sections.append(("daphne", said[-20000:]))
 
 
+class _SessionChromium:
+    """One Playwright driver and one Chromium for the session; each test gets the browser with no context of an
+    earlier test left open (its pages and contexts are closed after it), so cookies and storage start empty
+    as with a browser of its own. Starting the driver and the browser was ~4 s of every browser test on this
+    machine under load.
+
+    Playwright's sync API marks its event loop as running on this thread between its calls (it runs the loop
+    in a greenlet). Between browser tests the mark is lifted, so the suite's async tests can run their own
+    loops; a browser test puts it back before its first call. asyncio._set_running_loop is the same private
+    hook Playwright itself uses for this (playwright/_impl/_greenlets.py)."""
+
+    def __init__(self) -> None:
+        self.manager: Any = None
+        self.instance: Any = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+
+    def lend(self) -> Any:
+        if self.manager is None:
+            from playwright.sync_api import sync_playwright
+
+            self.manager = sync_playwright()
+            playwright = self.manager.start()
+            self.loop = self.manager._loop
+            self._launch(playwright)
+        else:
+            asyncio._set_running_loop(self.loop)
+            if not self.instance.is_connected():  # a test's browser crashed: the next one gets a new one
+                self._launch(self.manager._playwright)
+        return self.instance
+
+    def _launch(self, playwright: Any) -> None:
+        # Playwright's 30 s default was too short for a launch on a loaded 2-core machine: a bound, not a wait.
+        self.instance = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS,
+                                                   timeout=120_000)
+
+    def give_back(self) -> None:
+        try:
+            if self.instance.is_connected():
+                for context in list(self.instance.contexts):
+                    context.close()
+        finally:
+            asyncio._set_running_loop(None)
+
+    def close(self) -> None:
+        if self.manager is None:
+            return
+        asyncio._set_running_loop(self.loop)
+        try:
+            if self.instance.is_connected():
+                self.instance.close()
+        finally:
+            self.manager.__exit__(None, None, None)
+            asyncio._set_running_loop(None)
+
+
+@pytest.fixture(scope="session")
+def _session_chromium():
+    chromium = _SessionChromium()
+    try:
+        yield chromium
+    finally:
+        chromium.close()
+
+
 @pytest.fixture
-def browser(monkeypatch):
+def browser(monkeypatch, _session_chromium):
     # Playwright's sync API keeps an event loop on this thread; the test's own ORM calls are still sync.
     monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
     if not os.path.exists(CHROMIUM):
         pytest.skip("Debian chromium is not installed (make browser)")
-    from playwright.sync_api import sync_playwright
-
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as p:
-        # Playwright's 30 s default was too short for a launch on a loaded 2-core machine: a bound, not a wait.
-        instance = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS, timeout=120_000)
-        try:
-            yield instance
-        finally:
-            instance.close()
+    instance = _session_chromium.lend()
+    try:
+        yield instance
+    finally:
+        _session_chromium.give_back()
 
 
 def make_turn(org, user, agent, *, conversation=None, prompt="Chart my sales", tools=("create_chart",),
