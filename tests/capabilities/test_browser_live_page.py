@@ -54,7 +54,7 @@ def test_the_person_sees_the_page_and_taking_control_pauses_the_agent(org, owner
     worker = threading.Thread(target=run_now, args=(run,), daemon=True)
     worker.start()
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox", "--disable-gpu"])
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox", "--disable-gpu"], timeout=120_000)
         try:
             context = browser.new_context()
             context.add_cookies([{"name": name, "value": value, "url": console}])

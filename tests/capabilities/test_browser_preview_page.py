@@ -87,7 +87,7 @@ def test_a_running_browse_shows_its_page_small_on_its_step_and_it_follows_the_pa
     browse_needing_a_person(fake_openai, site)
     name, value = session_cookie(owner, org).split("=", 1)
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox", "--disable-gpu"])
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox", "--disable-gpu"], timeout=120_000)
         try:
             context = browser.new_context(viewport={"width": 1440, "height": 900})
             context.add_cookies([{"name": name, "value": value, "url": console}])
@@ -148,7 +148,7 @@ def test_with_preview_off_the_step_links_to_the_live_view_and_shows_no_picture(o
     browse_needing_a_person(fake_openai, site)
     name, value = session_cookie(owner, org).split("=", 1)
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox", "--disable-gpu"])
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox", "--disable-gpu"], timeout=120_000)
         try:
             context = browser.new_context(viewport={"width": 1440, "height": 900})
             context.add_cookies([{"name": name, "value": value, "url": console}])

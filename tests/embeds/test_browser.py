@@ -64,7 +64,7 @@ def chromium():
 
     ARTIFACTS.mkdir(exist_ok=True)
     with sync_playwright() as p:
-        instance = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        instance = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS, timeout=120_000)
         try:
             yield instance
         finally:

@@ -194,7 +194,7 @@ def chromium():
 
     ARTIFACTS.mkdir(exist_ok=True)
     with sync_playwright() as p:
-        instance = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox", "--disable-gpu"])
+        instance = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox", "--disable-gpu"], timeout=120_000)
         try:
             yield instance
         finally:

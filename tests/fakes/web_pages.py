@@ -223,6 +223,10 @@ class WebPages:
         return [hit.path for hit in self.hits]
 
 
+# How long a test waits for a Chromium to answer: its start, and (browser_env) the capability's first connection.
+STARTUP_SECONDS = 120
+
+
 class Chromium:
     """Debian's Chromium as a browser service. `host_rules` maps test names to 127.0.0.1."""
 
@@ -246,15 +250,36 @@ class Chromium:
             args += BROWSER_HARDENING
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                      start_new_session=True)
+        # On a loaded 2-core machine a just-started Chromium wrote its port but took more than 30 s to answer
+        # its first DevTools client: the fixture waits (bounded, ending on the answer) until one is answered,
+        # so the test's own first connection meets a browser that is up.
         marker = self.profile / "DevToolsActivePort"
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + STARTUP_SECONDS
         while time.monotonic() < deadline:
-            if marker.exists() and marker.read_text().strip():
+            if not self.port and marker.exists() and marker.read_text().strip():
                 self.port = int(marker.read_text().split()[0])
+            if self.port and self._answers_a_client(deadline):
                 return self
+            if self.proc.poll() is not None:
+                break
             time.sleep(0.1)
         self.stop()
-        raise RuntimeError("chromium did not start")
+        raise RuntimeError(f"chromium did not answer a DevTools client within {STARTUP_SECONDS} s")
+
+    def _answers_a_client(self, deadline: float) -> bool:
+        """A browser-level DevTools connection, as connect_over_cdp opens it, gets an answer."""
+        import httpx
+        from websockets.exceptions import WebSocketException
+        from websockets.sync.client import connect
+
+        try:
+            left = max(deadline - time.monotonic(), 1)
+            endpoint = httpx.get(f"{self.cdp_url}/json/version", timeout=left).json()["webSocketDebuggerUrl"]
+            with connect(endpoint, open_timeout=max(deadline - time.monotonic(), 1), max_size=None) as devtools:
+                devtools.send(json.dumps({"id": 1, "method": "Browser.getVersion"}))
+                return json.loads(devtools.recv(timeout=max(deadline - time.monotonic(), 1))).get("id") == 1
+        except (OSError, httpx.HTTPError, WebSocketException, KeyError, ValueError):
+            return False
 
     @property
     def cdp_url(self) -> str:
@@ -308,6 +333,9 @@ def browser_env(settings, monkeypatch, chromium):
     from agenticos import netguard
 
     settings.BROWSER_CDP_ALLOWED_HOSTS = ["127.0.0.1"]
+    # The room a slow host's operator would give it: the bound of a wait that ends when Chromium answers (a
+    # refused connection still fails at once).
+    settings.BROWSER_CONNECT_TIMEOUT_SECONDS = STARTUP_SECONDS
     # The operator opened the test's internal names (BROWSER_ALLOWED_PRIVATE_HOSTS) for the agents whose
     # allowed_domains name them; an agent that does not name one still never reaches it.
     settings.BROWSER_ALLOWED_PRIVATE_HOSTS = [INTRANET, "localhost"]

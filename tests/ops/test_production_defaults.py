@@ -49,8 +49,10 @@ def test_make_run_starts_daphne_with_debug_off_and_make_dev_with_debug_on(monkey
 
 # ------------------------------------------------------------------ the settings of a launched process
 
+# All computed by the settings module (the keys are generated there): reading them imports config.settings, not
+# every app (django.setup() took ~30 s of a loaded 2-core machine per process).
 LAUNCHED_SETTINGS = (
-    "import django, hashlib, json; django.setup(); from django.conf import settings as s; print(json.dumps({"
+    "import hashlib, json; from django.conf import settings as s; print(json.dumps({"
     "'debug': s.DEBUG, 'hosts': s.ALLOWED_HOSTS, 'secure': [s.SESSION_COOKIE_SECURE, s.CSRF_COOKIE_SECURE], "
     "'keys': [hashlib.sha256(k.encode()).hexdigest() for k in (s.SECRET_KEY, s.VAULT_MASTER_KEY)]}))"
 )

@@ -51,15 +51,17 @@ def test_one_tenant_holding_its_whole_process_quota_does_not_stop_another_tenant
     quota = int(LIMITS["SANDBOXD_MAX_PROCESSES"])
     # The hog fills its quota with sleepers, says so, and holds them while the victim runs.
     # (bwrap outside, bwrap as the namespace's init and the shell are three more: the quota is all but full.)
-    holding = f"i=0; while [ $i -lt {quota - 5} ]; do sleep 20 & i=$((i+1)); done; wait"
+    # They sleep for as long as sandboxd lets a command run (so a slow start on a loaded machine cannot see the
+    # first ones wake before the last are forked); the test ends them when the victim has run.
+    holding = f"i=0; while [ $i -lt {quota - 5} ]; do sleep 55 & i=$((i+1)); done; wait"
+    hog_uid = os.stat(sandboxd_server.root / "workspaces" / "hogorg-w").st_uid
     held: dict = {}
-    thread = threading.Thread(target=lambda: held.update(_exec(sandboxd_server, hog, "w", holding, timeout=25)))
+    thread = threading.Thread(target=lambda: held.update(_exec(sandboxd_server, hog, "w", holding, timeout=60)))
     thread.start()
     try:
         # The hog's processes, counted on the host by its uid, until its quota is (nearly) all in use.
-        hog_uid = os.stat(sandboxd_server.root / "workspaces" / "hogorg-w").st_uid
         running = 0
-        for _ in range(300):
+        for _ in range(450):
             running = sum(1 for pid in os.listdir("/proc") if pid.isdigit() and _uid_of(pid) == hog_uid)
             if running >= quota - 2:
                 break
@@ -69,7 +71,24 @@ def test_one_tenant_holding_its_whole_process_quota_does_not_stop_another_tenant
         assert done["exit_code"] == 0, done
         assert done["stdout"] == "forked\nok\n" and "Can't fork" not in done["stderr"]
     finally:
+        # The hog's sleepers have served: ended from the host (root), so its command returns now, not when
+        # they would have woken. Only the hog's uid's `sleep` processes.
+        _end_sleepers_of(hog_uid)
         thread.join(timeout=60)
+    assert not thread.is_alive()
+
+
+def _end_sleepers_of(uid: int) -> None:
+    import signal
+
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or _uid_of(pid) != uid:
+            continue
+        try:
+            if Path(f"/proc/{pid}/comm").read_text().strip() == "sleep":
+                os.kill(int(pid), signal.SIGKILL)
+        except OSError:  # it ended meanwhile
+            continue
 
 
 def _uid_of(pid: str) -> int | None:
