@@ -12,6 +12,7 @@ from rest_framework.test import APIClient
 
 from config.celery import app as celery_app
 from tests import factories, fastflush
+from tests.browser_servers import _live_servers, _session_chromium  # noqa: F401  (session fixtures, one per process)
 from tests.fakes.openai_server import fake_openai  # noqa: F401  (fixture)
 
 
