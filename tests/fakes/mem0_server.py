@@ -17,6 +17,7 @@ import ipaddress
 import itertools
 import json
 import re
+import shutil
 import ssl
 import tempfile
 import threading
@@ -141,6 +142,7 @@ class FakeMem0Server:
     def stop(self) -> None:
         self._httpd.shutdown()
         self._httpd.server_close()
+        shutil.rmtree(self._folder, ignore_errors=True)  # its certificate and key
 
     def __enter__(self) -> FakeMem0Server:
         return self.start()
