@@ -70,7 +70,7 @@ def setup_bench_tenant() -> tuple[str, str, str]:
     engine = import_module(settings.SESSION_ENGINE)
     session = engine.SessionStore()
     session[SESSION_KEY] = str(user.pk)
-    session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+    session[BACKEND_SESSION_KEY] = settings.AUTHENTICATION_BACKENDS[0]  # as a password sign-in stores it
     session[HASH_SESSION_KEY] = user.get_session_auth_hash()
     session[ORG_KEY] = str(org.pk)
     session.save()

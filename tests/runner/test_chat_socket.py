@@ -31,7 +31,7 @@ def session_cookie(user, org) -> str:
     engine = import_module(dj_settings.SESSION_ENGINE)
     session = engine.SessionStore()
     session[SESSION_KEY] = str(user.pk)
-    session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+    session[BACKEND_SESSION_KEY] = dj_settings.AUTHENTICATION_BACKENDS[0]  # the password backend, as a sign-in stores it
     session[HASH_SESSION_KEY] = user.get_session_auth_hash()
     session[ORG_SESSION_KEY] = str(org.pk)
     session.save()
