@@ -40,6 +40,7 @@ from agents.models import (
     Environment,
     ModelProfile,
     Provider,
+    Rollout,
     Visibility,
 )
 from agents.spec import AgentSpec, dump_spec
@@ -517,8 +518,10 @@ def delete_agent(*, actor: Actor, agent: Agent) -> None:
     with transaction.atomic():
         _record(actor, "agent.deleted", target=agent, details={"slug": agent.slug})
         drop_grants_for_agent(agent)
-        # Environments point at versions with PROTECT; remove them before the versions go.
+        # Environments and rollouts point at versions with PROTECT; remove them before the versions go (a rollout
+        # is the agent's own history: it goes with it).
         Environment.objects.filter(agent=agent).delete()
+        Rollout.objects.filter(agent=agent).delete()
         try:
             agent.delete()
         except models.ProtectedError:
