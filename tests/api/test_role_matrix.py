@@ -1,6 +1,6 @@
 """The role matrix: every route under `agents/{id}/…` and every by-id route of an object that hangs off an
 agent (embeds, bindings, versions, environments, grants, avatar, export, diff, publish, promote, run, triggers,
-evaluation suites and their runs) × every role, an outsider organization, someone naming a foreign organization, and people on a private agent they
+evaluation suites and their runs, rollouts) × every role, an outsider organization, someone naming a foreign organization, and people on a private agent they
 hold no grant on / a view grant / an edit grant.
 
 Each route declares what it needs — a permission from the role table (`agenticos.permissions`) and a level on
@@ -21,6 +21,7 @@ from django.db import transaction
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from agenticos.permissions import ROLE_PERMISSIONS
+from agents import rollouts
 from agents import services as agents
 from channelbots import services as bots
 from embeds.models import Embed
@@ -40,7 +41,7 @@ PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 64
 # The levels on an agent, weakest first (written out here, not imported from the code under test).
 RANK = {None: 0, "view": 1, "use": 2, "edit": 3, "publish": 4}
 # The shared snapshot's tables, and what the evaluation routes write (suites, their cases, suite runs, results).
-MATRIX_TABLES = (*TABLES, "evals.Suite", "evals.Case", "evals.SuiteRun", "evals.CaseResult")
+MATRIX_TABLES = (*TABLES, "evals.Suite", "evals.Case", "evals.SuiteRun", "evals.CaseResult", "agents.Rollout")
 
 
 def database_state() -> dict:
@@ -142,6 +143,7 @@ class Route:
 
 
 AGENT = {"pk": "agent"}
+ROLLOUT = {"pk": "agent", "name": "staging_env", "rollout_id": "rollout"}
 ROUTES = [
     # agents/urls.py
     Route("get", "api-agent", AGENT, "view", 200, "agents:view"),
@@ -153,6 +155,13 @@ ROUTES = [
     Route("get", "api-agent-diff", AGENT, "view", 200, "agents:view", query="?from=1&to=draft"),
     Route("get", "api-agent-environments", AGENT, "view", 200, "agents:view"),
     Route("post", "api-agent-promote", {**AGENT, "name": "production_env"}, "publish", 200, body={"version": 2}),
+    # Rollouts (issue 42): start one on production; the world's open one is on staging (v1 → candidate v2).
+    Route("post", "api-agent-rollouts", {**AGENT, "name": "production_env"}, "publish", 201,
+          body={"candidate_version": 2, "share": 10}),
+    Route("get", "api-agent-rollout", ROLLOUT, "publish", 200, "agents:view"),
+    Route("post", "api-agent-rollout-pause", ROLLOUT, "publish", 200),
+    Route("post", "api-agent-rollout-promote", ROLLOUT, "publish", 200),
+    Route("post", "api-agent-rollout-abort", ROLLOUT, "publish", 200, body={"reason": "Enough."}),
     Route("get", "api-agent-export", AGENT, "view", 200, "agents:view"),
     Route("post", "api-agent-avatar", AGENT, "edit", 200, multipart=True),
     Route("delete", "api-agent-avatar", AGENT, "edit", 204),
@@ -265,6 +274,8 @@ def _agent_with_everything(org, owner, profile, *, name: str, visibility: str, g
     event_trigger, secret = triggers.create_trigger(actor=actor, agent=agent, data={
         "name": "On order", "kind": "event", "prompt": "A new order arrived."})
     assert secret
+    agents.promote_environment(actor=actor, agent=agent, environment="staging", version=1)
+    rollout = rollouts.start_rollout(actor=actor, agent=agent, environment="staging", candidate=2, share=20)
     suite = evals.create_suite(actor=actor, agent=agent, data={"name": "Smoke", "cases": [
         {"name": "greets", "prompt": "Say hello.", "checks": [{"kind": "contains", "value": "hello"}]}]})
     suite_yaml = evals.export_suite_yaml(actor=actor, suite=suite).replace("Smoke", "Imported")
@@ -278,6 +289,8 @@ def _agent_with_everything(org, owner, profile, *, name: str, visibility: str, g
         "one": "1",
         "card_capability": "web_fetch",
         "production_env": "production",
+        "staging_env": "staging",
+        "rollout": rollout.pk,
         "grantee": str(grantee.pk),
         "embed": factories.embed(agent, kind="page", created_by=owner).pk,
         "widget": factories.embed(agent, kind="widget", created_by=owner).pk,
@@ -518,14 +531,6 @@ NOT_IN_THE_MATRIX = {
     # agents/capabilities: the organization's capability catalog, the same for every agent (it names none;
     # agents:view, tests/capabilities). (agents/import is in the matrix: it replaces one agent's draft.)
     ("get", "capability-catalog"): "names no agent",
-    # agents/{id}/environments/{env}/rollouts (issue 42): every role, the outsider and another agent's or
-    # environment's rollout are walked in tests/api/test_rollouts.py; not yet rows here (the world builds no
-    # rollout), so the grant-level personas (a private agent with a view / edit grant) are not walked for them.
-    ("post", "api-agent-rollouts"): "tests/api/test_rollouts.py",
-    ("get", "api-agent-rollout"): "tests/api/test_rollouts.py",
-    ("post", "api-agent-rollout-pause"): "tests/api/test_rollouts.py",
-    ("post", "api-agent-rollout-promote"): "tests/api/test_rollouts.py",
-    ("post", "api-agent-rollout-abort"): "tests/api/test_rollouts.py",
 }
 METHODS = ("get", "post", "put", "patch", "delete")
 
