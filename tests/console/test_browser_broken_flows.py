@@ -7,10 +7,10 @@ import pytest
 
 from agenticos.models import Membership
 from tests import factories
+from tests.console.browser_steps import PASSWORD, sign_in
 from tests.console.conftest import ARTIFACTS
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-PASSWORD = "pw-correct-horse-9"
 TIMEOUT = 30_000
 
 
@@ -30,14 +30,6 @@ def offline_page(browser, base_url, *, width=1440, height=900):
 
     page.route("**/*", route)
     return page, refused
-
-
-def sign_in(page, base_url, email):
-    page.goto(f"{base_url}/login/")
-    page.get_by_label("Email").fill(email)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Sign in").click()
-    page.wait_for_url(f"{base_url}/")
 
 
 def fits(page, width) -> None:

@@ -18,10 +18,10 @@ from agents.models import Agent, Run
 from agents.runner.frames import frame
 from agents.runs import group_name
 from tests import factories
+from tests.console.browser_steps import PASSWORD, sign_in
 from tests.console.conftest import ARTIFACTS
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-PASSWORD = "pw-correct-horse-9"
 TIMEOUT = 30_000
 
 # Every rendered part of every turn, in order: what must be identical live and reopened.
@@ -37,14 +37,6 @@ TURN_SHAPE_JS = """() => Array.from(document.querySelectorAll('[data-transcript]
   })),
   usage: (t.querySelector('[data-tokens]') || {}).textContent || '',
 }))"""
-
-
-def sign_in(page, base_url, email):
-    page.goto(f"{base_url}/login/")
-    page.get_by_label("Email").fill(email)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Sign in").click()
-    page.wait_for_url(f"{base_url}/")
 
 
 def send(page, text):

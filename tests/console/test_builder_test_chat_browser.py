@@ -14,11 +14,11 @@ from agenticos.tenancy import actor_for_membership
 from agents import services as agent_services
 from agents.models import AgentVersion, Run
 from tests import factories
+from tests.console.browser_steps import PASSWORD, sign_in
 from tests.console.conftest import ARTIFACTS
 from tests.fakes.openai_server import Reply
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-PASSWORD = "pw-correct-horse-9"
 TIMEOUT = 30_000
 DRAFT_WORDS = "DRAFT: answer in exactly three words."
 
@@ -27,14 +27,6 @@ DRAFT_WORDS = "DRAFT: answer in exactly three words."
 def _fake_model_host_for_daphne(monkeypatch):
     # daphne (a subprocess) checks the draft's profile address as a publish does: the fake listens on loopback.
     monkeypatch.setenv("MODEL_ALLOWED_PRIVATE_HOSTS", "127.0.0.1")
-
-
-def sign_in(page, base_url, email):
-    page.goto(f"{base_url}/login/")
-    page.get_by_label("Email").fill(email)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Sign in").click()
-    page.wait_for_url(f"{base_url}/")
 
 
 def watched_page(browser, width):

@@ -12,10 +12,10 @@ from agenticos.models import Membership
 from agenticos.tenancy import actor_for_membership
 from agents import services as agent_services
 from tests import factories
+from tests.console.browser_steps import PASSWORD, sign_in
 from tests.fakes.openai_server import Reply
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-PASSWORD = "pw-correct-horse-9"
 TIMEOUT = 30_000
 
 # In every frame (the page, the previews, a drawing's sandbox): a refused load or script is reported as a
@@ -32,14 +32,6 @@ DRAWING = ('<button id="go" onclick="this.textContent = \'ran\'; agenticos.follo
 @pytest.fixture(autouse=True)
 def _fake_model_host_for_daphne(monkeypatch):
     monkeypatch.setenv("MODEL_ALLOWED_PRIVATE_HOSTS", "127.0.0.1")
-
-
-def sign_in(page, base_url, email):
-    page.goto(f"{base_url}/login/")
-    page.get_by_label("Email").fill(email)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Sign in").click()
-    page.wait_for_url(f"{base_url}/")
 
 
 def watched_page(browser):

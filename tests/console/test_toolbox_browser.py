@@ -10,19 +10,11 @@ import pytest
 from agenticos.models import Membership
 from agents.models import Agent
 from tests import factories
+from tests.console.browser_steps import PASSWORD, sign_in
 from tests.console.conftest import ARTIFACTS
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-PASSWORD = "pw-correct-horse-9"
 TIMEOUT = 30_000
-
-
-def sign_in(page, base_url, email):
-    page.goto(f"{base_url}/login/")
-    page.get_by_label("Email").fill(email)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Sign in").click()
-    page.wait_for_url(f"{base_url}/")
 
 
 @pytest.mark.parametrize("width", [1440, 390])
