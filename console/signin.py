@@ -23,7 +23,6 @@ from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
-from agenticos import audit
 from agenticos.errors import Conflict, Invalid
 from agenticos.models import Membership, User
 from agenticos.permissions import PERMISSIONS, Role
@@ -105,10 +104,7 @@ def mfa_step(request: HttpRequest) -> HttpResponse:
                 next_url = settings.LOGIN_REDIRECT_URL
             return redirect(next_url)
         error = _("That code is not right (or was used already).")
-        for membership in Membership.objects.filter(user=user).select_related("organization"):
-            audit.record(actor=None, organization=membership.organization, action="signin.failed", target=user,
-                         target_name=user.email, details={"method": "password", "reason": "mfa_code"},
-                         ip_address=request.META.get("REMOTE_ADDR"))
+        audit_log.sign_in_failed(user, reason="mfa_code", ip_address=request.META.get("REMOTE_ADDR"))
     secret = state.get("secret")
     return screen(request, "registration/mfa.html", {
         "enrol_secret": secret, "qr_svg": _qr_svg(user, secret) if secret else "", "error": error},

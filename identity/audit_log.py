@@ -105,3 +105,15 @@ def csv_lines(qs: QuerySet[AuditEvent]) -> Iterator[str]:
 def jsonl_lines(qs: QuerySet[AuditEvent]) -> Iterator[str]:
     for event in _newest_first(qs):
         yield json.dumps(as_row(event), sort_keys=True) + "\n"
+
+
+def sign_in_failed(user: Any, *, reason: str, ip_address: str | None) -> None:
+    """A failed password sign-in (bad credentials, SSO required, a wrong second-step code) told to every
+    organization the person belongs to: each one's audit trail shows attempts on its members."""
+    from agenticos import audit
+    from agenticos.models import Membership
+
+    for membership in Membership.objects.filter(user=user).select_related("organization"):
+        audit.record(actor=None, organization=membership.organization, action="signin.failed", target=user,
+                     target_name=user.email, details={"method": "password", "reason": reason},
+                     ip_address=ip_address)

@@ -12,7 +12,7 @@ from django.http import HttpRequest
 
 from agenticos import audit, tenancy
 from agenticos.models import Membership, User
-from identity import services, sessions
+from identity import audit_log, services, sessions
 from identity.adapter import SSO_REQUEST_FLAG, SSO_STATE_KEY
 from identity.models import OidcConnection
 
@@ -57,10 +57,7 @@ def password_failed(sender: Any, credentials: dict[str, Any], request: HttpReque
     if user is None:
         return  # not someone of any organization: there is nobody to tell
     reason = "sso_required" if getattr(request, "sso_required", False) else "bad_credentials"
-    for membership in Membership.objects.filter(user=user).select_related("organization"):
-        audit.record(actor=None, organization=membership.organization, action="signin.failed", target=user,
-                     target_name=user.email, details={"method": "password", "reason": reason},
-                     ip_address=_ip(request))
+    audit_log.sign_in_failed(user, reason=reason, ip_address=_ip(request))
 
 
 @receiver(user_logged_out, dispatch_uid="identity.logged_out")
