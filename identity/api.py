@@ -62,6 +62,7 @@ def _builtin() -> list[dict]:
 class RoleListView(BaseOrgView):
     serializer_class = RoleSerializer
     permission_map = {"POST": "roles:manage"}
+    pagination_class = None  # a handful of presets and custom roles: one list, as the schema says
 
     @extend_schema(responses={200: RoleSerializer(many=True), **ERRORS},
                    summary="Roles: the built-in presets, then the organization's custom roles")
@@ -99,6 +100,7 @@ class RoleDetailView(BaseOrgView):
 
 class PermissionListView(BaseOrgView):
     serializer_class = PermissionSerializer
+    pagination_class = None  # the fixed catalog: one list, as the schema says
 
     @extend_schema(responses={200: PermissionSerializer(many=True), **ERRORS}, summary="The permission catalog")
     def get(self, request: Request) -> Response:
