@@ -36,8 +36,9 @@ def viewing_builder(org, owner):
 
 def test_a_builder_who_may_only_use_an_agent_cannot_publish_it_from_the_console(client_as, org, builder,
                                                                                   owners_agent):
+    client = client_as(builder, org)  # signing in writes its own audit row (identity.receivers), before the snapshot
     before = database_state()
-    response = client_as(builder, org).post(f"/agents/{owners_agent.pk}/embeds",
+    response = client.post(f"/agents/{owners_agent.pk}/embeds",
                                             {"kind": "page", "name": "Mine now", "environment": "production"})
     assert response.status_code == 403
     assert changed_tables(before, database_state()) == []
@@ -52,8 +53,9 @@ def test_a_builder_with_only_a_view_grant_cannot_pause_or_delete_the_owners_embe
     agents.publish_agent(actor=actor_of(owner, org), agent=private)
     grants.share_agent(actor=actor_of(owner, org), agent=private, user_id=viewing_builder.pk, level="view")
     embed = factories.embed(private, kind="page", created_by=owner)
+    client = client_as(viewing_builder, org)  # signing in is audited: sign in before the snapshot
     before = database_state()
-    response = client_as(viewing_builder, org).post(f"/agents/{private.pk}/embeds/{embed.pk}/{action}")
+    response = client.post(f"/agents/{private.pk}/embeds/{embed.pk}/{action}")
     assert response.status_code == 403
     assert changed_tables(before, database_state()) == []
     assert Embed.objects.get(pk=embed.pk).is_paused is False
