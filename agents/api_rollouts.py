@@ -1,4 +1,5 @@
-"""Rollout endpoints: start one on an environment, read it with its metrics, pause (or resume), promote, abort.
+"""Rollout endpoints: start one on an environment, read it with its metrics, pause (or resume), advance a step,
+promote, abort.
 
 Only who may publish the agent may touch its rollouts (an agent you cannot see answers 404, too weak an access
 403); the rules and the metrics are in agents.rollouts."""
@@ -29,6 +30,18 @@ class RolloutStartSerializer(serializers.Serializer):
         min_value=1, max_value=10_000, required=False, allow_null=True,
         help_text="Roll back when cost per run is this % above the base's (default 50; null: no cost threshold).")
     reason = serializers.CharField(max_length=500, required=False, allow_blank=True)
+    steps = serializers.ListField(
+        child=serializers.IntegerField(min_value=2, max_value=100), required=False, max_length=rollouts.MAX_STEPS,
+        help_text="Shares to move through after `share`, ascending (e.g. [25, 50, 100]); 100 promotes.")
+    step_minutes = serializers.IntegerField(
+        min_value=rollouts.MIN_STEP_MINUTES, max_value=60 * 24 * 90, required=False, allow_null=True,
+        help_text="Take each step by itself once the share has held this long, the candidate has `min_runs` ended "
+                  "runs and no threshold is crossed. Without it, a person advances the steps.")
+
+
+class RolloutAdvanceSerializer(serializers.Serializer):
+    share = serializers.IntegerField(min_value=2, max_value=100, required=False,
+                                     help_text="The new share; without it, the rollout's next step. 100 promotes.")
 
 
 class RolloutAbortSerializer(serializers.Serializer):
@@ -40,6 +53,7 @@ class RolloutVersionMetricsSerializer(serializers.Serializer):
     runs = serializers.IntegerField(help_text="Ended runs admitted under the rollout on this version.")
     failed = serializers.IntegerField()
     guardrail_blocked = serializers.IntegerField()
+    approval_rejected = serializers.IntegerField(help_text="Runs where a person rejected a tool call.")
     failed_share = serializers.FloatField(allow_null=True)
     cost_usd = serializers.CharField()
     cost_per_run_usd = serializers.CharField(allow_null=True)
@@ -58,10 +72,17 @@ class RolloutComparisonSerializer(serializers.Serializer):
     significant = serializers.BooleanField(help_text="p < 0.05.")
 
 
+class RolloutNextStepSerializer(serializers.Serializer):
+    share = serializers.IntegerField(allow_null=True, help_text="The next step's share (null: no step left).")
+    scheduled = serializers.BooleanField(help_text="Steps advance by themselves (`step_minutes`).")
+    waiting_for = serializers.CharField(help_text="Why the scheduled step is not taken yet (empty when due).")
+
+
 class RolloutMetricsSerializer(serializers.Serializer):
     base = RolloutVersionMetricsSerializer()
     candidate = RolloutVersionMetricsSerializer()
     comparison = RolloutComparisonSerializer()
+    next_step = RolloutNextStepSerializer()
 
 
 class RolloutSerializer(serializers.ModelSerializer):
@@ -72,7 +93,8 @@ class RolloutSerializer(serializers.ModelSerializer):
     class Meta:
         model = Rollout
         fields = ["id", "environment", "base_version", "candidate_version", "share", "status", "failure_multiple",
-                  "min_runs", "cost_increase_pct", "reason", "started_by", "started_at", "ended_at"]
+                  "min_runs", "cost_increase_pct", "steps", "step_minutes", "stepped_at", "reason", "started_by",
+                  "started_at", "ended_at"]
 
 
 class RolloutDetailSerializer(RolloutSerializer):
@@ -106,7 +128,8 @@ class RolloutStartView(RolloutView):
     def post(self, request: Request, pk, name: str) -> Response:
         agent = self.publishable(pk)
         data = self.valid(RolloutStartSerializer)
-        options = {key: data[key] for key in ("failure_multiple", "min_runs", "cost_increase_pct") if key in data}
+        options = {key: data[key] for key in ("failure_multiple", "min_runs", "cost_increase_pct", "steps",
+                                              "step_minutes") if key in data}
         rollout = rollouts.start_rollout(actor=self.actor, agent=agent, environment=name,
                                          candidate=data["candidate_version"], share=data["share"],
                                          reason=data.get("reason", ""), **options)
@@ -125,6 +148,16 @@ class RolloutPauseView(RolloutView):
                    summary="Pause a rollout (no new keys to the candidate), or resume a paused one")
     def post(self, request: Request, pk, name: str, rollout_id) -> Response:
         rollout = rollouts.pause_rollout(actor=self.actor, rollout=self.rollout(pk, name, rollout_id))
+        return Response(_detail(self.rollout(pk, name, rollout.pk)))
+
+
+class RolloutAdvanceView(RolloutView):
+    @extend_schema(request=RolloutAdvanceSerializer, responses={200: RolloutDetailSerializer, **WRITE_ERRORS},
+                   summary="Advance: move the candidate's share to the next step (or the share given); 100 promotes")
+    def post(self, request: Request, pk, name: str, rollout_id) -> Response:
+        found = self.rollout(pk, name, rollout_id)
+        data = self.valid(RolloutAdvanceSerializer)
+        rollout = rollouts.advance_rollout(actor=self.actor, rollout=found, share=data.get("share"))
         return Response(_detail(self.rollout(pk, name, rollout.pk)))
 
 

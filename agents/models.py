@@ -159,6 +159,12 @@ class Rollout(models.Model):
     failure_multiple = models.DecimalField(max_digits=6, decimal_places=2, default=2)
     min_runs = models.PositiveIntegerField(default=20)
     cost_increase_pct = models.PositiveIntegerField(null=True, blank=True, default=50)
+    # Steps: the shares the rollout moves through after `share` (ascending; 100 promotes), by hand
+    # (`advance_rollout`) or, with `step_minutes`, by the beat once the current share has held that long with
+    # at least `min_runs` ended candidate runs and no threshold crossed.
+    steps = models.JSONField(default=list, blank=True)
+    step_minutes = models.PositiveIntegerField(null=True, blank=True)
+    stepped_at = models.DateTimeField(default=timezone.now)
     reason = models.CharField(max_length=500, blank=True)
     started_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+")
     started_at = models.DateTimeField(default=timezone.now)
@@ -182,6 +188,10 @@ class Rollout(models.Model):
     @property
     def is_open(self) -> bool:
         return self.status in (self.Status.ACTIVE, self.Status.PAUSED)
+
+    @property
+    def next_step(self) -> int | None:
+        return next((step for step in self.steps if step > self.share), None)
 
 
 class Surface(models.TextChoices):

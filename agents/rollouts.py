@@ -7,6 +7,9 @@
 - **Stickiness**: a conversation keeps the version its first run had (the run row records it); a new conversation,
   a visitor, a thread or a trigger is the candidate's when `hash(rollout id, sticky key)` falls in the first
   `share` % of buckets. The hash is deterministic, so the same key lands the same way on every process.
+- **Steps** (`advance_rollout`, `due_step`): the shares a rollout moves through after its first (`steps`, 100
+  promotes), by hand or, with `step_minutes`, by the beat once the current share has held that long, the
+  candidate has `min_runs` ended runs and no threshold is crossed — a schedule never advances a rollout blind.
 - **Watching** (`metrics`, `check_thresholds`): per version, over the runs admitted under the rollout (each carries
   `options["rollout"]`); a candidate run's ending calls `run_ended` (registered as a run-ended hook in
   agents.extensions) and a beat task (`agents.tasks.watch_rollouts`) re-checks every open rollout as a backstop.
@@ -18,18 +21,22 @@ import hashlib
 import logging
 import math
 from dataclasses import dataclass
+from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
+from django.conf import settings
+from django.core.mail import send_mail
 from django.db import connection, transaction
 from django.utils import timezone
 
 from agenticos import audit
-from agenticos.errors import Conflict, Invalid, NotFound
-from agenticos.tenancy import Actor
+from agenticos.errors import Conflict, DomainError, Invalid, NotFound
+from agenticos.tenancy import Actor, actor_for_membership, membership_for
 from agents import extensions
 from agents.models import Agent, AgentVersion, Conversation, Environment, Rollout, Run, RunStatus
 from governance.grants import PUBLISH, require_agent_access
+from governance.models import Approval
 from notifications.models import Notification
 from notifications.services import notify
 
@@ -39,6 +46,8 @@ BUCKETS = 10_000  # share is in whole percent; 100 buckets per percent
 OPEN = (Rollout.Status.ACTIVE, Rollout.Status.PAUSED)
 # Below this many ended runs on either side the failure-rate comparison is "not enough runs yet".
 MIN_RUNS_FOR_TEST = 10
+MIN_STEP_MINUTES = 5  # the beat looks every 5 minutes (config.settings: watch-rollouts)
+MAX_STEPS = 10
 ENDED = [s.value for s in (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.BUDGET_EXCEEDED,
                            RunStatus.GUARDRAIL_BLOCKED)]
 
@@ -109,9 +118,12 @@ def _audit(actor_user: Any, rollout: Rollout, action: str, **details: Any) -> No
 
 def start_rollout(*, actor: Actor, agent: Agent, environment: str, candidate: int, share: int,
                   failure_multiple: Any = None, min_runs: int | None = None,
-                  cost_increase_pct: int | None | object = ..., reason: str = "") -> Rollout:
+                  cost_increase_pct: int | None | object = ..., reason: str = "", steps: list[int] | None = None,
+                  step_minutes: int | None = None) -> Rollout:
     """Send `share` % (1–99) of `environment`'s new sticky keys to version `candidate`. The candidate must be a
-    published version other than the environment's, and pass the agent's publish gates (evaluation suites)."""
+    published version other than the environment's, and pass the agent's publish gates (evaluation suites).
+    `steps` are the shares to move through afterwards (ascending, above `share`, 100 = promote); with
+    `step_minutes` the beat moves them on a schedule, without it a person does (`advance_rollout`)."""
     from agents.services import ENV_NAME_RE, published_version
 
     require_agent_access(actor, agent, PUBLISH)
@@ -119,6 +131,12 @@ def start_rollout(*, actor: Actor, agent: Agent, environment: str, candidate: in
         raise NotFound(f"The agent has no {environment} environment; publish it first.")
     if isinstance(share, bool) or not isinstance(share, int) or not 1 <= share <= 99:
         raise Invalid("A rollout's share is 1 to 99 percent.", details={"field": "share"})
+    steps = _valid_steps(steps or [], share)
+    if step_minutes is not None and (isinstance(step_minutes, bool) or not isinstance(step_minutes, int)
+                                     or step_minutes < MIN_STEP_MINUTES):
+        raise Invalid(f"Steps advance at most every {MIN_STEP_MINUTES} minutes.", details={"field": "step_minutes"})
+    if step_minutes is not None and not steps:
+        raise Invalid("A schedule needs steps to move through.", details={"field": "steps"})
     target = published_version(agent, candidate)
     env = Environment.objects.select_related("version").filter(agent=agent, name=environment).first()
     if env is None:
@@ -133,7 +151,8 @@ def start_rollout(*, actor: Actor, agent: Agent, environment: str, candidate: in
         if Rollout.objects.filter(agent=agent, environment=environment, status__in=OPEN).exists():
             raise Conflict(f"The {environment} environment already has a rollout; pause, promote or abort it first.")
         rollout = Rollout(organization=agent.organization, agent=agent, environment=environment, base=env.version,
-                          candidate=target, share=share, reason=reason[:500], started_by=actor.user)
+                          candidate=target, share=share, reason=reason[:500], started_by=actor.user,
+                          steps=steps, step_minutes=step_minutes)
         if failure_multiple is not None:
             rollout.failure_multiple = Decimal(str(failure_multiple))
         if min_runs is not None:
@@ -142,8 +161,22 @@ def start_rollout(*, actor: Actor, agent: Agent, environment: str, candidate: in
             rollout.cost_increase_pct = cost_increase_pct  # type: ignore[assignment]
         rollout.save()
         Environment.objects.filter(pk=env.pk).update(rollout=rollout)
-        _audit(actor.user, rollout, "rollout.started", share=share)
+        _audit(actor.user, rollout, "rollout.started", share=share, steps=steps, step_minutes=step_minutes)
     return rollout
+
+
+def _valid_steps(steps: Any, share: int) -> list[int]:
+    if not isinstance(steps, list) or len(steps) > MAX_STEPS:
+        raise Invalid(f"Steps are a list of at most {MAX_STEPS} shares.", details={"field": "steps"})
+    previous = share
+    for step in steps:
+        if isinstance(step, bool) or not isinstance(step, int) or not previous < step <= 100:
+            raise Invalid(f"Each step is a share above the one before it ({previous} %), at most 100 "
+                          "(100 promotes the candidate).", details={"field": "steps"})
+        previous = step
+    if 100 in steps[:-1]:
+        raise Invalid("100 % promotes the candidate: it can only be the last step.", details={"field": "steps"})
+    return list(steps)
 
 
 def get_rollout(*, actor: Actor, agent: Agent, environment: str, rollout_id: Any) -> Rollout:
@@ -207,16 +240,64 @@ def abort_rollout(*, actor: Actor, rollout: Rollout, reason: str = "") -> Rollou
 
 def promote_rollout(*, actor: Actor, rollout: Rollout) -> Rollout:
     """The candidate becomes the environment's version for everyone, as publishing/promoting does."""
-    from agents.services import promote_environment
-
     require_agent_access(actor, rollout.agent, PUBLISH)
     with transaction.atomic():
         locked = _locked_open(rollout)
-        _end(locked, Rollout.Status.PROMOTED, user=actor.user)
-        promote_environment(actor=actor, agent=locked.agent, environment=locked.environment,
-                            version=locked.candidate.number)
-        _audit(actor.user, locked, "rollout.promoted")
+        _promote(actor, locked)
     return locked
+
+
+def _promote(actor: Actor, locked: Rollout) -> None:
+    from agents.services import promote_environment
+
+    _end(locked, Rollout.Status.PROMOTED, user=actor.user)
+    promote_environment(actor=actor, agent=locked.agent, environment=locked.environment,
+                        version=locked.candidate.number)
+    _audit(actor.user, locked, "rollout.promoted")
+
+
+def advance_rollout(*, actor: Actor, rollout: Rollout, share: int | None = None, scheduled: bool = False) -> Rollout:
+    """Move the candidate's share up: to `share`, or to the rollout's next step. 100 promotes it. A paused
+    rollout may be moved by hand (it stays paused); the schedule moves active ones only."""
+    require_agent_access(actor, rollout.agent, PUBLISH)
+    with transaction.atomic():
+        locked = _locked_open(rollout)
+        target = share if share is not None else locked.next_step
+        if target is None:
+            raise Invalid("The rollout has no next step: give a share, or promote it.", details={"field": "share"})
+        if isinstance(target, bool) or not isinstance(target, int) or not locked.share < target <= 100:
+            raise Invalid(f"A rollout moves up from {locked.share} %, to at most 100 (which promotes it).",
+                          details={"field": "share"})
+        if target == 100:
+            _promote(actor, locked)
+            return locked
+        before = locked.share
+        locked.share, locked.stepped_at = target, timezone.now()
+        locked.save(update_fields=["share", "stepped_at"])
+        _audit(actor.user, locked, "rollout.advanced", from_share=before, to_share=target,
+               by="schedule" if scheduled else "hand")
+    return locked
+
+
+def due_step(rollout: Rollout, measured: dict[str, Any], now: Any = None) -> str:
+    """Why the scheduled step may not be taken yet ("" when it is due now)."""
+    if rollout.step_minutes is None or rollout.next_step is None or rollout.status != Rollout.Status.ACTIVE:
+        return "No scheduled step."
+    due_at = rollout.stepped_at + timedelta(minutes=rollout.step_minutes)
+    if (now or timezone.now()) < due_at:
+        return f"The next step ({rollout.next_step} %) is due at {due_at.isoformat()}."
+    if measured["candidate"]["runs"] < rollout.min_runs:
+        return (f"The next step ({rollout.next_step} %) waits for {rollout.min_runs} ended runs on "
+                f"v{rollout.candidate.number} (it has {measured['candidate']['runs']}).")
+    return ""
+
+
+def _step_actor(rollout: Rollout) -> Actor | None:
+    """Who a scheduled step acts as: the person who started the rollout, while they still may publish."""
+    if rollout.started_by is None:
+        return None
+    membership = membership_for(rollout.started_by, rollout.organization_id)
+    return actor_for_membership(membership) if membership is not None else None
 
 
 # ------------------------------------------------------------------ watching
@@ -225,23 +306,25 @@ def promote_rollout(*, actor: Actor, rollout: Rollout) -> Rollout:
 def _version_rows(rollout: Rollout) -> dict[Any, dict[str, Any]]:
     """One aggregate over the rollout's ended runs, per version (PostgreSQL's percentile_cont for p95)."""
     run_table = connection.ops.quote_name(Run._meta.db_table)
+    approval_table = connection.ops.quote_name(Approval._meta.db_table)
     sql = (
         # The table name comes from the model; every value is a parameter.
         "SELECT version_id, COUNT(*), "  # noqa: S608
         "COUNT(*) FILTER (WHERE status = %s), COUNT(*) FILTER (WHERE status = %s), "
         "COALESCE(SUM(cost_usd), 0), COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0), "
-        "percentile_cont(0.95) WITHIN GROUP (ORDER BY EXTRACT(EPOCH FROM finished_at - started_at)) "
-        f"FROM {run_table} WHERE agent_id = %s AND created_at >= %s AND status = ANY(%s) "
+        "percentile_cont(0.95) WITHIN GROUP (ORDER BY EXTRACT(EPOCH FROM finished_at - started_at)), "
+        f"COUNT(*) FILTER (WHERE EXISTS (SELECT 1 FROM {approval_table} a WHERE a.run_id = r.id AND a.status = %s)) "
+        f"FROM {run_table} r WHERE agent_id = %s AND created_at >= %s AND status = ANY(%s) "
         "AND options->>'rollout' = %s GROUP BY version_id"
     )
     with connection.cursor() as cursor:
-        cursor.execute(sql, [RunStatus.FAILED, RunStatus.GUARDRAIL_BLOCKED, rollout.agent_id, rollout.started_at,
-                             ENDED, str(rollout.pk)])
+        cursor.execute(sql, [RunStatus.FAILED, RunStatus.GUARDRAIL_BLOCKED, Approval.Status.REJECTED,
+                             rollout.agent_id, rollout.started_at, ENDED, str(rollout.pk)])
         rows = cursor.fetchall()
     found = {}
-    for version_id, runs, failed, blocked, cost, tokens_in, tokens_out, p95 in rows:
+    for version_id, runs, failed, blocked, cost, tokens_in, tokens_out, p95, rejected in rows:
         found[version_id] = {
-            "runs": runs, "failed": failed, "guardrail_blocked": blocked,
+            "runs": runs, "failed": failed, "guardrail_blocked": blocked, "approval_rejected": rejected,
             "failed_share": failed / runs if runs else None,
             "cost_usd": str(cost), "cost_per_run_usd": str((Decimal(cost) / runs).quantize(Decimal("0.00000001")))
             if runs else None,
@@ -251,7 +334,7 @@ def _version_rows(rollout: Rollout) -> dict[Any, dict[str, Any]]:
     return found
 
 
-EMPTY = {"runs": 0, "failed": 0, "guardrail_blocked": 0, "failed_share": None, "cost_usd": "0",
+EMPTY = {"runs": 0, "failed": 0, "guardrail_blocked": 0, "approval_rejected": 0, "failed_share": None, "cost_usd": "0",
          "cost_per_run_usd": None, "p95_duration_seconds": None, "input_tokens": 0, "output_tokens": 0}
 
 
@@ -285,7 +368,10 @@ def metrics(rollout: Rollout) -> dict[str, Any]:
         "p_value": round(test[1], 6) if enough and test else None,
         "significant": bool(enough and test and test[1] < 0.05),
     }
-    return {"base": base, "candidate": candidate, "comparison": comparison}
+    measured = {"base": base, "candidate": candidate, "comparison": comparison}
+    measured["next_step"] = {"share": rollout.next_step, "scheduled": rollout.step_minutes is not None,
+                             "waiting_for": due_step(rollout, measured) if rollout.next_step else ""}
+    return measured
 
 
 def crossed_threshold(rollout: Rollout, measured: dict[str, Any]) -> str:
@@ -323,13 +409,23 @@ def check_thresholds(rollout_id: Any) -> bool:
         _audit(None, rollout, "rollout.rolled_back", reason=why)
         recipient = rollout.agent.owner or rollout.started_by
         if recipient is not None:
+            text = (f"{rollout.agent.name}: the {rollout.environment} rollout of v{rollout.candidate.number} "
+                    f"was rolled back. {why}")
             notify(organization=rollout.organization, recipient=recipient,
-                   kind=Notification.Kind.ROLLOUT_ROLLED_BACK,
-                   text=f"{rollout.agent.name}: the {rollout.environment} rollout of v{rollout.candidate.number} "
-                        f"was rolled back. {why}",
-                   link=f"/agents/{rollout.agent_id}/")
+                   kind=Notification.Kind.ROLLOUT_ROLLED_BACK, text=text, link=f"/agents/{rollout.agent_id}/")
+            _email(recipient, subject=f"Rollout rolled back: {rollout.agent.name} v{rollout.candidate.number}",
+                   text=f"{text}\n\n{settings.FRONTEND_URL}/agents/{rollout.agent_id}/")
     logger.info("rollout %s rolled back: %s", rollout.pk, why)
     return True
+
+
+def _email(recipient: Any, *, subject: str, text: str) -> None:
+    """The owner hears of a rollback by e-mail too, through the deployment's EMAIL_BACKEND (the console in
+    development), after the rollback is committed; a mail server's failure is logged, never raised."""
+    address = getattr(recipient, "email", "")
+    if address:
+        transaction.on_commit(lambda: send_mail(subject=subject, message=text, from_email=None,
+                                                recipient_list=[address], fail_silently=True))
 
 
 def run_ended(run: Run, status: str) -> None:
@@ -344,7 +440,31 @@ def run_ended(run: Run, status: str) -> None:
         logger.exception("rollout %s: checking thresholds failed", rollout_id)
 
 
+def take_due_step(rollout_id: Any) -> bool:
+    """Advance an active rollout on its schedule when its step is due (see `due_step`). True when it moved."""
+    rollout = Rollout.objects.select_related("base", "candidate", "agent", "organization", "started_by").filter(
+        pk=rollout_id, status=Rollout.Status.ACTIVE).first()
+    if rollout is None or rollout.step_minutes is None or rollout.next_step is None:
+        return False
+    measured = metrics(rollout)
+    if crossed_threshold(rollout, measured) or due_step(rollout, measured):
+        return False
+    actor = _step_actor(rollout)
+    try:
+        if actor is None:
+            raise Invalid("who started the rollout is no longer a member")
+        advance_rollout(actor=actor, rollout=rollout, share=rollout.next_step, scheduled=True)
+    except DomainError as exc:
+        # The person who started it left or lost the right to publish: the schedule stops; a person moves it on.
+        logger.warning("rollout %s: the scheduled step was not taken: %s", rollout.pk, exc)
+        return False
+    return True
+
+
 def watch_open_rollouts() -> int:
-    """The beat backstop: check every open rollout (runs ended by the sweeps never pass the runner's hook)."""
-    return sum(check_thresholds(pk) for pk in Rollout.objects.filter(status=Rollout.Status.ACTIVE)
-               .values_list("pk", flat=True))
+    """The beat: check every active rollout's thresholds (runs ended by the sweeps never pass the runner's hook)
+    and take the steps that are due. Returns how many rollouts it rolled back or moved."""
+    moved = 0
+    for pk in Rollout.objects.filter(status=Rollout.Status.ACTIVE).values_list("pk", flat=True):
+        moved += check_thresholds(pk) or take_due_step(pk)
+    return moved

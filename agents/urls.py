@@ -21,6 +21,8 @@ urlpatterns = [
            "api-agent-rollout"),
     *route("agents/<uuid:pk>/environments/<str:name>/rollouts/<uuid:rollout_id>/pause", api_rollouts.RolloutPauseView,
            "api-agent-rollout-pause"),
+    *route("agents/<uuid:pk>/environments/<str:name>/rollouts/<uuid:rollout_id>/advance",
+           api_rollouts.RolloutAdvanceView, "api-agent-rollout-advance"),
     *route("agents/<uuid:pk>/environments/<str:name>/rollouts/<uuid:rollout_id>/promote",
            api_rollouts.RolloutPromoteView, "api-agent-rollout-promote"),
     *route("agents/<uuid:pk>/environments/<str:name>/rollouts/<uuid:rollout_id>/abort", api_rollouts.RolloutAbortView,

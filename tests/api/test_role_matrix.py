@@ -160,6 +160,7 @@ ROUTES = [
           body={"candidate_version": 2, "share": 10}),
     Route("get", "api-agent-rollout", ROLLOUT, "publish", 200, "agents:view"),
     Route("post", "api-agent-rollout-pause", ROLLOUT, "publish", 200),
+    Route("post", "api-agent-rollout-advance", ROLLOUT, "publish", 200, body={"share": 90}),
     Route("post", "api-agent-rollout-promote", ROLLOUT, "publish", 200),
     Route("post", "api-agent-rollout-abort", ROLLOUT, "publish", 200, body={"reason": "Enough."}),
     Route("get", "api-agent-export", AGENT, "view", 200, "agents:view"),

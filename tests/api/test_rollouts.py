@@ -129,7 +129,8 @@ def test_pause_resumes_on_a_second_call_and_abort_ends_it(org, owner, agent, api
 def _every_endpoint(agent, rollout_id):
     base = _base(agent)
     return [("post", base), ("get", f"{base}/{rollout_id}"), ("post", f"{base}/{rollout_id}/pause"),
-            ("post", f"{base}/{rollout_id}/promote"), ("post", f"{base}/{rollout_id}/abort")]
+            ("post", f"{base}/{rollout_id}/advance"), ("post", f"{base}/{rollout_id}/promote"),
+            ("post", f"{base}/{rollout_id}/abort")]
 
 
 def _started(org, owner, agent) -> Rollout:
@@ -204,3 +205,30 @@ def test_the_thresholds_need_enough_runs_and_name_what_was_crossed(org, owner, a
     assert "more than 50 %" in rollouts.crossed_threshold(rollout, _measured(40, 0, "0.0100", 20, 0, "0.0151"))
     rollout.cost_increase_pct = None
     assert rollouts.crossed_threshold(rollout, _measured(40, 0, "0.0100", 20, 0, "0.0500")) == ""
+
+
+def test_steps_are_set_at_the_start_and_advanced_by_hand_through_the_api(org, admin_user, agent, api_as):
+    client = api_as(admin_user, org)
+    created = _start(client, agent, share=5, steps=[25, 100], step_minutes=60)
+    assert created.status_code == 201, created.content
+    body = created.json()
+    assert body["steps"] == [25, 100] and body["step_minutes"] == 60
+    assert body["metrics"]["next_step"] == {"share": 25, "scheduled": True,
+                                            "waiting_for": body["metrics"]["next_step"]["waiting_for"]}
+    assert body["metrics"]["next_step"]["waiting_for"].startswith("The next step (25 %) is due at")
+    url = f"{_base(agent)}/{body['id']}/advance"
+    backwards = client.post(url, {"share": 3}, format="json")
+    assert backwards.status_code == 422 and _error(backwards)["details"]["field"] == "share"
+    moved = client.post(url, {}, format="json")
+    assert moved.status_code == 200 and moved.json()["share"] == 25
+    assert moved.json()["metrics"]["next_step"]["share"] == 100
+    promoted = client.post(url, {}, format="json")
+    assert promoted.status_code == 200 and promoted.json()["status"] == "promoted"
+    assert Environment.objects.get(agent=agent, name="production").version.number == 2
+    assert client.post(url, {}, format="json").status_code == 409
+
+
+def test_steps_that_go_down_are_refused_in_the_envelope(org, admin_user, agent, api_as):
+    refused = _start(api_as(admin_user, org), agent, share=30, steps=[20])
+    assert refused.status_code == 422 and _error(refused)["details"]["field"] == "steps"
+    assert not Rollout.objects.exists()

@@ -181,3 +181,130 @@ def test_a_run_ended_outside_the_runner_is_caught_by_the_beat_backstop(org, owne
     assert rollouts.watch_open_rollouts() == 1
     rollout.refresh_from_db()
     assert rollout.status == Rollout.Status.ROLLED_BACK
+
+
+def test_the_rolled_back_owner_hears_by_email_too(org, owner, two_versions, mailoutbox):
+    agent, _v1, v2 = two_versions
+    rollout = rollouts.start_rollout(actor=actor_of(owner, org), agent=agent, environment="production",
+                                     candidate=2, share=99, min_runs=1)
+    lost = next(run for run in (_turn(actor_of(owner, org), agent) for _ in range(6)) if run.version_id == v2.pk)
+    Run.objects.filter(pk=lost.pk).update(status=RunStatus.FAILED)
+    assert rollouts.check_thresholds(rollout.pk) is True
+    assert [mail.to for mail in mailoutbox] == [[owner.email]]
+    assert "rolled back" in mailoutbox[0].body and f"/agents/{agent.pk}/" in mailoutbox[0].body
+
+
+def _ended(runs, status=RunStatus.COMPLETED):
+    from django.utils import timezone
+
+    Run.objects.filter(pk__in=[run.pk for run in runs]).update(status=status, started_at=timezone.now(),
+                                                                finished_at=timezone.now())
+
+
+def test_scheduled_steps_wait_for_their_time_and_their_runs_then_move_and_promote(org, owner, two_versions):
+    from datetime import timedelta
+
+    agent, _v1, v2 = two_versions
+    actor = actor_of(owner, org)
+    rollout = rollouts.start_rollout(actor=actor, agent=agent, environment="production", candidate=2, share=20,
+                                     steps=[50, 100], step_minutes=30, min_runs=3)
+    assert rollouts.watch_open_rollouts() == 0  # not due yet
+    Rollout.objects.filter(pk=rollout.pk).update(stepped_at=rollout.stepped_at - timedelta(minutes=31))
+    rollout.refresh_from_db()
+    waiting = rollouts.metrics(rollout)["next_step"]
+    assert waiting["share"] == 50 and "waits for 3 ended runs" in waiting["waiting_for"]
+    assert rollouts.watch_open_rollouts() == 0  # due, but blind: no candidate run has ended
+
+    admitted = [_turn(actor, agent) for _ in range(80)]
+    on_candidate = [run for run in admitted if run.version_id == v2.pk]
+    assert len(on_candidate) >= 3
+    _ended(admitted)
+    assert rollouts.watch_open_rollouts() == 1
+    rollout.refresh_from_db()
+    assert rollout.share == 50 and rollout.status == Rollout.Status.ACTIVE
+    event = AuditEvent.objects.get(action="rollout.advanced")
+    assert event.details["from_share"] == 20 and event.details["to_share"] == 50 and event.details["by"] == "schedule"
+    assert rollouts.watch_open_rollouts() == 0  # the next step waits its own 30 minutes
+
+    Rollout.objects.filter(pk=rollout.pk).update(stepped_at=rollout.stepped_at - timedelta(minutes=31))
+    assert rollouts.watch_open_rollouts() == 1
+    rollout.refresh_from_db()
+    assert rollout.status == Rollout.Status.PROMOTED
+    assert Environment.objects.get(agent=agent, name="production").version == v2
+
+
+def test_a_scheduled_step_is_not_taken_past_a_threshold_nor_for_someone_who_may_no_longer_publish(
+        org, owner, two_versions):
+    from datetime import timedelta
+
+    from agenticos.models import Membership
+
+    agent, _v1, v2 = two_versions
+    actor = actor_of(owner, org)
+    rollout = rollouts.start_rollout(actor=actor, agent=agent, environment="production", candidate=2, share=50,
+                                     steps=[90], step_minutes=5, min_runs=2)
+    Rollout.objects.filter(pk=rollout.pk).update(stepped_at=rollout.stepped_at - timedelta(minutes=6))
+    admitted = [_turn(actor, agent) for _ in range(20)]
+    _ended(admitted)
+    Membership.objects.filter(organization=org, user=owner).update(is_suspended=True)
+    assert rollouts.take_due_step(rollout.pk) is False
+    rollout.refresh_from_db()
+    assert rollout.share == 50  # the schedule stops; a person with the right moves it on
+    Membership.objects.filter(organization=org, user=owner).update(is_suspended=False)
+    _ended([run for run in admitted if run.version_id == v2.pk], status=RunStatus.FAILED)
+    assert rollouts.watch_open_rollouts() == 1
+    rollout.refresh_from_db()
+    assert rollout.status == Rollout.Status.ROLLED_BACK and rollout.share == 0
+
+
+def test_advancing_by_hand_follows_the_steps_and_refuses_a_share_that_does_not_move_up(org, owner, two_versions):
+    from agenticos.errors import Invalid
+
+    agent, _v1, v2 = two_versions
+    actor = actor_of(owner, org)
+    rollout = rollouts.start_rollout(actor=actor, agent=agent, environment="production", candidate=2, share=5,
+                                     steps=[25, 50])
+    assert rollouts.advance_rollout(actor=actor, rollout=rollout).share == 25
+    with pytest.raises(Invalid, match="moves up from 25"):
+        rollouts.advance_rollout(actor=actor, rollout=rollout, share=20)
+    assert rollouts.advance_rollout(actor=actor, rollout=rollout).share == 50
+    with pytest.raises(Invalid, match="no next step"):
+        rollouts.advance_rollout(actor=actor, rollout=rollout)
+    assert rollouts.advance_rollout(actor=actor, rollout=rollout, share=100).status == Rollout.Status.PROMOTED
+    assert Environment.objects.get(agent=agent, name="production").version == v2
+
+
+@pytest.mark.parametrize(("steps", "minutes", "field"), [
+    ([5], None, "steps"), ([30, 20], None, "steps"), ([100, 100], None, "steps"), ([50, 101], None, "steps"),
+    (["50"], None, "steps"), ([True], None, "steps"), (list(range(11, 100, 8)), None, "steps"),
+    ([50], 4, "step_minutes"), ([], 30, "steps"),
+])
+def test_steps_that_cannot_be_followed_are_refused_at_the_field(org, owner, two_versions, steps, minutes, field):
+    from agenticos.errors import Invalid
+
+    agent, _v1, _v2 = two_versions
+    with pytest.raises(Invalid) as refused:
+        rollouts.start_rollout(actor=actor_of(owner, org), agent=agent, environment="production", candidate=2,
+                               share=10, steps=steps, step_minutes=minutes)
+    assert refused.value.details["field"] == field
+    assert not Rollout.objects.exists()
+
+
+def test_rejected_approvals_are_counted_per_version(org, owner, two_versions):
+    from governance.models import Approval
+
+    agent, v1, v2 = two_versions
+    actor = actor_of(owner, org)
+    rollout = rollouts.start_rollout(actor=actor, agent=agent, environment="production", candidate=2, share=50)
+    admitted = [_turn(actor, agent) for _ in range(20)]
+    _ended(admitted)
+    on_candidate = [run for run in admitted if run.version_id == v2.pk]
+    on_base = [run for run in admitted if run.version_id == v1.pk]
+    for number, run in enumerate(on_candidate[:2]):
+        for call in range(2):  # two rejections in one run count that run once
+            Approval.objects.create(organization=org, run=run, tool_call_id=f"c{number}-{call}", tool_id="t",
+                                    tool_name="t", status=Approval.Status.REJECTED)
+    Approval.objects.create(organization=org, run=on_base[0], tool_call_id="b", tool_id="t", tool_name="t",
+                            status=Approval.Status.APPROVED)
+    measured = rollouts.metrics(rollout)
+    assert measured["candidate"]["approval_rejected"] == 2 and measured["base"]["approval_rejected"] == 0
