@@ -27,6 +27,7 @@ from agents.models import Agent, Environment, ModelProfile
 from capabilities import registry
 from console import selectors
 from console.base import console_view, problems_by_field, screen
+from console.rollouts import panel as rollout_panel
 from console.schema_forms import config_from_post, fields_for
 from governance.grants import EDIT, PUBLISH, at_least, require_agent_access
 
@@ -327,6 +328,7 @@ def builder_context(actor: Actor, agent: Agent, level: str, *, diff: dict | None
         "production_behind": next((e for e in environments if e.name == "production" and versions
                                    and e.version_id != versions[0].pk), None),
         "diff": diff,
+        "rollout_panel": rollout_panel(actor, agent, at_least(level, PUBLISH)),
         "api_url": f"{settings.FRONTEND_URL}/api/v1/agents/{agent.pk}/run",
         "can_run": actor.has("agents:run"),
         "test_chat_strings": test_chat_strings(),

@@ -3,7 +3,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path, reverse_lazy
 
-from console import availability, builder, settings_views, signin, views
+from console import availability, builder, rollouts, settings_views, signin, views
 
 app_name = "console"
 
@@ -54,6 +54,9 @@ urlpatterns = [
     path("agents/<uuid:agent_id>/memory/clear", builder.clear_memory, name="builder-memory-clear"),
     path("agents/<uuid:agent_id>/publish", builder.publish, name="builder-publish"),
     path("agents/<uuid:agent_id>/promote", builder.promote, name="builder-promote"),
+    path("agents/<uuid:agent_id>/rollouts", rollouts.start, name="builder-rollout-start"),
+    path("agents/<uuid:agent_id>/rollouts/<uuid:rollout_id>/<str:action>", rollouts.act,
+         name="builder-rollout-action"),
     path("agents/<uuid:agent_id>/diff", builder.diff, name="builder-diff"),
     path("agents/<uuid:agent_id>/export.yaml", builder.export_yaml, name="builder-export"),
     path("agents/<uuid:agent_id>/import", builder.import_into, name="builder-import"),
