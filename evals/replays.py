@@ -304,8 +304,8 @@ def _answered_by(call: ToolCall | dict[str, Any], verdict: str) -> str:
     result = call.result if isinstance(call, ToolCall) else call.get("result")
     if verdict == "same":
         return "recording"
-    if status == ToolCall.Status.PARKED:
-        return "stopped"
+    if status in (ToolCall.Status.PARKED, ToolCall.Status.UNFINISHED) and result is None:
+        return "stopped"  # parked for a person, then ended with its run
     if result == NOT_IN_REPLAY:
         return "refused"
     return "executed"
