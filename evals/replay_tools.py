@@ -109,8 +109,9 @@ def run_capabilities(run: Any, tool_capabilities: dict[str, str], tool_ids: dict
         return []
     from evals.models import ReplayResult
 
-    result = (ReplayResult.objects.filter(pk=replay.get("result"), replay_set__organization_id=run.organization_id)
-              .select_related("replay_set").first())
+    result_id = replay.get("result")
+    result = (ReplayResult.objects.filter(pk=int(result_id), replay_set__organization_id=run.organization_id)
+              .select_related("replay_set").first() if isinstance(result_id, int) else None)
     if result is None:  # the recording went (its conversation was deleted): answer nothing from it
         return [ReplayTools(on_mismatch="refuse", cap_usd=Decimal("0"))]
     recorded: dict[tuple[str, str], Any] = {}

@@ -155,10 +155,15 @@ def select_runs(actor: Actor, agent: Agent, selection: dict[str, Any]) -> tuple[
     understood: dict[str, Any] = {}
     ids = selection.get("run_ids")
     if ids not in (None, []):
-        parsed = [parse_uuid(str(i)) for i in ids] if isinstance(ids, list) else [None]
-        if not parsed or None in parsed or len(parsed) > MAX_REPLAY_RUNS:
+        given = [parse_uuid(str(i)) for i in ids] if isinstance(ids, list) else [None]
+        parsed = [i for i in given if i is not None]
+        if not given or len(parsed) != len(given) or len(parsed) > MAX_REPLAY_RUNS:
             problems.append(_problem("run_ids", f"A list of at most {MAX_REPLAY_RUNS} run ids."))
         else:
+            # A run the person may not read — another organization's, another agent's, someone else's without
+            # runs:view — is not found, as the run endpoints say.
+            if readable_runs(actor, agent).filter(pk__in=parsed).count() != len(set(parsed)):
+                raise NotFound("Run not found.")
             runs = runs.filter(pk__in=parsed)
             understood["run_ids"] = [str(i) for i in parsed]
     version = selection.get("version")
@@ -211,8 +216,8 @@ def _on_profile(actor: Actor, agent: Agent, version: AgentVersion, profile_id: A
     same = AgentVersion.objects.filter(agent=agent, number=0, spec=dumped).order_by("-created_at").first()
     snapshot = same or AgentVersion.objects.create(
         agent=agent, number=0, spec=dumped, published_by=actor.user,
-        note=f"Replay snapshot: v{version.number or 'draft'} on {profile.name}"[:200])
-    return profile.name, snapshot
+        note=f"Replay snapshot: v{version.number or 'draft'} on {profile.label}"[:200])
+    return profile.label, snapshot
 
 
 def resolve_target(actor: Actor, agent: Agent, target: Any, model_profile_id: Any) -> tuple[str, AgentVersion]:
