@@ -159,7 +159,10 @@ def test_a_call_not_in_the_recording_is_stopped_for_a_person_and_the_run_is_ende
     assert rest_api.requests == []
 
 
-def test_the_replays_cap_stops_it_before_the_model_is_asked(org, owner, scripted_openai, rest_api, celery_worker):
+def test_the_replays_cap_stops_it_before_the_model_is_asked(org, owner, scripted_openai, rest_api, celery_worker,
+                                                           settings):
+    # One run at a time: runs in flight together may overshoot a cap by what they are spending (as BudgetGuard's).
+    settings.EVAL_MAX_CONCURRENT = 1
     agent, version, _profile = _agent(org, owner, scripted_openai, rest_api, "[case:orig] Look people up.")
     scripted_openai.script("orig", Reply.text("One.", usage=USAGE), Reply.text("Two.", usage=USAGE))
     first = _recorded_run(org, owner, agent, version, prompt="first")
