@@ -5,6 +5,9 @@ import-linter contract in pyproject.toml), so each registers here from its AppCo
   must pass on the draft);
 - a **deferred answerer** answers a run's gated calls and questions in place of a person, for runs of its own
   surface (evals: a case says how its calls are approved and its questions answered);
+- a **run capability** factory adds pydantic-ai capabilities to the runs it concerns (evals: a replay answers its
+  run's tool calls from the recorded run); it is called while the run is assembled, on the run's DB thread, and
+  returns [] without a query for a run it does not concern;
 - a **run-ended hook** hears every run the runner ends (its row and final status), after the ending is written
   (agents.rollouts: a rollout's candidate run re-checks its thresholds). It must be cheap for a run it does not
   concern (no query) and never raise.
@@ -17,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults
@@ -29,6 +32,8 @@ if TYPE_CHECKING:
 # None checks the draft about to be published; a version is checked before a rollout serves it (agents.rollouts).
 PublishGate = Callable[..., None]
 RunEndedHook = Callable[["Run", str], None]
+# (the run, tool name the model sees → capability id, tool name → stable tool id) → pydantic-ai capabilities.
+RunCapabilities = Callable[["Run", dict[str, str], dict[str, str]], list[Any]]
 
 
 @dataclass(frozen=True)
@@ -41,6 +46,7 @@ class DeferredAnswerer:
 PUBLISH_GATES: dict[str, PublishGate] = {}
 DEFERRED_ANSWERERS: dict[str, DeferredAnswerer] = {}
 RUN_ENDED_HOOKS: dict[str, RunEndedHook] = {}
+RUN_CAPABILITIES: dict[str, RunCapabilities] = {}
 
 
 def register_publish_gate(name: str, gate: PublishGate) -> None:
@@ -53,6 +59,14 @@ def register_deferred_answerer(surface: str, answerer: DeferredAnswerer) -> None
 
 def register_run_ended(name: str, hook: RunEndedHook) -> None:
     RUN_ENDED_HOOKS[name] = hook
+
+
+def register_run_capabilities(name: str, factory: RunCapabilities) -> None:
+    RUN_CAPABILITIES[name] = factory
+
+
+def run_capabilities(run: Run, tool_capabilities: dict[str, str], tool_ids: dict[str, str]) -> list[Any]:
+    return [cap for factory in RUN_CAPABILITIES.values() for cap in factory(run, tool_capabilities, tool_ids)]
 
 
 def check_publish_gates(*, actor: Actor, agent: Agent, version: AgentVersion | None = None) -> None:

@@ -57,5 +57,10 @@ def deferred_results(case: dict[str, Any], requests: DeferredToolRequests,
 
 
 def answer_for_case(run: Any, requests: DeferredToolRequests, tool_ids: dict[str, str]) -> DeferredToolResults | None:
-    """The runner's deferred answerer for `eval` runs (registered in EvalsConfig.ready(); agents.extensions)."""
+    """The runner's deferred answerer for `eval` runs (registered in EvalsConfig.ready(); agents.extensions). A
+    replay's run (evals/replay_tools.py) runs on the same surface and is answered by the replay."""
+    if (run.options or {}).get("replay"):
+        from evals.replay_tools import deferred_results as replay_results
+
+        return replay_results(run, requests)
     return deferred_results((run.options or {}).get("eval") or {}, requests, tool_ids)

@@ -152,3 +152,106 @@ class CaseResult(models.Model):
 
     def __str__(self) -> str:
         return f"{self.case_name}: {self.status}"
+
+
+class ReplaySet(models.Model):
+    """Recorded runs replayed against a target (evals/replays.py): the draft, a version, or a version on another
+    model profile. Tool calls that match the recording are answered from it; the rest as `on_mismatch` says."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        COMPLETED = "completed", "Completed"
+        CANCELLED = "cancelled", "Cancelled"
+        BUDGET_STOPPED = "budget_stopped", "Stopped by its cap"
+        ERROR = "error", "Error"
+
+    class OnMismatch(models.TextChoices):
+        REFUSE = "refuse", "Refuse: the model reads that the tool is not available in a replay"
+        READ_ONLY = "read_only", "Run a read-only tool for real, refuse the rest"
+        STOP = "stop", "Stop the run for a person"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="replay_sets")
+    # "draft", "v<N>", with "@<profile name>" when replayed on another model profile.
+    target = models.CharField(max_length=160)
+    version = models.ForeignKey(AgentVersion, on_delete=models.PROTECT, related_name="+")
+    # How the runs were picked: {version, surface, since, until, sample, run_ids} as given.
+    selection = models.JSONField(default=dict, blank=True)
+    on_mismatch = models.CharField(max_length=12, choices=OnMismatch.choices, default=OnMismatch.REFUSE)
+    # The most the replay's model requests may cost together (USD).
+    cap_usd = models.DecimalField(max_digits=14, decimal_places=8)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
+    cancel_requested = models.BooleanField(default=False)
+    started_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+")
+    acting_role = models.CharField(max_length=16, blank=True)
+    total = models.PositiveIntegerField(default=0)
+    done = models.PositiveIntegerField(default=0)
+    changed_answers = models.PositiveIntegerField(default=0)
+    changed_tools = models.PositiveIntegerField(default=0)
+    recorded_cost_usd = models.DecimalField(max_digits=14, decimal_places=8, default=0)
+    replayed_cost_usd = models.DecimalField(max_digits=14, decimal_places=8, default=0)
+    recorded_tokens = models.PositiveIntegerField(default=0)
+    replayed_tokens = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["agent", "-created_at"], name="replayset_agent_time")]
+
+    def __str__(self) -> str:
+        return f"Replay of {self.total} runs on {self.target} ({self.status})"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status not in (self.Status.QUEUED, self.Status.RUNNING)
+
+
+class ReplayResult(models.Model):
+    """One recorded run replayed: the recording as read from its transcript, the replay's run, and the two side
+    by side. It goes with the recorded run (and so with its conversation): the replay's own conversation is
+    deleted with it (evals.replays.forget_replay_conversation)."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        STOPPED = "stopped", "Stopped for a person"
+        SKIPPED = "skipped", "Skipped"
+        ERROR = "error", "Error"
+
+    id = models.BigAutoField(primary_key=True)
+    replay_set = models.ForeignKey(ReplaySet, on_delete=models.CASCADE, related_name="results")
+    position = models.PositiveIntegerField(default=0)
+    original = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+")
+    replay_run = models.ForeignKey(Run, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    replay_conversation_id = models.UUIDField(null=True, blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    reason = models.TextField(blank=True)
+    # {prompt, attachments, history, tool_calls, version, model_profile_id, model_settings, models}
+    recording = models.JSONField(default=dict, blank=True)
+    recorded_output = models.TextField(blank=True)
+    replayed_output = models.TextField(blank=True)
+    run_status = models.CharField(max_length=24, blank=True)
+    answer_changed = models.BooleanField(default=False)
+    tools_changed = models.BooleanField(default=False)
+    # [{tool_name, verdict: same|different_arguments|new|missing, recorded_args, replayed_args, answered_by}]
+    tool_calls = models.JSONField(default=list, blank=True)
+    recorded_input_tokens = models.PositiveIntegerField(default=0)
+    recorded_output_tokens = models.PositiveIntegerField(default=0)
+    recorded_cost_usd = models.DecimalField(max_digits=14, decimal_places=8, default=0)
+    replayed_input_tokens = models.PositiveIntegerField(default=0)
+    replayed_output_tokens = models.PositiveIntegerField(default=0)
+    replayed_cost_usd = models.DecimalField(max_digits=14, decimal_places=8, default=0)
+    created_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["replay_set", "position", "id"]
+
+    def __str__(self) -> str:
+        return f"Replay of run {self.original_id}: {self.status}"

@@ -18,3 +18,11 @@ def sweep_stale_suite_runs() -> int:
     from evals import driver
 
     return driver.sweep_stale()
+
+
+@shared_task(name="evals.tasks.run_replay_set")
+def run_replay_set(replay_set_id: str) -> None:
+    """Drive one replay set on the default queue: its runs execute on the `runs` workers."""
+    from evals import replay_driver
+
+    replay_driver.run_replay_set(replay_set_id)

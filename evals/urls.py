@@ -1,7 +1,7 @@
 """/api/v1/ evaluation endpoints."""
 
 from agenticos.api import route
-from evals import api
+from evals import api, api_replays
 
 urlpatterns = [
     *route("agents/<str:agent_id>/evals", api.AgentSuitesView, "api-agent-evals"),
@@ -11,4 +11,9 @@ urlpatterns = [
     *route("agents/<str:agent_id>/evals/<str:suite_id>/yaml", api.SuiteExportView, "api-agent-eval-yaml"),
     *route("evals/runs/<str:run_id>", api.SuiteRunDetailView, "api-eval-run"),
     *route("evals/runs/<str:run_id>/compare", api.SuiteRunCompareView, "api-eval-run-compare"),
+    *route("agents/<str:agent_id>/replays", api_replays.AgentReplaysView, "api-agent-replays"),
+    *route("replays/<str:replay_id>", api_replays.ReplaySetDetailView, "api-replay"),
+    *route("replays/<str:replay_id>/cancel", api_replays.ReplayCancelView, "api-replay-cancel"),
+    *route("replays/<str:replay_id>/results/<str:result_id>/case", api_replays.ReplayMakeCaseView,
+           "api-replay-make-case"),
 ]

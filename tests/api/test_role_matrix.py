@@ -228,6 +228,8 @@ ROUTES = [
     Route("delete", "api-agent-eval", {"agent_id": "agent", "suite_id": "suite"}, "edit", 204),
     Route("get", "api-agent-eval-yaml", {"agent_id": "agent", "suite_id": "suite"}, "view", 200, "agents:view"),
     Route("get", "api-eval-run", {"run_id": "suite_run"}, "view", 200, "agents:view"),
+    # evals/urls.py: the agent's replays (starting one is per person: tests/evals/test_replays_api.py)
+    Route("get", "api-agent-replays", {"agent_id": "agent"}, "view", 200, "agents:view"),
     Route("get", "api-eval-run-compare", {"run_id": "suite_run"}, "view", 200, "agents:view",
           query="?with={suite_run}"),
     # knowledge/urls.py: one agent's memory, everyone's
@@ -532,6 +534,10 @@ NOT_IN_THE_MATRIX = {
     # agents/capabilities: the organization's capability catalog, the same for every agent (it names none;
     # agents:view, tests/capabilities). (agents/import is in the matrix: it replaces one agent's draft.)
     ("get", "capability-catalog"): "names no agent",
+    # agents/{id}/replays POST: which recorded runs a person may pick is theirs (runs:view, or their own runs), so
+    # one body cannot answer alike for every persona; roles, outsiders and foreign runs are in
+    # tests/evals/test_replays_api.py.
+    ("post", "api-agent-replays"): "per-person selection, tested in tests/evals/test_replays_api.py",
 }
 METHODS = ("get", "post", "put", "patch", "delete")
 

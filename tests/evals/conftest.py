@@ -134,3 +134,4 @@ def _suites_wait_for_a_worker_only_when_one_is_asked_for(request, monkeypatch):
     message is left in the broker for a later test's worker to find."""
     if not {"celery_worker", "celery_worker_session"} & set(request.fixturenames):
         monkeypatch.setattr("evals.tasks.run_suite.delay", lambda suite_run_id: None)
+        monkeypatch.setattr("evals.tasks.run_replay_set.delay", lambda replay_set_id: None)

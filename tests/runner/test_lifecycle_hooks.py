@@ -140,6 +140,12 @@ def test_the_built_in_hooks_and_the_surfaces_registrations_are_in_place():
 
     assert extensions.PUBLISH_GATES["evaluation_suites"] is check_publish_gate
     assert extensions.deferred_answerer("eval").answer is answers.answer_for_case
+    # A replay's run answers its tool calls from the recording; its copies follow the transcript period.
+    from evals import replay_tools, replays
+    from governance import retention
+
+    assert extensions.RUN_CAPABILITIES["replay_tools"] is replay_tools.run_capabilities
+    assert retention.SWEEPS["replay_results"] is replays.sweep_expired
     # channelbots posts follow-ups in its threads (capabilities never import a surface).
     from capabilities.follow_ups.service import CHAT_APP_POSTERS
     from channelbots import follow_ups
