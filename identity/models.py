@@ -89,6 +89,10 @@ class UserSession(models.Model):
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="browser_sessions")
     session_key = models.CharField(max_length=40, unique=True)
     method = models.CharField(max_length=16)  # password | sso
+    # For an SSO session, the organization whose identity provider signed the person in: an organization that
+    # requires SSO admits only sessions signed in through its own provider (identity.sessions.session_gate).
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, null=True, blank=True,
+                                     related_name="+")
     ip_address = models.GenericIPAddressField(null=True, blank=True)
     user_agent = models.CharField(max_length=300, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
@@ -98,6 +102,28 @@ class UserSession(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} · {self.method} · {self.created_at:%Y-%m-%d %H:%M}"
+
+
+class ClosedSession(models.Model):
+    """A browser session closed for one organization: it can no longer act there, while it stays open for the
+    person's other organizations (an owner signed the member out, SCIM deprovisioned them, SSO became required).
+
+    What a session is here: one sign-in of a person in one browser (Django's session), which may act in every
+    organization the person belongs to and switch between them. One organization's owners decide who acts in
+    their organization, never whether the person stays signed in to another one; so they close the session for
+    their organization, and it is ended outright only when no organization is left open to it
+    (identity.sessions.close_in_organization)."""
+
+    session_key = models.CharField(max_length=40)
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
+    reason = models.CharField(max_length=40)
+    closed_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["session_key", "organization"], name="session_closed_once")]
+
+    def __str__(self) -> str:
+        return f"{self.session_key[:6]}… closed for {self.organization_id} ({self.reason})"
 
 
 class CustomRole(models.Model):
