@@ -158,3 +158,74 @@ class SignInPolicy(models.Model):
 
     def __str__(self) -> str:
         return f"{self.organization} sign-in policy"
+
+
+class ScimDirectory(models.Model):
+    """An organization's SCIM 2.0 provisioning (identity.scim): the role a provisioned member starts with and the
+    IdP groups that give roles ({"group display name": "role key"}; owner is never given)."""
+
+    organization = models.OneToOneField(Organization, on_delete=models.CASCADE, related_name="scim_directory")
+    default_role = models.CharField(max_length=80, default=Role.MEMBER)
+    role_map = models.JSONField(default=dict, blank=True)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        verbose_name = "SCIM directory"
+        verbose_name_plural = "SCIM directories"
+
+    def __str__(self) -> str:
+        return f"{self.organization} SCIM"
+
+
+class ScimToken(models.Model):
+    """The bearer token an organization's IdP provisions with. Only its SHA-256 is kept; shown once; it reaches
+    this organization's members and groups and nothing else."""
+
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="scim_tokens")
+    name = models.CharField(max_length=100)
+    prefix = models.CharField(max_length=16)
+    token_hash = models.CharField(max_length=64, unique=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
+                                   related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+
+class ScimUser(models.Model):
+    """What the IdP told about a member it provisioned (its externalId and names); the SCIM User is the
+    membership — its id is the membership's, `active` is "not suspended"."""
+
+    membership = models.OneToOneField("agenticos.Membership", on_delete=models.CASCADE, related_name="scim")
+    external_id = models.CharField(max_length=300, blank=True)
+    given_name = models.CharField(max_length=150, blank=True)
+    family_name = models.CharField(max_length=150, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"SCIM {self.membership}"
+
+
+class ScimGroup(models.Model):
+    """A group the IdP pushed; its members are memberships of the same organization."""
+
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="scim_groups")
+    display_name = models.CharField(max_length=200)
+    external_id = models.CharField(max_length=300, blank=True)
+    members = models.ManyToManyField("agenticos.Membership", blank=True, related_name="scim_groups")
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["display_name"]
+        constraints = [models.UniqueConstraint(fields=["organization", "display_name"], name="scim_group_name")]
+
+    def __str__(self) -> str:
+        return self.display_name
