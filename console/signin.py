@@ -353,7 +353,7 @@ def provisioning_settings(request: HttpRequest, actor: Actor) -> HttpResponse:
         action = request.POST.get("action", "")
         try:
             if action == "token":
-                _, new_token = provisioning.create_token(actor=actor, name=request.POST.get("name", ""))
+                new_token = provisioning.create_token(actor=actor, name=request.POST.get("name", ""))[1]
             elif action == "revoke":
                 raw_id = request.POST.get("token", "")
                 provisioning.revoke_token(actor=actor, token=org_get(actor, ScimToken, raw_id if raw_id.isdigit()
