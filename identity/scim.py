@@ -149,7 +149,8 @@ def _primary_email(emails: Any) -> str:
 
 
 def _user_fields(data: dict[str, Any]) -> UserFields:
-    name = data.get("name") if isinstance(data.get("name"), dict) else {}
+    raw_name = data.get("name")
+    name: dict[str, Any] = raw_name if isinstance(raw_name, dict) else {}
     user_name = _text(data.get("userName"), "userName") or _primary_email(data.get("emails"))
     if not user_name:
         raise ScimProblem("userName is required.")
