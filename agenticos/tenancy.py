@@ -8,6 +8,7 @@ so an outsider cannot learn that an organization exists.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -67,25 +68,46 @@ def parse_uuid(value: str | None) -> uuid.UUID | None:
         return None
 
 
-def membership_for(user, organization_id) -> Membership | None:
+# A browser session may be closed for one organization while it stays open for the person's others (an owner
+# signed a member out, SCIM deprovisioned them, the organization came to require SSO). The sign-in app registers
+# a gate (`register_session_gate`): given a session key, a condition on Membership rows, folded into the one
+# membership query below, so admitting a session costs no extra query.
+_session_gates: list[Callable[[str], Any]] = []
+
+
+def register_session_gate(gate: Callable[[str], Any]) -> None:
+    if gate not in _session_gates:
+        _session_gates.append(gate)
+
+
+def _open_to_session(qs: models.QuerySet[Membership], session_key: str | None) -> models.QuerySet[Membership]:
+    if session_key:
+        for gate in _session_gates:
+            qs = qs.filter(gate(session_key))
+    return qs
+
+
+def membership_for(user, organization_id, *, session_key: str | None = None) -> Membership | None:
+    """The person's active membership of the organization; with `session_key`, only if that browser session
+    is still open for it."""
     if user is None or not getattr(user, "is_authenticated", False):
         return None
     org_uuid = parse_uuid(organization_id)
     if org_uuid is None:
         return None
-    return (
-        Membership.objects.select_related("organization", "user")
-        .filter(user=user, organization_id=org_uuid, is_suspended=False, user__is_active=True)
-        .first()
-    )
+    qs = Membership.objects.select_related("organization", "user").filter(
+        user=user, organization_id=org_uuid, is_suspended=False, user__is_active=True)
+    return _open_to_session(qs, session_key).first()
 
 
 def actor_for_membership(membership: Membership, api_key: ApiKey | None = None) -> Actor:
     return Actor(user=membership.user, organization=membership.organization, role=membership.role, api_key=api_key)
 
 
-def resolve_actor(request, *, user, api_key: ApiKey | None = None, header_org: str | None = None) -> Actor:
-    """The organization a request acts in. Raises NotFound when the caller is not a member."""
+def resolve_actor(request, *, user, api_key: ApiKey | None = None, header_org: str | None = None,
+                  session_key: str | None = None) -> Actor:
+    """The organization a request acts in. Raises NotFound when the caller is not a member (or the browser
+    session was closed for that organization). `session_key` is for callers without a request (sockets)."""
     if api_key is not None:
         if header_org and parse_uuid(header_org) != api_key.organization_id:
             raise NotFound("Organization not found.")
@@ -93,15 +115,17 @@ def resolve_actor(request, *, user, api_key: ApiKey | None = None, header_org: s
         if membership is None:
             raise NotFound("Organization not found.")
         return actor_for_membership(membership, api_key)
-    org_id = header_org
-    if not org_id and hasattr(request, "session"):
-        org_id = request.session.get(SESSION_KEY)
-    if not org_id:
-        first = (
-            Membership.objects.filter(user=user, is_suspended=False).order_by("created_at").values("organization_id").first()
-        )
-        org_id = str(first["organization_id"]) if first else None
-    membership = membership_for(user, org_id)
+    if request is not None and hasattr(request, "session"):
+        session_key = session_key or request.session.session_key
+    if header_org:
+        membership = membership_for(user, header_org, session_key=session_key)
+    else:
+        remembered = request.session.get(SESSION_KEY) if request is not None and hasattr(request, "session") else None
+        membership = membership_for(user, remembered, session_key=session_key) if remembered else None
+        if membership is None:  # none remembered, or it left or closed for this session: the person's first open one
+            first = _open_to_session(Membership.objects.filter(user=user, is_suspended=False), session_key).order_by(
+                "created_at").values("organization_id").first()
+            membership = membership_for(user, first["organization_id"], session_key=session_key) if first else None
     if membership is None:
         raise NotFound("Organization not found.")
     return actor_for_membership(membership)

@@ -108,7 +108,8 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
     def _resolve(self, user):
         session = self.scope.get("session")
         org_id = session.get(SESSION_KEY) if session is not None else None
-        return resolve_actor(None, user=user, header_org=org_id)
+        return resolve_actor(None, user=user, header_org=org_id,
+                             session_key=session.session_key if session is not None else None)
 
     async def disconnect(self, code):
         if getattr(self, "_socket_counted", False):

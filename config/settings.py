@@ -496,6 +496,9 @@ SANDBOX_ALLOWED_PRIVATE_HOSTS = env.list("SANDBOX_ALLOWED_PRIVATE_HOSTS", defaul
 # What `execute` hands the model: at most this many characters of output; timeouts within 1..max seconds.
 SANDBOX_EXECUTE_OUTPUT_CHARS = _int("SANDBOX_EXECUTE_OUTPUT_CHARS", 20_000, minimum=1000)
 SANDBOX_EXECUTE_MAX_TIMEOUT = _int("SANDBOX_EXECUTE_MAX_TIMEOUT", 600, minimum=1)
+# SCIM provisioning requests per minute per token (identity.scim); an initial sync of a large directory is paced
+# by the IdP's retries on 429.
+SCIM_RATE_LIMIT_PER_MINUTE = _int("SCIM_RATE_LIMIT_PER_MINUTE", 600, minimum=1)
 RATE_LIMIT_RUN_PER_MINUTE = _int("RATE_LIMIT_RUN_PER_MINUTE", 30, minimum=1)
 RATE_LIMIT_EMBED_PER_MINUTE = _int("RATE_LIMIT_EMBED_PER_MINUTE", 30, minimum=1)
 RATE_LIMIT_HOSTED_PAGE_PER_MINUTE = _int("RATE_LIMIT_HOSTED_PAGE_PER_MINUTE", 120, minimum=1)

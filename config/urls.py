@@ -27,6 +27,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("healthz", health.healthz, name="healthz"),
     path("accounts/", include("identity.urls")),  # single sign-on (allauth's OpenID Connect)
+    path("scim/v2/", include("identity.scim_urls")),  # SCIM 2.0 provisioning, per organization's token
     path("metrics", metrics.metrics_view, name="metrics"),  # Prometheus, behind METRICS_TOKEN
     # The schema and its page keep their documented slash; the other form answers too.
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),

@@ -30,8 +30,8 @@ from agenticos.tenancy import Actor, org_get, org_queryset
 from console.base import console_view, problems_by_field, screen
 from console.settings_views import _page
 from identity import api as identity_api
-from identity import audit_log, mfa, oidc, roles, services, sessions
-from identity.models import CustomRole, OidcConnection, VerifiedDomain
+from identity import audit_log, mfa, oidc, provisioning, roles, services, sessions
+from identity.models import CustomRole, OidcConnection, ScimToken, VerifiedDomain
 
 
 class SignInView(auth_views.LoginView):
@@ -342,10 +342,46 @@ def sign_member_out(request: HttpRequest, actor: Actor, membership_id: int) -> H
     return redirect("console:settings-members")
 
 
+@console_view("signin:manage")
+def provisioning_settings(request: HttpRequest, actor: Actor) -> HttpResponse:
+    """Settings → Provisioning: SCIM tokens (shown once), the role a provisioned member starts with, the groups
+    that give roles."""
+    errors: dict[str, str] = {}
+    new_token = ""
+    directory = provisioning.directory_of(actor.organization)
+    if request.method == "POST":
+        action = request.POST.get("action", "")
+        try:
+            if action == "token":
+                new_token = provisioning.create_token(actor=actor, name=request.POST.get("name", ""))[1]
+            elif action == "revoke":
+                raw_id = request.POST.get("token", "")
+                provisioning.revoke_token(actor=actor, token=org_get(actor, ScimToken, raw_id if raw_id.isdigit()
+                                                                      else 0))
+                messages.success(request, _("Token revoked."))
+                return redirect("signin:provisioning")
+            elif action == "roles":
+                directory = provisioning.configure_directory(
+                    actor=actor, default_role=request.POST.get("default_role", Role.MEMBER),
+                    role_map=_json_map(request.POST.get("role_map", "")))
+                messages.success(request, _("Saved."))
+                return redirect("signin:provisioning")
+        except Invalid as exc:
+            errors = problems_by_field(exc) or {"all": exc.message}
+    role_map = request.POST.get("role_map", "") if errors else (
+        json.dumps(directory.role_map) if directory.role_map else "")
+    return _page(request, "console/settings/provisioning.html", "provisioning", {
+        "tokens": org_queryset(actor, ScimToken), "new_token": new_token, "errors": errors,
+        "scim_url": f"{settings.FRONTEND_URL.rstrip('/')}/scim/v2", "directory": directory, "role_map": role_map,
+        "roles": [(v, label) for v, label in roles.role_choices(actor.organization.pk) if v != Role.OWNER],
+    }, status=422 if errors else 200)
+
+
 app_name = "signin"
 urlpatterns = [
     path("settings/sign-in/", sign_in_settings, name="settings"),
     path("settings/sign-in/domains/<int:domain_id>", domain_action, name="domain"),
+    path("settings/provisioning/", provisioning_settings, name="provisioning"),
     path("settings/roles/", role_list, name="roles"),
     path("settings/roles/<int:role_id>/", role_edit, name="role"),
     path("settings/audit/", audit_page, name="audit"),

@@ -40,7 +40,8 @@ from governance.models import Approval
 @require_POST
 @login_required
 def switch_organization(request: HttpRequest) -> HttpResponse:
-    membership = membership_for(request.user, request.POST.get("organization"))
+    membership = membership_for(request.user, request.POST.get("organization"),
+                                session_key=request.session.session_key)
     if membership is None:
         raise Http404(_("Organization not found."))
     request.session[SESSION_KEY] = str(membership.organization_id)

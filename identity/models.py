@@ -89,6 +89,10 @@ class UserSession(models.Model):
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="browser_sessions")
     session_key = models.CharField(max_length=40, unique=True)
     method = models.CharField(max_length=16)  # password | sso
+    # For an SSO session, the organization whose identity provider signed the person in: an organization that
+    # requires SSO admits only sessions signed in through its own provider (identity.sessions.session_gate).
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, null=True, blank=True,
+                                     related_name="+")
     ip_address = models.GenericIPAddressField(null=True, blank=True)
     user_agent = models.CharField(max_length=300, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
@@ -98,6 +102,28 @@ class UserSession(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} · {self.method} · {self.created_at:%Y-%m-%d %H:%M}"
+
+
+class ClosedSession(models.Model):
+    """A browser session closed for one organization: it can no longer act there, while it stays open for the
+    person's other organizations (an owner signed the member out, SCIM deprovisioned them, SSO became required).
+
+    What a session is here: one sign-in of a person in one browser (Django's session), which may act in every
+    organization the person belongs to and switch between them. One organization's owners decide who acts in
+    their organization, never whether the person stays signed in to another one; so they close the session for
+    their organization, and it is ended outright only when no organization is left open to it
+    (identity.sessions.close_in_organization)."""
+
+    session_key = models.CharField(max_length=40)
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
+    reason = models.CharField(max_length=40)
+    closed_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["session_key", "organization"], name="session_closed_once")]
+
+    def __str__(self) -> str:
+        return f"{self.session_key[:6]}… closed for {self.organization_id} ({self.reason})"
 
 
 class CustomRole(models.Model):
@@ -132,3 +158,74 @@ class SignInPolicy(models.Model):
 
     def __str__(self) -> str:
         return f"{self.organization} sign-in policy"
+
+
+class ScimDirectory(models.Model):
+    """An organization's SCIM 2.0 provisioning (identity.scim): the role a provisioned member starts with and the
+    IdP groups that give roles ({"group display name": "role key"}; owner is never given)."""
+
+    organization = models.OneToOneField(Organization, on_delete=models.CASCADE, related_name="scim_directory")
+    default_role = models.CharField(max_length=80, default=Role.MEMBER)
+    role_map = models.JSONField(default=dict, blank=True)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        verbose_name = "SCIM directory"
+        verbose_name_plural = "SCIM directories"
+
+    def __str__(self) -> str:
+        return f"{self.organization} SCIM"
+
+
+class ScimToken(models.Model):
+    """The bearer token an organization's IdP provisions with. Only its SHA-256 is kept; shown once; it reaches
+    this organization's members and groups and nothing else."""
+
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="scim_tokens")
+    name = models.CharField(max_length=100)
+    prefix = models.CharField(max_length=16)
+    token_hash = models.CharField(max_length=64, unique=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
+                                   related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+
+class ScimUser(models.Model):
+    """What the IdP told about a member it provisioned (its externalId and names); the SCIM User is the
+    membership — its id is the membership's, `active` is "not suspended"."""
+
+    membership = models.OneToOneField("agenticos.Membership", on_delete=models.CASCADE, related_name="scim")
+    external_id = models.CharField(max_length=300, blank=True)
+    given_name = models.CharField(max_length=150, blank=True)
+    family_name = models.CharField(max_length=150, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"SCIM {self.membership}"
+
+
+class ScimGroup(models.Model):
+    """A group the IdP pushed; its members are memberships of the same organization."""
+
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="scim_groups")
+    display_name = models.CharField(max_length=200)
+    external_id = models.CharField(max_length=300, blank=True)
+    members = models.ManyToManyField("agenticos.Membership", blank=True, related_name="scim_groups")
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["display_name"]
+        constraints = [models.UniqueConstraint(fields=["organization", "display_name"], name="scim_group_name")]
+
+    def __str__(self) -> str:
+        return self.display_name

@@ -35,7 +35,7 @@ def sso_logged_in(sender: Any, request: HttpRequest, user: User, sociallogin: An
                                       ip_address=_ip(request))
     audit.record(actor=user, organization=connection.organization, action="signin.succeeded", target=user,
                  target_name=user.email, details={"method": "sso", "role": membership.role}, ip_address=_ip(request))
-    sessions.remember(request, user, method="sso")
+    sessions.remember(request, user, method="sso", organization=connection.organization)
     request.session[tenancy.SESSION_KEY] = str(connection.organization.pk)  # the console opens there
 
 

@@ -21,6 +21,7 @@ from agenticos import audit, vault
 from agenticos.errors import Conflict, DomainError, Invalid, NotFound
 from agenticos.models import Membership, Organization
 from agenticos.permissions import Role, permissions_of, role_exists
+from identity import sessions as browser_sessions
 from identity.http import GuardedSession
 from identity.models import OidcConnection, VerifiedDomain
 
@@ -291,11 +292,16 @@ def set_require_sso(*, actor: Actor, require: bool, break_glass_user_id: Any = N
                 raise _invalid("The break-glass account must be an owner of this organization.",
                                _problem("break_glass_user", "Choose an active owner."))
             connection.break_glass_user_id = glass
+        turned_on = bool(require) and not connection.require_sso
         connection.require_sso = bool(require)
         connection.updated_at = timezone.now()
         connection.save(update_fields=["require_sso", "break_glass_user", "updated_at"])
-        _record(actor, "sso.require_changed", target=connection,
-                details={"require_sso": connection.require_sso, "break_glass_user": connection.break_glass_user_id})
+        details: dict[str, Any] = {"require_sso": connection.require_sso,
+                                   "break_glass_user": connection.break_glass_user_id}
+        if turned_on:
+            details["password_sessions_closed"] = browser_sessions.close_password_sessions(
+                actor.organization, except_user_id=connection.break_glass_user_id)
+        _record(actor, "sso.require_changed", target=connection, details=details)
     return connection
 
 

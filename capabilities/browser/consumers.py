@@ -64,7 +64,8 @@ class BrowseLiveConsumer(AsyncJsonWebsocketConsumer):
 
     def _admit(self, user: Any) -> tuple[Any, bool]:
         session = self.scope.get("session")
-        actor = resolve_actor(None, user=user, header_org=session.get(SESSION_KEY) if session is not None else None)
+        actor = resolve_actor(None, user=user, header_org=session.get(SESSION_KEY) if session is not None else None,
+                              session_key=session.session_key if session is not None else None)
         self.run, can_control = live.viewer_of(actor, self.run_id)
         return actor, can_control
 
