@@ -193,7 +193,11 @@ MAX_PENDING = 5  # a person who clicks Connect five times without finishing keep
 
 
 def _callback_uri(request: HttpRequest) -> str:
-    return request.build_absolute_uri(reverse("console-connections:catalog-callback"))
+    """The console's canonical address (FRONTEND_URL), not the request's: a provider's OAuth app registers one
+    callback, and behind a proxy the request may not know its public scheme."""
+    from django.conf import settings
+
+    return settings.FRONTEND_URL + reverse("console-connections:catalog-callback")
 
 
 def _safe_next(request: HttpRequest, value: str | None) -> str:

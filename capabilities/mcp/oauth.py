@@ -293,14 +293,15 @@ async def revoke(credential: McpCredential) -> bool:
             if not token:
                 continue
             data = {"token": token, "token_type_hint": kind, "client_id": client.get("client_id", "")}
-            auth = None
+            auth: httpx2.Auth | None = None
             if client.get("client_secret") and client.get("token_endpoint_auth_method") == "client_secret_basic":
                 auth = httpx2.BasicAuth(client["client_id"], client["client_secret"])
                 data.pop("client_id")
             elif client.get("client_secret"):
                 data["client_secret"] = client["client_secret"]
             try:
-                response = await http.post(endpoint, data=data, auth=auth)
+                response = await (http.post(endpoint, data=data, auth=auth) if auth is not None
+                                  else http.post(endpoint, data=data))
             except (httpx2.HTTPError, netguard.Refused):
                 accepted = False
                 continue

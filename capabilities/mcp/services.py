@@ -7,6 +7,7 @@ from typing import Any
 
 from asgiref.sync import async_to_sync
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from agenticos import audit, netguard, vault
@@ -162,11 +163,15 @@ def _credential_owner(entry: Any, actor: Actor) -> int | None:
     return None if entry.auth == "organization" else actor.user_id
 
 
+def _owned_by(entry: Any, actor: Actor) -> Q:
+    """The credential rows that are the actor's side of a service: the organization's, or their own."""
+    owner = _credential_owner(entry, actor)
+    return Q(user__isnull=True) if owner is None else Q(user_id=owner)
+
+
 def catalog_listing(actor: Actor) -> list[dict[str, Any]]:
     """Every catalog entry with this organization's connection and whether the actor (or, for an
     organization-wide service, the organization) is connected. Two queries whatever the catalog's size."""
-    from django.db.models import Q
-
     from capabilities.mcp import catalog
     from capabilities.models import McpCredential
 
@@ -175,7 +180,7 @@ def catalog_listing(actor: Actor) -> list[dict[str, Any]]:
     creds = McpCredential.objects.filter(connection__in=list(rows.values()), connected_at__isnull=False).filter(
         Q(user__isnull=True) | Q(user_id=actor.user_id)).values_list("connection__catalog_key", "user_id",
                                                                      "connected_at")
-    connected = {(key, user): at for key, user, at in creds}
+    connected: dict[tuple[str, int | None], Any] = {(key, user): at for key, user, at in creds}
     out = []
     for entry in catalog.entries():
         row = rows.get(entry.key)
@@ -227,7 +232,7 @@ def start_connection(*, actor: Actor, key: str, redirect_uri: str) -> Any:
     if entry.auth == "person" and actor.user_id is None:
         raise Forbidden("Only a person can connect their own account.")
     row = _catalog_connection(actor, entry)
-    existing = McpCredential.objects.filter(connection=row, user_id=_credential_owner(entry, actor)).first()
+    existing = McpCredential.objects.filter(_owned_by(entry, actor), connection=row).first()
     try:
         return async_to_sync(oauth.begin)(entry=entry, connection=row, user_id=_credential_owner(entry, actor),
                                           redirect_uri=redirect_uri, existing=existing)
@@ -246,8 +251,8 @@ def finish_connection(*, actor: Actor, key: str, credential_id: str, code: str, 
     entry = _entry(key)
     actor.require(_connect_permission(entry))
     credential = (McpCredential.objects.select_related("connection")
-                  .filter(pk=credential_id, organization=actor.organization, connection__catalog_key=entry.key,
-                          user_id=_credential_owner(entry, actor)).first())
+                  .filter(_owned_by(entry, actor), pk=credential_id, organization=actor.organization,
+                          connection__catalog_key=entry.key).first())
     if credential is None:
         raise NotFound("This sign-in was not started here.")
     try:
@@ -276,8 +281,8 @@ def disconnect(*, actor: Actor, key: str) -> bool:
     entry = _entry(key)
     actor.require(_connect_permission(entry))
     credential = (McpCredential.objects.select_related("connection")
-                  .filter(organization=actor.organization, connection__catalog_key=entry.key,
-                          user_id=_credential_owner(entry, actor)).first())
+                  .filter(_owned_by(entry, actor), organization=actor.organization,
+                          connection__catalog_key=entry.key).first())
     if credential is None:
         return False
     revoked = async_to_sync(oauth.revoke)(credential) if credential.connected_at else False

@@ -33,6 +33,7 @@ CALLBACK = "/connections/catalog/callback"
 @pytest.fixture
 def world(settings, monkeypatch):
     settings.TOOL_ALLOWED_PRIVATE_HOSTS = ["127.0.0.1"]
+    settings.FRONTEND_URL = "http://testserver"  # the Django test client's host: the callback comes back here
     auth = FakeAuthorizationServer().start()
     server = FakeMCPServer(authorization_server=auth).start()
     # linear: each person connects; sentry: the organization does.
