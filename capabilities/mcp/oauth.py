@@ -19,6 +19,7 @@ refreshes it when it has expired; `VaultTokenStorage` seals what it is given aga
 from __future__ import annotations
 
 import json
+import logging
 import secrets
 from dataclasses import dataclass
 from datetime import timedelta
@@ -61,6 +62,15 @@ class AuthorizationNeeded(Exception):  # noqa: N818 (a signal that stops the flo
 
 class NotConnected(Exception):  # noqa: N818
     """No usable credential: the person (or the organization) has to connect the service again."""
+
+
+def _not_our_stop(record: logging.LogRecord) -> bool:
+    """The library logs every exception that leaves its flow at ERROR; ours that hands the person to the
+    provider is the flow working, not failing."""
+    return not (record.exc_info and isinstance(record.exc_info[1], AuthorizationNeeded))
+
+
+logging.getLogger("mcp.client.auth.oauth2").addFilter(_not_our_stop)
 
 
 @dataclass

@@ -231,13 +231,19 @@ def start_connection(*, actor: Actor, key: str, redirect_uri: str) -> Any:
         raise _problem("key", f"{entry.name} needs an OAuth app registered by the operator (MCP_OAUTH_CLIENTS).")
     if entry.auth == "person" and actor.user_id is None:
         raise Forbidden("Only a person can connect their own account.")
-    row = _catalog_connection(actor, entry)
-    existing = McpCredential.objects.filter(_owned_by(entry, actor), connection=row).first()
     try:
-        return async_to_sync(oauth.begin)(entry=entry, connection=row, user_id=_credential_owner(entry, actor),
-                                          redirect_uri=redirect_uri, existing=existing)
+        # One transaction with the flow's own writes (the library's storage runs on this thread): a refused or
+        # failed start leaves no connection, registration or audit row behind.
+        with transaction.atomic():
+            row = _catalog_connection(actor, entry)
+            existing = McpCredential.objects.filter(_owned_by(entry, actor), connection=row).first()
+            return async_to_sync(oauth.begin)(entry=entry, connection=row,
+                                              user_id=_credential_owner(entry, actor), redirect_uri=redirect_uri,
+                                              existing=existing)
     except oauth.NotConnected:
         raise _problem("url", f"{entry.name} answered without asking for a sign-in.") from None
+    except (Conflict, Invalid):
+        raise
     except Exception as exc:
         raise _flow_problem(exc) from None
 

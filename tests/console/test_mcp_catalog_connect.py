@@ -198,3 +198,33 @@ def test_the_catalog_is_listed_with_logos_and_whom_each_service_is_connected_for
     settings.MCP_OAUTH_CLIENTS = {"github": {"client_id": "gh-app", "client_secret": "gh-secret-123456"}}
     again = client_as(member, org).get(PAGE).content.decode()
     assert again.count("data-service-connect") == 4 and "gh-secret" not in again
+
+
+@pytest.mark.django_db
+def test_a_refused_address_leaves_nothing_behind(world, client_as, org, member, monkeypatch):
+    auth, _ = world
+    monkeypatch.setitem(catalog.CATALOG, "linear",
+                        dataclasses.replace(catalog.CATALOG["linear"], url="http://169.254.169.254/mcp"))
+    refused = client_as(member, org).post(f"{PAGE}catalog/linear/connect", {"next": "/chat/"})
+    assert refused.status_code == 302 and refused["Location"] == "/chat/"
+    assert not McpConnection.objects.filter(organization=org).exists()
+    assert not McpCredential.objects.exists() and not AuditEvent.objects.filter(
+        action__startswith="mcp_connection").exists()
+    assert auth.requests == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_preregistered_oauth_app_is_used_without_registering(world, client_as, org, member, settings,
+                                                               monkeypatch):
+    auth, server = world
+    monkeypatch.setitem(catalog.CATALOG, "github", dataclasses.replace(catalog.CATALOG["github"], url=server.url))
+    secret = "gh-app-secret-0a1b2c3d"  # noqa: S105 (a test credential)
+    settings.MCP_OAUTH_CLIENTS = {"github": {"client_id": "gh-app", "client_secret": secret}}
+    auth.clients["gh-app"] = {"client_id": "gh-app", "client_secret": secret, "token_endpoint_auth_method":
+                              "client_secret_post", "redirect_uris": ["http://testserver" + CALLBACK]}
+    done, query = connect(client_as(member, org), "github", auth)
+    assert done.status_code == 302
+    assert query["client_id"] == ["gh-app"] and ("POST", "/register") not in auth.requests
+    assert auth.grants == ["authorization_code"]
+    cred = McpCredential.objects.get(connection__catalog_key="github", user=member)
+    assert secret.encode() not in bytes(cred.ciphertext)
