@@ -62,9 +62,9 @@ async def list_server_tools(url: str, transport: str, headers: dict[str, str],
     return [{"name": t.name, "description": (t.description or "")[:500]} for t in tools]
 
 
-def _check(url: str, transport: str, headers: dict[str, str]) -> list[dict[str, str]]:
+def _check(url: str, transport: str, headers: dict[str, str], auth: Any = None) -> list[dict[str, str]]:
     try:
-        return async_to_sync(list_server_tools)(url, transport, headers)
+        return async_to_sync(list_server_tools)(url, transport, headers, auth)
     except netguard.Refused as exc:
         raise _problem("url", str(exc)) from None
     except Exception as exc:  # transport errors can quote headers: only the class is shown
@@ -100,8 +100,22 @@ def create_connection(*, actor: Actor, name: str, url: str, transport: str, auth
     return conn
 
 
+def _catalog_auth(actor: Actor, connection: McpConnection) -> Any:
+    """A catalog connection is checked with the checker's side of it (the organization's, or their own)."""
+    from capabilities.mcp import oauth
+    from capabilities.models import McpCredential
+
+    entry = _entry(connection.catalog_key)
+    credential = McpCredential.objects.select_related("connection").filter(
+        _owned_by(entry, actor), connection=connection, connected_at__isnull=False).first()
+    if credential is None:
+        raise _problem("url", f"Connect {entry.name} first: its tools are listed with your sign-in.")
+    return oauth.runtime_auth(entry, credential)
+
+
 def check_connection(*, actor: Actor, connection: McpConnection) -> McpConnection:
-    tools = _check(connection.url, connection.transport, headers_for(connection))
+    auth = _catalog_auth(actor, connection) if connection.catalog_key else None
+    tools = _check(connection.url, connection.transport, headers_for(connection), auth)
     with transaction.atomic():
         conn = McpConnection.objects.select_for_update().get(pk=connection.pk)
         conn.tools, conn.checked_at = tools, timezone.now()

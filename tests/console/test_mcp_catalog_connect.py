@@ -7,6 +7,7 @@ The fixed catalog URLs are swapped for the fakes' (the entries' own fields are k
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 from datetime import timedelta
@@ -14,6 +15,8 @@ from urllib.parse import parse_qs, urlparse
 
 import httpx2
 import pytest
+from asgiref.sync import sync_to_async
+from django.db import connections
 from django.utils import timezone
 
 from agenticos.models import AuditEvent
@@ -44,6 +47,9 @@ def world(settings, monkeypatch):
     yield auth, server
     server.stop()
     auth.stop()
+    # A run's token writes (sync_to_async) opened a connection on asgiref's shared thread: close it there, or
+    # the test database cannot be dropped at the end.
+    asyncio.run(sync_to_async(connections.close_all)())
 
 
 def connect(client, key: str, auth: FakeAuthorizationServer, *, next_url: str = "/chat/"):
@@ -94,7 +100,9 @@ def test_a_person_connects_and_their_runs_use_refresh_and_then_lose_the_token(wo
     assert server.seen_auth[-1] == f"Bearer {issued}"
     assert issued not in json.dumps(mine.messages, default=str)
 
-    # Another person has not connected: the server is left out of their run, and nothing reached it.
+    # Another person has not connected: Check now says so, and the server is left out of their run.
+    unchecked = client_as(builder, org).post(f"{PAGE}mcp/{conn.pk}/check")
+    assert unchecked.status_code == 422 and "Connect Linear first" in unchecked.content.decode()
     calls_before = len(server.calls)
     theirs = run_sync(spec(mcp_binding(conn)), [], org_id=str(org.pk), user_id=builder.pk)
     assert not any(n.startswith("linear_") for n in theirs.script.offered)
@@ -139,6 +147,12 @@ def test_an_organization_wide_service_is_connected_by_an_editor_and_serves_every
     outcome = run_sync(spec(mcp_binding(conn)), [("sentry_add", {"a": 1, "b": 1})], org_id=str(org.pk),
                        user_id=member.pk)
     assert outcome.returns == [2]
+
+    # Check now lists the tools again with the organization's sign-in.
+    checked = client_as(builder, org).post(f"{PAGE}mcp/{conn.pk}/check")
+    assert checked.status_code == 302
+    conn.refresh_from_db()
+    assert conn.checked_at is not None and server.seen_auth[-1].startswith("Bearer at-")
 
     # A member may not disconnect it either.
     assert client_as(member, org).post(f"{PAGE}catalog/sentry/disconnect").status_code == 403
