@@ -22,6 +22,7 @@ from capabilities.models import (
     CustomTool,
     DatabaseConnection,
     McpConnection,
+    McpCredential,
     SpilledOutput,
     ToolBuilderSession,
     ToolDraft,
@@ -239,6 +240,23 @@ class McpConnectionAdmin(ReadAndDeleteAdmin):
     @admin.display(description="credential")
     def credential_link(self, obj: McpConnection) -> str:
         return admin_link(obj.auth_secret)
+
+
+@admin.register(McpCredential)
+class McpCredentialAdmin(ReadAndDeleteAdmin):
+    """Who connected which catalog service (the organization, or a person) and when its token expires; the
+    sealed client and tokens are never shown. Deleting one disconnects without revoking at the provider."""
+
+    list_display = ("connection_link", "organization_link", "user", "connected_at", "expires_at", "refreshed_at")
+    list_filter = ("organization", "connection__catalog_key")
+    search_fields = ("connection__name", "organization__name", "user__email")
+    list_select_related = ("organization", "connection", "user")
+    fields = ("organization", "connection_link", "user", "connected_at", "expires_at", "refreshed_at", "created_at")
+    readonly_fields = fields
+
+    @admin.display(description="connection")
+    def connection_link(self, obj: McpCredential) -> str:
+        return admin_link(obj.connection)
 
 
 @admin.register(SpilledOutput)

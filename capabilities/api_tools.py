@@ -10,7 +10,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agenticos.api import BaseOrgView
-from agenticos.errors import Invalid
+from agenticos.errors import Invalid, NotFound
 from capabilities.custom_tools import services, templates
 from capabilities.models import (
     CustomTool,
@@ -319,3 +319,33 @@ class McpConnectionCheckView(BaseOrgView):
 
         conn = mcp_services.check_connection(actor=self.actor, connection=self.org_get(McpConnection, pk))
         return Response(mcp_json(conn))
+
+
+class McpCatalogView(BaseOrgView):
+    """The services people connect with one click (capabilities.mcp.catalog): for each, whom it is connected
+    for (the organization, or each person) and whether the caller's side of it is connected. Connecting is a
+    browser's sign-in at the provider, so it starts from the console (/connections/catalog/<key>/connect)."""
+
+    permission_map = {"GET": READ}
+
+    def get(self, request: Request) -> Response:
+        from capabilities.mcp import services as mcp_services
+
+        rows = mcp_services.catalog_listing(self.actor)
+        for row in rows:
+            row["connected_at"] = row["connected_at"].isoformat() if row["connected_at"] else None
+        return Response({"results": rows})
+
+
+class McpCatalogConnectionView(BaseOrgView):
+    """Disconnect: the caller's own account, or (an editor) the organization's; the tokens are revoked at the
+    provider when it offers revocation."""
+
+    permission_map = {"DELETE": "agents:run"}  # the service asks for more on an organization-wide service
+
+    def delete(self, request: Request, key: str) -> Response:
+        from capabilities.mcp import services as mcp_services
+
+        if not mcp_services.disconnect(actor=self.actor, key=key):
+            raise NotFound("Not connected.")
+        return Response(status=status.HTTP_204_NO_CONTENT)

@@ -8,10 +8,10 @@ from capabilities.code_execution.models import JailIdentity
 from capabilities.custom_tools.models import CustomTool, ToolBuilderSession, ToolDraft, ToolKit
 from capabilities.db_connections.models import DatabaseConnection
 from capabilities.follow_ups.models import FollowUp
-from capabilities.mcp.models import McpConnection
+from capabilities.mcp.models import McpConnection, McpCredential
 from capabilities.tool_output_limits.models import SpilledOutput
 
 __all__ = [
-    "CustomTool", "DatabaseConnection", "FollowUp", "JailIdentity", "McpConnection", "SpilledOutput",
+    "CustomTool", "DatabaseConnection", "FollowUp", "JailIdentity", "McpConnection", "McpCredential", "SpilledOutput",
     "ToolBuilderSession", "ToolDraft", "ToolKit",
 ]

@@ -23,4 +23,6 @@ urlpatterns = [
     *route("mcp-connections", api.McpConnectionListView, "api-mcp-connections"),
     *route("mcp-connections/<uuid:pk>", api.McpConnectionDetailView, "api-mcp-connection"),
     *route("mcp-connections/<uuid:pk>/check", api.McpConnectionCheckView, "api-mcp-connection-check"),
+    *route("mcp-catalog", api.McpCatalogView, "api-mcp-catalog"),
+    *route("mcp-catalog/<slug:key>/connection", api.McpCatalogConnectionView, "api-mcp-catalog-connection"),
 ]

@@ -460,6 +460,25 @@ DEFAULT_GRANTED_SCOPES = env.list(
 MAX_DYNAMIC_SPECIALISTS = _int("MAX_DYNAMIC_SPECIALISTS", 5, minimum=0)
 # Hosts (names, IPs/CIDRs, PostgreSQL socket dirs) that tools may reach although they are private.
 TOOL_ALLOWED_PRIVATE_HOSTS = env.list("TOOL_ALLOWED_PRIVATE_HOSTS", default=[])
+# OAuth apps for the MCP catalog's services that offer no dynamic client registration (capabilities.mcp.catalog),
+# a JSON object {"github": {"client_id": "...", "client_secret": "..."}}; each app's callback URL is
+# https://<this console>/connections/catalog/callback. A service without one is listed as unavailable.
+def _mcp_oauth_clients() -> dict[str, dict[str, str]]:
+    import json
+
+    raw = env.str("MCP_OAUTH_CLIENTS", default="").strip()
+    if not raw:
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        raise ImproperlyConfigured("MCP_OAUTH_CLIENTS must be a JSON object.") from None
+    if not isinstance(value, dict) or not all(isinstance(v, dict) and v.get("client_id") for v in value.values()):
+        raise ImproperlyConfigured('MCP_OAUTH_CLIENTS must map a catalog key to {"client_id", "client_secret"}.')
+    return value
+
+
+MCP_OAUTH_CLIENTS = _mcp_oauth_clients()
 # The same for model profiles' base URLs (a local Ollama or vLLM: `localhost`); kept apart from the tools' list
 # because a profile sends its API key to that address.
 MODEL_ALLOWED_PRIVATE_HOSTS = env.list("MODEL_ALLOWED_PRIVATE_HOSTS", default=[])

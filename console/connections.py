@@ -55,6 +55,12 @@ def _databases(actor: Actor) -> list[DatabaseConnection]:
     return rows
 
 
+def _catalog(actor: Actor) -> list[dict[str, Any]]:
+    from capabilities.mcp import services as mcp_services
+
+    return mcp_services.catalog_listing(actor)
+
+
 def _page(request: HttpRequest, actor: Actor, *, status: int = 200, **extra: Any) -> HttpResponse:
     permissions = [{"value": p, "slots": budget.CONNECTION_SLOTS[p], "consequences": CONSEQUENCES[p]}
                    for p in DatabaseConnection.Permission.values]
@@ -67,6 +73,7 @@ def _page(request: HttpRequest, actor: Actor, *, status: int = 200, **extra: Any
         "permissions": permissions, "transports": McpConnection.Transport.choices,
         "can_edit": actor.has(WRITE), "secrets": secrets_for(actor),
         "mcp_form": {}, "mcp_errors": {}, "db_form": {}, "db_errors": {}, "errors": {},
+        "catalog": _catalog(actor),
         **extra,
     }
     return screen(request, "console/connections/list.html", context, status=status)
@@ -177,3 +184,85 @@ def db_delete(request: HttpRequest, actor: Actor, pk: Any) -> HttpResponse:
     db_services.delete_connection(actor=with_ip(actor, request), connection=conn)
     messages.success(request, _("The database connection %(name)s was deleted.") % {"name": conn.name})
     return redirect(reverse("console-connections:list"))
+
+
+# ---- One-click connections from the catalog (capabilities.mcp.catalog): Connect, the way back, Disconnect ----
+
+PENDING_KEY = "mcp_oauth_pending"  # in the session: {state: {key, credential, verifier, next}}
+MAX_PENDING = 5  # a person who clicks Connect five times without finishing keeps only the latest five
+
+
+def _callback_uri(request: HttpRequest) -> str:
+    """The console's canonical address (FRONTEND_URL), not the request's: a provider's OAuth app registers one
+    callback, and behind a proxy the request may not know its public scheme."""
+    from django.conf import settings
+
+    return settings.FRONTEND_URL + reverse("console-connections:catalog-callback")
+
+
+def _safe_next(request: HttpRequest, value: str | None) -> str:
+    from django.utils.http import url_has_allowed_host_and_scheme
+
+    if value and url_has_allowed_host_and_scheme(value, allowed_hosts={request.get_host()},
+                                                 require_https=request.is_secure()):
+        return value
+    return reverse("console-connections:list") + "#catalog"
+
+
+@require_POST
+@console_view(READ)
+def catalog_connect(request: HttpRequest, actor: Actor, key: str) -> HttpResponse:
+    """Connect: discovery and client registration happen here, then the person goes to the provider's sign-in.
+    The state and PKCE verifier stay in this browser's session, so only the browser that started may finish."""
+    from capabilities.mcp import services as mcp_services
+
+    back = _safe_next(request, request.POST.get("next"))
+    try:
+        pending = mcp_services.start_connection(actor=with_ip(actor, request), key=key,
+                                                redirect_uri=_callback_uri(request))
+    except (Invalid, Conflict) as exc:
+        messages.error(request, exc.message)
+        return redirect(back)
+    flows = dict(request.session.get(PENDING_KEY) or {})
+    flows[pending.state] = {"key": key, "credential": pending.credential_id, "verifier": pending.verifier,
+                            "next": back}
+    request.session[PENDING_KEY] = dict(list(flows.items())[-MAX_PENDING:])
+    return redirect(pending.url)
+
+
+@console_view(READ)
+def catalog_callback(request: HttpRequest, actor: Actor) -> HttpResponse:
+    """The provider sends the person back here with a code (or an error), then on to where they started."""
+    from capabilities.mcp import services as mcp_services
+
+    flows = dict(request.session.get(PENDING_KEY) or {})
+    flow = flows.pop(request.GET.get("state") or "", None)
+    request.session[PENDING_KEY] = flows
+    if flow is None:
+        return screen(request, "console/error.html",
+                      {"message": _("This sign-in was not started in this browser, or it was already finished.")},
+                      status=400)
+    if request.GET.get("error") or not request.GET.get("code"):
+        messages.error(request, _("The service did not connect: the sign-in was cancelled or refused."))
+        return redirect(flow["next"])
+    try:
+        conn = mcp_services.finish_connection(actor=with_ip(actor, request), key=flow["key"],
+                                              credential_id=flow["credential"], code=request.GET["code"],
+                                              verifier=flow["verifier"], iss=request.GET.get("iss"),
+                                              redirect_uri=_callback_uri(request))
+    except Invalid as exc:
+        messages.error(request, exc.message)
+        return redirect(flow["next"])
+    messages.success(request, _("Connected %(name)s: %(n)s tool(s) listed.") % {"name": conn.name,
+                                                                                "n": len(conn.tools)})
+    return redirect(flow["next"])
+
+
+@require_POST
+@console_view(READ)
+def catalog_disconnect(request: HttpRequest, actor: Actor, key: str) -> HttpResponse:
+    from capabilities.mcp import services as mcp_services
+
+    if mcp_services.disconnect(actor=with_ip(actor, request), key=key):
+        messages.success(request, _("Disconnected."))
+    return redirect(reverse("console-connections:list") + "#catalog")

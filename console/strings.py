@@ -38,6 +38,8 @@ def chat_strings() -> dict[str, str]:
         "setup_connection": _("Connection"),
         "setup_open_trigger": _("Open routines"),
         "setup_open_agent": _("Create the agent"),
+        "setup_connect": _("Connect %(name)s"),
+        "setup_open_connection": _("Open MCP servers"),
         "files_fill": _("%(used)s of %(max)s used (%(percent)s%%)"),
         "files_open": _("Open"),
         "files_download": _("Download"),

@@ -77,7 +77,8 @@ def propose_setup(cards: list[SetupCard]) -> dict:
     Args:
         cards: one to three cards; each has kind (trigger, agent or connection), title (short), optional
             detail, optional schedule (for a trigger, e.g. '0 9 * * 1') and optional server_key (for a
-            connection, the catalog key of the service).
+            connection, the catalog key of the service: github, linear, notion, atlassian, sentry or stripe;
+            leave it empty for any other MCP server).
 
     Returns:
         {"cards": [...]} as they will be drawn; more than three cards is refused with a message and nothing is
@@ -87,7 +88,22 @@ def propose_setup(cards: list[SetupCard]) -> dict:
         return {"cards": [], "error": "Give at least one card."}
     if len(cards) > MAX_CARDS:
         return {"cards": [], "error": f"At most {MAX_CARDS} cards; nothing was drawn."}
-    return {"cards": [card.model_dump() for card in cards]}
+    return {"cards": [_with_service(card.model_dump()) for card in cards]}
+
+
+def _with_service(card: dict) -> dict:
+    """A connection card that names a catalog service carries it (name, logo, the Connect address): the
+    console draws the service's card (its Connect posts to /connections/catalog/<key>/connect); an unknown key is dropped, so the card opens the MCP servers page."""
+    if card["kind"] != "connection" or not card["server_key"]:
+        return card
+    from django.templatetags.static import static
+
+    from capabilities.mcp import catalog
+
+    entry = catalog.get(card["server_key"])
+    if entry is None or not entry.available:
+        return {**card, "server_key": ""}
+    return {**card, "service": {"key": entry.key, "name": entry.name, "logo": static(entry.logo)}}
 
 
 SUGGEST = ToolDecl(

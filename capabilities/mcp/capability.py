@@ -8,6 +8,9 @@ The address is checked (netguard) when the run is assembled, and a refused serve
 every request the MCP client then sends goes through `netguard.PinnedTransport`, so the same address
 policy and DNS pin as custom tools and web fetch cover MCP traffic (SSE streams and redirects included).
 The connection's transport (streamable HTTP or SSE) is used as registered, never guessed from the URL.
+A connection added from the catalog (capabilities.mcp.catalog) carries OAuth tokens instead of a header: the
+organization's, or the run's person's when each person connects their own account; without one its tools are
+left out of the run (capabilities.mcp.oauth refreshes an expired token as the client uses it).
 """
 
 from __future__ import annotations
@@ -65,6 +68,28 @@ def _address_ok(url: str) -> bool:
     return True
 
 
+def _catalog_credentials(rows: Any, user_id: int | None) -> dict[uuid.UUID, Any]:
+    """The OAuth `auth` of each catalog connection: the organization's credential, or the run's person's for a
+    service each person connects (capabilities.mcp.catalog). One query."""
+    from django.db.models import Q
+
+    from capabilities.mcp import catalog, oauth
+    from capabilities.models import McpCredential
+
+    keyed = {row.pk: catalog.get(row.catalog_key) for row in rows if row.catalog_key}
+    if not keyed:
+        return {}
+    creds = McpCredential.objects.select_related("connection").filter(
+        connection_id__in=list(keyed), connected_at__isnull=False).filter(
+        Q(user__isnull=True) | Q(user_id=user_id) if user_id is not None else Q(user__isnull=True))
+    out = {}
+    for cred in creds:
+        entry = keyed[cred.connection_id]
+        if entry is not None and (cred.user_id is None) == (entry.auth == "organization"):
+            out[cred.connection_id] = oauth.runtime_auth(entry, cred)
+    return out
+
+
 def build(ctx: BuildContext) -> list[Built]:
     from fastmcp import Client
 
@@ -80,13 +105,20 @@ def build(ctx: BuildContext) -> list[Built]:
             continue
     rows = McpConnection.objects.filter(organization_id=ctx.organization_id, pk__in=list(wanted)).select_related(
         "auth_secret")
+    signed_in = _catalog_credentials(rows, ctx.deps.user_id)
     out: list[Built] = []
     default = ctx.binding.approval
     for row in rows:
         entry = wanted[row.pk]
         if not _address_ok(row.url):
             continue
-        client = Client(transport_for(row.url, row.transport, headers_for(row)))
+        if row.catalog_key:
+            auth = signed_in.get(row.pk)
+            if auth is None:  # nobody connected it (for this person): its tools are left out of the run
+                continue
+            client = Client(transport_for(row.url, row.transport, {}, auth))
+        else:
+            client = Client(transport_for(row.url, row.transport, headers_for(row)))
         toolset: Any = MCPToolset(client, id=f"mcp_{row.name}", max_retries=2)
         if entry.allowed_tools is not None:
             allowed = set(entry.allowed_tools)

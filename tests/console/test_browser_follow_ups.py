@@ -54,7 +54,7 @@ def test_propose_setup_cards_are_drawn_under_the_answer(live_server_url, browser
     from pydantic_ai.models.function import DeltaToolCall, FunctionModel
 
     cards = {"cards": [{"kind": "trigger", "title": "Monday digest", "schedule": "0 9 * * 1"},
-                       {"kind": "agent", "title": "Refund tracker"}, {"kind": "connection", "title": "Stripe"}]}
+                       {"kind": "agent", "title": "Refund tracker"}, {"kind": "connection", "title": "Linear", "server_key": "linear"}]}
 
     async def stream(messages, info):
         if not any(isinstance(p, ToolReturnPart) for m in messages for p in getattr(m, "parts", [])):
@@ -79,5 +79,12 @@ def test_propose_setup_cards_are_drawn_under_the_answer(live_server_url, browser
     kinds = page.evaluate("() => Array.from(document.querySelectorAll('[data-setup-card]')).map(c => c.dataset.setupCard)")
     assert kinds == ["trigger", "agent", "connection"]
     assert page.locator("[data-setup-card='trigger'] a").get_attribute("href") == f"/agents/{agent.pk}/triggers/"
+    # A catalog service's card: its logo and Connect, which posts to the console with the way back here.
+    connect = page.locator("[data-setup-card='connection'] form[data-service-connect='linear']")
+    assert connect.get_attribute("action") == "/connections/catalog/linear/connect"
+    assert connect.locator("img").get_attribute("src").endswith("mcp/logos/linear.svg")
+    assert connect.locator("input[name=next]").get_attribute("value").startswith("/chat/")
+    assert connect.locator("input[name=csrfmiddlewaretoken]").get_attribute("value")
+    assert connect.locator("button").inner_text() == "Connect Linear"
     assert page.locator("[data-follow-ups]").count() == 0  # no model chosen for next steps: no buttons
     page.screenshot(path=str(ARTIFACTS / "chat-setup-cards-1440.png"), full_page=True)

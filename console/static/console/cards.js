@@ -1,6 +1,6 @@
 // The cards a running turn asks a person to act on, drawn the same in web chat and in the Builder's test chat:
 // a capability the agent is missing (enable it, or ask an editor to), and a tool call waiting for approval.
-import {h, post, errorMessage} from "./dom.js";
+import {h, post, errorMessage, csrf, fill} from "./dom.js";
 
 // capability: {id, name, offers}; url: where Enable / Ask posts {reason}; strings: {missing, enable, ask,
 // enabled, asked}; outcome: {ok, text} already known (a card drawn again keeps it); onOutcome(outcome): the
@@ -56,4 +56,17 @@ export function approvalCard({approvalId, toolName, args, title, canDecide, stri
   });
   card.appendChild(actions);
   return card;
+}
+
+// A service to connect (propose_setup's connection card naming a catalog service): its logo and Connect, a form
+// POST to the console, which sends the person to the provider's sign-in and back to `back` (this conversation).
+// service: {key, name, logo}; strings: {connect} ("Connect %(name)s").
+export function connectionCard({service, back, strings}) {
+  return h("form", {method: "post", action: "/connections/catalog/" + encodeURIComponent(service.key) + "/connect",
+                    class: "connection-card", "data-service-connect": service.key}, [
+    h("img", {src: service.logo, alt: "", width: "32", height: "32", class: "service-logo"}),
+    h("input", {type: "hidden", name: "csrfmiddlewaretoken", value: csrf()}),
+    h("input", {type: "hidden", name: "next", value: back}),
+    h("button", {type: "submit", class: "button primary", text: fill(strings.connect, {name: service.name})}),
+  ]);
 }

@@ -1,7 +1,7 @@
 // Web chat's turns: the one turn renderer (turn.js) and what only web chat draws around it — a turn's foot
 // (errors, setup cards, a missing capability, next steps, usage), delegation panels, the message actions.
 import {h, fill} from "../dom.js";
-import {capabilityCard as sharedCapabilityCard} from "../cards.js";
+import {capabilityCard as sharedCapabilityCard, connectionCard} from "../cards.js";
 import {S, T, els, state, openSteps, followUpsByRun, currentAgent, money} from "./state.js";
 import {schedule, renderTranscript} from "./view.js";
 import {openFile, workspaceUrl} from "./files.js";
@@ -173,7 +173,7 @@ function followUps(steps) {
 }
 
 // propose_setup's cards (capabilities/follow_ups): a routine opens this agent's Triggers, an agent New agent;
-// a connection names the service (this console has no connection page to open yet).
+// a connection names a catalog service (its logo and Connect, cards.js) or opens the MCP servers page.
 function setupCards(cards) {
   const group = h("div", {class: "setup-cards", "data-setup-cards": ""});
   cards.forEach(function (c) {
@@ -185,6 +185,9 @@ function setupCards(cards) {
     ]);
     const href = c.kind === "trigger" && S.agent_id ? "/agents/" + S.agent_id + "/triggers/" : c.kind === "agent" ? "/agents/new" : "";
     if (href) card.appendChild(h("a", {class: "button", href: href, text: T["setup_open_" + c.kind]}));
+    if (c.kind === "connection") card.appendChild(c.service
+      ? connectionCard({service: c.service, back: location.pathname + location.search, strings: {connect: T.setup_connect}})
+      : h("a", {class: "button", href: "/connections/#mcp-title", text: T.setup_open_connection}));
     group.appendChild(card);
   });
   return group;
