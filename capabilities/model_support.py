@@ -56,7 +56,9 @@ def binding_on_model(actor: Any, data: dict[str, Any], capability_id: str,
     except ValueError:  # none, or not an id: refused as a reference already
         return None
     profile = ModelProfile.objects.filter(organization=actor.organization, pk=profile_id).first()
-    model = model_features(profile) if profile is not None else None
+    if profile is None:
+        return None
+    model = model_features(profile)
     if model is None:
         return None
     return BoundOnModel(index=index, config=config, model=model, label=profile.label)
