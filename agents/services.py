@@ -440,6 +440,8 @@ def create_agent(
     name = (name or data.get("name") or "").strip()
     data["name"] = name
     parsed, problems = structural_problems(data)
+    # Assigning tools is where the 25-slot budget binds: a new draft too, not only a saved or published one.
+    problems += [{**p, "field": f"spec.{p['field']}"} for p in slot_problems(data, actor.organization.pk)]
     if slug is not None:
         problems += _check_slug(slug)
     if visibility not in Visibility.values:

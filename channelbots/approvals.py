@@ -147,9 +147,7 @@ def _decider(bot: ChannelBot, click: Click) -> Actor | Verdict:
 
 def decide(click: Click) -> Verdict:
     """Decide a parked call from its card. Everything is checked before anything is written."""
-    from agents.models import RunStatus
     from governance import services as governance
-    from governance.models import Approval
 
     bot = ChannelBot.objects.select_related("organization").filter(pk=click.bot_id, platform=click.platform).first()
     if bot is None or not click.signed:
@@ -170,14 +168,8 @@ def decide(click: Click) -> Verdict:
         return Verdict(False, f"This step was decided already: {outcome_line(approval, None) or 'it is closed'}.")
     except Forbidden:
         return Verdict(False, NOT_ALLOWED)
-    run = decided.run
-    run.refresh_from_db(fields=["status"])
-    if run.status == RunStatus.AWAITING_APPROVAL and not run.approvals.filter(
-            status=Approval.Status.PENDING).exists():
-        try:
-            governance.resume_run(actor=actor, run=run)
-        except Conflict:
-            logger.info("run %s was resumed by someone else first", run.pk)
+    # The decision itself continues the run once nothing else waits (governance.decide_approval).
+    logger.info("bot %s: approval %s %s on run %s", bot.pk, decided.pk, decided.status, decided.run_id)
     word = "Approved" if click.decision == APPROVE else "Rejected"
     return Verdict(True, f"{word}. I'll continue in the thread.")
 

@@ -351,19 +351,24 @@ class Turn:
                 count = ChannelSession.objects.filter(pk=session.pk).values_list("reply_count", flat=True).first() or 0
                 if count % max(self.binding.footer_every_n, 1):
                     return ""
-            return line + (f" · workspace {int(fill * 100)}% full" if fill is not None else "")
-        from governance.budgets import organization_spent
-
+            fraction = self.month_share()
+            return (line + (f" · {int(fraction * 100)}% of this month's budget spent" if fraction is not None else "")
+                    + (f" · workspace {int(fill * 100)}% full" if fill is not None else ""))
         threshold = Decimal(self.binding.footer_threshold_percent) / 100
         said = []
-        budget = self.bot.organization.monthly_budget_usd
-        if budget:
-            fraction = organization_spent(self.bot.organization_id) / budget
-            if fraction >= threshold:
-                said.append(f"{int(fraction * 100)}% of this month's budget is spent")
+        fraction = self.month_share()
+        if fraction is not None and fraction >= threshold:
+            said.append(f"{int(fraction * 100)}% of this month's budget is spent")
         if fill is not None and fill >= threshold:
             said.append(f"the workspace is {int(fill * 100)}% full")
         return f"{line} · " + " · ".join(said) if said else ""
+
+    def month_share(self) -> Decimal | None:
+        """How much of the organization's monthly budget is spent (None: it sets none)."""
+        from governance.budgets import organization_spent
+
+        budget = self.bot.organization.monthly_budget_usd
+        return organization_spent(self.bot.organization_id) / budget if budget else None
 
     @staticmethod
     def workspace_fill(session: ChannelSession) -> Decimal | None:

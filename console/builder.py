@@ -77,21 +77,23 @@ def starter_spec(actor: Actor, name: str) -> dict[str, Any]:
 STARTER_SELF = "You are the Getting Started assistant of AgenticOS."
 
 # The New agent choices: (id, label, one line, capabilities bound, instructions with {name}). The starter is
-# computed (starter_spec); the others are small, fixed and useful from the first message.
+# computed (starter_spec); the others are small, fixed and useful from the first message. Every one binds ask_user
+# (spec: on by default in every new agent and every template; the author may switch it off).
 AGENT_TEMPLATES: tuple[tuple[str, Any, Any, tuple[str, ...], str], ...] = (
     ("starter", gettext_lazy("Starter"),
      gettext_lazy("The organization's starter: its instructions, the Recommended capabilities and its budget."),
      (), ""),
-    ("blank", gettext_lazy("Blank"), gettext_lazy("Just a model and no tools: you write the instructions."), (),
+    ("blank", gettext_lazy("Blank"),
+     gettext_lazy("Just a model that can ask the person a question: you write the instructions."), ("ask_user",),
      "You are {name}."),
     ("analyst", gettext_lazy("Data analyst"),
      gettext_lazy("Calculates with code and draws charts from the numbers people give it."),
-     ("code_execution", "charts"),
+     ("code_execution", "charts", "ask_user"),
      "You are {name}, a data analyst. Check every figure by calculating it with code, never by guessing; when "
      "numbers compare or change over time, draw a chart. Say which assumptions you made."),
     ("researcher", gettext_lazy("Web researcher"),
      gettext_lazy("Searches the web and reads pages, and answers with the sources it used."),
-     ("web_research", "web_fetch", "clock"),
+     ("web_research", "web_fetch", "clock", "ask_user"),
      "You are {name}, a research assistant. Search before you answer anything that may have changed, read the "
      "pages you cite, and end with the list of sources (title and address). Say so when sources disagree."),
 )

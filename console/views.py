@@ -202,18 +202,13 @@ def approvals(request: HttpRequest, actor: Actor) -> HttpResponse:
 @require_POST
 @console_view("approvals:decide")
 def approval_decide(request: HttpRequest, actor: Actor, approval_id: str) -> HttpResponse:
-    """Decide (same service as POST /api/v1/approvals/<id>), then continue the run once nothing waits."""
+    """Decide (same service as POST /api/v1/approvals/<id>: the last decision continues the run)."""
     approval = org_get(actor, Approval, approval_id)
     decision = request.POST.get("decision", "")
     wants_json = request.headers.get("Accept", "").startswith("application/json")
     try:
         approval = governance.decide_approval(actor=actor, approval=approval, decision=decision,
                                               note=request.POST.get("note", ""))
-        run = member_run(actor, approval.run_id)
-        if run.status == RunStatus.AWAITING_APPROVAL and not run.approvals.filter(
-            status=Approval.Status.PENDING
-        ).exists():
-            governance.resume_run(actor=actor, run=run)
     except Conflict as exc:
         decided = exc.details.get("status") if isinstance(exc.details, dict) else None
         if wants_json and decided:

@@ -40,29 +40,52 @@ def decide_approval(*, actor: Actor, approval: Approval, decision: str, note: st
         )
         decided_id = locked.pk
         transaction.on_commit(lambda: signals.send(signals.approval_decided, approval_id=decided_id, via=via))
+        # A decision resumes the run wherever it is made (console, REST API, a chat card): the last one of a
+        # parked run continues it. The run's row lock orders concurrent deciders, so exactly one of them sees
+        # nothing left pending.
+        run = Run.objects.select_for_update().get(pk=locked.run_id)
+        if run.status == RunStatus.AWAITING_APPROVAL and not _still_waiting(run):
+            _resume_locked(actor, run)
     return locked
+
+
+def _still_waiting(run: Run) -> str:
+    if run.approvals.filter(status=Approval.Status.PENDING).exists():
+        return "Some parked calls still wait for a decision."
+    if run.questions.filter(status=Question.Status.PENDING).exists():
+        return "Some questions still wait for an answer."
+    return ""
 
 
 def resume_run(*, actor: Actor, run: Run) -> Run:
-    """Continue a parked run on the same version once every parked call has an outcome."""
+    """Continue a parked run on the same version once every parked call has an outcome.
+
+    A run the last decision already continued (queued or running again) is left as it is: a client that
+    decides and then resumes, as this API once required, is not told it failed."""
     with transaction.atomic():
         locked = Run.objects.select_for_update().get(pk=run.pk)
+        if locked.status in (RunStatus.QUEUED, RunStatus.RUNNING):
+            return locked
         if locked.status not in (RunStatus.AWAITING_APPROVAL, RunStatus.AWAITING_ANSWER):
             raise Conflict(f"This run is {locked.status}; only a parked run can be resumed.")
-        if locked.approvals.filter(status=Approval.Status.PENDING).exists():
-            raise Conflict("Some parked calls still wait for a decision.")
-        if locked.questions.filter(status=Question.Status.PENDING).exists():
-            raise Conflict("Some questions still wait for an answer.")
-        locked.status = RunStatus.QUEUED
-        locked.save(update_fields=["status"])
-        audit.record(actor=actor.user, organization=actor.organization, action="run.resumed", target=locked,
-                     target_name=f"run {locked.pk}")
-        from agents.runs import enqueue_run
-
-        # Heard before the run is enqueued, so a listener following the run subscribes as early as it can.
-        transaction.on_commit(lambda: signals.send(signals.run_resumed, run_id=locked.pk))
-        transaction.on_commit(lambda: enqueue_run(locked.pk))
+        waiting = _still_waiting(locked)
+        if waiting:
+            raise Conflict(waiting)
+        _resume_locked(actor, locked)
     return locked
+
+
+def _resume_locked(actor: Actor, locked: Run) -> None:
+    """Queue a parked run whose row the caller holds locked, inside the caller's transaction."""
+    locked.status = RunStatus.QUEUED
+    locked.save(update_fields=["status"])
+    audit.record(actor=actor.user, organization=actor.organization, action="run.resumed", target=locked,
+                 target_name=f"run {locked.pk}")
+    from agents.runs import enqueue_run
+
+    # Heard before the run is enqueued, so a listener following the run subscribes as early as it can.
+    transaction.on_commit(lambda: signals.send(signals.run_resumed, run_id=locked.pk))
+    transaction.on_commit(lambda: enqueue_run(locked.pk))
 
 
 def normalize_answers(questions: list, answers: list) -> dict[str, list[str]]:

@@ -144,7 +144,18 @@ def _build_one(profile: ModelProfile) -> Model:
         ) from exc
 
 
-def _construct(profile: ModelProfile) -> Model:
+def model_features(profile: ModelProfile) -> Model | None:
+    """The profile's model as pydantic-ai resolves it, to ask what it can do (`.profile`: the native tools both
+    its class and the model support, whether it reasons), built with a placeholder key and never sent a
+    request: publish checks ask it without opening the vault. None when the profile cannot be built (its own
+    problems are reported where the profile is checked)."""
+    try:
+        return _construct(profile, api_key=KEYLESS_PLACEHOLDER)
+    except (ModelConfigurationError, UserError):
+        return None
+
+
+def _construct(profile: ModelProfile, *, api_key: str | None = None) -> Model:
     provider = profile.provider
     model_name = profile.model
     settings = model_settings_for(profile)
@@ -160,7 +171,7 @@ def _construct(profile: ModelProfile) -> Model:
         raise ModelConfigurationError(
             f"The model profile “{profile.label}” needs a base URL.", details={"field": "base_url"}
         )
-    api_key = _api_key(profile)
+    api_key = _api_key(profile) if api_key is None else api_key
     if provider in PROVIDERS_NEEDING_KEY and not api_key:
         raise ModelConfigurationError(
             f"The model profile “{profile.label}” needs an API key. Add one in Settings → Model profiles.",

@@ -3,8 +3,9 @@ reads the current version back as written.
 
 Who it is for comes from the Run row, never the model: the first publish is private to the run's person
 (for a schedule, the person it runs for), and only a person widens who reads it (console share dialog / API).
-Reading opens only what that person could open in the console, and nothing where no identified person
-listens — a public widget, an embed, a schedule or an event trigger. Wrong calls (more or fewer than one of
+Reading opens only what that person could open in the console (an API key's run reads as the key's person,
+as it publishes), and nothing where no identified person listens — a public widget, an embed, a schedule or an
+event trigger. Wrong calls (more or fewer than one of
 path | content | edits, a bad name, an unknown extension, an empty or oversized page, an edit that matches
 no place or several, edits against a version published over since) are retries naming what to change; a
 workspace read the permission rules refuse and a page the person cannot open are results.
@@ -43,6 +44,9 @@ class _Who:
     role: str | None
     kind: str  # knowledge.runtime.Audience kind
     run_id: str | None
+    # Started with an API key: the key acts for its person (anonymous to knowledge, which hears no one, but the
+    # person publish_artifact writes for can read back what they may open).
+    by_key: bool = False
 
 
 def link(artifact: Any) -> str:
@@ -61,7 +65,8 @@ def _who_sync(deps: Any) -> _Who:
         deps.scratch.get("environment") or "production")
     return _Who(organization_id=str(deps.organization_id), agent_id=str(run.agent_id if run else deps.agent_id),
                 environment=environment, user_id=user_id, role=access.member_role(deps.organization_id, user_id),
-                kind=audience.kind, run_id=str(run.pk) if run is not None else None)
+                kind=audience.kind, run_id=str(run.pk) if run is not None else None,
+                by_key=run is not None and run.api_key_id is not None)
 
 
 async def _who(ctx: RunContext[Any]) -> _Who:
@@ -207,10 +212,11 @@ async def read_artifact(ctx: RunContext[Any], name: str) -> str:
     except services.Problem as exc:
         return failures.retry(ctx, str(exc))
     who = await _who(ctx)
-    if who.kind in ("anonymous", "nobody") or who.user_id is None or who.role is None:
+    listening = who.kind not in ("anonymous", "nobody") or who.by_key
+    if not listening or who.user_id is None or who.role is None:
         return failures.refuse("Applications are read only for an identified person in the console, a direct "
-                               "chat or a group chat — not in a public widget, an embed, a schedule or an event "
-                               "trigger.")
+                               "chat, a group chat or an API key's run — not in a public widget, an embed, a "
+                               "schedule or an event trigger.")
     found = await sync_to_async(_readable)(who, name)
     if isinstance(found, str):
         return failures.bad_news(found)

@@ -12,27 +12,41 @@ Three classes, each with its own cadence (`interval`, `first_after`, `max_fires`
 
 The cadence counts model requests across the whole conversation and survives turns: the request counter and
 each class's fires are kept in `Conversation.state["reminders"]` (like the plan) and seeded into the next
-turn, so "every ten requests" goes on where the last turn stopped. Only the counters are stored: a fired
-reminder is a request-scoped system prompt at the tail of that one request (the harness's injection), never
-written to the transcript, so stale reminders never pile up. A binding with no class configured attaches
+turn, so "every ten requests" goes on where the last turn stopped. Only the counters are stored, never the
+reminder text, so stale reminders never pile up.
+
+How a fired reminder is sent is the spec's, not the harness's current one: an ephemeral *user* prompt at the
+tail of that one request, led by a cache breakpoint whose life the binding's `cache_ttl` sets ("un prompt de
+usuario efímero detrás de un punto de corte de caché"). The harness enqueues a request-scoped system prompt and
+has deprecated its own `cache_ttl` (ignored, with a warning), so `ConversationReminders` fires in
+`wrap_model_request` instead, with the harness's own selection, and appends the user part to the request
+sent, the way the harness's Planning appends its plan reminder. A binding with no class configured attaches
 nothing.
 """
 
 from __future__ import annotations
 
 from copy import copy
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
 
 from asgiref.sync import sync_to_async
 from django.db import transaction
 from pydantic import BaseModel, ConfigDict, Field
-from pydantic_ai_harness.system_reminders import GoalReanchor, LLMReminder, Reminder, SystemReminders
+from pydantic_ai.messages import CachePoint, ModelRequest, RetryPromptPart, ToolReturnPart, UserPromptPart
+from pydantic_ai_harness.system_reminders import (
+    GoalReanchor,
+    LLMReminder,
+    Reminder,
+    ReminderFiredEvent,
+    SystemReminders,
+)
 
-from capabilities.base import BuildContext, Built, Capability, NotBuilt
+from capabilities.base import BuildContext, Built, Capability, NotBuilt, enum_labels
 
 STATE_KEY = "reminders"
 MAX_LINES = 10
+TTL_LABELS = {"5m": "5 minutes", "1h": "1 hour"}
 
 
 class Cadence(BaseModel):
@@ -59,6 +73,9 @@ class SystemRemindersConfig(BaseModel):
     llm_reminder: Cadence | None = Field(
         default=None, description="A short nudge the run's own model writes from the recent transcript "
                                   "(one metered model call per fire).")
+    cache_ttl: Literal["5m", "1h"] = Field(
+        default="5m", description="How long the prompt before a reminder may be cached.",
+        json_schema_extra=enum_labels(TTL_LABELS))
 
 
 def fires_on(cadence: Cadence, count: int) -> bool:
@@ -95,6 +112,25 @@ def save_counters(conversation_id: str | None, organization_id: str, counters: d
         state[STATE_KEY] = counters
         conversation.state = state
         conversation.save(update_fields=["state"])
+
+
+# ------------------------------------------------------------------ the reminder as a user prompt
+
+
+def _has_cache_target(parts: Any) -> bool:
+    """Whether the request already carries content a leading breakpoint attaches to (providers refuse one with
+    nothing before it; a system part maps to the system field, not to message content)."""
+    return any(isinstance(p, ToolReturnPart | RetryPromptPart)
+               or (isinstance(p, UserPromptPart) and bool(p.content)) for p in parts)
+
+
+def with_reminder(request: ModelRequest, texts: list[str], ttl: str) -> ModelRequest:
+    """The request with the fired reminders as one user prompt at its tail, led by a cache breakpoint so the
+    cached prefix ends before it."""
+    content: list[Any] = ["<system-reminder>\n" + "\n\n".join(texts) + "\n</system-reminder>"]
+    if _has_cache_target(request.parts):
+        content.insert(0, CachePoint(ttl=ttl))  # type: ignore[arg-type]
+    return replace(request, parts=[*request.parts, UserPromptPart(content=content)])
 
 
 # ------------------------------------------------------------------ the capability
@@ -137,6 +173,33 @@ class ConversationReminders(SystemReminders[Any]):
     dynamic_fires: dict[str, int] = field(default_factory=dict, kw_only=True, repr=False)
     # The per-run clone the gated callables read (they were made with the template instance).
     current: ConversationReminders | None = field(default=None, kw_only=True, repr=False)
+    # Not the harness's `cache_ttl` (deprecated there, ignored with a warning): the life of the breakpoint
+    # before the reminder this class sends as a user prompt.
+    tail_cache_ttl: Literal["5m", "1h"] = field(default="5m", kw_only=True)
+
+    async def before_model_request(self, ctx: Any, request_context: Any) -> Any:
+        # The harness fires here and enqueues a system part the run's history keeps; firing moves to
+        # wrap_model_request, where the reminder is added to the request sent and nowhere else.
+        return request_context
+
+    async def wrap_model_request(self, ctx: Any, *, request_context: Any, handler: Any) -> Any:
+        """The harness's firing (`SystemReminders.before_model_request`: same cadence, same order, fire state
+        committed only once the reminder is added) with the spec's injection: an ephemeral user prompt."""
+        messages = request_context.messages
+        # A provider-resume turn ends in a suspended response echoed verbatim: it carries nothing and spends no
+        # cadence slot (the harness's guard).
+        if messages and isinstance(messages[-1], ModelRequest):
+            self._request_count += 1
+            fired = self._eligible_static(ctx)
+            dynamic = await self._collect_dynamic(ctx)
+            reminders = [text for _, text in fired] + [str(text) for text in dynamic]
+            if reminders:
+                messages[-1] = with_reminder(messages[-1], reminders, self.tail_cache_ttl)
+                for key, _text in fired:
+                    self._fire_counts[key] = self._fire_counts.get(key, 0) + 1
+                for reminder in reminders:
+                    await ctx.emit(ReminderFiredEvent(text=reminder))
+        return await handler(request_context)
 
     async def for_run(self, ctx: Any) -> ConversationReminders:
         clone = copy(self)
@@ -188,7 +251,7 @@ def build(ctx: BuildContext) -> list[Built]:
         reminders=lines, dynamic_reminders=tuple(dynamic), conversation_id=ctx.deps.conversation_id,
         organization_id=ctx.organization_id, run_id=ctx.deps.run_id,
         line_keys={id(reminder): f"line:{index}" for index, reminder in enumerate(lines)},
-        llm_cadence=config.llm_reminder)
+        llm_cadence=config.llm_reminder, tail_cache_ttl=config.cache_ttl)
     for gated in dynamic:
         gated.owner = capability
     return [capability]

@@ -7,12 +7,13 @@ stays portable across models. Unset effort = the provider's own default.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic_ai.capabilities.thinking import Thinking
 
 from capabilities.base import BuildContext, Built, Capability, enum_labels
+from capabilities.lifecycle import RunHooks
 
 Effort = Literal["minimal", "low", "medium", "high", "xhigh", "max"]
 
@@ -42,6 +43,18 @@ def build(ctx: BuildContext) -> list[Built]:
     return [Thinking(effort=ctx.config.effort if ctx.config.effort is not None else True)]
 
 
+def model_problems(actor: Any, data: dict[str, Any], format_path: Any) -> list[dict[str, str]]:
+    """Reasoning on a model that does not reason is silently ignored by every run: refused at publish."""
+    from capabilities.model_support import binding_on_model
+
+    bound = binding_on_model(actor, data, "thinking", ThinkingConfig)
+    if bound is None or bound.reasons():
+        return []
+    return [{"field": f"{format_path(('capabilities', bound.index), data)}.id",
+             "message": f"The model of “{bound.label}” ({bound.model.model_name}) is not a reasoning model, so "
+                        "Reasoning would change nothing: remove it or choose a model that reasons."}]
+
+
 CAPABILITY = Capability(
     id="thinking",
     name="Reasoning",
@@ -62,4 +75,5 @@ CAPABILITY = Capability(
     config_model=ThinkingConfig,
     voice="live",
     build=build,
+    hooks=RunHooks(publish_problems=model_problems),
 )

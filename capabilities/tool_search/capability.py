@@ -4,12 +4,13 @@ No tools of its own: the search function exists only while something is deferred
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic_ai.capabilities import ToolSearch
 
 from capabilities.base import BuildContext, Built, Capability, tool_text
+from capabilities.lifecycle import RunHooks
 
 # The library's search tool is registered with an explicit description, so it gets ours, in the four parts
 # every tool here has (spec: "Qué le dice una herramienta al modelo"); the library's sentence said nothing
@@ -39,6 +40,20 @@ class ToolSearchConfig(BaseModel):
         "x-enum-labels": {"auto": "Automatic", "keywords": "Keywords (local)", "bm25": "BM25 (Anthropic)",
                           "regex": "Regex (Anthropic)"}})
     max_results: int = Field(default=10, ge=1, le=50, description="Ignored by native search.")
+
+
+def model_problems(actor: Any, data: dict[str, Any], format_path: Any) -> list[dict[str, str]]:
+    """bm25 / regex force the provider's own search (spec: the run errors instead of switching quietly); on a
+    model without native tool search that is every run, so publish refuses it. `auto` never fails this way."""
+    from capabilities.model_support import binding_on_model
+
+    bound = binding_on_model(actor, data, "tool_search", ToolSearchConfig)
+    if bound is None or bound.config.strategy not in ("bm25", "regex") or "tool_search" in bound.native_tool_kinds():
+        return []
+    return [{"field": f"{format_path(('capabilities', bound.index), data)}.config.strategy",
+             "message": f"The model of “{bound.label}” ({bound.model.model_name}) has no native tool search, so "
+                        f"strategy '{bound.config.strategy}' would fail every run: choose 'auto' or 'keywords', or "
+                        "a model that offers it."}]
 
 
 def build(ctx: BuildContext) -> list[Built]:
@@ -72,4 +87,5 @@ CAPABILITY = Capability(
     voice="never",
     advanced=True,
     build=build,
+    hooks=RunHooks(publish_problems=model_problems),
 )

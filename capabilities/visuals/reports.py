@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from typing import Any
 
 import redis.asyncio as aioredis
@@ -17,7 +18,10 @@ from django.conf import settings
 
 from agenticos.ratelimit import client, redis_name
 
+logger = logging.getLogger(__name__)
+
 KEEP_SECONDS = 120
+SOCKET_MARGIN_SECONDS = 5
 PER_MINUTE = 120  # reports one person may file a minute (POST /api/v1/visuals/reports)
 MAX_ERRORS = 20
 MAX_ERROR_CHARS = 500
@@ -46,9 +50,15 @@ async def wait(organization_id: Any, user_id: Any, drawing: str, seconds: float)
     """The reported errors ([] = it rendered cleanly), or None when no report came in time."""
     if seconds <= 0:
         return None
-    connection = aioredis.Redis.from_url(settings.REDIS_URL)
+    # The socket must outlast the blocking pop: redis-py's default socket timeout (5 s) ended a longer wait with
+    # a TimeoutError that failed the whole run as if the model provider had not answered.
+    connection = aioredis.Redis.from_url(settings.REDIS_URL, socket_timeout=seconds + SOCKET_MARGIN_SECONDS)
     try:
         found = await connection.blpop([key(organization_id, user_id, drawing)], timeout=seconds)
+    except aioredis.RedisError as exc:
+        # A drawing is still drawn when Redis cannot say how it rendered: "not checked", never a failed run.
+        logger.warning("visual report wait failed (%s): the drawing stays unchecked", type(exc).__name__)
+        return None
     finally:
         await connection.aclose()
     if found is None:

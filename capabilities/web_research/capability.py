@@ -19,6 +19,7 @@ from pydantic_ai.capabilities import WebSearch
 
 from capabilities import failures
 from capabilities.base import BuildContext, Built, Capability, KeyRequirement, ToolDecl, function_toolset
+from capabilities.lifecycle import RunHooks
 
 PAID = ("tavily", "brave", "exa")
 ENDPOINTS = {
@@ -45,6 +46,18 @@ def binding_problems(binding: Any, config: WebResearchConfig) -> list[str]:
         return ["web_search requires approval but method is 'native': the provider would search without asking. "
                 "Choose a method this deployment runs, or remove the approval requirement."]
     return []
+
+
+def model_problems(actor: Any, data: dict[str, Any], format_path: Any) -> list[dict[str, str]]:
+    """`native` on a model whose provider does not search would fail every run: refused at publish."""
+    from capabilities.model_support import binding_on_model
+
+    bound = binding_on_model(actor, data, "web_research", WebResearchConfig)
+    if bound is None or bound.config.method != "native" or "web_search" in bound.native_tool_kinds():
+        return []
+    return [{"field": f"{format_path(('capabilities', bound.index), data)}.config.method",
+             "message": f"The model of “{bound.label}” ({bound.model.model_name}) cannot search the web itself, so "
+                        "method 'native' would fail every run: choose another method or a model that searches."}]
 
 
 def endpoint(method: str) -> str:
@@ -133,6 +146,7 @@ def build(ctx: BuildContext) -> list[Built]:
 
 CAPABILITY = Capability(
     binding_check=binding_problems,
+    hooks=RunHooks(publish_problems=model_problems),
     id="web_research",
     name="Web search",
     category="research",

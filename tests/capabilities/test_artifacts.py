@@ -190,6 +190,31 @@ def test_nothing_is_read_in_a_widget_an_embed_a_schedule_or_a_trigger(setup, sur
     assert PAGE not in str(outcome.returns[0])
 
 
+def test_an_api_key_run_reads_back_and_edits_what_it_may_publish(setup):
+    """A key acts for its person: where publish_artifact works, read_artifact does too, so an API run can edit."""
+    from agenticos.models import ApiKey
+
+    org, person, agent = setup
+    key = ApiKey.objects.create(organization=org, user=person, name="ci", prefix="ak_test", key_hash="x" * 64)
+    api_run = Run.objects.create(organization=org, agent=agent, version=agent.versions.first(), surface="api",
+                                 user=person, api_key=key)
+    go(api_run, [publish(content=PAGE)])
+
+    outcome = go(api_run, [("read_artifact", {"name": "weekly-report"}),
+                           publish(edits=[{"old_text": "Revenue: 120", "new_text": "Revenue: 130"}])])
+
+    assert outcome.returns[0].startswith("weekly-report — version 1, html"), outcome.returns
+    assert "version 2" in outcome.returns[1]
+    # Still only what the key's person can open: another member's private page stays unread.
+    stranger = factories.member(org, "member")
+    their_run = Run.objects.create(organization=org, agent=agent, version=agent.versions.first(), surface="api",
+                                   user=stranger, api_key=ApiKey.objects.create(
+                                       organization=org, user=stranger, name="theirs", prefix="ak_them",
+                                       key_hash="y" * 64))
+    refused = go(their_run, [("read_artifact", {"name": "weekly-report"})])
+    assert "no application named" in refused.returns[0] and "Revenue" not in refused.returns[0]
+
+
 def test_an_anonymous_run_cannot_publish(setup):
     org, _person, agent = setup
     outcome = go(run_for(org, None, agent, surface="embed"), [publish(content=PAGE)])

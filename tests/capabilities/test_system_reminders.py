@@ -53,9 +53,17 @@ def conversation_of(org, owner, agent):
     return Conversation.objects.create(organization=org, agent=agent, owner=owner, title="t")
 
 
-def last_system_text(request) -> str:
-    messages = request.json["messages"]
-    return messages[-1]["content"] if messages[-1]["role"] == "system" else ""
+def tail_user_text(request) -> str:
+    """The last message of a request when it is the person's side (a user prompt), else ""."""
+    last = request.json["messages"][-1]
+    if last["role"] != "user":
+        return ""
+    content = last["content"]
+    return content if isinstance(content, str) else " ".join(c.get("text", "") for c in content)
+
+
+def system_texts(request) -> str:
+    return " ".join(str(m["content"]) for m in request.json["messages"] if m["role"] == "system")
 
 
 def test_a_reminder_counts_requests_across_turns_and_never_enters_the_transcript(org, owner, fake_openai):
@@ -65,7 +73,9 @@ def test_a_reminder_counts_requests_across_turns_and_never_enters_the_transcript
         turn(owner, agent, version, conversation, prompt)
     sent = [LINE in request.text for request in fake_openai.chat_requests]
     assert sent == [False, True, False, True]  # the 2nd and 4th request of the conversation, one per turn
-    assert LINE in last_system_text(fake_openai.chat_requests[1])  # at the tail of that request
+    # At the tail of that request, as a user prompt (spec), never in system voice.
+    assert LINE in tail_user_text(fake_openai.chat_requests[1])
+    assert LINE not in system_texts(fake_openai.chat_requests[1])
     conversation.refresh_from_db()
     assert conversation.state["reminders"] == {"requests": 4, "fires": {"line:0": 2}}
     assert not Message.objects.filter(conversation=conversation, content__contains=LINE).exists()
@@ -126,3 +136,24 @@ def test_nothing_is_attached_without_a_reminder_class(db, org):
     spec = AgentSpec(name="R", capabilities=[{"id": "system_reminders", "config": {}}])
     built = registry.build_for_run(spec, deps(organization_id=str(org.pk)), str(org.pk))
     assert built.capabilities == [] and "system_reminders" in built.skipped
+
+
+async def test_a_fired_reminder_is_a_user_prompt_behind_a_cache_point_with_the_bindings_ttl():
+    from pydantic_ai.messages import CachePoint, ModelRequest, SystemPromptPart, UserPromptPart
+
+    from tests.capabilities.helpers import run, spec
+
+    outcome = await run(spec({"id": "system_reminders",
+                              "config": {"reminders": [{"text": LINE, "interval": 1}], "cache_ttl": "1h"}}), [])
+
+    sent = outcome.script.sent[0]
+    tail = sent[-1]
+    assert isinstance(tail, ModelRequest)
+    reminder = tail.parts[-1]
+    assert isinstance(reminder, UserPromptPart) and isinstance(reminder.content, list)
+    assert reminder.content[0] == CachePoint(ttl="1h")
+    assert LINE in reminder.content[1]
+    assert not [p for m in sent if isinstance(m, ModelRequest) for p in m.parts
+                if isinstance(p, SystemPromptPart) and LINE in p.content]
+    # Ephemeral: the run's history never holds it as something the person said.
+    assert not [p for p in outcome.parts(UserPromptPart) if LINE in str(p.content)]

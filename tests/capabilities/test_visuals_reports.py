@@ -85,3 +85,13 @@ def test_past_the_minutes_cap_a_report_is_a_429_and_files_nothing(api_as, org, m
     assert filed(org, member) == []
     ratelimit_clock.advance(60)
     assert client.post(URL, {"digest": DIGEST}, format="json").status_code == 202
+
+
+def test_a_wait_longer_than_the_redis_clients_default_socket_timeout_ends_without_a_report_not_an_error(org, member):
+    """The spec's wait is up to 10 s; redis-py's sockets time out after 5 s unless told otherwise."""
+    assert async_to_sync(reports.wait)(org.pk, member.pk, reports.digest("svg", "<svg>late</svg>"), 6) is None
+
+
+def test_a_redis_that_cannot_be_reached_leaves_the_drawing_unchecked(org, member, settings):
+    settings.REDIS_URL = "redis://127.0.0.1:1/0"  # nothing listens on port 1
+    assert async_to_sync(reports.wait)(org.pk, member.pk, DIGEST, 1) is None

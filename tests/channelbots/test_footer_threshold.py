@@ -88,3 +88,17 @@ def test_the_binding_page_shows_the_threshold_field_with_its_value(client, org, 
     page = client.get(f"/agents/{agent.pk}/bindings/{binding.pk}/").content.decode()
     assert 'name="footer_threshold_percent"' in page and 'value="65"' in page
     assert "passes 65%" in page
+
+
+def test_every_reply_says_the_months_share_of_the_budget_beside_the_turns_cost(org, binding):
+    """"tokens, coste, cuánto del mes se ha ido": an every-reply footer carries the month, far from any limit."""
+    Binding.objects.filter(pk=binding.pk).update(footer_mode="every_reply")
+    spend(org, "1.5")  # 15% of 10
+    assert footer_for(binding) == "Cost of this answer: $0.0100 · 15 tokens · 15% of this month's budget spent"
+
+
+def test_without_a_monthly_budget_an_every_reply_footer_names_no_share(org, binding):
+    Binding.objects.filter(pk=binding.pk).update(footer_mode="every_reply")
+    type(org).objects.filter(pk=org.pk).update(monthly_budget_usd=None)
+    SpendEntry.objects.create(organization=org, cost_usd=Decimal("1.5"))
+    assert footer_for(binding) == "Cost of this answer: $0.0100 · 15 tokens"

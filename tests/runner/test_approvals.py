@@ -87,7 +87,12 @@ def test_approve_then_resume_continues_the_same_version_and_parks_again_on_a_sec
     assert client.post(f"/api/v1/approvals/{approval.pk}", {"decision": "reject"}, format="json").status_code == 409
     assert AuditEvent.objects.filter(action="approval.approved", target_id=str(approval.pk)).exists()
 
+    # The decision resumed the run: the client has nothing more to call.
+    run.refresh_from_db()
+    assert run.status == RunStatus.QUEUED
+    # A client that still resumes after deciding is not refused, and the run is not queued twice.
     assert client.post(f"/api/v1/runs/{run.pk}/resume").status_code == 202
+    assert AuditEvent.objects.filter(action="run.resumed", target_id=str(run.pk)).count() == 1
     frames = run_now(run)
 
     run.refresh_from_db()
@@ -112,10 +117,49 @@ def test_a_rejection_reaches_the_model_as_refusal_text_and_the_run_goes_on(
     approval = Approval.objects.get(run=run)
     api_as(admin_user, org).post(f"/api/v1/approvals/{approval.pk}", {"decision": "reject", "note": "not now"},
                                  format="json")
-    api_as(admin_user, org).post(f"/api/v1/runs/{run.pk}/resume")
     run_now(run)
     assert any("rejected" in r and "not now" in r for r in seen[-1])
     assert ToolCall.objects.get(run=run, tool_call_id="g1").status == "error"
+
+
+def two_charts_at_once_model() -> FunctionModel:
+    """Asks for two charts in one response (two gated calls park together), then answers."""
+
+    async def stream(messages, info: AgentInfo):
+        if not tool_returns(messages):
+            yield {0: DeltaToolCall(name="create_chart", json_args=json.dumps(CHART_ARGS), tool_call_id="p1"),
+                   1: DeltaToolCall(name="create_chart", json_args=json.dumps(CHART_ARGS), tool_call_id="p2")}
+        else:
+            yield "Both decided."
+
+    return FunctionModel(stream_function=stream, model_name="scripted")
+
+
+def test_the_last_decision_through_the_api_resumes_the_run_and_an_earlier_one_does_not(
+    org, owner, admin_user, api_as, gated_agent, scripted_model
+):
+    scripted_model(two_charts_at_once_model())
+    agent, version = gated_agent
+    run = start(org, owner, agent, version)
+    run_now(run)
+    first, second = Approval.objects.filter(run=run).order_by("tool_call_id")
+    client = api_as(admin_user, org)
+
+    assert client.post(f"/api/v1/approvals/{first.pk}", {"decision": "approve"}, format="json").status_code == 200
+    run.refresh_from_db()
+    assert run.status == RunStatus.AWAITING_APPROVAL  # the second call still waits: nothing resumed
+    assert not AuditEvent.objects.filter(action="run.resumed", target_id=str(run.pk)).exists()
+
+    assert client.post(f"/api/v1/approvals/{second.pk}", {"decision": "reject"}, format="json").status_code == 200
+    run.refresh_from_db()
+    assert run.status == RunStatus.QUEUED
+    resumed = AuditEvent.objects.get(action="run.resumed", target_id=str(run.pk))
+    assert resumed.actor_id == admin_user.pk
+
+    run_now(run)
+    run.refresh_from_db()
+    assert run.status == RunStatus.COMPLETED
+    assert dict(ToolCall.objects.filter(run=run).values_list("tool_call_id", "status")) == {"p1": "ok", "p2": "error"}
 
 
 def test_resume_is_refused_while_a_decision_is_pending_and_deciding_needs_the_right(

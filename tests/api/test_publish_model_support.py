@@ -1,0 +1,86 @@
+"""Publish refuses a binding that can never run on the draft's model, naming the field: native web search or a
+named tool-search algorithm on a provider without them, Reasoning on a model that does not reason. What the
+model can do is pydantic-ai's answer for that provider and model name (no request is sent)."""
+
+from __future__ import annotations
+
+import pytest
+
+from agents.models import AgentVersion
+from tests import factories
+from tests.api.conftest import make_agent
+
+pytestmark = pytest.mark.django_db
+
+
+def _publish(client, agent):
+    return client.post(f"/api/v1/agents/{agent.pk}/publish", {}, format="json")
+
+
+def _problems(response) -> dict[str, str]:
+    assert response.status_code == 422, response.content
+    return {p["field"]: p["message"] for p in response.json()["error"]["details"]["problems"]}
+
+
+@pytest.fixture
+def gpt4o(org):
+    return factories.model_profile(org, "openai", "gpt-4o", label="Everyday", api_key="sk-test-000000000000")
+
+
+@pytest.fixture
+def sonnet(org):
+    return factories.model_profile(org, "anthropic", "claude-sonnet-4-5", label="Deep",
+                                   api_key="sk-ant-test-000000000000")
+
+
+def test_native_search_tool_search_and_reasoning_on_a_model_without_them_are_refused_by_field(
+        org, builder, gpt4o, api_as):
+    agent = make_agent(builder, org, profile=gpt4o, capabilities=[
+        {"id": "web_research", "config": {"method": "native"}},
+        {"id": "tool_search", "config": {"strategy": "bm25"}},
+        {"id": "thinking", "config": {"effort": "high"}},
+    ])
+
+    problems = _problems(_publish(api_as(builder, org), agent))
+
+    assert "cannot search the web itself" in problems["capabilities[web_research].config.method"]
+    assert "no native tool search" in problems["capabilities[tool_search].config.strategy"]
+    assert "not a reasoning model" in problems["capabilities[thinking].id"]
+    assert "Everyday" in problems["capabilities[thinking].id"]
+    assert not AgentVersion.objects.filter(agent=agent).exists()
+
+
+def test_the_same_bindings_publish_on_a_model_that_has_them(org, builder, sonnet, api_as):
+    agent = make_agent(builder, org, profile=sonnet, capabilities=[
+        {"id": "web_research", "config": {"method": "native"}},
+        {"id": "tool_search", "config": {"strategy": "regex"}},
+        {"id": "thinking", "config": {"effort": "high"}},
+    ])
+    response = _publish(api_as(builder, org), agent)
+    assert response.status_code == 201, response.content
+
+
+def test_what_works_everywhere_is_not_refused(org, builder, gpt4o, api_as):
+    """`auto` search, a search method run here, and a switched-off Reasoning never fail a run."""
+    agent = make_agent(builder, org, profile=gpt4o, capabilities=[
+        {"id": "web_research", "config": {"method": "duckduckgo"}},
+        {"id": "tool_search", "config": {"strategy": "auto"}},
+        {"id": "thinking", "enabled": False},
+    ])
+    assert _publish(api_as(builder, org), agent).status_code == 201
+
+
+def test_a_reasoning_model_of_the_same_provider_takes_reasoning(org, builder, api_as):
+    o3 = factories.model_profile(org, "openai", "o3-mini", api_key="sk-test-000000000000")
+    agent = make_agent(builder, org, profile=o3, capabilities=[{"id": "thinking"}])
+    assert _publish(api_as(builder, org), agent).status_code == 201
+
+
+def test_another_organizations_profile_is_a_missing_reference_not_judged(org, builder, outsider_org, api_as):
+    theirs = factories.model_profile(outsider_org, "openai", "gpt-4o", api_key="sk-test-000000000000")
+    agent = make_agent(builder, org, profile=theirs, capabilities=[{"id": "thinking"}])
+
+    problems = _problems(_publish(api_as(builder, org), agent))
+
+    assert "model_profile_id" in problems
+    assert "capabilities[thinking].id" not in problems
