@@ -253,6 +253,7 @@ def _capability_cards(actor: Actor, spec: dict[str, Any], problems: dict[str, st
         ]
         key = entry["key"]
         placed = {f"config.{f['name']}" for f in fields if f["error"]}
+        picker = knowledge_picker(actor, spec, problems, binding) if cap_id == KNOWLEDGE else None
         cards.append({
             **entry,
             "bound": bool(binding),
@@ -269,11 +270,54 @@ def _capability_cards(actor: Actor, spec: dict[str, Any], problems: dict[str, st
             "secret_id": binding.get("secret_id") or "",
             "secrets": [s for s in secrets if key and s.kind == key["kind"]],
             "secret_error": mine.get("secret_id", ""),
+            "picker": picker,
             "other_errors": [m for p, m in mine.items()
                              if p not in placed and p != "secret_id" and not p.startswith(("tool_approval.",
                                                                                               "tool_overrides."))],
         })
     return cards
+
+
+KNOWLEDGE = "knowledge"
+
+
+def knowledge_picker(actor: Actor, spec: dict[str, Any], problems: dict[str, str],
+                     binding: dict[str, Any]) -> dict[str, Any]:
+    """The Knowledge card's collections: every one the person may bind (use access, knowledge/grants.py) and
+    every one the draft binds (named even when this person may not bind it, so an editor sees what the agent
+    searches), the bound ones first; a warning when the capability is on and nothing is bound."""
+    from django.db.models import Count
+
+    from knowledge import grants
+    from knowledge.models import Collection
+
+    bound = [str(x) for x in spec.get("collection_ids") or []]
+    visible = {str(c.pk): c for c in grants.visible_collections(actor).annotate(n_documents=Count("documents"))}
+    named = {str(c.pk): c for c in Collection.objects.filter(organization=actor.organization,
+                                                             pk__in=[b for b in bound if _is_uuid(b)])}
+    levels = grants.grant_levels(actor.user_id, list(visible))
+    rows = []
+    for cid in [*bound, *sorted((c for c in visible if c not in bound), key=lambda c: visible[c].name.lower())]:
+        collection = visible.get(cid) or named.get(cid)
+        level = grants.collection_access(actor, collection, known_grants=levels) if cid in visible else None
+        rows.append({
+            "id": cid, "bound": cid in bound, "missing": collection is None,
+            "name": collection.name if collection is not None else "",
+            "documents": getattr(collection, "n_documents", None),
+            # Unbinding is always possible; binding needs use access (the publish check says the same).
+            "usable": cid in bound or grants.at_least(level, grants.USE),
+        })
+    errors = [m for p, m in problems.items() if p.removeprefix("spec.").startswith("collection_ids")]
+    return {
+        "rows": rows, "bound_names": [r["name"] for r in rows if r["bound"] and r["name"]],
+        "none_bound": not bound, "enabled": bool(binding) and binding.get("enabled", True), "errors": errors,
+    }
+
+
+def _is_uuid(value: str) -> bool:
+    from agenticos.tenancy import parse_uuid
+
+    return parse_uuid(value) is not None
 
 
 def mcp_tool_notice(actor: Actor, spec: dict[str, Any]) -> dict[str, Any] | None:
@@ -450,6 +494,24 @@ def save_capability(request: HttpRequest, actor: Actor, agent_id: Any, capabilit
             overrides[tool.id] = {"name": name or None, "description": description or None}
     binding["tool_overrides"] = overrides
     binding["secret_id"] = post.get("secret_id") or None
+    if capability_id == KNOWLEDGE and "collection_picker" in post:
+        # The card's picker: the collections ticked, in the order shown (the draft's bound ones first). One
+        # newly ticked needs use access now: the draft's own are exempt at publish (agents.services), so a
+        # collection the person cannot bind must never reach the draft.
+        from knowledge.grants import unusable_collection_ids
+
+        require_agent_access(actor, agent, EDIT)  # a viewer is refused as such, before any collection is judged
+        wanted = list(dict.fromkeys(post.getlist("collection_ids")))
+        already = {str(x) for x in spec.get("collection_ids") or []}
+        refused = unusable_collection_ids(actor, [c for c in wanted if c not in already])
+        if refused:
+            message = _("You cannot bind that collection: it does not exist here or you need use access to it.")
+            if request.headers.get("Accept", "").startswith("application/json"):
+                return JsonResponse({"saved": False, "message": message,
+                                     "problems": {"collection_ids": message}}, status=422)
+            messages.error(request, message)
+            return _back(agent, f"cap-{capability_id}")
+        spec["collection_ids"] = wanted
     wants_json = request.headers.get("Accept", "").startswith("application/json")
     if existing is None and not enabled:
         return JsonResponse({"saved": False, "problems": {}}) if wants_json else _back(agent, f"cap-{capability_id}")
@@ -500,6 +562,8 @@ def _capability_problems(problems: dict[str, str], capability_id: str) -> dict[s
         path = path.removeprefix("spec.")
         if path.startswith(prefix):
             found[path[len(prefix):]] = message
+        elif capability_id == KNOWLEDGE and path.startswith("collection_ids"):
+            found.setdefault("collection_ids", message)  # shown at the card's collection picker
     return found
 
 

@@ -130,6 +130,8 @@ function setUpToolbox() {
     } else if (key === "secret_id") {
       const secret = card.querySelector("select[name=secret_id]");
       place = secret && secret.parentNode;
+    } else if (key === "collection_ids") {
+      place = card.querySelector("[data-collection-picker]");
     } else if (key.indexOf("tool_approval.") === 0 || key.indexOf("tool_overrides.") === 0) {
       place = card.querySelector('[data-tool="' + key.split(".")[1] + '"]');
     }
