@@ -44,16 +44,17 @@ def console_view(permission: str | None = None) -> Callable[[View], View]:
     return wrap
 
 
-def post_form(back: str) -> Callable[[View], View]:
+def post_form(back: str, keep: tuple[str, ...] | None = None) -> Callable[[View], View]:
     """A form's POST URL that may answer with a page (its errors at their fields). Reloading that page, or
     following its address later, is a GET: it goes back to the page the form lives on (`back`, reversed with
-    the same URL arguments) instead of a bare 405."""
+    the URL's arguments — those named in `keep`, else all) instead of a bare 405."""
 
     def wrap(view: View) -> View:
         @functools.wraps(view)
         def inner(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
             if request.method in ("GET", "HEAD"):
-                return redirect(back, *args, **kwargs)
+                kept = kwargs if keep is None else {k: v for k, v in kwargs.items() if k in keep}
+                return redirect(back, *args, **kept)
             if request.method != "POST":
                 return HttpResponseNotAllowed(["POST"])
             return view(request, *args, **kwargs)
