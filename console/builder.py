@@ -545,7 +545,8 @@ def save_basics(request: HttpRequest, actor: Actor, agent_id: Any) -> HttpRespon
     if "max_steps" in post:  # the form has them; an older form (or a script) that does not keeps the draft's
         spec["model_settings"] = {name: _number(post.get(name), integer=name == "max_tokens")
                                   for name in MODEL_SETTINGS}
-        spec["max_steps"] = _number(post.get("max_steps"), integer=True) or 20
+        steps = _number(post.get("max_steps"), integer=True)
+        spec["max_steps"] = 20 if steps is None else steps  # empty: the spec's default
     raw_budget = (post.get("budget") or "").strip()
     try:
         spec["budget"] = {"monthly_usd": str(Decimal(raw_budget)) if raw_budget else None}

@@ -127,3 +127,12 @@ def test_a_viewer_and_an_outsider_start_nothing(client_as, org, viewer, outsider
     assert client_as(outsider, outsider_org).post(f"{AI}{session.pk}/say", {"prompt": "x"}).status_code == 404
     assert client_as(outsider, outsider_org).get(f"{AI}{session.pk}/say").status_code == 302  # redirect, then 404
     assert not Run.objects.exists()
+
+
+def test_the_api_refuses_a_non_chat_model_with_the_error_envelope(api_as, org, builder, profiles, session):
+    response = api_as(builder, org).post(f"/api/v1/tool-kits/sessions/{session.pk}/messages/",
+                                         {"prompt": "Build", "model_profile_id": str(profiles["embedding"].pk)},
+                                         format="json")
+    assert response.status_code == 422
+    assert response.json()["error"]["details"]["problems"][0]["field"] == "model_profile_id"
+    assert not Run.objects.exists()
