@@ -299,7 +299,7 @@ def knowledge_picker(actor: Actor, spec: dict[str, Any], problems: dict[str, str
     rows = []
     for cid in [*bound, *sorted((c for c in visible if c not in bound), key=lambda c: visible[c].name.lower())]:
         collection = visible.get(cid) or named.get(cid)
-        level = grants.collection_access(actor, collection, known_grants=levels) if cid in visible else None
+        level = grants.collection_access(actor, visible[cid], known_grants=levels) if cid in visible else None
         rows.append({
             "id": cid, "bound": cid in bound, "missing": collection is None,
             "name": collection.name if collection is not None else "",
@@ -416,7 +416,7 @@ def problem_links(problems: dict[str, str], cards: list[dict[str, Any]]) -> list
             links.append({"href": f"#cap-{card['id']}", "label": label, "message": message})
             continue
         key = next((k for k in BASICS_ANCHORS if path == k or path.startswith((k + ".", k + "["))), None)
-        anchor, label = BASICS_ANCHORS[key] if key else ("toolbox", gettext_lazy("Toolbox"))
+        anchor, label = BASICS_ANCHORS[key] if key else ("toolbox", _("Toolbox"))
         links.append({"href": f"#{anchor}", "label": str(label), "message": message})
     return links
 

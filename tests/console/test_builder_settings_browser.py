@@ -53,11 +53,9 @@ def test_a_builder_sets_every_setting_and_is_taken_to_what_to_fix(live_server_ur
     page.get_by_label("Temperature (0–2)").fill("5")
     page.get_by_label("Most steps per answer").fill("12")
     page.get_by_role("button", name="Save the draft").click()
-    page.locator('[data-field-error="temperature"]').wait_for()
-    assert page.get_by_label("Temperature (0–2)").input_value() in ("5", "5.0")
-    page.goto(page.url)  # the refused form's address, opened again: back on the Builder, not a 405
-    page.wait_for_url(f"{base}/agents/{agent.pk}/")
-    page.locator("[data-model-settings] > summary").click()
+    # The field's own range stops the form before it is sent (the server's refusal is tested without a browser).
+    assert page.get_by_label("Temperature (0–2)").evaluate("el => el.validity.rangeOverflow")
+    assert page.url == f"{base}/agents/{agent.pk}/"
     page.get_by_label("Temperature (0–2)").fill("0.4")
     page.get_by_label("Most steps per answer").fill("12")
     page.get_by_label("Longest answer (tokens)").fill("900")
