@@ -15,7 +15,7 @@ from agenticos import audit, ratelimit
 from agenticos.errors import Conflict, Invalid, NotFound, RateLimited
 from agenticos.tenancy import Actor, org_get
 from agents import rollouts
-from agents.drafts import DRAFT, DRAFT_CONVERSATION_KEY, freeze_draft
+from agents.drafts import DRAFT, DRAFT_CONVERSATION_KEY, WORKSHOP_KEY_PREFIX, freeze_draft
 from agents.models import TERMINAL_STATUSES, Agent, Conversation, Message, Run
 from agents.runs import check_prompt, start_run
 from agents.services import agent_version_and_rollout
@@ -51,7 +51,7 @@ def readable_conversations(actor: Actor) -> QuerySet[Conversation]:
     return (
         Conversation.objects.filter(organization=actor.organization)
         .filter(Q(owner_id=actor.user_id) | Q(pk__in=others))
-        .exclude(external_key=DRAFT_CONVERSATION_KEY)  # the Builder's test conversations belong to the Builder
+        .exclude(external_key__startswith=WORKSHOP_KEY_PREFIX)  # the Builder's and the tool builder's own
         .select_related("agent")
         .order_by("-last_active_at")
     )

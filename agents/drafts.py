@@ -19,6 +19,9 @@ from governance.grants import EDIT, require_agent_access
 DRAFT = "draft"
 # `Conversation.external_key` of a Builder test conversation.
 DRAFT_CONVERSATION_KEY = "builder:draft"
+# Every conversation keyed "builder:…" belongs to a building screen (this test chat, the AI tool builder's
+# sessions), never to the person's Chat list.
+WORKSHOP_KEY_PREFIX = "builder:"
 
 
 def freeze_draft(actor: Actor, agent: Agent) -> AgentVersion:

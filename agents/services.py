@@ -217,6 +217,25 @@ def create_model_profile(
     return _save_profile(actor, ModelProfile(organization=actor.organization), data, "model_profile.created")
 
 
+def seal_profile_key(*, actor: Actor, label: str, value: str) -> Any:
+    """The API key typed in a model profile's form, sealed in the vault as an organization secret named after
+    the profile (a number added when the name is taken). Needs models:manage, what the form needs: it makes only
+    the key this profile will use, listed in Settings → Secrets like any other (never shown again)."""
+    from agenticos.models import Secret, SecretKind
+    from agenticos.services import seal_secret
+
+    actor.require("models:manage")
+    value = (value or "").strip()
+    if not value:
+        raise _invalid("The key is empty.", [_problem("api_key", "Type the key, or choose one from the vault.")])
+    base = f"{(label or 'Model').strip()[:100]} key"
+    taken = set(Secret.objects.filter(organization=actor.organization, name__startswith=base)
+                .values_list("name", flat=True))
+    name = next(n for n in (base, *(f"{base} ({i})" for i in range(2, 1000))) if n not in taken)
+    return seal_secret(actor=actor, name=name, value=value, kind=SecretKind.API_KEY,
+                       description="Typed in the model profile form.")
+
+
 def update_model_profile(*, actor: Actor, profile: ModelProfile, **changes: Any) -> ModelProfile:
     actor.require("models:manage")
     if profile.organization_id != actor.organization.pk:

@@ -205,8 +205,12 @@ def browser_cdp_url(timeout: float = 15.0) -> str | None:
 
 def allow_own_browser() -> None:
     """`make run` lists its own browser service for every process it starts (publish checks in web, browses in
-    the workers); an operator's BROWSER_CDP_ALLOWED_HOSTS, when set, wins."""
+    the workers) and makes it the default of every agent's browser (BROWSER_CDP_URL, when its port is fixed);
+    an operator's BROWSER_CDP_ALLOWED_HOSTS and BROWSER_CDP_URL, when set, win."""
     os.environ.setdefault("BROWSER_CDP_ALLOWED_HOSTS", "127.0.0.1")
+    port = int(os.environ.get("BROWSER_CDP_PORT", str(BROWSER_DEFAULT_PORT)))
+    if port:
+        os.environ.setdefault("BROWSER_CDP_URL", f"http://127.0.0.1:{port}")
 
 
 def process_env(name: str) -> dict[str, str]:

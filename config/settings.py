@@ -682,6 +682,10 @@ REMOTE_AGENT_TIMEOUT_SECONDS = _int("REMOTE_AGENT_TIMEOUT_SECONDS", 300, minimum
 # Browser services (Chromium DevTools endpoints) an agent's cdp_url may name, by host; empty refuses the browser
 # capability at publish. `make run` starts Debian's chromium on 127.0.0.1 and lists it (config/launcher.py).
 BROWSER_CDP_ALLOWED_HOSTS = env.list("BROWSER_CDP_ALLOWED_HOSTS", default=[])
+# This deployment's own browser service (its DevTools endpoint, e.g. http://browser:9222): what an agent's browser
+# uses when its cdp_url is empty, allowed whatever BROWSER_CDP_ALLOWED_HOSTS lists. `make run` sets it to the
+# chromium it starts. Empty: no own service, an agent must name an allowed one.
+BROWSER_CDP_URL = env.str("BROWSER_CDP_URL", default="")
 # Private hosts a page in the agents' browser may load although `browser_use.allowed_domains` names them: the
 # operator's decision, never an agent author's (issue 37). The browser's DevTools, sandboxd, the web server,
 # PostgreSQL and Redis stay unreachable from a page whatever is listed here.

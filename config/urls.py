@@ -49,6 +49,7 @@ urlpatterns = [
     path("", include("console.urls_remote_agents")),
     path("", include("console.urls_tools")),
     path("", include("console.urls_connections")),
+    path("", include("console.urls_knowledge")),
     path("", include("console.urls_delegates")),
     path("", include("console.urls_notifications")),
     path("", include("console.urls_browse")),

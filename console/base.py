@@ -7,8 +7,8 @@ from collections.abc import Callable
 from typing import Any
 
 from django.contrib.auth.views import redirect_to_login
-from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotAllowed
+from django.shortcuts import redirect, render
 
 from agenticos.errors import DomainError, Forbidden, NotFound
 from agenticos.tenancy import Actor
@@ -38,6 +38,26 @@ def console_view(permission: str | None = None) -> Callable[[View], View]:
                 return screen(request, "console/forbidden.html", {"message": exc.message}, status=403)
             except DomainError as exc:
                 return screen(request, "console/error.html", {"message": exc.message}, status=exc.status)
+
+        return inner
+
+    return wrap
+
+
+def post_form(back: str, keep: tuple[str, ...] | None = None) -> Callable[[View], View]:
+    """A form's POST URL that may answer with a page (its errors at their fields). Reloading that page, or
+    following its address later, is a GET: it goes back to the page the form lives on (`back`, reversed with
+    the URL's arguments — those named in `keep`, else all) instead of a bare 405."""
+
+    def wrap(view: View) -> View:
+        @functools.wraps(view)
+        def inner(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            if request.method in ("GET", "HEAD"):
+                kept = kwargs if keep is None else {k: v for k, v in kwargs.items() if k in keep}
+                return redirect(back, *args, **kept)
+            if request.method != "POST":
+                return HttpResponseNotAllowed(["POST"])
+            return view(request, *args, **kwargs)
 
         return inner
 

@@ -26,7 +26,7 @@ from agents import services as agent_services
 from agents.models import Agent, Environment, ModelProfile
 from capabilities import registry
 from console import selectors
-from console.base import console_view, problems_by_field, screen
+from console.base import console_view, post_form, problems_by_field, screen
 from console.rollouts import panel as rollout_panel
 from console.schema_forms import config_from_post, fields_for
 from governance.grants import EDIT, PUBLISH, at_least, require_agent_access
@@ -135,7 +135,7 @@ def new_agent(request: HttpRequest, actor: Actor) -> HttpResponse:
     return redirect("console:builder", agent_id=agent.pk)
 
 
-@require_POST
+@post_form("console:agents")
 @console_view("agents:edit")
 def import_agent(request: HttpRequest, actor: Actor) -> HttpResponse:
     try:
@@ -253,6 +253,7 @@ def _capability_cards(actor: Actor, spec: dict[str, Any], problems: dict[str, st
         ]
         key = entry["key"]
         placed = {f"config.{f['name']}" for f in fields if f["error"]}
+        picker = knowledge_picker(actor, spec, problems, binding) if cap_id == KNOWLEDGE else None
         cards.append({
             **entry,
             "bound": bool(binding),
@@ -269,11 +270,54 @@ def _capability_cards(actor: Actor, spec: dict[str, Any], problems: dict[str, st
             "secret_id": binding.get("secret_id") or "",
             "secrets": [s for s in secrets if key and s.kind == key["kind"]],
             "secret_error": mine.get("secret_id", ""),
+            "picker": picker,
             "other_errors": [m for p, m in mine.items()
                              if p not in placed and p != "secret_id" and not p.startswith(("tool_approval.",
                                                                                               "tool_overrides."))],
         })
     return cards
+
+
+KNOWLEDGE = "knowledge"
+
+
+def knowledge_picker(actor: Actor, spec: dict[str, Any], problems: dict[str, str],
+                     binding: dict[str, Any]) -> dict[str, Any]:
+    """The Knowledge card's collections: every one the person may bind (use access, knowledge/grants.py) and
+    every one the draft binds (named even when this person may not bind it, so an editor sees what the agent
+    searches), the bound ones first; a warning when the capability is on and nothing is bound."""
+    from django.db.models import Count
+
+    from knowledge import grants
+    from knowledge.models import Collection
+
+    bound = [str(x) for x in spec.get("collection_ids") or []]
+    visible = {str(c.pk): c for c in grants.visible_collections(actor).annotate(n_documents=Count("documents"))}
+    named = {str(c.pk): c for c in Collection.objects.filter(organization=actor.organization,
+                                                             pk__in=[b for b in bound if _is_uuid(b)])}
+    levels = grants.grant_levels(actor.user_id, list(visible))
+    rows = []
+    for cid in [*bound, *sorted((c for c in visible if c not in bound), key=lambda c: visible[c].name.lower())]:
+        collection = visible.get(cid) or named.get(cid)
+        level = grants.collection_access(actor, visible[cid], known_grants=levels) if cid in visible else None
+        rows.append({
+            "id": cid, "bound": cid in bound, "missing": collection is None,
+            "name": collection.name if collection is not None else "",
+            "documents": getattr(collection, "n_documents", None),
+            # Unbinding is always possible; binding needs use access (the publish check says the same).
+            "usable": cid in bound or grants.at_least(level, grants.USE),
+        })
+    errors = [m for p, m in problems.items() if p.removeprefix("spec.").startswith("collection_ids")]
+    return {
+        "rows": rows, "bound_names": [r["name"] for r in rows if r["bound"] and r["name"]],
+        "none_bound": not bound, "enabled": bool(binding) and binding.get("enabled", True), "errors": errors,
+    }
+
+
+def _is_uuid(value: str) -> bool:
+    from agenticos.tenancy import parse_uuid
+
+    return parse_uuid(value) is not None
 
 
 def mcp_tool_notice(actor: Actor, spec: dict[str, Any]) -> dict[str, Any] | None:
@@ -303,7 +347,12 @@ def builder_context(actor: Actor, agent: Agent, level: str, *, diff: dict | None
     versions = list(agent.versions.filter(number__gt=0).select_related("published_by").order_by("-number")[:50])
     environments = list(Environment.objects.filter(agent=agent).select_related("version").order_by("name"))
     budget = (spec.get("budget") or {}).get("monthly_usd")
+    model_settings = spec.get("model_settings") or {}
     return {
+        "model_settings": model_settings,
+        "max_steps": spec.get("max_steps", 20),
+        "model_settings_open": any(v is not None for v in model_settings.values()) or spec.get("max_steps", 20) != 20
+        or any(p.removeprefix("spec.").startswith(("model_settings", "max_steps")) for p in problems),
         "nav": "agents",
         "agent": agent,
         "spec": spec,
@@ -312,9 +361,8 @@ def builder_context(actor: Actor, agent: Agent, level: str, *, diff: dict | None
         "can_publish": at_least(level, PUBLISH),
         "problems": problems,
         "basics_errors": {k.replace(".", "_"): v for k, v in problems.items() if not k.startswith("capabilities")},
-        "toolbox_rows": [{**c, "problem": bool(c["other_errors"] or c["secret_error"] or any(
-            f["error"] for f in c["fields"]) or any(t["error"] for t in c["tools"]))}
-            for c in [*(c for c in cards if not c["advanced"]), *(c for c in cards if c["advanced"])]],
+        **toolbox_rows(cards),
+        "problem_links": problem_links(problems, cards),
         "toolbox_strings": toolbox_strings(),
         "cards": [c for c in cards if not c["advanced"]],
         "advanced_cards": [c for c in cards if c["advanced"]],
@@ -336,6 +384,64 @@ def builder_context(actor: Actor, agent: Agent, level: str, *, diff: dict | None
         "test_chat_strings": test_chat_strings(),
         **availability_context(actor, agent, level),
     }
+
+
+# Where a publish problem is shown: the basics form's fields by their spec path (the anchors in builder.html).
+BASICS_ANCHORS: dict[str, tuple[str, Any]] = {
+    "name": ("b-name", gettext_lazy("Name")), "instructions": ("b-instructions", gettext_lazy("Instructions")),
+    "model_profile_id": ("b-model", gettext_lazy("Model profile")),
+    "budget": ("b-budget", gettext_lazy("Monthly budget")),
+    "model_settings.temperature": ("b-temperature", gettext_lazy("Temperature")),
+    "model_settings.top_p": ("b-top-p", gettext_lazy("Top P")),
+    "model_settings.max_tokens": ("b-max-tokens", gettext_lazy("Longest answer")),
+    "model_settings.timeout_secs": ("b-timeout", gettext_lazy("Time limit per model request")),
+    "max_steps": ("b-max-steps", gettext_lazy("Most steps per answer")),
+    "collection_ids": ("cap-knowledge", gettext_lazy("Knowledge: collections it searches")),
+}
+
+
+def problem_links(problems: dict[str, str], cards: list[dict[str, Any]]) -> list[dict[str, str]]:
+    """Each publish problem named by the field it is at, with the anchor that takes a person there."""
+    import re
+
+    names = {c["id"]: c for c in cards}
+    links = []
+    for path, message in problems.items():
+        path = path.removeprefix("spec.")
+        found = re.match(r"capabilities\[([^\]]+)\](?:\.config\.([a-z0-9_]+))?", path)
+        if found and found.group(1) in names:
+            card = names[found.group(1)]
+            setting = next((f["label"] for f in card["fields"] if f["name"] == found.group(2)), "")
+            label = f"{card['name']}: {setting}" if setting else str(card["name"])
+            links.append({"href": f"#cap-{card['id']}", "label": label, "message": message})
+            continue
+        key = next((k for k in BASICS_ANCHORS if path == k or path.startswith((k + ".", k + "["))), None)
+        anchor, label = BASICS_ANCHORS[key] if key else ("toolbox", _("Toolbox"))
+        links.append({"href": f"#{anchor}", "label": str(label), "message": message})
+    return links
+
+
+# The Toolbox's groups, in the order a builder looks for things; "Advanced" (how a run is carried) comes last,
+# folded unless one of its capabilities is on (the spec's "Avanzado", plegado).
+CATEGORY_LABELS: dict[str, Any] = {
+    "knowledge": gettext_lazy("Knowledge and memory"), "research": gettext_lazy("Web and research"),
+    "analysis": gettext_lazy("Analysis and creation"), "reasoning": gettext_lazy("Reasoning and delegation"),
+    "utility": gettext_lazy("Tools and connections"), "channels": gettext_lazy("Channels"),
+}
+
+
+def toolbox_rows(cards: list[dict[str, Any]]) -> dict[str, Any]:
+    """The Toolbox list: every capability in its category (no scroll box hides any), Advanced apart."""
+    rows = [{**c, "problem": bool(c["other_errors"] or c["secret_error"] or any(f["error"] for f in c["fields"])
+                                  or any(t["error"] for t in c["tools"]))} for c in cards]
+    groups = [{"key": key, "label": label, "rows": [r for r in rows if not r["advanced"] and r["category"] == key]}
+              for key, label in CATEGORY_LABELS.items()]
+    others = [r for r in rows if not r["advanced"] and r["category"] not in CATEGORY_LABELS]
+    if others:
+        groups.append({"key": "other", "label": gettext_lazy("Other"), "rows": others})
+    advanced = [r for r in rows if r["advanced"]]
+    return {"toolbox_groups": [g for g in groups if g["rows"]], "toolbox_advanced": advanced,
+            "toolbox_advanced_open": any(r["enabled"] or r["problem"] for r in advanced)}
 
 
 def toolbox_strings() -> dict[str, str]:
@@ -390,16 +496,43 @@ def _back(agent: Agent, anchor: str = "") -> HttpResponse:
     return redirect(reverse("console:builder", args=[agent.pk]) + (f"#{anchor}" if anchor else ""))
 
 
-def _render_invalid(request: HttpRequest, actor: Actor, agent: Agent, exc: Invalid) -> HttpResponse:
+def _render_invalid(request: HttpRequest, actor: Actor, agent: Agent, exc: Invalid,
+                    typed: dict[str, Any] | None = None) -> HttpResponse:
+    """The Builder with the refused change's problems at their fields (and, from the basics form, the numbers
+    as typed, so a person corrects them instead of typing them again)."""
     messages.error(request, exc.message)
     agent.refresh_from_db()
     context = builder_context(actor, agent, require_agent_access(actor, agent, "view"))
     for field, message in problems_by_field(exc).items():
-        context["basics_errors"][field.removeprefix("spec.").replace(".", "_")] = message
+        key = field.removeprefix("spec.").replace(".", "_")
+        context["basics_errors"][key] = message
+        if key.startswith(("model_settings", "max_steps")):
+            context["model_settings_open"] = True
+    if typed is not None:
+        context["model_settings"] = typed.get("model_settings") or {}
+        context["max_steps"] = typed.get("max_steps", context["max_steps"])
     return screen(request, "console/builder.html", context, status=422)
 
 
-@require_POST
+MODEL_SETTINGS = ("temperature", "top_p", "max_tokens", "timeout_secs")
+
+
+def _number(raw: str | None, *, integer: bool = False) -> Any:
+    """A form's number: None when empty, the number when it is one, else the text as typed — so the spec's
+    validation names the field ("Input should be a valid number") instead of the value vanishing."""
+    text = (raw or "").strip()
+    if not text:
+        return None
+    try:
+        value = Decimal(text)
+    except InvalidOperation:
+        return text
+    if integer:
+        return int(value) if value == value.to_integral_value() else text
+    return float(value)
+
+
+@post_form("console:builder")
 @console_view("agents:view")
 def save_basics(request: HttpRequest, actor: Actor, agent_id: Any) -> HttpResponse:
     agent, _level = _agent(actor, agent_id)
@@ -409,6 +542,11 @@ def save_basics(request: HttpRequest, actor: Actor, agent_id: Any) -> HttpRespon
     spec["description"] = post.get("description", "")
     spec["instructions"] = post.get("instructions", "")
     spec["model_profile_id"] = post.get("model_profile_id") or None
+    if "max_steps" in post:  # the form has them; an older form (or a script) that does not keeps the draft's
+        spec["model_settings"] = {name: _number(post.get(name), integer=name == "max_tokens")
+                                  for name in MODEL_SETTINGS}
+        steps = _number(post.get("max_steps"), integer=True)
+        spec["max_steps"] = 20 if steps is None else steps  # empty: the spec's default
     raw_budget = (post.get("budget") or "").strip()
     try:
         spec["budget"] = {"monthly_usd": str(Decimal(raw_budget)) if raw_budget else None}
@@ -417,12 +555,12 @@ def save_basics(request: HttpRequest, actor: Actor, agent_id: Any) -> HttpRespon
     try:
         agent_services.update_agent(actor=actor, agent=agent, spec=spec)
     except Invalid as exc:
-        return _render_invalid(request, actor, agent, exc)
+        return _render_invalid(request, actor, agent, exc, typed=spec)
     messages.success(request, _("Draft saved."))
     return _back(agent, "basics")
 
 
-@require_POST
+@post_form("console:builder", keep=("agent_id",))
 @console_view("agents:view")
 def save_capability(request: HttpRequest, actor: Actor, agent_id: Any, capability_id: str) -> HttpResponse:
     agent, _level = _agent(actor, agent_id)
@@ -450,6 +588,24 @@ def save_capability(request: HttpRequest, actor: Actor, agent_id: Any, capabilit
             overrides[tool.id] = {"name": name or None, "description": description or None}
     binding["tool_overrides"] = overrides
     binding["secret_id"] = post.get("secret_id") or None
+    if capability_id == KNOWLEDGE and "collection_picker" in post:
+        # The card's picker: the collections ticked, in the order shown (the draft's bound ones first). One
+        # newly ticked needs use access now: the draft's own are exempt at publish (agents.services), so a
+        # collection the person cannot bind must never reach the draft.
+        from knowledge.grants import unusable_collection_ids
+
+        require_agent_access(actor, agent, EDIT)  # a viewer is refused as such, before any collection is judged
+        wanted = list(dict.fromkeys(post.getlist("collection_ids")))
+        already = {str(x) for x in spec.get("collection_ids") or []}
+        refused = unusable_collection_ids(actor, [c for c in wanted if c not in already])
+        if refused:
+            message = _("You cannot bind that collection: it does not exist here or you need use access to it.")
+            if request.headers.get("Accept", "").startswith("application/json"):
+                return JsonResponse({"saved": False, "message": message,
+                                     "problems": {"collection_ids": message}}, status=422)
+            messages.error(request, message)
+            return _back(agent, f"cap-{capability_id}")
+        spec["collection_ids"] = wanted
     wants_json = request.headers.get("Accept", "").startswith("application/json")
     if existing is None and not enabled:
         return JsonResponse({"saved": False, "problems": {}}) if wants_json else _back(agent, f"cap-{capability_id}")
@@ -500,6 +656,8 @@ def _capability_problems(problems: dict[str, str], capability_id: str) -> dict[s
         path = path.removeprefix("spec.")
         if path.startswith(prefix):
             found[path[len(prefix):]] = message
+        elif capability_id == KNOWLEDGE and path.startswith("collection_ids"):
+            found.setdefault("collection_ids", message)  # shown at the card's collection picker
     return found
 
 
@@ -541,7 +699,7 @@ def memory_clear_context(actor: Actor, agent: Agent, spec: dict[str, Any], level
 # ------------------------------------------------------------------ versions
 
 
-@require_POST
+@post_form("console:builder")
 @console_view("agents:view")
 def publish(request: HttpRequest, actor: Actor, agent_id: Any) -> HttpResponse:
     agent, _level = _agent(actor, agent_id)
@@ -595,7 +753,7 @@ def export_yaml(request: HttpRequest, actor: Actor, agent_id: Any) -> HttpRespon
     return response
 
 
-@require_POST
+@post_form("console:builder")
 @console_view("agents:view")
 def import_into(request: HttpRequest, actor: Actor, agent_id: Any) -> HttpResponse:
     agent, _level = _agent(actor, agent_id)

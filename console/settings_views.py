@@ -11,6 +11,7 @@ from typing import Any
 from django import forms
 from django.contrib import messages
 from django.core.paginator import Paginator
+from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.utils import timezone
@@ -27,7 +28,7 @@ from agents.models import ModelProfile, Provider
 from channelbots import services as bot_services
 from channelbots.models import ChannelIdentity
 from console import selectors
-from console.base import console_view, problems_by_field, screen
+from console.base import console_view, post_form, problems_by_field, screen
 from governance import retention
 from identity.roles import role_choices
 
@@ -172,12 +173,16 @@ def model_profiles(request: HttpRequest, actor: Actor) -> HttpResponse:
                 agent_services.delete_model_profile(actor=actor, profile=profile)
                 messages.success(request, _("The model profile was deleted."))
             else:
-                agent_services.create_model_profile(
-                    actor=actor, label=request.POST.get("label", ""), provider=request.POST.get("provider", ""),
-                    model=request.POST.get("model", ""), secret_id=request.POST.get("secret_id") or None,
-                    base_url=request.POST.get("base_url", ""),
-                )
-                messages.success(request, _("The model profile was created."))
+                with transaction.atomic():  # a key typed with a refused profile is not kept either
+                    label = request.POST.get("label", "")
+                    profile = agent_services.create_model_profile(
+                        actor=actor, label=label, provider=request.POST.get("provider", ""),
+                        model=request.POST.get("model", ""),
+                        secret_id=_typed_key(actor, request, label) or request.POST.get("secret_id") or None,
+                        base_url=request.POST.get("base_url", ""),
+                    )
+                messages.success(request, _("The model profile was created: test its connection."))
+                return redirect("console:settings-model", profile_id=profile.pk)
             return redirect("console:settings-models")
         except (Invalid, Conflict) as exc:
             errors = problems_by_field(exc) or {"all": exc.message}
@@ -204,15 +209,45 @@ def edit_model_profile(request: HttpRequest, actor: Actor, profile_id: Any) -> H
         # A typed non-number goes to the service as is, so its message names the field.
         changes["context_window"] = int(window) if window.isdigit() else (window or None)
         try:
-            agent_services.update_model_profile(actor=actor, profile=profile, **changes)
+            with transaction.atomic():
+                changes["secret_id"] = _typed_key(actor, request, form["label"]) or changes["secret_id"]
+                agent_services.update_model_profile(actor=actor, profile=profile, **changes)
             messages.success(request, _("The model profile was saved."))
             return redirect("console:settings-models")
         except (Invalid, Conflict) as exc:
             errors = problems_by_field(exc) or {"all": exc.message}
+    return _edit_page(request, actor, profile, form, errors)
+
+
+def _edit_page(request: HttpRequest, actor: Actor, profile: ModelProfile, form: dict[str, str],
+               errors: dict[str, str], check: Any = None) -> HttpResponse:
     secrets_list = org_queryset(actor, Secret).only("pk", "name", "hint") if actor.has("secrets:view") else []
     return _page(request, "console/settings/model_edit.html", "models", {
         "profile": profile, "form": form, "providers": Provider.choices, "secrets": secrets_list, "errors": errors,
+        "check": check,
     }, status=422 if errors else 200)
+
+
+def _typed_key(actor: Actor, request: HttpRequest, label: str) -> str | None:
+    """The id of the key typed in the form's password field, sealed in the vault now; None when none was typed
+    (the vault picker then decides)."""
+    value = (request.POST.get("api_key") or "").strip()
+    if not value:
+        return None
+    return str(agent_services.seal_profile_key(actor=actor, label=label, value=value).pk)
+
+
+@post_form("console:settings-model")
+@console_view("models:manage")
+def test_model_profile(request: HttpRequest, actor: Actor, profile_id: Any) -> HttpResponse:
+    """Test connection: one real request to the saved profile's model, and the provider's model list."""
+    from agents.model_check import check_connection
+
+    profile = org_get(actor, ModelProfile, profile_id, queryset=org_queryset(actor, ModelProfile).select_related("secret"))
+    form = {"label": profile.label, "provider": profile.provider, "model": profile.model,
+            "secret_id": str(profile.secret_id or ""), "base_url": profile.base_url,
+            "context_window": "" if profile.context_window is None else str(profile.context_window)}
+    return _edit_page(request, actor, profile, form, {}, check=check_connection(profile))
 
 
 # ------------------------------------------------------------------ members

@@ -29,7 +29,7 @@ from agenticos.tenancy import Actor, org_get, org_queryset
 from capabilities.custom_tools import budget, services, templates
 from capabilities.custom_tools.schema import PATH_PARAM_RE, arg_name
 from capabilities.models import CustomTool, ToolBuilderSession, ToolDraft, ToolKit
-from console.base import console_view, problems_by_field, screen
+from console.base import console_view, post_form, problems_by_field, screen
 
 READ = "agents:view"
 WRITE = "agents:edit"
@@ -378,9 +378,14 @@ def _session_page(request: HttpRequest, actor: Actor, session: ToolBuilderSessio
                 .defer("credential__wrapped_key", "credential__ciphertext").prefetch_related("drafts")
                 .order_by("created_at"))
     transcript, busy = _transcript(session)
+    from capabilities.custom_tools import builder
+
+    chosen = builder.session_model(session) or builder.default_model(actor.organization)
     context = {"nav": "tools", "session": session, "kits": kits, "transcript": transcript, "busy": busy,
+               "model_profiles": list(builder.chat_models(actor.organization)),
+               "chosen_model": str(chosen.pk) if chosen is not None else "",
                "can_edit": actor.has(WRITE), "can_run": actor.has(WRITE) and actor.has("agents:run"),
-               "secrets": secrets_for(actor), "errors": {}, **extra}
+               "secrets": secrets_for(actor), "errors": {}, "field_errors": {}, **extra}
     return screen(request, "console/tools/ai_session.html", context, status=status)
 
 
@@ -389,18 +394,23 @@ def ai_session(request: HttpRequest, actor: Actor, pk: Any) -> HttpResponse:
     return _session_page(request, actor, _session(actor, pk))
 
 
-@require_POST
+@post_form("console-tools:ai-session")
 @console_view(WRITE)
 def ai_say(request: HttpRequest, actor: Actor, pk: Any) -> HttpResponse:
-    """One turn of the builder conversation (the same `builder.say` as POST …/sessions/{id}/messages)."""
+    """One turn of the builder conversation (the same `builder.say` as POST …/sessions/{id}/messages), on the
+    chat model the person chose."""
     from capabilities.custom_tools import builder
 
     actor.require("agents:run")
     session = _session(actor, pk)
     prompt = (request.POST.get("prompt") or "").strip()
     if not prompt:
-        return _session_page(request, actor, session, status=422, errors={"prompt": _("Say what to build.")})
-    builder.say(actor=actor, session=session, prompt=prompt)
+        return _session_page(request, actor, session, status=422, field_errors={"prompt": _("Say what to build.")})
+    try:
+        builder.say(actor=actor, session=session, prompt=prompt,
+                    model_profile_id=request.POST.get("model_profile_id") or None)
+    except Invalid as exc:
+        return _session_page(request, actor, session, status=422, field_errors=form_errors(exc), prompt=prompt)
     return redirect(reverse("console-tools:ai-session", args=[session.pk]) + "#transcript")
 
 

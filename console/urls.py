@@ -78,6 +78,7 @@ urlpatterns = [
     path("settings/secrets/<uuid:secret_id>/delete", settings_views.delete_secret, name="settings-secret-delete"),
     path("settings/models/", settings_views.model_profiles, name="settings-models"),
     path("settings/models/<uuid:profile_id>/", settings_views.edit_model_profile, name="settings-model"),
+    path("settings/models/<uuid:profile_id>/test", settings_views.test_model_profile, name="settings-model-test"),
     path("settings/members/", settings_views.members, name="settings-members"),
     path("settings/members/<int:membership_id>", settings_views.change_member, name="settings-member"),
     path("settings/budget/", settings_views.budget, name="settings-budget"),

@@ -155,9 +155,15 @@ def upload_document(
     return document
 
 
-def reingest_document(*, actor: Actor, document: Document) -> Document:
+def reingest_document(*, actor: Actor, document: Document, force: bool = False) -> Document:
+    """Queue the document again. An unchanged ready document (same file, same embedding model) is left as it
+    is unless `force`: then it is read from scratch (the console's "Ingest again" after a parser change)."""
     grants.require_collection_access(actor, document.collection, grants.EDIT)
     with transaction.atomic():
+        if force:
+            Document.objects.filter(pk=document.pk).update(ingested_fingerprint="", status=Document.Status.PENDING,
+                                                           error="")
+            document.refresh_from_db()
         audit.record(actor=actor.user, organization=actor.organization, action="document.reingest",
                      target=document, ip_address=_ip(actor))
         document_id = str(document.pk)

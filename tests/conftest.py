@@ -229,7 +229,7 @@ def pytest_runtest_makereport(item, call):
 
 
 class _SessionWorker:
-    """One real worker consuming `runs` and `default` for the whole session. Before each test that needs
+    """One real worker consuming `runs`, `default` and `cpu` for the whole session. Before each test that needs
     it, it must answer a ping; when it does not, the warning (in the summary CI prints) says where its
     threads are stuck — otherwise a later test would only see a bare timeout."""
 
@@ -252,7 +252,7 @@ class _SessionWorker:
             pool="threads",
             concurrency=16,
             perform_ping_check=False,
-            queues=["runs", "default"],
+            queues=["runs", "default", "cpu"],  # cpu: knowledge ingestion, as docker-compose's worker
             loglevel="WARNING",
             shutdown_timeout=20,
         ))

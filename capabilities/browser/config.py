@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from agenticos import netguard
 from capabilities.browser import policy
-from capabilities.browser.session import cdp_host_allowed
+from capabilities.browser.session import cdp_address, cdp_host_allowed
 
 CDP_HOSTS = "BROWSER_CDP_ALLOWED_HOSTS"
 _LOCALE = re.compile(r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$")
@@ -20,9 +20,10 @@ _LOCALE = re.compile(r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$")
 class BrowserConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    cdp_url: str = Field(default="", description="The Chromium DevTools endpoint of the operator's browser service, "
-                                                 "e.g. http://browser:9222; its host must be in "
-                                                 "BROWSER_CDP_ALLOWED_HOSTS.")
+    cdp_url: str = Field(default="", description="Empty: this deployment's own browser service. Otherwise another "
+                                                 "Chromium DevTools endpoint the operator allows, e.g. "
+                                                 "http://browser:9222.",
+                         json_schema_extra={"x-advanced": True})
     allowed_domains: list[str] | None = Field(
         default=None, description="Hosts the browser may be on (patterns like *.example.com); null = any public "
                                   "host. An internal address only for a host the operator lists in "
@@ -137,12 +138,13 @@ def service_problems(config: BrowserConfig) -> list[tuple[str, str]]:
         if reason:
             problems.append(("hosted_url", reason))
         return problems
-    if not config.cdp_url:
-        problems.append(("cdp_url", "Name the browser service (a Chromium DevTools endpoint such as "
-                                    "http://browser:9222)."))
-    elif urlsplit(config.cdp_url).scheme not in ("http", "https", "ws", "wss"):
+    address = cdp_address(config)
+    if not address:
+        problems.append(("cdp_url", "This deployment runs no browser service of its own: name one (a Chromium "
+                                    "DevTools endpoint such as http://browser:9222), or ask the operator."))
+    elif urlsplit(address).scheme not in ("http", "https", "ws", "wss"):
         problems.append(("cdp_url", "A DevTools endpoint is http(s):// or ws(s)://."))
-    elif not cdp_host_allowed(config.cdp_url):
+    elif not cdp_host_allowed(address):
         problems.append(("cdp_url", "This browser service is not one the operator allows: its host must be in "
                                     "BROWSER_CDP_ALLOWED_HOSTS (empty refuses every browser)."))
     if config.connection == "proxy":

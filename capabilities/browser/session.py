@@ -117,13 +117,14 @@ async def endpoint(config: Any, secret: str | None) -> str:
         parts = urlsplit(config.hosted_url)
         query = "&".join(p for p in (parts.query, urlencode({config.hosted_key_param: secret})) if p)
         return urlunsplit((parts.scheme, parts.netloc, parts.path, query, ""))
-    parts = urlsplit(config.cdp_url)
+    address = cdp_address(config)
+    parts = urlsplit(address)
     host = parts.hostname or ""
     if parts.scheme in ("https", "wss"):
-        return config.cdp_url
+        return address
     try:
         ipaddress.ip_address(host)
-        return config.cdp_url
+        return address
     except ValueError:
         pass
     try:
@@ -183,7 +184,7 @@ class BrowserSession:
     def __post_init__(self) -> None:
         self.policy.allowed_domains = self.config.allowed_domains
         self.policy.browser_endpoint = (self.config.hosted_url if self.config.connection == "hosted"
-                                        else self.config.cdp_url)
+                                        else cdp_address(self.config))
 
     # ------------------------------------------------------------ lifecycle
 
@@ -523,8 +524,23 @@ def service_refusal(config: Any) -> str | None:
     return problems[0][1] if problems else None
 
 
+def own_service() -> str:
+    """This deployment's own browser service (settings.BROWSER_CDP_URL; `make run` sets it to the chromium it
+    starts), or "" when the operator runs none."""
+    return str(getattr(settings, "BROWSER_CDP_URL", "") or "").strip()
+
+
+def cdp_address(config: Any) -> str:
+    """The DevTools endpoint a binding browses with: its own cdp_url, else the deployment's browser service —
+    read when the browse starts, so a version published with the default follows the operator's service."""
+    return (getattr(config, "cdp_url", "") or "").strip() or own_service()
+
+
 def cdp_host_allowed(url: str) -> bool:
-    """The operator's list of browser services (BROWSER_CDP_ALLOWED_HOSTS); an empty list allows none."""
+    """The operator's list of browser services (BROWSER_CDP_ALLOWED_HOSTS; an empty list allows none), and the
+    deployment's own service, which the operator named."""
+    if url and url == own_service():
+        return True
     host = (urlsplit(url).hostname or "").lower()
     entries = [str(e).strip().lower() for e in getattr(settings, "BROWSER_CDP_ALLOWED_HOSTS", []) or []]
     return bool(host) and any(e and e == host for e in entries)

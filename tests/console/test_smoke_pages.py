@@ -11,7 +11,7 @@ from tests.console.conftest import make_turn
 
 pytestmark = pytest.mark.django_db
 
-SCREENS = ["/", "/agents/", "/chat/", "/activity/", "/settings/", "/settings/chat-accounts/", "/settings/secrets/",
+SCREENS = ["/", "/agents/", "/chat/", "/knowledge/", "/activity/", "/settings/", "/settings/chat-accounts/", "/settings/secrets/",
            "/settings/models/", "/settings/members/", "/settings/budget/"]
 
 

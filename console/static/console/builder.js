@@ -59,7 +59,14 @@ function setUpToolbox() {
         const card = article(r.getAttribute("data-toolbox-row"));
         if (!r.hidden && group && card && group.contains(card)) advancedShown = true;
       });
-      if (groupRow) groupRow.hidden = !!q && !advancedShown;
+      if (groupRow) {
+        groupRow.hidden = !!q && !advancedShown;
+        if (q && advancedShown) groupRow.open = true; // a match in Advanced is never folded away
+      }
+      // A category with no match left is hidden with its heading.
+      document.querySelectorAll("[data-toolbox-category]").forEach(function (cat) {
+        cat.hidden = !!q && !cat.querySelector("[data-toolbox-row]:not([hidden])");
+      });
       if (q && shownFirst) select(shownFirst.getAttribute("data-toolbox-row"), false);
     });
   }
@@ -130,6 +137,8 @@ function setUpToolbox() {
     } else if (key === "secret_id") {
       const secret = card.querySelector("select[name=secret_id]");
       place = secret && secret.parentNode;
+    } else if (key === "collection_ids") {
+      place = card.querySelector("[data-collection-picker]");
     } else if (key.indexOf("tool_approval.") === 0 || key.indexOf("tool_overrides.") === 0) {
       place = card.querySelector('[data-tool="' + key.split(".")[1] + '"]');
     }
