@@ -49,4 +49,5 @@ def test_a_clip_made_in_a_slack_turn_is_uploaded_in_the_answer_thread(celery_wor
     assert complete["channel_id"] == "C1" and complete["thread_ts"] == event["ts"]
     assert [c["filename"] for c in fake_slack.called("files.getUploadURLExternal")] == ["speech-good-morning.mp3"]
     assert fake_slack.uploads[0]["bytes"] == mp3_of("Good morning")
-    assert [p.final for p in fake_slack.answers("C1")] == ["Here is the greeting."]
+    # The file goes up while the answer's placeholder ("…") is still being edited into its final text.
+    wait_until(lambda: [p.final for p in fake_slack.answers("C1")] == ["Here is the greeting."])
