@@ -338,6 +338,12 @@ class Message(models.Model):
     attachments = models.JSONField(default=list, blank=True)
     search_vector = SearchVectorField(null=True, editable=False)
     created_at = models.DateTimeField(default=timezone.now)
+    # The conversation is a tree (agents.branches): a message follows its parent; a regenerated answer or an
+    # edited message is a sibling of the one it replaces. `on_branch` marks the branch on screen — one path from
+    # a root — which is what the chat shows and the next turn's history reads (ids grow along a path, so the
+    # branch in id order is the path in order).
+    parent = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    on_branch = models.BooleanField(default=True, db_default=True)
 
     class Meta:
         ordering = ["id"]
@@ -348,6 +354,38 @@ class Message(models.Model):
 
     def __str__(self) -> str:
         return f"{self.role}: {self.content[:60]}"
+
+
+class Feedback(models.Model):
+    """A person's 👍/👎 (and optional comment) on one answer, stored per run and message (agents.feedback):
+    shown in Activity, and a 👎 becomes an evaluation case in one click (`eval_case_id` is the case it became)."""
+
+    class Rating(models.TextChoices):
+        UP = "up", "Helpful"
+        DOWN = "down", "Not helpful"
+
+    id = models.BigAutoField(primary_key=True)
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="+")
+    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="feedback")
+    run = models.ForeignKey(Run, on_delete=models.SET_NULL, null=True, blank=True, related_name="feedback")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    rating = models.CharField(max_length=8, choices=Rating.choices)
+    comment = models.TextField(blank=True, max_length=2000)
+    eval_case_id = models.UUIDField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-updated_at"]
+        indexes = [models.Index(fields=["organization", "-updated_at"], name="feedback_org_time")]
+        constraints = [
+            models.UniqueConstraint(fields=["message", "user"], name="feedback_one_per_person"),
+            models.CheckConstraint(condition=Q(rating__in=["up", "down"]), name="feedback_rating_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.rating} on message {self.message_id}"
 
 
 class ToolCall(models.Model):

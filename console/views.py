@@ -128,7 +128,7 @@ def chat(request: HttpRequest, actor: Actor, conversation_id: str | None = None)
     if conversation_id is not None:
         conversation = readable_conversation(actor, conversation_id)
         read_only = conversation.owner_id != actor.user_id
-        turns = selectors.conversation_turns(conversation)
+        turns = selectors.conversation_turns(conversation, actor.user_id)
         pending = selectors.open_requests(actor, conversation)
     selected = str(conversation.agent_id) if conversation else request.GET.get("agent", "")
     if not selected and agents:
@@ -174,7 +174,7 @@ def chat(request: HttpRequest, actor: Actor, conversation_id: str | None = None)
 def chat_turns(request: HttpRequest, actor: Actor, conversation_id: str) -> HttpResponse:
     """The stored transcript of a conversation (the client reconciles a live turn with it when it ends)."""
     conversation = readable_conversation(actor, conversation_id)
-    turns = selectors.conversation_turns(conversation)
+    turns = selectors.conversation_turns(conversation, actor.user_id)
     return JsonResponse({"turns": turns, "pending": selectors.open_requests(actor, conversation),
                          "usage": selectors.latest_usage(turns)})
 
