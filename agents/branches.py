@@ -10,7 +10,7 @@ nothing of branches keep writing a line.
 - Edit a message: it and what came after leave the branch, and the edited text is a new message with the same
   parent — a sibling of the one edited.
 - Show a sibling (the version arrows): the shown sibling's subtree leaves the branch, and the chosen one comes
-  back with its newest descendants.
+  back with the descendants it had on screen when it left (its newest ones if it never was).
 
 A kept compacted history (capabilities/compaction) that covers a message which left the branch quotes the other
 branch: it is dropped, and the next turn reads the branch's transcript as text.
@@ -27,6 +27,9 @@ from django.db.models import Q, Subquery
 from agenticos.errors import Conflict, Invalid, NotFound
 from agenticos.tenancy import Actor
 from agents.models import TERMINAL_STATUSES, CompactedHistory, Conversation, Message, Run
+
+# Conversation.state's key: message id → the child of it that was on screen when it left the branch.
+SHOWN = "shown_versions"
 
 
 def leaf(conversation_id: Any) -> Subquery:
@@ -56,11 +59,14 @@ def _subtree(children: dict[int | None, list[int]], root: int) -> list[int]:
     return out
 
 
-def _newest_path(children: dict[int | None, list[int]], start: int) -> list[int]:
-    """`start` and, at every step down, its newest child: the branch a chosen sibling brings back."""
+def _path_down(children: dict[int | None, list[int]], start: int, shown: dict[str, int]) -> list[int]:
+    """`start` and, at every step down, the child that was on screen when it left (else the newest): the branch a
+    chosen sibling brings back, as it was."""
     path = [start]
     while children.get(path[-1]):
-        path.append(children[path[-1]][-1])
+        below = children[path[-1]]
+        remembered = shown.get(str(path[-1]))
+        path.append(remembered if remembered in below else below[-1])
     return path
 
 
@@ -98,9 +104,18 @@ def _message(conversation: Conversation, message_id: Any) -> Message:
         raise NotFound("Message not found.") from None
 
 
-def _leave(conversation: Conversation, ids: list[int]) -> None:
+def _leave(conversation: Conversation, ids: list[int], rows: dict[int, dict[str, Any]],
+           children: dict[int | None, list[int]]) -> None:
+    """`ids` leave the branch; which child of each was on screen is kept (Conversation.state["shown"]), so the
+    arrows bring that branch back as it was."""
     if not ids:
         return
+    shown = conversation.state.setdefault(SHOWN, {})
+    for node in ids:
+        on = [c for c in children.get(node, ()) if rows[c]["on_branch"]]
+        if rows[node]["on_branch"] and on:
+            shown[str(node)] = on[0]
+    conversation.save(update_fields=["state"])
     Message.objects.filter(conversation=conversation, pk__in=ids, on_branch=True).update(on_branch=False)
     CompactedHistory.objects.filter(conversation=conversation, through_message_id__gte=min(ids)).delete()
 
@@ -120,8 +135,8 @@ def show_branch(*, actor: Actor, conversation_id: Any, message_id: Any) -> Messa
             raise Invalid("That message is not a version of one on screen.", code="not_on_screen")
         shown = [s for s in children.get(parent, []) if rows[s]["on_branch"]]
         off = [node for s in shown for node in _subtree(children, s)]
-        on = _newest_path(children, message.pk)
-        _leave(conversation, off)
+        on = _path_down(children, message.pk, conversation.state.get(SHOWN) or {})
+        _leave(conversation, off, rows, children)
         Message.objects.filter(pk__in=on).update(on_branch=True)
         CompactedHistory.objects.filter(conversation=conversation, through_message_id__gte=min(on)).delete()
     return message
@@ -142,7 +157,7 @@ def answer_to_regenerate(*, actor: Actor, conversation_id: Any, message_id: Any)
         raise Invalid("This answer replies to no message of yours.", code="not_an_answer")
     # The whole turn goes: from the person's message's child on screen (a resumed run's answer is several).
     first = next(c for c in children[asked] if rows[c]["on_branch"])
-    _leave(conversation, _subtree(children, first))
+    _leave(conversation, _subtree(children, first), rows, children)
     return conversation, Message.objects.get(pk=asked)
 
 
@@ -153,7 +168,7 @@ def message_to_edit(*, actor: Actor, conversation_id: Any, message_id: Any) -> M
     message = _message(conversation, message_id)
     if message.role != Message.Role.USER or not message.on_branch:
         raise Invalid("Only a message of yours on screen can be edited.", code="not_editable")
-    _rows, children = _tree(conversation.pk)
-    _leave(conversation, _subtree(children, message.pk))
+    rows, children = _tree(conversation.pk)
+    _leave(conversation, _subtree(children, message.pk), rows, children)
     return message
 

@@ -3,7 +3,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path, reverse_lazy
 
-from console import availability, builder, rollouts, settings_views, signin, views
+from console import availability, builder, feedback, rollouts, settings_views, signin, views
 
 app_name = "console"
 
@@ -43,6 +43,8 @@ urlpatterns = [
     path("approvals/<uuid:approval_id>/decide", views.approval_decide, name="approval-decide"),
     path("activity/", views.activity, name="activity"),
     path("activity/runs/<uuid:run_id>/", views.run_detail, name="run-detail"),
+    path("activity/feedback/", feedback.feedback_list, name="feedback"),
+    path("activity/feedback/<int:feedback_id>/case", feedback.feedback_to_case, name="feedback-case"),
     path("usage/", views.usage, name="usage"),
     # Agents and the Builder
     path("agents/", builder.agent_list, name="agents"),

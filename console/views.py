@@ -30,6 +30,7 @@ from agents.chat import member_run, pin_conversation, readable_conversation, ren
 from agents.models import Run, RunStatus, Surface
 from console import selectors
 from console.base import console_view, screen
+from console.feedback import page_feedback
 from console.strings import chat_strings, tool_phrases
 from governance import services as governance
 from governance.models import Approval
@@ -249,6 +250,9 @@ def activity(request: HttpRequest, actor: Actor) -> HttpResponse:
         page = Paginator(qs, 50).get_page(params.get("page"))
     except (ValueError, DomainError):
         raise Http404(_("Unknown filter.")) from None
+    counts = page_feedback([run.pk for run in page])
+    for run in page:  # the page's rows are a list once read: the template reads these same objects
+        run.feedback_counts = counts.get(str(run.pk))  # type: ignore[attr-defined]
     return screen(request, "console/activity.html", {
         "nav": "activity",
         "page": page,

@@ -186,7 +186,8 @@ function onFrame(frame) {
       else if (state.activeRunId) liveTurn().error = d.message;
       else showNotice(fill(T.error, {message: d.message}));
       setBusy(false);
-      if (state.activeRunId) reconcile(stopped ? null : d.message);
+      // A refused regenerate or edit took turns off the screen before the server said no: read them back.
+      reconcile(state.activeRunId && !stopped ? d.message : null);
       break;
     }
   }
