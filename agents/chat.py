@@ -14,7 +14,7 @@ from django.utils import timezone
 from agenticos import audit, ratelimit
 from agenticos.errors import Conflict, Invalid, NotFound, RateLimited
 from agenticos.tenancy import Actor, org_get
-from agents import branches, rollouts
+from agents import branches, rollouts, titles
 from agents.drafts import DRAFT, DRAFT_CONVERSATION_KEY, WORKSHOP_KEY_PREFIX, freeze_draft
 from agents.models import TERMINAL_STATUSES, Agent, Conversation, Message, Run
 from agents.runs import check_prompt, start_run
@@ -186,6 +186,8 @@ def _admit_and_start(*, actor: Actor, agent_id, text: str, surface: str, convers
         options={"can_ask_user": can_ask_user, **({"draft": True} if draft else {}),
                  **({"extra_instructions": extra_instructions} if extra_instructions else {}),
                  **(served.options() if served is not None else {}),
+                 # The conversation's first turn: once answered, the title model may title it (agents.titles).
+                 **({"first_turn": True} if created else {}),
                  # A client that sends the conversation itself (the OpenAI-compatible API): its earlier turns,
                  # the model's history when the run has no stored conversation (runner.assembly.turn_and_history).
                  **({"client_history": client_history} if client_history and not conversation else {})},
@@ -261,7 +263,8 @@ def rename_conversation(*, actor: Actor, conversation_id, title: object, ip_addr
                          target=conversation, details={"from": conversation.title, "to": new_title},
                          ip_address=ip_address)
             conversation.title = new_title
-            conversation.save(update_fields=["title"])
+            conversation.title_by = titles.TITLE_BY_PERSON  # never replaced by the title model
+            conversation.save(update_fields=["title", "title_by"])
     return conversation
 
 

@@ -242,6 +242,9 @@ class Conversation(models.Model):
     last_active_at = models.DateTimeField(default=timezone.now, db_index=True)
     # Set when the owner pins it to the top of their chat list (newest pin first); None = not pinned.
     pinned_at = models.DateTimeField(null=True, blank=True)
+    # Who wrote the title: "" its first message (agents.titles.conversation_title), "model" the title model after
+    # the first exchange, "person" its owner — a person's title is never replaced.
+    title_by = models.CharField(max_length=8, blank=True, default="", db_default="")
 
     class Meta:
         ordering = ["-last_active_at"]
@@ -249,6 +252,20 @@ class Conversation(models.Model):
 
     def __str__(self) -> str:
         return self.title or f"Conversation {self.pk}"
+
+
+class ChatSettings(models.Model):
+    """An organization's choices for its chat: the model profile that titles conversations after their first
+    exchange (agents.titles; none = no model titles, the first message's words stay)."""
+
+    organization = models.OneToOneField(Organization, on_delete=models.CASCADE, primary_key=True,
+                                        related_name="chat_settings")
+    title_profile = models.ForeignKey(ModelProfile, on_delete=models.SET_NULL, null=True, blank=True,
+                                      related_name="+")
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"Chat settings of {self.organization_id}"
 
 
 class Run(models.Model):

@@ -3,7 +3,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path, reverse_lazy
 
-from console import availability, builder, feedback, rollouts, settings_views, signin, views
+from console import availability, builder, chat_settings, feedback, rollouts, settings_views, signin, views
 
 app_name = "console"
 
@@ -79,6 +79,7 @@ urlpatterns = [
     path("settings/secrets/<uuid:secret_id>/rotate", settings_views.rotate_secret, name="settings-secret-rotate"),
     path("settings/secrets/<uuid:secret_id>/delete", settings_views.delete_secret, name="settings-secret-delete"),
     path("settings/models/", settings_views.model_profiles, name="settings-models"),
+    path("settings/chat/", chat_settings.chat_settings, name="settings-chat"),
     path("settings/models/<uuid:profile_id>/", settings_views.edit_model_profile, name="settings-model"),
     path("settings/models/<uuid:profile_id>/test", settings_views.test_model_profile, name="settings-model-test"),
     path("settings/members/", settings_views.members, name="settings-members"),
