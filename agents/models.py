@@ -268,6 +268,25 @@ class ChatSettings(models.Model):
         return f"Chat settings of {self.organization_id}"
 
 
+class ConversationShare(models.Model):
+    """A read-only link to a conversation (agents.sharing): anyone with the link reads the branch on screen, as
+    text — no tool steps, no files. Its owner revokes it (the link then answers 404, and a new one is a new token)."""
+
+    id = models.BigAutoField(primary_key=True)
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="shares")
+    token = models.CharField(max_length=64, unique=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["conversation"], condition=Q(revoked_at__isnull=True),
+                                               name="conversationshare_one_open")]
+
+    def __str__(self) -> str:
+        return f"Share of {self.conversation_id}"
+
+
 class Run(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="runs")

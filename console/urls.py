@@ -3,7 +3,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path, reverse_lazy
 
-from console import availability, builder, chat_settings, feedback, rollouts, settings_views, signin, views
+from console import availability, builder, chat_settings, feedback, rollouts, settings_views, sharing, signin, views
 
 app_name = "console"
 
@@ -39,6 +39,10 @@ urlpatterns = [
     path("chat/<uuid:conversation_id>/delete", views.delete_conversation, name="chat-delete"),
     path("chat/<uuid:conversation_id>/rename", views.rename_conversation_view, name="chat-rename"),
     path("chat/<uuid:conversation_id>/pin", views.pin_conversation_view, name="chat-pin"),
+    path("chat/<uuid:conversation_id>/export.<str:fmt>", views.export_conversation, name="chat-export"),
+    path("chat/<uuid:conversation_id>/share", sharing.share_conversation, name="chat-share"),
+    path("chat/<uuid:conversation_id>/share/revoke", sharing.revoke_share, name="chat-share-revoke"),
+    path("shared/<str:token>/", sharing.shared_page, name="shared"),
     path("approvals/", views.approvals, name="approvals"),
     path("approvals/<uuid:approval_id>/decide", views.approval_decide, name="approval-decide"),
     path("activity/", views.activity, name="activity"),
