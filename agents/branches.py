@@ -39,8 +39,8 @@ def leaf(conversation_id: Any) -> Subquery:
 
 
 def _tree(conversation_id: Any) -> tuple[dict[int, dict[str, Any]], dict[int | None, list[int]]]:
-    rows = {row["id"]: row for row in Message.objects.filter(conversation_id=conversation_id)
-            .values("id", "parent_id", "role", "on_branch")}
+    rows: dict[int, dict[str, Any]] = {row["id"]: dict(row) for row in Message.objects.filter(
+        conversation_id=conversation_id).values("id", "parent_id", "role", "on_branch")}
     children: dict[int | None, list[int]] = defaultdict(list)
     for row in rows.values():
         parent = row["parent_id"] if row["parent_id"] in rows else None
