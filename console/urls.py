@@ -3,7 +3,17 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path, reverse_lazy
 
-from console import availability, builder, chat_settings, feedback, rollouts, settings_views, sharing, signin, views
+from console import (
+    availability,
+    builder,
+    chat_settings,
+    feedback,
+    rollouts,
+    settings_views,
+    sharing,
+    signin,
+    views,
+)
 
 app_name = "console"
 
