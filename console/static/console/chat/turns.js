@@ -175,6 +175,22 @@ function apiUrl(tail) {
   return "/api/v1/conversations/" + encodeURIComponent(S.conversation_id) + tail;
 }
 
+// A thumb drawn, not an emoji: a system without an emoji font would show an empty box (👎 is the same, turned).
+const SVG = "http://www.w3.org/2000/svg";
+function thumb() {
+  const svg = document.createElementNS(SVG, "svg");
+  svg.setAttribute("viewBox", "0 0 24 24");
+  svg.setAttribute("width", "16");
+  svg.setAttribute("height", "16");
+  svg.setAttribute("aria-hidden", "true");
+  const path = document.createElementNS(SVG, "path");
+  path.setAttribute("fill", "currentColor");
+  path.setAttribute("d", "M2 21h4V9H2v12zm20-11c0-1.1-.9-2-2-2h-6.3l.95-4.57.03-.32c0-.41-.17-.79-.44-1.06L13.17 1 " +
+                         "6.59 7.59C6.22 7.95 6 8.45 6 9v10c0 1.1.9 2 2 2h9c.83 0 1.54-.5 1.84-1.22l3.02-7.05c.09-.23.14-.47.14-.73v-2z");
+  svg.appendChild(path);
+  return svg;
+}
+
 // 👍/👎 on an answer (agents.feedback): a click saves the rating at once and offers a comment; the pressed one
 // again takes it back.
 function feedbackButtons(turn) {
@@ -200,9 +216,9 @@ function feedbackButtons(turn) {
     });
   }
   const up = h("button", {type: "button", class: "link turn-action feedback", "data-feedback": "up", "aria-label": T.feedback_up,
-                          title: T.feedback_up, "aria-pressed": given && given.rating === "up" ? "true" : "false", text: "👍"});
+                          title: T.feedback_up, "aria-pressed": given && given.rating === "up" ? "true" : "false"}, [thumb()]);
   const down = h("button", {type: "button", class: "link turn-action feedback", "data-feedback": "down", "aria-label": T.feedback_down,
-                            title: T.feedback_down, "aria-pressed": given && given.rating === "down" ? "true" : "false", text: "👎"});
+                            title: T.feedback_down, "aria-pressed": given && given.rating === "down" ? "true" : "false"}, [thumb()]);
   up.addEventListener("click", function () { rate("up"); });
   down.addEventListener("click", function () { rate("down"); });
   const group = h("span", {class: "feedback-buttons", role: "group", "data-feedback-buttons": ""}, [up, down]);
