@@ -323,7 +323,9 @@ class ConversationSerializer(serializers.ModelSerializer):
 class MessageSerializer(serializers.ModelSerializer):
     class Meta:
         model = Message
-        fields = ["id", "role", "author_label", "content", "thinking", "parts", "attachments", "run_id", "created_at"]
+        # parent_id / on_branch: the message's place in the conversation's tree (agents.branches).
+        fields = ["id", "role", "author_label", "content", "thinking", "parts", "attachments", "run_id", "parent_id",
+                  "on_branch", "created_at"]
 
 
 class ConversationListView(OrgAPIView):

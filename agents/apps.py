@@ -9,6 +9,7 @@ class AgentsConfig(AppConfig):
         # The approval_decided receiver lives beside the chat socket it notifies; a decision taken in a Celery
         # worker or a bot process (which never import the ASGI routing) must broadcast it too.
         import agents.consumers  # noqa: F401
-        from agents import extensions, rollouts
+        from agents import extensions, rollouts, titles
 
         extensions.register_run_ended("rollouts", rollouts.run_ended)
+        extensions.register_run_ended("titles", titles.run_ended)

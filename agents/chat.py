@@ -14,7 +14,7 @@ from django.utils import timezone
 from agenticos import audit, ratelimit
 from agenticos.errors import Conflict, Invalid, NotFound, RateLimited
 from agenticos.tenancy import Actor, org_get
-from agents import rollouts
+from agents import branches, rollouts, titles
 from agents.drafts import DRAFT, DRAFT_CONVERSATION_KEY, WORKSHOP_KEY_PREFIX, freeze_draft
 from agents.models import TERMINAL_STATUSES, Agent, Conversation, Message, Run
 from agents.runs import check_prompt, start_run
@@ -108,18 +108,26 @@ def start_member_run(
     extra_instructions: str = "",
     client_history: list[dict[str, str]] | None = None,
     attachment_ids: object = None,
+    edit_of: object = None,
 ) -> tuple[Run, Admitted]:
     """Every member surface's admission (web chat, the REST run endpoint, the OpenAI-compatible and MCP
     endpoints): the run right, prompt limits, the agent's environment at USE, the caller's own conversation,
     the per-key rate limit on the API, then start_run. `extra_instructions` is added to the agent's own
     (start_run's option), never in their place. `environment="draft"` (the Builder's test chat) runs a frozen
     snapshot of the draft, for editors only, in a conversation of its own (agents.drafts). `attachment_ids` are
-    the sender's own uploads (agents.uploads), attached to the message at most once."""
+    the sender's own uploads (agents.uploads), attached to the message at most once. `edit_of` (one of the
+    person's messages on screen in `conversation_id`): the text is an edited version of it, a sibling that forks
+    the conversation from there (agents.branches), keeping its files when no new ones come."""
     actor.require("agents:run")
     admit = functools.partial(_admit_and_start, actor=actor, agent_id=agent_id, text=text, surface=surface,
                               conversation_id=conversation_id, create_conversation=create_conversation,
                               environment=environment, run_id=run_id, can_ask_user=can_ask_user,
                               extra_instructions=extra_instructions, client_history=client_history)
+    if edit_of is not None:
+        with transaction.atomic():
+            edited = branches.message_to_edit(actor=actor, conversation_id=conversation_id, message_id=edit_of)
+            return admit(attachments=claim_chat_uploads(actor, attachment_ids) if attachment_ids
+                         else list(edited.attachments or []))
     if not attachment_ids:
         return admit(attachments=[])  # the hot path: no transaction of its own (start_run writes in one statement)
     with transaction.atomic():  # the files are claimed by the message that carries them, or by none
@@ -128,7 +136,8 @@ def start_member_run(
 
 def _admit_and_start(*, actor: Actor, agent_id, text: str, surface: str, conversation_id, create_conversation: bool,
                      environment: str, run_id: uuid.UUID | None, can_ask_user: bool, extra_instructions: str,
-                     client_history: list[dict[str, str]] | None, attachments: list[dict]) -> tuple[Run, Admitted]:
+                     client_history: list[dict[str, str]] | None, attachments: list[dict],
+                     reply_to: Message | None = None) -> tuple[Run, Admitted]:
     if attachments and not (text or "").strip():
         text = attachment_caption(attachments)
     text = check_prompt(text)
@@ -173,15 +182,33 @@ def _admit_and_start(*, actor: Actor, agent_id, text: str, surface: str, convers
         api_key=actor.api_key,
         run_id=run_id,
         attachments=attachments,
+        reply_to=reply_to,
         options={"can_ask_user": can_ask_user, **({"draft": True} if draft else {}),
                  **({"extra_instructions": extra_instructions} if extra_instructions else {}),
                  **(served.options() if served is not None else {}),
+                 # The conversation's first turn: once answered, the title model may title it (agents.titles).
+                 **({"first_turn": True} if created else {}),
                  # A client that sends the conversation itself (the OpenAI-compatible API): its earlier turns,
                  # the model's history when the run has no stored conversation (runner.assembly.turn_and_history).
                  **({"client_history": client_history} if client_history and not conversation else {})},
     )
     message_id = getattr(run, "user_message_id", None)
     return run, Admitted(agent, conversation, created, message_id)
+
+
+def regenerate_answer(*, actor: Actor, conversation_id, message_id, surface: str = "web",
+                      run_id: uuid.UUID | None = None, can_ask_user: bool = False) -> tuple[Run, Admitted]:
+    """Answer again in place: the answer (and what followed it) leaves the branch on screen, and a new run answers
+    the same message of the person with the conversation's agent; the new answer is the old one's sibling
+    (agents.branches). Only the owner, only while nothing of the conversation runs."""
+    actor.require("agents:run")
+    with transaction.atomic():
+        conversation, asked = branches.answer_to_regenerate(actor=actor, conversation_id=conversation_id,
+                                                            message_id=message_id)
+        return _admit_and_start(actor=actor, agent_id=conversation.agent_id, text=asked.content, surface=surface,
+                                conversation_id=conversation.pk, create_conversation=False,
+                                environment="production", run_id=run_id, can_ask_user=can_ask_user,
+                                extra_instructions="", client_history=None, attachments=[], reply_to=asked)
 
 
 def attachment_caption(attachments: list[dict]) -> str:
@@ -236,7 +263,8 @@ def rename_conversation(*, actor: Actor, conversation_id, title: object, ip_addr
                          target=conversation, details={"from": conversation.title, "to": new_title},
                          ip_address=ip_address)
             conversation.title = new_title
-            conversation.save(update_fields=["title"])
+            conversation.title_by = titles.TITLE_BY_PERSON  # never replaced by the title model
+            conversation.save(update_fields=["title", "title_by"])
     return conversation
 
 

@@ -5,9 +5,11 @@ frame larger than any message gets."""
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from asgiref.sync import async_to_sync
@@ -20,7 +22,8 @@ from agenticos import metrics
 from agenticos.errors import DomainError, NotFound
 from agenticos.middleware import MAX_JSON_DEPTH
 from agenticos.tenancy import SESSION_KEY, resolve_actor
-from agents.chat import member_run, start_member_run
+from agents.chat import Admitted, member_run, regenerate_answer, start_member_run
+from agents.models import Run
 from agents.runner.frames import frame
 from agents.runs import group_name, request_stop
 from governance import services as governance
@@ -135,6 +138,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         kind = content.get("type") if isinstance(content, dict) else None
         handler = {
             "message": self._on_message,
+            "regenerate": self._on_regenerate,
             "stop": self._on_stop,
             "ask_user_response": self._on_answer,
             "watch": self._on_watch,
@@ -154,23 +158,34 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             self.groups_joined.add(group)
 
     async def _on_message(self, content):
+        await self._start(functools.partial(
+            start_member_run,
+            actor=self.actor,
+            agent_id=content.get("agent_id"),
+            text=content.get("text") or "",
+            surface="web",
+            conversation_id=content.get("conversation_id"),
+            create_conversation=True,
+            environment=content.get("environment") or "production",
+            can_ask_user=True,
+            # Ids the attachment upload answered (POST /api/v1/attachments): the sender's own, once each.
+            attachment_ids=content.get("attachment_ids"),
+            # An edited message of the person's: a sibling that forks the conversation there (agents.branches).
+            edit_of=content.get("edit_of"),
+        ))
+
+    async def _on_regenerate(self, content):
+        # The answer `message_id` again, in place: the old one stays as its sibling (agents.branches).
+        await self._start(functools.partial(
+            regenerate_answer, actor=self.actor, conversation_id=content.get("conversation_id"),
+            message_id=content.get("message_id"), surface="web", can_ask_user=True))
+
+    async def _start(self, start: Callable[..., tuple[Run, Admitted]]) -> None:
         run_id = uuid.uuid4()
         # Join before the run can start, so no frame is missed.
         await self._join(str(run_id))
         try:
-            run, admitted = await database_sync_to_async(start_member_run)(
-                actor=self.actor,
-                agent_id=content.get("agent_id"),
-                text=content.get("text") or "",
-                surface="web",
-                conversation_id=content.get("conversation_id"),
-                create_conversation=True,
-                environment=content.get("environment") or "production",
-                run_id=run_id,
-                can_ask_user=True,
-                # Ids the attachment upload answered (POST /api/v1/attachments): the sender's own, once each.
-                attachment_ids=content.get("attachment_ids"),
-            )
+            run, admitted = await database_sync_to_async(start)(run_id=run_id)
         except DomainError:
             await self.channel_layer.group_discard(group_name(str(run_id)), self.channel_name)
             self.groups_joined.discard(group_name(str(run_id)))

@@ -242,6 +242,9 @@ class Conversation(models.Model):
     last_active_at = models.DateTimeField(default=timezone.now, db_index=True)
     # Set when the owner pins it to the top of their chat list (newest pin first); None = not pinned.
     pinned_at = models.DateTimeField(null=True, blank=True)
+    # Who wrote the title: "" its first message (agents.titles.conversation_title), "model" the title model after
+    # the first exchange, "person" its owner — a person's title is never replaced.
+    title_by = models.CharField(max_length=8, blank=True, default="", db_default="")
 
     class Meta:
         ordering = ["-last_active_at"]
@@ -249,6 +252,39 @@ class Conversation(models.Model):
 
     def __str__(self) -> str:
         return self.title or f"Conversation {self.pk}"
+
+
+class ChatSettings(models.Model):
+    """An organization's choices for its chat: the model profile that titles conversations after their first
+    exchange (agents.titles; none = no model titles, the first message's words stay)."""
+
+    organization = models.OneToOneField(Organization, on_delete=models.CASCADE, primary_key=True,
+                                        related_name="chat_settings")
+    title_profile = models.ForeignKey(ModelProfile, on_delete=models.SET_NULL, null=True, blank=True,
+                                      related_name="+")
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"Chat settings of {self.organization_id}"
+
+
+class ConversationShare(models.Model):
+    """A read-only link to a conversation (agents.sharing): anyone with the link reads the branch on screen, as
+    text — no tool steps, no files. Its owner revokes it (the link then answers 404, and a new one is a new token)."""
+
+    id = models.BigAutoField(primary_key=True)
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="shares")
+    token = models.CharField(max_length=64, unique=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["conversation"], condition=Q(revoked_at__isnull=True),
+                                               name="conversationshare_one_open")]
+
+    def __str__(self) -> str:
+        return f"Share of {self.conversation_id}"
 
 
 class Run(models.Model):
@@ -338,6 +374,12 @@ class Message(models.Model):
     attachments = models.JSONField(default=list, blank=True)
     search_vector = SearchVectorField(null=True, editable=False)
     created_at = models.DateTimeField(default=timezone.now)
+    # The conversation is a tree (agents.branches): a message follows its parent; a regenerated answer or an
+    # edited message is a sibling of the one it replaces. `on_branch` marks the branch on screen — one path from
+    # a root — which is what the chat shows and the next turn's history reads (ids grow along a path, so the
+    # branch in id order is the path in order).
+    parent = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    on_branch = models.BooleanField(default=True, db_default=True)
 
     class Meta:
         ordering = ["id"]
@@ -348,6 +390,38 @@ class Message(models.Model):
 
     def __str__(self) -> str:
         return f"{self.role}: {self.content[:60]}"
+
+
+class Feedback(models.Model):
+    """A person's 👍/👎 (and optional comment) on one answer, stored per run and message (agents.feedback):
+    shown in Activity, and a 👎 becomes an evaluation case in one click (`eval_case_id` is the case it became)."""
+
+    class Rating(models.TextChoices):
+        UP = "up", "Helpful"
+        DOWN = "down", "Not helpful"
+
+    id = models.BigAutoField(primary_key=True)
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="+")
+    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="feedback")
+    run = models.ForeignKey(Run, on_delete=models.SET_NULL, null=True, blank=True, related_name="feedback")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    rating = models.CharField(max_length=8, choices=Rating.choices)
+    comment = models.TextField(blank=True, max_length=2000)
+    eval_case_id = models.UUIDField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-updated_at"]
+        indexes = [models.Index(fields=["organization", "-updated_at"], name="feedback_org_time")]
+        constraints = [
+            models.UniqueConstraint(fields=["message", "user"], name="feedback_one_per_person"),
+            models.CheckConstraint(condition=Q(rating__in=["up", "down"]), name="feedback_rating_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.rating} on message {self.message_id}"
 
 
 class ToolCall(models.Model):

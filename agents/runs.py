@@ -20,6 +20,7 @@ from django.utils import timezone
 from agenticos import ratelimit
 from agenticos.errors import Invalid
 from agenticos.queries import Insert, Update, write_together
+from agents import branches
 from agents.models import Agent, AgentVersion, Conversation, Message, Run, RunStatus
 
 logger = logging.getLogger(__name__)
@@ -59,6 +60,7 @@ def start_run(
     run_id: uuid.UUID | None = None,
     attachments: list[dict] | None = None,
     enqueue: bool = True,
+    reply_to: Message | None = None,
 ) -> Run:
     """Create a queued run (and the person's message, when there is a conversation), in one statement.
 
@@ -71,10 +73,15 @@ def start_run(
     author only when the account is linked to that user (an unlinked sender runs under the binding's authority
     but is not the binding's creator).
 
+    `reply_to` (regenerate, agents.branches): the run answers that earlier message of the person again and
+    writes no message of its own.
+
     Called inside a caller's transaction, it joins it.
     """
     text = check_prompt(prompt)
     options = dict(options or {})
+    if reply_to is not None:
+        options["reply_to"] = reply_to.pk
     run = Run(
         id=run_id or uuid.uuid4(),
         organization_id=agent.organization_id,
@@ -97,12 +104,16 @@ def start_run(
             writes.insert(0, Insert([conversation]))
         else:
             writes.append(Update(Conversation.objects.filter(pk=conversation.pk), {"last_active_at": timezone.now()}))
+    message = None
+    if conversation is not None and reply_to is None:
         recorded = options.get("recorded_prompt") or text
         author = user if surface != "embed" else None
         if chat_identity is not None and (user is None or chat_identity.user_id != user.pk):
             author = None
         message = Message(
             conversation=conversation,
+            # It follows the newest message on screen (agents.branches), read in this same statement.
+            parent_id=branches.leaf(conversation.pk),  # type: ignore[misc]
             run=run,
             version=version,
             role=Message.Role.USER,
@@ -115,7 +126,7 @@ def start_run(
         )
         writes.append(Insert([message]))
     write_together(*writes)
-    if conversation is not None:
+    if message is not None:
         run.user_message_id = message.pk  # type: ignore[attr-defined]
     if enqueue:
         # Outside a transaction the run is already committed and this enqueues at once.

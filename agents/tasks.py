@@ -37,3 +37,10 @@ def watch_rollouts() -> int:
 @shared_task(name="agents.tasks.expire_parked", ignore_result=True)
 def expire_parked() -> dict:
     return {"approvals": finish.expire_approvals(), "questions": finish.expire_questions()}
+
+
+@shared_task(name="agents.tasks.write_title", ignore_result=True)
+def write_title(conversation_id: str, run_id: str | None = None) -> str:
+    from agents import titles
+
+    return titles.write_title(conversation_id, run_id)

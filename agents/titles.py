@@ -1,14 +1,26 @@
-"""A conversation's title from its first message: the first line a person would read, without markdown.
+"""A conversation's title: the first message's words at once, then — when the organization picked a title model
+(Settings → Chat, agents.ChatSettings) — a title that model writes after the first exchange; its owner can rename
+it, and a person's title is never replaced.
 
-The raw prompt made a poor title: "## Context\\n```python…", a pasted link, 80 characters cut mid-word. Here
-the first line that has words in it, its markdown marks taken off (headings, emphasis, code fences and
-backticks, list and quote markers, links and images kept as their text), whitespace folded, and cut at a
-word boundary with an ellipsis. Deterministic and free: no model call for a title.
+The first-message title: the first line that has words in it, its markdown marks taken off (headings, emphasis,
+code fences and backticks, list and quote markers, links and images kept as their text; an underscore inside a
+word is not emphasis, so `create_chart` stays whole), whitespace folded, and cut at a word boundary with an
+ellipsis.
+
+The model's title goes through the one metered path (governance.metered: every cap checked before, the spend in
+the ledger after, kind "title"), and is cleaned the same way: one line, no quotes, no markdown.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import re
+from typing import Any
+
+from django.db import transaction
+
+logger = logging.getLogger(__name__)
 
 MAX_TITLE = 60
 FALLBACK = "New conversation"
@@ -18,7 +30,8 @@ _IMAGE = re.compile(r"!\[([^\]]*)\]\([^)]*\)")
 _LINK = re.compile(r"\[([^\]]+)\]\([^)]*\)")
 _AUTOLINK = re.compile(r"<(https?://[^>\s]+)>")
 _LINE_MARKERS = re.compile(r"^\s*(?:#{1,6}\s+|>\s*|[-*+]\s+(?:\[[ xX]\]\s+)?|\d{1,3}[.)]\s+)+")
-_EMPHASIS = re.compile(r"(\*\*|__|~~|\*|_)(?=\S)(.+?)(?<=\S)\1")
+# `_` and `__` are emphasis only at a word's edge (CommonMark: `create_chart_x` has none).
+_EMPHASIS = re.compile(r"(\*\*|~~|\*)(?=\S)(.+?)(?<=\S)\1|(?<!\w)(__|_)(?=\S)(.+?)(?<=\S)\3(?!\w)")
 _CODE = re.compile(r"`+([^`]*)`+")
 _HTML_TAG = re.compile(r"</?[A-Za-z][^>]*>")
 _RULE = re.compile(r"^\s*([-*_])(\s*\1){2,}\s*$")
@@ -53,7 +66,7 @@ def plain_line(line: str) -> str:
     line = _HTML_TAG.sub("", line)
     line = _CODE.sub(r"\1", line)
     for _ in range(3):  # nested emphasis (***bold italic***)
-        line = _EMPHASIS.sub(r"\2", line)
+        line = _EMPHASIS.sub(lambda m: m.group(2) if m.group(1) else m.group(4), line)
     return _SPACE.sub(" ", line).strip()
 
 
@@ -65,3 +78,128 @@ def shorten(line: str, limit: int) -> str:
     if space >= limit // 2:
         cut = cut[:space]
     return cut.rstrip(" ,;:.-–—") + "…"
+
+
+# --------------------------------------------------------------- the model's title
+
+LEDGER_KIND = "title"
+TITLE_BY_MODEL, TITLE_BY_PERSON = "model", "person"
+TIMEOUT_SECONDS = 20
+INSTRUCTIONS = (
+    "Write a title for this conversation: 2 to 6 words in the language the person wrote in, naming its subject. "
+    "Plain text on one line: no quotes, no markdown, no final full stop."
+)
+
+
+def run_ended(run: Any, status: str) -> None:
+    """The run-ended hook (agents.extensions): the first exchange of a web chat conversation is answered — ask
+    for its title after commit. No query: the run's options say whether it was the conversation's first turn."""
+    if status != "completed" or run.conversation_id is None or not (run.options or {}).get("first_turn"):
+        return
+    from agents.tasks import write_title
+
+    conversation_id, run_id = str(run.conversation_id), str(run.pk)
+    transaction.on_commit(lambda: write_title.delay(conversation_id, run_id))
+
+
+def clean_model_title(text: str) -> str:
+    for line in (text or "").splitlines():
+        line = plain_line(line).strip(" \"'“”‘’«»`").rstrip(".")
+        if any(ch.isalnum() for ch in line):
+            return shorten(line, MAX_TITLE)
+    return ""
+
+
+def write_title(conversation_id: Any, run_id: Any = None) -> str:
+    """The task's body: the title model's title for a conversation still titled by its first message. Returns
+    what it did ("off", "kept", "written", "refused", "failed"). Sync (ORM); the call runs on its own loop."""
+    from agents.models import ChatSettings, Conversation, Message
+    from agents.providers import build_model
+    from governance import budgets, metered
+
+    conversation = Conversation.objects.filter(pk=conversation_id).values(
+        "organization_id", "agent_id", "title_by").first()
+    if conversation is None or conversation["title_by"]:
+        return "kept"
+    chosen = (ChatSettings.objects.select_related("title_profile", "title_profile__secret")
+              .filter(organization_id=conversation["organization_id"]).first())
+    profile = chosen.title_profile if chosen is not None else None
+    if profile is None:
+        return "off"
+    exchange = list(Message.objects.filter(conversation_id=conversation_id, on_branch=True)
+                    .exclude(content="").order_by("id").values_list("role", "content")[:2])
+    if not exchange:
+        return "kept"
+    meter = metered.for_agent(conversation["organization_id"], conversation["agent_id"], kind=LEDGER_KIND,
+                              surface="web")
+    try:
+        text = asyncio.run(_ask(meter, build_model(profile), exchange))
+    except budgets.BudgetExceeded:
+        return "refused"
+    except Exception as exc:  # no title from the model: the first message's stays
+        logger.warning("title of conversation %s failed: %s", conversation_id, type(exc).__name__)
+        return "failed"
+    title = clean_model_title(text)
+    if not title:
+        return "failed"
+    # A person's title given meanwhile wins: only a title still written by the first message is replaced.
+    if not Conversation.objects.filter(pk=conversation_id, title_by="").update(title=title, title_by=TITLE_BY_MODEL):
+        return "kept"
+    if run_id:
+        _tell_the_chat(str(run_id), str(conversation_id), title)
+    return "written"
+
+
+async def _ask(meter: Any, model: Any, exchange: list[tuple[str, str]]) -> str:
+    from pydantic_ai.messages import ModelRequest, SystemPromptPart, TextPart, UserPromptPart
+    from pydantic_ai.models import ModelRequestParameters
+
+    from governance import metered
+
+    said = "\n\n".join(f"{'The person' if role == 'user' else 'The assistant'}: {content[:2000]}"
+                        for role, content in exchange)
+    request = ModelRequest(parts=[SystemPromptPart(content=INSTRUCTIONS), UserPromptPart(content=said)])
+    response = await asyncio.wait_for(metered.model_request(
+        meter, model, [request], model_settings={"max_tokens": 40, "timeout": TIMEOUT_SECONDS},
+        model_request_parameters=ModelRequestParameters(function_tools=[], allow_text_output=True),
+    ), timeout=TIMEOUT_SECONDS)
+    return "".join(part.content for part in response.parts if isinstance(part, TextPart))
+
+
+def _tell_the_chat(run_id: str, conversation_id: str, title: str) -> None:
+    """The open chat that ran the first turn hears the new title (its list entry and heading follow)."""
+    from asgiref.sync import async_to_sync
+    from channels.layers import get_channel_layer
+
+    from agents.runner.frames import frame
+    from agents.runs import group_name
+
+    layer = get_channel_layer()
+    if layer is not None:
+        async_to_sync(layer.group_send)(group_name(run_id), {"type": "run.frame", "frame": frame(
+            "conversation_titled", conversation_id=conversation_id, title=title)})
+
+
+def choose_title_profile(*, actor: Any, profile_id: Any) -> Any:
+    """The operator picks the chat model profile that titles conversations (None: no model titles). Audited."""
+    from agenticos import audit
+    from agenticos.tenancy import org_get
+    from agents.models import ChatSettings, ModelProfile
+
+    actor.require("models:manage")
+    profile = None
+    if profile_id:
+        profile = org_get(actor, ModelProfile, profile_id,
+                          queryset=ModelProfile.objects.filter(organization=actor.organization,
+                                                               kind=ModelProfile.Kind.CHAT))
+    with transaction.atomic():
+        chosen, _ = ChatSettings.objects.select_for_update().get_or_create(organization=actor.organization)
+        if chosen.title_profile_id != (profile.pk if profile else None):
+            chosen.title_profile = profile
+            from django.utils import timezone
+
+            chosen.updated_at = timezone.now()
+            chosen.save(update_fields=["title_profile", "updated_at"])
+            audit.record(actor=actor.user, organization=actor.organization, action="chat_settings.title_profile",
+                         target=chosen, details={"model_profile_id": str(profile.pk) if profile else None})
+    return chosen

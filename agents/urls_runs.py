@@ -18,4 +18,10 @@ urlpatterns = [
     *route("conversations", api.ConversationListView, "conversations"),
     *route("conversations/<uuid:conversation_id>", api_conversations.ConversationDetailView, "conversation-detail"),
     *route("conversations/<uuid:conversation_id>/messages", api.ConversationMessagesView, "conversation-messages"),
+    *route("conversations/<uuid:conversation_id>/branch", api_conversations.ConversationBranchView,
+           "conversation-branch"),
+    *route("conversations/<uuid:conversation_id>/messages/<int:message_id>/regenerate",
+           api_conversations.MessageRegenerateView, "message-regenerate"),
+    *route("conversations/<uuid:conversation_id>/messages/<int:message_id>/feedback",
+           api_conversations.MessageFeedbackView, "message-feedback"),
 ]

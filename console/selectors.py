@@ -12,7 +12,8 @@ from django.db.models import Case, Count, Exists, F, OuterRef, Q, QuerySet, Sum,
 from django.utils import timezone
 
 from agenticos.tenancy import Actor
-from agents.models import Agent, Conversation, Environment, Message, Run, Surface, ToolCall
+from agents import branches
+from agents.models import Agent, Conversation, Environment, Feedback, Message, Run, Surface, ToolCall
 from agents.uploads import public_attachments
 from governance import budgets
 from governance.grants import EDIT, PUBLISH, USE, at_least, grant_levels, role_level, stronger, visible_agents
@@ -274,14 +275,21 @@ def _follow_up_steps(message: Message) -> list[str]:
     return list(follow_up.steps) if follow_up.status == FollowUp.Status.READY else []
 
 
-def conversation_turns(conversation: Conversation) -> list[dict[str, Any]]:
-    """The transcript as the chat client renders it, live and reopened alike.
+def conversation_turns(conversation: Conversation, user_id: Any = None) -> list[dict[str, Any]]:
+    """The transcript as the chat client renders it, live and reopened alike: the branch on screen
+    (agents.branches), each message with its versions (`versions`: its and its siblings' ids, oldest first)
+    and each answer with the feedback `user_id` gave it.
 
     Consecutive assistant messages of one run are one turn (avatar and name once); a message without a run is
-    never grouped. Four queries whatever the length.
+    never grouped. Six queries whatever the length.
     """
     # A reverse one-to-one in the same query: the follow-up buttons an answer got (capabilities/follow_ups).
-    messages = list(conversation.messages.select_related("follow_up").order_by("id"))
+    messages = list(conversation.messages.filter(on_branch=True).select_related("follow_up").order_by("id"))
+    versions = branches.siblings(messages)
+    given = {row["message_id"]: {"rating": row["rating"], "comment": row["comment"]}
+             for row in Feedback.objects.filter(message__in=[m.pk for m in messages if m.role == "assistant"],
+                                                user_id=user_id).values("message_id", "rating", "comment")
+             } if user_id is not None else {}
     calls: dict[tuple[str, str], ToolCall] = {}
     calls_by_message: dict[int, list[ToolCall]] = {}
     for call in ToolCall.objects.filter(run__conversation=conversation).order_by("id"):
@@ -299,7 +307,7 @@ def conversation_turns(conversation: Conversation) -> list[dict[str, Any]]:
         run_id = str(message.run_id) if message.run_id else None
         if message.role == Message.Role.USER:
             turns.append({"role": "user", "text": message.content, "author": message.author_label,
-                          "message_id": message.pk, "run_id": run_id,
+                          "message_id": message.pk, "run_id": run_id, "versions": versions[message.pk],
                           "attachments": public_attachments(message.attachments),
                           "at": message.created_at.isoformat()})
             continue
@@ -335,6 +343,10 @@ def conversation_turns(conversation: Conversation) -> list[dict[str, Any]]:
         run = runs.get(run_id or "")
         turns.append({
             "message_id": message.pk,
+            # The turn's first answer: what Regenerate replaces, the arrows walk and feedback is given on.
+            "head_id": message.pk,
+            "versions": versions[message.pk],
+            "feedback": given.get(message.pk),
             "follow_ups": follow_ups,
             "role": "assistant",
             "run_id": run_id,

@@ -3,7 +3,17 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path, reverse_lazy
 
-from console import availability, builder, rollouts, settings_views, signin, views
+from console import (
+    availability,
+    builder,
+    chat_settings,
+    feedback,
+    rollouts,
+    settings_views,
+    sharing,
+    signin,
+    views,
+)
 
 app_name = "console"
 
@@ -39,10 +49,16 @@ urlpatterns = [
     path("chat/<uuid:conversation_id>/delete", views.delete_conversation, name="chat-delete"),
     path("chat/<uuid:conversation_id>/rename", views.rename_conversation_view, name="chat-rename"),
     path("chat/<uuid:conversation_id>/pin", views.pin_conversation_view, name="chat-pin"),
+    path("chat/<uuid:conversation_id>/export.<str:fmt>", views.export_conversation, name="chat-export"),
+    path("chat/<uuid:conversation_id>/share", sharing.share_conversation, name="chat-share"),
+    path("chat/<uuid:conversation_id>/share/revoke", sharing.revoke_share, name="chat-share-revoke"),
+    path("shared/<str:token>/", sharing.shared_page, name="shared"),
     path("approvals/", views.approvals, name="approvals"),
     path("approvals/<uuid:approval_id>/decide", views.approval_decide, name="approval-decide"),
     path("activity/", views.activity, name="activity"),
     path("activity/runs/<uuid:run_id>/", views.run_detail, name="run-detail"),
+    path("activity/feedback/", feedback.feedback_list, name="feedback"),
+    path("activity/feedback/<int:feedback_id>/case", feedback.feedback_to_case, name="feedback-case"),
     path("usage/", views.usage, name="usage"),
     # Agents and the Builder
     path("agents/", builder.agent_list, name="agents"),
@@ -77,6 +93,7 @@ urlpatterns = [
     path("settings/secrets/<uuid:secret_id>/rotate", settings_views.rotate_secret, name="settings-secret-rotate"),
     path("settings/secrets/<uuid:secret_id>/delete", settings_views.delete_secret, name="settings-secret-delete"),
     path("settings/models/", settings_views.model_profiles, name="settings-models"),
+    path("settings/chat/", chat_settings.chat_settings, name="settings-chat"),
     path("settings/models/<uuid:profile_id>/", settings_views.edit_model_profile, name="settings-model"),
     path("settings/models/<uuid:profile_id>/test", settings_views.test_model_profile, name="settings-model-test"),
     path("settings/members/", settings_views.members, name="settings-members"),

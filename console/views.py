@@ -28,8 +28,10 @@ from agenticos.tenancy import SESSION_KEY, Actor, membership_for, org_get
 from agents.chat import delete_conversation as delete_own_conversation
 from agents.chat import member_run, pin_conversation, readable_conversation, rename_conversation
 from agents.models import Run, RunStatus, Surface
+from agents.sharing import open_share
 from console import selectors
 from console.base import console_view, screen
+from console.feedback import page_feedback
 from console.strings import chat_strings, tool_phrases
 from governance import services as governance
 from governance.models import Approval
@@ -128,7 +130,7 @@ def chat(request: HttpRequest, actor: Actor, conversation_id: str | None = None)
     if conversation_id is not None:
         conversation = readable_conversation(actor, conversation_id)
         read_only = conversation.owner_id != actor.user_id
-        turns = selectors.conversation_turns(conversation)
+        turns = selectors.conversation_turns(conversation, actor.user_id)
         pending = selectors.open_requests(actor, conversation)
     selected = str(conversation.agent_id) if conversation else request.GET.get("agent", "")
     if not selected and agents:
@@ -167,6 +169,8 @@ def chat(request: HttpRequest, actor: Actor, conversation_id: str | None = None)
         "state": state,
         "can_run": actor.has("agents:run"),
         "read_only": read_only,
+        # The conversation's open read-only link (agents.sharing), for its owner's Share menu.
+        "share": open_share(conversation) if conversation is not None and not read_only else None,
     })
 
 
@@ -174,9 +178,29 @@ def chat(request: HttpRequest, actor: Actor, conversation_id: str | None = None)
 def chat_turns(request: HttpRequest, actor: Actor, conversation_id: str) -> HttpResponse:
     """The stored transcript of a conversation (the client reconciles a live turn with it when it ends)."""
     conversation = readable_conversation(actor, conversation_id)
-    turns = selectors.conversation_turns(conversation)
+    turns = selectors.conversation_turns(conversation, actor.user_id)
     return JsonResponse({"turns": turns, "pending": selectors.open_requests(actor, conversation),
                          "usage": selectors.latest_usage(turns)})
+
+
+@console_view("agents:view")
+def export_conversation(request: HttpRequest, actor: Actor, conversation_id: str, fmt: str) -> HttpResponse:
+    """A conversation the person may read, as Markdown (the branch on screen) or JSON (the whole tree), downloaded."""
+    import json as json_module
+
+    from agents import export
+
+    if fmt not in ("md", "json"):
+        raise Http404(_("Unknown export format."))
+    conversation = readable_conversation(actor, conversation_id)
+    name = f"conversation-{conversation.pk}"
+    if fmt == "md":
+        response = HttpResponse(export.as_markdown(conversation), content_type="text/markdown; charset=utf-8")
+    else:
+        response = HttpResponse(json_module.dumps(export.as_json(conversation), ensure_ascii=False, indent=2),
+                                content_type="application/json")
+    response["Content-Disposition"] = f'attachment; filename="{name}.{fmt}"'
+    return response
 
 
 # ------------------------------------------------------------------ approvals
@@ -249,6 +273,9 @@ def activity(request: HttpRequest, actor: Actor) -> HttpResponse:
         page = Paginator(qs, 50).get_page(params.get("page"))
     except (ValueError, DomainError):
         raise Http404(_("Unknown filter.")) from None
+    counts = page_feedback([run.pk for run in page])
+    for run in page:  # the page's rows are a list once read: the template reads these same objects
+        run.feedback_counts = counts.get(str(run.pk))  # type: ignore[attr-defined]
     return screen(request, "console/activity.html", {
         "nav": "activity",
         "page": page,

@@ -433,3 +433,45 @@ def _case_delta(a: CaseResult | None, b: CaseResult | None) -> dict[str, Any]:
 
 
 TERMINAL_OR_PARKED = {*(s.value for s in RunStatus if s not in (RunStatus.QUEUED, RunStatus.RUNNING))}
+
+
+FEEDBACK_SUITE = "Feedback from chat"
+
+
+def case_from_feedback(*, actor: Actor, feedback: Any) -> Case:
+    """A 👎 answer of web chat as a case of its agent's "Feedback from chat" suite (made on first use): the
+    person's message as the prompt, the turns before it on the branch as the history, a check that the run
+    completes, and the person's comment as the case's note (the author adds the checks the comment asks for).
+    Once per feedback: a second click answers the case already made. Needs edit on the agent."""
+    from agents.models import Feedback, Message
+
+    agent = feedback.agent
+    require_agent_access(actor, agent, EDIT)
+    if feedback.rating != Feedback.Rating.DOWN:
+        raise Invalid("Only a 👎 answer becomes an evaluation case.", code="not_a_thumbs_down")
+    with transaction.atomic():
+        feedback = Feedback.objects.select_for_update().get(pk=feedback.pk)
+        made = Case.objects.filter(pk=feedback.eval_case_id, suite__agent=agent).first() if feedback.eval_case_id else None
+        if made is not None:
+            return made
+        answer = feedback.message
+        earlier = list(Message.objects.filter(conversation_id=answer.conversation_id, on_branch=True, id__lt=answer.pk,
+                                              role__in=["user", "assistant"]).exclude(content="")
+                       .order_by("-id").values("role", "content")[:MAX_HISTORY_TURNS + 1])[::-1]
+        if not earlier or earlier[-1]["role"] != "user":
+            raise Invalid("This answer replies to no message to ask again.", code="no_prompt")
+        prompt = earlier.pop()["content"]
+        suite, _ = Suite.objects.get_or_create(
+            agent=agent, name=FEEDBACK_SUITE,
+            defaults={"organization": actor.organization, "created_by": actor.user,
+                      "description": "Answers people marked 👎 in web chat, each with its note."})
+        note = f"Marked 👎 in chat{': ' + feedback.comment if feedback.comment else ''}"
+        case = Case.objects.create(
+            suite=suite, position=suite.cases.count(), name=f"Feedback #{feedback.pk}"[:120], prompt=prompt,
+            history=[{"role": t["role"], "content": t["content"]} for t in earlier[-MAX_HISTORY_TURNS:]],
+            checks=[{"kind": "status", "status": RunStatus.COMPLETED, "label": note[:200]}])
+        feedback.eval_case_id = case.pk
+        feedback.save(update_fields=["eval_case_id"])
+        _record(actor, "eval_case.from_feedback", target=suite, agent_id=str(agent.pk), case_id=str(case.pk),
+                feedback_id=feedback.pk)
+    return case

@@ -152,7 +152,11 @@ def turn_and_history(run: Run) -> tuple[dict[str, Any] | None, list]:
         return None, client_history((run.options or {}).get("client_history"))[-limit:]
     fields = ("run_id", "attachments")
     marked = {"compacted_through": persisted.through_annotation(run)}
-    messages = get_recent_messages(str(run.conversation_id), limit + 1, fields=fields, annotate=marked)
+    # A regenerated answer's run answers an earlier message of the person again (agents.branches): the branch
+    # up to that message.
+    reply_to = (run.options or {}).get("reply_to")
+    messages = get_recent_messages(str(run.conversation_id), limit + 1, through=reply_to, fields=fields,
+                                   annotate=marked)
     if not _is_own_turn(run, messages):
         this_turn = Message.objects.filter(run_id=run.pk, role=Message.Role.USER).order_by("-id").values("id")[:1]
         # A run without a message of its own (none was recorded) reads the newest turns.
@@ -193,4 +197,6 @@ def client_history(turns: Any) -> list:
 
 
 def _is_own_turn(run: Run, messages: list[Message]) -> bool:
-    return bool(messages) and messages[-1].run_id == run.pk and messages[-1].role == Message.Role.USER
+    if not messages or messages[-1].role != Message.Role.USER:
+        return False
+    return messages[-1].run_id == run.pk or messages[-1].pk == (run.options or {}).get("reply_to")

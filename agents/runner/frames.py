@@ -39,6 +39,7 @@ MEMBER_ONLY_FRAME_TYPES = {
     "ask_user",
     "message_saved",
     "conversation_created",
+    "conversation_titled",
     "run_started",
     "capability_missing",
     "browser_live",

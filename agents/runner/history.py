@@ -1,5 +1,6 @@
-"""The next turn's history: the newest N transcript messages, as pydantic-ai messages (after a compacted
-history's kept dump, when the conversation keeps one: capabilities/compaction/persisted.py)."""
+"""The next turn's history: the newest N transcript messages of the branch on screen (agents.branches), as
+pydantic-ai messages (after a compacted history's kept dump, when the conversation keeps one:
+capabilities/compaction/persisted.py)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ def get_recent_messages(conversation: Conversation | str, limit: int, *, before_
     10-message one does.
     """
     conversation_id = conversation.pk if isinstance(conversation, Conversation) else conversation
-    qs = Message.objects.filter(conversation_id=conversation_id)
+    # Only the branch on screen (agents.branches): a regenerated or edited-away turn is not history.
+    qs = Message.objects.filter(conversation_id=conversation_id, on_branch=True)
     if before_id is not None:
         qs = qs.filter(id__lt=before_id)
     if through is not None:

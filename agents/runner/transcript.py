@@ -14,6 +14,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from agenticos.queries import Insert, Update, returned, write_together
+from agents import branches
 from agents.models import Conversation, Message, Run, ToolCall
 
 MAX_RESULT_CHARS = 50_000
@@ -126,6 +127,8 @@ class Transcript:
             return None, []
         message = Message(
             conversation_id=self.run.conversation_id,
+            # The answer follows the newest message on screen: the person's, or this run's own earlier answer.
+            parent_id=branches.leaf(self.run.conversation_id),  # type: ignore[misc]
             run=self.run,
             version_id=self.run.version_id,
             role=Message.Role.ASSISTANT,

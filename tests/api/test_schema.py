@@ -16,6 +16,9 @@ def test_the_schema_lists_the_platform_endpoints_and_the_bearer_scheme(client, d
         "/api/v1/agents/{id}/environments/{name}/rollouts",
         "/api/v1/agents/{id}/environments/{name}/rollouts/{rollout_id}",
         "/api/v1/agents/{id}/environments/{name}/rollouts/{rollout_id}/promote",
+        "/api/v1/conversations/{conversation_id}", "/api/v1/conversations/{conversation_id}/branch",
+        "/api/v1/conversations/{conversation_id}/messages/{message_id}/regenerate",
+        "/api/v1/conversations/{conversation_id}/messages/{message_id}/feedback",
     ]:
         assert path in doc["paths"], path
     assert doc["components"]["securitySchemes"]["ApiKey"] == {

@@ -105,7 +105,8 @@ def make_turn(org, user, agent, *, conversation=None, prompt="Chart my sales", t
     parts += [{"type": "tool", "tool_call_id": f"call_{run.pk.hex[:6]}_{i}"} for i in range(len(tools))]
     parts += [{"type": "text", "text": "Done."}]
     message = Message.objects.create(conversation=conversation, run=run, version=version, role="assistant",
-                                     author_label=agent.name, content="Let me look.Done.", parts=parts)
+                                     author_label=agent.name, content="Let me look.Done.", parts=parts,
+                                     parent_id=run.user_message_id)  # it answers the person (agents.branches)
     for i, name in enumerate(tools):
         ToolCall.objects.create(run=run, message=message, tool_call_id=f"call_{run.pk.hex[:6]}_{i}",
                                 tool_name=name, args={"title": "Sales"}, result={"ok": True}, status="ok")

@@ -1,8 +1,9 @@
 """Web chat's message actions and keyboard, in Debian's chromium against daphne + a real Celery worker, with the
-model scripted through the real runner: Copy on every message (read back from the clipboard), Regenerate on the
-last answer (the same prompt again, a second run answered by the model), Edit and resend on the person's last
-message (its text back in the composer); Enter sends, Shift+Enter breaks the line, Esc stops a running turn, ↑
-in an empty composer edits the last message; and a browse's "Watch the browser" link, live from the
+model scripted through the real runner: Copy on every message (read back from the clipboard), Regenerate on an
+answer (the same prompt again, a second run whose answer takes the first one's place as a new version), Edit on
+the person's message (its text back in the composer, sent as a new version of it: test_browser_branches walks
+the versions); Enter sends, Shift+Enter breaks the line, Esc stops a running turn, ↑ in an empty composer edits
+the last message; and a browse's "Watch the browser" link, live from the
 browser_live frame and reopened from the browse_web result. At 1440 and 390 px (a touch screen: the actions are
 there without a hover, taken by a tap, each a finger-sized target). No console error."""
 
@@ -124,35 +125,33 @@ def test_copy_regenerate_and_edit_and_resend_act_on_the_messages(live_server_url
                               "[a.getBoundingClientRect().height, getComputedStyle(a).visibility])")
         assert sizes and all(height >= 32 and shown == "visible" for height, shown in sizes), sizes
 
-    # Regenerate: the same prompt again, as a new turn the model answers anew; only the last answer offers it.
+    # Regenerate: the same prompt again, a run the model answers anew, in the first answer's place.
     press(page.get_by_role("button", name="Regenerate"), width)
-    wait_idle(page, 2)
-    assert page.evaluate(ANSWERS_JS) == ["Answer 1 to Tell me a fact", "Answer 2 to Tell me a fact"]
+    page.wait_for_function("() => document.querySelector('.turn-assistant [data-version-of]') !== null")
+    assert page.evaluate(ANSWERS_JS) == ["Answer 2 to Tell me a fact"]
     runs = list(Run.objects.filter(agent=agent).order_by("created_at"))
     assert [r.prompt for r in runs] == ["Tell me a fact", "Tell me a fact"]
     assert runs[0].conversation_id == runs[1].conversation_id
     assert page.locator("[data-action=regenerate]").count() == 1
-    assert page.locator(".turn-assistant").last.locator("[data-action=regenerate]").count() == 1
     assert page.locator("[data-action=edit]").count() == 1
-    assert page.locator(".turn-user").last.locator("[data-action=edit]").count() == 1
 
-    # Edit and resend: the text goes back in the composer; sending it makes a new turn.
+    # Edit: the text goes back in the composer; sending it makes a new version of the message.
     press(page.get_by_role("button", name="Edit", exact=True), width)
     composer = page.get_by_label("Message")
     assert composer.input_value() == "Tell me a fact"
     assert page.evaluate("() => document.activeElement.id") == "composer-text"
     composer.fill("Tell me a fact about owls")
     press(page.get_by_role("button", name="Send"), width)
-    wait_idle(page, 3)
-    assert page.evaluate(ANSWERS_JS)[-1] == "Answer 3 to Tell me a fact about owls"
+    page.wait_for_function("() => document.querySelector('.turn-user [data-version-of]') !== null")
+    assert page.evaluate(ANSWERS_JS) == ["Answer 3 to Tell me a fact about owls"]
     assert Run.objects.filter(agent=agent).count() == 3
     no_overflow(page, width)
     page.screenshot(path=str(ARTIFACTS / f"chat-actions-{width}.png"), full_page=True)
 
-    # Reopened, the actions are there again, Regenerate on the last answer only.
+    # Reopened, the actions are there again.
     page.reload()
     page.wait_for_selector(".turn-assistant [data-action=copy]")
-    assert page.locator("[data-action=copy]").count() == 6
+    assert page.locator("[data-action=copy]").count() == 2
     assert page.locator(".turn-assistant").last.locator("[data-action=regenerate]").count() == 1
     assert page.locator("[data-action=regenerate]").count() == 1
     assert errors == []

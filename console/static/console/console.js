@@ -5,7 +5,7 @@ function setUpPage() {
   document.documentElement.classList.add("js");
   document.addEventListener("change", function (event) {
     const el = event.target;
-    if (el.matches && el.matches("select[data-autosubmit]")) el.form.requestSubmit();
+    if (el.matches && el.matches("select[data-autosubmit], input[type=checkbox][data-autosubmit]")) el.form.requestSubmit();
   });
   // The navigation drawer on narrow screens (console.css): the header's Menu button opens it; the button again,
   // Escape, the backdrop or following a link closes it, and focus goes back to the button.

@@ -1,9 +1,9 @@
-// The composer: a message (with its files) sent through the one send path, Enter to send, ↑ to edit the last
-// message, Esc or Stop to end a running turn, the agent picker; and the busy state that follows a turn.
+// The composer: a message (with its files) sent through the one send path — or an edited version of an earlier
+// one — Enter to send, ↑ to edit the last message, Esc or Stop to end a running turn, the agent picker; and the busy state that follows a turn.
 import {S, T, els, state} from "./state.js";
 import {schedule, showNotice, renderUsage} from "./view.js";
 import {socketSend} from "./stream.js";
-import {editLastMessage} from "./turns.js";
+import {editLastMessage, takeEdit} from "./turns.js";
 import {setupAttachments, readyFiles, uploading, sending, sent} from "./attachments.js";
 
 // While a turn runs, Send is disabled and Stop offered (issue 25): a message sent mid-turn was accepted but
@@ -21,6 +21,9 @@ export function sendText(text, files) {
   files = files || [];
   const message = {type: "message", agent_id: S.agent_id, text: text};
   if (S.conversation_id) message.conversation_id = S.conversation_id;
+  const editOf = takeEdit();  // an edited message: a new version of it, sent in its place (agents.branches)
+  if (editOf) message.edit_of = editOf;
+  state.activeRunId = null;  // a refusal is about this message, not the turn before it
   if (files.length) message.attachment_ids = files.map(function (f) { return f.id; });
   sending(files);
   state.turns.push({role: "user", text: text, attachments: files.map(function (f) { return {name: f.name, mime: f.mime, size: f.size}; })});

@@ -31,6 +31,8 @@ export const state = {
   // mutated) on a change, so a turn's foot that depends on them is drawn again.
   capabilityCards: {},
   capabilityOutcomes: {},
+  editing: null,     // {message_id}: the person's message the composer's text is a new version of
+  commenting: null,  // the answer (head message id) whose feedback comment field is open
 };
 export const openSteps = {};     // tool call id -> true/false chosen by the reader (or opened by the client)
 export const questionIndex = {}; // question id -> index being answered; "summary" for the review

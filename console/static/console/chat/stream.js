@@ -3,7 +3,7 @@
 // (after which the stored transcript is read back as the truth).
 import {fill} from "../dom.js";
 import {S, T, state, openSteps, followUpsByRun, liveViews, needsPerson, currentAgent, conversationUrl} from "./state.js";
-import {schedule, showNotice, addConversationLink} from "./view.js";
+import {schedule, showNotice, addConversationLink, retitle} from "./view.js";
 import {delegationFor} from "./turns.js";
 import {loadFiles} from "./files.js";
 import {setBusy} from "./composer.js";
@@ -80,6 +80,10 @@ function onFrame(frame) {
       S.conversation_id = d.conversation_id;
       if (window.history && history.replaceState) history.replaceState(null, "", S.urls.chat + d.conversation_id + "/");
       addConversationLink(d.conversation_id, d.title);
+      break;
+    case "conversation_titled":
+      // The title model's title after the first exchange (agents.titles): the list entry and the heading follow.
+      if (d.conversation_id === S.conversation_id) retitle(d.conversation_id, d.title);
       break;
     case "run_started":
       admitted();  // the files are the message's now
@@ -186,7 +190,8 @@ function onFrame(frame) {
       else if (state.activeRunId) liveTurn().error = d.message;
       else showNotice(fill(T.error, {message: d.message}));
       setBusy(false);
-      if (state.activeRunId) reconcile(stopped ? null : d.message);
+      // A refused regenerate or edit took turns off the screen before the server said no: read them back.
+      reconcile(state.activeRunId && !stopped ? d.message : null);
       break;
     }
   }

@@ -1,13 +1,13 @@
 // Web chat's turns: the one turn renderer (turn.js) and what only web chat draws around it — a turn's foot
 // (errors, setup cards, a missing capability, next steps, usage), delegation panels, the message actions.
-import {h, fill} from "../dom.js";
+import {h, fill, csrf, post, errorMessage} from "../dom.js";
 import {capabilityCard as sharedCapabilityCard, connectionCard} from "../cards.js";
 import {S, T, els, state, openSteps, followUpsByRun, currentAgent, money} from "./state.js";
-import {schedule, renderTranscript} from "./view.js";
+import {schedule, renderTranscript, showNotice} from "./view.js";
 import {openFile, workspaceUrl} from "./files.js";
 import {sendText} from "./composer.js";
 import {fileChip} from "./attachments.js";
-import {liveTurn} from "./stream.js";
+import {liveTurn, reconcile, socketSend} from "./stream.js";
 
 const pretty = (value) => window.AgenticTurn.pretty(value);
 
@@ -59,10 +59,12 @@ export function setUpRenderer() {
     user: userTurn,
     liveLinks: true,
     // What a turn's foot depends on besides the turn itself: next steps that arrived live, the workspace listing,
-    // and whether it is the last message of its kind while nothing runs (which offers Regenerate / Edit).
+    // whether anything runs (which offers Regenerate / Edit / the arrows), the message's ids and versions, and
+    // whether its feedback comment is open.
     version(turn) {
       return [followUpsByRun[turn.run_id] || null, state.workspaceFiles, state.capabilityCards, state.capabilityOutcomes,
-              lastOfItsKind(turn) && !state.busy];
+              state.busy, turn.message_id || null, turn.versions || null, turn.feedback || null,
+              state.commenting === turn.head_id && !!turn.head_id];
     },
   });
   RT = renderer.strings;  // the renderer's strings: the server's, with English defaults for newer labels
@@ -73,45 +75,171 @@ export function setUpRenderer() {
 
 // ---------------------------------------------------------------- message actions
 
-function lastOfItsKind(turn) {
-  for (let i = state.turns.length - 1; i >= 0; i--) if (state.turns[i].role === turn.role) return state.turns[i] === turn;
-  return false;
-}
-function lastUserText(before) {
-  const end = before === undefined ? state.turns.length : before;
-  for (let i = end - 1; i >= 0; i--) if (state.turns[i].role === "user") return state.turns[i].text || "";
-  return "";
-}
-// Copy on every message; on the last answer Regenerate (the same prompt again, as a new turn through the one
-// send path), on the person's last message Edit and resend (its text back in the composer). Neither while a
-// turn runs: one turn at a time.
+// Copy on every message. Stored messages (agents.branches) also get, while nothing runs: Regenerate on every answer
+// (a new version in its place: the old one stays, behind the arrows), Edit on every message of the person's (the
+// edited text is a new version, the conversation goes on from it), the version arrows where there are several,
+// and 👍/👎 on every answer.
 function messageActions(turn) {
   const out = [];
   if (renderer.messageText(turn)) out.push(renderer.copyButton(function () { return renderer.messageText(turn); }));
-  if (!els.composer || state.busy || !lastOfItsKind(turn)) return out;
-  if (turn.role === "assistant" && state.turns[state.turns.length - 1] === turn) {
-    const prompt = lastUserText(state.turns.indexOf(turn));
-    if (prompt) {
-      const again = h("button", {type: "button", class: "link turn-action", "data-action": "regenerate", text: RT.regenerate});
-      again.addEventListener("click", function () { if (!state.busy) sendText(prompt); });
-      out.push(again);
-    }
+  const own = els.composer && S.conversation_id && !S.read_only;
+  if (own && turn.role === "assistant" && turn.head_id) out.push(feedbackButtons(turn));
+  const arrows = versionArrows(turn);
+  if (arrows) out.push(arrows);
+  if (!own || state.busy) return out;
+  if (turn.role === "assistant" && turn.head_id) {
+    const again = h("button", {type: "button", class: "link turn-action", "data-action": "regenerate", text: RT.regenerate});
+    again.addEventListener("click", function () { regenerate(turn); });
+    out.push(again);
   }
-  if (turn.role === "user") {
+  if (turn.role === "user" && turn.message_id) {
     const edit = h("button", {type: "button", class: "link turn-action", "data-action": "edit", text: RT.edit_message,
                            title: RT.edit_resend});  // named "Edit": a name with "send" would be a second Send
-    edit.addEventListener("click", editLastMessage);
+    edit.addEventListener("click", function () { editMessage(turn); });
     out.push(edit);
   }
   return out;
 }
-export function editLastMessage() {
-  const text = lastUserText();
-  if (!els.textarea || !text) return false;
-  els.textarea.value = text;
+
+// The turns from `turn` on leave the screen (the server moved them off the branch); a new one takes their place.
+function cutFrom(turn) {
+  const at = state.turns.indexOf(turn);
+  if (at >= 0) state.turns = state.turns.slice(0, at);
+}
+function regenerate(turn) {
+  if (state.busy || !turn.head_id) return;
+  cutFrom(turn);
+  state.activeRunId = null;  // a refusal is about this request, not the turn before it
+  schedule();
+  socketSend({type: "regenerate", conversation_id: S.conversation_id, message_id: turn.head_id});
+}
+
+// Editing: the message's text in the composer, sent as a new version of it (composer.js sendText reads state.editing).
+function editMessage(turn) {
+  if (!els.textarea || !turn.message_id) return false;
+  state.editing = {message_id: turn.message_id};
+  els.textarea.value = turn.text || "";
   els.textarea.focus();
-  els.textarea.setSelectionRange(text.length, text.length);
+  els.textarea.setSelectionRange(els.textarea.value.length, els.textarea.value.length);
+  showEditing();
   return true;
+}
+export function showEditing() {
+  let note = els.composer && els.composer.querySelector("[data-editing]");
+  if (!state.editing) { if (note) note.remove(); return; }
+  if (note) return;
+  const cancel = h("button", {type: "button", class: "link", "data-editing-cancel": "", text: T.editing_cancel});
+  cancel.addEventListener("click", function () { state.editing = null; els.textarea.value = ""; showEditing(); });
+  note = h("p", {class: "editing-note muted", "data-editing": "", role: "status"}, [T.editing + " ", cancel]);
+  els.composer.insertBefore(note, els.composer.firstChild);
+}
+export function editLastMessage() {
+  for (let i = state.turns.length - 1; i >= 0; i--) if (state.turns[i].role === "user") return editMessage(state.turns[i]);
+  return false;
+}
+export function takeEdit(text) {
+  // The message being edited and everything after it leave the screen; the edited text is sent in their place.
+  const editing = state.editing;
+  if (!editing) return null;
+  state.editing = null;
+  showEditing();
+  const turn = state.turns.find(function (t) { return t.role === "user" && t.message_id === editing.message_id; });
+  if (turn) cutFrom(turn);
+  return editing.message_id;
+}
+
+// ‹ 2 / 3 › under a message with versions: the chosen one's branch becomes the one on screen (for every tab, the
+// API and the next turn's history), then the stored transcript is read back.
+function versionArrows(turn) {
+  const versions = turn.versions || [];
+  const id = turn.role === "user" ? turn.message_id : turn.head_id;
+  const at = versions.indexOf(id);
+  if (versions.length < 2 || at < 0) return null;
+  function go(to) {
+    if (state.busy || to < 0 || to >= versions.length) return;
+    post(apiUrl("/branch"), {message_id: versions[to]}, {json: true}).then(function (r) {
+      if (!r.ok) { showNotice(fill(T.error, {message: errorMessage(r.json)})); return; }
+      reconcile();
+    });
+  }
+  const previous = h("button", {type: "button", class: "link turn-action version-arrow", "data-version-previous": "",
+                                "aria-label": T.version_previous, text: "‹", disabled: at === 0 || state.busy});
+  const next = h("button", {type: "button", class: "link turn-action version-arrow", "data-version-next": "",
+                            "aria-label": T.version_next, text: "›", disabled: at === versions.length - 1 || state.busy});
+  previous.addEventListener("click", function () { go(at - 1); });
+  next.addEventListener("click", function () { go(at + 1); });
+  return h("span", {class: "versions", role: "group", "aria-label": T.versions, "data-versions": ""}, [previous, h("span", {"data-version-of": "", text: fill(T.version_of, {index: at + 1, count: versions.length})}), next]);
+}
+
+function apiUrl(tail) {
+  return "/api/v1/conversations/" + encodeURIComponent(S.conversation_id) + tail;
+}
+
+// A thumb drawn, not an emoji: a system without an emoji font would show an empty box (👎 is the same, turned).
+const SVG = "http://www.w3.org/2000/svg";
+function thumb() {
+  const svg = document.createElementNS(SVG, "svg");
+  svg.setAttribute("viewBox", "0 0 24 24");
+  svg.setAttribute("width", "16");
+  svg.setAttribute("height", "16");
+  svg.setAttribute("aria-hidden", "true");
+  const path = document.createElementNS(SVG, "path");
+  path.setAttribute("fill", "currentColor");
+  path.setAttribute("d", "M2 21h4V9H2v12zm20-11c0-1.1-.9-2-2-2h-6.3l.95-4.57.03-.32c0-.41-.17-.79-.44-1.06L13.17 1 " +
+                         "6.59 7.59C6.22 7.95 6 8.45 6 9v10c0 1.1.9 2 2 2h9c.83 0 1.54-.5 1.84-1.22l3.02-7.05c.09-.23.14-.47.14-.73v-2z");
+  svg.appendChild(path);
+  return svg;
+}
+
+// 👍/👎 on an answer (agents.feedback): a click saves the rating at once and offers a comment; the pressed one
+// again takes it back.
+function feedbackButtons(turn) {
+  const given = turn.feedback || null;
+  const url = apiUrl("/messages/" + turn.head_id + "/feedback");
+  function save(rating, comment) {
+    return fetch(url, {method: "PUT", credentials: "same-origin", body: JSON.stringify({rating: rating, comment: comment || ""}),
+                       headers: {"X-CSRFToken": csrf(), "Content-Type": "application/json", "Accept": "application/json"}})
+      .then(function (r) { return r.ok; });
+  }
+  function rate(rating) {
+    if (given && given.rating === rating) {
+      fetch(url, {method: "DELETE", credentials: "same-origin", headers: {"X-CSRFToken": csrf()}}).then(function (r) {
+        if (r.ok) { turn.feedback = null; state.commenting = null; schedule(); }
+      });
+      return;
+    }
+    save(rating, "").then(function (ok) {
+      if (!ok) return;
+      turn.feedback = {rating: rating, comment: ""};
+      state.commenting = turn.head_id;
+      schedule();
+    });
+  }
+  const up = h("button", {type: "button", class: "link turn-action feedback", "data-feedback": "up", "aria-label": T.feedback_up,
+                          title: T.feedback_up, "aria-pressed": given && given.rating === "up" ? "true" : "false"}, [thumb()]);
+  const down = h("button", {type: "button", class: "link turn-action feedback", "data-feedback": "down", "aria-label": T.feedback_down,
+                            title: T.feedback_down, "aria-pressed": given && given.rating === "down" ? "true" : "false"}, [thumb()]);
+  up.addEventListener("click", function () { rate("up"); });
+  down.addEventListener("click", function () { rate("down"); });
+  const group = h("span", {class: "feedback-buttons", role: "group", "data-feedback-buttons": ""}, [up, down]);
+  if (given && state.commenting === turn.head_id) {
+    const field = h("textarea", {rows: "2", maxlength: "2000", "aria-label": T.feedback_comment, placeholder: T.feedback_comment,
+                                 "data-feedback-comment": ""});
+    const send = h("button", {type: "submit", class: "button small", text: T.feedback_send});
+    const form = h("form", {class: "feedback-form", "data-feedback-form": ""}, [field, send]);
+    form.addEventListener("submit", function (event) {
+      event.preventDefault();
+      save(given.rating, field.value).then(function (ok) {
+        if (!ok) return;
+        turn.feedback = {rating: given.rating, comment: field.value.trim()};
+        state.commenting = null;
+        showNotice(T.feedback_thanks);
+        schedule();
+      });
+    });
+    group.appendChild(form);
+  }
+  return group;
 }
 
 

@@ -71,3 +71,10 @@ export function addConversationLink(id, title) {
     h("span", {class: "conv-meta", text: agent ? agent.name : ""}),
   ])]), list.firstChild);
 }
+
+// A conversation's new title (the title model's): its entry in the list, and the heading when it is the one open.
+export function retitle(id, title) {
+  document.querySelectorAll('.conversation-list a[href$="/' + id + '/"] .conv-title').forEach(function (t) { t.textContent = title; });
+  const heading = document.querySelector(".chat-title");
+  if (heading && S.conversation_id === id) heading.textContent = title;
+}

@@ -1,0 +1,69 @@
+"""👍/👎 with an optional comment on an answer, by the person whose conversation it is: one per person and
+message, stored with the run that wrote the answer (Activity lists them; evals.services.case_from_feedback turns a
+👎 into an evaluation case)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from agenticos.errors import Invalid, NotFound
+from agenticos.tenancy import Actor, org_get
+from agents.models import Feedback, Message
+
+COMMENT_MAX = 2000
+
+
+def _answer(actor: Actor, conversation_id: Any, message_id: Any) -> Message:
+    from agents.chat import own_conversation
+
+    conversation = own_conversation(actor, conversation_id, draft=False)
+    try:
+        return Message.objects.select_related("conversation").get(conversation=conversation, pk=int(message_id),
+                                                                   role=Message.Role.ASSISTANT)
+    except (TypeError, ValueError, Message.DoesNotExist):
+        raise NotFound("Answer not found.") from None
+
+
+def clean(rating: object, comment: object) -> tuple[str, str]:
+    if rating not in Feedback.Rating.values:
+        raise Invalid("A rating is 'up' or 'down'.", details={"problems": [{"field": "rating",
+                                                                            "message": "'up' or 'down'."}]})
+    text = comment.strip() if isinstance(comment, str) else ""
+    if len(text) > COMMENT_MAX:
+        raise Invalid(f"A comment has at most {COMMENT_MAX} characters.",
+                      details={"problems": [{"field": "comment", "message": f"At most {COMMENT_MAX} characters."}]})
+    return str(rating), text
+
+
+def give(*, actor: Actor, conversation_id: Any, message_id: Any, rating: object, comment: object = "") -> Feedback:
+    """Rate an answer of one's own conversation (again: the new rating and comment replace the old)."""
+    actor.require("agents:run")
+    message = _answer(actor, conversation_id, message_id)
+    rating, text = clean(rating, comment)
+    with transaction.atomic():
+        feedback, _created = Feedback.objects.update_or_create(
+            message=message, user=actor.user,
+            defaults={"rating": rating, "comment": text, "updated_at": timezone.now()},
+            create_defaults={"rating": rating, "comment": text, "organization": actor.organization,
+                             "agent_id": message.conversation.agent_id, "run_id": message.run_id})
+    return feedback
+
+
+def withdraw(*, actor: Actor, conversation_id: Any, message_id: Any) -> None:
+    actor.require("agents:run")
+    message = _answer(actor, conversation_id, message_id)
+    Feedback.objects.filter(message=message, user=actor.user).delete()
+
+
+def organization_feedback(actor: Actor) -> QuerySet[Feedback]:
+    """What Activity lists: the organization's feedback with runs:view, else one's own."""
+    qs = Feedback.objects.filter(organization=actor.organization).select_related("agent", "user", "run", "message")
+    return qs if actor.has("runs:view") else qs.filter(user_id=actor.user_id)
+
+
+def feedback_for(actor: Actor, feedback_id: Any) -> Feedback:
+    return org_get(actor, Feedback, feedback_id, queryset=organization_feedback(actor))
