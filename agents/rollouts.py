@@ -34,7 +34,7 @@ from agenticos import audit
 from agenticos.errors import Conflict, DomainError, Invalid, NotFound
 from agenticos.tenancy import Actor, actor_for_membership, membership_for
 from agents import extensions
-from agents.models import Agent, AgentVersion, Conversation, Environment, Rollout, Run, RunStatus
+from agents.models import Agent, AgentVersion, Conversation, Environment, Feedback, Rollout, Run, RunStatus
 from governance.grants import PUBLISH, require_agent_access
 from governance.models import Approval
 from notifications.models import Notification
@@ -307,24 +307,28 @@ def _version_rows(rollout: Rollout) -> dict[Any, dict[str, Any]]:
     """One aggregate over the rollout's ended runs, per version (PostgreSQL's percentile_cont for p95)."""
     run_table = connection.ops.quote_name(Run._meta.db_table)
     approval_table = connection.ops.quote_name(Approval._meta.db_table)
+    feedback_table = connection.ops.quote_name(Feedback._meta.db_table)
     sql = (
         # The table name comes from the model; every value is a parameter.
         "SELECT version_id, COUNT(*), "  # noqa: S608
         "COUNT(*) FILTER (WHERE status = %s), COUNT(*) FILTER (WHERE status = %s), "
         "COALESCE(SUM(cost_usd), 0), COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0), "
         "percentile_cont(0.95) WITHIN GROUP (ORDER BY EXTRACT(EPOCH FROM finished_at - started_at)), "
-        f"COUNT(*) FILTER (WHERE EXISTS (SELECT 1 FROM {approval_table} a WHERE a.run_id = r.id AND a.status = %s)) "
+        f"COUNT(*) FILTER (WHERE EXISTS (SELECT 1 FROM {approval_table} a WHERE a.run_id = r.id AND a.status = %s)), "
+        f"COUNT(*) FILTER (WHERE EXISTS (SELECT 1 FROM {feedback_table} f WHERE f.run_id = r.id)), "
+        f"COUNT(*) FILTER (WHERE EXISTS (SELECT 1 FROM {feedback_table} f WHERE f.run_id = r.id AND f.rating = %s)) "
         f"FROM {run_table} r WHERE agent_id = %s AND created_at >= %s AND status = ANY(%s) "
         "AND options->>'rollout' = %s GROUP BY version_id"
     )
     with connection.cursor() as cursor:
         cursor.execute(sql, [RunStatus.FAILED, RunStatus.GUARDRAIL_BLOCKED, Approval.Status.REJECTED,
-                             rollout.agent_id, rollout.started_at, ENDED, str(rollout.pk)])
+                             Feedback.Rating.DOWN, rollout.agent_id, rollout.started_at, ENDED, str(rollout.pk)])
         rows = cursor.fetchall()
     found = {}
-    for version_id, runs, failed, blocked, cost, tokens_in, tokens_out, p95, rejected in rows:
+    for version_id, runs, failed, blocked, cost, tokens_in, tokens_out, p95, rejected, rated, down in rows:
         found[version_id] = {
             "runs": runs, "failed": failed, "guardrail_blocked": blocked, "approval_rejected": rejected,
+            "rated": rated, "thumbs_down": down, "thumbs_down_share": down / rated if rated else None,
             "failed_share": failed / runs if runs else None,
             "cost_usd": str(cost), "cost_per_run_usd": str((Decimal(cost) / runs).quantize(Decimal("0.00000001")))
             if runs else None,
@@ -334,7 +338,8 @@ def _version_rows(rollout: Rollout) -> dict[Any, dict[str, Any]]:
     return found
 
 
-EMPTY = {"runs": 0, "failed": 0, "guardrail_blocked": 0, "approval_rejected": 0, "failed_share": None, "cost_usd": "0",
+EMPTY = {"runs": 0, "failed": 0, "guardrail_blocked": 0, "approval_rejected": 0, "rated": 0, "thumbs_down": 0,
+         "thumbs_down_share": None, "failed_share": None, "cost_usd": "0",
          "cost_per_run_usd": None, "p95_duration_seconds": None, "input_tokens": 0, "output_tokens": 0}
 
 

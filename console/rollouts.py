@@ -26,7 +26,7 @@ ACTIONS = {"pause", "advance", "promote", "abort"}
 # Metric rows of the side-by-side table: (key, label, how to show it).
 ROWS = [
     ("runs", "Ended runs", "int"), ("failed_share", "Failed", "share"), ("guardrail_blocked", "Guardrail blocks", "int"),
-    ("approval_rejected", "Runs with a rejected approval", "int"), ("cost_per_run_usd", "Cost per run", "usd"),
+    ("approval_rejected", "Runs with a rejected approval", "int"), ("thumbs_down_share", "👎 among rated answers", "share"), ("cost_per_run_usd", "Cost per run", "usd"),
     ("p95_duration_seconds", "p95 duration", "seconds"), ("input_tokens", "Input tokens", "int"),
     ("output_tokens", "Output tokens", "int"),
 ]

@@ -308,3 +308,31 @@ def test_rejected_approvals_are_counted_per_version(org, owner, two_versions):
                             status=Approval.Status.APPROVED)
     measured = rollouts.metrics(rollout)
     assert measured["candidate"]["approval_rejected"] == 2 and measured["base"]["approval_rejected"] == 0
+
+
+def test_thumbs_down_are_counted_per_version_among_rated_runs(org, owner, two_versions):
+    from agents.models import Feedback, Message
+
+    agent, v1, v2 = two_versions
+    actor = actor_of(owner, org)
+    rollout = rollouts.start_rollout(actor=actor, agent=agent, environment="production", candidate=2, share=50)
+    admitted = [_turn(actor, agent) for _ in range(24)]
+    _ended(admitted)
+    on_candidate = [run for run in admitted if run.version_id == v2.pk]
+    on_base = [run for run in admitted if run.version_id == v1.pk]
+    assert len(on_candidate) >= 3 and len(on_base) >= 1
+
+    def rate(run, rating):
+        answer = Message.objects.create(conversation_id=run.conversation_id, run=run, role="assistant",
+                                        content="An answer.")
+        Feedback.objects.create(organization=org, agent=agent, message=answer, run=run, user=owner, rating=rating)
+
+    rate(on_candidate[0], "down")
+    rate(on_candidate[1], "down")
+    rate(on_candidate[2], "up")
+    rate(on_base[0], "up")
+    measured = rollouts.metrics(rollout)
+    assert (measured["candidate"]["rated"], measured["candidate"]["thumbs_down"]) == (3, 2)
+    assert measured["candidate"]["thumbs_down_share"] == pytest.approx(2 / 3)
+    assert (measured["base"]["rated"], measured["base"]["thumbs_down"], measured["base"]["thumbs_down_share"]) == (
+        1, 0, 0.0)
