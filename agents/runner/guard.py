@@ -50,7 +50,8 @@ class BudgetGuard(AbstractCapability[Any]):
         metrics.model_request(response, entry, started, surface=ex.run.surface)
         if response.tool_calls:
             # The step's checkpoint rides in the statement that records its spend (agents.runner.checkpoint).
-            value = checkpoint.step_value(ex, ctx.messages, response, ctx.usage.requests)
+            # pydantic-ai counts this request in the run's usage once the response is back from this hook.
+            value = checkpoint.step_value(ex, ctx.messages, response, ctx.usage.requests + 1)
             await ex.db(ex.record_step, value)
         return response
 
