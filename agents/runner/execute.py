@@ -294,7 +294,8 @@ class RunExecution:
         run.agent, run.version, run.organization = agent, version, organization  # type: ignore[attr-defined]
         self.run = run  # type: ignore[assignment]
         # Handed back by a lost or stopping worker (finish.sweep_stale_runs, _hand_back): go on from its checkpoint.
-        self.recovering = bool(run.events) and run.events[-1].get("type") == "run_interrupted"
+        events = self.run.events
+        self.recovering = bool(events) and events[-1].get("type") == "run_interrupted"
         return True
 
     async def _run(self, setup) -> None:
