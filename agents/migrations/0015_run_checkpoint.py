@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('agents', '0013_rollout'),
+        ('agents', '0014_rollout_steps'),
     ]
 
     operations = [
