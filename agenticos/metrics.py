@@ -81,6 +81,12 @@ TOOL_ERRORS = Counter("agenticos_tool_errors_total", "Tool calls that failed or 
 SOCKETS = Gauge("agenticos_socket_connections", "WebSocket connections open now.", ["kind"],
                 multiprocess_mode="livesum")
 SOCKETS_OPENED = Counter("agenticos_socket_connections_opened_total", "WebSocket connections accepted.", ["kind"])
+RUNS_RESUMED = Counter("agenticos_runs_resumed_total",
+                       "Runs taken over from a lost or stopping worker, from their last checkpoint.", ["surface"])
+RESUMED_TOOL_CALLS = Counter("agenticos_resumed_tool_calls_total",
+                             "Open tool calls of a resumed run, by what they got: reused (a stored result), rerun "
+                             "(read-only, in flight), interrupted (side-effecting, in flight: not run again), "
+                             "not_started.", ["outcome"])
 CHANNEL_DELIVERIES = Counter("agenticos_channel_deliveries_total",
                              "Bot replies that followed a run to its end, by how it ended.", ["platform", "outcome"])
 
@@ -92,8 +98,16 @@ def run_started(run: Any) -> None:
     surface = run.surface or "unknown"
     RUNS_STARTED.labels(surface).inc()
     RUNS_IN_FLIGHT.labels(surface).inc()
-    if not run.parked_state and run.started_at is not None and run.created_at is not None:
+    if not run.parked_state and not run.events and run.started_at is not None and run.created_at is not None:
         QUEUE_WAIT.labels(surface).observe(max(0.0, (run.started_at - run.created_at).total_seconds()))
+
+
+def run_resumed(run: Any) -> None:
+    RUNS_RESUMED.labels(run.surface or "unknown").inc()
+
+
+def resumed_tool_call(outcome: str) -> None:
+    RESUMED_TOOL_CALLS.labels(outcome).inc()
 
 
 def run_left(run: Any) -> None:

@@ -311,6 +311,16 @@ class Run(models.Model):
     cost_is_partial = models.BooleanField(default=False)
     # pydantic-ai message history at the point the run parked (approval / question), to resume from.
     parked_state = models.JSONField(null=True, blank=True)
+    # What a running run needs to go on from its last step on another worker (agents/runner/checkpoint.py):
+    # the pydantic-ai messages through the last model response that called tools, the transcript's parts, the
+    # pending calls with whether each is read-only, the step count. Written with that response's spend.
+    checkpoint = models.JSONField(null=True, blank=True)
+    # What happened to the run besides its steps: [{type: run_interrupted | run_resumed, at, …}] (shown on the
+    # run's page): a lost worker, who took the run on and how long it waited.
+    events = models.JSONField(default=list, blank=True)
+    # The process executing the run ("host:pid", set when it takes the run): its pulse beats only the rows it
+    # still holds, so a worker that stalled past the stale limit learns another took its run over and stops.
+    worker = models.CharField(max_length=200, blank=True, default="", db_default="")
     cancel_requested = models.BooleanField(default=False)
     # How the surface asked for the run: history window, extra instructions (placement note, visitor
     # variables, channel prompt), whether someone can answer ask_user, the embed's frame filter, etc.

@@ -56,7 +56,8 @@ def _take_no_new_runs(**_kwargs) -> None:
 
 @worker_shutdown.connect
 def _drain_the_runs(**_kwargs) -> None:
-    """The worker stops: its runs get RUN_SHUTDOWN_GRACE_SECONDS to finish, the rest end `failed`, saying why."""
+    """The worker stops: its runs get RUN_SHUTDOWN_GRACE_SECONDS to finish, the rest are handed back to the queue
+    from their last checkpoint (the next worker goes on with them)."""
     from django.conf import settings
 
     from agents.runner.loop import logger, started_loop
@@ -67,4 +68,4 @@ def _drain_the_runs(**_kwargs) -> None:
     grace = settings.RUN_SHUTDOWN_GRACE_SECONDS
     stopped = runs.drain(grace, f"The worker shut down; the run did not finish within its {grace} s grace.")
     if stopped:
-        logger.warning("stopped %d run(s) still going after the %d s shutdown grace", stopped, grace)
+        logger.warning("handed back %d run(s) still going after the %d s shutdown grace", stopped, grace)

@@ -326,7 +326,8 @@ CELERY_TASK_ALWAYS_EAGER = _bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_TIMEZONE = "UTC"
 CELERY_BEAT_SCHEDULE = {
-    "sweep-stale-runs": {"task": "agents.tasks.sweep_stale_runs", "schedule": 30.0},
+    # A lost worker's runs go on elsewhere within RUN_HEARTBEAT_STALE_SECONDS + this (agents/runner/recovery.py).
+    "sweep-stale-runs": {"task": "agents.tasks.sweep_stale_runs", "schedule": 10.0},
     "expire-parked-runs": {"task": "agents.tasks.expire_parked", "schedule": 300.0},
     # The backstop of the rollouts' run-ended watcher (agents.rollouts): runs ended by a sweep are heard here.
     "watch-rollouts": {"task": "agents.tasks.watch_rollouts", "schedule": 300.0},
@@ -560,12 +561,16 @@ RUN_STALE_AFTER = timedelta(seconds=_int("RUN_STALE_AFTER_SECONDS", 1800, minimu
 # Runs of a `runs` worker execute as asyncio tasks on one event loop per process (agents/runner/loop.py): at
 # most RUN_MAX_CONCURRENT at once; beyond it the worker stops taking runs and the rest wait in the broker.
 RUN_MAX_CONCURRENT = _int("RUN_MAX_CONCURRENT", 500, minimum=1)
-# On SIGTERM a worker takes no new run and lets its runs finish this long; the rest end `failed`, saying why.
+# On SIGTERM a worker takes no new run and lets its runs finish this long; the rest are handed back to the queue
+# from their last checkpoint, and the next worker goes on with them (agents/runner/recovery.py).
 RUN_SHUTDOWN_GRACE_SECONDS = _int("RUN_SHUTDOWN_GRACE_SECONDS", 25, minimum=0)
 # Every run's row gets a heartbeat this often (one statement per worker process for all its runs); the
-# beat sweep ends a run whose heartbeat is older than RUN_HEARTBEAT_STALE_SECONDS ("worker lost").
-RUN_HEARTBEAT_SECONDS = _int("RUN_HEARTBEAT_SECONDS", 15, minimum=1)
-RUN_HEARTBEAT_STALE_AFTER = timedelta(seconds=_int("RUN_HEARTBEAT_STALE_SECONDS", 90, minimum=2))
+# beat sweep (every 10 s) hands a run whose heartbeat is older than RUN_HEARTBEAT_STALE_SECONDS to another worker,
+# which goes on from its checkpoint: a lost worker's runs resume within about 50 s. Keep it a few beats long.
+RUN_HEARTBEAT_SECONDS = _int("RUN_HEARTBEAT_SECONDS", 10, minimum=1)
+RUN_HEARTBEAT_STALE_AFTER = timedelta(seconds=_int("RUN_HEARTBEAT_STALE_SECONDS", 40, minimum=2))
+# A run whose workers were lost this many times (a tool that exhausts memory…) ends `failed` ("worker lost").
+RUN_MAX_RESUMES = _int("RUN_MAX_RESUMES", 3, minimum=0)
 # The runs loop logs (and tests assert on) anything that keeps it from turning for this long.
 RUN_LOOP_BLOCKED_SECONDS = float(_int("RUN_LOOP_BLOCKED_MS", 1000, minimum=10)) / 1000
 APPROVAL_EXPIRY_HOURS = _int("APPROVAL_EXPIRY_HOURS", 72, minimum=1)

@@ -39,6 +39,8 @@ class BuiltSetup:
     tool_capabilities: dict[str, str] = field(default_factory=dict)
     # tool name the model sees → stable tool id
     tool_ids: dict[str, str] = field(default_factory=dict)
+    # tool names the model sees that only read (agents.runner.checkpoint: run again when a worker died mid-call)
+    read_only: frozenset[str] = frozenset()
     setup_text: str = ""
     extra_instructions: list[str] = field(default_factory=list)
 
@@ -109,13 +111,15 @@ def model_settings(profile: ModelProfile, spec: AgentSpec):
 
 
 def build_capabilities(spec: AgentSpec, deps, run: Run) -> BuiltSetup:
-    from agents.runner import missing
+    from agents.runner import checkpoint, missing
     from capabilities import registry
 
     built = registry.build_for_run(spec, deps, str(run.organization_id))
     card_tool = missing.toolset(run, spec)  # where a person can act on a missing-capability card
+    toolsets = [*built.toolsets, *([card_tool] if card_tool is not None else [])]
     return BuiltSetup(
-        toolsets=[*built.toolsets, *([card_tool] if card_tool is not None else [])],
+        toolsets=toolsets,
+        read_only=checkpoint.read_only_tools(built.tools, toolsets),
         capabilities=list(built.capabilities),
         approval={name: route.approval for name, route in built.tools.items()},
         tool_capabilities={name: route.capability_id for name, route in built.tools.items()},

@@ -40,7 +40,7 @@ from pydantic_ai.messages import (
     ToolCallPartDelta,
 )
 from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults, ToolDenied
-from pydantic_ai.usage import UsageLimits
+from pydantic_ai.usage import RunUsage, UsageLimits
 from pydantic_ai_harness.guardrails import GuardrailError
 
 from agenticos import metrics, telemetry
@@ -49,7 +49,7 @@ from agenticos.queries import Insert, Loaded, Update, load_row, write_together
 from agents import extensions
 from agents.models import Agent as AgentRow
 from agents.models import AgentVersion, ModelProfile, Run, RunStatus
-from agents.runner import assembly, attachments, recovery
+from agents.runner import assembly, attachments, checkpoint, recovery
 from agents.runner.deps import RunDeps
 from agents.runner.frames import ChannelLayerSink, CollectingSink, Sink, frame
 from agents.runner.gate import ApprovalGate, waiting_calls
@@ -124,7 +124,7 @@ def _claim_sql() -> str:
     # Table and column names come from the models; every value is a parameter.
     return (
         f"WITH r AS (UPDATE {run} SET status = %s, started_at = COALESCE(started_at, %s), heartbeat_at = %s"  # noqa: S608
-        f", trace_id = CASE WHEN trace_id = '' THEN %s ELSE trace_id END"
+        f", trace_id = CASE WHEN trace_id = '' THEN %s ELSE trace_id END, worker = %s"
         f" WHERE id = %s AND status = %s AND NOT cancel_requested RETURNING *)"
         f" SELECT {columns} FROM r JOIN {agent} a ON a.id = r.agent_id JOIN {version} v ON v.id = r.version_id"
         f" JOIN {organization} o ON o.id = r.organization_id"
@@ -147,6 +147,14 @@ class RunExecution:
         self._tools_announced = False
         self._text_streamed = False
         self._reached_model = False
+        # Taken over from a worker that died or shut down (its last event is `run_interrupted`).
+        self.recovering = False
+        # Taken over by another worker while this one stalled (loop.beat_rows): it writes nothing more.
+        self.superseded = False
+        # The visible names of the run's read-only tools, and what this execution's last checkpoint holds.
+        self.read_only: frozenset[str] = frozenset()
+        self.checkpointed: checkpoint.Written | None = None
+        self.checkpoints_written = 0
         # The trace of this execution's span (stored on the run at its first start; "" without tracing), and
         # how the execution ended (for the span).
         self.trace_id = ""
@@ -168,14 +176,25 @@ class RunExecution:
         return await asyncio.get_running_loop().run_in_executor(self.executor, partial(_pooled, fn, *args, **kwargs))
 
     async def reaching_model(self) -> None:
-        """Before a model request: the first of this execution marks the run (see recovery)."""
-        if not self._reached_model:
-            self._reached_model = True
-            await self.db(recovery.mark_reached_model, self.run.pk)
+        """Before a model request (the capabilities' RunHandle). Nothing to mark any more: a lost run goes on from
+        its checkpoint whether or not it reached the model (agents.runner.recovery)."""
+        self._reached_model = True
 
     def shut_down(self, reason: str) -> None:
-        """The worker is going away: stop the run; it ends `failed` with `reason`. Called on the loop."""
+        """The worker is going away: stop the run; it is handed back to the queue from its checkpoint (`reason` is
+        recorded in its events). Called on the loop."""
         self.shutdown_reason = reason
+        self.token.cancel()
+
+    def holds_row(self) -> bool:
+        """Whether this execution's run is still running here (not ending, not handed over). On the loop."""
+        return not self.superseded and not self.ended_status and hasattr(self, "run")
+
+    def lose_row(self) -> None:
+        """Another worker took this run over (this one stalled past the stale limit): stop it here and write
+        nothing more. On the loop."""
+        logger.warning("run %s was taken over by another worker; stopping it here", self.run_id)
+        self.superseded = True
         self.token.cancel()
 
     async def emit(self, payload: dict) -> None:
@@ -190,6 +209,12 @@ class RunExecution:
             return
         inserts, totals = self.spend_writes()
         write_together(*inserts, Update(Run.objects.filter(pk=self.run.pk), totals))
+
+    def record_step(self, value: Any) -> None:
+        """A response that calls tools: its spend and the run's checkpoint (`value`, checkpoint.step_value), in one
+        statement. Sync (ORM)."""
+        inserts, totals = self.spend_writes()
+        write_together(*inserts, Update(Run.objects.filter(pk=self.run.pk), {**totals, "checkpoint": value}))
 
     def spend_writes(self) -> tuple[list[Insert], dict[str, Any]]:
         """The insert of the unrecorded ledger rows, and the run-row update that adds them to the run's totals
@@ -218,6 +243,8 @@ class RunExecution:
                 return
             runs_loop().register(self)
             metrics.run_started(self.run)
+            if self.recovering:
+                await self._announce_resumed()
             try:
                 await self._run(started)
             finally:
@@ -227,6 +254,15 @@ class RunExecution:
             await self._close_sink()
             if not _connection_pool():  # pooled connections went back after each piece of work
                 await self.db(self._close_db)
+
+    async def _announce_resumed(self) -> None:
+        step = (self.run.checkpoint or {}).get("steps", 0)
+        await self.db(recovery.record_resumed, self.run, step)
+        metrics.run_resumed(self.run)
+        # The watcher redraws the turn as the checkpoint has it (what streamed after it is done again); thinking
+        # stays out, as it does of the public frames.
+        await self.emit(frame("resumed", run_id=str(self.run.pk), from_step=step,
+                              parts=[p for p in self.transcript.parts if p["type"] != "thinking"]))
 
     def _start_and_assemble(self) -> tuple[Agent[RunDeps, Any], dict[str, Any]] | AssemblyFailure | None:
         """Take the run and build its agent in one trip to a DB thread: None when there is nothing to run."""
@@ -247,7 +283,8 @@ class RunExecution:
             return False
         now = timezone.now()
         with connection.cursor() as cursor:
-            cursor.execute(_claim_sql(), [RunStatus.RUNNING, now, now, self.trace_id, run_id, RunStatus.QUEUED])
+            cursor.execute(_claim_sql(), [RunStatus.RUNNING, now, now, self.trace_id, checkpoint.worker_name(), run_id,
+                                          RunStatus.QUEUED])
             row = cursor.fetchone()
         if row is None:  # gone, taken by another worker, ended, or stopped while it waited
             Run.objects.filter(pk=run_id, status=RunStatus.QUEUED, cancel_requested=True).update(
@@ -256,6 +293,9 @@ class RunExecution:
         run, agent, version, organization = load_row(row, CLAIM_LAYOUT)
         run.agent, run.version, run.organization = agent, version, organization  # type: ignore[attr-defined]
         self.run = run  # type: ignore[assignment]
+        # Handed back by a lost or stopping worker (finish.sweep_stale_runs, _hand_back): go on from its checkpoint.
+        events = self.run.events
+        self.recovering = bool(events) and events[-1].get("type") == "run_interrupted"
         return True
 
     async def _run(self, setup) -> None:
@@ -283,9 +323,10 @@ class RunExecution:
                             error_frame=GUARDRAIL_MESSAGE, code="guardrail_blocked")
             return
         except RunCancelled:
+            if self.superseded:
+                return
             if self.shutdown_reason:
-                await self._fail({"type": "WorkerShutdown", "message": self.shutdown_reason},
-                                 "The worker running this answer shut down; the run was stopped.")
+                await self.db(self._hand_back)
                 return
             await self._end(RunStatus.CANCELLED, error={"type": "Cancelled", "message": "Stopped by request."},
                             error_frame="The run was stopped.", code="cancelled")
@@ -358,6 +399,7 @@ class RunExecution:
         self.tool_ids = built.tool_ids
         self.built_capabilities = built.capabilities
         self.transcript = Transcript(run, built.tool_capabilities)
+        self.read_only = built.read_only
         model = assembly.build_model(profile)
         self.free_model = pricing.is_free(model)
         agent = Agent(
@@ -374,7 +416,9 @@ class RunExecution:
             retries=2,
         )
         kwargs: dict[str, Any] = {"deps": deps}
-        if run.parked_state:
+        if self.recovering and (run.checkpoint or run.parked_state):
+            kwargs.update(self._resumed_kwargs())
+        elif run.parked_state:
             stored = lifecycle.restore_history(run, run.parked_state["messages"])
             kwargs["message_history"] = ModelMessagesTypeAdapter.validate_python(stored)
             kwargs["deferred_tool_results"] = self._deferred_results()
@@ -386,6 +430,24 @@ class RunExecution:
             kwargs["user_prompt"] = attachments.user_prompt(run.prompt, files, landed)
             kwargs["message_history"] = history
         return agent, kwargs
+
+    def _resumed_kwargs(self) -> dict[str, Any]:
+        """Go on from the last checkpoint (or from where the run parked, when its lost execution had resumed a
+        park and not reached a step since): the history, what each open call gets, the steps taken so far."""
+        run = self.run
+        parked = self._deferred_results() if run.parked_state else None
+        if run.checkpoint:
+            messages = checkpoint.restore(run.checkpoint)
+            self.transcript.parts = checkpoint.restored_parts(run.checkpoint)
+        else:
+            stored = lifecycle.restore_history(run, run.parked_state["messages"])  # type: ignore[index]
+            messages = ModelMessagesTypeAdapter.validate_python(stored)
+        kwargs: dict[str, Any] = {"message_history": messages,
+                                  "usage": RunUsage(requests=(run.checkpoint or {}).get("steps", 0))}
+        results = checkpoint.resume_results(run, messages, self.read_only, parked)
+        if results is not None:
+            kwargs["deferred_tool_results"] = results
+        return kwargs
 
     def _deferred_results(self) -> DeferredToolResults:
         from governance.models import Approval, Question
@@ -462,7 +524,7 @@ class RunExecution:
             await self.emit(as_frame())
         elif isinstance(event, FunctionToolCallEvent):
             call = event.part
-            if event.args_valid is None and (self.run.parked_state or self._case_answering):
+            if event.args_valid is None and (self.run.parked_state or self._case_answering or self.recovering):
                 # A resumed deferred call: it was announced before the park.
                 return
             if not self._tools_announced:
@@ -480,7 +542,7 @@ class RunExecution:
             ok = getattr(returned, "part_kind", "") == "tool-return" and getattr(
                 returned, "outcome", "success") in ("success", None)
             metrics.tool_call(tr.tool_capabilities.get(getattr(returned, "tool_name", None) or "", ""), ok=ok)
-            if (self.run.parked_state or self._case_answering) and not any(
+            if (self.run.parked_state or self._case_answering or self.recovering) and not any(
                 p.get("tool_call_id") == returned.tool_call_id for p in tr.parts if p["type"] == "tool"
             ):
                 tr.add_tool(returned.tool_call_id)
@@ -516,9 +578,23 @@ class RunExecution:
         await self.emit(await self.db(self._complete_frame))
 
     def _park_and_forget(self, park, requests, messages):
-        parked = park(self, requests, messages)
-        recovery.forget(self.run.pk)  # the resumed execution starts unmarked
-        return parked
+        return park(self, requests, messages)
+
+    def _hand_back(self) -> None:
+        """The worker shuts down under the run: back to the queue for the next worker, which goes on from the
+        checkpoint (what this execution spent is recorded; what streamed after the checkpoint is done again).
+        Sync (ORM)."""
+        inserts, spend = self.spend_writes()
+        back = write_together(*inserts, Update(Run.objects.filter(pk=self.run.pk, status=RunStatus.RUNNING), {
+            "status": RunStatus.QUEUED, "heartbeat_at": timezone.now(), "worker": "",
+            "events": checkpoint.appended("events", checkpoint.event(
+                "run_interrupted", reason="shutdown", worker=checkpoint.worker_name(), detail=self.shutdown_reason,
+                last_heartbeat=timezone.now().isoformat())),
+            **spend,
+        }, returning=("id",)))[-1]
+        self.ended_status = RunStatus.QUEUED
+        if back:
+            recovery.requeue(self.run.pk)
 
     async def _fail(self, error: dict, message: str) -> None:
         await self._end(RunStatus.FAILED, error=error, error_frame=message, code="run_failed")
@@ -539,6 +615,7 @@ class RunExecution:
             "error": error or {},
             "finished_at": timezone.now(),
             "parked_state": None,
+            "checkpoint": None,
             **spend,
         }, returning=USAGE_FIELDS)
         failed = status in (RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.BUDGET_EXCEEDED,
@@ -552,8 +629,6 @@ class RunExecution:
         self.ended_status = status
         metrics.run_finished(self.run, status)
         extensions.run_ended(self.run, status)
-        if self._reached_model:
-            recovery.forget(self.run.pk)
         return (message.pk if message else None), totals
 
     def _finish_and_describe(self, status: str, *, output: str) -> tuple[int | None, dict]:

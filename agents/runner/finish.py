@@ -7,6 +7,7 @@ from functools import partial
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from agents.models import Run, RunStatus, ToolCall
@@ -25,7 +26,8 @@ def cancel_parked_or_queued(run_id) -> bool:
 
 
 def _close(run: Run, status: str, error: dict) -> None:
-    Run.objects.filter(pk=run.pk).update(status=status, error=error, finished_at=timezone.now(), parked_state=None)
+    Run.objects.filter(pk=run.pk).update(status=status, error=error, finished_at=timezone.now(), parked_state=None,
+                                         checkpoint=None)
     ToolCall.objects.filter(run=run, status__in=[ToolCall.Status.PARKED, ToolCall.Status.RUNNING]).update(
         status=ToolCall.Status.UNFINISHED, finished_at=timezone.now()
     )
@@ -56,45 +58,48 @@ def _close_each(runs, status: str, error: dict) -> int:
 
 def sweep_stale_runs() -> int:
     """A dead worker never leaves a run "running" for long: its runs' heartbeats stop (every live run's row is
-    beaten every RUN_HEARTBEAT_SECONDS), and past RUN_HEARTBEAT_STALE_AFTER a run that never reached the model
-    goes back to the queue, any other ends `failed` (see agents.runner.recovery). Returns how many it found."""
-    from agents.runner import recovery
+    beaten every RUN_HEARTBEAT_SECONDS), and past RUN_HEARTBEAT_STALE_AFTER each goes back to the queue to go on
+    from its checkpoint on another worker — or, lost RUN_MAX_RESUMES times already, ends `failed` (see
+    agents.runner.recovery). Returns how many it found."""
+    from agenticos import metrics
+    from agents.runner import checkpoint, recovery
 
     cutoff = timezone.now() - settings.RUN_HEARTBEAT_STALE_AFTER
-    stale = list(Run.objects.filter(status=RunStatus.RUNNING, heartbeat_at__lt=cutoff)[:500])
-    unstarted = recovery.never_reached_model([run.pk for run in stale])
-    requeue = [run for run in stale if str(run.pk) in unstarted]
-    for run in requeue:
-        # Only if it is still that stale running run (a worker's late beat wins), and enqueued after commit.
+    stale = list(Run.objects.filter(status=RunStatus.RUNNING, heartbeat_at__lt=cutoff)
+                 .only("id", "surface", "events", "heartbeat_at", "worker")[:500])
+    lost = [run for run in stale if recovery.interruptions(run) >= settings.RUN_MAX_RESUMES]
+    for run in stale:
+        if run in lost:
+            continue
+        interrupted = checkpoint.event("run_interrupted", reason="worker_lost", worker=run.worker,
+                                       last_heartbeat=run.heartbeat_at.isoformat() if run.heartbeat_at else None)
+        # Only if it is still that stale running run (a worker's late beat wins; of two sweeps racing, one
+        # moves it), and enqueued after commit.
         with transaction.atomic():
             if Run.objects.filter(pk=run.pk, status=RunStatus.RUNNING, heartbeat_at__lt=cutoff).update(
-                    status=RunStatus.QUEUED, heartbeat_at=None):
-                transaction.on_commit(partial(_enqueue, run.pk))
-    lost = [run for run in stale if str(run.pk) not in unstarted]
+                    status=RunStatus.QUEUED, heartbeat_at=timezone.now(), worker="",
+                    events=checkpoint.appended("events", interrupted)):
+                recovery.requeue(run.pk)
     _close_each(lost, RunStatus.FAILED,
-                {"type": "WorkerLost", "message": "The worker running this run stopped answering."})
-    from agenticos import metrics
-
+                {"type": "WorkerLost", "message": "The worker running this run stopped answering "
+                                                  f"({settings.RUN_MAX_RESUMES} times; it was not resumed again)."})
     for run in lost:  # their own worker, which would have counted the ending, is gone
         metrics.run_finished(run, RunStatus.FAILED)
     return len(stale)
 
 
-def _enqueue(run_id) -> None:
-    from agents.runs import enqueue_run
-
-    enqueue_run(run_id)
-
-
 def requeue_lost_runs() -> int:
-    """A run queued while the broker was unreachable would wait forever: enqueue it again.
+    """A run queued while the broker was unreachable would wait forever: enqueue it again. So is one handed back
+    by a lost or stopping worker (its `heartbeat_at` says since when it waits again) whose message was lost.
 
     Safe to repeat: only one worker moves a run from queued to running."""
     from agents.runs import enqueue_run
 
     cutoff = timezone.now() - timedelta(minutes=2)
-    lost = list(Run.objects.filter(status=RunStatus.QUEUED, started_at__isnull=True, created_at__lt=cutoff,
-                                   created_at__gte=timezone.now() - settings.RUN_STALE_AFTER)
+    never_started = Q(started_at__isnull=True, created_at__lt=cutoff,
+                      created_at__gte=timezone.now() - settings.RUN_STALE_AFTER)
+    handed_back = Q(started_at__isnull=False, heartbeat_at__lt=cutoff) & ~Q(events=[])
+    lost = list(Run.objects.filter(never_started | handed_back, status=RunStatus.QUEUED)
                 .values_list("pk", flat=True)[:500])
     for run_id in lost:
         enqueue_run(run_id)

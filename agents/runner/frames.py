@@ -32,6 +32,8 @@ PUBLIC_FRAME_TYPES = {
     "final_result",
     "complete",
     "error",
+    # A lost worker's run goes on elsewhere: redraw the turn from `parts` (agents/runner/recovery.py).
+    "resumed",
 }
 MEMBER_ONLY_FRAME_TYPES = {
     "user_prompt_processed",

@@ -6,7 +6,7 @@ response (governance.pricing: genai-prices) and records the spend, so a run that
 Twenty runs racing a nearly spent cap overshoot by at most the requests already in flight.
 
 A response that calls tools is recorded at once (tools may run for minutes, and a worker may die
-meanwhile). A response without tool calls ends the run, so its spend is written in the run's closing
+meanwhile), in the statement that writes the run's checkpoint: a resumed run never pays for that step twice. A response without tool calls ends the run, so its spend is written in the run's closing
 transaction instead of a transaction of its own; should the model be asked again after all (an answer
 with nothing to act on, e.g. thinking only, is retried), the pending spend is written before that request.
 """
@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic_ai.capabilities import AbstractCapability
 
 from agenticos import metrics
+from agents.runner import checkpoint
 from agents.runner.frames import frame
 from governance import budgets, pricing
 from governance.models import SpendEntry
@@ -48,7 +49,10 @@ class BudgetGuard(AbstractCapability[Any]):
         ex.unrecorded_spend.append(entry)
         metrics.model_request(response, entry, started, surface=ex.run.surface)
         if response.tool_calls:
-            await ex.db(ex.record_spend)
+            # The step's checkpoint rides in the statement that records its spend (agents.runner.checkpoint).
+            # pydantic-ai counts this request in the run's usage once the response is back from this hook.
+            value = checkpoint.step_value(ex, ctx.messages, response, ctx.usage.requests + 1)
+            await ex.db(ex.record_step, value)
         return response
 
     def _check(self) -> None:

@@ -16,7 +16,12 @@ stop (the backstop for a lost signal). With a thousand runs that is two statemen
 
 Shutdown (`stop_admitting` on SIGTERM, then `drain` as the worker exits): no new run is admitted (a waiting
 Celery task gives its message back to the broker), live runs get RUN_SHUTDOWN_GRACE_SECONDS to finish, the rest
-are stopped and end `failed` with the reason, keeping their transcript and spend.
+are stopped and handed back to the queue from their last checkpoint (agents/runner/recovery.py): the next worker
+goes on with them.
+
+The heartbeat is also a lease: it beats only the rows this process still holds (`worker`). A run whose row it
+no longer holds was taken over by another worker while this one stalled past the stale limit; it is stopped
+here without writing anything, so a run never goes on in two places.
 """
 
 from __future__ import annotations
@@ -167,7 +172,11 @@ class RunLoop:
             try:
                 if beat:
                     last_beat = time.monotonic()
-                    stop = await on_db_thread(beat_rows, ids)
+                    stop, held = await on_db_thread(beat_rows, ids)
+                    for run_id in set(ids) - set(held):
+                        execution = self.live.get(run_id)
+                        if execution is not None and execution.holds_row():
+                            execution.lose_row()
                 else:
                     stop = await on_db_thread(stops_signalled, ids)
             except Exception:  # a database or Redis outage must not end the pulse of every run
@@ -203,16 +212,19 @@ class RunLoop:
             time.sleep(min(0.1, threshold))
 
 
-def beat_rows(run_ids: list[str]) -> list[str]:
-    """Beat every live run's row in one statement; return those asked to stop. Sync (ORM thread)."""
+def beat_rows(run_ids: list[str]) -> tuple[list[str], list[str]]:
+    """Beat every live run's row this process still holds, in one statement; return those asked to stop, and
+    those it beat. Sync (ORM thread)."""
+    from agents.runner.checkpoint import worker_name
+
     with connection.cursor() as cursor:
         cursor.execute(
             f"UPDATE {Run._meta.db_table} SET heartbeat_at = %s WHERE id = ANY(%s::uuid[]) AND status = %s"  # noqa: S608
-            " RETURNING id, cancel_requested",
-            [timezone.now(), run_ids, RunStatus.RUNNING],
+            " AND worker = %s RETURNING id, cancel_requested",
+            [timezone.now(), run_ids, RunStatus.RUNNING, worker_name()],
         )
         rows = cursor.fetchall()
-    return [str(run_id) for run_id, cancel in rows if cancel]
+    return [str(run_id) for run_id, cancel in rows if cancel], [str(run_id) for run_id, _cancel in rows]
 
 
 _loop: RunLoop | None = None

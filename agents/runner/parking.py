@@ -81,6 +81,7 @@ def park(ex: RunExecution, requests: DeferredToolRequests, messages) -> tuple[st
             "parked_state": {"messages": stored_messages, **kept,
                              **({"delegations": delegations} if delegations else {})},
             "heartbeat_at": timezone.now(),
+            "checkpoint": None,  # the parked state is the run's state now
             **spend,
         }))
     if message is not None:

@@ -1,59 +1,71 @@
-"""What a lost worker leaves behind, and how its runs are found.
+"""What a lost worker leaves behind, and how its runs go on elsewhere.
 
 A run's row gets a heartbeat from its worker's pulse (`loop.beat_rows`, every RUN_HEARTBEAT_SECONDS); a run
 still `running` whose heartbeat is older than RUN_HEARTBEAT_STALE_AFTER lost its worker (SIGKILL, OOM, a lost
-host). Whether it may simply run again depends on one thing: did this execution reach the model? The runner
-marks it in Redis just before its first model request (one key per run, deleted when the run parks or ends):
-an execution that never got that far has spent nothing and shown nobody anything, so the sweep puts it back in
-the queue; one that did is ended `failed` — running it again could call the model (and its tools) twice.
+host). The beat's sweep (`finish.sweep_stale_runs`, every RUN_SWEEP_SECONDS) hands it back: one conditional
+UPDATE puts it back in the queue with a `run_interrupted` event (so only one sweep ever does, even with two
+racing), and a message goes to the broker after commit. Whichever `runs` worker takes it — the claim is itself a
+conditional UPDATE from `queued`, so exactly one does — goes on from its checkpoint (agents/runner/checkpoint.py),
+records `run_resumed` (which worker, from which step, how long the run waited since its last sign of life) and
+tells watchers with a `resumed` frame. A shutdown past its grace hands its runs back the same way
+(`RunExecution._hand_back`).
 
-Redis, not a column: the mark is written once per execution on the hot path, and a Redis round trip costs
-the turn nothing a database statement would (the turn's four statements stay four). When Redis cannot
-answer, the sweep assumes the model was reached: a run is failed rather than ever executed twice.
+A run that keeps killing its workers (a tool that exhausts memory, say) is not handed back forever: after
+RUN_MAX_RESUMES interruptions the sweep ends it `failed` ("worker lost"), as every lost run ended before.
+
+A worker that only stalled past the stale limit (a frozen VM) and comes back must not go on beside the one that
+took its run over: its pulse beats only rows whose `worker` is still this process, and a run whose row it no
+longer holds is stopped here without writing anything (`loop.RunLoop._pulse`).
 """
 
 from __future__ import annotations
 
 import logging
+from datetime import datetime
+from functools import partial
 from typing import Any
 
-import redis
+from django.db import transaction
+from django.utils import timezone
 
-from agenticos import ratelimit
+from agents.models import Run
+from agents.runner import checkpoint
 
 logger = logging.getLogger(__name__)
 
-# Longer than any run lives; the key is deleted when the run parks or ends, this only bounds a leak.
-MARK_TTL_SECONDS = 3 * 24 * 3600
+
+def requeue(run_id: Any) -> None:
+    """Send the run to the broker once the transaction that put it back in the queue commits (at once outside
+    one). Sync."""
+    transaction.on_commit(partial(_enqueue, run_id))
 
 
-def _key(run_id: Any) -> str:
-    return ratelimit.redis_name("run-reached-model", run_id)
+def _enqueue(run_id: Any) -> None:
+    from agents.runs import enqueue_run
 
-
-def mark_reached_model(run_id: Any) -> None:
-    """Before the execution's first model request. Sync (Redis)."""
     try:
-        ratelimit.client().set(_key(run_id), b"1", ex=MARK_TTL_SECONDS)
-    except redis.RedisError:
-        # The sweep treats an unanswered question as "reached": nothing runs twice because of this.
-        logger.warning("could not mark run %s as having reached the model", run_id)
+        enqueue_run(run_id)
+    except Exception:  # the broker is down: the sweep of lost queued runs sends it again (finish.requeue_lost_runs)
+        logger.warning("could not enqueue the resumed run %s", run_id, exc_info=True)
 
 
-def forget(run_id: Any) -> None:
-    """The run parked or ended: its next execution starts unmarked. Sync (Redis)."""
+def waited_seconds(run: Run) -> float | None:
+    """Since the lost worker's last sign of life (its last heartbeat, as the interruption recorded it)."""
+    last = next((e for e in reversed(run.events or []) if e.get("type") == "run_interrupted"), None)
+    if not last or not last.get("last_heartbeat"):
+        return None
     try:
-        ratelimit.client().delete(_key(run_id))
-    except redis.RedisError:
-        logger.warning("could not clear the model mark of run %s", run_id)
+        since = datetime.fromisoformat(last["last_heartbeat"])
+    except (TypeError, ValueError):
+        return None
+    return round(max(0.0, (timezone.now() - since).total_seconds()), 3)
 
 
-def never_reached_model(run_ids: list[Any]) -> set[str]:
-    """Of these runs, those whose current execution certainly never sent a model request."""
-    if not run_ids:
-        return set()
-    try:
-        marks = ratelimit.client().mget([_key(run_id) for run_id in run_ids])
-    except redis.RedisError:
-        return set()
-    return {str(run_id) for run_id, mark in zip(run_ids, marks, strict=True) if mark is None}
+def record_resumed(run: Run, step: int) -> None:
+    """The `run_resumed` event, by the worker that took the run over. Sync (ORM)."""
+    Run.objects.filter(pk=run.pk).update(events=checkpoint.appended("events", checkpoint.event(
+        "run_resumed", worker=checkpoint.worker_name(), from_step=step, waited_seconds=waited_seconds(run))))
+
+
+def interruptions(run: Run) -> int:
+    return sum(1 for e in (run.events or []) if e.get("type") == "run_interrupted")

@@ -72,7 +72,9 @@ class Transcript:
             self._open_key = key
 
     def add_tool(self, tool_call_id: str) -> None:
-        self.parts.append({"type": "tool", "tool_call_id": tool_call_id})
+        # Once per call: a resumed run announces again a call its checkpoint already holds (re-run, read-only).
+        if not any(p["type"] == "tool" and p["tool_call_id"] == tool_call_id for p in self.parts):
+            self.parts.append({"type": "tool", "tool_call_id": tool_call_id})
         self._open_key = None
 
     @property

@@ -113,13 +113,17 @@ def build(ctx: BuildContext) -> list[Built]:
     for row in rows:
         definition = definition_of(row)
         secret = vault.reveal(row.credential) if row.credential_id else None
-        tools.append(Tool.from_schema(
+        tool = Tool.from_schema(
             _make_call(definition, secret),
             name=row.alias,
             description=agent_description(definition, row.warnings, str(row.credential_id or "") or None),
             json_schema=json_schema(definition),
             takes_ctx=True,
-        ))
+        )
+        # A GET only reads: a run resumed after its worker died calls it again rather than telling the model
+        # it may not have happened (agents/runner/checkpoint.py). Every other method may act, so it is not.
+        tool.metadata = {"read_only": definition.method == "GET"}
+        tools.append(tool)
     if not tools:
         return []
     approvals = dict(ctx.config.tool_approval)

@@ -78,3 +78,19 @@ def test_the_page_does_not_grow_its_queries_with_its_calls(client_as, org, owner
             assert client.get(f"/activity/runs/{run.pk}/").status_code == 200
         counts.append(len(captured))
     assert counts[0] == counts[1]
+
+
+def test_it_lists_the_workers_a_run_was_lost_by_and_resumed_on(client_as, org, owner, decided_run):
+    Run.objects.filter(pk=decided_run.pk).update(events=[
+        {"type": "run_interrupted", "at": "2026-12-06T10:00:00+00:00", "reason": "worker_lost", "worker": "w1:11"},
+        {"type": "run_resumed", "at": "2026-12-06T10:00:45+00:00", "worker": "w2:22", "from_step": 3,
+         "waited_seconds": 44.5},
+        {"type": "run_interrupted", "at": "2026-12-06T10:05:00+00:00", "reason": "shutdown", "worker": "w2:22"}])
+    page = client_as(owner, org).get(f"/activity/runs/{decided_run.pk}/").content.decode()
+    assert "Its worker w1:11 was lost" in page
+    assert "Resumed by w2:22 from step 3, after 44.5 s" in page
+    assert "Handed back by w2:22, which was shutting down" in page
+
+
+def test_a_run_never_interrupted_shows_no_worker_changes(client_as, org, owner, decided_run):
+    assert "data-run-events" not in client_as(owner, org).get(f"/activity/runs/{decided_run.pk}/").content.decode()

@@ -286,19 +286,16 @@ def test_a_run_the_stale_sweep_ends_is_counted_as_finished(org, owner, settings)
 
     from django.utils import timezone
 
-    from agents.runner import recovery
     from agents.runner.finish import sweep_stale_runs
     from tests.channelbots.test_delivery_watchdog import a_run
 
     counted = metrics.RUNS_FINISHED.labels("web", "failed")
     before = counted._value.get()
     run = a_run(org, owner)
+    # Lost as often as a run may be: ended failed, not handed back again.
     Run.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING, surface="web",
-                                         heartbeat_at=timezone.now() - timedelta(hours=1))
-    recovery.mark_reached_model(run.pk)  # it had reached the model: ended failed, not requeued
-    try:
-        assert sweep_stale_runs() == 1
-    finally:
-        recovery.forget(run.pk)
+                                         heartbeat_at=timezone.now() - timedelta(hours=1),
+                                         events=[{"type": "run_interrupted"}] * settings.RUN_MAX_RESUMES)
+    assert sweep_stale_runs() == 1
     assert Run.objects.get(pk=run.pk).status == RunStatus.FAILED
     assert counted._value.get() == before + 1

@@ -260,25 +260,41 @@ def test_running_the_same_run_twice_is_a_no_op(org, owner, scripted_model):
     assert SpendEntry.objects.filter(run=run).count() == 1
 
 
-def test_a_stale_running_run_is_swept_to_failed(org, owner, settings):
+def test_a_stale_running_run_goes_back_to_the_queue_and_one_lost_too_often_fails(org, owner, settings,
+                                                                                monkeypatch):
     from datetime import timedelta
 
     from django.utils import timezone
 
-    from agents.runner import recovery
     from agents.runner.finish import sweep_stale_runs
 
+    enqueued: list = []
+    monkeypatch.setattr("agents.runs.enqueue_run", enqueued.append)
+    settings.RUN_MAX_RESUMES = 2
     agent, version = publish(org, owner)
     run = start(org, owner, agent, version)
-    Run.objects.filter(pk=run.pk).update(status="running", heartbeat_at=timezone.now() - timedelta(hours=2))
-    recovery.mark_reached_model(run.pk)  # one that never did goes back to the queue (tests/runner/test_recovery.py)
+    beaten = timezone.now() - timedelta(hours=2)
+    Run.objects.filter(pk=run.pk).update(status="running", heartbeat_at=beaten, worker="gone:1")
+    doomed = start(org, owner, agent, version)
+    Run.objects.filter(pk=doomed.pk).update(status="running", heartbeat_at=beaten, events=[
+        {"type": "run_interrupted"}, {"type": "run_resumed"}, {"type": "run_interrupted"}, {"type": "run_resumed"}])
     fresh = start(org, owner, agent, version)
     Run.objects.filter(pk=fresh.pk).update(status="running", heartbeat_at=timezone.now())
-    assert sweep_stale_runs() == 1
+    assert sweep_stale_runs() == 2
     run.refresh_from_db()
+    doomed.refresh_from_db()
     fresh.refresh_from_db()
-    assert run.status == "failed" and run.error["type"] == "WorkerLost"
+    assert run.status == "queued" and enqueued == [run.pk]
+    assert [e["type"] for e in run.events] == ["run_interrupted"]
+    assert run.events[0]["worker"] == "gone:1" and run.events[0]["last_heartbeat"] == beaten.isoformat()
+    assert doomed.status == "failed" and doomed.error["type"] == "WorkerLost"
     assert fresh.status == "running"
+    # Taken again by a worker: it records who took it over.
+    frames = run_now(run)
+    run.refresh_from_db()
+    assert run.status == "completed" and frames[0]["type"] == "resumed"
+    assert [e["type"] for e in run.events] == ["run_interrupted", "run_resumed"]
+    assert run.events[1]["from_step"] == 0 and run.events[1]["waited_seconds"] >= 7200
 
 
 def test_a_run_never_reaches_another_organizations_model_profile(org, owner, outsider_org):

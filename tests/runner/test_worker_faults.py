@@ -1,8 +1,8 @@
 """A real `runs` worker process (`celery -A config worker`, on this test worker's broker and database) against
 the local OpenAI-compatible server: killed with SIGKILL while its model request is open, its run is found by its
-heartbeat and ended `failed` (one that never reached the model goes back to the queue); sent SIGTERM, it takes no
-new run, lets a run finish within its grace and ends the one that did not `failed`, transcript and spend kept.
-Neither is ever executed twice."""
+heartbeat and goes on on another worker (the request sent again); sent SIGTERM, it takes no new run, lets a run
+finish within its grace and hands the one that did not back to the queue, which the next worker finishes from its
+checkpoint. More kinds of moment: tests/runner/test_durable_runs.py."""
 
 from __future__ import annotations
 
@@ -18,16 +18,14 @@ from urllib.parse import quote
 
 import pytest
 from django.db import connection
-from django.utils import timezone
 
 from agents import services
 from agents.models import Message, Run, RunStatus, ToolCall
-from agents.runner import recovery
 from agents.tasks import execute_run, sweep_stale_runs
 from governance.models import SpendEntry
 from tests import factories
 from tests.fakes.openai_server import Reply
-from tests.runner.conftest import actor_of, publish
+from tests.runner.conftest import actor_of
 from tests.runner.test_execute import CHART_ARGS, run_now, start
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -113,45 +111,40 @@ def status(run) -> str:
     return Run.objects.get(pk=run.pk).status
 
 
-def test_a_worker_killed_mid_request_has_its_run_failed_by_heartbeat_and_an_unstarted_one_requeued(
+def test_a_worker_killed_mid_request_has_its_run_found_by_heartbeat_and_sent_again_elsewhere(
         org, owner, fake_openai, worker_process, settings, monkeypatch):
     agent, version = openai_agent(org, owner, fake_openai)
-    fake_openai.queue(Reply.text("You will never read this.", delay=120))
-    worker = worker_process()
+    fake_openai.queue(Reply.text("You will never read this.", delay=120), Reply.text("Here it is."))
+    worker, other = worker_process(), worker_process()
     run = start(org, owner, agent, version, prompt="Take your time")
     worker.take(run)
     assert wait_until(lambda: len(fake_openai.chat_requests) == 1), worker.output()
     first_beat = Run.objects.get(pk=run.pk).heartbeat_at
     assert wait_until(lambda: Run.objects.get(pk=run.pk).heartbeat_at > first_beat), worker.output()  # it beats
-    # A run the same worker had taken but not yet sent to the model (taken, never marked).
-    demo_agent, demo_version = publish(org, owner, name="Demo")
-    unstarted = start(org, owner, demo_agent, demo_version, prompt="Hello")
-    Run.objects.filter(pk=unstarted.pk).update(status=RunStatus.RUNNING, started_at=timezone.now(),
-                                               heartbeat_at=timezone.now())
 
     worker.signal(signal.SIGKILL)
     worker.process.wait(10)
     assert status(run) == RunStatus.RUNNING  # nobody has said otherwise yet
 
-    settings.RUN_HEARTBEAT_STALE_AFTER = timedelta(seconds=3)  # 90 s in production
-    enqueued: list = []
-    monkeypatch.setattr("agents.runs.enqueue_run", enqueued.append)
-    # The beat's sweep, as often as it takes for both heartbeats to go stale.
-    assert wait_until(lambda: sweep_stale_runs() >= 0 and RunStatus.RUNNING not in (status(run), status(unstarted)),
-                      20)
+    settings.RUN_HEARTBEAT_STALE_AFTER = timedelta(seconds=3)  # 40 s in production
+    monkeypatch.setattr("agents.runs.enqueue_run", lambda run_id: execute_run.apply_async(
+        args=[str(run_id)], queue=other.queue))
+    # The beat's sweep, as often as it takes for the heartbeat to go stale.
+    assert wait_until(lambda: sweep_stale_runs() >= 0 and status(run) != RunStatus.RUNNING, 20)
+    assert wait_until(lambda: status(run) == RunStatus.COMPLETED, 60), other.output()
 
-    lost = Run.objects.get(pk=run.pk)
-    assert lost.status == RunStatus.FAILED and lost.error["type"] == "WorkerLost"
-    assert status(unstarted) == RunStatus.QUEUED
-    assert enqueued == [unstarted.pk]
-    # Never twice: the lost run is not taken again, and the model saw one request from it.
-    assert run_now(lost) == []
-    assert len(fake_openai.chat_requests) == 1
-    assert run_now(Run.objects.get(pk=unstarted.pk))[-1]["type"] == "complete"
-    assert status(unstarted) == RunStatus.COMPLETED
+    done = Run.objects.get(pk=run.pk)
+    # No step had been taken: the run starts again from its prompt, and the request cut off is sent again.
+    assert len(fake_openai.chat_requests) == 2
+    assert fake_openai.chat_requests[1].json["messages"] == fake_openai.chat_requests[0].json["messages"]
+    assert done.output == "Here it is." and Message.objects.filter(run=run, role="assistant").count() == 1
+    assert SpendEntry.objects.filter(run=run).count() == 1 and done.requests == 1
+    assert [e["type"] for e in done.events] == ["run_interrupted", "run_resumed"]
+    assert done.events[1]["from_step"] == 0
+    assert run_now(done) == []  # never twice
 
 
-def test_sigterm_lets_a_run_finish_within_the_grace_and_fails_the_one_that_does_not(
+def test_sigterm_lets_a_run_finish_within_the_grace_and_hands_back_the_one_that_does_not(
         org, owner, fake_openai, worker_process):
     agent, version = openai_agent(org, owner, fake_openai, capabilities=[{"id": "charts"}])
     worker = worker_process(RUN_SHUTDOWN_GRACE_SECONDS="10")
@@ -175,14 +168,26 @@ def test_sigterm_lets_a_run_finish_within_the_grace_and_fails_the_one_that_does_
     assert worker.process.returncode == 0, worker.output()
     assert status(short) == RunStatus.COMPLETED
     assert Run.objects.get(pk=short.pk).output == "Just in time."
-    stopped = Run.objects.get(pk=long.pk)
-    assert stopped.status == RunStatus.FAILED and stopped.error["type"] == "WorkerShutdown"
-    assert "grace" in stopped.error["message"]
-    # What it streamed and spent is kept.
+    handed = Run.objects.get(pk=long.pk)
+    assert handed.status == RunStatus.QUEUED, handed.error
+    assert handed.events[-1]["type"] == "run_interrupted" and handed.events[-1]["reason"] == "shutdown"
+    assert "grace" in handed.events[-1]["detail"]
+    # What it did and spent is kept: the chart's call and result, the response that asked for it.
     assert ToolCall.objects.get(run=long).status == "ok"
-    assert SpendEntry.objects.filter(run=long).count() == 1 and stopped.requests == 1
-    assert "Drawing it." in Message.objects.get(run=long, role="assistant").content
+    assert SpendEntry.objects.filter(run=long).count() == 1 and handed.requests == 1
+    assert handed.checkpoint["steps"] == 1
     # The run sent after SIGTERM was not taken: it waits for another worker.
     assert status(late) == RunStatus.QUEUED
     assert len(fake_openai.chat_requests) == 3
-    assert recovery.never_reached_model([long.pk, short.pk]) == {str(long.pk), str(short.pk)}  # marks cleared
+
+    # The next worker goes on from the checkpoint: the chart is not drawn again, the open request is resent.
+    fake_openai.queue(Reply.text("Here is the chart."))
+    successor = worker_process()
+    successor.take(handed)
+    assert wait_until(lambda: status(long) == RunStatus.COMPLETED, 60), successor.output()
+    done = Run.objects.get(pk=long.pk)
+    assert ToolCall.objects.filter(run=long).count() == 1
+    assert SpendEntry.objects.filter(run=long).count() == 2 and done.requests == 2
+    answer = Message.objects.get(run=long, role="assistant")
+    assert "Drawing it." in answer.content and "Here is the chart." in answer.content
+    assert [p["type"] for p in answer.parts].count("tool") == 1

@@ -94,6 +94,21 @@ function onFrame(frame) {
     case "part_start":
       if (d.part_type === "text" || d.part_type === "thinking") state.pendingKind = d.part_type;
       break;
+    case "resumed": {
+      // The worker running this turn was lost and another goes on from its last step: the turn is redrawn as
+      // that step left it (what streamed after it is done again), keeping the cards of calls already drawn.
+      const turn = liveTurn();
+      const drawn = {};
+      turn.parts.forEach(function (p) { if (p.type === "tool") drawn[p.call.id] = p; });
+      turn.parts = (d.parts || []).map(function (p) {
+        if (p.type !== "tool") return {type: p.type, text: p.text};
+        return drawn[p.tool_call_id] || {type: "tool", call: {id: p.tool_call_id, name: "", args: {}, result: null,
+                                                               status: "running"}};
+      });
+      state.pendingKind = null;
+      setBusy(true);
+      break;
+    }
     case "text_delta": addText("text", d.content); break;
     case "thinking_delta": addText("thinking", d.content); break;
     case "tool_call":

@@ -1,0 +1,173 @@
+"""Runs survive their worker: real `runs` worker processes (`celery -A config worker`) against the local
+OpenAI-compatible server and a fake REST API that counts its calls, killed with SIGKILL at each kind of moment.
+The stale sweep hands the run back, another worker goes on from its last checkpoint, and the run ends
+`completed` with one transcript, each side effect once, and its spend counted once."""
+
+from __future__ import annotations
+
+import json
+import signal
+from datetime import timedelta
+
+import pytest
+
+from agents.models import Message, Run, RunStatus, ToolCall
+from agents.runner.finish import sweep_stale_runs
+from agents.tasks import execute_run
+from governance.models import SpendEntry
+from tests import factories
+from tests.fakes.openai_server import Reply
+from tests.fakes.rest_api import FakeRestAPI
+from tests.runner.test_execute import start
+from tests.runner.test_worker_faults import openai_agent, status, wait_until, worker_process  # noqa: F401
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+WORKER_ENV = {"TOOL_ALLOWED_PRIVATE_HOSTS": "127.0.0.1"}
+
+
+@pytest.fixture(scope="module")
+def rest_api():
+    server = FakeRestAPI().start()
+    yield server
+    server.stop()
+
+
+def calls_to(server, path: str, method: str) -> int:
+    return sum(1 for r in server.requests if r.path == path and r.method == method)
+
+
+def rest_agent(org, owner, fake_openai, server, *, alias: str, method: str, path: str):
+    tool = factories.custom_tool(org, alias=alias, method=method, url=f"{server.base}{path}")
+    return openai_agent(org, owner, fake_openai, custom_tool_ids=[str(tool.pk)],
+                        capabilities=[{"id": "custom_tools", "config": {}}])
+
+
+def handed_to(monkeypatch, *workers) -> None:
+    """The sweep's enqueue goes to these workers' queues (the session's own worker consumes `runs`)."""
+    def enqueue(run_id) -> None:
+        for worker in workers:
+            execute_run.apply_async(args=[str(run_id)], queue=worker.queue)
+
+    monkeypatch.setattr("agents.runs.enqueue_run", enqueue)
+
+
+def lose(worker, run, settings) -> None:
+    """SIGKILL the worker, then run the beat's sweep until the run is handed back."""
+    worker.signal(signal.SIGKILL)
+    worker.process.wait(10)
+    settings.RUN_HEARTBEAT_STALE_AFTER = timedelta(seconds=3)  # 40 s in production
+    assert wait_until(lambda: sweep_stale_runs() >= 0 and status(run) != RunStatus.RUNNING, 30)
+
+
+def finished(run, worker, timeout: float = 90) -> Run:
+    assert wait_until(lambda: status(run) not in (RunStatus.QUEUED, RunStatus.RUNNING), timeout), worker.output()
+    return Run.objects.get(pk=run.pk)
+
+
+def tool_messages(request) -> list[dict]:
+    return [m for m in request.json["messages"] if m.get("role") == "tool"]
+
+
+def assert_one_transcript(run: Run, *, text: str) -> None:
+    answers = list(Message.objects.filter(run=run, role="assistant"))
+    assert len(answers) == 1, answers
+    assert text in answers[0].content
+    tool_parts = [p["tool_call_id"] for p in answers[0].parts if p["type"] == "tool"]
+    assert len(tool_parts) == len(set(tool_parts)) == ToolCall.objects.filter(run=run).count()
+
+
+def assert_spent_once(run: Run, answered: int) -> None:
+    """One ledger row per answered model response, and the run's totals are their sum."""
+    ledger = SpendEntry.objects.filter(run=run)
+    assert ledger.count() == answered and run.requests == answered
+    assert run.input_tokens == sum(e.input_tokens for e in ledger)
+
+
+def test_a_side_effecting_tool_in_flight_is_not_called_again_and_exactly_one_of_two_workers_resumes(
+        org, owner, fake_openai, rest_api, worker_process, settings, monkeypatch):
+    agent, version = rest_agent(org, owner, fake_openai, rest_api, alias="create_contact", method="POST",
+                                path="/slow?secs=60")
+    fake_openai.queue(Reply.tool_calls([{"name": "create_contact", "arguments": {}, "id": "call-post"}],
+                                       text="Creating it."),
+                      Reply.text("It may not have been created; please check."))
+    # All up before the run starts: the call must still be open when its worker dies.
+    first, second, third = (worker_process(**WORKER_ENV) for _ in range(3))
+    handed_to(monkeypatch, second, third)  # both are sent the run: exactly one takes it
+    run = start(org, owner, agent, version, prompt="Create the contact")
+    first.take(run)
+    assert wait_until(lambda: calls_to(rest_api, "/slow", "POST") == 1, 60), first.output()
+    # The step before the call is durable: the response that asked for it, and its spend.
+    held = Run.objects.get(pk=run.pk)
+    assert held.checkpoint["calls"] == [{"id": "call-post", "name": "create_contact", "read_only": False}]
+    assert held.requests == 1 and ToolCall.objects.get(run=run).status == ToolCall.Status.RUNNING
+
+    lose(first, run, settings)
+    done = finished(run, second)
+
+    assert done.status == RunStatus.COMPLETED, (done.error, second.output(), third.output())
+    assert calls_to(rest_api, "/slow", "POST") == 1  # never sent twice
+    assert len(fake_openai.chat_requests) == 2
+    told = tool_messages(fake_openai.chat_requests[1])
+    assert len(told) == 1 and "interrupted" in told[0]["content"]
+    assert ToolCall.objects.get(run=run).status == ToolCall.Status.ERROR
+    assert_one_transcript(done, text="may not have been created")
+    assert "Creating it." in Message.objects.get(run=run, role="assistant").content  # the step before, kept
+    assert_spent_once(done, answered=2)
+    assert [e["type"] for e in done.events] == ["run_interrupted", "run_resumed"]
+    resumed = done.events[1]
+    assert resumed["from_step"] == 1 and resumed["waited_seconds"] >= 0
+    assert resumed["worker"].rsplit(":", 1)[1] in (str(second.process.pid), str(third.process.pid)), (
+        resumed, second.process.pid, third.process.pid)
+    assert done.checkpoint is None
+
+
+def test_a_read_only_tool_in_flight_is_run_again(org, owner, fake_openai, rest_api, worker_process, settings,
+                                                  monkeypatch):
+    agent, version = rest_agent(org, owner, fake_openai, rest_api, alias="look_up", method="GET",
+                                path="/slow?secs=10")
+    fake_openai.queue(Reply.tool_calls([{"name": "look_up", "arguments": {}, "id": "call-get"}]),
+                      Reply.text("Found it."))
+    first, second = worker_process(**WORKER_ENV), worker_process(**WORKER_ENV)
+    handed_to(monkeypatch, second)
+    run = start(org, owner, agent, version, prompt="Look it up")
+    first.take(run)
+    assert wait_until(lambda: calls_to(rest_api, "/slow", "GET") == 1, 60), first.output()
+    assert Run.objects.get(pk=run.pk).checkpoint["calls"][0]["read_only"] is True
+    lose(first, run, settings)
+    done = finished(run, second)
+
+    assert done.status == RunStatus.COMPLETED, (done.error, second.output())
+    assert calls_to(rest_api, "/slow", "GET") == 2  # read-only: asked again
+    told = tool_messages(fake_openai.chat_requests[1])
+    assert len(told) == 1 and json.loads(told[0]["content"])["body"] == {"slow": True}
+    assert ToolCall.objects.get(run=run).status == ToolCall.Status.OK
+    assert_one_transcript(done, text="Found it.")
+    assert_spent_once(done, answered=2)
+
+
+def test_a_worker_killed_between_steps_never_runs_a_finished_tool_again_and_resends_the_open_request(
+        org, owner, fake_openai, rest_api, worker_process, settings, monkeypatch):
+    agent, version = rest_agent(org, owner, fake_openai, rest_api, alias="add_contact", method="POST",
+                                path="/contacts")
+    fake_openai.queue(Reply.tool_calls([{"name": "add_contact", "arguments": {}, "id": "call-add"}],
+                                       text="Adding."),
+                      Reply.text("You will never read this.", delay=120),
+                      Reply.text("Added."))
+    first = worker_process(**WORKER_ENV)
+    run = start(org, owner, agent, version, prompt="Add the contact")
+    first.take(run)
+    assert wait_until(lambda: len(fake_openai.chat_requests) == 2, 60), first.output()  # the tool ran; step 2 open
+    before = calls_to(rest_api, "/contacts", "POST")
+    second = worker_process(**WORKER_ENV)
+    handed_to(monkeypatch, second)
+    lose(first, run, settings)
+    done = finished(run, second)
+
+    assert done.status == RunStatus.COMPLETED, (done.error, second.output())
+    assert calls_to(rest_api, "/contacts", "POST") == before  # its stored result was used
+    assert len(fake_openai.chat_requests) == 3  # the request cut off was sent again
+    assert fake_openai.chat_requests[2].json["messages"] == fake_openai.chat_requests[1].json["messages"]
+    assert_one_transcript(done, text="Added.")
+    assert "You will never read this." not in Message.objects.get(run=run, role="assistant").content
+    assert_spent_once(done, answered=2)  # the lost response was never answered, so never billed

@@ -1,0 +1,65 @@
+"""Handing a lost worker's runs on (agents/runner/recovery.py), in process: the sweep moves a stale run once, a
+handed-back run whose broker message was lost is sent again, and the heartbeat is a lease a stalled worker loses."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from agents.models import Run, RunStatus
+from agents.runner.checkpoint import worker_name
+from agents.runner.finish import requeue_lost_runs, sweep_stale_runs
+from agents.runner.loop import beat_rows
+from tests.runner.conftest import publish
+from tests.runner.test_execute import start
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def enqueued(monkeypatch) -> list:
+    sent: list = []
+    monkeypatch.setattr("agents.runs.enqueue_run", sent.append)
+    return sent
+
+
+def test_a_stale_run_is_handed_back_once_however_often_the_sweep_runs(org, owner, enqueued):
+    agent, version = publish(org, owner)
+    run = start(org, owner, agent, version)
+    Run.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING, worker="gone:1",
+                                         heartbeat_at=timezone.now() - timedelta(hours=1))
+    assert sweep_stale_runs() == 1
+    assert sweep_stale_runs() == 0  # it is queued now: nothing for a second sweep to move
+    run.refresh_from_db()
+    assert run.status == RunStatus.QUEUED and enqueued == [run.pk]
+    assert [e["type"] for e in run.events] == ["run_interrupted"] and run.worker == ""
+
+
+def test_a_handed_back_run_whose_message_was_lost_is_sent_again(org, owner, enqueued):
+    agent, version = publish(org, owner)
+    run = start(org, owner, agent, version)
+    waiting_since = timezone.now() - timedelta(minutes=5)
+    Run.objects.filter(pk=run.pk).update(started_at=waiting_since, heartbeat_at=waiting_since,
+                                         events=[{"type": "run_interrupted"}])
+    just_handed = start(org, owner, agent, version)
+    Run.objects.filter(pk=just_handed.pk).update(started_at=waiting_since, heartbeat_at=timezone.now(),
+                                                 events=[{"type": "run_interrupted"}])
+    parked_long_ago = start(org, owner, agent, version)  # resumed from a park by a person: never handed back
+    Run.objects.filter(pk=parked_long_ago.pk).update(started_at=waiting_since, heartbeat_at=waiting_since)
+    assert requeue_lost_runs() == 1
+    assert enqueued == [run.pk]
+
+
+def test_the_heartbeat_beats_only_the_rows_this_process_holds(org, owner):
+    agent, version = publish(org, owner)
+    mine, taken_over = start(org, owner, agent, version), start(org, owner, agent, version)
+    long_ago = timezone.now() - timedelta(minutes=1)
+    Run.objects.filter(pk=mine.pk).update(status=RunStatus.RUNNING, worker=worker_name(), heartbeat_at=long_ago)
+    Run.objects.filter(pk=taken_over.pk).update(status=RunStatus.RUNNING, worker="other-host:7",
+                                                heartbeat_at=long_ago)
+    stop, held = beat_rows([str(mine.pk), str(taken_over.pk)])
+    assert stop == [] and held == [str(mine.pk)]
+    assert Run.objects.get(pk=mine.pk).heartbeat_at > long_ago
+    assert Run.objects.get(pk=taken_over.pk).heartbeat_at == long_ago  # the other worker's lease, untouched
