@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('agents', '0014_rollout_steps'),
+        ('agents', '0015_chat_versions_feedback_titles_shares'),
     ]
 
     operations = [
