@@ -117,16 +117,9 @@ def readable_runs(actor: Actor, agent: Agent) -> QuerySet[Run]:
 
 def replay_set_for(actor: Actor, replay_set_id: Any, *, level: str = VIEW) -> ReplaySet:
     """One replay set of the actor's organization on an agent they may see at `level` (404 otherwise)."""
-    wanted = parse_uuid(str(replay_set_id))
-    found = (ReplaySet.objects.filter(organization=actor.organization, pk=wanted).select_related("agent", "version")
-             .first() if wanted else None)
-    if found is None:
-        raise NotFound("Replay not found.")
-    try:
-        require_agent_access(actor, found.agent, level)
-    except NotFound:
-        raise NotFound("Replay not found.") from None
-    return found
+    from evals.services import on_visible_agent
+
+    return on_visible_agent(actor, ReplaySet, replay_set_id, level=level, missing="Replay not found.")
 
 
 def agent_replay_sets(actor: Actor, agent: Agent) -> QuerySet[ReplaySet]:

@@ -8,7 +8,7 @@ is 404, and so is an agent the actor cannot see.
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Any
+from typing import Any, TypeVar
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -23,8 +23,10 @@ from agents.runs import check_prompt
 from agents.spec import AgentSpec, dump_spec
 from evals import checks as checks_mod
 from evals.answers import DECISIONS
-from evals.models import Case, CaseResult, Suite, SuiteRun
+from evals.models import Case, CaseResult, ReplaySet, Suite, SuiteRun
 from governance.grants import EDIT, VIEW, require_agent_access
+
+M = TypeVar("M", SuiteRun, ReplaySet)
 
 MAX_HISTORY_TURNS = 20
 MAX_ATTACHMENTS = 5
@@ -62,18 +64,25 @@ def suite_for(actor: Actor, agent: Agent, suite_id: Any, *, level: str = VIEW) -
     return suite
 
 
+def on_visible_agent(actor: Actor, model: type[M], pk: Any, *, level: str, missing: str) -> M:
+    """One row of `model` (a suite run, a replay set: anything with an organization and an agent) in the actor's
+    organization, on an agent they may reach at `level`; `missing` (a 404) for anything else, the agent's own
+    refusal included, so a hidden agent's rows are not told apart from rows that do not exist."""
+    wanted = parse_uuid(str(pk))
+    found = (model._default_manager.filter(organization=actor.organization, pk=wanted)
+             .select_related("agent", "version").first() if wanted else None)
+    if found is None:
+        raise NotFound(missing)
+    try:
+        require_agent_access(actor, found.agent, level)
+    except NotFound:
+        raise NotFound(missing) from None
+    return found
+
+
 def suite_run_for(actor: Actor, run_id: Any, *, level: str = VIEW) -> SuiteRun:
     """One suite run of the actor's organization on an agent they can see (404 otherwise)."""
-    wanted = parse_uuid(str(run_id))
-    run = (SuiteRun.objects.filter(organization=actor.organization, pk=wanted).select_related("agent", "version")
-           .first() if wanted else None)
-    if run is None:
-        raise NotFound("Suite run not found.")
-    try:
-        require_agent_access(actor, run.agent, level)
-    except NotFound:
-        raise NotFound("Suite run not found.") from None
-    return run
+    return on_visible_agent(actor, SuiteRun, run_id, level=level, missing="Suite run not found.")
 
 
 def agent_suite_runs(actor: Actor, agent: Agent) -> QuerySet[SuiteRun]:
