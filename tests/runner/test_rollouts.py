@@ -290,16 +290,24 @@ def test_steps_that_cannot_be_followed_are_refused_at_the_field(org, owner, two_
     assert not Rollout.objects.exists()
 
 
-def test_rejected_approvals_are_counted_per_version(org, owner, two_versions):
-    from governance.models import Approval
-
+@pytest.fixture
+def half_and_half(org, owner, two_versions):
+    """A 50 % rollout with 24 ended runs: (rollout, the candidate's runs, the base's runs), at least 3 and 1."""
     agent, v1, v2 = two_versions
     actor = actor_of(owner, org)
     rollout = rollouts.start_rollout(actor=actor, agent=agent, environment="production", candidate=2, share=50)
-    admitted = [_turn(actor, agent) for _ in range(20)]
+    admitted = [_turn(actor, agent) for _ in range(24)]
     _ended(admitted)
     on_candidate = [run for run in admitted if run.version_id == v2.pk]
     on_base = [run for run in admitted if run.version_id == v1.pk]
+    assert len(on_candidate) >= 3 and len(on_base) >= 1
+    return rollout, on_candidate, on_base
+
+
+def test_rejected_approvals_are_counted_per_version(org, half_and_half):
+    from governance.models import Approval
+
+    rollout, on_candidate, on_base = half_and_half
     for number, run in enumerate(on_candidate[:2]):
         for call in range(2):  # two rejections in one run count that run once
             Approval.objects.create(organization=org, run=run, tool_call_id=f"c{number}-{call}", tool_id="t",
@@ -310,17 +318,11 @@ def test_rejected_approvals_are_counted_per_version(org, owner, two_versions):
     assert measured["candidate"]["approval_rejected"] == 2 and measured["base"]["approval_rejected"] == 0
 
 
-def test_thumbs_down_are_counted_per_version_among_rated_runs(org, owner, two_versions):
+def test_thumbs_down_are_counted_per_version_among_rated_runs(org, owner, half_and_half):
     from agents.models import Feedback, Message
 
-    agent, v1, v2 = two_versions
-    actor = actor_of(owner, org)
-    rollout = rollouts.start_rollout(actor=actor, agent=agent, environment="production", candidate=2, share=50)
-    admitted = [_turn(actor, agent) for _ in range(24)]
-    _ended(admitted)
-    on_candidate = [run for run in admitted if run.version_id == v2.pk]
-    on_base = [run for run in admitted if run.version_id == v1.pk]
-    assert len(on_candidate) >= 3 and len(on_base) >= 1
+    rollout, on_candidate, on_base = half_and_half
+    agent = rollout.agent
 
     def rate(run, rating):
         answer = Message.objects.create(conversation_id=run.conversation_id, run=run, role="assistant",
