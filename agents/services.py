@@ -349,13 +349,17 @@ def reference_problems(
             found = {str(pk) for pk in model._default_manager.filter(organization=org, pk__in=_uuids(ids))
                      .values_list("pk", flat=True)}
         # A collection can be private: binding one needs `use` on it (role or grant, knowledge/grants.py).
-        # One already bound in this agent's draft stays bindable, so an editor without access can still
-        # save the rest of the spec.
+        # One the agent's latest *published* version already binds stays bindable (someone who could use it
+        # published it), so an editor without access can still publish the rest of the spec. Not the draft's:
+        # a draft is saved with its references unchecked, so "already in the draft" would let anyone with edit
+        # on an agent bind any private collection whose id they know and publish it.
         unusable: set[str] = set()
         if field == "collection_ids" and found:
             from knowledge.grants import unusable_collection_ids
 
-            already = {str(_as_uuid(x)) for x in _list(agent.draft_spec or {}, field)} if agent is not None else set()
+            published = (agent.versions.filter(number__gt=0).order_by("-number").values_list("spec", flat=True)
+                         .first() if agent is not None and agent.pk else None)
+            already = {str(_as_uuid(x)) for x in _list(published or {}, field)}
             unusable = set(unusable_collection_ids(actor, sorted(found - already)))
         for index, ref in enumerate(ids):
             key = str(_as_uuid(ref))

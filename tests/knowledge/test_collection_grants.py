@@ -188,3 +188,29 @@ def test_the_list_with_grants_runs_in_a_constant_number_of_queries(api_as, org, 
         assert len(response.json()["results"]) == total
         counts.append(len(queries))
     assert counts[0] == counts[1]
+
+
+def test_a_private_collection_saved_into_a_draft_cannot_be_published_by_who_may_not_use_it(
+        org, builder, other_builder, private):
+    """Drafts check references at publish only, so the publish check may exempt only what a previous publish
+    already bound — never what the same person just wrote into the draft."""
+    from agenticos.errors import Invalid
+    from agents import services as agents
+
+    theirs = factories.published_agent(org, other_builder, name="Theirs")
+    intruder = actor(other_builder, org)
+    agents.update_agent(actor=intruder, agent=theirs,
+                        spec={**theirs.draft_spec, "collection_ids": [str(private.pk)]})
+    theirs.refresh_from_db()
+    with pytest.raises(Invalid) as refused:
+        agents.publish_agent(actor=intruder, agent=theirs)
+    assert any("use access" in p["message"] for p in refused.value.details["problems"])
+    assert private.pk not in [c for v in theirs.versions.all() for c in v.spec.get("collection_ids", [])]
+
+    # Once someone who may use it has published it, an editor without access may still publish other changes.
+    grants.share_collection(actor=actor(builder, org), collection=private, user_id=other_builder.pk, level="use")
+    agents.publish_agent(actor=intruder, agent=theirs)
+    grants.revoke_collection_grant(actor=actor(builder, org), collection=private, user_id=other_builder.pk)
+    theirs.refresh_from_db()
+    agents.update_agent(actor=intruder, agent=theirs, spec={**theirs.draft_spec, "instructions": "Shorter."})
+    agents.publish_agent(actor=intruder, agent=theirs)
