@@ -164,7 +164,7 @@ def test_new_agent_offers_templates_and_names_the_agent_it_creates(live_server_u
     instructions = page.locator("#b-instructions").input_value()
     assert instructions.startswith("You are Ledger, a data analyst.")
     spec = Agent.objects.get(organization=org, name="Ledger").draft_spec
-    assert {b["id"] for b in spec["capabilities"]} == {"code_execution", "charts"}
+    assert {b["id"] for b in spec["capabilities"]} == {"code_execution", "charts", "ask_user"}  # every template asks when unsure
 
     page.goto(f"{live_server_url}/agents/")
     page.get_by_label("Name").fill("Concierge")  # the starter, checked first
