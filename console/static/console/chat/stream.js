@@ -85,6 +85,18 @@ function onFrame(frame) {
       // The title model's title after the first exchange (agents.titles): the list entry and the heading follow.
       if (d.conversation_id === S.conversation_id) retitle(d.conversation_id, d.title);
       break;
+    case "message_saved":
+      // The person's message is stored: its id lets Edit and ↑ work at once, before the turn's end reads the
+      // transcript back (reconcile). A new message is its only version; an edit's siblings come with reconcile.
+      if (d.role === "user") {
+        for (let i = state.turns.length - 1; i >= 0; i--) {
+          const turn = state.turns[i];
+          if (turn.role !== "user") continue;
+          if (!turn.message_id) { turn.message_id = d.message_id; turn.versions = turn.versions || [d.message_id]; }
+          break;
+        }
+      }
+      break;
     case "run_started":
       admitted();  // the files are the message's now
       state.activeRunId = d.run_id;
