@@ -167,7 +167,7 @@ def test_the_sweeps_report_what_each_removed_and_log_under_which_value(org, owne
     assert removed == {"audit_log": 0, "idle_workspaces": 0, "transcript_messages": 2, "tool_calls": 1,
                        "run_texts": 1, "emptied_conversations": 1, "removed_files": 0, "expired_link_requests": 0,
                        "generated_media": 0, "compacted_histories": 0,
-                       "unsent_chat_uploads": 0}
+                       "unsent_chat_uploads": 0, "replay_results": 0}
     assert "retention transcript_messages: removed 2 older than 5 days (organization value)" in caplog.text
 
 

@@ -72,7 +72,7 @@ def test_sweep_all_reports_each_sweep_and_never_touches_the_spend_ledger(org, ow
                                                           "transcript_messages", "tool_calls", "run_texts",
                                                           "emptied_conversations", "removed_files",
                                                           "generated_media", "compacted_histories",
-                                                          "unsent_chat_uploads"}
+                                                          "unsent_chat_uploads", "replay_results"}
     assert SpendEntry.objects.count() == 1
 
 
