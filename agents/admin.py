@@ -24,9 +24,12 @@ from agents.models import (
     PROVIDERS_NEEDING_KEY,
     Agent,
     AgentVersion,
+    ChatSettings,
     CompactedHistory,
     Conversation,
+    ConversationShare,
     Environment,
+    Feedback,
     Message,
     ModelProfile,
     Rollout,
@@ -438,3 +441,31 @@ class CompactedHistoryAdmin(ReadOnlyAdmin):
     @admin.display(description="messages")
     def parts(self, obj: CompactedHistory) -> int:
         return len(obj.messages or [])
+
+
+@admin.register(ChatSettings)
+class ChatSettingsAdmin(ReadOnlyAdmin):
+    """Which profile writes each organization's chat titles (Settings → Chat sets it)."""
+
+    list_display = ("organization", "title_profile", "updated_at")
+    list_select_related = ("organization", "title_profile")
+    fields = readonly_fields = ("organization", "title_profile", "updated_at")
+
+
+@admin.register(ConversationShare)
+class ConversationShareAdmin(ReadOnlyAdmin):
+    """Read-only share links: which conversation, who made it, whether revoked — never the link's token."""
+
+    list_display = ("conversation", "created_by", "created_at", "revoked_at")
+    list_select_related = ("conversation", "created_by")
+    fields = readonly_fields = ("conversation", "created_by", "created_at", "revoked_at")
+
+
+@admin.register(Feedback)
+class FeedbackAdmin(ReadOnlyAdmin):
+    """👍/👎 on answers (agents.feedback): rating and comment per message, person and run."""
+
+    list_display = ("organization", "agent", "rating", "user", "updated_at")
+    list_filter = ("rating", "updated_at")
+    list_select_related = ("organization", "agent", "user")
+    fields = readonly_fields = ("organization", "agent", "message", "run", "user", "rating", "comment", "updated_at")

@@ -14,9 +14,12 @@ from agenticos.models import ApiKey, Invitation, Membership, Organization, Secre
 from agents.models import (
     Agent,
     AgentVersion,
+    ChatSettings,
     CompactedHistory,
     Conversation,
+    ConversationShare,
     Environment,
+    Feedback,
     Message,
     ModelProfile,
     Rollout,
@@ -121,6 +124,10 @@ def build(name: str = "World", secret_value: str | None = None) -> World:
     ToolCall.objects.create(run=run_row, message=message, tool_call_id=f"call-{n}", tool_name="clock_now")
     CompactedHistory.objects.create(conversation=conversation, organization=org, run=run_row,
                                     through_message_id=message.pk, messages=[{"kind": "request", "parts": []}])
+    ChatSettings.objects.create(organization=org, title_profile=profile)
+    ConversationShare.objects.create(conversation=conversation, token=f"share-{n:058d}", created_by=member)
+    Feedback.objects.create(organization=org, agent=agent, message=message, run=run_row, user=member, rating="down",
+                            comment="Too long.")
     spend(org, cost="0.25", run_row=run_row)
     Approval.objects.create(organization=org, run=run_row, tool_call_id=f"call-{n}", tool_id="t", tool_name="send_email")
     Question.objects.create(organization=org, run=run_row, asked_user=member, tool_call_id=f"ask-{n}", questions=[{"q": "?"}])
