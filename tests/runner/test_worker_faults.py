@@ -89,6 +89,27 @@ def worker_process(tmp_path):
         worker.stop()
 
 
+@pytest.fixture
+def runs_queue_to_ourselves():
+    """The hand-back sends a run to the `runs` queue, which the session worker of this process consumes once an
+    earlier test started it: it would go on with the run before the test could look at it handed back. Stop its
+    consuming `runs` (remote control, as an operator would) for the test, and give it back after."""
+    from config.celery import app
+    from tests.conftest import _SessionWorker
+
+    running = _SessionWorker.running
+    name = running.worker.hostname if running is not None and running.worker is not None else None
+    if name is None:
+        yield
+        return
+    replies = app.control.cancel_consumer("runs", destination=[name], reply=True, timeout=10)
+    assert replies, f"the session worker {name} did not answer the cancel_consumer request"
+    try:
+        yield
+    finally:
+        app.control.add_consumer("runs", destination=[name], reply=True, timeout=10)
+
+
 def wait_until(condition, timeout: float = 30.0) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -145,7 +166,7 @@ def test_a_worker_killed_mid_request_has_its_run_found_by_heartbeat_and_sent_aga
 
 
 def test_sigterm_lets_a_run_finish_within_the_grace_and_hands_back_the_one_that_does_not(
-        org, owner, fake_openai, worker_process):
+        org, owner, fake_openai, runs_queue_to_ourselves, worker_process):
     agent, version = openai_agent(org, owner, fake_openai, capabilities=[{"id": "charts"}])
     worker = worker_process(RUN_SHUTDOWN_GRACE_SECONDS="10")
     # The long run: a chart (its response recorded in the ledger at once), then an answer that takes minutes.
