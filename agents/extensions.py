@@ -32,8 +32,9 @@ if TYPE_CHECKING:
 # None checks the draft about to be published; a version is checked before a rollout serves it (agents.rollouts).
 PublishGate = Callable[..., None]
 RunEndedHook = Callable[["Run", str], None]
-# (the run, tool name the model sees → capability id, tool name → stable tool id) → pydantic-ai capabilities.
-RunCapabilities = Callable[["Run", dict[str, str], dict[str, str]], list[Any]]
+# (the run, the names of its tools that only read — agents.runner.checkpoint.read_only_tools, the one rule for
+# "read-only" that resuming a run uses too) → pydantic-ai capabilities.
+RunCapabilities = Callable[["Run", frozenset[str]], list[Any]]
 
 
 @dataclass(frozen=True)
@@ -65,8 +66,8 @@ def register_run_capabilities(name: str, factory: RunCapabilities) -> None:
     RUN_CAPABILITIES[name] = factory
 
 
-def run_capabilities(run: Run, tool_capabilities: dict[str, str], tool_ids: dict[str, str]) -> list[Any]:
-    return [cap for factory in RUN_CAPABILITIES.values() for cap in factory(run, tool_capabilities, tool_ids)]
+def run_capabilities(run: Run, read_only: frozenset[str]) -> list[Any]:
+    return [cap for factory in RUN_CAPABILITIES.values() for cap in factory(run, read_only)]
 
 
 def check_publish_gates(*, actor: Actor, agent: Agent, version: AgentVersion | None = None) -> None:

@@ -32,8 +32,6 @@ from governance import budgets
 NOT_IN_REPLAY = ("This tool is not available in a replay: the recorded conversation made no such call, so it was "
                  "not run. Answer with what you have.")
 REPLAY_CAP_LABEL = "the replay's cap"
-# Custom REST tools that only read (no body, no change at the provider).
-READ_METHODS = frozenset({"GET", "HEAD"})
 
 
 def replay_options(run: Any) -> dict[str, Any] | None:
@@ -56,7 +54,8 @@ class ReplayTools(AbstractCapability[Any]):
     # call_key(name, args) → the recorded result
     recorded: dict[tuple[str, str], Any] = field(default_factory=dict)
     on_mismatch: str = "refuse"
-    # names of the tools of this run that change nothing (run for real under `read_only`)
+    # names of the tools of this run that change nothing (run for real under `read_only`): the runner's one rule
+    # (agents.runner.checkpoint.read_only_tools: declared not side-effecting, or a custom REST tool using GET)
     read_only: frozenset[str] = frozenset()
     replay_set_id: str = ""
     cap_usd: Decimal = Decimal("0")
@@ -81,28 +80,7 @@ class ReplayTools(AbstractCapability[Any]):
         return await handler(request_context)
 
 
-def _read_only_tools(run: Any, tool_capabilities: dict[str, str], tool_ids: dict[str, str]) -> frozenset[str]:
-    """Declared tools that are not side-effecting, and custom REST tools that only read. MCP tools and anything
-    else undeclared count as changing something."""
-    from agents.spec import load_spec
-    from capabilities import registry
-    from capabilities.models import CustomTool
-
-    names = set()
-    for name, capability_id in tool_capabilities.items():
-        capability = registry.find(capability_id)
-        declared = {tool.id: tool for tool in capability.tools} if capability is not None else {}
-        tool = declared.get(tool_ids.get(name, name))
-        if tool is not None and not tool.side_effecting:
-            names.add(name)
-    custom_ids = load_spec(run.version.spec).custom_tool_ids
-    if custom_ids:
-        names.update(CustomTool.objects.filter(organization_id=run.organization_id, pk__in=custom_ids,
-                                               method__in=READ_METHODS).values_list("alias", flat=True))
-    return frozenset(names)
-
-
-def run_capabilities(run: Any, tool_capabilities: dict[str, str], tool_ids: dict[str, str]) -> list[Any]:
+def run_capabilities(run: Any, read_only: frozenset[str]) -> list[Any]:
     """The runner's run-capability factory (agents.extensions): [] without a query for a run that is no replay."""
     replay = replay_options(run)
     if replay is None:
@@ -121,7 +99,7 @@ def run_capabilities(run: Any, tool_capabilities: dict[str, str], tool_ids: dict
     return [ReplayTools(
         recorded=recorded, on_mismatch=mode, replay_set_id=str(result.replay_set_id),
         cap_usd=result.replay_set.cap_usd,
-        read_only=_read_only_tools(run, tool_capabilities, tool_ids) if mode == "read_only" else frozenset(),
+        read_only=read_only if mode == "read_only" else frozenset(),
     )]
 
 

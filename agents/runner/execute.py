@@ -410,7 +410,7 @@ class RunExecution:
             toolsets=built.toolsets,
             capabilities=[BudgetGuard(execution=self), ApprovalGate(approval=built.approval, waiting=(
                 waiting_calls(run.conversation_id, exclude_run=run.pk) if "required" in built.approval.values()
-                else ())), *extensions.run_capabilities(run, built.tool_capabilities, built.tool_ids),
+                else ())), *extensions.run_capabilities(run, built.read_only),
                 *built.capabilities],
             model_settings=assembly.model_settings(profile, self.spec),
             retries=2,

@@ -194,3 +194,29 @@ def test_a_replayed_run_becomes_an_evaluation_case_in_one_call(org, owner, scrip
     assert case.prompt == "Who is Ada?"
     assert {"label": "", "kind": "tool_called", "tool": "lookup_contact", "args": ARGS} in case.checks
     assert {"label": "", "kind": "contains", "value": "Ada is a customer.", "case_sensitive": False} in case.checks
+
+
+def test_read_only_mode_runs_a_mismatched_read_for_real_and_refuses_a_mismatched_write(
+        org, owner, scripted_openai, rest_api, celery_worker):
+    """`on_mismatch=read_only` uses the runner's one rule for "read-only" (agents.runner.checkpoint): a custom
+    REST tool using GET is run for real; one using POST is refused, never sent."""
+    reader = factories.custom_tool(org, alias="find_contact", method="GET", url=f"{rest_api.base}/echo",
+                                   parameters=[{"name": "name", "location": "query", "type": "string",
+                                                "required": True}])
+    writer = _lookup_tool(org, rest_api)  # POST
+    agent, version, _profile = make_agent(org, owner, scripted_openai, instructions="[case:orig] Look people up.",
+                                          custom_tool_ids=[str(reader.pk), str(writer.pk)],
+                                          capabilities=[{"id": "custom_tools", "config": {}}])
+    scripted_openai.script("orig", Reply.tool_call("find_contact", ARGS), Reply.text("Ada is a customer."))
+    original = _recorded_run(org, owner, agent, version)
+    assert [r.method for r in rest_api.requests] == ["GET"]
+    _edit_draft(org, owner, agent, "[case:other] Look people up by surname and write it down.")
+    scripted_openai.script("other", Reply.tool_call("find_contact", {"name": "Lovelace"}),
+                           Reply.tool_call("lookup_contact", {"name": "Lovelace"}), Reply.text("Done."))
+
+    replay_set = _replay(org, owner, agent, original, target="draft", on_mismatch="read_only")
+
+    assert [r.method for r in rest_api.requests] == ["GET", "GET"]  # the new read ran; the write never went
+    assert rest_api.requests[-1].query == {"name": ["Lovelace"]}
+    answered = {c["tool_name"]: c["answered_by"] for c in replay_set.results.get().tool_calls}
+    assert answered == {"find_contact": "executed", "lookup_contact": "refused"}
