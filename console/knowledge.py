@@ -165,7 +165,7 @@ def _detail_page(request: HttpRequest, actor: Actor, collection: Collection, *, 
         **extra,
     }
     if context["query"].strip():
-        context["results"] = preview(actor, collection, context["query"])
+        context["results"] = services.search_preview(actor, collection, context["query"], limit=PREVIEW_RESULTS)
     return screen(request, "console/knowledge/detail.html", context, status=status)
 
 
@@ -235,36 +235,6 @@ def document_delete(request: HttpRequest, actor: Actor, pk: Any) -> HttpResponse
 # ------------------------------------------------------------------ search preview
 
 
-def preview(actor: Actor, collection: Collection, query: str) -> dict[str, Any]:
-    """The passages an agent bound to this collection would get for `query`: the same hybrid search
-    (knowledge.search), its query embedding checked against the organization's budget and recorded as its
-    spend like an ingestion's. A collection without an embedding model is searched by words, as agents do."""
-    from knowledge import search as ks
-    from knowledge.embeddings import EmbeddingError, embed
-
-    def embed_query(target: Collection, text: str) -> list[float] | None:
-        profile = target.embedding_profile
-        if profile is None:
-            return None
-        try:
-            services.check_budget(actor.organization)
-            result = embed(profile, [text])
-        except (services.IngestionRefused, EmbeddingError):
-            return None  # searched by words only, and the page says so (outcome.degraded)
-        services.record_embedding_spend(actor.organization, profile, result.tokens, result.cost_usd,
-                                        result.is_partial, surface="console")
-        return result.vectors[0] if result.vectors else None
-
-    scope = ks.resolve_scope(str(actor.organization.pk), [str(collection.pk)])
-    outcome = ks.search(scope, [query], top_k=PREVIEW_RESULTS, filters=ks.Filters(), embed_query=embed_query)
-    return {
-        "query": query,
-        "words_only": outcome.lexical_only or bool(outcome.degraded),
-        "hits": [{"citation": hit.citation(), "document_id": hit.document_id, "page": hit.page,
-                  "text": hit.text[:600]} for hit in outcome.hits],
-    }
-
-
 @console_view(READ)
 def collection_search(request: HttpRequest, actor: Actor, pk: Any) -> HttpResponse:
     collection, _level = _collection(actor, pk)
@@ -272,7 +242,7 @@ def collection_search(request: HttpRequest, actor: Actor, pk: Any) -> HttpRespon
     if not query.strip():
         return JsonResponse({"query": query, "words_only": False, "hits": []})
     try:
-        return JsonResponse(preview(actor, collection, query))
+        return JsonResponse(services.search_preview(actor, collection, query, limit=PREVIEW_RESULTS))
     except DomainError as exc:
         return JsonResponse({"error": {"code": exc.code, "message": exc.message}}, status=exc.status)
 

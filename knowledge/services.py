@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from decimal import Decimal
+from typing import Any
 
 from django.core.files.base import ContentFile
 from django.core.files.uploadedfile import UploadedFile
@@ -319,3 +320,33 @@ def record_embedding_spend(
                                                 agent_id=agent_id, surface=surface))
     usage.record(meter, kind="embedding", model=f"{profile.provider}:{profile.model}", input_tokens=tokens,
                  output_tokens=0, cost=cost, partial=partial)
+
+
+def search_preview(actor: Actor, collection: Collection, query: str, *, limit: int) -> dict[str, Any]:
+    """The passages an agent bound to this collection would get for `query`: the same hybrid search
+    (knowledge.search), its query embedding checked against the organization's budget and recorded as its
+    spend like an ingestion's. A collection without an embedding model is searched by words, as agents do.
+    The caller has checked the actor may view the collection."""
+    from knowledge import search as ks
+
+    def embed_query(target: Collection, text: str) -> list[float] | None:
+        profile = target.embedding_profile
+        if profile is None:
+            return None
+        try:
+            check_budget(actor.organization)
+            result = embed(profile, [text])
+        except (IngestionRefused, EmbeddingError):
+            return None  # searched by words only, and the page says so (outcome.degraded)
+        record_embedding_spend(actor.organization, profile, result.tokens, result.cost_usd,
+                                        result.is_partial, surface="console")
+        return result.vectors[0] if result.vectors else None
+
+    scope = ks.resolve_scope(str(actor.organization.pk), [str(collection.pk)])
+    outcome = ks.search(scope, [query], top_k=limit, filters=ks.Filters(), embed_query=embed_query)
+    return {
+        "query": query,
+        "words_only": outcome.lexical_only or bool(outcome.degraded),
+        "hits": [{"citation": hit.citation(), "document_id": hit.document_id, "page": hit.page,
+                  "text": hit.text[:600]} for hit in outcome.hits],
+    }
