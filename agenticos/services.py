@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets as pysecrets
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING
@@ -103,7 +104,7 @@ def _check_assignable(actor: Actor, role: str) -> None:
         raise Forbidden("You cannot give a role above your own.", details={"role": role})
 
 
-def _keep_an_owner(organization: Organization, losing: Membership) -> None:
+def keep_an_owner(organization: Organization, losing: Membership) -> None:
     """An organization always keeps one active owner. Locks the owner rows to serialize concurrent changes."""
     if losing.role != Role.OWNER or losing.is_suspended:
         return
@@ -204,7 +205,7 @@ def change_member_role(*, actor: Actor, membership: Membership, role: str) -> Me
         if before == role:
             return membership
         if role != Role.OWNER:
-            _keep_an_owner(actor.organization, membership)
+            keep_an_owner(actor.organization, membership)
         membership.role = role
         membership.save(update_fields=["role"])
         _record(actor, "member.role_changed", target=membership, target_name=membership.user.email,
@@ -221,7 +222,7 @@ def set_member_suspended(*, actor: Actor, membership: Membership, suspended: boo
         if membership.is_suspended == suspended:
             return membership
         if suspended:
-            _keep_an_owner(actor.organization, membership)
+            keep_an_owner(actor.organization, membership)
         membership.is_suspended = suspended
         membership.save(update_fields=["is_suspended"])
         _record(actor, "member.suspended" if suspended else "member.reinstated", target=membership,
@@ -237,15 +238,25 @@ def remove_member(*, actor: Actor, membership: Membership) -> None:
     elif membership.organization_id != actor.organization.pk:
         raise NotFound("Member not found.")
     with transaction.atomic():
-        membership = Membership.objects.select_for_update().select_related("user").get(pk=membership.pk)
-        _keep_an_owner(actor.organization, membership)
-        ApiKey.objects.filter(
-            organization=actor.organization, user_id=membership.user_id, revoked_at__isnull=True
-        ).update(revoked_at=timezone.now())
-        member_removed.send(sender=Organization, organization=actor.organization, user_id=membership.user_id)
-        _record(actor, "member.removed", target=membership, target_name=membership.user.email,
-                details={"role": membership.role})
-        membership.delete()
+        membership = Membership.objects.select_for_update().select_related("user", "organization").get(
+            pk=membership.pk)
+        drop_membership(membership, record=lambda revoked: _record(
+            actor, "member.removed", target=membership, target_name=membership.user.email,
+            details={"role": membership.role}))
+
+
+def drop_membership(membership: Membership, *, record: Callable[[int], None]) -> None:
+    """The one way a membership ends (the console, the API, SCIM), in the caller's transaction with the row
+    locked: the organization keeps an owner, the person's API keys there are revoked, what they held there is
+    dropped by the apps that hold it (`member_removed`), `record(keys revoked)` audits it, then the row goes."""
+    organization = membership.organization
+    keep_an_owner(organization, membership)
+    revoked = ApiKey.objects.filter(
+        organization=organization, user_id=membership.user_id, revoked_at__isnull=True
+    ).update(revoked_at=timezone.now())
+    member_removed.send(sender=Organization, organization=organization, user_id=membership.user_id)
+    record(revoked)
+    membership.delete()
 
 
 # ------------------------------------------------------------------ API keys

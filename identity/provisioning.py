@@ -18,7 +18,8 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from agenticos import audit
-from agenticos.errors import DomainError, Invalid
+from agenticos import services as kernel
+from agenticos.errors import Conflict, DomainError, Invalid
 from agenticos.models import ApiKey, Membership, Organization, User
 from agenticos.permissions import Role, permissions_of, role_exists
 from identity import sessions
@@ -203,10 +204,13 @@ def update_user(caller: Caller, membership: Membership, changes: dict[str, Any])
     return membership
 
 
-def _last_owner(membership: Membership) -> bool:
-    return membership.role == Role.OWNER and not Membership.objects.filter(
-        organization=membership.organization_id, role=Role.OWNER, is_suspended=False).exclude(
-        pk=membership.pk).exists()
+def _keep_an_owner(membership: Membership, refusal: str) -> None:
+    """The kernel's rule (it locks the owner rows, so two deactivations at once cannot both pass), said in
+    SCIM's words."""
+    try:
+        kernel.keep_an_owner(membership.organization, membership)
+    except Conflict:
+        raise ScimProblem(refusal, scim_type="mutability") from None
 
 
 def _stop_access(membership: Membership) -> dict[str, int]:
@@ -223,8 +227,8 @@ def set_active(caller: Caller, membership: Membership, active: bool) -> Membersh
             pk=membership.pk)
         if membership.is_suspended == (not active):
             return membership
-        if not active and _last_owner(membership):
-            raise ScimProblem("The organization's last active owner cannot be deactivated.", scim_type="mutability")
+        if not active:
+            _keep_an_owner(membership, "The organization's last active owner cannot be deactivated.")
         membership.is_suspended = not active
         membership.save(update_fields=["is_suspended"])
         details: dict[str, Any] = _stop_access(membership) if not active else {}
@@ -239,11 +243,12 @@ def delete_user(caller: Caller, membership: Membership) -> None:
     with transaction.atomic():
         membership = Membership.objects.select_for_update().select_related("user", "organization").get(
             pk=membership.pk)
-        if _last_owner(membership):
-            raise ScimProblem("The organization's last active owner cannot be removed.", scim_type="mutability")
-        details = _stop_access(membership)
-        caller.record("scim.user_deleted", target=membership, target_name=membership.user.email, details=details)
-        membership.delete()
+        _keep_an_owner(membership, "The organization's last active owner cannot be removed.")
+        closed = sessions.close_member(membership, reason="deprovisioned")
+        # The kernel's one removal: keys revoked, grants dropped (member_removed), the row deleted.
+        kernel.drop_membership(membership, record=lambda revoked: caller.record(
+            "scim.user_deleted", target=membership, target_name=membership.user.email,
+            details={"api_keys_revoked": revoked, "sessions_closed": closed}))
 
 
 # ------------------------------------------------------------------ groups and the roles they give

@@ -184,6 +184,23 @@ def test_delete_removes_the_membership_and_keeps_the_person(acme):
     assert User.objects.filter(email="grace@acme.com").exists()
 
 
+def test_delete_drops_what_the_member_held_as_removing_them_in_the_console_does(acme):
+    """The kernel's one removal (agenticos.services): API keys revoked and `member_removed` sent, so the agent
+    grants they held go in the same transaction — a member provisioned back later starts with nothing."""
+    from governance import grants
+    from tests.api.conftest import actor_of, make_agent
+
+    org, owner, token = acme
+    uid = scim(token, "POST", "Users", entra_user("grace@acme.com")).json()["id"]
+    grace = User.objects.get(email="grace@acme.com")
+    agent = make_agent(owner, org, name="Private", slug="private", visibility="private",
+                       profile=factories.model_profile(org))
+    grants.share_agent(actor=actor_of(owner, org), agent=agent, user_id=grace.pk, level="use")
+    assert grants.GRANTS.levels_for(grace.pk) == {str(agent.pk): "use"}
+    assert scim(token, "DELETE", f"Users/{uid}").status_code == 204
+    assert grants.GRANTS.levels_for(grace.pk) == {}
+
+
 # ------------------------------------------------------------------ Groups and roles
 
 
