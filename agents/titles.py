@@ -19,55 +19,77 @@ import re
 from typing import Any
 
 from django.db import transaction
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
 
 logger = logging.getLogger(__name__)
 
 MAX_TITLE = 60
 FALLBACK = "New conversation"
 
-_FENCE = re.compile(r"^\s*(```|~~~)")
-_IMAGE = re.compile(r"!\[([^\]]*)\]\([^)]*\)")
-_LINK = re.compile(r"\[([^\]]+)\]\([^)]*\)")
-_AUTOLINK = re.compile(r"<(https?://[^>\s]+)>")
-_LINE_MARKERS = re.compile(r"^\s*(?:#{1,6}\s+|>\s*|[-*+]\s+(?:\[[ xX]\]\s+)?|\d{1,3}[.)]\s+)+")
-# `_` and `__` are emphasis only at a word's edge (CommonMark: `create_chart_x` has none).
-_EMPHASIS = re.compile(r"(\*\*|~~|\*)(?=\S)(.+?)(?<=\S)\1|(?<!\w)(__|_)(?=\S)(.+?)(?<=\S)\3(?!\w)")
-_CODE = re.compile(r"`+([^`]*)`+")
+# CommonMark's own reading of the message (markdown-it-py, the parser `rich` and MyST use) instead of regexes:
+# emphasis, code spans, links, headings, lists, quotes and fences are what a Markdown renderer says they are
+# (`create_chart` keeps its underscore), and only the visible text is kept.
+_MARKDOWN = MarkdownIt("commonmark")
+_TASK_BOX = re.compile(r"^\[[ xX]\]\s+")  # a GitHub task list's box, which CommonMark leaves as text
 _HTML_TAG = re.compile(r"</?[A-Za-z][^>]*>")
-_RULE = re.compile(r"^\s*([-*_])(\s*\1){2,}\s*$")
 _SPACE = re.compile(r"\s+")
+
+
+def _visible_lines(token: Token) -> list[str]:
+    """An inline token's text as a person reads it, one entry per line (soft and hard breaks end a line); HTML
+    tags are dropped, an image is its alt text, a link its text."""
+    lines, current = [], []
+    for child in token.children or []:
+        if child.type in ("text", "code_inline"):
+            current.append(child.content)
+        elif child.type == "image":
+            current.append(child.content)  # the alt text
+        elif child.type in ("softbreak", "hardbreak"):
+            lines.append("".join(current))
+            current = []
+        elif child.type == "html_inline":
+            current.append(" ")  # a tag's place (<br>, <b>) is not glued to the words around it
+    lines.append("".join(current))
+    return [_SPACE.sub(" ", line).strip() for line in lines]
+
+
+def _readable(text: str) -> tuple[list[str], list[str]]:
+    """(the lines of prose in reading order, the lines of code and raw HTML) of a Markdown text."""
+    prose: list[str] = []
+    code: list[str] = []
+    for token in _MARKDOWN.parse(text or ""):
+        if token.type == "inline":
+            prose.extend(_TASK_BOX.sub("", line) for line in _visible_lines(token))
+        elif token.type in ("fence", "code_block"):
+            code.extend(token.content.splitlines())
+        elif token.type == "html_block":
+            code.extend(_HTML_TAG.sub("", token.content).splitlines())
+    return prose, code
+
+
+def _has_words(line: str) -> bool:
+    return any(ch.isalnum() for ch in line)
 
 
 def conversation_title(text: str, *, limit: int = MAX_TITLE) -> str:
     """The readable title of a conversation whose first message is `text` (FALLBACK when it has no words)."""
-    in_fence = False
-    for raw_line in (text or "").splitlines():
-        if _FENCE.match(raw_line):
-            in_fence = not in_fence
-            continue
-        if in_fence or _RULE.match(raw_line):
-            continue
-        line = plain_line(raw_line)
-        if any(ch.isalnum() for ch in line):
+    prose, code = _readable(text)
+    for line in prose:
+        if _has_words(line):
             return shorten(line, limit)
     # Only code (or nothing): the first line of code is still better than nothing.
-    for raw_line in (text or "").splitlines():
-        line = _SPACE.sub(" ", raw_line).strip()
-        if line and not _FENCE.match(raw_line) and any(ch.isalnum() for ch in line):
+    for line in code:
+        line = _SPACE.sub(" ", line).strip()
+        if _has_words(line):
             return shorten(line, limit)
     return FALLBACK
 
 
 def plain_line(line: str) -> str:
-    line = _IMAGE.sub(r"\1", line)
-    line = _LINK.sub(r"\1", line)
-    line = _AUTOLINK.sub(r"\1", line)
-    line = _LINE_MARKERS.sub("", line)
-    line = _HTML_TAG.sub("", line)
-    line = _CODE.sub(r"\1", line)
-    for _ in range(3):  # nested emphasis (***bold italic***)
-        line = _EMPHASIS.sub(lambda m: m.group(2) if m.group(1) else m.group(4), line)
-    return _SPACE.sub(" ", line).strip()
+    """One line's text without its Markdown marks."""
+    prose, code = _readable(line)
+    return next((text for text in (*prose, *code) if text), "")
 
 
 def shorten(line: str, limit: int) -> str:

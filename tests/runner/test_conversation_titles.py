@@ -22,6 +22,8 @@ from tests.api.conftest import actor_of
     ("---\n# Title", "Title"),
     ("![diagram](x.png) explain", "diagram explain"),
     ("<b>Bold</b> words", "Bold words"),
+    ("Hello<br>world", "Hello world"),
+    ("Rename snake_case_names in my_file.py", "Rename snake_case_names in my_file.py"),
     ("```\nSELECT 1;\n```", "SELECT 1;"),
     ("   \n\n", FALLBACK),
     ("***", FALLBACK),
