@@ -22,7 +22,7 @@ class ChannelBotAdmin(UUIDSearchMixin, ReadOnlyAdmin):
     search_fields = ("name", "organization__name", "platform_bot_username", "api_base_url")
     list_select_related = ("organization", "binding", "binding__agent")
     fields = ("name", "platform", "organization", "api_base_url", "transport", "access_policy", "stt_provider",
-              "stt_model", "is_paused", "connection_state", "connection_reason", "platform_bot_user_id",
+              "stt_model", "stt_profile", "is_paused", "connection_state", "connection_reason", "platform_bot_user_id",
               "platform_bot_username", "created_by", "created_at", "updated_at")
 
     def get_queryset(self, request):

@@ -42,6 +42,7 @@ def serialize_bot(bot: ChannelBot, flags: dict[str, bool] | None = None) -> dict
         "access_policy": bot.policy,
         "stt_provider": bot.stt_provider or None,
         "stt_model": bot.stt_model or None,
+        "stt_profile_id": str(bot.stt_profile_id) if bot.stt_profile_id else None,
         "is_paused": bot.is_paused,
         "connection_state": bot.connection_state,
         "connection_reason": bot.connection_reason,

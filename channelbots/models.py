@@ -68,6 +68,11 @@ class ChannelBot(models.Model):
     # Speech-to-text model pair (provider, model); both empty = voice notes are not transcribed.
     stt_provider = models.CharField(max_length=32, blank=True)
     stt_model = models.CharField(max_length=120, blank=True)
+    # Whose key pays for a voice note: one of the organization's model profiles serving that provider. Empty =
+    # the organization's only such profile (a Speech-to-text one first); with several and none named, voice notes
+    # are refused with a message saying to choose, never sent with an arbitrary key.
+    stt_profile = models.ForeignKey("agents.ModelProfile", on_delete=models.SET_NULL, null=True, blank=True,
+                                    related_name="+")
     is_paused = models.BooleanField(default=False)
     connection_state = models.CharField(max_length=16, choices=ConnectionState.choices, default=ConnectionState.IDLE)
     connection_reason = models.CharField(max_length=300, blank=True)

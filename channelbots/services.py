@@ -22,7 +22,7 @@ from agenticos import audit, vault
 from agenticos.errors import Conflict, Forbidden, Invalid, NotFound
 from agenticos.models import Membership
 from agenticos.tenancy import Actor
-from agents.models import Agent, Environment
+from agents.models import Agent, Environment, ModelProfile
 from channelbots.models import (
     AccessMode,
     Binding,
@@ -157,23 +157,48 @@ def _clean_policy(value: Any, current: dict | None = None) -> dict:
     return policy
 
 
-def _clean_stt(data: dict) -> tuple[str, str]:
+def stt_profiles(organization_id, provider: str) -> list:
+    """The organization's model profiles whose key serves `provider`'s transcription endpoint, with a key: an
+    OpenAI profile for OpenAI, else a profile whose base URL is that provider's host. Speech-to-text profiles
+    first, then by label — the order the automatic choice and the console's picker read."""
+    entry = STT_CATALOG.get(provider)
+    if entry is None:
+        return []
+    host = urlsplit(entry["base_url"]).hostname or ""
+    found = [profile for profile in ModelProfile.objects.select_related("secret")
+             .filter(organization_id=organization_id).exclude(secret=None).order_by("label")
+             if (provider == "openai" and profile.provider == "openai")
+             or (profile.base_url and (urlsplit(profile.base_url).hostname or "") == host)]
+    return sorted(found, key=lambda profile: profile.kind != "transcription")
+
+
+def _clean_stt(data: dict, organization_id) -> tuple[str, str, Any]:
     provider = data.get("stt_provider") or ""
     model = data.get("stt_model") or ""
+    profile_id = data.get("stt_profile_id") or None
     if not provider and not model:
-        return "", ""
+        if profile_id:
+            raise Invalid("Choose a speech-to-text model before the key that pays for it.",
+                          details={"field": "stt_profile_id"})
+        return "", "", None
     entry = STT_CATALOG.get(provider)
     if entry is None:
         raise Invalid(f"stt_provider must be one of {sorted(STT_CATALOG)} (or empty).", details={"field": "stt_provider"})
     if model not in entry["models"]:
         raise Invalid(f"stt_model must be one of {entry['models']}.", details={"field": "stt_model"})
-    return provider, model
+    if profile_id is None:
+        return provider, model, None
+    profile = next((p for p in stt_profiles(organization_id, provider) if str(p.pk) == str(profile_id)), None)
+    if profile is None:  # another organization's, unknown, keyless or another provider's: one answer for all
+        raise Invalid(f"stt_profile_id must be one of this organization's model profiles with a {provider} key.",
+                      details={"field": "stt_profile_id"})
+    return provider, model, profile
 
 
 # ------------------------------------------------------------------ bots
 
 
-EDITABLE_BOT_FIELDS = ("name", "api_base_url", "access_policy", "stt_provider", "stt_model")
+EDITABLE_BOT_FIELDS = ("name", "api_base_url", "access_policy", "stt_provider", "stt_model", "stt_profile_id")
 
 
 def _apply_bot(bot: ChannelBot, data: dict) -> None:
@@ -192,9 +217,11 @@ def _apply_bot(bot: ChannelBot, data: dict) -> None:
         )
     if "access_policy" in data:
         bot.access_policy = _clean_policy(data["access_policy"], bot.access_policy)
-    if "stt_provider" in data or "stt_model" in data:
-        bot.stt_provider, bot.stt_model = _clean_stt(
-            {"stt_provider": data.get("stt_provider", bot.stt_provider), "stt_model": data.get("stt_model", bot.stt_model)}
+    if "stt_provider" in data or "stt_model" in data or "stt_profile_id" in data:
+        bot.stt_provider, bot.stt_model, bot.stt_profile = _clean_stt(
+            {"stt_provider": data.get("stt_provider", bot.stt_provider), "stt_model": data.get("stt_model", bot.stt_model),
+             "stt_profile_id": data.get("stt_profile_id", bot.stt_profile_id)},
+            bot.organization_id,
         )
 
 

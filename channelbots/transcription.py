@@ -1,7 +1,8 @@
 """Voice notes → text through an OpenAI-compatible POST /audio/transcriptions (OpenAI, Groq, Mistral).
 
 The key is the one the organization already configured for that provider in its model profiles (matched
-by provider, or by base URL host for OpenAI-compatible profiles); nothing new is stored for it. The call goes
+by provider, or by base URL host for OpenAI-compatible profiles); nothing new is stored for it. The bot may name
+which profile (`stt_profile`); unnamed, the organization's only one serves, and with several it must be named. The call goes
 through the outbound guard with the model profiles' allowance (`MODEL_ALLOWED_PRIVATE_HOSTS`), the address
 checked and pinned, so the key never reaches a metadata or (unlisted) private address.
 
@@ -14,13 +15,12 @@ is heard before its run exists, so the row has no run.
 from __future__ import annotations
 
 import logging
-from urllib.parse import urlsplit
 
 import httpx2
 
 from agenticos import netguard, vault
 from agents.models import ModelProfile
-from channelbots.services import STT_CATALOG
+from channelbots.services import STT_CATALOG, stt_profiles
 from governance import budgets, metered, pricing
 
 logger = logging.getLogger(__name__)
@@ -32,17 +32,23 @@ class TranscriptionFailed(Exception):
     """Said in the answer; the turn goes on without the transcript."""
 
 
-def _profile(organization_id, provider: str) -> ModelProfile | None:
-    qs = ModelProfile.objects.select_related("secret").filter(organization_id=organization_id)
-    if provider == "openai":
-        found = qs.filter(provider="openai").exclude(secret=None).first()
-        if found:
-            return found
-    host = urlsplit(STT_CATALOG[provider]["base_url"]).hostname or ""
-    for profile in qs.exclude(secret=None).exclude(base_url=""):
-        if (urlsplit(profile.base_url).hostname or "") == host:
-            return profile
-    return None
+def _profile(bot, provider: str) -> ModelProfile:
+    """The key that pays: the profile the bot names, else the organization's only profile serving the provider
+    (a Speech-to-text one before the others). Several and none named is the operator's choice to make — the
+    recording is never sent with whichever key a query happened to return first."""
+    candidates = stt_profiles(bot.organization_id, provider)
+    if bot.stt_profile_id is not None:
+        named = next((profile for profile in candidates if profile.pk == bot.stt_profile_id), None)
+        if named is None:
+            raise TranscriptionFailed(f"the model profile chosen for voice notes no longer has a {provider} key")
+        return named
+    if not candidates:
+        raise TranscriptionFailed(f"this organization has no {provider} key in its model profiles")
+    transcription = [profile for profile in candidates if profile.kind == ModelProfile.Kind.TRANSCRIPTION]
+    if len(transcription) == 1 or len(candidates) == 1:
+        return (transcription or candidates)[0]
+    raise TranscriptionFailed(f"this organization has several {provider} keys in its model profiles; "
+                              "choose the one voice notes use in the bot's settings")
 
 
 def _meter(bot) -> metered.Meter:
@@ -71,9 +77,7 @@ def transcribe(bot, data: bytes, *, filename: str = "voice.ogg", mime: str = "au
         raise TranscriptionFailed("no speech-to-text model is chosen for this bot")
     if len(data) > MAX_AUDIO_BYTES:
         raise TranscriptionFailed("the recording is larger than the transcription endpoint accepts")
-    profile = _profile(bot.organization_id, provider)
-    if profile is None or profile.secret is None:
-        raise TranscriptionFailed(f"this organization has no {provider} key in its model profiles")
+    profile = _profile(bot, provider)
     meter = _meter(bot)
     try:
         metered.check(meter)

@@ -229,6 +229,7 @@ def _page_context(actor: Actor, **extra: Any) -> dict[str, Any]:
         "can_manage": actor.has("bots:manage"),
         "platforms": Platform.choices,
         "stt_choices": _stt_choices(),
+        "stt_keys": _stt_keys(actor),
         "modes": AccessMode.choices,
         "socket_manifest": slack_manifest(None, socket_mode=True),
         "slack_scopes": SLACK_SCOPES,
@@ -246,10 +247,20 @@ def _stt_choices() -> list[tuple[str, str]]:
 # ------------------------------------------------------------------ forms
 
 
-def _stt(post: Any) -> dict[str, str]:
+def _stt_keys(actor: Actor) -> list[tuple[str, str]]:
+    """The organization's model profiles whose key can pay for a voice note, for the picker (the service checks
+    the one chosen serves the chosen provider)."""
+    seen: dict[str, str] = {}
+    for provider in services.STT_CATALOG:
+        for profile in services.stt_profiles(actor.organization.pk, provider):
+            seen.setdefault(str(profile.pk), profile.label)
+    return sorted(seen.items(), key=lambda item: item[1].lower())
+
+
+def _stt(post: Any) -> dict[str, str | None]:
     choice = post.get("stt", "")
     provider, _sep, model = choice.partition(":")
-    return {"stt_provider": provider, "stt_model": model}
+    return {"stt_provider": provider, "stt_model": model, "stt_profile_id": post.get("stt_key") or None}
 
 
 def _policy(post: Any) -> dict[str, Any]:
@@ -326,6 +337,8 @@ def _bot_page(request: HttpRequest, actor: Actor, bot: ChannelBot, *, status: in
         "can_change": can_change,
         "stt_choices": _stt_choices(),
         "stt_current": f"{bot.stt_provider}:{bot.stt_model}" if bot.stt_provider else "",
+        "stt_keys": _stt_keys(actor),
+        "stt_key_current": str(bot.stt_profile_id or ""),
         "modes": AccessMode.choices,
         "policy": bot.policy,
         "credentials": [{"name": name, "stored": bot.flags[name]}  # type: ignore[attr-defined]

@@ -654,3 +654,18 @@ def test_the_management_command_registers_through_the_same_service_and_says_why_
         call_command("channel_webhook_register", "--bot-id", str(bad.pk), stdout=StringIO())
     bad.refresh_from_db()
     assert bad.connection_state == "not_started" and "setWebhook failed" in bad.connection_reason
+
+
+def test_the_key_that_pays_for_voice_notes_lists_this_organizations_keys_only_and_is_saved(client_as, org, builder):
+    client = client_as(builder, org)
+    ours = factories.model_profile(org, "openai", "gpt-4o", label="Team OpenAI", api_key="sk-team-key-0123456789")
+    factories.model_profile(org, "openai", "gpt-4o", label="Keyless OpenAI")
+    factories.model_profile(factories.organization(name="Other"), "openai", "gpt-4o", label="Their OpenAI",
+                            api_key="sk-their-key-0123456789")
+    assert add_bot(client, platform="telegram", token="123456:ABCDEFGHIJ-telegram", stt="openai:whisper-1",
+                   stt_key=str(ours.pk)).status_code == 302
+    bot = ChannelBot.objects.get()
+    assert bot.stt_profile_id == ours.pk
+    page = client.get(f"/channels/{bot.pk}/").content.decode()
+    assert f'<option value="{ours.pk}" selected>Team OpenAI</option>' in page
+    assert "Keyless OpenAI" not in page and "Their OpenAI" not in page
