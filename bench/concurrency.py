@@ -422,6 +422,7 @@ def main() -> None:
     parser.add_argument("--shared-tls-context", action="store_true",
                         help="what the proposed netguard patch gives: one TLS context per process instead of one "
                              "per run's HTTP client (loading the CA bundle was most of a run's CPU)")
+    parser.add_argument("--floor", type=int, default=300, help="runs at once for the bare pydantic-ai floor (0: skip)")
     parser.add_argument("--py-spy", metavar="DIR", default="",
                         help="record each web and runs-worker process with py-spy (raw collapsed stacks, 200 Hz, "
                              "non-blocking) into DIR during every N >= 10; bench/profile_top.py summarizes them")
@@ -431,10 +432,14 @@ def main() -> None:
         asyncio.run(serve_model(args.serve_model, args.tokens, args.seconds))
         return
 
+    import logging
+
     import django
 
     django.setup()
     from django.conf import settings
+
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per request would drown the figures
 
     from bench.turn_overhead import free_port, start, wait_port, wait_quiet
     from config.launcher import daphne_command, run_worker_command, run_worker_processes
@@ -489,11 +494,13 @@ def main() -> None:
                   f"load {load:.1f} before, {os.getloadavg()[0]:.1f} after")
             print(f"         CPU ms/run: {cpu} (all but the model: "
                   f"{sum(ms for part, ms in r['cpu_ms'].items() if part != 'model'):.1f}); peak RSS MB: {rss}")
-        wait_quiet([proc.pid for proc in procs.values()], limit=10)
-        wall, cpu_ms = floor(model_port, 300)
-        print(f"floor, bare pydantic-ai in one process, 300 at once: {cpu_ms:.1f} CPU ms/run, wall {wall:.2f} s; "
-              f"on {os.cpu_count()} cores no runner can do 300 in under {300 * cpu_ms / 1000 / os.cpu_count():.1f} s "
-              f"of CPU alone ({300 * cpu_ms / 1000 / os.cpu_count() / alone['wall']:.1f}x one run)")
+        if args.floor:
+            wait_quiet([proc.pid for proc in procs.values()], limit=10)
+            load, k = os.getloadavg()[0], args.floor
+            wall, cpu_ms = floor(model_port, k)
+            print(f"floor, bare pydantic-ai in one process, {k} at once: {cpu_ms:.1f} CPU ms/run, wall {wall:.2f} s; "
+                  f"on {os.cpu_count()} cores no runner can do {k} in under {k * cpu_ms / 1000 / os.cpu_count():.1f} s "
+                  f"of CPU alone ({k * cpu_ms / 1000 / os.cpu_count() / alone['wall']:.1f}x one run); load {load:.1f}")
     finally:
         for proc in procs.values():
             try:

@@ -291,7 +291,7 @@ CACHES = {
 }
 CHANNEL_LAYERS = {
     "default": {
-        "BACKEND": "channels_redis.core.RedisChannelLayer",
+        "BACKEND": "agenticos.channel_layer.RedisChannelLayer",  # channels-redis, group_send in fewer trips
         # redis-py 8 defaults socket_timeout to 5 s, the same as channels-redis' blocking pop: an idle
         # consumer would time out and close its socket with 1011. Give the pop room.
         # Every socket of one web process shares that process's inbox, and channels-redis drops
