@@ -386,7 +386,8 @@ class PinnedTransport(httpx2.AsyncBaseTransport):
         # `limits`: the pool's (httpx's default is 100 connections; a model client shared by a worker's runs
         # needs room for every stream it holds, agents.runner.assembly.build_model).
         self._inner = httpx2.AsyncHTTPTransport(trust_env=False, verify=shared_tls_context(),
-                                                **({"limits": limits} if limits is not None else {}))
+                                                limits=limits if limits is not None else httpx2.Limits(
+                                                    max_connections=100, max_keepalive_connections=20))
         self._allowance = allowance
         self._home = home
 
