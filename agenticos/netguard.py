@@ -381,8 +381,13 @@ class PinnedTransport(httpx2.AsyncBaseTransport):
     configured with), a request that leaves that origin (a redirect elsewhere) is sent without any
     `CREDENTIAL_HEADERS`, whichever header the SDK put its key in."""
 
-    def __init__(self, *, allowance: str = TOOL_HOSTS, home: str | None = None) -> None:
-        self._inner = httpx2.AsyncHTTPTransport(trust_env=False, verify=shared_tls_context())
+    def __init__(self, *, allowance: str = TOOL_HOSTS, home: str | None = None,
+                 limits: httpx2.Limits | None = None) -> None:
+        # `limits`: the pool's (httpx's default is 100 connections; a model client shared by a worker's runs
+        # needs room for every stream it holds, agents.runner.assembly.build_model).
+        self._inner = httpx2.AsyncHTTPTransport(trust_env=False, verify=shared_tls_context(),
+                                                limits=limits if limits is not None else httpx2.Limits(
+                                                    max_connections=100, max_keepalive_connections=20))
         self._allowance = allowance
         self._home = home
 

@@ -25,6 +25,8 @@ import json
 import os
 import platform
 import re
+import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -296,9 +298,12 @@ def model_stats(port: int, path: str = "/stats") -> dict:
 
 
 def service_pids() -> dict[str, list[int]]:
-    """The embedded PostgreSQL (its postmaster and every backend) and Redis this bench talks to — not those of
-    another data dir on the same machine (the test servers)."""
+    """The embedded PostgreSQL (its postmaster and the backends of this bench's database) and Redis this bench
+    talks to — not those of another data dir on the same machine (the test servers), nor the backends of another
+    database on a shared server (other sessions' tests). Redis is one process: shared, it counts theirs too."""
     from django.conf import settings
+
+    database = settings.DATABASES["default"]["NAME"]
 
     postmaster = int((Path(settings.DATA_DIR) / "pg" / "postmaster.pid").read_text().split()[0])
     socket = str(Path(settings.DATA_DIR) / "redis" / "redis.sock")
@@ -311,7 +316,7 @@ def service_pids() -> dict[str, list[int]]:
             cmdline = (entry / "cmdline").read_bytes().decode(errors="replace")
         except OSError:
             continue
-        if int(stat[1]) == postmaster:
+        if int(stat[1]) == postmaster and f" {database} " in cmdline:
             postgres.append(int(entry.name))
         elif "redis-server" in cmdline and socket in cmdline:
             redis.append(int(entry.name))
@@ -319,7 +324,7 @@ def service_pids() -> dict[str, list[int]]:
 
 
 def measure(n: int, *, base: str, agent_id: str, key: str, model_port: int, procs: dict, timeout: float,
-            socket_url: str = "") -> dict:
+            socket_url: str = "", py_spy: str = "") -> dict:
     from agents.models import Run
     from bench.turn_overhead import cpu_seconds
 
@@ -328,6 +333,13 @@ def measure(n: int, *, base: str, agent_id: str, key: str, model_port: int, proc
              **service_pids(), "model": [procs["model"].pid]}
     before = {part: cpu_seconds(pids) for part, pids in parts.items()}
     rss = {name: 0.0 for name in procs}
+    spies = [] if not py_spy or n < 10 else [
+        subprocess.Popen([str(Path(sys.executable).parent / "py-spy"), "record", "--nonblocking", "-r", "200", "-f", "raw", "-p", str(proc.pid),
+                          "-o", f"{py_spy}/{name}-n{n}.txt"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for name, proc in procs.items() if name != "model"]
+    if spies:
+        time.sleep(1)  # attached before the first run
+        before = {part: cpu_seconds(pids) for part, pids in parts.items()}
     started = time.time()
     done: dict[str, float] = {}
     if socket_url:
@@ -354,6 +366,9 @@ def measure(n: int, *, base: str, agent_id: str, key: str, model_port: int, proc
         statuses = {"completed": len(done)}
     lost = len(sent) - len(errors) - len(done) if socket_url else 0
     after = {part: cpu_seconds(pids) for part, pids in parts.items()}
+    for spy in spies:
+        spy.send_signal(signal.SIGINT)
+        spy.wait(30)
     stats = model_stats(model_port)
     delays = [stats["first_seen"][marker] - sent[marker] for marker in sent if marker in stats["first_seen"]]
     return {
@@ -407,16 +422,24 @@ def main() -> None:
     parser.add_argument("--shared-tls-context", action="store_true",
                         help="what the proposed netguard patch gives: one TLS context per process instead of one "
                              "per run's HTTP client (loading the CA bundle was most of a run's CPU)")
+    parser.add_argument("--floor", type=int, default=300, help="runs at once for the bare pydantic-ai floor (0: skip)")
+    parser.add_argument("--py-spy", metavar="DIR", default="",
+                        help="record each web and runs-worker process with py-spy (raw collapsed stacks, 200 Hz, "
+                             "non-blocking) into DIR during every N >= 10; bench/profile_top.py summarizes them")
     parser.add_argument("--serve-model", type=int, help=argparse.SUPPRESS)  # the model server's own process
     args = parser.parse_args()
     if args.serve_model:
         asyncio.run(serve_model(args.serve_model, args.tokens, args.seconds))
         return
 
+    import logging
+
     import django
 
     django.setup()
     from django.conf import settings
+
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per request would drown the figures
 
     from bench.turn_overhead import free_port, start, wait_port, wait_quiet
     from config.launcher import daphne_command, run_worker_command, run_worker_processes
@@ -447,6 +470,8 @@ def main() -> None:
                       if args.via == "socket" else "")
         common = {"base": base, "agent_id": agent_id, "key": key, "model_port": model_port, "procs": procs,
                   "timeout": args.timeout, "socket_url": socket_url}
+        if args.py_spy:
+            Path(args.py_spy).mkdir(parents=True, exist_ok=True)
         for _ in range(2 * run_worker_processes()):  # warm every worker
             measure(1, **common)
         wait_quiet([proc.pid for proc in procs.values()], limit=10)
@@ -458,23 +483,25 @@ def main() -> None:
         print(f"one run alone: {alone['wall']:.2f} s")
         for n in [int(value) for value in args.runs.split(",")]:
             wait_quiet([proc.pid for proc in procs.values()], limit=10)
-            r = measure(n, **common)
+            load = os.getloadavg()[0]
+            r = measure(n, **common, py_spy=args.py_spy)
             cpu = ", ".join(f"{part} {ms:.1f}" for part, ms in r["cpu_ms"].items())
             rss = ", ".join(f"{name} {mb:.0f}" for name, mb in r["rss"].items())
             print(f"N={n:>5}: peak streams {r['peak']:>5}, start delay p50 {r['p50']:.2f} s / p95 {r['p95']:.2f} s, "
                   f"wall {r['wall']:.2f} s = {r['wall'] / alone['wall']:.2f}x one run; completed {r['completed']}/{n}, "
                   f"statuses {r['statuses']}, {len(r['errors'])} errors{': ' + str(r['errors'][:3]) if r['errors'] else ''}"
-                  f"{', ' + str(r['lost']) + ' sockets lost' if socket_url else ''}")
+                  f"{', ' + str(r['lost']) + ' sockets lost' if socket_url else ''}; "
+                  f"load {load:.1f} before, {os.getloadavg()[0]:.1f} after")
             print(f"         CPU ms/run: {cpu} (all but the model: "
                   f"{sum(ms for part, ms in r['cpu_ms'].items() if part != 'model'):.1f}); peak RSS MB: {rss}")
-        wait_quiet([proc.pid for proc in procs.values()], limit=10)
-        wall, cpu_ms = floor(model_port, 300)
-        print(f"floor, bare pydantic-ai in one process, 300 at once: {cpu_ms:.1f} CPU ms/run, wall {wall:.2f} s; "
-              f"on {os.cpu_count()} cores no runner can do 300 in under {300 * cpu_ms / 1000 / os.cpu_count():.1f} s "
-              f"of CPU alone ({300 * cpu_ms / 1000 / os.cpu_count() / alone['wall']:.1f}x one run)")
+        if args.floor:
+            wait_quiet([proc.pid for proc in procs.values()], limit=10)
+            load, k = os.getloadavg()[0], args.floor
+            wall, cpu_ms = floor(model_port, k)
+            print(f"floor, bare pydantic-ai in one process, {k} at once: {cpu_ms:.1f} CPU ms/run, wall {wall:.2f} s; "
+                  f"on {os.cpu_count()} cores no runner can do {k} in under {k * cpu_ms / 1000 / os.cpu_count():.1f} s "
+                  f"of CPU alone ({k * cpu_ms / 1000 / os.cpu_count() / alone['wall']:.1f}x one run); load {load:.1f}")
     finally:
-        import signal
-
         for proc in procs.values():
             try:
                 os.killpg(proc.pid, signal.SIGTERM)

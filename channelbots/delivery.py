@@ -74,7 +74,7 @@ class Outcome:
 
 
 def _layer():
-    from channels_redis.core import RedisChannelLayer
+    from agenticos.channel_layer import RedisChannelLayer
 
     return RedisChannelLayer(**settings.CHANNEL_LAYERS["default"].get("CONFIG", {}))
 

@@ -291,7 +291,7 @@ CACHES = {
 }
 CHANNEL_LAYERS = {
     "default": {
-        "BACKEND": "channels_redis.core.RedisChannelLayer",
+        "BACKEND": "agenticos.channel_layer.RedisChannelLayer",  # channels-redis, group_send in fewer trips
         # redis-py 8 defaults socket_timeout to 5 s, the same as channels-redis' blocking pop: an idle
         # consumer would time out and close its socket with 1011. Give the pop room.
         # Every socket of one web process shares that process's inbox, and channels-redis drops
@@ -572,6 +572,8 @@ RUN_HEARTBEAT_STALE_AFTER = timedelta(seconds=_int("RUN_HEARTBEAT_STALE_SECONDS"
 # A run whose workers were lost this many times (a tool that exhausts memory…) ends `failed` ("worker lost").
 RUN_MAX_RESUMES = _int("RUN_MAX_RESUMES", 3, minimum=0)
 # The runs loop logs (and tests assert on) anything that keeps it from turning for this long.
+# The runs loop runs on uvloop (libuv) when it is installed; RUN_LOOP_UVLOOP=false keeps asyncio's own loop.
+RUN_LOOP_UVLOOP = env.bool("RUN_LOOP_UVLOOP", default=True)
 RUN_LOOP_BLOCKED_SECONDS = float(_int("RUN_LOOP_BLOCKED_MS", 1000, minimum=10)) / 1000
 APPROVAL_EXPIRY_HOURS = _int("APPROVAL_EXPIRY_HOURS", 72, minimum=1)
 QUESTION_EXPIRY_HOURS = _int("QUESTION_EXPIRY_HOURS", 24, minimum=1)

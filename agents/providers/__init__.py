@@ -237,10 +237,12 @@ def guarded_http_client(base_url: str) -> httpx2.AsyncClient:
 
     Redirects are followed (as the OpenAI SDK's own client does) because every hop passes the transport's
     check and loses the key when it leaves `base_url`'s origin."""
-    from pydantic_ai._http import create_async_httpx2_client
+    from pydantic_ai._http import DEFAULT_HTTP_LIMITS, create_async_httpx2_client
 
+    # The pool pydantic-ai (and the OpenAI and Anthropic SDKs) give their own clients, 1,000 connections: a
+    # transport of one's own otherwise has httpx's 100, and the runs of a worker share a profile's client.
     client = create_async_httpx2_client(
-        transport=netguard.PinnedTransport(allowance=netguard.MODEL_HOSTS, home=base_url)
+        transport=netguard.PinnedTransport(allowance=netguard.MODEL_HOSTS, home=base_url, limits=DEFAULT_HTTP_LIMITS)
     )
     client.follow_redirects = True
     client.max_redirects = netguard.MAX_REDIRECTS

@@ -5,7 +5,11 @@ Everything here is synchronous ORM work, called on the run's DB thread.
 
 from __future__ import annotations
 
+import hashlib
+import json
+import threading
 import uuid
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -98,10 +102,56 @@ def model_profile(run: Run, spec: AgentSpec) -> ModelProfile:
     return profile  # type: ignore[return-value]
 
 
+# The built model per profile row, per process. A pydantic-ai model holds its provider's SDK client and that
+# client's HTTP connection pool; building them was a millisecond and a vault opening per run, and every run
+# opened new connections to the model server. pydantic-ai models are made to be shared by concurrent runs
+# (a run's settings and messages travel with each request), and a provider replaces its client when a run
+# comes on another event loop. The key is a digest of everything the model is built from: the organization,
+# the profile's id, provider, model, base URL and settings, and its key's row (id, organization, key version,
+# wrapped key and ciphertext) — so an edited profile or a rotated key is built afresh on the next run, a profile
+# of one organization never serves another's, and nothing unsealed is kept outside the model's own client.
+# Profiles with fallbacks (their candidates are read per run) and the offline demo model are built per run.
+MODEL_CACHE_SIZE = 256
+_models: OrderedDict[bytes, Any] = OrderedDict()
+_models_lock = threading.Lock()
+
+
+def model_key(profile: ModelProfile) -> bytes | None:
+    """The cache key of a profile's model, or None when it is built per run."""
+    if getattr(profile, "has_fallbacks", True) is not False or profile.provider == "demo":
+        return None
+    secret = getattr(profile, "secret", None) if profile.secret_id is not None else None
+    if profile.secret_id is not None and secret is None:
+        return None
+    digest = hashlib.sha256()
+    for part in (profile.organization_id, profile.pk, profile.provider, profile.model, profile.base_url,
+                 json.dumps(profile.settings or {}, sort_keys=True, default=str)):
+        digest.update(str(part).encode() + b"\0")
+    if secret is not None:
+        for part in (secret.pk, secret.organization_id, secret.key_version):
+            digest.update(str(part).encode() + b"\0")
+        digest.update(bytes(secret.wrapped_key) + b"\0" + bytes(secret.ciphertext))
+    return digest.digest()
+
+
 def build_model(profile: ModelProfile):
+    """The profile's model: the one this process built for the same profile row, or a new one. Sync (vault)."""
     from agents.providers import build_model as provider_build_model
 
-    return provider_build_model(profile)
+    key = model_key(profile)
+    if key is None:
+        return provider_build_model(profile)
+    with _models_lock:
+        model = _models.get(key)
+        if model is not None:
+            _models.move_to_end(key)
+            return model
+    model = provider_build_model(profile)
+    with _models_lock:
+        model = _models.setdefault(key, model)
+        while len(_models) > MODEL_CACHE_SIZE:
+            _models.popitem(last=False)
+    return model
 
 
 def model_settings(profile: ModelProfile, spec: AgentSpec):
