@@ -166,14 +166,11 @@ def accept(actor: Actor, *, run_id: Any, call_id: Any, card: int, edits: dict[st
 
 
 def _own_call(actor: Actor, run_id: Any, call_id: Any) -> ToolCall:
-    """A propose_setup call of one of the person's own runs, locked; anything else is not found (an outsider's,
+    """A propose_setup call (by the model's tool call id, as the transcript names it) of one of the person's own
+    runs, locked; anything else is not found (an outsider's,
     another member's, another tool's)."""
-    try:
-        pk = int(call_id)
-    except (TypeError, ValueError):
-        raise NotFound("Proposal not found.") from None
     call = (ToolCall.objects.select_for_update()
-            .filter(pk=pk, run_id=parse_uuid(str(run_id)), tool_name="propose_setup", status=ToolCall.Status.OK,
+            .filter(tool_call_id=str(call_id)[:200], run_id=parse_uuid(str(run_id)), tool_name="propose_setup", status=ToolCall.Status.OK,
                     run__organization=actor.organization, run__user_id=actor.user_id).first())
     if call is None or not (call.result or {}).get("cards"):
         raise NotFound("Proposal not found.")

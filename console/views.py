@@ -30,6 +30,7 @@ from agents.chat import member_run, pin_conversation, readable_conversation, ren
 from agents.models import Run, RunStatus, Surface
 from agents.sharing import open_share
 from console import selectors
+from console.architect import welcome_context
 from console.base import console_view, screen
 from console.feedback import page_feedback
 from console.strings import chat_strings, tool_phrases
@@ -69,7 +70,8 @@ def accept_invitation(request: HttpRequest, token: str) -> HttpResponse:
 
 @console_view()
 def home(request: HttpRequest, actor: Actor) -> HttpResponse:
-    return screen(request, "console/home.html", {"data": selectors.dashboard(actor), "nav": "home"})
+    return screen(request, "console/home.html", {"data": selectors.dashboard(actor), "nav": "home",
+                                                 "welcome": welcome_context(actor)})
 
 
 # ------------------------------------------------------------------ chat

@@ -146,7 +146,7 @@ def drawn_proposal(org, user, model, docs, fake_openai, **changes) -> ToolCall:
 
 def test_accepting_creates_an_unpublished_draft_with_the_persons_edits_once(org, owner, model, docs, fake_openai):
     call = drawn_proposal(org, owner, model, docs, fake_openai)
-    created = architect.accept(actor_of(owner, org), run_id=call.run_id, call_id=call.pk, card=0,
+    created = architect.accept(actor_of(owner, org), run_id=call.run_id, call_id=call.tool_call_id, card=0,
                                edits={"name": "Refund helper"})
     assert created.name == "Refund helper" and created.owner == owner
     spec = created.draft_spec
@@ -160,7 +160,7 @@ def test_accepting_creates_an_unpublished_draft_with_the_persons_edits_once(org,
     assert call.result["cards"][0]["accepted_agent_id"] == str(created.pk)
 
     with pytest.raises(Conflict):
-        architect.accept(actor_of(owner, org), run_id=call.run_id, call_id=call.pk, card=0)
+        architect.accept(actor_of(owner, org), run_id=call.run_id, call_id=call.tool_call_id, card=0)
     assert Agent.objects.filter(organization=org).count() == 2
 
 
@@ -170,21 +170,21 @@ def test_accepting_checks_again_as_the_person_stands_now(org, owner, builder, mo
     before = Agent.objects.count()
     # Another member of the organization, and an outsider, cannot accept someone else's proposal.
     with pytest.raises(NotFound):
-        architect.accept(actor_of(owner, org), run_id=call.run_id, call_id=call.pk, card=0)
+        architect.accept(actor_of(owner, org), run_id=call.run_id, call_id=call.tool_call_id, card=0)
     with pytest.raises(NotFound):
-        architect.accept(actor_of(outsider, outsider_org), run_id=call.run_id, call_id=call.pk, card=0)
+        architect.accept(actor_of(outsider, outsider_org), run_id=call.run_id, call_id=call.tool_call_id, card=0)
     # An edit cannot sneak in a field the card does not offer, nor a budget above the organization's.
     org.monthly_budget_usd = Decimal("30")
     org.save(update_fields=["monthly_budget_usd"])
     with pytest.raises(Invalid):
-        architect.accept(actor_of(builder, org), run_id=call.run_id, call_id=call.pk, card=0,
+        architect.accept(actor_of(builder, org), run_id=call.run_id, call_id=call.tool_call_id, card=0,
                          edits={"collection_ids": [str(docs.pk)]})
     with pytest.raises(Invalid) as refused:
-        architect.accept(actor_of(builder, org), run_id=call.run_id, call_id=call.pk, card=0,
+        architect.accept(actor_of(builder, org), run_id=call.run_id, call_id=call.tool_call_id, card=0,
                          edits={"monthly_budget_usd": "31"})
     assert "monthly_budget_usd" in json.dumps(refused.value.details)
     # Demoted to member since the card was drawn: may not create agents, so neither may the Architect for them.
     Membership.objects.filter(user=builder, organization=org).update(role="member")
     with pytest.raises(Forbidden):
-        architect.accept(actor_of(builder, org), run_id=call.run_id, call_id=call.pk, card=0)
+        architect.accept(actor_of(builder, org), run_id=call.run_id, call_id=call.tool_call_id, card=0)
     assert Agent.objects.count() == before

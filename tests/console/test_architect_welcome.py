@@ -1,0 +1,80 @@
+"""The welcome interview on the console home page: offered once to a new organization's first builder, never to a
+member or viewer, nor where agents exist; Start installs the Architect and opens the conversation with the
+person's words as its first turn; Skip ends the offer for the whole organization."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from agenticos.models import AuditEvent
+from agents.models import Agent, Conversation, Run
+from tests import factories
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def chat_model(org):
+    return factories.model_profile(org, "openai", "gpt-4o-mini", label="Team GPT", api_key="sk-welcome-000000")
+
+
+def welcomed(client) -> bool:
+    return "data-welcome" in client.get(reverse("console:home")).content.decode()
+
+
+def test_the_first_builder_of_a_new_organization_is_offered_the_interview(client_as, org, owner, builder, member,
+                                                                          viewer, chat_model):
+    assert welcomed(client_as(owner, org)) and welcomed(client_as(builder, org))
+    assert not welcomed(client_as(member, org)) and not welcomed(client_as(viewer, org))
+
+
+def test_without_a_model_the_card_asks_for_one_first(client_as, org, owner):
+    page = client_as(owner, org).get(reverse("console:home")).content.decode()
+    assert "data-welcome" in page and reverse("console:settings-models") in page
+    assert "data-welcome-start" not in page
+
+
+def test_an_organization_with_agents_is_not_offered_it(client_as, org, owner, chat_model, outsider, outsider_org):
+    factories.published_agent(org, owner, name="Existing")
+    assert not welcomed(client_as(owner, org))
+    # The outsider's own new organization is theirs to welcome; starting there installs nothing here.
+    assert welcomed(client_as(outsider, outsider_org))
+    client_as(outsider, outsider_org).post(reverse("console:welcome-skip"))
+    assert list(Agent.objects.filter(organization=org).values_list("slug", flat=True)) == ["existing"]
+
+
+def test_start_installs_the_architect_and_opens_the_conversation_once(client_as, org, owner, chat_model,
+                                                                      django_capture_on_commit_callbacks):
+    client = client_as(owner, org)
+    with django_capture_on_commit_callbacks(execute=False):
+        response = client.post(reverse("console:welcome-start"), {"text": "An agent for our refunds"})
+    architect = Agent.objects.get(organization=org, slug="architect")
+    assert architect.versions.count() == 1 and architect.owner == owner
+    run = Run.objects.get(agent=architect)
+    assert run.user == owner and run.surface == "web" and (run.options or {}).get("can_ask_user") is True
+    assert response.status_code == 302
+    assert response.url == reverse("console:chat-conversation", kwargs={"conversation_id": run.conversation_id})
+    assert Conversation.objects.get(pk=run.conversation_id).messages.first().content == "An agent for our refunds"
+    assert not welcomed(client)
+    # Once: a second start does not start another interview.
+    assert client.post(reverse("console:welcome-start"), {"text": "again"}).url == reverse("console:home")
+    assert Run.objects.filter(agent=architect).count() == 1
+
+
+def test_skip_ends_the_offer_for_the_organization(client_as, org, owner, builder, chat_model):
+    response = client_as(owner, org).post(reverse("console:welcome-skip"))
+    assert response.status_code == 302 and response.url == reverse("console:home")
+    assert AuditEvent.objects.filter(organization=org, action="architect.welcome.skipped").count() == 1
+    # The Architect is there for later questions (an agent card asks it), and nobody is offered the interview.
+    assert Agent.objects.filter(organization=org, slug="architect").exists()
+    assert not welcomed(client_as(owner, org)) and not welcomed(client_as(builder, org))
+
+
+def test_members_and_viewers_cannot_start_or_skip_it(client_as, org, member, viewer, chat_model):
+    for person in (member, viewer):
+        client = client_as(person, org)
+        assert client.post(reverse("console:welcome-start"), {"text": "x"}).status_code == 403
+        assert client.post(reverse("console:welcome-skip")).status_code == 403
+    assert not Agent.objects.filter(organization=org).exists()
+    assert not AuditEvent.objects.filter(action="architect.welcome.skipped").exists()
