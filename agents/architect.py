@@ -10,7 +10,8 @@ it here: accepting creates a **draft** through the same service and permission c
 
 The welcome interview: a new organization's first builder (no agent yet, never skipped) is offered a
 conversation with the Architect once, on the console's home page; starting it installs the Architect and opens
-the conversation, skipping installs it quietly (when a model is there to run it) and records the skip.
+web chat, which sends the person's first words as the interview's first turn; skipping installs it quietly (when
+a model is there to run it) and records the skip.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from agenticos.errors import Conflict, Invalid, NotFound
 from agenticos.models import AuditEvent
 from agenticos.tenancy import Actor, parse_uuid
 from agents import services
-from agents.models import Agent, ModelProfile, Provider, Run, ToolCall
+from agents.models import Agent, ModelProfile, Provider, ToolCall
 
 SLUG = "architect"
 NAME = "Architect"
@@ -109,14 +110,15 @@ def welcome_due(actor: Actor) -> bool:
             and not AuditEvent.objects.filter(organization=org, action=SKIPPED).exists())
 
 
-def start_welcome(actor: Actor, text: str) -> Run:
-    """Install the Architect and start the interview with the person's first words, in web chat."""
-    from agents.chat import start_member_run
-
-    agent = install(actor)
-    run, _admitted = start_member_run(actor=actor, agent_id=agent.pk, text=text, surface="web",
-                                      create_conversation=True, can_ask_user=True)
-    return run
+def begin_welcome(actor: Actor) -> Agent:
+    """The person starts the interview: the Architect is installed (so the offer ends) and returned; their first
+    words are sent from web chat, like every message of theirs (console/architect.py)."""
+    if not welcome_due(actor):
+        existing = find(actor.organization)
+        if existing is None:
+            raise NotFound("The welcome interview is not offered here.")
+        return existing
+    return install(actor)
 
 
 def skip_welcome(actor: Actor) -> None:

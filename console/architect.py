@@ -1,5 +1,6 @@
 """The welcome interview on the console (agents/architect.py): the card on the home page of a new organization's
-first builder, which starts a conversation with the Architect or skips it for good."""
+first builder, which opens web chat with the Architect — the person's words sent as its first turn — or skips it
+for good."""
 
 from __future__ import annotations
 
@@ -7,11 +8,17 @@ from typing import Any
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from agenticos.tenancy import Actor
 from agents import architect
 from console.base import console_view
+
+# The person's first words, kept in their session between the card's POST and the chat page that sends them: only
+# a POST of this person (CSRF-checked) sets it, so no link can make a chat page send a message by itself.
+FIRST_MESSAGE = "architect_first_message"
+FIRST_MESSAGE_MAX = 4000
 
 
 def welcome_context(actor: Actor) -> dict[str, Any] | None:
@@ -21,14 +28,21 @@ def welcome_context(actor: Actor) -> dict[str, Any] | None:
     return {"has_model": architect.chat_profile(actor) is not None}
 
 
+def first_message(request: HttpRequest, agent_id: str) -> str:
+    """The interview's first words, once, for the chat page opened on the Architect after Start."""
+    kept = request.session.pop(FIRST_MESSAGE, None) if FIRST_MESSAGE in request.session else None
+    return kept["text"] if isinstance(kept, dict) and kept.get("agent_id") == agent_id else ""
+
+
 @require_POST
 @console_view("agents:edit")
 def welcome_start(request: HttpRequest, actor: Actor) -> HttpResponse:
     if not architect.welcome_due(actor):
         return redirect("console:home")
-    text = (request.POST.get("text") or "").strip() or "Hello! Help me design my first agent."
-    run = architect.start_welcome(actor, text)
-    return redirect("console:chat-conversation", conversation_id=run.conversation_id)
+    text = (request.POST.get("text") or "").strip()[:FIRST_MESSAGE_MAX] or "Help me design my first agent."
+    agent = architect.begin_welcome(actor)
+    request.session[FIRST_MESSAGE] = {"agent_id": str(agent.pk), "text": text}
+    return redirect(f"{reverse('console:chat')}?agent={agent.pk}")
 
 
 @require_POST

@@ -30,7 +30,7 @@ from agents.chat import member_run, pin_conversation, readable_conversation, ren
 from agents.models import Run, RunStatus, Surface
 from agents.sharing import open_share
 from console import selectors
-from console.architect import welcome_context
+from console.architect import first_message, welcome_context
 from console.base import console_view, screen
 from console.feedback import page_feedback
 from console.strings import chat_strings, tool_phrases
@@ -160,6 +160,8 @@ def chat(request: HttpRequest, actor: Actor, conversation_id: str | None = None)
         },
         "strings": chat_strings(),
         "phrases": tool_phrases(),
+        # The welcome interview's first words (console/architect.py), sent once by the page.
+        "first_message": "" if conversation is not None else first_message(request, selected),
     }
     return screen(request, "console/chat.html", {
         "nav": "chat",

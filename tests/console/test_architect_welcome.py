@@ -8,7 +8,7 @@ import pytest
 from django.urls import reverse
 
 from agenticos.models import AuditEvent
-from agents.models import Agent, Conversation, Run
+from agents.models import Agent, Run
 from tests import factories
 
 pytestmark = pytest.mark.django_db
@@ -17,6 +17,14 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def chat_model(org):
     return factories.model_profile(org, "openai", "gpt-4o-mini", label="Team GPT", api_key="sk-welcome-000000")
+
+
+def chat_state(response) -> dict:
+    import json
+    import re
+
+    match = re.search(r"<script id=\"chat-state\" type=\"application/json\">(.*?)</script>", response.content.decode(), re.S)
+    return json.loads(match.group(1))
 
 
 def welcomed(client) -> bool:
@@ -44,22 +52,26 @@ def test_an_organization_with_agents_is_not_offered_it(client_as, org, owner, ch
     assert list(Agent.objects.filter(organization=org).values_list("slug", flat=True)) == ["existing"]
 
 
-def test_start_installs_the_architect_and_opens_the_conversation_once(client_as, org, owner, chat_model,
-                                                                      django_capture_on_commit_callbacks):
+def test_start_installs_the_architect_and_opens_web_chat_which_sends_the_persons_words_once(client_as, org, owner,
+                                                                                          chat_model):
     client = client_as(owner, org)
-    with django_capture_on_commit_callbacks(execute=False):
-        response = client.post(reverse("console:welcome-start"), {"text": "An agent for our refunds"})
+    response = client.post(reverse("console:welcome-start"), {"text": "An agent for our refunds"})
     architect = Agent.objects.get(organization=org, slug="architect")
     assert architect.versions.count() == 1 and architect.owner == owner
-    run = Run.objects.get(agent=architect)
-    assert run.user == owner and run.surface == "web" and (run.options or {}).get("can_ask_user") is True
-    assert response.status_code == 302
-    assert response.url == reverse("console:chat-conversation", kwargs={"conversation_id": run.conversation_id})
-    assert Conversation.objects.get(pk=run.conversation_id).messages.first().content == "An agent for our refunds"
+    assert response.status_code == 302 and response.url == f"{reverse('console:chat')}?agent={architect.pk}"
+    assert not Run.objects.exists()  # the page sends the words, through the one web chat path
+    assert chat_state(client.get(response.url))["first_message"] == "An agent for our refunds"
+    assert chat_state(client.get(response.url))["first_message"] == ""  # once: a reload sends nothing
     assert not welcomed(client)
     # Once: a second start does not start another interview.
     assert client.post(reverse("console:welcome-start"), {"text": "again"}).url == reverse("console:home")
-    assert Run.objects.filter(agent=architect).count() == 1
+    assert chat_state(client.get(response.url))["first_message"] == ""
+
+
+def test_a_chat_link_alone_never_sends_a_message(client_as, org, owner, chat_model):
+    architect = factories.published_agent(org, owner, name="Architect")
+    page = client_as(owner, org).get(f"{reverse('console:chat')}?agent={architect.pk}&text=spend+my+budget")
+    assert chat_state(page)["first_message"] == ""
 
 
 def test_skip_ends_the_offer_for_the_organization(client_as, org, owner, builder, chat_model):
