@@ -160,7 +160,7 @@ def accept(actor: Actor, *, run_id: Any, call_id: Any, card: int, edits: dict[st
         agent = services.create_agent(actor=actor, spec=proposal.spec_of(setup))
         if card < len(drawn):
             drawn[card]["accepted_agent_id"] = str(agent.pk)
-            ToolCall.objects.filter(pk=call.pk).update(result={**call.result, "cards": drawn})
+            ToolCall.objects.filter(pk=call.pk).update(result={**(call.result or {}), "cards": drawn})
         audit.record(actor=actor.user, organization=actor.organization, action=ACCEPTED, target=agent,
                      details={"run_id": str(call.run_id), "edited": sorted(edits or {})},
                      ip_address=actor.extra.get("ip"))
@@ -169,11 +169,14 @@ def accept(actor: Actor, *, run_id: Any, call_id: Any, card: int, edits: dict[st
 
 def _own_call(actor: Actor, run_id: Any, call_id: Any) -> ToolCall:
     """A propose_setup call (by the model's tool call id, as the transcript names it) of one of the person's own
-    runs, locked; anything else is not found (an outsider's,
-    another member's, another tool's)."""
+    runs, locked; anything else is not found (an outsider's, another member's, another tool's)."""
+    run_uuid = parse_uuid(str(run_id))
+    if run_uuid is None:
+        raise NotFound("Proposal not found.")
     call = (ToolCall.objects.select_for_update()
-            .filter(tool_call_id=str(call_id)[:200], run_id=parse_uuid(str(run_id)), tool_name="propose_setup", status=ToolCall.Status.OK,
-                    run__organization=actor.organization, run__user_id=actor.user_id).first())
+            .filter(tool_call_id=str(call_id)[:200], run_id=run_uuid, tool_name="propose_setup",
+                    status=ToolCall.Status.OK, run__organization=actor.organization, run__user_id=actor.user_id)
+            .first())
     if call is None or not (call.result or {}).get("cards"):
         raise NotFound("Proposal not found.")
     return call
