@@ -46,6 +46,23 @@ def welcome_start(request: HttpRequest, actor: Actor) -> HttpResponse:
 
 
 @require_POST
+@console_view("agents:run")
+def ask_architect(request: HttpRequest, actor: Actor) -> HttpResponse:
+    """An agent card ("a question to the Architect", spec propose_setup): web chat on the organization's Architect
+    with the card's idea as the first words. Installed first by someone who may; else New agent, as before."""
+    agent = architect.find(actor.organization)
+    if agent is None and actor.has("agents:edit") and actor.has("agents:publish") and architect.chat_profile(actor):
+        agent = architect.install(actor)
+    if agent is None:
+        return redirect("console:agent-new")
+    title = (request.POST.get("title") or "").strip()[:80]
+    detail = (request.POST.get("detail") or "").strip()[:300]
+    text = f"I would like an agent of my own: {title}." + (f" {detail}" if detail else "")
+    request.session[FIRST_MESSAGE] = {"agent_id": str(agent.pk), "text": text[:FIRST_MESSAGE_MAX]}
+    return redirect(f"{reverse('console:chat')}?agent={agent.pk}")
+
+
+@require_POST
 @console_view("agents:edit")
 def welcome_skip(request: HttpRequest, actor: Actor) -> HttpResponse:
     architect.skip_welcome(actor)

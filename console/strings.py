@@ -37,7 +37,7 @@ def chat_strings() -> dict[str, str]:
         "setup_agent": _("Agent"),
         "setup_connection": _("Connection"),
         "setup_open_trigger": _("Open routines"),
-        "setup_open_agent": _("Create the agent"),
+        "setup_open_agent": _("Ask the Architect"),
         "setup_connect": _("Connect %(name)s"),
         "setup_open_connection": _("Open MCP servers"),
         "proposal_name": _("Name"),

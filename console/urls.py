@@ -42,6 +42,7 @@ urlpatterns = [
     # The welcome interview with the Architect (console/architect.py), offered on the home page.
     path("welcome/start/", architect.welcome_start, name="welcome-start"),
     path("welcome/skip/", architect.welcome_skip, name="welcome-skip"),
+    path("architect/ask/", architect.ask_architect, name="architect-ask"),
     path("invitations/<str:token>", views.accept_invitation, name="invitation"),
     # Where a chat bot's `link` answer points (channelbots.services.mint_link: {FRONTEND_URL}/link/{token}).
     path("link/<str:token>", views.link_chat_account, name="link-chat-account"),

@@ -90,3 +90,28 @@ def test_members_and_viewers_cannot_start_or_skip_it(client_as, org, member, vie
         assert client.post(reverse("console:welcome-skip")).status_code == 403
     assert not Agent.objects.filter(organization=org).exists()
     assert not AuditEvent.objects.filter(action="architect.welcome.skipped").exists()
+
+
+def test_an_agent_card_asks_the_architect_with_the_cards_idea(client_as, org, owner, member, chat_model):
+    # A member before anyone installed it: New agent, as before; nothing installed on their behalf.
+    response = client_as(member, org).post(reverse("console:architect-ask"), {"title": "Refund tracker"})
+    assert response.url == reverse("console:agent-new") and not Agent.objects.exists()
+    # An owner installs it by asking; then the member asks the same Architect.
+    client_as(owner, org).post(reverse("console:architect-ask"), {"title": "Refund tracker"})
+    architect = Agent.objects.get(organization=org, slug="architect")
+    client = client_as(member, org)
+    response = client.post(reverse("console:architect-ask"), {"title": "Refund tracker", "detail": "Weekly."})
+    assert response.url == f"{reverse('console:chat')}?agent={architect.pk}"
+    first = chat_state(client.get(response.url))["first_message"]
+    assert first == "I would like an agent of my own: Refund tracker. Weekly."
+    assert not Run.objects.exists()
+
+
+def test_a_viewer_cannot_ask_and_an_outsider_reaches_only_their_own(client_as, org, owner, viewer, chat_model,
+                                                                     outsider, outsider_org):
+    client_as(owner, org).post(reverse("console:architect-ask"), {"title": "x"})
+    assert client_as(viewer, org).post(reverse("console:architect-ask"), {"title": "x"}).status_code == 403
+    # The outsider's organization has no model: New agent there, and this organization's Architect is untouched.
+    response = client_as(outsider, outsider_org).post(reverse("console:architect-ask"), {"title": "x"})
+    assert response.url == reverse("console:agent-new")
+    assert list(Agent.objects.values_list("organization_id", flat=True)) == [org.pk]

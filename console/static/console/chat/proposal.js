@@ -2,7 +2,7 @@
 // would be — model, capabilities, knowledge, budget, where it answers — with its name and instructions editable,
 // and "Create the draft", which asks the server to check the setup again and create a draft (agents/architect.py,
 // POST /api/v1/runs/<run>/proposals/<call>/accept). Nothing is published: the draft opens in the Builder.
-import {h, fill, post, errorMessage} from "../dom.js";
+import {h, fill, csrf, post, errorMessage} from "../dom.js";
 import {T} from "./state.js";
 
 function row(label, value) {
@@ -51,4 +51,15 @@ export function proposalCard(c) {
     h("label", {for: uid + "-instructions", text: T.proposal_instructions}), instructions,
     accept, status);
   return box;
+}
+
+// An agent card without a setup is "a question to the Architect" (spec propose_setup): a console POST that opens
+// web chat on the organization's Architect with the card's idea as the first words (console/architect.py).
+export function askArchitect(c) {
+  return h("form", {method: "post", action: "/architect/ask/", "data-ask-architect": ""}, [
+    h("input", {type: "hidden", name: "csrfmiddlewaretoken", value: csrf()}),
+    h("input", {type: "hidden", name: "title", value: c.title}),
+    h("input", {type: "hidden", name: "detail", value: c.detail || ""}),
+    h("button", {type: "submit", class: "button", text: T.setup_open_agent}),
+  ]);
 }

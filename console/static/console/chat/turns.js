@@ -8,7 +8,7 @@ import {openFile, workspaceUrl} from "./files.js";
 import {sendText} from "./composer.js";
 import {fileChip} from "./attachments.js";
 import {liveTurn, reconcile, socketSend} from "./stream.js";
-import {proposalCard} from "./proposal.js";
+import {proposalCard, askArchitect} from "./proposal.js";
 
 const pretty = (value) => window.AgenticTurn.pretty(value);
 
@@ -314,7 +314,8 @@ function setupCards(cards) {
       c.schedule ? h("p", {class: "muted", text: c.schedule}) : null,
     ]);
     if (c.kind === "agent" && c.setup && c._from.run) { card.appendChild(proposalCard(c)); group.appendChild(card); return; }
-    const href = c.kind === "trigger" && S.agent_id ? "/agents/" + S.agent_id + "/triggers/" : c.kind === "agent" ? "/agents/new" : "";
+    if (c.kind === "agent") { card.appendChild(askArchitect(c)); group.appendChild(card); return; }
+    const href = c.kind === "trigger" && S.agent_id ? "/agents/" + S.agent_id + "/triggers/" : "";
     if (href) card.appendChild(h("a", {class: "button", href: href, text: T["setup_open_" + c.kind]}));
     if (c.kind === "connection") card.appendChild(c.service
       ? connectionCard({service: c.service, back: location.pathname + location.search, strings: {connect: T.setup_connect}})
