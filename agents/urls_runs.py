@@ -1,7 +1,7 @@
 """/api/v1/ runs and conversations."""
 
 from agenticos.api import route
-from agents import api_conversations
+from agents import api_architect, api_conversations
 from agents import api_runs as api
 from capabilities.subagents.api import PromoteSpecialistView
 
@@ -15,6 +15,8 @@ urlpatterns = [
     *route("runs/<uuid:run_id>/answers", api.RunAnswersView, "run-answers"),
     *route("runs/<uuid:run_id>/delegations/<str:task_id>/promote", PromoteSpecialistView,
            "run-delegation-promote"),
+    *route("runs/<uuid:run_id>/proposals/<str:call_id>/accept", api_architect.ProposalAcceptView,
+           "run-proposal-accept"),
     *route("conversations", api.ConversationListView, "conversations"),
     *route("conversations/<uuid:conversation_id>", api_conversations.ConversationDetailView, "conversation-detail"),
     *route("conversations/<uuid:conversation_id>/messages", api.ConversationMessagesView, "conversation-messages"),

@@ -64,6 +64,7 @@ BUILTIN: tuple[str, ...] = (
     "capabilities.subagents",
     "capabilities.channel_tools",
     "capabilities.follow_ups",
+    "capabilities.architect",
     "capabilities.artifacts",
     "capabilities.visuals",
     "capabilities.image_generation",

@@ -4,6 +4,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import path, reverse_lazy
 
 from console import (
+    architect,
     availability,
     builder,
     chat_settings,
@@ -38,6 +39,10 @@ urlpatterns = [
     ),
     path("password-reset/done/", auth_views.PasswordResetCompleteView.as_view(), name="password_reset_complete"),
     path("organizations/switch/", views.switch_organization, name="switch-organization"),
+    # The welcome interview with the Architect (console/architect.py), offered on the home page.
+    path("welcome/start/", architect.welcome_start, name="welcome-start"),
+    path("welcome/skip/", architect.welcome_skip, name="welcome-skip"),
+    path("architect/ask/", architect.ask_architect, name="architect-ask"),
     path("invitations/<str:token>", views.accept_invitation, name="invitation"),
     # Where a chat bot's `link` answer points (channelbots.services.mint_link: {FRONTEND_URL}/link/{token}).
     path("link/<str:token>", views.link_chat_account, name="link-chat-account"),

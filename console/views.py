@@ -30,6 +30,7 @@ from agents.chat import member_run, pin_conversation, readable_conversation, ren
 from agents.models import Run, RunStatus, Surface
 from agents.sharing import open_share
 from console import selectors
+from console.architect import first_message, welcome_context
 from console.base import console_view, screen
 from console.feedback import page_feedback
 from console.strings import chat_strings, tool_phrases
@@ -69,7 +70,8 @@ def accept_invitation(request: HttpRequest, token: str) -> HttpResponse:
 
 @console_view()
 def home(request: HttpRequest, actor: Actor) -> HttpResponse:
-    return screen(request, "console/home.html", {"data": selectors.dashboard(actor), "nav": "home"})
+    return screen(request, "console/home.html", {"data": selectors.dashboard(actor), "nav": "home",
+                                                 "welcome": welcome_context(actor)})
 
 
 # ------------------------------------------------------------------ chat
@@ -158,6 +160,8 @@ def chat(request: HttpRequest, actor: Actor, conversation_id: str | None = None)
         },
         "strings": chat_strings(),
         "phrases": tool_phrases(),
+        # The welcome interview's first words (console/architect.py), sent once by the page.
+        "first_message": "" if conversation is not None else first_message(request, selected),
     }
     return screen(request, "console/chat.html", {
         "nav": "chat",

@@ -13,7 +13,10 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic_ai import RunContext
 
+from agents.runner.deps import RunDeps
+from capabilities.architect.proposal import AgentSetup
 from capabilities.base import BuildContext, Built, Capability, ToolDecl, function_toolset, tool_text
 from capabilities.lifecycle import RunHandle, RunHooks
 
@@ -66,9 +69,11 @@ class SetupCard(BaseModel):
     # trigger: a cron line or an event name to prefill; connection: the catalog key of the server, if any.
     schedule: str = Field(default="", max_length=120)
     server_key: str = Field(default="", max_length=80)
+    # agent: the whole setup, when the proposer designed it (the Architect); the person accepts it as a draft.
+    setup: AgentSetup | None = None
 
 
-def propose_setup(cards: list[SetupCard]) -> dict:
+async def propose_setup(ctx: RunContext[RunDeps], cards: list[SetupCard]) -> dict:
     """Propose up to three things for the person to set up, drawn as cards under your answer.
 
     Use it when a request would be served better by something the person has not set up yet: a routine that
@@ -78,17 +83,59 @@ def propose_setup(cards: list[SetupCard]) -> dict:
         cards: one to three cards; each has kind (trigger, agent or connection), title (short), optional
             detail, optional schedule (for a trigger, e.g. '0 9 * * 1') and optional server_key (for a
             connection, the catalog key of the service: github, linear, notion, atlassian, sentry or stripe;
-            leave it empty for any other MCP server).
+            leave it empty for any other MCP server) and optional setup (for an agent you designed: name,
+            description, instructions, model_profile_id, capabilities [{id, config, secret_id}], collection_ids,
+            knowledge_to_upload, monthly_budget_usd, where — ids as list_setup_options gives them).
 
     Returns:
-        {"cards": [...]} as they will be drawn; more than three cards is refused with a message and nothing is
-        drawn.
+        {"cards": [...]} as they will be drawn; more than three cards, or a setup naming something this
+        organization does not offer the person, is refused with a message and nothing is drawn.
     """
     if not cards:
         return {"cards": [], "error": "Give at least one card."}
     if len(cards) > MAX_CARDS:
         return {"cards": [], "error": f"At most {MAX_CARDS} cards; nothing was drawn."}
-    return {"cards": [_with_service(card.model_dump()) for card in cards]}
+    if any(card.setup is not None for card in cards):
+        return await _checked(ctx.deps, cards)
+    return draw(cards)
+
+
+def draw(cards: list[SetupCard]) -> dict:
+    """The cards as they are drawn (a connection naming a catalog service carries it)."""
+    return {"cards": [_with_service(card.model_dump(mode="json", exclude_none=True)) for card in cards]}
+
+
+async def _checked(deps: RunDeps, cards: list[SetupCard]) -> dict:
+    """Agent setups are checked for the run's person as the console checks their draft (proposal.problems)
+    and drawn with the names the person knows; one refused setup draws nothing."""
+    from capabilities.architect import proposal
+    from capabilities.architect.capability import run_actor
+
+    def check() -> dict:
+        actor = run_actor(deps.organization_id, deps.user_id)
+        if actor is None:
+            return {"cards": [], "error": "An agent setup needs a signed-in person to accept it; nothing was drawn."}
+        if not actor.has("agents:edit"):
+            return {"cards": [], "error": proposal.NOT_A_BUILDER}
+        found = []
+        for n, card in enumerate(cards):
+            if card.setup is not None and card.kind != "agent":
+                found.append(f"cards.{n}.setup: only an agent card carries a setup")
+            elif card.setup is not None:
+                found += [f"cards.{n}.setup.{p}" for p in proposal.problems(actor, card.setup)]
+        if found:
+            return {"cards": [], "error": proposal.refusal(found)}
+        drawn = draw(cards)
+        for card, data in zip(cards, drawn["cards"], strict=True):
+            if card.setup is not None:
+                data["setup"] = proposal.display(actor, card.setup)
+        return drawn
+
+    if deps.execution is not None:
+        return await deps.execution.db(check)
+    from asgiref.sync import sync_to_async
+
+    return await sync_to_async(check)()
 
 
 def _with_service(card: dict) -> dict:

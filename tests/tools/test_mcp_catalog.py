@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from agenticos import vault
 from agenticos.models import AuditEvent
-from capabilities.follow_ups.capability import SetupCard, propose_setup
+from capabilities.follow_ups.capability import SetupCard, draw
 from capabilities.mcp import catalog
 from capabilities.mcp.services import NAME_RE
 from capabilities.models import McpConnection, McpCredential
@@ -35,14 +35,14 @@ def test_every_entry_is_an_https_server_with_a_logo_and_a_usable_name():
 
 def test_a_connection_card_naming_a_catalog_service_carries_it_and_an_unknown_key_is_dropped(settings):
     settings.MCP_OAUTH_CLIENTS = {}
-    cards = propose_setup([SetupCard(kind="connection", title="Track issues", server_key="linear"),
+    cards = draw([SetupCard(kind="connection", title="Track issues", server_key="linear"),
                            SetupCard(kind="connection", title="Our CRM", server_key="crm"),
                            SetupCard(kind="connection", title="Code", server_key="github")])["cards"]
     assert cards[0]["service"] == {"key": "linear", "name": "Linear", "logo": "/static/mcp/logos/linear.svg"}
     assert cards[1]["server_key"] == "" and "service" not in cards[1]
     assert cards[2]["server_key"] == "" and "service" not in cards[2]  # GitHub has no OAuth app configured
     settings.MCP_OAUTH_CLIENTS = {"github": {"client_id": "gh", "client_secret": "s"}}
-    (card,) = propose_setup([SetupCard(kind="connection", title="Code", server_key="github")])["cards"]
+    (card,) = draw([SetupCard(kind="connection", title="Code", server_key="github")])["cards"]
     assert card["service"]["key"] == "github"
 
 

@@ -8,7 +8,7 @@ import {setUpRenderer} from "./chat/turns.js";
 import {renderTranscript} from "./chat/view.js";
 import {connect, socketSend} from "./chat/stream.js";
 import {loadFiles} from "./chat/files.js";
-import {setUpComposer} from "./chat/composer.js";
+import {setUpComposer, sendText} from "./chat/composer.js";
 
 if (S) {
   setUpRenderer();
@@ -24,6 +24,8 @@ if (S) {
   const waiting = {};
   state.pending.approvals.concat(state.pending.questions).forEach(function (item) { if (item.run_id) waiting[item.run_id] = true; });
   Object.keys(waiting).forEach(function (runId) { socketSend({type: "watch", run_id: runId}); });
+  // The welcome interview (console/architect.py): the person's words from the home page's card, sent once.
+  if (S.first_message && !S.conversation_id) sendText(S.first_message);
   loadFiles();
   renderTranscript();
 }

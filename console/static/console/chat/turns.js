@@ -8,6 +8,7 @@ import {openFile, workspaceUrl} from "./files.js";
 import {sendText} from "./composer.js";
 import {fileChip} from "./attachments.js";
 import {liveTurn, reconcile, socketSend} from "./stream.js";
+import {proposalCard, askArchitect} from "./proposal.js";
 
 const pretty = (value) => window.AgenticTurn.pretty(value);
 
@@ -269,7 +270,8 @@ function turnFoot(turn) {
   let cards = [];
   (turn.parts || []).forEach(function (p) {
     const r = p.type === "tool" && p.call.name === "propose_setup" ? p.call.result : null;
-    if (r && r.cards) cards = cards.concat(r.cards);
+    // Each card keeps where it came from: an agent setup is accepted by its run and tool call (proposal.js).
+    if (r && r.cards) cards = cards.concat(r.cards.map((c, i) => ({...c, _from: {run: turn.run_id, call: p.call.id, index: i}})));
   });
   if (cards.length) out.push(setupCards(cards.slice(0, 3)));
   (turn.parts || []).forEach(function (p) {
@@ -311,7 +313,9 @@ function setupCards(cards) {
       c.detail ? h("p", {class: "muted", text: c.detail}) : null,
       c.schedule ? h("p", {class: "muted", text: c.schedule}) : null,
     ]);
-    const href = c.kind === "trigger" && S.agent_id ? "/agents/" + S.agent_id + "/triggers/" : c.kind === "agent" ? "/agents/new" : "";
+    if (c.kind === "agent" && c.setup && c._from.run) { card.appendChild(proposalCard(c)); group.appendChild(card); return; }
+    if (c.kind === "agent") { card.appendChild(askArchitect(c)); group.appendChild(card); return; }
+    const href = c.kind === "trigger" && S.agent_id ? "/agents/" + S.agent_id + "/triggers/" : "";
     if (href) card.appendChild(h("a", {class: "button", href: href, text: T["setup_open_" + c.kind]}));
     if (c.kind === "connection") card.appendChild(c.service
       ? connectionCard({service: c.service, back: location.pathname + location.search, strings: {connect: T.setup_connect}})
