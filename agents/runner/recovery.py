@@ -22,10 +22,8 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime
-from functools import partial
 from typing import Any
 
-from django.db import transaction
 from django.utils import timezone
 
 from agents.models import Run
@@ -36,17 +34,10 @@ logger = logging.getLogger(__name__)
 
 def requeue(run_id: Any) -> None:
     """Send the run to the broker once the transaction that put it back in the queue commits (at once outside
-    one). Sync."""
-    transaction.on_commit(partial(_enqueue, run_id))
+    one); a broker that cannot take it now fails nothing (agents.runs.deliver_after_commit). Sync."""
+    from agents.runs import deliver_after_commit
 
-
-def _enqueue(run_id: Any) -> None:
-    from agents.runs import enqueue_run
-
-    try:
-        enqueue_run(run_id)
-    except Exception:  # the broker is down: the sweep of lost queued runs sends it again (finish.requeue_lost_runs)
-        logger.warning("could not enqueue the resumed run %s", run_id, exc_info=True)
+    deliver_after_commit(run_id)
 
 
 def waited_seconds(run: Run) -> float | None:

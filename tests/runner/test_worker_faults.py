@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -60,6 +61,10 @@ class WorkerProcess:
             self.stop()
             pytest.fail(f"the worker did not start:\n{self.output()}")
         assert self.process.poll() is None, self.output()
+
+    def hostname(self) -> str:
+        """Its node name, as remote control addresses it."""
+        return f"{self.queue}@{socket.gethostname()}"
 
     def take(self, run) -> None:
         execute_run.apply_async(args=[str(run.pk)], queue=self.queue)
