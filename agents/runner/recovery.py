@@ -26,7 +26,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from agents.models import Run
+from agents.models import Run, ToolCall
 from agents.runner import checkpoint
 
 logger = logging.getLogger(__name__)
@@ -53,9 +53,16 @@ def waited_seconds(run: Run) -> float | None:
 
 
 def record_resumed(run: Run, step: int) -> None:
-    """The `run_resumed` event, by the worker that took the run over. Sync (ORM)."""
+    """The `run_resumed` event, by the worker that took the run over. Sync (ORM).
+
+    A run lost with no tool call in flight was waiting on the model: that request was cut mid-stream and is sent
+    again. What the provider billed for the lost part never came back as usage (it comes with a response's end),
+    so the run's cost is marked partial (`cost_is_partial`, as for an unpriced model) and the event says
+    `request_cut`; the ledger keeps one row per answered response."""
+    cut = not ToolCall.objects.filter(run=run, status=ToolCall.Status.RUNNING).exists()
     Run.objects.filter(pk=run.pk).update(events=checkpoint.appended("events", checkpoint.event(
-        "run_resumed", worker=checkpoint.worker_name(), from_step=step, waited_seconds=waited_seconds(run))))
+        "run_resumed", worker=checkpoint.worker_name(), from_step=step, waited_seconds=waited_seconds(run),
+        request_cut=cut)), **({"cost_is_partial": True} if cut else {}))
 
 
 def interruptions(run: Run) -> int:

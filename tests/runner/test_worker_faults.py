@@ -167,6 +167,8 @@ def test_a_worker_killed_mid_request_has_its_run_found_by_heartbeat_and_sent_aga
     assert SpendEntry.objects.filter(run=run).count() == 1 and done.requests == 1
     assert [e["type"] for e in done.events] == ["run_interrupted", "run_resumed"]
     assert done.events[1]["from_step"] == 0
+    # The request cut off may have been billed in part: never reported, so the run's cost says it is partial.
+    assert done.events[1]["request_cut"] is True and done.cost_is_partial is True
     assert run_now(done) == []  # never twice
 
 
