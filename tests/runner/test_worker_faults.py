@@ -48,7 +48,7 @@ class WorkerProcess:
 
     def __init__(self, tmp_path: Path, **env: str) -> None:
         self.queue = f"faults-{uuid.uuid4().hex[:8]}"
-        self.log = tmp_path / "worker.log"
+        self.log = tmp_path / f"{self.queue}.log"  # one per worker: a test starts several
         environment = dict(os.environ, DATABASE_URL=database_url(), DJANGO_SETTINGS_MODULE="config.settings",
                            PYTHONUNBUFFERED="1", RUN_HEARTBEAT_SECONDS="1", MODEL_ALLOWED_PRIVATE_HOSTS="127.0.0.1",
                            **env)
