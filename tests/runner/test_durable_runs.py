@@ -216,3 +216,35 @@ def test_an_approved_call_lost_in_flight_goes_back_to_a_person_and_is_not_sent_a
     answers = Message.objects.filter(run=run, role="assistant").order_by("id")
     assert "".join(m.content for m in answers) == "Sending it.It was not sent again."
     assert_spent_once(done, answered=2)
+
+
+def test_a_worker_killed_while_its_run_is_parked_loses_nothing_and_the_decision_resumes_it_elsewhere(
+        org, owner, fake_openai, rest_api, worker_process, monkeypatch):
+    from governance.models import Approval
+    from governance.services import decide_approval
+    from tests.runner.conftest import actor_of
+
+    tool = factories.custom_tool(org, alias="book_room", method="POST", url=f"{rest_api.base}/echo/rooms")
+    before = calls_to(rest_api, "/echo/rooms", "POST")  # the server serves the whole module
+    agent, version = openai_agent(org, owner, fake_openai, custom_tool_ids=[str(tool.pk)], capabilities=[
+        {"id": "custom_tools", "config": {"tool_approval": {"book_room": "required"}}}])
+    fake_openai.queue(Reply.tool_calls([{"name": "book_room", "arguments": {}, "id": "call-room"}],
+                                       text="Booking it."),
+                      Reply.text("Booked."))
+    first, second = worker_process(**WORKER_ENV), worker_process(**WORKER_ENV)
+    run = start(org, owner, agent, version, prompt="Book the room")
+    first.take(run)
+    assert wait_until(lambda: status(run) == RunStatus.AWAITING_APPROVAL, 60), first.output()
+    first.signal(signal.SIGKILL)  # a parked run is held by no worker: nothing to hand back
+    first.process.wait(10)
+    assert status(run) == RunStatus.AWAITING_APPROVAL
+
+    handed_to(monkeypatch, second)
+    decide_approval(actor=actor_of(owner, org), approval=Approval.objects.get(run=run), decision="approve")
+    done = finished(run, second)
+    assert done.status == RunStatus.COMPLETED, (done.error, second.output())
+    assert calls_to(rest_api, "/echo/rooms", "POST") == before + 1
+    assert done.events == []  # never lost: the decision resumed it on a live worker
+    answers = Message.objects.filter(run=run, role="assistant").order_by("id")
+    assert "".join(m.content for m in answers) == "Booking it.Booked."
+    assert_spent_once(done, answered=2)
