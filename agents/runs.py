@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from functools import partial
 from typing import Any
 
 import redis
@@ -130,7 +131,7 @@ def start_run(
         run.user_message_id = message.pk  # type: ignore[attr-defined]
     if enqueue:
         # Outside a transaction the run is already committed and this enqueues at once.
-        transaction.on_commit(lambda: enqueue_run(run.pk))
+        deliver_after_commit(run.pk)
     return run
 
 
@@ -138,6 +139,21 @@ def enqueue_run(run_id: Any) -> None:
     from agents.tasks import execute_run
 
     execute_run.delay(str(run_id))
+
+
+def deliver_after_commit(run_id: Any) -> None:
+    """Send the run to the broker once the transaction that queued it commits (at once outside one). A broker that
+    cannot take it now fails nothing: the run is queued in PostgreSQL, which is the truth, and the beat's sweep
+    sends it again once the broker is back (agents.runner.finish.requeue_lost_runs)."""
+    transaction.on_commit(partial(_deliver, run_id))
+
+
+def _deliver(run_id: Any) -> None:
+    try:
+        enqueue_run(run_id)
+    except Exception:  # kombu's OperationalError, or redis's own when the publish retries gave up
+        logger.warning("could not send run %s to the broker; the sweep of lost queued runs sends it again", run_id,
+                       exc_info=True)
 
 
 def _stop_key(run_id) -> str:

@@ -342,6 +342,14 @@ async def _follow(subscription: Subscription, live: LiveReply, run_id: str, limi
                     live.activity = activity_for(str(data.get("tool_name") or "a tool"))
                 elif kind == "tool_result":
                     live.activity = ""
+                elif kind == "resumed":
+                    # A lost worker's run goes on elsewhere from its last checkpoint (agents/runner/recovery.py):
+                    # the reply reads as that step left it, and what streamed after it is streamed again. The same
+                    # messages are edited back (`LiveReply._show`): nothing is posted twice in the thread.
+                    live.text = "".join(str(p.get("text") or "") for p in data.get("parts") or []
+                                        if p.get("type") == "text")
+                    live.activity = ""
+                    final_output = None
                 elif kind in ("browser_live", "browser_needs_person"):
                     note = browse_note(kind, data)
                     if note is not None and note not in noted:

@@ -1,7 +1,10 @@
 """`make run`: embedded services, migrate, bootstrap, then daphne + Celery worker + beat in one console.
 
 The launcher stays the parent of every process it starts; Ctrl-C (or SIGTERM) stops them all, and
-each child runs in its own process group so nothing is orphaned.
+each child runs in its own process group so nothing is orphaned. A process that dies is started again after a
+backoff, the reason printed (config/supervision.py); the others keep going. A second instance on the same machine
+(its own AGENTICOS_DATA_DIR) starts beside the first: the sandbox's and the browser's ports move to free ones when
+their defaults are taken (`settle_ports`); the web's PORT is the operator's to choose, and a message says so.
 """
 
 from __future__ import annotations
@@ -9,13 +12,15 @@ from __future__ import annotations
 import functools
 import os
 import signal
+import socket
 import subprocess
 import sys
-import threading
 import time
+from collections.abc import MutableMapping
 from pathlib import Path
 
 from config import devservices
+from config.supervision import Supervisor
 
 ROOT = Path(__file__).resolve().parent.parent
 COLORS = ["\033[36m", "\033[35m", "\033[33m", "\033[32m", "\033[34m"]
@@ -43,8 +48,9 @@ def _manage(*args: str) -> None:
     subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=_env(), check=True)
 
 
-def _relay(name: str, color: str, proc: subprocess.Popen) -> None:
+def _relay(name: str, index: int, proc: subprocess.Popen) -> None:
     assert proc.stdout is not None
+    color = COLORS[index % len(COLORS)]
     tty = sys.stdout.isatty()
     label = f"{color}{name:>7}{RESET} | " if tty else f"{name:>7} | "
     for line in iter(proc.stdout.readline, b""):
@@ -103,6 +109,10 @@ def stop_grace_seconds() -> float:
     return int(os.environ.get("RUN_SHUTDOWN_GRACE_SECONDS", "25")) + 15
 
 
+SANDBOXD_DEFAULT_PORT = 8765
+SANDBOXD_DEFAULT_URL = f"http://127.0.0.1:{SANDBOXD_DEFAULT_PORT}"
+
+
 @functools.lru_cache(maxsize=1)
 def sandboxd_command() -> list[str] | None:
     """The deployment's own sandbox service (`python -m sandboxd`) when bubblewrap is installed and can
@@ -111,7 +121,7 @@ def sandboxd_command() -> list[str] | None:
     before this starts), its workspaces live in <data dir>/sandboxd, its port is SANDBOXD_URL's."""
     import shutil
 
-    url = os.environ.get("SANDBOXD_URL", "http://127.0.0.1:8765")
+    url = os.environ.get("SANDBOXD_URL", SANDBOXD_DEFAULT_URL)
     if not url or shutil.which("bwrap") is None:
         return None
     check = subprocess.run([sys.executable, "-m", "sandboxd", "--check"], cwd=ROOT, capture_output=True, text=True)
@@ -125,7 +135,7 @@ def sandboxd_env() -> dict[str, str]:
     from urllib.parse import urlparse
 
     data = devservices.data_dir()
-    parsed = urlparse(os.environ.get("SANDBOXD_URL", "http://127.0.0.1:8765"))
+    parsed = urlparse(os.environ.get("SANDBOXD_URL", SANDBOXD_DEFAULT_URL))
     return {"SANDBOXD_TOKEN_FILE": os.environ.get("SANDBOXD_TOKEN_FILE", str(data / "sandboxd.token")),
             "SANDBOXD_ROOT": os.environ.get("SANDBOXD_ROOT", str(data / "sandboxd")),
             "SANDBOXD_HOST": parsed.hostname or "127.0.0.1", "SANDBOXD_PORT": str(parsed.port or 8765)}
@@ -218,10 +228,61 @@ def process_env(name: str) -> dict[str, str]:
     return {**_env(), **(sandboxd_env() if name == "sandbox" else {}), **(browser_env() if name == "browser" else {})}
 
 
-def commands(port: int) -> dict[str, list[str]]:
+def port_taken(port: int, host: str = "127.0.0.1") -> bool:
+    """Whether something listens on host:port (bound as the servers bind, with SO_REUSEADDR, so a connection of
+    an earlier launch still in TIME_WAIT does not count)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return True
+    return False
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((host, 0))
+        return probe.getsockname()[1]
+
+
+def settle_ports(environ: MutableMapping[str, str] = os.environ) -> set[str]:
+    """Sandboxd's and the browser's ports, before anything starts. A default port taken (another instance on this
+    machine) moves to a free one, written in `environ` so every process started after (the workers that call
+    them) reads the same; a port the operator set that is taken is theirs: that service is not started here, and
+    a message names the setting. Returns the services not to start."""
+    from urllib.parse import urlparse
+
+    skip: set[str] = set()
+    if "SANDBOXD_URL" not in environ:
+        if port_taken(SANDBOXD_DEFAULT_PORT):
+            environ["SANDBOXD_URL"] = f"http://127.0.0.1:{free_port()}"
+            print(f"sandbox service: port {SANDBOXD_DEFAULT_PORT} is taken (another instance?); this one uses "
+                  f"{environ['SANDBOXD_URL']} (SANDBOXD_URL chooses).")
+    elif environ["SANDBOXD_URL"]:
+        parsed = urlparse(environ["SANDBOXD_URL"])
+        if parsed.hostname in ("127.0.0.1", "localhost") and port_taken(parsed.port or 80):
+            skip.add("sandbox")
+            print(f"sandbox service: SANDBOXD_URL={environ['SANDBOXD_URL']} is already listening (another instance, "
+                  "or your own sandboxd): not starting one; agents use that one. Set SANDBOXD_URL to a free port "
+                  "for a sandbox of this instance's own.")
+    configured = environ.get("BROWSER_CDP_PORT", "").strip()
+    if not configured:
+        if port_taken(BROWSER_DEFAULT_PORT):
+            environ["BROWSER_CDP_PORT"] = str(free_port())
+            print(f"browser service: port {BROWSER_DEFAULT_PORT} is taken (another instance?); this one uses "
+                  f"{environ['BROWSER_CDP_PORT']} (BROWSER_CDP_PORT chooses).")
+    elif int(configured) and port_taken(int(configured)):
+        skip.add("browser")
+        print(f"browser service: BROWSER_CDP_PORT={configured} is taken: not starting one. Set BROWSER_CDP_PORT to "
+              "a free port (or 0) for a browser of this instance's own.")
+    return skip
+
+
+def commands(port: int, skip: set[str] | frozenset[str] = frozenset()) -> dict[str, list[str]]:
     py = sys.executable
-    sandbox = sandboxd_command()
-    browser = browser_command()
+    sandbox = sandboxd_command() if "sandbox" not in skip else None
+    browser = browser_command() if "browser" not in skip else None
     workers = {f"worker{index + 1 if index else ''}": run_worker_command(index) for index in range(run_worker_processes())}
     return {
         "web": daphne_command("config.asgi:application", port),
@@ -242,6 +303,12 @@ def commands(port: int) -> dict[str, list[str]]:
 
 def main() -> int:
     port = int(os.environ.get("PORT", "8000"))
+    if port_taken(port):
+        print(f"port {port} is taken (another instance of AgenticOS, or another server): start this one with "
+              f"PORT set to a free port, e.g. PORT={free_port()} make run — and its own AGENTICOS_DATA_DIR for a "
+              "deployment of its own.", file=sys.stderr)
+        return 1
+    skip = settle_ports()
     try:
         urls = devservices.start()
     except devservices.ServiceError as exc:
@@ -256,24 +323,20 @@ def main() -> int:
     os.environ[metrics.MULTIPROC_VARIABLE] = metrics.prepare_multiproc_dir(devservices.data_dir())
     _manage("migrate", "--noinput")
     _manage("platform_bootstrap")
-    if sandboxd_command() is not None:
+    if "sandbox" not in skip and sandboxd_command() is not None:
         _manage("sandbox_token")  # keeps an existing token
-    else:
+    elif "sandbox" not in skip:
         print("no sandbox service (bubblewrap missing or unable to isolate here): agents get stored files, no shell.")
-    if browser_command() is not None:
+    if "browser" not in skip and browser_command() is not None:
         prepare_browser_profile()
         allow_own_browser()
-    else:
+    elif "browser" not in skip:
         print("no browser service (chromium not installed, or BROWSER_SERVICE=off): agents get no web browser.")
 
-    procs: dict[str, subprocess.Popen] = {}
-    for index, (name, cmd) in enumerate(commands(port).items()):
-        proc = subprocess.Popen(
-            cmd, cwd=ROOT, env=process_env(name), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
-        )
-        procs[name] = proc
-        threading.Thread(target=_relay, args=(name, COLORS[index % len(COLORS)], proc), daemon=True).start()
-    if "browser" in procs:
+    children = {name: (cmd, process_env(name)) for name, cmd in commands(port, skip).items()}
+    supervisor = Supervisor(children, cwd=ROOT, relay=_relay, err=sys.stderr)
+    supervisor.start_all()
+    if "browser" in children:
         cdp_url = browser_cdp_url()
         print(f"browser service: {cdp_url} (an agent's browser names it as cdp_url)" if cdp_url
               else "the browser service did not open its DevTools port (BROWSER_CDP_PORT taken?)")
@@ -281,36 +344,15 @@ def main() -> int:
     print("DEBUG is on: error pages show code and settings (`make run` turns it off).\n" if _debug_on(_env())
           else "DEBUG is off (`make dev` turns it on for a developer's error pages).\n")
 
-    stopping = threading.Event()
-
     def _stop(*_):
-        stopping.set()
+        supervisor.stopping.set()
 
     signal.signal(signal.SIGINT, _stop)
     signal.signal(signal.SIGTERM, _stop)
-    exit_code = 0
-    while not stopping.is_set():
-        for name, proc in procs.items():
-            if proc.poll() is not None:
-                print(f"{name} exited with code {proc.returncode}; stopping everything.", file=sys.stderr)
-                exit_code = proc.returncode or 1
-                stopping.set()
-        time.sleep(0.3)
-    _shutdown(procs)
-    return exit_code
-
-
-def _shutdown(procs: dict[str, subprocess.Popen]) -> None:
-    for proc in procs.values():
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-    deadline = time.monotonic() + stop_grace_seconds()
-    for proc in procs.values():
-        try:
-            proc.wait(max(0.1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-    print("stopped web, worker and beat (the embedded servers keep their data; `make services-stop` stops them).")
+    supervisor.run()  # a process that dies is started again; only a signal ends this
+    supervisor.shutdown(stop_grace_seconds())
+    print("stopped web, workers and beat (the embedded servers keep their data; `make services-stop` stops them).")
+    return 0
 
 
 if __name__ == "__main__":

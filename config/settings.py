@@ -571,6 +571,10 @@ RUN_HEARTBEAT_SECONDS = _int("RUN_HEARTBEAT_SECONDS", 10, minimum=1)
 RUN_HEARTBEAT_STALE_AFTER = timedelta(seconds=_int("RUN_HEARTBEAT_STALE_SECONDS", 40, minimum=2))
 # A run whose workers were lost this many times (a tool that exhausts memory…) ends `failed` ("worker lost").
 RUN_MAX_RESUMES = _int("RUN_MAX_RESUMES", 3, minimum=0)
+# PostgreSQL is the truth of what is queued: a queued run whose broker message was last sent longer ago than this
+# (Redis flushed, restarted empty, or down when the run was queued) is sent again by the beat's sweep — once per
+# this bound; the runs' claim makes a second message a no-op (agents.runner.finish.requeue_lost_runs).
+RUN_REDELIVER_AFTER = timedelta(seconds=_int("RUN_REDELIVER_SECONDS", 120, minimum=10))
 # The runs loop logs (and tests assert on) anything that keeps it from turning for this long.
 # The runs loop runs on uvloop (libuv) when it is installed; RUN_LOOP_UVLOOP=false keeps asyncio's own loop.
 RUN_LOOP_UVLOOP = env.bool("RUN_LOOP_UVLOOP", default=True)

@@ -193,6 +193,8 @@ class TurnFilter:
         if kind == "final_result":
             self.answered = self.answered or bool(data.get("output"))
             return [_frame(kind, {"output": "" if self.parked else data.get("output", "")})]
+        if kind == "resumed":
+            return [self._resumed(data)]
         if kind == "tool_approval_required":
             # A visitor cannot approve a side effect on someone else's organization: the run parks.
             self.parked = True
@@ -214,6 +216,28 @@ class TurnFilter:
         # user_prompt_processed (the assembled prompt is operator text), ask_user, message_saved,
         # subagent_* and anything new: never on a public socket.
         return []
+
+
+    def _resumed(self, data: dict) -> dict:
+        """A lost worker's run goes on elsewhere from its last checkpoint (agents/runner/recovery.py): the visitor
+        redraws the turn as that step left it — what streamed after it is streamed again. Its parts under the
+        same toggles as the live frames: text always, reasoning when shown, a step only by its call's id and the
+        name this socket was told (its arguments and result already arrived, or never will)."""
+        self.hidden_parts.clear()
+        self.drawings.clear()
+        parts: list[dict] = []
+        for part in data.get("parts") or []:
+            kind = part.get("type")
+            if kind == "text":
+                parts.append({"type": "text", "text": str(part.get("text", ""))})
+            elif kind == "thinking" and self.toggles.show_thinking:
+                parts.append({"type": "thinking", "text": str(part.get("text", ""))})
+            elif kind == "tool" and self.toggles.show_tool_steps:
+                call_id = str(part.get("tool_call_id") or "")
+                parts.append({"type": "tool", "tool_call_id": call_id, "tool_name": self.call_names.get(call_id, "")})
+        # What the visitor had read of the lost stream is gone: only the checkpoint's text counts as an answer.
+        self.answered = any(p["type"] == "text" and p["text"] for p in parts)
+        return _frame("resumed", {"parts": parts})
 
 
 def _frame(kind: str, data: dict) -> dict:

@@ -78,14 +78,15 @@ def resume_run(*, actor: Actor, run: Run) -> Run:
 def _resume_locked(actor: Actor, locked: Run) -> None:
     """Queue a parked run whose row the caller holds locked, inside the caller's transaction."""
     locked.status = RunStatus.QUEUED
-    locked.save(update_fields=["status"])
+    locked.heartbeat_at = timezone.now()  # a queued run's last delivery (agents.runner.finish.requeue_lost_runs)
+    locked.save(update_fields=["status", "heartbeat_at"])
     audit.record(actor=actor.user, organization=actor.organization, action="run.resumed", target=locked,
                  target_name=f"run {locked.pk}")
-    from agents.runs import enqueue_run
+    from agents.runs import deliver_after_commit
 
     # Heard before the run is enqueued, so a listener following the run subscribes as early as it can.
     transaction.on_commit(lambda: signals.send(signals.run_resumed, run_id=locked.pk))
-    transaction.on_commit(lambda: enqueue_run(locked.pk))
+    deliver_after_commit(locked.pk)
 
 
 def normalize_answers(questions: list, answers: list) -> dict[str, list[str]]:

@@ -10,7 +10,9 @@ its result and status, and that row is the checkpoint of the tool step.
 Resuming (`resume_results`): the run's history is the checkpoint's messages; of the last response's calls,
   - one whose row finished (ok or error) is never run again: its stored result goes to the model;
   - one in flight at the death (its row `running`, or parked and approved) is run again when it is read-only,
-    and otherwise is not: the model reads that it was interrupted and may or may not have happened;
+    and otherwise is not: the model reads that it was interrupted and may or may not have happened — unless a
+    person had approved it (its binding asks for approval), when it goes back to the approval gate
+    (`ASK_AGAIN`): the same approval waits for a decision again, and nothing runs unasked;
   - one never started runs now — unless some of its siblings did start, when (pydantic-ai takes results for all
     of a response's calls at once, and starting it here would pass its approval gate) the model is told it did
     not run and may call it again.
@@ -45,6 +47,8 @@ if TYPE_CHECKING:
 
 INTERRUPTED = ("This call was interrupted: the worker running it stopped before its result came back. It may or "
                "may not have happened. Check before doing it again, and tell the person if it matters.")
+# DeferredToolResults metadata of an approved call a lost worker left in flight: the gate asks a person again.
+ASK_AGAIN = "interrupted_ask_again"
 NOT_STARTED = ("This call did not run: the run was interrupted before it started. Call it again if it is still "
                "needed.")
 
@@ -141,6 +145,7 @@ def resume_results(run: Any, messages: list[ModelMessage], read_only: frozenset[
         return None
     approvals: dict[str, Any] = {}
     calls: dict[str, Any] = {}
+    metadata: dict[str, dict[str, Any]] = {}
     for call in last.tool_calls:
         row = rows.get(call.tool_call_id)
         decision = decided.get(call.tool_call_id)
@@ -156,6 +161,10 @@ def resume_results(run: Any, messages: list[ModelMessage], read_only: frozenset[
             if call.tool_name in read_only:
                 approvals[call.tool_call_id] = True
                 outcome = "rerun"
+            elif isinstance(decision, ToolApproved):  # a person approved it: the gate asks again
+                approvals[call.tool_call_id] = True  # into the toolset, where the gate parks it again
+                metadata[call.tool_call_id] = {ASK_AGAIN: True}
+                outcome = "asked_again"
             else:
                 calls[call.tool_call_id] = ToolFailed(INTERRUPTED)
                 outcome = "interrupted"
@@ -169,4 +178,4 @@ def resume_results(run: Any, messages: list[ModelMessage], read_only: frozenset[
             calls[call.tool_call_id] = ToolFailed(NOT_STARTED)
             outcome = "not_started"
         metrics.resumed_tool_call(outcome)
-    return DeferredToolResults(approvals=approvals, calls=calls)
+    return DeferredToolResults(approvals=approvals, calls=calls, metadata=metadata)

@@ -6,8 +6,9 @@ from datetime import timedelta
 from functools import partial
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Q
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from agents.models import Run, RunStatus, ToolCall
@@ -89,25 +90,40 @@ def sweep_stale_runs() -> int:
 
 
 def requeue_lost_runs() -> int:
-    """A run queued while the broker was unreachable would wait forever: enqueue it again. So is one handed back
-    by a lost or stopping worker (its `heartbeat_at` says since when it waits again) whose message was lost.
+    """PostgreSQL is the truth of what is queued, not the broker: a run `queued` whose message the broker lost
+    (Redis flushed, restarted without its data, or unreachable when the run was queued or handed back) would wait
+    forever. Every queued run whose last delivery is older than RUN_REDELIVER_AFTER is sent again. A queued
+    run's last delivery is its `heartbeat_at` (stamped when it is handed back, resumed from a park, or sent again
+    here), or its `created_at` when it was never started. Returns how many were sent again.
 
-    Safe to repeat: only one worker moves a run from queued to running."""
-    from agents.runs import enqueue_run
+    Once per bound, not at every sweep: one conditional UPDATE stamps the new delivery (of two sweeps racing, one
+    does) and the message goes after commit. A run still waiting in a backlog deeper than the bound may so get a
+    second message; only one worker ever takes the run (the claim is a conditional UPDATE from `queued`), and the
+    other message finds nothing to do."""
+    from agents.runner import recovery
 
-    cutoff = timezone.now() - timedelta(minutes=2)
-    never_started = Q(started_at__isnull=True, created_at__lt=cutoff,
-                      created_at__gte=timezone.now() - settings.RUN_STALE_AFTER)
-    handed_back = Q(started_at__isnull=False, heartbeat_at__lt=cutoff) & ~Q(events=[])
-    lost = list(Run.objects.filter(never_started | handed_back, status=RunStatus.QUEUED)
-                .values_list("pk", flat=True)[:500])
-    for run_id in lost:
-        enqueue_run(run_id)
+    now = timezone.now()
+    due = now - settings.RUN_REDELIVER_AFTER
+    oldest = now - settings.RUN_STALE_AFTER  # a never-started run older than this fails below instead
+    delivered = Coalesce("heartbeat_at", "created_at")
+    candidates = list(Run.objects.filter(status=RunStatus.QUEUED)
+                      .filter(Q(started_at__isnull=False) | Q(created_at__gte=oldest))
+                      .alias(delivered=delivered).filter(delivered__lt=due)
+                      .values_list("pk", flat=True)[:1000])
+    sent: list = []
+    if candidates:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(
+                f"UPDATE {Run._meta.db_table} SET heartbeat_at = %s WHERE id = ANY(%s::uuid[]) AND status = %s"  # noqa: S608
+                " AND COALESCE(heartbeat_at, created_at) < %s RETURNING id",
+                [now, candidates, RunStatus.QUEUED, due])
+            sent = [row[0] for row in cursor.fetchall()]
+            for run_id in sent:
+                recovery.requeue(run_id)
     # Older than the stale limit: nobody is going to run it now.
-    expired = Run.objects.filter(status=RunStatus.QUEUED, started_at__isnull=True,
-                                 created_at__lt=timezone.now() - settings.RUN_STALE_AFTER)
+    expired = Run.objects.filter(status=RunStatus.QUEUED, started_at__isnull=True, created_at__lt=oldest)
     _close_each(expired, RunStatus.FAILED, {"type": "NeverStarted", "message": "No worker picked this run up."})
-    return len(lost)
+    return len(sent)
 
 
 def expire_approvals() -> int:

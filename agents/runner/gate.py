@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.exceptions import ApprovalRequired
 from pydantic_ai.messages import ModelResponse, ToolCallPart
 from pydantic_ai.toolsets.approval_required import ApprovalRequiredToolset
 from pydantic_ai.toolsets.wrapper import WrapperToolset
@@ -70,6 +71,19 @@ def _as_sent(ctx: Any, validated: dict[str, Any]) -> Any:
 
 
 @dataclass
+class _AskAgain(WrapperToolset[Any]):
+    """An approved call a lost worker left in flight (agents/runner/checkpoint.py, ASK_AGAIN) may or may not have
+    happened: it waits for a person's decision again instead of running a second time unasked."""
+
+    async def call_tool(self, name: str, tool_args: dict[str, Any], ctx: Any, tool: Any) -> Any:
+        from agents.runner.checkpoint import ASK_AGAIN
+
+        if (ctx.tool_call_metadata or {}).get(ASK_AGAIN):
+            raise ApprovalRequired(metadata={ASK_AGAIN: True})
+        return await super().call_tool(name, tool_args, ctx, tool)
+
+
+@dataclass
 class ApprovalGate(AbstractCapability[Any]):
     # visible tool name → "required" | "never" | "default"
     approval: dict[str, str] = field(default_factory=dict)
@@ -80,7 +94,7 @@ class ApprovalGate(AbstractCapability[Any]):
         gated = ApprovalRequiredToolset(toolset, approval_required_func=self._needs_approval)
         waiting = frozenset(self.waiting)
         names = frozenset(name for name, rule in self.approval.items() if rule == "required")
-        return _NotTwice(gated, waiting=waiting, gated=names) if waiting else gated
+        return _AskAgain(_NotTwice(gated, waiting=waiting, gated=names) if waiting else gated)
 
     def _needs_approval(self, ctx, tool_def, tool_args) -> bool:
         return self.approval.get(tool_def.name) == "required"

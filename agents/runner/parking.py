@@ -15,6 +15,7 @@ from pydantic_ai.tools import DeferredToolRequests
 
 from agenticos.queries import Update, write_together
 from agents.models import Run, RunStatus
+from agents.runner.checkpoint import ASK_AGAIN
 from agents.runner.frames import frame
 from agents.runner.transcript import jsonable
 from capabilities import lifecycle
@@ -37,6 +38,10 @@ def park(ex: RunExecution, requests: DeferredToolRequests, messages) -> tuple[st
         for call in requests.approvals:
             args = call.args_as_dict()
             inner = (delegations.get(call.tool_call_id) or {}).get("approvals", [{}])[0]
+            if ((requests.metadata or {}).get(call.tool_call_id) or {}).get(ASK_AGAIN):
+                # Approved once, then lost in flight with its worker: the same approval waits for a decision again.
+                Approval.objects.filter(run=run, tool_call_id=call.tool_call_id).update(
+                    status=Approval.Status.PENDING, decided_by=None, decided_at=None, note="")
             approval, _ = Approval.objects.get_or_create(
                 run=run,
                 tool_call_id=call.tool_call_id,

@@ -22,13 +22,11 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime
-from functools import partial
 from typing import Any
 
-from django.db import transaction
 from django.utils import timezone
 
-from agents.models import Run
+from agents.models import Run, ToolCall
 from agents.runner import checkpoint
 
 logger = logging.getLogger(__name__)
@@ -36,17 +34,10 @@ logger = logging.getLogger(__name__)
 
 def requeue(run_id: Any) -> None:
     """Send the run to the broker once the transaction that put it back in the queue commits (at once outside
-    one). Sync."""
-    transaction.on_commit(partial(_enqueue, run_id))
+    one); a broker that cannot take it now fails nothing (agents.runs.deliver_after_commit). Sync."""
+    from agents.runs import deliver_after_commit
 
-
-def _enqueue(run_id: Any) -> None:
-    from agents.runs import enqueue_run
-
-    try:
-        enqueue_run(run_id)
-    except Exception:  # the broker is down: the sweep of lost queued runs sends it again (finish.requeue_lost_runs)
-        logger.warning("could not enqueue the resumed run %s", run_id, exc_info=True)
+    deliver_after_commit(run_id)
 
 
 def waited_seconds(run: Run) -> float | None:
@@ -62,9 +53,16 @@ def waited_seconds(run: Run) -> float | None:
 
 
 def record_resumed(run: Run, step: int) -> None:
-    """The `run_resumed` event, by the worker that took the run over. Sync (ORM)."""
+    """The `run_resumed` event, by the worker that took the run over. Sync (ORM).
+
+    A run lost with no tool call in flight was waiting on the model: that request was cut mid-stream and is sent
+    again. What the provider billed for the lost part never came back as usage (it comes with a response's end),
+    so the run's cost is marked partial (`cost_is_partial`, as for an unpriced model) and the event says
+    `request_cut`; the ledger keeps one row per answered response."""
+    cut = not ToolCall.objects.filter(run=run, status=ToolCall.Status.RUNNING).exists()
     Run.objects.filter(pk=run.pk).update(events=checkpoint.appended("events", checkpoint.event(
-        "run_resumed", worker=checkpoint.worker_name(), from_step=step, waited_seconds=waited_seconds(run))))
+        "run_resumed", worker=checkpoint.worker_name(), from_step=step, waited_seconds=waited_seconds(run),
+        request_cut=cut)), **({"cost_is_partial": True} if cut else {}))
 
 
 def interruptions(run: Run) -> int:

@@ -97,6 +97,19 @@ def turn_frames(spec: dict, call_id: str) -> tuple[list[dict], list[dict]]:
     return first, second
 
 
+LOST = "Half an answer whose worker died"
+
+
+def lost_and_resumed(run, spec: dict, call_id: str) -> list[dict]:
+    """The worker streaming the answer after the tool step is lost; another goes on from the step's checkpoint
+    (agents/runner/recovery.py): a `resumed` frame with the turn as the checkpoint left it, then the answer is
+    streamed again. Every surface drops the lost half and keeps the step it drew."""
+    return [frame("model_request_start"), frame("part_start", index=0, part_type="text"),
+            frame("text_delta", index=0, content=LOST),
+            frame("resumed", run_id=str(run.pk), from_step=1,
+                  parts=[{"type": "text", "text": spec["before"]}, {"type": "tool", "tool_call_id": call_id}])]
+
+
 def record(run, spec: dict, call_id: str) -> None:
     """The rows the runner writes for the turn: its assistant message with parts, its call, its outcome."""
     from agents.models import Message, Run, ToolCall
@@ -142,6 +155,8 @@ def play(send, answered, *, started=None, on_tool_result=None, **filters) -> Non
         publish(run.pk, first)
         if on_tool_result and "tool" in spec:
             on_tool_result(run)
+        if "tool" in spec:
+            publish(run.pk, lost_and_resumed(run, spec, call_id))
         publish(run.pk, second)
         record(run, spec, call_id)
         publish(run.pk, [frame("complete", status="completed",
@@ -335,6 +350,7 @@ def test_the_same_turns_read_the_same_on_web_chat_the_widget_and_the_hosted_page
         widget_live, widget_reopened = widget(browser, port, widget_embed)
 
     assert len(chat_live) == len(TURNS)
+    assert not any(LOST in body for body in chat_live + page_live + widget_live)
     chart, table, tool = chat_live
     assert chart.startswith("Here is the chart. Drew a chart: Sales") and chart.endswith("Sales grew in Q2.")
     assert "Region Sales EU 3 US 5" in table and "Copy" in table

@@ -126,3 +126,32 @@ def test_a_chart_reaches_a_visitor_live_when_results_are_hidden_and_nothing_else
     assert live(Toggles(show_tool_steps=False), "create_chart", CHART) == []  # no step to draw it under
     shown = Toggles(show_tool_steps=True, show_tool_results=True)
     assert live(shown, "create_chart", CHART)[0]["data"]["content"] == CHART
+
+
+def test_a_resumed_turn_reaches_a_visitor_under_the_same_toggles_as_its_live_frames():
+    """A lost worker's run goes on elsewhere: the visitor's turn is redrawn from the checkpoint's parts — the text
+    always, reasoning and steps only when shown, a step by its id and the name this socket was told, never its
+    arguments or result — and the lost half no longer counts as an answer."""
+    parts = [{"type": "thinking", "text": "SECRET-REASONING"}, {"type": "text", "text": "Let me look."},
+             {"type": "tool", "tool_call_id": "c1"}]
+
+    def resumed(toggles: Toggles) -> dict:
+        f = TurnFilter(toggles)
+        f.apply({"type": "tool_call", "data": {"tool_call_id": "c1", "tool_name": "lookup_order",
+                                                "args": {"order": "INTERNAL-ARG"}}})
+        f.apply({"type": "text_delta", "data": {"index": 0, "content": "the lost half"}})
+        [out] = f.apply({"type": "resumed", "data": {"run_id": "r", "from_step": 1, "parts": parts}})
+        assert out["type"] == "resumed" and set(out["data"]) == {"parts"}
+        return out["data"]
+
+    shown = resumed(Toggles(show_tool_steps=True, show_tool_results=True, show_thinking=True))
+    assert shown["parts"] == [{"type": "thinking", "text": "SECRET-REASONING"}, {"type": "text", "text": "Let me look."},
+                              {"type": "tool", "tool_call_id": "c1", "tool_name": "lookup_order"}]
+    hidden = resumed(Toggles(show_tool_steps=False))
+    assert hidden["parts"] == [{"type": "text", "text": "Let me look."}]
+    assert "INTERNAL-ARG" not in json.dumps(shown)
+    # Only text of the checkpoint is an answer: a turn redrawn empty that then ends says so, not a blank bubble.
+    f = TurnFilter(Toggles())
+    f.apply({"type": "text_delta", "data": {"index": 0, "content": "the lost half"}})
+    f.apply({"type": "resumed", "data": {"parts": []}})
+    assert f.apply({"type": "complete", "data": {"status": "completed"}})[0]["data"]["code"] == "empty_turn"

@@ -117,6 +117,7 @@ def test_a_side_effecting_tool_in_flight_is_not_called_again_and_exactly_one_of_
     assert [e["type"] for e in done.events] == ["run_interrupted", "run_resumed"]
     resumed = done.events[1]
     assert resumed["from_step"] == 1 and resumed["waited_seconds"] >= 0
+    assert resumed["request_cut"] is False and done.cost_is_partial is False  # lost in a tool, not a stream
     assert resumed["worker"].rsplit(":", 1)[1] in (str(second.process.pid), str(third.process.pid)), (
         resumed, second.process.pid, third.process.pid)
     assert done.checkpoint is None
@@ -170,4 +171,80 @@ def test_a_worker_killed_between_steps_never_runs_a_finished_tool_again_and_rese
     assert fake_openai.chat_requests[2].json["messages"] == fake_openai.chat_requests[1].json["messages"]
     assert_one_transcript(done, text="Added.")
     assert "You will never read this." not in Message.objects.get(run=run, role="assistant").content
-    assert_spent_once(done, answered=2)  # the lost response was never answered, so never billed
+    assert_spent_once(done, answered=2)  # one ledger row per answered response
+    assert done.events[-1]["request_cut"] is True and done.cost_is_partial is True  # the lost one: partial
+
+
+def test_an_approved_call_lost_in_flight_goes_back_to_a_person_and_is_not_sent_again_unasked(
+        org, owner, fake_openai, rest_api, worker_process, settings, monkeypatch):
+    from governance.models import Approval
+    from governance.services import decide_approval
+    from tests.runner.conftest import actor_of
+
+    tool = factories.custom_tool(org, alias="send_invoice", method="POST", url=f"{rest_api.base}/slow?secs=60")
+    agent, version = openai_agent(org, owner, fake_openai, custom_tool_ids=[str(tool.pk)], capabilities=[
+        {"id": "custom_tools", "config": {"tool_approval": {"send_invoice": "required"}}}])
+    fake_openai.queue(Reply.tool_calls([{"name": "send_invoice", "arguments": {}, "id": "call-inv"}],
+                                       text="Sending it."),
+                      Reply.text("It was not sent again."))
+    first, second = worker_process(**WORKER_ENV), worker_process(**WORKER_ENV)
+    handed_to(monkeypatch, first)  # the run the first decision resumes
+    run = start(org, owner, agent, version, prompt="Send the invoice")
+    first.take(run)
+    assert wait_until(lambda: status(run) == RunStatus.AWAITING_APPROVAL, 60), first.output()
+    decide_approval(actor=actor_of(owner, org), approval=Approval.objects.get(run=run), decision="approve")
+    assert wait_until(lambda: calls_to(rest_api, "/slow", "POST") == 1, 60), first.output()
+
+    handed_to(monkeypatch, second)
+    lose(first, run, settings)
+    # The worker that takes it over does not send it again: the same approval waits for a person again.
+    assert wait_until(lambda: status(run) == RunStatus.AWAITING_APPROVAL, 90), (
+        Run.objects.filter(pk=run.pk).values("status", "error", "events").first(), second.output())
+    approval = Approval.objects.get(run=run)
+    assert approval.status == Approval.Status.PENDING and approval.decided_by is None
+    assert ToolCall.objects.get(run=run).status == ToolCall.Status.PARKED
+    assert calls_to(rest_api, "/slow", "POST") == 1 and len(fake_openai.chat_requests) == 1
+    assert [e["type"] for e in Run.objects.get(pk=run.pk).events] == ["run_interrupted", "run_resumed"]
+
+    decide_approval(actor=actor_of(owner, org), approval=approval, decision="reject", note="It went out already")
+    done = finished(run, second)
+    assert done.status == RunStatus.COMPLETED, (done.error, second.output())
+    assert calls_to(rest_api, "/slow", "POST") == 1  # sent once, by the person's first approval
+    told = tool_messages(fake_openai.chat_requests[1])
+    assert len(told) == 1 and "rejected" in told[0]["content"] and "It went out already" in told[0]["content"]
+    # Each park writes what the run said so far, as any parked run does; nothing of it is written twice.
+    answers = Message.objects.filter(run=run, role="assistant").order_by("id")
+    assert "".join(m.content for m in answers) == "Sending it.It was not sent again."
+    assert_spent_once(done, answered=2)
+
+
+def test_a_worker_killed_while_its_run_is_parked_loses_nothing_and_the_decision_resumes_it_elsewhere(
+        org, owner, fake_openai, rest_api, worker_process, monkeypatch):
+    from governance.models import Approval
+    from governance.services import decide_approval
+    from tests.runner.conftest import actor_of
+
+    tool = factories.custom_tool(org, alias="book_room", method="POST", url=f"{rest_api.base}/echo/rooms")
+    before = calls_to(rest_api, "/echo/rooms", "POST")  # the server serves the whole module
+    agent, version = openai_agent(org, owner, fake_openai, custom_tool_ids=[str(tool.pk)], capabilities=[
+        {"id": "custom_tools", "config": {"tool_approval": {"book_room": "required"}}}])
+    fake_openai.queue(Reply.tool_calls([{"name": "book_room", "arguments": {}, "id": "call-room"}],
+                                       text="Booking it."),
+                      Reply.text("Booked."))
+    first, second = worker_process(**WORKER_ENV), worker_process(**WORKER_ENV)
+    run = start(org, owner, agent, version, prompt="Book the room")
+    first.take(run)
+    assert wait_until(lambda: status(run) == RunStatus.AWAITING_APPROVAL, 60), first.output()
+    first.signal(signal.SIGKILL)  # a parked run is held by no worker: nothing to hand back
+    first.process.wait(10)
+    assert status(run) == RunStatus.AWAITING_APPROVAL
+
+    handed_to(monkeypatch, second)
+    decide_approval(actor=actor_of(owner, org), approval=Approval.objects.get(run=run), decision="approve")
+    done = finished(run, second)
+    assert done.status == RunStatus.COMPLETED, (done.error, second.output())
+    assert calls_to(rest_api, "/echo/rooms", "POST") == before + 1
+    assert done.events == []  # never lost: the decision resumed it on a live worker
+    answers = Message.objects.filter(run=run, role="assistant").order_by("id")
+    assert "".join(m.content for m in answers) == "Booking it.Booked."
+    assert_spent_once(done, answered=2)

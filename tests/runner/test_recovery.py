@@ -12,7 +12,7 @@ from agents.models import Run, RunStatus
 from agents.runner.checkpoint import worker_name
 from agents.runner.finish import requeue_lost_runs, sweep_stale_runs
 from agents.runner.loop import beat_rows
-from tests.runner.conftest import publish
+from tests.runner.conftest import actor_of, publish
 from tests.runner.test_execute import start
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -46,10 +46,55 @@ def test_a_handed_back_run_whose_message_was_lost_is_sent_again(org, owner, enqu
     just_handed = start(org, owner, agent, version)
     Run.objects.filter(pk=just_handed.pk).update(started_at=waiting_since, heartbeat_at=timezone.now(),
                                                  events=[{"type": "run_interrupted"}])
-    parked_long_ago = start(org, owner, agent, version)  # resumed from a park by a person: never handed back
-    Run.objects.filter(pk=parked_long_ago.pk).update(started_at=waiting_since, heartbeat_at=waiting_since)
     assert requeue_lost_runs() == 1
     assert enqueued == [run.pk]
+
+
+def test_a_queued_run_is_sent_again_once_per_bound_however_often_the_sweep_runs(org, owner, enqueued, settings):
+    agent, version = publish(org, owner)
+    lost = start(org, owner, agent, version)
+    Run.objects.filter(pk=lost.pk).update(created_at=timezone.now() - timedelta(minutes=5))
+    assert requeue_lost_runs() == 1
+    assert requeue_lost_runs() == 0  # its new delivery is recent: a second sweep sends nothing
+    assert enqueued == [lost.pk]
+    stamped = Run.objects.get(pk=lost.pk)
+    assert stamped.status == RunStatus.QUEUED and stamped.heartbeat_at > timezone.now() - timedelta(minutes=1)
+    # Still not taken a bound later (its second message was lost too): sent once more.
+    Run.objects.filter(pk=lost.pk).update(heartbeat_at=timezone.now() - settings.RUN_REDELIVER_AFTER
+                                          - timedelta(seconds=1))
+    assert requeue_lost_runs() == 1
+    assert enqueued == [lost.pk, lost.pk]
+
+
+def test_a_run_resumed_from_a_park_counts_its_delivery_from_the_resume(org, owner, enqueued):
+    from governance import services as governance
+
+    agent, version = publish(org, owner)
+    run = start(org, owner, agent, version)
+    long_ago = timezone.now() - timedelta(hours=1)
+    Run.objects.filter(pk=run.pk).update(status=RunStatus.AWAITING_ANSWER, started_at=long_ago,
+                                         heartbeat_at=long_ago)
+    governance._resume_locked(actor_of(owner, org), Run.objects.get(pk=run.pk))
+    assert enqueued == [run.pk]  # its own message
+    assert requeue_lost_runs() == 0  # not a second one at the next sweep
+    # Its message lost (the broker flushed), it is sent again once the bound has passed.
+    Run.objects.filter(pk=run.pk).update(heartbeat_at=long_ago)
+    assert requeue_lost_runs() == 1 and enqueued == [run.pk, run.pk]
+
+
+def test_an_unreachable_broker_does_not_fail_the_start_of_a_run(org, owner, monkeypatch):
+    from kombu.exceptions import OperationalError
+
+    def refused(run_id) -> None:
+        raise OperationalError("Error 111 connecting to the broker. Connection refused.")
+
+    monkeypatch.setattr("agents.runs.enqueue_run", refused)
+    agent, version = publish(org, owner)
+    from agents.runs import start_run
+
+    # The surface is not told (the run is queued in PostgreSQL): the sweep sends it once the broker is back.
+    run = start_run(agent=agent, version=version, surface="web", prompt="Hello", user=owner, acting_role="owner")
+    assert Run.objects.get(pk=run.pk).status == RunStatus.QUEUED
 
 
 def test_the_heartbeat_beats_only_the_rows_this_process_holds(org, owner):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -47,7 +48,7 @@ class WorkerProcess:
 
     def __init__(self, tmp_path: Path, **env: str) -> None:
         self.queue = f"faults-{uuid.uuid4().hex[:8]}"
-        self.log = tmp_path / "worker.log"
+        self.log = tmp_path / f"{self.queue}.log"  # one per worker: a test starts several
         environment = dict(os.environ, DATABASE_URL=database_url(), DJANGO_SETTINGS_MODULE="config.settings",
                            PYTHONUNBUFFERED="1", RUN_HEARTBEAT_SECONDS="1", MODEL_ALLOWED_PRIVATE_HOSTS="127.0.0.1",
                            **env)
@@ -60,6 +61,10 @@ class WorkerProcess:
             self.stop()
             pytest.fail(f"the worker did not start:\n{self.output()}")
         assert self.process.poll() is None, self.output()
+
+    def hostname(self) -> str:
+        """Its node name, as remote control addresses it."""
+        return f"{self.queue}@{socket.gethostname()}"
 
     def take(self, run) -> None:
         execute_run.apply_async(args=[str(run.pk)], queue=self.queue)
@@ -162,6 +167,8 @@ def test_a_worker_killed_mid_request_has_its_run_found_by_heartbeat_and_sent_aga
     assert SpendEntry.objects.filter(run=run).count() == 1 and done.requests == 1
     assert [e["type"] for e in done.events] == ["run_interrupted", "run_resumed"]
     assert done.events[1]["from_step"] == 0
+    # The request cut off may have been billed in part: never reported, so the run's cost says it is partial.
+    assert done.events[1]["request_cut"] is True and done.cost_is_partial is True
     assert run_now(done) == []  # never twice
 
 

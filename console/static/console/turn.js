@@ -562,6 +562,20 @@
         case "text_delta": addText(turns, "text", d.content); return true;
         case "thinking_delta": addText(turns, "thinking", d.content); return true;
         case "compaction": live(turns).compacting = d.status === "summarizing"; return true;
+        case "resumed": {
+          // The worker running this turn was lost and another goes on from its last step: the turn is redrawn as
+          // that step left it (what streamed after it is streamed again), keeping the steps already drawn.
+          var t = live(turns), drawn = {};
+          t.parts.forEach(function (p) { if (p.type === "tool") drawn[p.call.id] = p; });
+          t.parts = (d.parts || []).map(function (p) {
+            if (p.type !== "tool") return {type: p.type, text: p.text};
+            return drawn[p.tool_call_id] || {type: "tool", call: {id: p.tool_call_id, name: p.tool_name || "", args: {},
+                                                                  result: null, status: "running"}};
+          });
+          pendingKind = null;
+          drawing.reset();
+          return true;
+        }
         case "tool_call":
           if (!call(turns, d.tool_call_id)) {
             live(turns).parts.push({type: "tool", call: {id: d.tool_call_id, name: d.tool_name, args: d.args || {},
