@@ -30,7 +30,7 @@ from agenticos.tenancy import Actor, org_get, org_queryset
 from console.base import console_view, problems_by_field, screen
 from console.settings_views import _page
 from identity import api as identity_api
-from identity import audit_log, mfa, oidc, provisioning, roles, services, sessions
+from identity import audit_log, mfa, oidc, provisioning, roles, saml, services, sessions
 from identity.models import CustomRole, OidcConnection, ScimToken, VerifiedDomain
 
 
@@ -77,7 +77,10 @@ class SignInView(auth_views.LoginView):
 
     @staticmethod
     def _to_provider(request: HttpRequest, connection: OidcConnection) -> HttpResponse:
-        # allauth's own login view starts the flow (state, nonce, PKCE) and redirects to the IdP.
+        # allauth's own login view starts the flow (state, nonce, PKCE; or the SAML AuthnRequest) and redirects
+        # to the IdP.
+        if connection.protocol == OidcConnection.SAML:
+            return saml.login(request, connection.slug)
         return oidc.login(request, provider_id=connection.slug)
 
 
