@@ -369,9 +369,9 @@ SOCIALACCOUNT_EMAIL_AUTHENTICATION = True  # ada@acme.com who had a password acc
 SOCIALACCOUNT_EMAIL_AUTHENTICATION_AUTO_CONNECT = True
 SOCIALACCOUNT_STORE_TOKENS = False
 SOCIALACCOUNT_PROVIDERS = {"openid_connect": {"provider_class": "identity.oidc.OrganizationOIDCProvider"}}
-# Two-factor for password sign-ins (identity.mfa): allauth's TOTP and recovery codes, secrets sealed in the vault.
+# Two-factor for password sign-ins (identity.mfa): allauth's TOTP and recovery codes, passkeys (WebAuthn), secrets sealed in the vault.
 MFA_ADAPTER = "identity.mfa.MfaAdapter"
-MFA_SUPPORTED_TYPES = ["totp", "recovery_codes"]
+MFA_SUPPORTED_TYPES = ["totp", "webauthn", "recovery_codes"]  # webauthn: passkeys as a second factor
 MFA_TOTP_ISSUER = "AgenticOS"
 # IdP hosts on internal addresses (a Keycloak inside the network) the outbound guard lets SSO reach.
 SSO_ALLOWED_PRIVATE_HOSTS = env.list("SSO_ALLOWED_PRIVATE_HOSTS", default=[])

@@ -268,7 +268,7 @@ def configure_oidc(*, actor: Actor, display_name: str, issuer_url: str, client_i
     return connection
 
 
-def _metadata_from(metadata_url: str, metadata_xml: str) -> dict[str, str]:
+def read_saml_metadata(metadata_url: str, metadata_xml: str) -> dict[str, str]:
     """The IdP's metadata, pasted or read from its URL through the outbound guard (identity.http)."""
     import requests
 
@@ -296,6 +296,14 @@ def _metadata_from(metadata_url: str, metadata_xml: str) -> dict[str, str]:
                        _problem("metadata_xml" if metadata_xml.strip() else "metadata_url", str(exc))) from None
 
 
+def give_saml_sp_key(connection: OidcConnection) -> None:
+    """A new SAML connection's service-provider key pair: the certificate in the row, the private key sealed."""
+    sp_key, connection.saml_sp_cert = saml.new_sp_key_pair(f"{connection.organization.slug} AgenticOS SP")
+    sealed = vault.seal(connection.organization_id, sp_key)
+    connection.key_version, connection.wrapped_key = sealed.key_version, sealed.wrapped_key
+    connection.ciphertext, connection.secret_hint = sealed.ciphertext, ""
+
+
 def configure_saml(*, actor: Actor, display_name: str, metadata_url: str = "", metadata_xml: str = "",
                    default_role: str = Role.MEMBER, role_claim: str = "groups",
                    role_map: dict[str, str] | None = None, enabled: bool = True) -> OidcConnection:
@@ -312,7 +320,7 @@ def configure_saml(*, actor: Actor, display_name: str, metadata_url: str = "", m
         found = {"entity_id": existing.saml_entity_id, "sso_url": existing.saml_sso_url,
                  "cert": existing.saml_idp_cert}  # the roles or the name changed; the IdP did not
     else:
-        found = _metadata_from(metadata_url, metadata_xml or "")
+        found = read_saml_metadata(metadata_url, metadata_xml or "")
     fields: dict[str, Any] = {
         "display_name": (display_name or "").strip()[:120] or actor.organization.name,
         "saml_metadata_url": metadata_url, "saml_entity_id": found["entity_id"][:500],
@@ -326,10 +334,7 @@ def configure_saml(*, actor: Actor, display_name: str, metadata_url: str = "", m
         for name, value in fields.items():
             setattr(connection, name, value)
         if existing is None:
-            sp_key, connection.saml_sp_cert = saml.new_sp_key_pair(f"{actor.organization.slug} AgenticOS SP")
-            sealed = vault.seal(actor.organization.pk, sp_key)
-            connection.key_version, connection.wrapped_key = sealed.key_version, sealed.wrapped_key
-            connection.ciphertext, connection.secret_hint = sealed.ciphertext, ""
+            give_saml_sp_key(connection)
         connection.updated_at = timezone.now()
         connection.save()
         _record(actor, "sso.configured" if existing else "sso.created", target=connection,

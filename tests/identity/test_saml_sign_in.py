@@ -223,3 +223,104 @@ def test_an_oidc_route_does_not_reach_a_saml_connection(acme):
     _, _, connection = acme
     assert browser().post(f"/accounts/oidc/{connection.slug}/login/").status_code == 404
     assert OidcConnection.objects.filter(protocol="saml").count() == 1
+
+
+# ------------------------------------------------------------------ Settings → Sign-in and the operator's admin
+
+
+def _signed_in(user) -> Client:
+    client = browser()
+    client.force_login(user)
+    return client
+
+
+def _saml_form(idp: SamlIdp, **extra) -> dict[str, str]:
+    return {"action": "save_saml", "display_name": "Acme SAML", "metadata_url": f"{idp.base}/metadata",
+            "metadata_xml": "", "default_role": "member", "role_claim": "groups", "role_map": "", "enabled": "on",
+            **extra}
+
+
+def test_an_owner_configures_saml_by_url_or_by_xml_and_sees_what_to_register(db, idps):
+    org = factories.organization(name="Initech")
+    owner = factories.member(org, "owner")
+    client = _signed_in(owner)
+    assert client.post("/settings/sign-in/", _saml_form(idps[0])).status_code == 302
+    connection = OidcConnection.objects.get(organization=org)
+    assert connection.protocol == "saml" and connection.saml_entity_id == idps[0].entity_id
+    page = client.get("/settings/sign-in/")
+    assert f"/accounts/saml/{connection.slug}/acs/".encode() in page.content
+    assert b"PRIVATE KEY" not in page.content and b"data-oidc-form" not in page.content
+    # The owner pastes the other IdP's metadata instead: read from the XML, no fetch.
+    idps[1].requests.clear()
+    assert client.post("/settings/sign-in/", _saml_form(idps[0], metadata_url="",
+                                                       metadata_xml=idps[1].metadata())).status_code == 302
+    connection.refresh_from_db()
+    assert connection.saml_entity_id == idps[1].entity_id and not idps[1].requests
+    assert set(AuditEvent.objects.filter(organization=org).values_list("action", flat=True)) >= {
+        "sso.created", "sso.configured"}
+
+
+@pytest.mark.parametrize("url", ["http://169.254.169.254/latest/meta-data/", "http://10.0.0.5/metadata",
+                                 "http://[::1]:8000/metadata"])
+def test_a_metadata_url_to_a_private_address_is_refused_by_the_guard(db, idps, url, settings):
+    settings.SSO_ALLOWED_PRIVATE_HOSTS = []
+    org = factories.organization(name="Initech")
+    client = _signed_in(factories.member(org, "owner"))
+    response = client.post("/settings/sign-in/", _saml_form(idps[0], metadata_url=url))
+    assert response.status_code == 422
+    assert not OidcConnection.objects.filter(organization=org).exists()
+
+
+def test_metadata_that_is_not_metadata_is_refused(db, idps):
+    org = factories.organization(name="Initech")
+    client = _signed_in(factories.member(org, "owner"))
+    for xml in ("<notmetadata/>", '<!DOCTYPE x [<!ENTITY e SYSTEM "file:///etc/passwd">]><x>&e;</x>', "{}"):
+        response = client.post("/settings/sign-in/", _saml_form(idps[0], metadata_url="", metadata_xml=xml))
+        assert response.status_code == 422
+    assert not OidcConnection.objects.filter(organization=org).exists()
+
+
+@pytest.mark.parametrize("role", ["admin", "builder", "member", "viewer"])
+def test_weaker_roles_cannot_configure_saml(acme, idps, role):
+    org, _, connection = acme
+    person = factories.member(org, role)
+    client = _signed_in(person)
+    assert client.get("/settings/sign-in/").status_code == 403
+    assert client.post("/settings/sign-in/", _saml_form(idps[1])).status_code == 403
+    connection.refresh_from_db()
+    assert connection.saml_entity_id == idps[0].entity_id
+
+
+def test_an_outsider_owner_configures_only_their_own_organization(acme, idps):
+    org, _, connection = acme
+    outsider_org = factories.organization(name="Outsider")
+    outsider = factories.member(outsider_org, "owner")
+    client = _signed_in(outsider)
+    assert b"data-saml-acs" not in client.get("/settings/sign-in/").content  # Acme's connection is not shown
+    assert client.post("/settings/sign-in/", _saml_form(idps[1])).status_code == 302
+    connection.refresh_from_db()
+    assert connection.saml_entity_id == idps[0].entity_id
+    assert OidcConnection.objects.get(organization=outsider_org).saml_entity_id == idps[1].entity_id
+
+
+def test_an_oidc_organization_must_remove_it_before_saml(db, idps):
+    from agenticos.errors import Conflict
+
+    org, owner, _ = _org_with_saml("Initech", "initech.com", idps[0])
+    with pytest.raises(Conflict):
+        services.configure_oidc(actor=owner_actor(org, owner), display_name="x", issuer_url="https://idp.example",
+                                client_id="c", client_secret="s")
+
+
+def test_an_operator_adds_a_saml_connection_in_the_admin(db, idps):
+    org = factories.organization(name="Initech")
+    operator = factories.user(is_staff=True, is_superuser=True)
+    client = _signed_in(operator)
+    response = client.post("/admin/identity/oidcconnection/add/", {
+        "organization": org.pk, "slug": "initech", "protocol": "saml", "display_name": "Initech SAML",
+        "issuer_url": "", "client_id": "", "saml_metadata_url": f"{idps[0].base}/metadata", "saml_metadata_xml": "",
+        "enabled": "on", "default_role": "member", "role_claim": "groups", "role_map": "{}"})
+    assert response.status_code == 302, response.content.decode()[:2000]
+    connection = OidcConnection.objects.get(organization=org)
+    assert connection.saml_entity_id == idps[0].entity_id and connection.saml_sp_cert
+    assert services.client_secret_of(connection).startswith("-----BEGIN PRIVATE KEY-----")
