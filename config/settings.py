@@ -339,6 +339,8 @@ CELERY_BEAT_SCHEDULE = {
     "retention-sweeps": {"task": "triggers.tasks.retention_sweeps", "schedule": 3600.0},
     # Suite runs whose driver's worker was lost end `error` (evals.driver.sweep_stale).
     "sweep-stale-suite-runs": {"task": "evals.tasks.sweep_stale_suite_runs", "schedule": 300.0},
+    # Each organization's audit stream to its SIEM (identity.audit_stream): the backlog since the last acknowledgement.
+    "flush-audit-streams": {"task": "identity.tasks.flush_audit_streams", "schedule": 15.0},
 }
 
 # ------------------------------------------------------------------ auth
@@ -375,6 +377,8 @@ MFA_SUPPORTED_TYPES = ["totp", "webauthn", "recovery_codes"]  # webauthn: passke
 MFA_TOTP_ISSUER = "AgenticOS"
 # IdP hosts on internal addresses (a Keycloak inside the network) the outbound guard lets SSO reach.
 SSO_ALLOWED_PRIVATE_HOSTS = env.list("SSO_ALLOWED_PRIVATE_HOSTS", default=[])
+# SIEM receivers of the audit stream that may sit on internal addresses (and speak plain http there).
+AUDIT_STREAM_ALLOWED_PRIVATE_HOSTS = env.list("AUDIT_STREAM_ALLOWED_PRIVATE_HOSTS", default=[])
 # Resolvers for domain verification's TXT lookup ("host" or "host:port"); empty: the system's.
 SSO_DNS_NAMESERVERS = env.list("SSO_DNS_NAMESERVERS", default=[])
 GUARDIAN_RAISE_403 = False

@@ -30,8 +30,8 @@ from agenticos.tenancy import Actor, org_get, org_queryset
 from console.base import console_view, problems_by_field, screen
 from console.settings_views import _page
 from identity import api as identity_api
-from identity import audit_log, mfa, oidc, provisioning, roles, saml, services, sessions
-from identity.models import CustomRole, OidcConnection, ScimToken, VerifiedDomain
+from identity import audit_log, audit_stream, mfa, oidc, provisioning, roles, saml, services, sessions
+from identity.models import AuditStream, CustomRole, OidcConnection, ScimToken, VerifiedDomain
 
 
 class SignInView(auth_views.LoginView):
@@ -367,6 +367,32 @@ def audit_export(request: HttpRequest, actor: Actor) -> HttpResponse:
     return identity_api.export_response(actor, request.GET)  # type: ignore[return-value]
 
 
+@console_view("signin:manage")
+def audit_stream_settings(request: HttpRequest, actor: Actor) -> HttpResponse:
+    """Settings → Audit → Stream: the organization's SIEM webhook (owners); its signing secret is shown once."""
+    actor.extra["ip"] = request.META.get("REMOTE_ADDR")
+    errors: dict[str, str] = {}
+    new_secret = ""
+    if request.method == "POST":
+        try:
+            if request.POST.get("action") == "remove":
+                audit_stream.remove(actor=actor)
+                messages.success(request, _("The audit stream was removed."))
+                return redirect("signin:audit-stream")
+            new_secret = audit_stream.configure(actor=actor, url=request.POST.get("url", ""),
+                                                enabled=request.POST.get("enabled") == "on")[1]
+            if not new_secret:
+                messages.success(request, _("Saved."))
+                return redirect("signin:audit-stream")
+        except Invalid as exc:
+            errors = problems_by_field(exc) or {"all": exc.message}
+    stream = AuditStream.objects.filter(organization=actor.organization).first()
+    return _page(request, "console/settings/audit_stream.html", "audit", {
+        "stream": stream, "errors": errors, "new_secret": new_secret,
+        "url": request.POST.get("url", "") if errors else (stream.url if stream else "")},
+        status=422 if errors else 200)
+
+
 # ------------------------------------------------------------------ Settings → Sessions
 
 
@@ -447,6 +473,7 @@ urlpatterns = [
     path("settings/roles/<int:role_id>/", role_edit, name="role"),
     path("settings/audit/", audit_page, name="audit"),
     path("settings/audit/export", audit_export, name="audit-export"),
+    path("settings/audit/stream/", audit_stream_settings, name="audit-stream"),
     path("settings/sessions/", my_sessions, name="sessions"),
     path("settings/two-factor/", two_factor, name="two-factor"),
     path("login/two-factor/", mfa_step, name="mfa"),

@@ -245,3 +245,26 @@ class ScimGroup(models.Model):
 
     def __str__(self) -> str:
         return self.display_name
+
+
+class AuditStream(models.Model):
+    """An organization's live copy of its audit trail to a SIEM: an HTTPS webhook whose requests carry an
+    HMAC-SHA256 signature (identity.audit_stream). Delivery is at-least-once: `delivered_up_to` is the id of the last
+    audit event the receiver acknowledged, so while it is down the backlog is simply the events after it."""
+
+    organization = models.OneToOneField(Organization, on_delete=models.CASCADE, related_name="audit_stream")
+    url = models.URLField(max_length=500)
+    # The signing secret, sealed (agenticos.vault); shown once when made, never again.
+    key_version = models.PositiveIntegerField()
+    wrapped_key = models.BinaryField()
+    ciphertext = models.BinaryField()
+    secret_hint = models.CharField(max_length=4, blank=True)
+    enabled = models.BooleanField(default=True)
+    delivered_up_to = models.BigIntegerField(default=0)
+    last_attempt_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.CharField(max_length=300, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"{self.organization} → {self.url}"
