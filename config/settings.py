@@ -156,6 +156,7 @@ INSTALLED_APPS = [
     "allauth.account",
     "allauth.socialaccount",
     "allauth.socialaccount.providers.openid_connect",
+    "allauth.socialaccount.providers.saml",
     "allauth.mfa",
 ]
 
@@ -338,6 +339,8 @@ CELERY_BEAT_SCHEDULE = {
     "retention-sweeps": {"task": "triggers.tasks.retention_sweeps", "schedule": 3600.0},
     # Suite runs whose driver's worker was lost end `error` (evals.driver.sweep_stale).
     "sweep-stale-suite-runs": {"task": "evals.tasks.sweep_stale_suite_runs", "schedule": 300.0},
+    # Each organization's audit stream to its SIEM (identity.audit_stream): the backlog since the last acknowledgement.
+    "flush-audit-streams": {"task": "identity.tasks.flush_audit_streams", "schedule": 15.0},
 }
 
 # ------------------------------------------------------------------ auth
@@ -368,12 +371,14 @@ SOCIALACCOUNT_EMAIL_AUTHENTICATION = True  # ada@acme.com who had a password acc
 SOCIALACCOUNT_EMAIL_AUTHENTICATION_AUTO_CONNECT = True
 SOCIALACCOUNT_STORE_TOKENS = False
 SOCIALACCOUNT_PROVIDERS = {"openid_connect": {"provider_class": "identity.oidc.OrganizationOIDCProvider"}}
-# Two-factor for password sign-ins (identity.mfa): allauth's TOTP and recovery codes, secrets sealed in the vault.
+# Two-factor for password sign-ins (identity.mfa): allauth's TOTP and recovery codes, passkeys (WebAuthn), secrets sealed in the vault.
 MFA_ADAPTER = "identity.mfa.MfaAdapter"
-MFA_SUPPORTED_TYPES = ["totp", "recovery_codes"]
+MFA_SUPPORTED_TYPES = ["totp", "webauthn", "recovery_codes"]  # webauthn: passkeys as a second factor
 MFA_TOTP_ISSUER = "AgenticOS"
 # IdP hosts on internal addresses (a Keycloak inside the network) the outbound guard lets SSO reach.
 SSO_ALLOWED_PRIVATE_HOSTS = env.list("SSO_ALLOWED_PRIVATE_HOSTS", default=[])
+# SIEM receivers of the audit stream that may sit on internal addresses (and speak plain http there).
+AUDIT_STREAM_ALLOWED_PRIVATE_HOSTS = env.list("AUDIT_STREAM_ALLOWED_PRIVATE_HOSTS", default=[])
 # Resolvers for domain verification's TXT lookup ("host" or "host:port"); empty: the system's.
 SSO_DNS_NAMESERVERS = env.list("SSO_DNS_NAMESERVERS", default=[])
 GUARDIAN_RAISE_403 = False

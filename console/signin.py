@@ -16,7 +16,7 @@ from django.contrib import messages
 from django.contrib.auth import login as auth_login
 from django.contrib.auth import views as auth_views
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect
 from django.urls import path, reverse
 from django.utils.http import url_has_allowed_host_and_scheme, urlencode
@@ -30,8 +30,8 @@ from agenticos.tenancy import Actor, org_get, org_queryset
 from console.base import console_view, problems_by_field, screen
 from console.settings_views import _page
 from identity import api as identity_api
-from identity import audit_log, mfa, oidc, provisioning, roles, services, sessions
-from identity.models import CustomRole, OidcConnection, ScimToken, VerifiedDomain
+from identity import audit_log, audit_stream, mfa, oidc, provisioning, roles, saml, services, sessions
+from identity.models import AuditStream, CustomRole, OidcConnection, ScimToken, VerifiedDomain
 
 
 class SignInView(auth_views.LoginView):
@@ -77,7 +77,10 @@ class SignInView(auth_views.LoginView):
 
     @staticmethod
     def _to_provider(request: HttpRequest, connection: OidcConnection) -> HttpResponse:
-        # allauth's own login view starts the flow (state, nonce, PKCE) and redirects to the IdP.
+        # allauth's own login view starts the flow (state, nonce, PKCE; or the SAML AuthnRequest) and redirects
+        # to the IdP.
+        if connection.protocol == OidcConnection.SAML:
+            return saml.login(request, connection.slug)
         return oidc.login(request, provider_id=connection.slug)
 
 
@@ -95,7 +98,10 @@ def mfa_step(request: HttpRequest) -> HttpResponse:
         return redirect("console:login")
     error = ""
     if request.method == "POST":
-        used = mfa.check_code(user, request.POST.get("code", ""), enrol_secret=state.get("secret"))
+        if request.POST.get("credential"):
+            used = "webauthn" if mfa.check_passkey(user, _json_or_none(request.POST["credential"])) else None
+        else:
+            used = mfa.check_code(user, request.POST.get("code", ""), enrol_secret=state.get("secret"))
         if used:
             request.session.pop(mfa.PENDING_KEY, None)
             auth_login(request, user, backend=state.get("backend") or None)
@@ -107,8 +113,33 @@ def mfa_step(request: HttpRequest) -> HttpResponse:
         audit_log.sign_in_failed(user, reason="mfa_code", ip_address=request.META.get("REMOTE_ADDR"))
     secret = state.get("secret")
     return screen(request, "registration/mfa.html", {
-        "enrol_secret": secret, "qr_svg": _qr_svg(user, secret) if secret else "", "error": error},
-        status=422 if error else 200)
+        "enrol_secret": secret, "qr_svg": _qr_svg(user, secret) if secret else "", "error": error,
+        "has_passkey": mfa.has_passkey(user)}, status=422 if error else 200)
+
+
+def _json_or_none(raw: str) -> Any:
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return None
+
+
+@require_POST
+def mfa_passkey_options(request: HttpRequest) -> HttpResponse:
+    """The second step's WebAuthn request options, for the person half signed in (nobody else has any)."""
+    state = mfa.pending(request)
+    user = User.objects.filter(pk=state["user"], is_active=True).first() if state else None
+    if user is None or not mfa.has_passkey(user):
+        return JsonResponse({"error": {"code": "not_found", "message": "No passkey sign-in is pending."}},
+                            status=404)
+    return JsonResponse(mfa.begin_passkey_check(user))
+
+
+@require_POST
+@console_view()
+def passkey_options(request: HttpRequest, actor: Actor) -> HttpResponse:
+    """WebAuthn creation options for the signed-in person's new passkey (Settings → Two-factor)."""
+    return JsonResponse(mfa.begin_passkey_registration(actor.user))  # type: ignore[arg-type]
 
 
 @console_view()
@@ -124,6 +155,21 @@ def two_factor(request: HttpRequest, actor: Actor) -> HttpResponse:
                 request.session.pop("identity.mfa.enrol", None)
             else:
                 error = _("That code is not right.")
+        elif action == "add_passkey":
+            added = mfa.add_passkey(user, request.POST.get("name", ""), _json_or_none(request.POST.get("credential", "")))
+            if added is None:
+                error = _("The passkey could not be registered. Try again.")
+            else:
+                codes = added
+                messages.success(request, _("Passkey added."))
+        elif action == "remove_passkey":
+            raw = request.POST.get("passkey", "")
+            try:
+                mfa.remove_passkey(user, int(raw) if raw.isdigit() else 0)
+                messages.success(request, _("Passkey removed."))
+            except Conflict as exc:
+                messages.error(request, exc.message)
+            return redirect("signin:two-factor")
         elif action == "disable":
             try:
                 mfa.disable(user)
@@ -143,6 +189,7 @@ def two_factor(request: HttpRequest, actor: Actor) -> HttpResponse:
         request.session["identity.mfa.enrol"] = secret
     return _page(request, "console/settings/two_factor.html", "two_factor", {
         "enabled": enabled, "required": mfa.required_for(user), "codes": codes, "secret": secret,
+        "passkeys": mfa.passkeys(user),
         "qr_svg": _qr_svg(user, secret) if secret else "", "error": error,
         "org_requires": mfa.organization_requires(actor.organization)}, status=422 if error else 200)
 
@@ -178,6 +225,15 @@ def sign_in_settings(request: HttpRequest, actor: Actor) -> HttpResponse:
                     role_claim=request.POST.get("role_claim", ""), role_map=_json_map(request.POST.get("role_map", "")),
                     enabled=request.POST.get("enabled") == "on")
                 messages.success(request, _("Single sign-on saved."))
+            elif action == "save_saml":
+                services.configure_saml(
+                    actor=actor, display_name=request.POST.get("display_name", ""),
+                    metadata_url=request.POST.get("metadata_url", ""),
+                    metadata_xml=request.POST.get("metadata_xml", ""),
+                    default_role=request.POST.get("default_role", Role.MEMBER),
+                    role_claim=request.POST.get("role_claim", ""), role_map=_json_map(request.POST.get("role_map", "")),
+                    enabled=request.POST.get("enabled") == "on")
+                messages.success(request, _("Single sign-on saved."))
             elif action == "require":
                 services.set_require_sso(actor=actor, require=request.POST.get("require_sso") == "on",
                                          break_glass_user_id=request.POST.get("break_glass_user") or None)
@@ -191,19 +247,24 @@ def sign_in_settings(request: HttpRequest, actor: Actor) -> HttpResponse:
             return redirect("signin:settings")
         except (Invalid, Conflict) as exc:
             errors = problems_by_field(exc) or {"all": exc.message}
+    saml_connection = connection is not None and connection.protocol == OidcConnection.SAML
     callback = (f"{settings.FRONTEND_URL}{reverse('openid_connect_callback', args=[connection.slug])}"
-                if connection else "")
+                if connection and not saml_connection else "")
+    saml_urls = {"acs": f"{settings.FRONTEND_URL}{reverse('saml_acs', args=[connection.slug])}",
+                 "metadata": f"{settings.FRONTEND_URL}{reverse('saml_metadata', args=[connection.slug])}"
+                 } if connection and saml_connection else {}
     values = {"display_name": connection.display_name if connection else "",
               "issuer_url": connection.issuer_url if connection else "",
               "client_id": connection.client_id if connection else "",
               "role_claim": connection.role_claim if connection else "groups",
               "default_role": connection.default_role if connection else Role.MEMBER,
-              "role_map": json.dumps(connection.role_map) if connection and connection.role_map else ""}
+              "role_map": json.dumps(connection.role_map) if connection and connection.role_map else "",
+              "metadata_url": connection.saml_metadata_url if connection else ""}
     if errors:  # the form as typed, without the secret
         values.update({k: request.POST.get(k, "") for k in values})
     owners = org_queryset(actor, Membership).filter(role=Role.OWNER, is_suspended=False).select_related("user")
     return _page(request, "console/settings/signin.html", "signin", {
-        "connection": connection, "callback_url": callback, "errors": errors, "values": values,
+        "connection": connection, "callback_url": callback, "saml_urls": saml_urls, "errors": errors, "values": values,
         "domains": org_queryset(actor, VerifiedDomain), "txt_prefix": services.TXT_PREFIX, "owners": owners,
         "roles": [(v, label) for v, label in roles.role_choices(actor.organization.pk) if v != Role.OWNER],
     }, status=422 if errors else 200)
@@ -306,6 +367,32 @@ def audit_export(request: HttpRequest, actor: Actor) -> HttpResponse:
     return identity_api.export_response(actor, request.GET)  # type: ignore[return-value]
 
 
+@console_view("signin:manage")
+def audit_stream_settings(request: HttpRequest, actor: Actor) -> HttpResponse:
+    """Settings → Audit → Stream: the organization's SIEM webhook (owners); its signing secret is shown once."""
+    actor.extra["ip"] = request.META.get("REMOTE_ADDR")
+    errors: dict[str, str] = {}
+    new_secret = ""
+    if request.method == "POST":
+        try:
+            if request.POST.get("action") == "remove":
+                audit_stream.remove(actor=actor)
+                messages.success(request, _("The audit stream was removed."))
+                return redirect("signin:audit-stream")
+            new_secret = audit_stream.configure(actor=actor, url=request.POST.get("url", ""),
+                                                enabled=request.POST.get("enabled") == "on")[1]
+            if not new_secret:
+                messages.success(request, _("Saved."))
+                return redirect("signin:audit-stream")
+        except Invalid as exc:
+            errors = problems_by_field(exc) or {"all": exc.message}
+    stream = AuditStream.objects.filter(organization=actor.organization).first()
+    return _page(request, "console/settings/audit_stream.html", "audit", {
+        "stream": stream, "errors": errors, "new_secret": new_secret,
+        "url": request.POST.get("url", "") if errors else (stream.url if stream else "")},
+        status=422 if errors else 200)
+
+
 # ------------------------------------------------------------------ Settings → Sessions
 
 
@@ -386,9 +473,12 @@ urlpatterns = [
     path("settings/roles/<int:role_id>/", role_edit, name="role"),
     path("settings/audit/", audit_page, name="audit"),
     path("settings/audit/export", audit_export, name="audit-export"),
+    path("settings/audit/stream/", audit_stream_settings, name="audit-stream"),
     path("settings/sessions/", my_sessions, name="sessions"),
     path("settings/two-factor/", two_factor, name="two-factor"),
     path("login/two-factor/", mfa_step, name="mfa"),
+    path("login/two-factor/passkey-options", mfa_passkey_options, name="mfa-passkey-options"),
+    path("settings/two-factor/passkey-options", passkey_options, name="passkey-options"),
     path("settings/sessions/sign-out", end_sessions, name="sessions-end"),
     path("settings/members/<int:membership_id>/sign-out", sign_member_out, name="member-sign-out"),
 ]

@@ -18,7 +18,7 @@ from django.http import HttpRequest
 from django.shortcuts import render
 
 from agenticos import audit
-from identity import services
+from identity import saml, services
 from identity.http import GuardedSession
 from identity.models import OidcConnection
 from identity.oidc import NONCE_STATE_KEY
@@ -39,6 +39,15 @@ class AccountAdapter(DefaultAccountAdapter):
 
 
 def _app_for(connection: OidcConnection, *, with_secret: bool) -> SocialApp:
+    if connection.protocol == OidcConnection.SAML:
+        # allauth finds a SAML app by its client_id (the "organization slug" of its URLs); the provider_id keeps
+        # each organization's SocialAccount uids apart (two IdPs may both say NameID "ada").
+        return SocialApp(provider=saml.PROVIDER, provider_id=connection.slug, client_id=connection.slug,
+                         name=connection.display_name, settings=saml.app_settings(
+                             entity_id=connection.saml_entity_id, sso_url=connection.saml_sso_url,
+                             idp_cert=connection.saml_idp_cert, sp_cert=connection.saml_sp_cert,
+                             sp_key=services.client_secret_of(connection) if with_secret else "",
+                             verified_email=services.verified_domains(connection.organization)))
     return SocialApp(
         provider=PROVIDER,
         provider_id=connection.slug,
@@ -64,6 +73,12 @@ class SocialAccountAdapter(DefaultSocialAccountAdapter):
     def list_apps(self, request: HttpRequest | None, provider: str | None = None,
                   client_id: str | None = None) -> list[SocialApp]:
         connections = OidcConnection.objects.filter(enabled=True).select_related("organization")
+        if provider == saml.PROVIDER:
+            connections = connections.filter(protocol=OidcConnection.SAML)
+            if client_id:  # one organization's SAML app, by the slug in its URLs
+                return [_app_for(c, with_secret=True) for c in connections.filter(slug=client_id)[:1]]
+            return [_app_for(c, with_secret=False) for c in connections]
+        connections = connections.filter(protocol=OidcConnection.OIDC) if provider else connections
         if provider and provider != PROVIDER:
             # One organization's app, by its provider id: the only case that needs the client secret.
             connections = connections.filter(slug=provider)
@@ -89,21 +104,31 @@ class SocialAccountAdapter(DefaultSocialAccountAdapter):
                 raise services.SsoRefused("Single sign-on is not configured for this organization.")
             if sociallogin.state.get("process") != "login":
                 raise services.SsoRefused("Single sign-on only signs in.")
-            data = sociallogin.account.extra_data or {}
-            id_token = data.get("id_token") or {}
-            nonce = sociallogin.state.get(NONCE_STATE_KEY)
-            if not id_token or not nonce or id_token.get("nonce") != nonce:
-                raise services.SsoRefused("The identity provider's answer does not match this sign-in.")
-            claims = {**id_token, **(data.get("userinfo") or {})}
-            if claims.get("sub") != id_token.get("sub"):
-                raise services.SsoRefused("The identity provider's answer does not match this sign-in.")
-            email = str(claims.get("email") or "").strip().lower()
+            if connection.protocol == OidcConnection.SAML:
+                # python3-saml checked the signature, audience, recipient, validity and InResponseTo (allauth
+                # found the state it stashed for this request); the attributes are the claims.
+                email = str(sociallogin.user.email or "").strip().lower() if sociallogin.user else ""
+                claims = dict(sociallogin.account.extra_data or {})
+            else:
+                email, claims = self._oidc_claims(sociallogin)
             role = services.check_sign_in(connection, email, claims)
         except services.SsoRefused as exc:
             self._record_failure(request, connection, email, exc.message)
             raise refusal(request, exc.message) from None
         sociallogin.state[SSO_STATE_KEY] = {"connection": connection.pk, "role": role}
         setattr(request, SSO_REQUEST_FLAG, True)
+
+    @staticmethod
+    def _oidc_claims(sociallogin: SocialLogin) -> tuple[str, dict[str, Any]]:
+        data = sociallogin.account.extra_data or {}
+        id_token = data.get("id_token") or {}
+        nonce = sociallogin.state.get(NONCE_STATE_KEY)
+        if not id_token or not nonce or id_token.get("nonce") != nonce:
+            raise services.SsoRefused("The identity provider's answer does not match this sign-in.")
+        claims = {**id_token, **(data.get("userinfo") or {})}
+        if claims.get("sub") != id_token.get("sub"):
+            raise services.SsoRefused("The identity provider's answer does not match this sign-in.")
+        return str(claims.get("email") or "").strip().lower(), claims
 
     def _record_failure(self, request: HttpRequest, connection: OidcConnection | None, email: str,
                         reason: str) -> None:

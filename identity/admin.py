@@ -20,15 +20,22 @@ from identity.models import CustomRole, OidcConnection, SignInPolicy, UserSessio
 class OidcConnectionForm(forms.ModelForm):
     client_secret = forms.CharField(
         required=False, strip=False, widget=forms.PasswordInput(render_value=False),
-        help_text="Typed once and sealed in the vault; leave empty to keep the current one.")
+        help_text="OpenID Connect: typed once and sealed in the vault; leave empty to keep the current one.")
+    saml_metadata_xml = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 4}), label="SAML metadata XML",
+        help_text="SAML 2.0: the IdP's metadata, pasted (or give its metadata URL); empty keeps what was read.")
 
     class Meta:
         model = OidcConnection
-        fields = ["organization", "slug", "display_name", "issuer_url", "client_id", "enabled", "require_sso",
-                  "break_glass_user", "default_role", "role_claim", "role_map"]
+        fields = ["organization", "slug", "protocol", "display_name", "issuer_url", "client_id",
+                  "saml_metadata_url", "enabled", "require_sso", "break_glass_user", "default_role", "role_claim",
+                  "role_map"]
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
+        if cleaned.get("protocol") == OidcConnection.SAML:
+            self._clean_saml(cleaned)
+            return cleaned
         if self.instance.pk is None and not cleaned.get("client_secret"):
             self.add_error("client_secret", "A new connection needs its client secret.")
         issuer = cleaned.get("issuer_url")
@@ -37,19 +44,38 @@ class OidcConnectionForm(forms.ModelForm):
                 services.check_issuer(issuer)
             except DomainError as exc:
                 self.add_error("issuer_url", exc.message)
+        if not issuer:
+            self.add_error("issuer_url", "An OpenID Connect connection needs its issuer.")
         return cleaned
+
+    def _clean_saml(self, cleaned: dict[str, Any]) -> None:
+        """The IdP's metadata, read through the outbound guard like the owner's form does (identity.services)."""
+        url, xml = cleaned.get("saml_metadata_url") or "", cleaned.get("saml_metadata_xml") or ""
+        if self.instance.pk and self.instance.saml_entity_id and not xml and url == self.instance.saml_metadata_url:
+            return  # the IdP did not change
+        try:
+            found = services.read_saml_metadata(url, xml)
+        except DomainError as exc:
+            problems = (exc.details or {}).get("problems") or [{"field": "saml_metadata_url", "message": exc.message}]
+            for problem in problems:
+                field = problem["field"] if problem["field"] in self.fields else "saml_metadata_url"
+                self.add_error(field, problem["message"])
+            return
+        self.instance.saml_entity_id, self.instance.saml_sso_url = found["entity_id"], found["sso_url"]
+        self.instance.saml_idp_cert = found["cert"]
 
 
 @admin.register(OidcConnection)
 class OidcConnectionAdmin(AuditedAdmin):
     form = OidcConnectionForm
-    list_display = ("display_name", "organization_link", "issuer_url", "enabled", "require_sso", "secret_display",
+    list_display = ("display_name", "organization_link", "protocol", "issuer_url", "enabled", "require_sso", "secret_display",
                     "updated_at")
-    list_filter = ("enabled", "require_sso")
+    list_filter = ("protocol", "enabled", "require_sso")
     search_fields = ("display_name", "slug", "issuer_url", "organization__name")
     list_select_related = ("organization",)
     autocomplete_fields = ("organization", "break_glass_user")
-    readonly_fields = ("secret_display", "key_version", "created_at", "updated_at")
+    readonly_fields = ("secret_display", "key_version", "saml_entity_id", "saml_sso_url", "saml_sp_cert",
+                       "created_at", "updated_at")
 
     def get_readonly_fields(self, request: HttpRequest, obj: OidcConnection | None = None) -> Any:
         # The organization id is bound into the sealed secret: it never moves to another organization.
@@ -57,7 +83,10 @@ class OidcConnectionAdmin(AuditedAdmin):
 
     def save_model(self, request: HttpRequest, obj: OidcConnection, form: Any, change: bool) -> None:
         secret = form.cleaned_data.get("client_secret")
-        if secret:
+        if obj.protocol == OidcConnection.SAML:
+            if not obj.saml_sp_cert:
+                services.give_saml_sp_key(obj)
+        elif secret:
             sealed = vault.seal(obj.organization_id, secret)
             obj.key_version, obj.wrapped_key, obj.ciphertext = sealed.key_version, sealed.wrapped_key, sealed.ciphertext
             obj.secret_hint = sealed.hint
@@ -65,6 +94,8 @@ class OidcConnectionAdmin(AuditedAdmin):
 
     @admin.display(description="client secret")
     def secret_display(self, obj: OidcConnection) -> str:
+        if obj.protocol == OidcConnection.SAML:
+            return "SP private key sealed"
         return f"sealed (…{obj.secret_hint})" if obj.secret_hint else "sealed"
 
     @admin.display(description="organization", ordering="organization__name")

@@ -1,6 +1,6 @@
 """/api/v1/ sign-in endpoints: roles (built-in presets and the organization's custom roles), the permission
-catalog they are composed from, and the audit trail (cursor pages, CSV / JSON Lines export). Thin views over
-identity.roles and identity.audit_log."""
+catalog they are composed from, the audit trail (cursor pages, CSV / JSON Lines export), and the SCIM tokens an
+owner hands to the IdP. Thin views over identity.roles, identity.audit_log and identity.provisioning."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from agenticos import audit
 from agenticos.api import ERRORS, WRITE_ERRORS, BaseOrgView
 from agenticos.errors import Invalid
 from agenticos.permissions import OWNER_ONLY, PERMISSIONS, ROLE_PERMISSIONS, Role
-from identity import audit_log, roles
-from identity.models import CustomRole
+from identity import audit_log, provisioning, roles
+from identity.models import CustomRole, ScimToken
 
 
 class RoleSerializer(serializers.Serializer):
@@ -181,3 +181,59 @@ def export_response(actor: Any, params: Any) -> StreamingHttpResponse:
     response = StreamingHttpResponse(lines, content_type="text/csv" if kind == "csv" else "application/x-ndjson")
     response["Content-Disposition"] = f'attachment; filename="audit-{actor.organization.slug}.{kind}"'
     return response
+
+
+# ------------------------------------------------------------------ SCIM tokens
+
+
+class ScimTokenSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    prefix = serializers.CharField(help_text="The token's first characters, to recognise it; never the token.")
+    created_at = serializers.DateTimeField()
+    created_by = serializers.CharField(allow_null=True, help_text="The e-mail of the owner who created it.")
+    last_used_at = serializers.DateTimeField(allow_null=True)
+    revoked_at = serializers.DateTimeField(allow_null=True)
+
+
+class ScimTokenCreatedSerializer(ScimTokenSerializer):
+    token = serializers.CharField(help_text="The bearer token for the IdP's SCIM client. Shown this once.")
+
+
+class ScimTokenWriteSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=100, help_text="Which IdP or client the token is for.")
+
+
+def _token(token: ScimToken) -> dict:
+    return {"id": token.pk, "name": token.name, "prefix": token.prefix, "created_at": token.created_at,
+            "created_by": token.created_by.email if token.created_by else None,
+            "last_used_at": token.last_used_at, "revoked_at": token.revoked_at}
+
+
+class ScimTokenListView(BaseOrgView):
+    serializer_class = ScimTokenSerializer
+    permission_map = {"GET": "signin:manage", "POST": "signin:manage"}
+    pagination_class = None  # a few tokens per organization (one per IdP): one list, as the schema says
+
+    @extend_schema(responses={200: ScimTokenSerializer(many=True), **ERRORS},
+                   summary="The organization's SCIM tokens (owners; the tokens themselves are never shown again)")
+    def get(self, request: Request) -> Response:
+        tokens = self.org_queryset(ScimToken).select_related("created_by")
+        return Response([_token(t) for t in tokens])
+
+    @extend_schema(request=ScimTokenWriteSerializer, responses={201: ScimTokenCreatedSerializer, **WRITE_ERRORS},
+                   summary="Create a SCIM token for /scim/v2/ (shown once)")
+    def post(self, request: Request) -> Response:
+        token, raw = provisioning.create_token(actor=self.actor, **self.valid(ScimTokenWriteSerializer))
+        return Response({**_token(token), "token": raw}, status=status.HTTP_201_CREATED)
+
+
+class ScimTokenDetailView(BaseOrgView):
+    serializer_class = ScimTokenSerializer
+    permission_map = {"DELETE": "signin:manage"}
+
+    @extend_schema(responses={204: None, **WRITE_ERRORS},
+                   summary="Revoke a SCIM token: the IdP's next request with it is refused")
+    def delete(self, request: Request, pk: int) -> Response:
+        provisioning.revoke_token(actor=self.actor, token=self.org_get(ScimToken, pk))
+        return Response(status=status.HTTP_204_NO_CONTENT)

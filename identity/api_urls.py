@@ -9,4 +9,6 @@ urlpatterns = [
     *route("permissions", api.PermissionListView, "api-permissions"),
     *route("audit", api.AuditListView, "api-audit"),
     *route("audit/export", api.AuditExportView, "api-audit-export"),
+    *route("scim-tokens", api.ScimTokenListView, "api-scim-tokens"),
+    *route("scim-tokens/<int:pk>", api.ScimTokenDetailView, "api-scim-token"),
 ]

@@ -1,9 +1,11 @@
-"""Two-factor sign-in with allauth's MFA (TOTP and recovery codes): its `Authenticator` rows, its TOTP and recovery
-code checks (a code used once, a tolerance window), its secrets sealed with the project's vault (`MfaAdapter`).
+"""Two-factor sign-in with allauth's MFA (TOTP, passkeys/WebAuthn and recovery codes): its `Authenticator` rows, its
+TOTP and recovery code checks (a code used once, a tolerance window), its WebAuthn ceremonies (fido2's server: the
+challenge kept in the session, origin and RP id checked, the signature counter), its secrets sealed with the
+project's vault (`MfaAdapter`).
 
 The console's password sign-in is Django's LoginView, not allauth's account flow, so allauth's own login stage does
 not run: the second step is here (`start_second_step` / `finish_second_step`) and uses allauth's checks as they are.
-A password sign-in needs the second step when the person has TOTP, or when an organization they belong to requires
+A password sign-in needs the second step when the person has TOTP or a passkey, or when an organization they belong to requires
 it (`SignInPolicy.require_mfa`): then they enrol before the session starts. SSO sign-ins leave it to the IdP.
 """
 
@@ -17,6 +19,8 @@ from allauth.mfa.adapter import DefaultMFAAdapter
 from allauth.mfa.models import Authenticator
 from allauth.mfa.recovery_codes.internal.auth import RecoveryCodes
 from allauth.mfa.totp.internal.auth import TOTP, generate_totp_secret, validate_totp_code
+from allauth.mfa.webauthn.internal import auth as webauthn
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.http import HttpRequest
 
@@ -50,19 +54,31 @@ def has_totp(user: User) -> bool:
     return Authenticator.objects.filter(user=user, type=Authenticator.Type.TOTP).exists()
 
 
+SECOND_FACTORS = (Authenticator.Type.TOTP, Authenticator.Type.WEBAUTHN)
+
+
+def has_second_factor(user: User) -> bool:
+    """TOTP or a passkey: either satisfies an organization that requires two-factor."""
+    return Authenticator.objects.filter(user=user, type__in=SECOND_FACTORS).exists()
+
+
+def has_passkey(user: User) -> bool:
+    return Authenticator.objects.filter(user=user, type=Authenticator.Type.WEBAUTHN).exists()
+
+
 def required_for(user: User) -> bool:
     organization_ids = Membership.objects.filter(user=user, is_suspended=False).values("organization_id")
     return SignInPolicy.objects.filter(organization_id__in=organization_ids, require_mfa=True).exists()
 
 
 def needs_second_step(user: User) -> bool:
-    return has_totp(user) or required_for(user)
+    return has_second_factor(user) or required_for(user)
 
 
 def start_second_step(request: HttpRequest, user: Any) -> None:
     """The password was right: the session holds who is half signed in (not signed in) until the code."""
     request.session[PENDING_KEY] = {"user": user.pk, "backend": getattr(user, "backend", ""),
-                                    "secret": None if has_totp(user) else generate_totp_secret()}
+                                    "secret": None if has_second_factor(user) else generate_totp_secret()}
 
 
 def pending(request: HttpRequest) -> dict[str, Any] | None:
@@ -101,6 +117,77 @@ def enable(user: User, secret: str, code: str) -> list[str] | None:
         codes = RecoveryCodes.activate(user)
         _record(user, "mfa.enabled")
     return codes.get_unused_codes()
+
+
+# ------------------------------------------------------------------ passkeys (allauth's WebAuthn, fido2 underneath)
+# allauth's own WebAuthn views belong to its account pages, which the console does not use (see the module's
+# docstring); these call the same `allauth.mfa.webauthn.internal.auth` functions its views do. They need allauth's
+# request context, which its AccountMiddleware sets for every request.
+
+
+def passkeys(user: User) -> list[dict[str, Any]]:
+    return [{"id": a.pk, "name": webauthn.WebAuthn(a).name, "created_at": a.created_at, "last_used_at": a.last_used_at}
+            for a in Authenticator.objects.filter(user=user, type=Authenticator.Type.WEBAUTHN).order_by("created_at")]
+
+
+def begin_passkey_registration(user: User) -> dict[str, Any]:
+    """The PublicKeyCredentialCreationOptions (JSON form) for `navigator.credentials.create`; the challenge stays
+    in the session."""
+    return webauthn.begin_registration(user, passwordless=False)
+
+
+def add_passkey(user: User, name: str, credential: Any) -> list[str] | None:
+    """Register the browser's answer; returns the recovery codes to show once when this is the person's first
+    second factor ([] otherwise), or None when the answer does not hold (wrong challenge, origin, RP id)."""
+    if not isinstance(credential, dict):
+        return None
+    try:
+        webauthn.complete_registration(credential)
+    except (ValidationError, ValueError, TypeError, KeyError):
+        return None
+    with transaction.atomic():
+        webauthn.WebAuthn.add(user, (name or "").strip()[:60] or "Passkey", credential)
+        codes: list[str] = []
+        if not Authenticator.objects.filter(user=user, type=Authenticator.Type.RECOVERY_CODES).exists():
+            codes = RecoveryCodes.activate(user).get_unused_codes()
+        _record(user, "mfa.passkey_added")
+    return codes
+
+
+def remove_passkey(user: User, passkey_id: int) -> None:
+    """Only the person's own passkey; the last second factor stays while an organization requires two-factor."""
+    from agenticos.errors import Conflict, NotFound
+
+    with transaction.atomic():
+        found = Authenticator.objects.select_for_update().filter(
+            user=user, type=Authenticator.Type.WEBAUTHN, pk=passkey_id).first()
+        if found is None:
+            raise NotFound("Passkey not found.")
+        others = Authenticator.objects.filter(user=user, type__in=SECOND_FACTORS).exclude(pk=found.pk)
+        if required_for(user) and not others.exists():
+            raise Conflict("An organization you belong to requires two-factor sign-in: keep one factor.")
+        found.delete()
+        if not others.exists():  # no second factor left: the recovery codes would be a factor of their own
+            Authenticator.objects.filter(user=user, type=Authenticator.Type.RECOVERY_CODES).delete()
+        _record(user, "mfa.passkey_removed")
+
+
+def begin_passkey_check(user: User) -> dict[str, Any]:
+    """The PublicKeyCredentialRequestOptions for `navigator.credentials.get`, naming the person's passkeys."""
+    return webauthn.begin_authentication(user)
+
+
+def check_passkey(user: User, credential: Any) -> bool:
+    """Whether the browser's assertion is a valid signature of one of the person's passkeys over this session's
+    challenge (used once: the challenge leaves the session)."""
+    if not isinstance(credential, dict):
+        return False
+    try:
+        authenticator = webauthn.complete_authentication(user, credential)
+    except (ValidationError, ValueError, TypeError, KeyError):
+        return False
+    authenticator.record_usage()
+    return True
 
 
 def disable(user: User) -> None:

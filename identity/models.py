@@ -45,17 +45,33 @@ class VerifiedDomain(models.Model):
 
 
 class OidcConnection(models.Model):
-    """An organization's OpenID Connect identity provider (Entra ID, Okta, Google Workspace, Keycloak, …).
+    """An organization's identity provider: OpenID Connect (Entra ID, Okta, Google Workspace, Keycloak, …) or
+    SAML 2.0 (`protocol`). One per organization, so domain routing, require-SSO with its break-glass owner, JIT
+    membership and the role map are the same for both; the class keeps its first name to spare a table rename.
 
-    allauth reads it as a `SocialApp` of its `openid_connect` provider (identity.adapter.list_apps), with
-    `slug` as the provider id in the callback URL: /accounts/oidc/<slug>/login/callback/."""
+    allauth reads it as a `SocialApp` (identity.adapter.list_apps): of its `openid_connect` provider, with `slug` as
+    the provider id in the callback URL (/accounts/oidc/<slug>/login/callback/), or of its `saml` provider, with
+    `slug` as the organization slug in /accounts/saml/<slug>/acs/."""
+
+    OIDC = "oidc"
+    SAML = "saml"
+    PROTOCOLS = [(OIDC, "OpenID Connect"), (SAML, "SAML 2.0")]
 
     organization = models.OneToOneField(Organization, on_delete=models.CASCADE, related_name="oidc_connection")
     slug = models.SlugField(max_length=80, unique=True)
+    protocol = models.CharField(max_length=8, choices=PROTOCOLS, default=OIDC)
     display_name = models.CharField(max_length=120)
-    issuer_url = models.URLField(max_length=500)
-    client_id = models.CharField(max_length=300)
-    # The client secret, sealed (agenticos.vault); never shown again after it is saved.
+    issuer_url = models.URLField(max_length=500, blank=True)
+    client_id = models.CharField(max_length=300, blank=True)
+    # SAML: the IdP as its metadata describes it (read once, at configuration, through the outbound guard), and
+    # the certificate of this service provider's own key (AuthnRequests are signed with it).
+    saml_metadata_url = models.URLField(max_length=500, blank=True)
+    saml_entity_id = models.CharField(max_length=500, blank=True)
+    saml_sso_url = models.URLField(max_length=500, blank=True)
+    saml_idp_cert = models.TextField(blank=True)
+    saml_sp_cert = models.TextField(blank=True)
+    # OIDC: the client secret; SAML: the service provider's private key. Sealed (agenticos.vault); never shown
+    # again after it is saved.
     key_version = models.PositiveIntegerField()
     wrapped_key = models.BinaryField()
     ciphertext = models.BinaryField()
@@ -229,3 +245,26 @@ class ScimGroup(models.Model):
 
     def __str__(self) -> str:
         return self.display_name
+
+
+class AuditStream(models.Model):
+    """An organization's live copy of its audit trail to a SIEM: an HTTPS webhook whose requests carry an
+    HMAC-SHA256 signature (identity.audit_stream). Delivery is at-least-once: `delivered_up_to` is the id of the last
+    audit event the receiver acknowledged, so while it is down the backlog is simply the events after it."""
+
+    organization = models.OneToOneField(Organization, on_delete=models.CASCADE, related_name="audit_stream")
+    url = models.URLField(max_length=500)
+    # The signing secret, sealed (agenticos.vault); shown once when made, never again.
+    key_version = models.PositiveIntegerField()
+    wrapped_key = models.BinaryField()
+    ciphertext = models.BinaryField()
+    secret_hint = models.CharField(max_length=4, blank=True)
+    enabled = models.BooleanField(default=True)
+    delivered_up_to = models.BigIntegerField(default=0)
+    last_attempt_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.CharField(max_length=300, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"{self.organization} → {self.url}"

@@ -21,6 +21,7 @@ from agenticos import audit, vault
 from agenticos.errors import Conflict, DomainError, Invalid, NotFound
 from agenticos.models import Membership, Organization
 from agenticos.permissions import Role, permissions_of, role_exists
+from identity import saml
 from identity import sessions as browser_sessions
 from identity.http import GuardedSession
 from identity.models import OidcConnection, VerifiedDomain
@@ -235,6 +236,8 @@ def configure_oidc(*, actor: Actor, display_name: str, issuer_url: str, client_i
     if not client_id:
         problems.append(_problem("client_id", "This field is required."))
     existing = OidcConnection.objects.filter(organization=actor.organization).first()
+    if existing is not None and existing.protocol != OidcConnection.OIDC:
+        raise Conflict("Remove the SAML provider first.")
     if existing is None and not client_secret:
         problems.append(_problem("client_secret", "This field is required."))
     if problems:
@@ -262,6 +265,80 @@ def configure_oidc(*, actor: Actor, display_name: str, issuer_url: str, client_i
         # Field names only: never the secret, nor values an auditor does not need.
         _record(actor, "sso.configured" if existing else "sso.created", target=connection,
                 details={"fields": sorted(set(changed))})
+    return connection
+
+
+def read_saml_metadata(metadata_url: str, metadata_xml: str) -> dict[str, str]:
+    """The IdP's metadata, pasted or read from its URL through the outbound guard (identity.http)."""
+    import requests
+
+    if metadata_xml.strip():
+        source = metadata_xml.strip()
+    elif metadata_url:
+        if not metadata_url.startswith(("https://", "http://")):
+            raise _invalid("The metadata URL is an http(s) URL.", _problem("metadata_url", "Write an http(s) URL."))
+        try:
+            with GuardedSession() as session:
+                answer = session.get(metadata_url)
+            answer.raise_for_status()
+        except requests.RequestException as exc:
+            raise _invalid("The IdP's metadata could not be read.", _problem("metadata_url", str(exc)[:300])) from None
+        if len(answer.content) > saml.MAX_METADATA_BYTES:
+            raise _invalid("The IdP's metadata is too large.", _problem("metadata_url", "Over 512 kB."))
+        source = answer.text
+    else:
+        raise _invalid("The SAML settings are invalid.",
+                       _problem("metadata_url", "Give the IdP's metadata URL or paste its XML."))
+    try:
+        return saml.parse_metadata(source)
+    except saml.MetadataProblem as exc:
+        raise _invalid("The IdP's metadata cannot be used.",
+                       _problem("metadata_xml" if metadata_xml.strip() else "metadata_url", str(exc))) from None
+
+
+def give_saml_sp_key(connection: OidcConnection) -> None:
+    """A new SAML connection's service-provider key pair: the certificate in the row, the private key sealed."""
+    sp_key, connection.saml_sp_cert = saml.new_sp_key_pair(f"{connection.organization.slug} AgenticOS SP")
+    sealed = vault.seal(connection.organization_id, sp_key)
+    connection.key_version, connection.wrapped_key = sealed.key_version, sealed.wrapped_key
+    connection.ciphertext, connection.secret_hint = sealed.ciphertext, ""
+
+
+def configure_saml(*, actor: Actor, display_name: str, metadata_url: str = "", metadata_xml: str = "",
+                   default_role: str = Role.MEMBER, role_claim: str = "groups",
+                   role_map: dict[str, str] | None = None, enabled: bool = True) -> OidcConnection:
+    """Create or update the organization's SAML 2.0 IdP from its metadata (URL or XML). The first save makes the
+    organization's service-provider key pair; the private key is sealed and never shown."""
+    actor.require("signin:manage")
+    role_map = role_map or {}
+    metadata_url = (metadata_url or "").strip()
+    existing = OidcConnection.objects.filter(organization=actor.organization).first()
+    if existing is not None and existing.protocol != OidcConnection.SAML:
+        raise Conflict("Remove the OpenID Connect provider first.")
+    _check_role_settings(actor.organization, default_role, role_map)
+    if existing is not None and not metadata_url and not (metadata_xml or "").strip():
+        found = {"entity_id": existing.saml_entity_id, "sso_url": existing.saml_sso_url,
+                 "cert": existing.saml_idp_cert}  # the roles or the name changed; the IdP did not
+    else:
+        found = read_saml_metadata(metadata_url, metadata_xml or "")
+    fields: dict[str, Any] = {
+        "display_name": (display_name or "").strip()[:120] or actor.organization.name,
+        "saml_metadata_url": metadata_url, "saml_entity_id": found["entity_id"][:500],
+        "saml_sso_url": found["sso_url"][:500], "saml_idp_cert": found["cert"], "default_role": default_role,
+        "role_claim": (role_claim or "").strip()[:80], "role_map": role_map, "enabled": bool(enabled),
+    }
+    with transaction.atomic():
+        connection = existing or OidcConnection(organization=actor.organization, protocol=OidcConnection.SAML,
+                                                slug=_unique_slug(actor.organization))
+        changed = [name for name, value in fields.items() if getattr(connection, name, None) != value]
+        for name, value in fields.items():
+            setattr(connection, name, value)
+        if existing is None:
+            give_saml_sp_key(connection)
+        connection.updated_at = timezone.now()
+        connection.save()
+        _record(actor, "sso.configured" if existing else "sso.created", target=connection,
+                details={"protocol": "saml", "fields": sorted(set(changed))})
     return connection
 
 
@@ -316,7 +393,7 @@ def delete_oidc(*, actor: Actor) -> None:
 
 
 def client_secret_of(connection: OidcConnection) -> str:
-    """Runtime use only (the token request); never in a response or log."""
+    """Runtime use only (the token request, or the SAML AuthnRequest's signature); never in a response or log."""
     return vault.open_sealed(connection.organization_id, connection.key_version, bytes(connection.wrapped_key),
                              bytes(connection.ciphertext))
 
