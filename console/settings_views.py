@@ -22,7 +22,7 @@ from agenticos import services as kernel
 from agenticos.errors import Conflict, Invalid
 from agenticos.models import ApiKey, Invitation, Membership, Organization, Secret, SecretKind
 from agenticos.permissions import KeyScope, Role
-from agenticos.tenancy import Actor, org_get, org_queryset
+from agenticos.tenancy import Actor, org_get, org_queryset, sees_deployment_settings
 from agents import services as agent_services
 from agents.models import ModelProfile, Provider
 from channelbots import services as bot_services
@@ -247,7 +247,10 @@ def test_model_profile(request: HttpRequest, actor: Actor, profile_id: Any) -> H
     form = {"label": profile.label, "provider": profile.provider, "model": profile.model,
             "secret_id": str(profile.secret_id or ""), "base_url": profile.base_url,
             "context_window": "" if profile.context_window is None else str(profile.context_window)}
-    return _edit_page(request, actor, profile, form, {}, check=check_connection(profile))
+    check = check_connection(profile)
+    if not sees_deployment_settings(actor):
+        check.hint = ""  # a member's refusal is plain; the setting's name is for owners, admins and staff
+    return _edit_page(request, actor, profile, form, {}, check=check)
 
 
 # ------------------------------------------------------------------ members
