@@ -49,6 +49,32 @@ def decide_approval(*, actor: Actor, approval: Approval, decision: str, note: st
     return locked
 
 
+def deciders(organization_id: object) -> list[object]:
+    """The people who may decide the organization's parked calls (`approvals:decide` by their role, a custom
+    role's too): active, not suspended. One query, plus one per custom role held."""
+    from agenticos.models import Membership
+    from agenticos.permissions import permissions_of
+
+    rows = Membership.objects.filter(organization_id=organization_id, is_suspended=False,
+                                     user__is_active=True).values_list("user_id", "role")
+    deciding: dict[str, bool] = {}
+    found = []
+    for user_id, role in rows:
+        if role not in deciding:
+            deciding[role] = "approvals:decide" in permissions_of(role, organization_id)
+        if deciding[role]:
+            found.append(user_id)
+    return found
+
+
+def pending_count(actor: Actor) -> int:
+    """What the Approvals page lists first: the organization's calls waiting for a decision (0 for who may not
+    decide them)."""
+    if not actor.has("approvals:decide"):
+        return 0
+    return Approval.objects.filter(organization=actor.organization, status=Approval.Status.PENDING).count()
+
+
 def _still_waiting(run: Run) -> str:
     if run.approvals.filter(status=Approval.Status.PENDING).exists():
         return "Some parked calls still wait for a decision."
