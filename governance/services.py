@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db import transaction
 from django.utils import timezone
 
@@ -49,7 +51,7 @@ def decide_approval(*, actor: Actor, approval: Approval, decision: str, note: st
     return locked
 
 
-def deciders(organization_id: object) -> list[object]:
+def deciders(organization_id: Any) -> list[Any]:
     """The people who may decide the organization's parked calls (`approvals:decide` by their role, a custom
     role's too): active, not suspended. One query, plus one per custom role held."""
     from agenticos.models import Membership

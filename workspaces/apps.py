@@ -10,5 +10,5 @@ class WorkspacesConfig(AppConfig):
         from workspaces.models import SandboxConnection
 
         # The deployment's own sandbox service token, sealed per organization: not a secret people pick or delete.
-        register_reserved_secrets(lambda organization_id: SandboxConnection.objects.filter(
+        register_reserved_secrets(lambda organization_id: SandboxConnection.objects.filter(  # type: ignore[misc]
             organization_id=organization_id, is_deployment=True, secret__isnull=False).values_list("secret_id", flat=True))
