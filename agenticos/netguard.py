@@ -35,6 +35,8 @@ import httpx2
 from django.conf import settings
 from pydantic_ai import _ssrf
 
+from agenticos import hostports
+
 DEFAULT_MAX_BYTES = 10 * 1024 * 1024
 _QUERY_IN_LOG = re.compile(r"(https?://[^\s?\"']+)\?[^\s\"']*")
 
@@ -60,7 +62,16 @@ class Refused(ValueError):
 
 
 class AddressRefused(Refused):
-    pass
+    """`str()` is safe to show anyone who may see the request fail; `hint`, when set, tells the operator what to
+    set to allow the address (it names a setting of the deployment: for owners, admins and staff only, see
+    `agenticos.tenancy.sees_deployment_settings`)."""
+
+    def __init__(self, message: str, hint: str = "") -> None:
+        super().__init__(message)
+        self.hint = hint
+
+    def for_operator(self) -> str:
+        return f"{self} {self.hint}".strip()
 
 
 class Unresolvable(AddressRefused):
@@ -121,6 +132,11 @@ MODEL_HOSTS = "MODEL_ALLOWED_PRIVATE_HOSTS"
 CHANNEL_HOSTS = "CHANNEL_ALLOWED_PRIVATE_HOSTS"
 # mem0's list names the self-hosted servers the key may go to at all; a listed one may be private.
 MEM0_HOSTS = "MEM0_ALLOWED_HOSTS"
+# Families whose refusals reach members (a run's error, the Test connection and Knowledge pages): their message
+# never names the setting, which only says how this deployment is run; the operator's instruction is the
+# refusal's `hint`. The other families still name theirs in the message (read by builders and bot admins).
+_NAMELESS = frozenset({MODEL_HOSTS})
+_FAMILY_WORDS = {MODEL_HOSTS: "model providers"}
 
 
 # ------------------------------------------------------------------ IPv6 forms that carry an IPv4 address
@@ -188,20 +204,26 @@ def is_private(ip: str) -> bool:
     return inner is not None and _ssrf.is_private_ip(str(inner))
 
 
-def allowed_private(hostname: str, ip: str, allowance: str = TOOL_HOSTS) -> bool:
+def allowed_private(hostname: str, ip: str, allowance: str = TOOL_HOSTS, port: int | None = None) -> bool:
     """Whether the operator's `allowance` list names `hostname` or holds `ip` (an address or a network, `[…]` as
-    well); shared by every family of outbound traffic, the browser's pages among them."""
+    well), on `port` when the entry names one (`localhost:11434`: that port only; an entry with a port never
+    admits a request whose port is unknown); shared by every family of outbound traffic, the browser's pages
+    among them. A name entry admits that name only; an address entry admits any name resolving to it, on the
+    same terms as the address itself (the connection goes to the checked address, so nothing more is reached)."""
     entries = list(getattr(settings, allowance, []) or [])
     host_key = domain_key(hostname.strip("[]"))
     address = ipaddress.ip_address(ip.split("%")[0])
     # A listed IPv4 network also admits its addresses in IPv6 clothing (the same destination).
     inner = embedded_ipv4(ip)
-    for entry in entries:
-        entry = str(entry).strip()
-        if not entry:
+    for raw in entries:
+        try:
+            entry, entry_port = hostports.parse(str(raw))
+        except ValueError:
+            continue  # the settings refuse a malformed entry at start-up; a test's override is skipped
+        if entry_port is not None and entry_port != port:
             continue
         try:
-            network = ipaddress.ip_network(entry.strip("[]"), strict=False)
+            network = ipaddress.ip_network(entry, strict=False)
             if address in network or (inner is not None and inner in network):
                 return True
             continue
@@ -241,12 +263,22 @@ async def check_url(url: str, *, allowance: str = TOOL_HOSTS) -> Pinned:
     for ip in ips:
         if is_metadata(ip):
             raise AddressRefused(f"{hostname} resolves to a cloud metadata address ({ip}); that is always refused.")
-        if is_private(ip) and not allowed_private(hostname, ip, allowance):
-            raise AddressRefused(
-                f"{hostname} resolves to a private or local address ({ip}). Only hosts the operator lists "
-                f"in {allowance} may be reached on internal addresses."
-            )
+        if is_private(ip) and not allowed_private(hostname, ip, allowance, port):
+            raise _private_refusal(hostname, ip, port, allowance)
     return Pinned(hostname=hostname, ip=ips[0], port=port, is_https=is_https, path=path)
+
+
+def _private_refusal(hostname: str, ip: str, port: int, allowance: str) -> AddressRefused:
+    entry = hostports.spell(hostname.strip("[]"), port)
+    hint = (f"To allow it, the operator adds {entry} to {allowance} (comma-separated; an entry with a port "
+            "opens that port only) in the platform's environment and restarts it.")
+    if allowance in _NAMELESS:
+        return AddressRefused(
+            f"{entry} resolves to a private or local address ({ip}), which this deployment does not let "
+            f"{_FAMILY_WORDS[allowance]} reach. An administrator of the deployment can allow it.", hint=hint)
+    return AddressRefused(
+        f"{hostname} resolves to a private or local address ({ip}). Only hosts the operator lists "
+        f"in {allowance} may be reached on internal addresses.", hint=hint)
 
 
 def check_url_blocking(url: str, *, allowance: str = TOOL_HOSTS) -> Pinned:
@@ -270,6 +302,11 @@ def _redirect_target(current: str, location: str) -> str:
         scheme = urlparse(target).scheme or "?"
         raise AddressRefused(f"A redirect to a {scheme[:20]}: address was refused; only http(s) is followed.") from None
     return target
+
+
+def operator_text(exc: BaseException) -> str:
+    """The refusal with the operator's instruction (for logs, the command line and `sees_deployment_settings`)."""
+    return exc.for_operator() if isinstance(exc, AddressRefused) else str(exc)
 
 
 def check_domain(hostname: str, allowed: list[str] | None, blocked: list[str] | None) -> None:

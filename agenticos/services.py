@@ -367,10 +367,51 @@ def seal_secret(*, actor: Actor, name: str, value: str, kind: str = SecretKind.A
     return secret
 
 
+# ------------------------------------------------------------------ secrets the deployment keeps for itself
+#
+# Some vault rows are the deployment's own, sealed per organization (the sandbox service's token): never offered in a
+# credential picker, never deleted or rotated from Settings → Secrets. The apps that keep them say which
+# (`register_reserved_secrets` in their ready()); the kernel names no app.
+
+_reserved_sources: list[Callable[[object], models.QuerySet]] = []
+# Kinds a credential picker never offers unless the field asks for them: an embed's JWT secret only verifies visitor
+# tokens; sent to a model provider or a tool it would leak the key that signs people in.
+_PICKER_EXCLUDED_KINDS = frozenset({SecretKind.JWT_SECRET})
+
+
+def register_reserved_secrets(source: Callable[[object], models.QuerySet]) -> None:
+    """`source(organization_id)`: a queryset of the ids of that organization's secrets the deployment keeps."""
+    if source not in _reserved_sources:
+        _reserved_sources.append(source)
+
+
+def reserved_secret_ids(organization_id: object) -> set[object]:
+    return {pk for source in _reserved_sources for pk in source(organization_id)}
+
+
+def pickable_secrets(actor: Actor, *, kinds: tuple[str, ...] | None = None) -> models.QuerySet[Secret]:
+    """The secrets a credential picker offers `actor`: of `kinds` (default: every kind but JWT secrets), never one the
+    deployment keeps for itself, never for a role that cannot see secrets. Values stay sealed (deferred)."""
+    if not actor.has("secrets:view"):
+        return Secret.objects.none()
+    rows = Secret.objects.filter(organization=actor.organization).defer("wrapped_key", "ciphertext")
+    rows = rows.filter(kind__in=kinds) if kinds is not None else rows.exclude(kind__in=_PICKER_EXCLUDED_KINDS)
+    for source in _reserved_sources:
+        rows = rows.exclude(pk__in=source(actor.organization.pk))
+    return rows.order_by("name")
+
+
+def _refuse_reserved(secret: Secret) -> None:
+    if secret.pk in reserved_secret_ids(secret.organization_id):
+        raise Conflict("This secret belongs to the deployment (its sandbox service); it is managed there, not here.",
+                       details={"field": "secret"}, code="managed_by_deployment")
+
+
 def rotate_secret(*, actor: Actor, secret: Secret, value: str) -> Secret:
     actor.require("secrets:manage")
     if secret.organization_id != actor.organization.pk:
         raise NotFound("Secret not found.")
+    _refuse_reserved(secret)
     _check_secret_value(value)
     sealed = vault.seal(actor.organization.pk, value)
     with transaction.atomic():
@@ -388,6 +429,7 @@ def delete_secret(*, actor: Actor, secret: Secret) -> None:
     actor.require("secrets:manage")
     if secret.organization_id != actor.organization.pk:
         raise NotFound("Secret not found.")
+    _refuse_reserved(secret)
     try:
         with transaction.atomic():
             _record(actor, "secret.deleted", target=secret)

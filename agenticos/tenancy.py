@@ -58,6 +58,19 @@ class Actor:
         return self.user.pk if self.user else None
 
 
+def sees_deployment_settings(actor: Actor | None) -> bool:
+    """Whether refusals may tell `actor` which deployment setting to change (`MODEL_ALLOWED_PRIVATE_HOSTS`…).
+
+    The names of the operator's settings say how the deployment is run; a member has no use for them and nothing to
+    set, so they see a plain refusal. The organization's owners and admins (who run a self-hosted deployment or ask
+    whoever does) and the deployment's staff see the exact entry to add."""
+    if actor is None:
+        return False
+    if actor.user is not None and (actor.user.is_staff or actor.user.is_superuser):
+        return True
+    return actor.has("organization:manage")
+
+
 def parse_uuid(value: str | None) -> uuid.UUID | None:
     """The UUID `value` spells, or None (empty, malformed): ids from requests and rows, never an exception."""
     if not value:

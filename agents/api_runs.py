@@ -86,6 +86,12 @@ class RunSerializer(serializers.ModelSerializer):
         ]
 
 
+    def to_representation(self, instance: Run) -> dict:
+        data = super().to_representation(instance)
+        data["error"] = instance.public_error  # never the operator's hint, whoever asks through the API
+        return data
+
+
 class RunDetailSerializer(RunSerializer):
     tool_calls = ToolCallSerializer(many=True)
 
@@ -122,7 +128,7 @@ def run_result(run: Run) -> dict:
         "cost_usd": f"{run.cost_usd:f}",
         "cost_is_partial": run.cost_is_partial,
         "conversation_id": str(run.conversation_id) if run.conversation_id else None,
-        "error": run.error or None,
+        "error": run.public_error or None,
     }
 
 

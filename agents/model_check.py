@@ -30,6 +30,9 @@ class CheckResult:
     message: str
     reply: str = ""
     models: list[str] = field(default_factory=list)
+    # The outbound guard's instruction for the operator (names a deployment setting): shown only to who may read
+    # it (`agenticos.tenancy.sees_deployment_settings`).
+    hint: str = ""
 
 
 def check_connection(profile: ModelProfile) -> CheckResult:
@@ -48,7 +51,7 @@ def check_connection(profile: ModelProfile) -> CheckResult:
         message = str(summary.get("message") or "The request failed.")
         if summary.get("status"):
             message += f" (HTTP {summary['status']})"
-        return CheckResult(ok=False, message=message, models=list_models(profile))
+        return CheckResult(ok=False, message=message, models=list_models(profile), hint=str(summary.get("hint") or ""))
     return CheckResult(ok=True, message="The model answered.", reply=reply[:200], models=list_models(profile))
 
 
@@ -68,7 +71,7 @@ def _check_embedding(profile: ModelProfile) -> CheckResult:
     try:
         result = embed(profile, ["connection test"])
     except EmbeddingError as exc:
-        return CheckResult(ok=False, message=str(exc), models=list_models(profile))
+        return CheckResult(ok=False, message=str(exc), models=list_models(profile), hint=exc.hint)
     size = len(result.vectors[0]) if result.vectors else 0
     return CheckResult(ok=True, message=f"The model answered with a vector of {size} numbers.",
                        models=list_models(profile))

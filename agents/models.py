@@ -350,6 +350,19 @@ class Run(models.Model):
         return self.status in TERMINAL_STATUSES
 
     @property
+    def public_error(self) -> dict:
+        """`error` without the operator's hint (the deployment setting a refused model address needs, see
+        `netguard.AddressRefused.hint`): what the API and every member see. The console's run page shows the
+        hint to who may read it (`agenticos.tenancy.sees_deployment_settings`)."""
+        def strip(error: dict) -> dict:
+            kept = {k: v for k, v in error.items() if k != "hint"}
+            if isinstance(kept.get("attempts"), list):
+                kept["attempts"] = [strip(a) if isinstance(a, dict) else a for a in kept["attempts"]]
+            return kept
+
+        return strip(self.error) if isinstance(self.error, dict) else self.error
+
+    @property
     def is_draft(self) -> bool:
         """A run of the draft (the Builder's test chat, agents.drafts): on no published version's ledger."""
         return bool((self.options or {}).get("draft"))

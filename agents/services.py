@@ -141,7 +141,7 @@ def _profile_problems(actor: Actor, data: dict[str, Any], profile: ModelProfile 
         except DjangoValidationError:
             problems.append(_problem("base_url", "Enter a valid http(s) URL."))
         else:
-            problems.extend(_base_url_problems(base_url))
+            problems.extend(_base_url_problems(actor, base_url))
     elif provider in PROVIDERS_NEEDING_BASE_URL:
         problems.append(_problem("base_url", f"The {provider} provider needs a base URL."))
     context_window = data.get("context_window")
@@ -158,15 +158,17 @@ def _profile_problems(actor: Actor, data: dict[str, Any], profile: ModelProfile 
     return problems
 
 
-def _base_url_problems(base_url: str) -> list[Problem]:
+def _base_url_problems(actor: Actor, base_url: str) -> list[Problem]:
     """The outbound guard's verdict on a profile's base URL (the provider client applies it again on every
-    request, so a name that resolves elsewhere later is still refused)."""
+    request, so a name that resolves elsewhere later is still refused); with the setting to change for those
+    who may read the deployment's settings."""
     from agenticos import netguard
+    from agenticos.tenancy import sees_deployment_settings
 
     try:
         netguard.check_url_blocking(base_url, allowance=netguard.MODEL_HOSTS)
     except netguard.Refused as exc:
-        return [_problem("base_url", str(exc))]
+        return [_problem("base_url", netguard.operator_text(exc) if sees_deployment_settings(actor) else str(exc))]
     return []
 
 

@@ -96,7 +96,7 @@ def transcribe(bot, data: bytes, *, filename: str = "voice.ogg", mime: str = "au
             )
     except netguard.Refused as exc:
         # The reason (it names resolved addresses) is for the operator; the person hears only that it was refused.
-        logger.warning("Transcription for bot %s refused by the outbound guard: %s", bot.pk, exc)
+        logger.warning("Transcription for bot %s refused by the outbound guard: %s", bot.pk, netguard.operator_text(exc))
         raise TranscriptionFailed("this deployment's outbound guard refused the transcription service's address") from None
     except httpx2.TimeoutException:
         raise TranscriptionFailed("the transcription service did not answer in time") from None

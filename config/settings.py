@@ -65,6 +65,16 @@ TESTING = _bool("AGENTICOS_TESTING", False)
 LAUNCHED = _bool("AGENTICOS_LAUNCHER", False)
 
 
+def _host_list(name: str, default: list[str] | None = None) -> list[str]:
+    """An operator's allowance of private hosts: names, addresses, networks, each optionally with `:port`."""
+    from agenticos import hostports  # no Django inside: safe to import while settings load
+
+    try:
+        return hostports.parse_all(env.list(name, default=default or []), name)
+    except ValueError as exc:
+        raise ImproperlyConfigured(str(exc)) from None
+
+
 def _generated_secret(name: str, length: int) -> str:
     """In development and under `make run`, generated once into the data dir (`make run` and `make dev` share
     it: the vault opens under both); otherwise, with DEBUG=false, the variable is required."""
@@ -376,9 +386,9 @@ MFA_ADAPTER = "identity.mfa.MfaAdapter"
 MFA_SUPPORTED_TYPES = ["totp", "webauthn", "recovery_codes"]  # webauthn: passkeys as a second factor
 MFA_TOTP_ISSUER = "AgenticOS"
 # IdP hosts on internal addresses (a Keycloak inside the network) the outbound guard lets SSO reach.
-SSO_ALLOWED_PRIVATE_HOSTS = env.list("SSO_ALLOWED_PRIVATE_HOSTS", default=[])
+SSO_ALLOWED_PRIVATE_HOSTS = _host_list("SSO_ALLOWED_PRIVATE_HOSTS")
 # SIEM receivers of the audit stream that may sit on internal addresses (and speak plain http there).
-AUDIT_STREAM_ALLOWED_PRIVATE_HOSTS = env.list("AUDIT_STREAM_ALLOWED_PRIVATE_HOSTS", default=[])
+AUDIT_STREAM_ALLOWED_PRIVATE_HOSTS = _host_list("AUDIT_STREAM_ALLOWED_PRIVATE_HOSTS")
 # Resolvers for domain verification's TXT lookup ("host" or "host:port"); empty: the system's.
 SSO_DNS_NAMESERVERS = env.list("SSO_DNS_NAMESERVERS", default=[])
 GUARDIAN_RAISE_403 = False
@@ -465,7 +475,7 @@ DEFAULT_GRANTED_SCOPES = env.list(
 # How many specialists an agent with delegation may write for itself in one run (subagents, allow_dynamic).
 MAX_DYNAMIC_SPECIALISTS = _int("MAX_DYNAMIC_SPECIALISTS", 5, minimum=0)
 # Hosts (names, IPs/CIDRs, PostgreSQL socket dirs) that tools may reach although they are private.
-TOOL_ALLOWED_PRIVATE_HOSTS = env.list("TOOL_ALLOWED_PRIVATE_HOSTS", default=[])
+TOOL_ALLOWED_PRIVATE_HOSTS = _host_list("TOOL_ALLOWED_PRIVATE_HOSTS")
 # OAuth apps for the MCP catalog's services that offer no dynamic client registration (capabilities.mcp.catalog),
 # a JSON object {"github": {"client_id": "...", "client_secret": "..."}}; each app's callback URL is
 # https://<this console>/connections/catalog/callback. A service without one is listed as unavailable.
@@ -487,10 +497,14 @@ def _mcp_oauth_clients() -> dict[str, dict[str, str]]:
 MCP_OAUTH_CLIENTS = _mcp_oauth_clients()
 # The same for model profiles' base URLs (a local Ollama or vLLM: `localhost`); kept apart from the tools' list
 # because a profile sends its API key to that address.
-MODEL_ALLOWED_PRIVATE_HOSTS = env.list("MODEL_ALLOWED_PRIVATE_HOSTS", default=[])
+# `make run` hosts one machine for its own people: there the usual ports of a local Ollama (11434) and LM Studio
+# (1234) are allowed on loopback, and nothing else on it (the database, Redis, the sandbox service stay refused).
+# Elsewhere the operator lists them; an entry with a port admits that port only (agenticos/hostports.py).
+LOCAL_MODEL_SERVERS = [f"{host}:{port}" for port in (11434, 1234) for host in ("localhost", "127.0.0.1", "[::1]")]
+MODEL_ALLOWED_PRIVATE_HOSTS = _host_list("MODEL_ALLOWED_PRIVATE_HOSTS", LOCAL_MODEL_SERVERS if LAUNCHED else [])
 # And for channel bots' servers (a self-hosted Mattermost or Telegram Bot API server on the LAN): the bot's token
 # goes there.
-CHANNEL_ALLOWED_PRIVATE_HOSTS = env.list("CHANNEL_ALLOWED_PRIVATE_HOSTS", default=[])
+CHANNEL_ALLOWED_PRIVATE_HOSTS = _host_list("CHANNEL_ALLOWED_PRIVATE_HOSTS")
 WEB_SEARCH_ENDPOINTS: dict[str, str] = {}
 # mem0: self-hosted servers must be https and listed here (an empty list refuses self-hosted).
 MEM0_ALLOWED_HOSTS = env.list("MEM0_ALLOWED_HOSTS", default=[])
@@ -517,7 +531,7 @@ SANDBOXD_TOKEN = env.str("SANDBOXD_TOKEN", default="").strip()  # wins over the 
 # far above the usual /etc/subuid ranges; an operator whose hosts use it sets another.
 RUN_PYTHON_UID_BASE = _int("RUN_PYTHON_UID_BASE", 1_200_000_000, minimum=1000)
 # Private hosts an operator-registered sandboxd connection may be on (the deployment's own is always allowed).
-SANDBOX_ALLOWED_PRIVATE_HOSTS = env.list("SANDBOX_ALLOWED_PRIVATE_HOSTS", default=[])
+SANDBOX_ALLOWED_PRIVATE_HOSTS = _host_list("SANDBOX_ALLOWED_PRIVATE_HOSTS")
 # What `execute` hands the model: at most this many characters of output; timeouts within 1..max seconds.
 SANDBOX_EXECUTE_OUTPUT_CHARS = _int("SANDBOX_EXECUTE_OUTPUT_CHARS", 20_000, minimum=1000)
 SANDBOX_EXECUTE_MAX_TIMEOUT = _int("SANDBOX_EXECUTE_MAX_TIMEOUT", 600, minimum=1)
@@ -705,7 +719,7 @@ BROWSER_CDP_URL = env.str("BROWSER_CDP_URL", default="")
 # Private hosts a page in the agents' browser may load although `browser_use.allowed_domains` names them: the
 # operator's decision, never an agent author's (issue 37). The browser's DevTools, sandboxd, the web server,
 # PostgreSQL and Redis stay unreachable from a page whatever is listed here.
-BROWSER_ALLOWED_PRIVATE_HOSTS = env.list("BROWSER_ALLOWED_PRIVATE_HOSTS", default=[])
+BROWSER_ALLOWED_PRIVATE_HOSTS = _host_list("BROWSER_ALLOWED_PRIVATE_HOSTS")
 # How long a browse waits for the browser service to accept its DevTools connection (a Chromium just started on
 # a busy host answers /json/version well before it takes a client).
 BROWSER_CONNECT_TIMEOUT_SECONDS = _int("BROWSER_CONNECT_TIMEOUT_SECONDS", 30, minimum=1)

@@ -20,7 +20,6 @@ from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_POST
 
 from agenticos.errors import Conflict, Invalid, NotFound
-from agenticos.models import Secret
 from agenticos.tenancy import Actor, org_get
 from agents import services as agent_services
 from agents.models import Agent, Environment, ModelProfile
@@ -222,8 +221,9 @@ def readable_label(name: str, label: str) -> str:
 
 def _capability_cards(actor: Actor, spec: dict[str, Any], problems: dict[str, str]) -> list[dict[str, Any]]:
     bindings = {b.get("id"): b for b in spec.get("capabilities", []) if isinstance(b, dict)}
-    secrets = list(Secret.objects.filter(organization=actor.organization).only("pk", "name", "kind", "hint")
-                   ) if actor.has("secrets:view") else []
+    from agenticos.services import pickable_secrets
+
+    secrets = list(pickable_secrets(actor))
     cards = []
     for entry in registry.catalog_json()["capabilities"]:
         if not entry["selectable"]:

@@ -54,9 +54,9 @@ def _rows(actor: Actor) -> list[RemoteAgent]:
 
 def _secrets(actor: Actor) -> list[Secret]:
     """The vault secrets a key may be chosen from: only for someone who may use them (`secrets:view`)."""
-    if not actor.has("secrets:view"):
-        return []
-    return list(org_queryset(actor, Secret).defer("wrapped_key", "ciphertext").order_by("name"))
+    from agenticos.services import pickable_secrets
+
+    return list(pickable_secrets(actor))
 
 
 def _errors(exc: Invalid | Conflict | Forbidden) -> dict[str, str]:

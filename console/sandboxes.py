@@ -14,7 +14,6 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from agenticos.errors import Conflict, Invalid
-from agenticos.models import Secret
 from agenticos.tenancy import Actor, org_get, org_queryset
 from console.base import console_view, problems_by_field, screen
 from workspaces import connections
@@ -65,7 +64,9 @@ def sandboxes(request: HttpRequest, actor: Actor) -> HttpResponse:
     listing = [{"connection": c, "sandboxes": observed.get(str(c.pk), ([], ""))[0],
                 "sandbox_error": observed.get(str(c.pk), ([], ""))[1], "observed": str(c.pk) in observed}
                for c in rows]
-    secrets = org_queryset(actor, Secret).defer("wrapped_key", "ciphertext") if actor.has(connections.MANAGE) else []
+    from agenticos.services import pickable_secrets
+
+    secrets = pickable_secrets(actor) if actor.has(connections.MANAGE) else []
     return screen(request, "console/settings/sandboxes.html",
                   {"nav": "settings", "tab": "sandboxes", "rows": listing, "secrets": secrets, "errors": errors,
                    "kinds": connections.KINDS},

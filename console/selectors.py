@@ -181,12 +181,13 @@ def filtered_runs(actor: Actor, *, agent: str = "", surface: str = "", status: s
 def run_story(actor: Actor, run: Run) -> dict[str, Any]:
     """What a run's page tells beyond its transcript: each tool call with how long it took and who decided
     its approval (and when), the model profile its version names and the models the ledger billed, and how
-    long the run waited and worked. Four queries, whatever the number of calls."""
+    long the run waited (in the queue, for a person) and worked. Five queries, whatever the number of calls."""
     import json
 
     from agents.models import ModelProfile
 
-    approvals = {a.tool_call_id: a for a in run.approvals.select_related("decided_by")}
+    every_approval = list(run.approvals.select_related("decided_by"))
+    approvals = {a.tool_call_id: a for a in every_approval}
     calls = []
     for call in run.tool_calls.order_by("id"):
         approval = approvals.pop(call.tool_call_id, None)
@@ -204,6 +205,10 @@ def run_story(actor: Actor, run: Run) -> dict[str, Any]:
             profile = None
     billed = list(run.spend.exclude(model="").values("model").annotate(
         requests=Count("id"), cost=Sum("cost_usd")).order_by("model"))
+    on_person = _waiting_for_people(
+        [(a.created_at, a.decided_at) for a in every_approval]
+        + [(q.created_at, q.answered_at) for q in run.questions.only("created_at", "answered_at")])
+    elapsed = _seconds(run.started_at, run.finished_at)
     return {
         "calls": calls,
         # An approval whose call never ran (rejected, expired, the run stopped) is still who decided what.
@@ -211,8 +216,27 @@ def run_story(actor: Actor, run: Run) -> dict[str, Any]:
         "profile": profile,
         "billed_models": billed,
         "waited": _seconds(run.created_at, run.started_at),
-        "worked": _seconds(run.started_at, run.finished_at),
+        # Time parked for a decision or an answer is a person's, not the agent's: said apart (issue 44 §7).
+        "waited_for_people": on_person,
+        "worked": None if elapsed is None else max(0.0, elapsed - on_person),
     }
+
+
+def _waiting_for_people(spans: list[tuple[datetime, datetime | None]]) -> float:
+    """Seconds covered by the spans (calls parked together wait once); an open span runs until now."""
+    from django.utils import timezone
+
+    now = timezone.now()
+    total, reach = 0.0, None
+    for start, end in sorted((s, e or now) for s, e in spans):
+        if reach is not None and start < reach:
+            if end > reach:
+                total += (end - reach).total_seconds()
+                reach = end
+            continue
+        total += max(0.0, (end - start).total_seconds())
+        reach = end
+    return total
 
 
 def _seconds(start: datetime | None, end: datetime | None) -> float | None:

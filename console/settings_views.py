@@ -22,7 +22,7 @@ from agenticos import services as kernel
 from agenticos.errors import Conflict, Invalid
 from agenticos.models import ApiKey, Invitation, Membership, Organization, Secret, SecretKind
 from agenticos.permissions import KeyScope, Role
-from agenticos.tenancy import Actor, org_get, org_queryset
+from agenticos.tenancy import Actor, org_get, org_queryset, sees_deployment_settings
 from agents import services as agent_services
 from agents.models import ModelProfile, Provider
 from channelbots import services as bot_services
@@ -31,6 +31,10 @@ from console import selectors
 from console.base import console_view, post_form, problems_by_field, screen
 from governance import retention
 from identity.roles import role_choices
+
+# A model profile's key picker: API keys (and custom values, for gateways that take another header), never an embed's
+# JWT secret or a bot token.
+MODEL_KEY_KINDS = (SecretKind.API_KEY, SecretKind.CUSTOM)
 
 
 def _page(request: HttpRequest, template: str, tab: str, context: dict[str, Any], status: int = 200) -> HttpResponse:
@@ -131,7 +135,10 @@ def secrets(request: HttpRequest, actor: Actor) -> HttpResponse:
             return redirect("console:settings-secrets")
         except (Invalid, Conflict) as exc:
             errors = problems_by_field(exc) or {"all": exc.message}
-    rows = org_queryset(actor, Secret).defer("wrapped_key", "ciphertext").select_related("created_by")
+    rows = list(org_queryset(actor, Secret).defer("wrapped_key", "ciphertext").select_related("created_by"))
+    reserved = kernel.reserved_secret_ids(actor.organization.pk)
+    for row in rows:
+        row.managed_by_deployment = row.pk in reserved  # type: ignore[attr-defined]
     return _page(request, "console/settings/secrets.html", "secrets",
                  {"secrets": rows, "kinds": SecretKind.choices, "errors": errors}, status=422 if errors else 200)
 
@@ -143,7 +150,7 @@ def rotate_secret(request: HttpRequest, actor: Actor, secret_id: Any) -> HttpRes
     try:
         kernel.rotate_secret(actor=actor, secret=secret, value=request.POST.get("value", ""))
         messages.success(request, _("The secret was rotated."))
-    except Invalid as exc:
+    except (Invalid, Conflict) as exc:
         messages.error(request, exc.message)
     return redirect("console:settings-secrets")
 
@@ -187,7 +194,7 @@ def model_profiles(request: HttpRequest, actor: Actor) -> HttpResponse:
         except (Invalid, Conflict) as exc:
             errors = problems_by_field(exc) or {"all": exc.message}
     profiles = org_queryset(actor, ModelProfile).select_related("secret")
-    secrets_list = org_queryset(actor, Secret).only("pk", "name", "hint") if actor.has("secrets:view") else []
+    secrets_list = kernel.pickable_secrets(actor, kinds=MODEL_KEY_KINDS)
     return _page(request, "console/settings/models.html", "models", {
         "profiles": profiles, "providers": Provider.choices, "secrets": secrets_list, "errors": errors,
     }, status=422 if errors else 200)
@@ -221,7 +228,7 @@ def edit_model_profile(request: HttpRequest, actor: Actor, profile_id: Any) -> H
 
 def _edit_page(request: HttpRequest, actor: Actor, profile: ModelProfile, form: dict[str, str],
                errors: dict[str, str], check: Any = None) -> HttpResponse:
-    secrets_list = org_queryset(actor, Secret).only("pk", "name", "hint") if actor.has("secrets:view") else []
+    secrets_list = kernel.pickable_secrets(actor, kinds=MODEL_KEY_KINDS)
     return _page(request, "console/settings/model_edit.html", "models", {
         "profile": profile, "form": form, "providers": Provider.choices, "secrets": secrets_list, "errors": errors,
         "check": check,
@@ -247,7 +254,10 @@ def test_model_profile(request: HttpRequest, actor: Actor, profile_id: Any) -> H
     form = {"label": profile.label, "provider": profile.provider, "model": profile.model,
             "secret_id": str(profile.secret_id or ""), "base_url": profile.base_url,
             "context_window": "" if profile.context_window is None else str(profile.context_window)}
-    return _edit_page(request, actor, profile, form, {}, check=check_connection(profile))
+    check = check_connection(profile)
+    if not sees_deployment_settings(actor):
+        check.hint = ""  # a member's refusal is plain; the setting's name is for owners, admins and staff
+    return _edit_page(request, actor, profile, form, {}, check=check)
 
 
 # ------------------------------------------------------------------ members

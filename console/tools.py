@@ -54,9 +54,9 @@ def form_errors(exc: DomainError) -> dict[str, str]:
 
 def secrets_for(actor: Actor) -> list[Secret]:
     """Vault secrets a credential may be chosen from — only for someone allowed to use them."""
-    if not actor.has("secrets:view"):
-        return []
-    return list(org_queryset(actor, Secret).defer("wrapped_key", "ciphertext").order_by("name"))
+    from agenticos.services import pickable_secrets
+
+    return list(pickable_secrets(actor))
 
 
 def highlighted_url(url: str) -> SafeString:

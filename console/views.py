@@ -24,7 +24,7 @@ from django.views.decorators.http import require_POST
 from agenticos import services as kernel
 from agenticos.errors import Conflict, DomainError, Invalid, NotFound
 from agenticos.models import Membership
-from agenticos.tenancy import SESSION_KEY, Actor, membership_for, org_get
+from agenticos.tenancy import SESSION_KEY, Actor, membership_for, org_get, sees_deployment_settings
 from agents.chat import delete_conversation as delete_own_conversation
 from agents.chat import member_run, pin_conversation, readable_conversation, rename_conversation
 from agents.models import Run, RunStatus, Surface
@@ -310,6 +310,7 @@ def run_detail(request: HttpRequest, actor: Actor, run_id: str) -> HttpResponse:
         "nav": "activity", "run": run, **selectors.run_story(actor, run),
         "transcript": list(run.messages.order_by("id")),
         "can_open_chat": run.conversation is not None and run.conversation.owner_id == actor.user_id,
+        "operator_hint": (run.error or {}).get("hint", "") if sees_deployment_settings(actor) else "",
     })
 
 

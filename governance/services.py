@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db import transaction
 from django.utils import timezone
 
@@ -47,6 +49,32 @@ def decide_approval(*, actor: Actor, approval: Approval, decision: str, note: st
         if run.status == RunStatus.AWAITING_APPROVAL and not _still_waiting(run):
             _resume_locked(actor, run)
     return locked
+
+
+def deciders(organization_id: Any) -> list[Any]:
+    """The people who may decide the organization's parked calls (`approvals:decide` by their role, a custom
+    role's too): active, not suspended. One query, plus one per custom role held."""
+    from agenticos.models import Membership
+    from agenticos.permissions import permissions_of
+
+    rows = Membership.objects.filter(organization_id=organization_id, is_suspended=False,
+                                     user__is_active=True).values_list("user_id", "role")
+    deciding: dict[str, bool] = {}
+    found = []
+    for user_id, role in rows:
+        if role not in deciding:
+            deciding[role] = "approvals:decide" in permissions_of(role, organization_id)
+        if deciding[role]:
+            found.append(user_id)
+    return found
+
+
+def pending_count(actor: Actor) -> int:
+    """What the Approvals page lists first: the organization's calls waiting for a decision (0 for who may not
+    decide them)."""
+    if not actor.has("approvals:decide"):
+        return 0
+    return Approval.objects.filter(organization=actor.organization, status=Approval.Status.PENDING).count()
 
 
 def _still_waiting(run: Run) -> str:

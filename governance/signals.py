@@ -17,6 +17,8 @@ logger = logging.getLogger(__name__)
 approval_decided = Signal()
 # kwargs: run_id — a parked run was queued again
 run_resumed = Signal()
+# kwargs: run_id, approval_ids — a run parked on gated calls: who may decide them is told (notifications)
+approval_requested = Signal()
 
 
 def send(signal: Signal, **kwargs) -> None:

@@ -30,7 +30,7 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
 from django.utils import timezone
 
-from agenticos import audit, netguard, vault
+from agenticos import audit, hostports, netguard, vault
 from agenticos.errors import Invalid, NotFound
 from agenticos.models import AuditEvent
 from identity import audit_log
@@ -46,6 +46,11 @@ TIMEOUT_SECONDS = 10
 SIGNATURE_HEADER = "X-AgenticOS-Signature"
 
 
+def _listed_hosts() -> set[str]:
+    """The allowance's host names, with or without a port (`siem.internal:8514`)."""
+    return {hostports.parse(entry).host.lower() for entry in getattr(settings, ALLOWANCE, [])}
+
+
 def _invalid(field: str, message: str) -> Invalid:
     return Invalid("The audit stream settings are invalid.", details={"problems": [
         {"field": field, "message": message}]})
@@ -58,7 +63,7 @@ def configure(*, actor: Actor, url: str, enabled: bool = True) -> tuple[AuditStr
     url = (url or "").strip()
     host = (urlsplit(url).hostname or "").lower()
     # Plain http only for a receiver the operator allowed inside the network (like SSO_ALLOWED_PRIVATE_HOSTS).
-    if not (url.startswith("https://") or (url.startswith("http://") and host in getattr(settings, ALLOWANCE))):
+    if not (url.startswith("https://") or (url.startswith("http://") and host in _listed_hosts())):
         raise _invalid("url", "The receiver is an https:// URL.")
     try:
         netguard.check_url_blocking(url, allowance=ALLOWANCE)

@@ -40,7 +40,11 @@ TIMEOUT = httpx2.Timeout(60.0, connect=10.0)
 
 class EmbeddingError(Exception):
     """The embedding model could not be reached or refused. The message is safe to show (no key, no URL
-    query string)."""
+    query string); `hint`, when set, is the outbound guard's instruction for the operator (it names a setting)."""
+
+    def __init__(self, message: str, hint: str = "") -> None:
+        super().__init__(message)
+        self.hint = hint
 
 
 @dataclass(frozen=True)
@@ -110,7 +114,8 @@ def _remote(profile: ModelProfile, texts: list[str]) -> Embedded:
             try:
                 response = client.post(url, headers=headers, json={"model": profile.model, "input": batch, **extra})
             except netguard.Refused as exc:
-                raise EmbeddingError(f"The embedding model's address was refused: {exc}") from None
+                raise EmbeddingError(f"The embedding model's address was refused: {exc}",
+                                     hint=getattr(exc, "hint", "")) from None
             except httpx2.HTTPError as exc:
                 raise EmbeddingError(f"The embedding model could not be reached ({type(exc).__name__}).") from exc
             if response.status_code >= 400:

@@ -17,6 +17,8 @@ class Notification(models.Model):
         CAPABILITY_REQUEST = "capability_request", "Capability request"
         # A rollout's candidate crossed a threshold and was rolled back by itself (agents.rollouts).
         ROLLOUT_ROLLED_BACK = "rollout_rolled_back", "Rollout rolled back"
+        # A run parked on a gated tool call: everyone who may decide it is told (notifications.receivers).
+        APPROVAL_REQUESTED = "approval_requested", "Approval requested"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="notifications")

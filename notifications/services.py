@@ -16,12 +16,24 @@ from agenticos.tenancy import Actor
 from notifications.models import Notification
 
 
-def notify(*, organization: Any, recipient: Any, kind: str, text: str, link: str = "") -> Notification:
-    """A new unread notification. `link` must be a path of this console ("/…", not "//…")."""
+def _inside(link: str) -> str:
     if link and (not link.startswith("/") or link[1:2] in ("/", "\\")):  # "//host" and "/\host" leave the site
         raise ValueError("A notification links inside the console only.")
+    return link[:300]
+
+
+def notify(*, organization: Any, recipient: Any, kind: str, text: str, link: str = "") -> Notification:
+    """A new unread notification. `link` must be a path of this console ("/…", not "//…")."""
     return Notification.objects.create(organization=organization, recipient=recipient, kind=kind,
-                                       text=text[:500], link=link[:300])
+                                       text=text[:500], link=_inside(link))
+
+
+def notify_each(*, organization_id: Any, recipient_ids: list[Any], kind: str, text: str, link: str = "") -> int:
+    """The same notification for several people, in one statement."""
+    link = _inside(link)
+    rows = [Notification(organization_id=organization_id, recipient_id=user_id, kind=kind, text=text[:500], link=link)
+            for user_id in recipient_ids]
+    return len(Notification.objects.bulk_create(rows))
 
 
 def mine(actor: Actor) -> QuerySet[Notification]:

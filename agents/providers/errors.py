@@ -86,12 +86,17 @@ def describe_provider_error(exc: BaseException) -> dict[str, Any]:
             "category": last["category"],
             "message": f"Every configured model failed. {last['message']}",
             "attempts": attempts,
+            **({"hint": hints[0]} if (hints := [a["hint"] for a in attempts if a.get("hint")]) else {}),
         }
     refusal = netguard.refusal_in(exc)
     if refusal is not None:
         # The outbound guard's own words (host and resolved address, never a key); nothing was sent.
-        return {"type": type(refusal).__name__, "status": None, "category": "address_refused",
-                "message": f"The model provider's address was refused: {refusal}"}
+        # Its hint (the setting an operator changes) is kept apart: shown only to who may read it (`hint`).
+        summary = {"type": type(refusal).__name__, "status": None, "category": "address_refused",
+                   "message": f"The model provider's address was refused: {refusal}"}
+        if getattr(refusal, "hint", ""):
+            summary["hint"] = refusal.hint  # type: ignore[attr-defined]
+        return summary
     status = _status_of(exc)
     category, message = _category_of(exc, status)
     return {"type": type(exc).__name__, "status": status, "category": category, "message": message}

@@ -19,6 +19,7 @@ from agents.runner.checkpoint import ASK_AGAIN
 from agents.runner.frames import frame
 from agents.runner.transcript import jsonable
 from capabilities import lifecycle
+from governance import signals
 from governance.models import Approval, Question
 
 if TYPE_CHECKING:
@@ -78,6 +79,10 @@ def park(ex: RunExecution, requests: DeferredToolRequests, messages) -> tuple[st
             frames.append(
                 frame("ask_user", run_id=str(run.pk), question_id=str(question.pk), questions=question.questions)
             )
+        if requests.approvals:
+            asked = [f["data"]["approval_id"] for f in frames if f["type"] == "tool_approval_required"]
+            run_id = run.pk
+            transaction.on_commit(lambda: signals.send(signals.approval_requested, run_id=run_id, approval_ids=asked))
         status = RunStatus.AWAITING_APPROVAL if requests.approvals else RunStatus.AWAITING_ANSWER
         message, answer = ex.transcript.answer_writes()
         inserts, spend = ex.spend_writes()

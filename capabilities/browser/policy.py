@@ -114,7 +114,7 @@ class RequestPolicy:
             reason = await deployment.refusal(ip, port)
             if reason is not None:
                 return reason
-            if netguard.is_private(ip) and not (listed and netguard.allowed_private(host, ip, PRIVATE_HOSTS)):
+            if netguard.is_private(ip) and not (listed and netguard.allowed_private(host, ip, PRIVATE_HOSTS, port)):
                 return (f"{host} is inside this deployment's network ({ip}: a private, loopback or link-local "
                         f"address); a page goes there only when the operator lists the host in {PRIVATE_HOSTS} "
                         "and this agent's allowed_domains names it.")

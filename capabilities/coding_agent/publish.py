@@ -46,7 +46,7 @@ def coding_agent_problems(actor: Any, data: dict[str, Any], format_path: Any) ->
     except ValidationError:
         return problems  # the config's own errors are reported by the registry
     if config.base_url:
-        problem = _gateway_problem(config.base_url)
+        problem = _gateway_problem(actor, config.base_url)
         if problem:
             problems.append({"field": f"{base}.config.base_url", "message": problem})
     secret_id = binding.get("secret_id")
@@ -57,16 +57,17 @@ def coding_agent_problems(actor: Any, data: dict[str, Any], format_path: Any) ->
     return problems
 
 
-def _gateway_problem(base_url: str) -> str | None:
+def _gateway_problem(actor: Any, base_url: str) -> str | None:
     """The outbound guard's verdict on the gateway the tenant named, as for a model profile's base URL: a
     private, loopback, link-local or metadata address is refused unless the operator allows it
-    (MODEL_ALLOWED_PRIVATE_HOSTS)."""
+    (MODEL_ALLOWED_PRIVATE_HOSTS, named only to who may read the deployment's settings)."""
     from agenticos import netguard
+    from agenticos.tenancy import sees_deployment_settings
 
     try:
         netguard.check_url_blocking(base_url, allowance=netguard.MODEL_HOSTS)
     except netguard.Refused as exc:
-        return str(exc)
+        return netguard.operator_text(exc) if sees_deployment_settings(actor) else str(exc)
     return None
 
 

@@ -33,11 +33,15 @@ def test_a_name_resolving_to_a_metadata_address_never_gets_the_key(org, fake_ope
 
 
 @pytest.mark.django_db
-def test_an_unlisted_private_address_is_refused_naming_the_setting(org, fake_openai, settings):
+def test_an_unlisted_private_address_is_refused_with_the_setting_in_the_operators_hint_only(org, fake_openai, settings):
     settings.MODEL_ALLOWED_PRIVATE_HOSTS = []
     profile = _profile(org, fake_openai.base_url)  # http://127.0.0.1:…/v1
-    with pytest.raises(embeddings.EmbeddingError, match="MODEL_ALLOWED_PRIVATE_HOSTS"):
+    with pytest.raises(embeddings.EmbeddingError) as caught:
         embeddings.embed(profile, ["hello"])
+    # The message reaches the Knowledge page's members; the setting's name is in the hint, for the operator.
+    assert "private or local address" in str(caught.value)
+    assert "MODEL_ALLOWED_PRIVATE_HOSTS" not in str(caught.value)
+    assert f"127.0.0.1:{fake_openai.port} to MODEL_ALLOWED_PRIVATE_HOSTS" in caught.value.hint
     assert fake_openai.requests == []
 
 

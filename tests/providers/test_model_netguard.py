@@ -148,10 +148,14 @@ def test_a_profile_saved_earlier_at_a_loopback_address_never_reaches_it_through_
         frames = run_now(run)
 
         assert server.requests == []
+        port = server.port
     run.refresh_from_db()
     assert run.status == RunStatus.FAILED
     assert run.error["category"] == "address_refused"
-    assert "MODEL_ALLOWED_PRIVATE_HOSTS" in run.error["message"] and "127.0.0.1" in run.error["message"]
+    # The person who ran it reads a plain refusal; the setting to change is the operator's hint, kept apart.
+    assert "127.0.0.1" in run.error["message"] and "MODEL_ALLOWED_PRIVATE_HOSTS" not in run.error["message"]
+    assert f"127.0.0.1:{port} to MODEL_ALLOWED_PRIVATE_HOSTS" in run.error["hint"]
+    assert "hint" not in run.public_error and "MODEL_ALLOWED_PRIVATE_HOSTS" not in json.dumps(frames)
     assert frames[-1]["type"] == "error"
     assert KEY not in json.dumps(run.error) and KEY not in json.dumps(frames)
     assert not SpendEntry.objects.filter(run=run).exists()
