@@ -29,6 +29,7 @@ from console import selectors
 from console.base import console_view, post_form, problems_by_field, screen
 from console.rollouts import panel as rollout_panel
 from console.schema_forms import config_from_post, fields_for
+from console.test_chat import test_chat_state
 from governance.grants import EDIT, PUBLISH, at_least, require_agent_access
 
 STARTER_SLUG = "getting-started"
@@ -381,7 +382,8 @@ def builder_context(actor: Actor, agent: Agent, level: str, *, diff: dict | None
         "rollout_panel": rollout_panel(actor, agent, at_least(level, PUBLISH)),
         "api_url": f"{settings.FRONTEND_URL}/api/v1/agents/{agent.pk}/run",
         "can_run": actor.has("agents:run"),
-        "test_chat_strings": test_chat_strings(),
+        # The web chat's state for the draft (console.test_chat), for those who may try it.
+        "test_chat_state": test_chat_state(actor, agent) if at_least(level, EDIT) and actor.has("agents:run") else None,
         **availability_context(actor, agent, level),
     }
 
@@ -451,19 +453,6 @@ def toolbox_strings() -> dict[str, str]:
         "saved_with_problems": _("Saved in the draft, but something needs fixing before publishing: it is shown "
                                  "at its setting."),
         "not_saved": _("Not saved:"), "failed": _("Not saved: the server did not answer. Try again."),
-    }
-
-
-def test_chat_strings() -> dict[str, str]:
-    """The words builder-chat.js writes (translated here, so the script holds none)."""
-    return {
-        "you": _("You"), "draft": _("Draft"), "approve": _("Approve"), "deny": _("Deny"),
-        "needs_approval": _("Waiting for your approval:"), "using": _("Used"),
-        "enable": _("Enable it"), "ask": _("Ask the owner to enable it"),
-        "missing": _("This needs a capability the agent does not have:"),
-        "enabled": _("Enabled."), "asked": _("The owner was asked."),
-        "closed": _("The connection closed; send again to reconnect."), "tokens": _("tokens"),
-        "answer": _("Send the answer"), "approved": _("Approved."), "rejected": _("Rejected."),
     }
 
 
