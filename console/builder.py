@@ -383,6 +383,7 @@ def builder_context(actor: Actor, agent: Agent, level: str, *, diff: dict | None
         "api_url": f"{settings.FRONTEND_URL}/api/v1/agents/{agent.pk}/run",
         "can_run": actor.has("agents:run"),
         # The web chat's state for the draft (console.test_chat), for those who may try it.
+        "starter_prompts_text": "\n".join(spec.get("starter_prompts") or []),
         "test_chat_state": test_chat_state(actor, agent) if at_least(level, EDIT) and actor.has("agents:run") else None,
         **availability_context(actor, agent, level),
     }
@@ -399,6 +400,7 @@ BASICS_ANCHORS: dict[str, tuple[str, Any]] = {
     "model_settings.timeout_secs": ("b-timeout", gettext_lazy("Time limit per model request")),
     "max_steps": ("b-max-steps", gettext_lazy("Most steps per answer")),
     "collection_ids": ("cap-knowledge", gettext_lazy("Knowledge: collections it searches")),
+    "starter_prompts": ("b-starters", gettext_lazy("Starter prompts")),
 }
 
 
@@ -531,6 +533,8 @@ def save_basics(request: HttpRequest, actor: Actor, agent_id: Any) -> HttpRespon
     spec["description"] = post.get("description", "")
     spec["instructions"] = post.get("instructions", "")
     spec["model_profile_id"] = post.get("model_profile_id") or None
+    if "starter_prompts" in post:  # one per line; an older form (or a script) without the field keeps the draft's
+        spec["starter_prompts"] = [line.strip() for line in post["starter_prompts"].splitlines() if line.strip()]
     if "max_steps" in post:  # the form has them; an older form (or a script) that does not keeps the draft's
         spec["model_settings"] = {name: _number(post.get(name), integer=name == "max_tokens")
                                   for name in MODEL_SETTINGS}
