@@ -98,7 +98,11 @@ vendor:
 	mkdir -p static/vendor
 	cp node_modules/marked/lib/marked.umd.js static/vendor/marked.umd.js
 	cp node_modules/dompurify/dist/purify.min.js static/vendor/purify.min.js
-	node -e "for (const p of ['marked','dompurify']) { const j=require('./node_modules/'+p+'/package.json'); console.log(j.name, j.version, j.license) }" > static/vendor/VERSIONS.txt
+	mkdir -p static/vendor/katex/fonts
+	cp node_modules/katex/dist/katex.min.js node_modules/katex/dist/katex.min.css node_modules/katex/LICENSE static/vendor/katex/
+	cp node_modules/katex/dist/fonts/*.woff2 static/vendor/katex/fonts/
+	# axe-core runs only in the browser tests (tests/console/test_accessibility_browser.py), never served.
+	cp node_modules/axe-core/axe.min.js tests/console/vendor/axe.min.js
 
 bench: install
 	$(PY) bench/turn_overhead.py

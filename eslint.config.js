@@ -5,10 +5,11 @@ const js = require("@eslint/js");
 const globals = require("globals");
 
 const CLASSIC = ["console/static/console/turn.js", "console/static/console/visuals.js", "console/static/console/charts.js",
-                 "console/static/console/embed-preview-socket.js", "embeds/static/embeds/page.js"];
+                 "console/static/console/embed-preview-socket.js", "console/static/console/theme.js",
+                 "embeds/static/embeds/page.js"];
 
 module.exports = [
-  {ignores: ["node_modules/", "static/vendor/", ".venv/", ".agenticos*/", "test-artifacts/"]},
+  {ignores: ["node_modules/", "static/vendor/", "tests/console/vendor/", ".venv/", ".agenticos*/", "test-artifacts/"]},
   js.configs.recommended,
   {
     files: ["console/static/**/*.js"],

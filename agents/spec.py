@@ -6,7 +6,7 @@ Evolution is additive: every new field gets a default so an old frozen version s
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -88,6 +88,8 @@ class AgentSpec(_Strict):
     external_agents: list[ExternalAgentSpec] = Field(default_factory=list, max_length=20)
     max_steps: int = Field(default=20, ge=1, le=200)
     budget: BudgetSpec = Field(default_factory=BudgetSpec)
+    # Shown on an empty chat as prompts a person clicks to start (issue 45 §7); never sent to the model.
+    starter_prompts: list[Annotated[str, Field(min_length=1, max_length=200)]] = Field(default_factory=list, max_length=6)
 
     def binding(self, capability_id: str) -> CapabilityBinding | None:
         for binding in self.capabilities:

@@ -28,6 +28,7 @@ from console import selectors
 from console.base import console_view, post_form, problems_by_field, screen
 from console.rollouts import panel as rollout_panel
 from console.schema_forms import config_from_post, fields_for
+from console.test_chat import test_chat_state
 from governance.grants import EDIT, PUBLISH, at_least, require_agent_access
 
 STARTER_SLUG = "getting-started"
@@ -381,7 +382,9 @@ def builder_context(actor: Actor, agent: Agent, level: str, *, diff: dict | None
         "rollout_panel": rollout_panel(actor, agent, at_least(level, PUBLISH)),
         "api_url": f"{settings.FRONTEND_URL}/api/v1/agents/{agent.pk}/run",
         "can_run": actor.has("agents:run"),
-        "test_chat_strings": test_chat_strings(),
+        # The web chat's state for the draft (console.test_chat), for those who may try it.
+        "starter_prompts_text": "\n".join(spec.get("starter_prompts") or []),
+        "test_chat_state": test_chat_state(actor, agent) if at_least(level, EDIT) and actor.has("agents:run") else None,
         **availability_context(actor, agent, level),
     }
 
@@ -397,6 +400,7 @@ BASICS_ANCHORS: dict[str, tuple[str, Any]] = {
     "model_settings.timeout_secs": ("b-timeout", gettext_lazy("Time limit per model request")),
     "max_steps": ("b-max-steps", gettext_lazy("Most steps per answer")),
     "collection_ids": ("cap-knowledge", gettext_lazy("Knowledge: collections it searches")),
+    "starter_prompts": ("b-starters", gettext_lazy("Starter prompts")),
 }
 
 
@@ -451,19 +455,6 @@ def toolbox_strings() -> dict[str, str]:
         "saved_with_problems": _("Saved in the draft, but something needs fixing before publishing: it is shown "
                                  "at its setting."),
         "not_saved": _("Not saved:"), "failed": _("Not saved: the server did not answer. Try again."),
-    }
-
-
-def test_chat_strings() -> dict[str, str]:
-    """The words builder-chat.js writes (translated here, so the script holds none)."""
-    return {
-        "you": _("You"), "draft": _("Draft"), "approve": _("Approve"), "deny": _("Deny"),
-        "needs_approval": _("Waiting for your approval:"), "using": _("Used"),
-        "enable": _("Enable it"), "ask": _("Ask the owner to enable it"),
-        "missing": _("This needs a capability the agent does not have:"),
-        "enabled": _("Enabled."), "asked": _("The owner was asked."),
-        "closed": _("The connection closed; send again to reconnect."), "tokens": _("tokens"),
-        "answer": _("Send the answer"), "approved": _("Approved."), "rejected": _("Rejected."),
     }
 
 
@@ -542,6 +533,8 @@ def save_basics(request: HttpRequest, actor: Actor, agent_id: Any) -> HttpRespon
     spec["description"] = post.get("description", "")
     spec["instructions"] = post.get("instructions", "")
     spec["model_profile_id"] = post.get("model_profile_id") or None
+    if "starter_prompts" in post:  # one per line; an older form (or a script) without the field keeps the draft's
+        spec["starter_prompts"] = [line.strip() for line in post["starter_prompts"].splitlines() if line.strip()]
     if "max_steps" in post:  # the form has them; an older form (or a script) that does not keeps the draft's
         spec["model_settings"] = {name: _number(post.get(name), integer=name == "max_tokens")
                                   for name in MODEL_SETTINGS}

@@ -81,6 +81,8 @@ def chat_agents(actor: Actor) -> list[dict[str, Any]]:
             # Whether a missing-capability card offers "Enable it" (agents.capability_card.can_enable), also on a
             # card drawn again from a reopened conversation, whose call does not say.
             "can_edit": at_least(level, EDIT),
+            # Prompts a person clicks to start an empty chat (the spec's starter_prompts).
+            "starter_prompts": list(env.version.spec.get("starter_prompts") or []),
             "budget": {
                 "limit": str(cap) if cap is not None else None,
                 "spent": str(spent.get(str(agent.pk), Decimal("0"))),

@@ -106,6 +106,8 @@ def chat_strings() -> dict[str, str]:
         "copy_code": _("Copy code"),
         "download": _("Download"),
         "summarizing": _("Summarizing the conversation…"),
+        "starters": _("Ways to start a chat with %(name)s"),
+        "sources": _("Sources"), "page": _("page %(page)s"), "source_of": _("Source %(n)s: %(document)s"),
         "copy_message": _("Copy text"),
         "regenerate": _("Regenerate"),
         "edit_message": _("Edit"),

@@ -13,6 +13,7 @@ from console import (
     settings_views,
     sharing,
     signin,
+    test_chat,
     views,
 )
 
@@ -79,6 +80,8 @@ urlpatterns = [
     path("agents/<uuid:agent_id>/rollouts/<uuid:rollout_id>/<str:action>", rollouts.act,
          name="builder-rollout-action"),
     path("agents/<uuid:agent_id>/diff", builder.diff, name="builder-diff"),
+    path("agents/<uuid:agent_id>/test/<uuid:conversation_id>/turns.json", test_chat.test_chat_turns,
+         name="builder-test-turns"),
     path("agents/<uuid:agent_id>/export.yaml", builder.export_yaml, name="builder-export"),
     path("agents/<uuid:agent_id>/import", builder.import_into, name="builder-import"),
     path("agents/<uuid:agent_id>/embeds", availability.create_embed, name="builder-embeds"),

@@ -1,7 +1,8 @@
 """The Builder's test chat in a real browser (Debian chromium via Playwright) against daphne + a real Celery worker,
 the model answering through the real OpenAI client from the local fake OpenAI server: the draft answers without
-being published, the run is a draft run, and a missing capability's card enables it on the draft. At 1440 and
-390 px, with no console error."""
+being published, the run is a draft run, and a missing capability's card enables it on the draft. The test chat is
+the web chat (issue 44 §3): the one turn renderer draws markdown, a chart as a chart, and an approval card with the
+exact arguments (run_python's code). At 1440 and 390 px, with no console error."""
 
 from __future__ import annotations
 
@@ -69,8 +70,8 @@ def test_the_draft_answers_in_the_builder_and_the_run_is_a_draft_run(live_server
     chat = page.locator("[data-test-chat]")
     chat.get_by_label("Message to the draft").fill("Hello?")
     chat.get_by_role("button", name="Send to the draft").click()
-    page.wait_for_selector("[data-test-usage]")
-    assert chat.locator("[data-test-answer]").text_content() == "Ahoy from draft."
+    chat.locator("[data-turn-usage]").wait_for()
+    assert chat.locator("[data-part=text]").text_content().strip() == "Ahoy from draft."
     page.screenshot(path=str(ARTIFACTS / f"builder-test-chat-{width}.png"), full_page=True)
     assert page.evaluate("() => document.documentElement.scrollWidth") <= width
 
@@ -107,7 +108,7 @@ def test_a_missing_capability_card_in_the_test_chat_enables_it_on_the_draft(live
     card = page.locator("[data-capability-card=web_fetch]")
     card.wait_for()
     assert "I must read that page." in card.text_content()
-    page.wait_for_selector("[data-test-usage]")
+    chat.locator("[data-turn-usage]").wait_for()
     card.get_by_role("button", name="Enable it").click()
     result = card.locator("[data-capability-result]")
     result.wait_for()
@@ -143,16 +144,73 @@ def test_an_approval_in_the_test_chat_is_decided_on_its_card_and_the_draft_goes_
     chat = page.locator("[data-test-chat]")
     chat.get_by_label("Message to the draft").fill("Chart Q1 and Q2")
     chat.get_by_role("button", name="Send to the draft").click()
-    card = chat.locator("[data-test-approval]")
+    card = chat.locator("[data-approval]")
     card.wait_for()
     assert "create_chart" in card.text_content()
-    assert chat.get_by_role("button", name="Send to the draft").is_disabled()
+    assert card.locator("[data-arg=title]").text_content() == "Sales"  # the exact arguments
     card.get_by_role("button", name="Approve").click()
-    page.wait_for_selector("[data-test-usage]")
-    assert chat.locator("[data-test-answer]").last.text_content() == "Your chart is drawn."
+    chat.locator("[data-turn-usage]").wait_for()
+    assert chat.locator("[data-part=text]").last.text_content().strip() == "Your chart is drawn."
+    assert chat.locator("figure[data-chart] svg").count() == 1  # approved, the chart is drawn as a chart
     assert page.evaluate("() => document.documentElement.scrollWidth") <= width
     page.screenshot(path=str(ARTIFACTS / f"builder-test-chat-approval-{width}.png"), full_page=True)
     approval = Approval.objects.get(run__agent=agent)
     assert approval.status == "approved" and approval.run.is_draft
     assert Run.objects.get(agent=agent).status == "completed"
+    assert problems == []
+
+
+CODE = "total = sum(range(10))\nprint(total)"
+
+
+@pytest.mark.parametrize("width", [1440, 390])
+def test_the_test_chat_draws_turns_like_web_chat_a_chart_markdown_and_the_code_to_approve(
+        live_server_url, browser, fake_openai, width):
+    from governance.models import Approval
+    from tests.runner.test_execute import CHART_ARGS
+
+    org = factories.organization(name="Acme")
+    owner = factories.user(email="owner@example.com", password=PASSWORD)
+    Membership.objects.create(organization=org, user=owner, role="owner")
+    agent = agent_with_a_changed_draft(org, owner, fake_openai)
+    actor = actor_for_membership(Membership.objects.select_related("user", "organization").get(user=owner))
+    spec = {**agent.draft_spec, "capabilities": [
+        {"id": "charts"}, {"id": "code_execution", "tool_approval": {"run_python": "required"}}]}
+    agent_services.update_agent(actor=actor, agent=agent, spec=spec)
+    fake_openai.queue(
+        Reply.tool_call("create_chart", CHART_ARGS),
+        Reply.tool_call("run_python", {"code": CODE}),
+        Reply.text("**Sales** rose:\n\n| Quarter | Sales |\n|---|---|\n| Q1 | 3 |\n| Q2 | 5 |"),
+    )
+
+    page, problems = watched_page(browser, width)
+    sign_in(page, live_server_url, "owner@example.com")
+    page.goto(f"{live_server_url}/agents/{agent.pk}/")
+    chat = page.locator("[data-test-chat]")
+    chat.get_by_label("Message to the draft").fill("Chart the sales, then add them up")
+    chat.get_by_role("button", name="Send to the draft").click()
+
+    # The chart is a chart (the renderer's SVG), not the tool's JSON.
+    chart = chat.locator("figure[data-chart]")
+    chart.wait_for()
+    assert chart.locator("svg").count() == 1
+    assert '"chart_type"' not in chat.locator("[data-transcript]").inner_text()
+    # The approval card shows exactly the code that would run, as web chat and the Approvals page do.
+    card = chat.locator("[data-approval]")
+    card.wait_for()
+    assert card.get_attribute("data-tool") == "run_python"
+    assert card.locator("[data-arg=code]").text_content() == CODE
+    page.screenshot(path=str(ARTIFACTS / f"builder-test-chat-renderer-{width}.png"), full_page=True)
+    card.get_by_role("button", name="Reject").click()
+
+    # Rejected, the draft goes on and its markdown answer is rendered: bold and a table, not asterisks and pipes.
+    chat.locator("[data-turn-usage]").wait_for()
+    answer = chat.locator("[data-part=text]").last
+    assert answer.locator("strong").text_content() == "Sales"
+    assert answer.locator("table td").all_text_contents() == ["Q1", "3", "Q2", "5"]
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= width
+    approval = Approval.objects.get(run__agent=agent)
+    assert approval.status == "rejected" and approval.args == {"code": CODE}
+    # The page stayed the Builder's: a test conversation is no conversation of the Chat list.
+    assert page.url.endswith(f"/agents/{agent.pk}/")
     assert problems == []

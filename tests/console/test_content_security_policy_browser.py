@@ -93,8 +93,8 @@ def test_the_main_pages_run_under_the_policy_without_a_violation(live_server_url
     chat = page.locator("[data-test-chat]")
     chat.get_by_label("Message to the draft").fill("Hello")
     chat.get_by_role("button", name="Send to the draft").click()
-    page.wait_for_selector("[data-test-usage]")
-    assert chat.locator("[data-test-answer]").text_content() == "Ahoy from draft."
+    chat.locator("[data-turn-usage]").wait_for()
+    assert chat.locator("[data-part=text]").text_content().strip() == "Ahoy from draft."
 
     # An embed's edit page: the widget's preview opens its panel; a typed title reaches it.
     page.goto(f"{live_server_url}/agents/{agent.pk}/embeds/{widget.pk}/")

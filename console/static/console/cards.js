@@ -36,12 +36,28 @@ function outcomeNote(outcome) {
                  role: "status", text: outcome.text});
 }
 
+// The exact arguments a decision is about, one per name, each as written: a string as its text (run_python's code
+// reads as code, its line breaks kept, not as a JSON string full of \n), anything else as indented JSON.
+function argumentsView(args) {
+  if (args === undefined) return null;
+  if (!args || typeof args !== "object" || Array.isArray(args)) {
+    return h("pre", {class: "approval-args", text: typeof args === "string" ? args : JSON.stringify(args, null, 2)});
+  }
+  const list = h("dl", {class: "approval-args"});
+  Object.keys(args).sort().forEach((name) => {
+    const value = args[name];
+    list.appendChild(h("dt", {text: name}));
+    list.appendChild(h("dd", {}, [h("pre", {"data-arg": name, text: typeof value === "string" ? value : JSON.stringify(value, null, 2)})]));
+  });
+  return list;
+}
+
 // A call waiting for a person's decision: its tool, its arguments, Approve and Reject. onDecide(decision, card)
 // posts the decision (each surface knows its URL and what follows); a person who may not decide sees why not.
 export function approvalCard({approvalId, toolName, args, title, canDecide, strings, onDecide, attrs}) {
   const card = h("section", Object.assign({class: "approval-panel", "data-approval": approvalId, "aria-label": title}, attrs || {}), [
     h("h3", {text: title}),
-    args === undefined ? null : h("pre", {class: "approval-args", text: args}),
+    argumentsView(args),
   ]);
   card.setAttribute("data-tool", toolName || "");
   if (!canDecide) { card.appendChild(h("p", {class: "muted", text: strings.cannot || ""})); return card; }

@@ -3,7 +3,7 @@
 // modules of chat/ keep what only web chat has: the socket's fold of frames (stream), the composer and its
 // files (composer, attachments), the turns around the shared renderer (turns), approvals and questions
 // (requests), the files panel (files), and the drawing of it all (view).
-import {S, state, openSteps} from "./chat/state.js";
+import {S, root, state, openSteps} from "./chat/state.js";
 import {setUpRenderer} from "./chat/turns.js";
 import {renderTranscript} from "./chat/view.js";
 import {connect, socketSend} from "./chat/stream.js";
@@ -18,7 +18,8 @@ if (S) {
     const calls = (state.turns[i].parts || []).filter(function (p) { return p.type === "tool"; });
     if (calls.length) { openSteps[calls[calls.length - 1].call.id] = true; break; }
   }
-  if (S.agents.length || S.conversation_id) connect();
+  if (!S.test_chat && (S.agents.length || S.conversation_id)) connect();  // the Builder's connects on its first message
+  setUpTestChatReset();
   // A reopened conversation whose run still waits for a person: follow that run live, so its frames and a
   // decision on its approval made anywhere (the Approvals page, another tab) reach this view.
   const waiting = {};
@@ -28,4 +29,19 @@ if (S) {
   if (S.first_message && !S.conversation_id) sendText(S.first_message);
   loadFiles();
   renderTranscript();
+}
+
+// The Builder's "New test chat": the next message starts a conversation of its own with the draft.
+function setUpTestChatReset() {
+  const reset = root.querySelector("[data-test-chat-reset]");
+  if (!reset) return;
+  reset.addEventListener("click", function () {
+    if (state.busy) return;
+    S.conversation_id = null;
+    state.turns = [];
+    state.pending = {approvals: [], questions: []};
+    state.lastUsage = null;
+    renderTranscript();
+    root.querySelector("[data-composer-text]").focus();
+  });
 }

@@ -30,11 +30,13 @@
     raw: "Raw arguments and result", arguments: "Arguments", result: "Result", no_result: "No result yet.",
     thinking: "Reasoning", chart: "Chart", you: "You", copy: "Copy", copied: "Copied",
     copy_code: "Copy code", download: "Download", summarizing: "Summarizing the conversation…",
+    sources: "Sources", page: "page %(page)s", source_of: "Source %(n)s: %(document)s",
   };
   var PHRASES = {
     get_current_time: {running: "Checking the time", done: "Checked the time"},
     create_chart: {running: "Drawing a chart", done: "Drew a chart"},
     run_python: {running: "Running a calculation", done: "Ran a calculation"},
+    search_documents: {running: "Searching the documents", done: "Searched the documents"},
   };
   var GENERATED = /^(?:https?:\/\/[^/]+)?\/api\/v1\/generated\/([0-9a-f]{32}\.([a-z0-9]{2,5}))(?:\?.*)?$/;
   var IMAGE = ["png", "jpg", "jpeg", "webp", "gif"], AUDIO = ["mp3", "wav"], VIDEO = ["mp4"];
@@ -68,6 +70,33 @@
     if (typeof value === "string") return value;
     try { return JSON.stringify(sortedKeys(value), null, 2); } catch (e) { return String(value); }
   }
+  // A knowledge search's passages (capabilities/knowledge: search_documents), read from the text the tool gives the
+  // model (knowledge/search.py render): "[n] <document>[, page <p>][ (with surrounding text)]" then the passage, the
+  // blocks numbered 1, 2, 3… in order — a header that breaks the count is part of a passage, not a new source.
+  // The model reads that text and cites it; the reader sees the same passages as sources, each opening its text.
+  var KNOWLEDGE_TOOLS = ["search_documents"];
+  var SOURCE_HEAD = /^\[(\d+)\] (.+)$/;
+  function knowledgeSources(call) {
+    if (KNOWLEDGE_TOOLS.indexOf(call.name) < 0 || call.status !== "ok" || typeof call.result !== "string") return null;
+    var lines = call.result.split("\n"), out = [], current = null;
+    lines.forEach(function (line, i) {
+      var head = SOURCE_HEAD.exec(line);
+      if (head && Number(head[1]) === out.length + 1 && (i === 0 || lines[i - 1] === "")) {
+        if (current) current.passage = current.passage.replace(/\n+$/, "");
+        var cite = head[2], expanded = / \(with surrounding text\)$/.test(cite);
+        cite = cite.replace(/ \(with surrounding text\)$/, "");
+        var paged = /^(.*), page (\d+)$/.exec(cite);
+        current = {n: out.length + 1, document: paged ? paged[1] : cite, page: paged ? Number(paged[2]) : null,
+                   expanded: expanded, passage: ""};
+        out.push(current);
+      } else if (current) {
+        current.passage += (current.passage ? "\n" : "") + line;
+      }
+    });
+    if (current) current.passage = current.passage.replace(/\n+$/, "");
+    return out.length ? out : null;
+  }
+
   function cssEscape(text) { return global.CSS && CSS.escape ? CSS.escape(String(text)) : String(text).replace(/["\\]/g, "\\$&"); }
   function humanize(name) { return String(name || "").replace(/^mcp__[^_]+__/, "").replace(/[_-]+/g, " ").trim(); }
 
@@ -142,11 +171,43 @@
       pre.insertBefore(button, pre.firstChild);
     }
 
+    // LaTeX in an answer ($…$, $$…$$, \(…\), \[…\]) drawn by the vendored KaTeX. The formulas are taken out before
+    // markdown reads the text (its emphasis and escapes would eat `_`, `*` and `\\`) and put back, rendered, after
+    // DOMPurify: KaTeX writes its own markup from the formula's text (trust off, no raw HTML from the formula).
+    // Code spans and blocks keep their dollars. Without KaTeX on the page a formula stays as it was written.
+    function takeMath(text) {
+      var formulas = [];
+      var CODE = /(```[\s\S]*?(?:```|$)|~~~[\s\S]*?(?:~~~|$)|`[^`\n]*`)/;
+      // $…$ inline only when it reads as math: no space inside its ends, and no digit right after ("$5 and $10").
+      var MATH = /\$\$([\s\S]+?)\$\$|\\\[([\s\S]+?)\\\]|\\\(([\s\S]+?)\\\)|\$(?!\s)((?:\\\$|[^$\n])+?)(?<!\s)\$(?!\d)/g;
+      var out = String(text || "").split(CODE).map(function (piece, i) {
+        if (i % 2 === 1) return piece;  // a code span or block
+        return piece.replace(MATH, function (all, block, bracket, paren, inline) {
+          var display = block !== undefined || bracket !== undefined;
+          formulas.push({tex: block || bracket || paren || inline, display: display, source: all});
+          return "\uE000" + (formulas.length - 1) + "\uE001";
+        });
+      }).join("");
+      return {text: out, formulas: formulas};
+    }
+    function putMath(html, formulas) {
+      var katex = lib("katex", "katex");
+      return html.replace(/\uE000(\d+)\uE001/g, function (_, i) {
+        var f = formulas[Number(i)];
+        if (!f) return "";
+        if (!katex) return h("span", {text: f.source}).innerHTML;
+        try {
+          return katex.renderToString(f.tex, {displayMode: f.display, throwOnError: false, trust: false, output: "htmlAndMathml"});
+        } catch (e) { return h("span", {text: f.source}).innerHTML; }
+      });
+    }
+
     function markdown(text) {
       var marked = lib("marked", "marked"), purify = lib("DOMPurify", "DOMPurify");
       var box = h("div");
-      var html = marked ? marked.parse(String(text || ""), {gfm: true, breaks: true}) : null;
-      if (html !== null && purify) box.innerHTML = purify.sanitize(html);
+      var math = takeMath(text);
+      var html = marked ? marked.parse(math.text, {gfm: true, breaks: true}) : null;
+      if (html !== null && purify) box.innerHTML = putMath(purify.sanitize(html), math.formulas);
       else box.textContent = String(text || "");  // never unsanitized markup
       box.querySelectorAll("pre").forEach(highlight);
       box.querySelectorAll("table").forEach(function (table) {
@@ -203,9 +264,39 @@
       return phrase;
     }
 
+    // Sources as a reader opens them: the document and its page, a click showing the passage the answer used.
+    function sourcesList(sources) {
+      return h("ol", {class: "sources-list"}, sources.map(function (s) {
+        var where = s.page ? " · " + fill(T.page, {page: s.page}) : "";
+        return h("li", {}, [h("details", {class: "source", "data-source": s.document, "data-page": s.page || null}, [
+          h("summary", {"aria-label": fill(T.source_of, {n: s.n, document: s.document + where})}, [
+            h("span", {class: "source-n", "aria-hidden": "true", text: String(s.n)}),
+            h("span", {class: "source-document", text: s.document}),
+            where ? h("span", {class: "source-page", text: where}) : null]),
+          h("blockquote", {class: "source-passage", "data-source-passage": "", text: s.passage}),
+        ])]);
+      }));
+    }
+    // Every source of a turn once, in the order the searches found them, under its answer.
+    function turnSources(turn) {
+      var seen = {}, all = [];
+      (turn.parts || []).forEach(function (p) {
+        if (p.type !== "tool") return;
+        (knowledgeSources(p.call) || []).forEach(function (s) {
+          var key = s.document + "\u0000" + s.page + "\u0000" + s.passage;
+          if (seen[key]) return;
+          seen[key] = true;
+          all.push(Object.assign({}, s, {n: all.length + 1}));
+        });
+      });
+      return all;
+    }
+
     function resultView(call) {
       var card = o.fileCard ? o.fileCard(call) : null;
       if (card) return card;
+      var sources = knowledgeSources(call);
+      if (sources) return sourcesList(sources);
       if (isChart(call)) {
         return h("figure", {class: "chart", "data-chart": ""}, [lib("charts", "AgenticCharts").render(call.result),
           h("figcaption", {class: "visually-hidden", text: call.result.title || T.chart})]);
@@ -363,6 +454,13 @@
         }
       });
       flush();
+      var sources = turn.live ? [] : turnSources(turn);  // once the answer is written: the sources it drew on
+      if (sources.length) {
+        out.push({key: "sources", sig: JSON.stringify(sources), build: function () {
+          return h("section", {class: "sources", "data-part": "sources", "data-sources": "", "aria-label": T.sources}, [
+            h("h4", {class: "sources-title", text: T.sources}), sourcesList(sources)]);
+        }});
+      }
       if (turn.compacting) {
         out.push({key: "compaction", sig: "1", build: function () {
           return h("p", {class: "compaction muted", role: "status", "data-compaction": "", text: T.summarizing});

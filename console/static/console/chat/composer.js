@@ -20,6 +20,7 @@ export function sendText(text, files) {
   if (!S.agent_id) { showNotice(T.choose_agent); return false; }
   files = files || [];
   const message = {type: "message", agent_id: S.agent_id, text: text};
+  if (S.environment) message.environment = S.environment;  // the Builder's test chat runs the draft
   if (S.conversation_id) message.conversation_id = S.conversation_id;
   const editOf = takeEdit();  // an edited message: a new version of it, sent in its place (agents.branches)
   if (editOf) message.edit_of = editOf;
@@ -71,6 +72,6 @@ export function setUpComposer() {
     });
   }
   if (els.picker) {
-    els.picker.addEventListener("change", function () { S.agent_id = els.picker.value; renderUsage(); });
+    els.picker.addEventListener("change", function () { S.agent_id = els.picker.value; renderUsage(); schedule(); });
   }
 }

@@ -7,12 +7,11 @@ import {schedule, showNotice} from "./view.js";
 import {socketSend, reconcile} from "./stream.js";
 import {setBusy} from "./composer.js";
 
-const pretty = (value) => window.AgenticTurn.pretty(value);
 
 function approvalPanel(item) {
   const title = fill(T.approval_title, {name: item.tool_name});
   return approvalCard({
-    approvalId: item.approval_id, toolName: item.tool_name, args: pretty(item.args), title, canDecide: S.can_decide,
+    approvalId: item.approval_id, toolName: item.tool_name, args: item.args || {}, title, canDecide: S.can_decide,
     strings: {approve: T.approve, reject: T.reject, cannot: T.approval_cannot},
     onDecide: (decision, card) => decide(item, decision, card),
   });

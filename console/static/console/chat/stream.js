@@ -78,6 +78,7 @@ function onFrame(frame) {
       break;
     case "conversation_created":
       S.conversation_id = d.conversation_id;
+      if (S.test_chat) break;  // the Builder's test chat stays on the Builder: its conversation is in no list
       if (window.history && history.replaceState) history.replaceState(null, "", S.urls.chat + d.conversation_id + "/");
       addConversationLink(d.conversation_id, d.title);
       break;

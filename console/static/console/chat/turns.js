@@ -83,7 +83,8 @@ export function setUpRenderer() {
 function messageActions(turn) {
   const out = [];
   if (renderer.messageText(turn)) out.push(renderer.copyButton(function () { return renderer.messageText(turn); }));
-  const own = els.composer && S.conversation_id && !S.read_only;
+  // A Builder test conversation has no versions or feedback: those belong to conversations of the Chat list.
+  const own = els.composer && S.conversation_id && !S.read_only && !S.test_chat;
   if (own && turn.role === "assistant" && turn.head_id) out.push(feedbackButtons(turn));
   const arrows = versionArrows(turn);
   if (arrows) out.push(arrows);

@@ -4,12 +4,14 @@ import {h, fill} from "../dom.js";
 import {S, T, els, state, currentAgent, money} from "./state.js";
 import {renderer} from "./turns.js";
 import {renderRequests} from "./requests.js";
+import {sendText} from "./composer.js";
 
 let renderQueued = false;
 
 export function renderTranscript() {
   renderQueued = false;
   const atBottom = els.transcript.scrollHeight - els.transcript.scrollTop - els.transcript.clientHeight < 80;
+  renderStarters();
   renderer.render(els.transcript, state.turns);  // keyed: only what changed is drawn again
   if (atBottom) els.transcript.scrollTop = els.transcript.scrollHeight;
   renderRequests();
@@ -21,6 +23,29 @@ export function schedule() {
   window.requestAnimationFrame(renderTranscript);
 }
 
+
+// ---------------------------------------------------------------- starter prompts
+
+// An empty chat offers the agent's starter prompts (its spec's starter_prompts); a click sends one. They go when
+// the conversation starts, and follow the agent picker.
+let startersFor = null;
+function renderStarters() {
+  const agent = currentAgent();
+  const prompts = !state.turns.length && !S.conversation_id && els.composer && agent ? agent.starter_prompts || [] : [];
+  let box = els.transcript.querySelector(":scope > [data-starters]");
+  const key = prompts.length ? agent.id : null;
+  if (box && startersFor === key) return;
+  if (box) box.remove();
+  startersFor = key;
+  if (!prompts.length) return;
+  box = h("div", {class: "starters", role: "group", "aria-label": fill(T.starters, {name: agent.name}), "data-starters": ""},
+    prompts.map(function (text) {
+      const b = h("button", {type: "button", class: "starter", "data-starter": "", text: text});
+      b.addEventListener("click", function () { if (!state.busy) sendText(text); });
+      return b;
+    }));
+  els.transcript.insertBefore(box, els.transcript.firstChild);
+}
 
 // ---------------------------------------------------------------- usage strip
 
