@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import platform
 import re
@@ -115,6 +116,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--concurrency", type=int, default=4, help="EVAL_MAX_CONCURRENT for the replay")
     args = parser.parse_args()
+    logging.getLogger("celery").setLevel(logging.WARNING)  # one line per task would bury the figures
     settings.TOOL_ALLOWED_PRIVATE_HOSTS = ["127.0.0.1"]  # the fake REST API listens there
     settings.EVAL_MAX_CONCURRENT = args.concurrency
     settings.EVAL_POLL_SECONDS = 0.05

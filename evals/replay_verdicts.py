@@ -14,21 +14,12 @@ from pydantic_evals import Case as EvalCase
 from pydantic_evals import Dataset
 from pydantic_evals.reporting import ReportCase
 
-from agents.models import ModelProfile, RunStatus
+from agents.models import ModelProfile
 from agents.runner.execute import on_db_thread
 from agents.spec import load_spec
 from evals import checks as checks_mod
 from evals.driver import JudgeLedger, SuiteContext, _check_rows, _outcome, _tool_ids
 from evals.models import ReplaySet
-
-# Without a suite, a replayed run passes when it completes.
-DEFAULT_CHECKS: list[dict[str, Any]] = [{"kind": "status", "status": RunStatus.COMPLETED.value, "label": ""}]
-
-
-def checks_for(suite: Any) -> list[dict[str, Any]]:
-    """The checks a replay naming `suite` judges each run by (a snapshot: the suite may change afterwards)."""
-    checks = list(suite.replay_checks or []) if suite is not None else []
-    return checks or [dict(check) for check in DEFAULT_CHECKS]
 
 
 def _judge_model(replay_set: ReplaySet, ledger: JudgeLedger, check: dict[str, Any]) -> Any:

@@ -43,6 +43,16 @@ DEFAULT_CAP_USD = Decimal("1")
 RECORDED_SURFACES = tuple(value for value in Surface.values if value != Surface.EVAL)
 
 
+# Without a suite, a replayed run passes when it completes.
+DEFAULT_CHECKS: list[dict[str, Any]] = [{"kind": "status", "status": RunStatus.COMPLETED.value, "label": ""}]
+
+
+def checks_for(suite: Any) -> list[dict[str, Any]]:
+    """The checks a replay naming `suite` judges each run by (a snapshot: the suite may change afterwards)."""
+    checks = list(suite.replay_checks or []) if suite is not None else []
+    return checks or [dict(check) for check in DEFAULT_CHECKS]
+
+
 def _problem(field: str, message: str) -> dict[str, str]:
     return {"field": field, "message": message}
 
@@ -276,7 +286,6 @@ def start_replay(*, actor: Actor, agent: Agent, data: dict[str, Any], enqueue: b
     enqueued after commit. Editors replay (it spends like running), with the run right. `suite_id` names the
     suite whose replay checks give each run its verdict."""
     from evals import services
-    from evals.replay_verdicts import checks_for
 
     require_agent_access(actor, agent, EDIT)
     actor.require("agents:run")
