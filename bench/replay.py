@@ -46,6 +46,7 @@ from agents import services as agent_services  # noqa: E402
 from agents.models import Conversation, ModelProfile, Run  # noqa: E402
 from agents.runner import execute  # noqa: E402
 from agents.runs import start_run  # noqa: E402
+from capabilities.models import CustomTool  # noqa: E402
 from config.celery import app as celery_app  # noqa: E402
 from evals import replay_driver, replays  # noqa: E402
 from evals.models import ReplaySet  # noqa: E402
@@ -86,6 +87,8 @@ def setup(fake: FakeRestAPI):
     actor = actor_for_membership(Membership.objects.select_related("user", "organization").get(pk=membership.pk))
     profile, _ = ModelProfile.objects.get_or_create(organization=org, label="Scripted",
                                                     defaults={"provider": "demo", "model": "demo"})
+    # A run of the bench before left its tool: it now points at this run's fake.
+    CustomTool.objects.filter(organization=org, alias="lookup_contact").delete()
     tool = factories.custom_tool(org, alias="lookup_contact", method="POST", url=f"{fake.base}/echo",
                                  parameters=[{"name": "name", "location": "body", "type": "string",
                                               "required": True}])
