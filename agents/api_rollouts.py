@@ -29,6 +29,18 @@ class RolloutStartSerializer(serializers.Serializer):
     cost_increase_pct = serializers.IntegerField(
         min_value=1, max_value=10_000, required=False, allow_null=True,
         help_text="Roll back when cost per run is this % above the base's (default 50; null: no cost threshold).")
+    guardrail_multiple = serializers.DecimalField(
+        max_digits=6, decimal_places=2, min_value=1, max_value=1000, required=False, allow_null=True,
+        help_text="Roll back when the candidate's share of runs blocked by a guardrail is this many times the "
+                  "base's (default 2; null: not watched).")
+    rejection_multiple = serializers.DecimalField(
+        max_digits=6, decimal_places=2, min_value=1, max_value=1000, required=False, allow_null=True,
+        help_text="Roll back when the candidate's share of runs with a rejected tool call is this many times the "
+                  "base's (default 2; null: not watched).")
+    thumbs_down_multiple = serializers.DecimalField(
+        max_digits=6, decimal_places=2, min_value=1, max_value=1000, required=False, allow_null=True,
+        help_text="Roll back when the candidate's 👎 share of rated answers (at least `min_runs` rated) is this many "
+                  "times the base's (default 2; null: not watched).")
     reason = serializers.CharField(max_length=500, required=False, allow_blank=True)
     steps = serializers.ListField(
         child=serializers.IntegerField(min_value=2, max_value=100), required=False, max_length=rollouts.MAX_STEPS,
@@ -75,6 +87,22 @@ class RolloutComparisonSerializer(serializers.Serializer):
     significant = serializers.BooleanField(help_text="p < 0.05.")
 
 
+class RolloutShareComparisonSerializer(serializers.Serializer):
+    enough_runs = serializers.BooleanField()
+    note = serializers.CharField(help_text='"Not enough runs yet: …" until each version has enough.')
+    difference = serializers.FloatField(allow_null=True, help_text="Candidate's share minus base's.")
+    z = serializers.FloatField(allow_null=True)
+    p_value = serializers.FloatField(allow_null=True)
+    significant = serializers.BooleanField(help_text="p < 0.05 (two-proportion z-test, pooled, two-sided).")
+
+
+class RolloutComparisonsSerializer(serializers.Serializer):
+    failed = RolloutShareComparisonSerializer(help_text="Failed runs of the ended runs.")
+    guardrail_blocked = RolloutShareComparisonSerializer(help_text="Runs a guardrail blocked, of the ended runs.")
+    approval_rejected = RolloutShareComparisonSerializer(help_text="Runs with a rejected tool call, of the ended runs.")
+    thumbs_down = RolloutShareComparisonSerializer(help_text="👎 of the rated answers.")
+
+
 class RolloutNextStepSerializer(serializers.Serializer):
     share = serializers.IntegerField(allow_null=True, help_text="The next step's share (null: no step left).")
     scheduled = serializers.BooleanField(help_text="Steps advance by themselves (`step_minutes`).")
@@ -85,6 +113,7 @@ class RolloutMetricsSerializer(serializers.Serializer):
     base = RolloutVersionMetricsSerializer()
     candidate = RolloutVersionMetricsSerializer()
     comparison = RolloutComparisonSerializer()
+    comparisons = RolloutComparisonsSerializer()
     next_step = RolloutNextStepSerializer()
 
 
@@ -96,7 +125,8 @@ class RolloutSerializer(serializers.ModelSerializer):
     class Meta:
         model = Rollout
         fields = ["id", "environment", "base_version", "candidate_version", "share", "status", "failure_multiple",
-                  "min_runs", "cost_increase_pct", "steps", "step_minutes", "stepped_at", "reason", "started_by",
+                  "min_runs", "cost_increase_pct", "guardrail_multiple", "rejection_multiple",
+                  "thumbs_down_multiple", "steps", "step_minutes", "stepped_at", "reason", "started_by",
                   "started_at", "ended_at"]
 
 
@@ -132,7 +162,8 @@ class RolloutStartView(RolloutView):
         agent = self.publishable(pk)
         data = self.valid(RolloutStartSerializer)
         options = {key: data[key] for key in ("failure_multiple", "min_runs", "cost_increase_pct", "steps",
-                                              "step_minutes") if key in data}
+                                              "step_minutes", "guardrail_multiple", "rejection_multiple",
+                                              "thumbs_down_multiple") if key in data}
         rollout = rollouts.start_rollout(actor=self.actor, agent=agent, environment=name,
                                          candidate=data["candidate_version"], share=data["share"],
                                          reason=data.get("reason", ""), **options)

@@ -50,6 +50,11 @@ def give(*, actor: Actor, conversation_id: Any, message_id: Any, rating: object,
             defaults={"rating": rating, "comment": text, "updated_at": timezone.now()},
             create_defaults={"rating": rating, "comment": text, "organization": actor.organization,
                              "agent_id": message.conversation.agent_id, "run_id": message.run_id})
+    if rating == Feedback.Rating.DOWN and message.run_id:
+        # A 👎 on an answer of a rollout's run counts toward its 👎 threshold now, not at the beat's next look.
+        from agents.rollouts import answer_rated
+
+        transaction.on_commit(lambda: answer_rated(message.run_id))
     return feedback
 
 

@@ -159,6 +159,11 @@ class Rollout(models.Model):
     failure_multiple = models.DecimalField(max_digits=6, decimal_places=2, default=2)
     min_runs = models.PositiveIntegerField(default=20)
     cost_increase_pct = models.PositiveIntegerField(null=True, blank=True, default=50)
+    # The same rule for the other watched shares (null: not watched): runs a guardrail blocked, runs where a
+    # person rejected a tool call (of the ended runs), and 👎 (of the rated runs, at least `min_runs` of them).
+    guardrail_multiple = models.DecimalField(max_digits=6, decimal_places=2, null=True, blank=True, default=2)
+    rejection_multiple = models.DecimalField(max_digits=6, decimal_places=2, null=True, blank=True, default=2)
+    thumbs_down_multiple = models.DecimalField(max_digits=6, decimal_places=2, null=True, blank=True, default=2)
     # Steps: the shares the rollout moves through after `share` (ascending; 100 promotes), by hand
     # (`advance_rollout`) or, with `step_minutes`, by the beat once the current share has held that long with
     # at least `min_runs` ended candidate runs and no threshold crossed.

@@ -119,7 +119,8 @@ def _audit(actor_user: Any, rollout: Rollout, action: str, **details: Any) -> No
 def start_rollout(*, actor: Actor, agent: Agent, environment: str, candidate: int, share: int,
                   failure_multiple: Any = None, min_runs: int | None = None,
                   cost_increase_pct: int | None | object = ..., reason: str = "", steps: list[int] | None = None,
-                  step_minutes: int | None = None) -> Rollout:
+                  step_minutes: int | None = None, guardrail_multiple: Any = ..., rejection_multiple: Any = ...,
+                  thumbs_down_multiple: Any = ...) -> Rollout:
     """Send `share` % (1–99) of `environment`'s new sticky keys to version `candidate`. The candidate must be a
     published version other than the environment's, and pass the agent's publish gates (evaluation suites).
     `steps` are the shares to move through afterwards (ascending, above `share`, 100 = promote); with
@@ -137,6 +138,8 @@ def start_rollout(*, actor: Actor, agent: Agent, environment: str, candidate: in
         raise Invalid(f"Steps advance at most every {MIN_STEP_MINUTES} minutes.", details={"field": "step_minutes"})
     if step_minutes is not None and not steps:
         raise Invalid("A schedule needs steps to move through.", details={"field": "steps"})
+    multiples = _valid_multiples({"guardrail_multiple": guardrail_multiple, "rejection_multiple": rejection_multiple,
+                                  "thumbs_down_multiple": thumbs_down_multiple})
     target = published_version(agent, candidate)
     env = Environment.objects.select_related("version").filter(agent=agent, name=environment).first()
     if env is None:
@@ -159,10 +162,31 @@ def start_rollout(*, actor: Actor, agent: Agent, environment: str, candidate: in
             rollout.min_runs = min_runs
         if cost_increase_pct is not ...:
             rollout.cost_increase_pct = cost_increase_pct  # type: ignore[assignment]
+        for name, value in multiples.items():
+            setattr(rollout, name, value)
         rollout.save()
         Environment.objects.filter(pk=env.pk).update(rollout=rollout)
         _audit(actor.user, rollout, "rollout.started", share=share, steps=steps, step_minutes=step_minutes)
     return rollout
+
+
+def _valid_multiples(given: dict[str, Any]) -> dict[str, Decimal | None]:
+    """The thresholds given (`...`: the model's default; None: not watched), each a number of at least 1."""
+    chosen: dict[str, Decimal | None] = {}
+    for name, value in given.items():
+        if value is ...:
+            continue
+        if value is None:
+            chosen[name] = None
+            continue
+        try:
+            number = Decimal(str(value))
+        except ArithmeticError:
+            number = Decimal(0)
+        if isinstance(value, bool) or not number.is_finite() or not 1 <= number <= 1000:
+            raise Invalid("A threshold multiple is a number from 1 to 1000 (or none).", details={"field": name})
+        chosen[name] = number
+    return chosen
 
 
 def _valid_steps(steps: Any, share: int) -> list[int]:
@@ -357,23 +381,47 @@ def two_proportion_z_test(failed_a: int, runs_a: int, failed_b: int, runs_b: int
     return z, math.erfc(abs(z) / math.sqrt(2))
 
 
-def metrics(rollout: Rollout) -> dict[str, Any]:
-    rows = _version_rows(rollout)
-    base = {**EMPTY, **rows.get(rollout.base_id, {}), "version": rollout.base.number}
-    candidate = {**EMPTY, **rows.get(rollout.candidate_id, {}), "version": rollout.candidate.number}
-    enough = min(base["runs"], candidate["runs"]) >= MIN_RUNS_FOR_TEST
-    test = two_proportion_z_test(base["failed"], base["runs"], candidate["failed"], candidate["runs"])
-    comparison: dict[str, Any] = {
-        "test": "two-proportion z-test (pooled, two-sided) on the failed share",
+# The shares a rollout watches with the same rule (`crossed_threshold`) and the same test (`_compare`):
+# (threshold field, count, out of, what the reason says the candidate did).
+RATE_THRESHOLDS = (
+    ("failure_multiple", "failed", "runs", "failed {count} of {total} runs"),
+    ("guardrail_multiple", "guardrail_blocked", "runs", "was blocked by a guardrail in {count} of {total} runs"),
+    ("rejection_multiple", "approval_rejected", "runs", "had a tool call rejected in {count} of {total} runs"),
+    ("thumbs_down_multiple", "thumbs_down", "rated", "got 👎 on {count} of {total} rated answers"),
+)
+
+
+def _compare(base: dict[str, Any], candidate: dict[str, Any], count: str, total: str) -> dict[str, Any]:
+    """The candidate's share of `count` against the base's, with the two-proportion z-test once each side has
+    MIN_RUNS_FOR_TEST of `total`."""
+    enough = min(base[total], candidate[total]) >= MIN_RUNS_FOR_TEST
+    test = two_proportion_z_test(base[count], base[total], candidate[count], candidate[total])
+    shares = [side[count] / side[total] if side[total] else None for side in (base, candidate)]
+    what = "ended runs" if total == "runs" else "rated answers"
+    return {
         "enough_runs": enough,
-        "note": "" if enough else f"Not enough runs yet: at least {MIN_RUNS_FOR_TEST} ended runs on each version.",
-        "failed_share_difference": (candidate["failed_share"] - base["failed_share"])
-        if base["failed_share"] is not None and candidate["failed_share"] is not None else None,
+        "note": "" if enough else f"Not enough runs yet: at least {MIN_RUNS_FOR_TEST} {what} on each version.",
+        "difference": shares[1] - shares[0] if None not in shares else None,  # type: ignore[operator]
         "z": round(test[0], 4) if enough and test else None,
         "p_value": round(test[1], 6) if enough and test else None,
         "significant": bool(enough and test and test[1] < 0.05),
     }
-    measured = {"base": base, "candidate": candidate, "comparison": comparison}
+
+
+def metrics(rollout: Rollout) -> dict[str, Any]:
+    rows = _version_rows(rollout)
+    base = {**EMPTY, **rows.get(rollout.base_id, {}), "version": rollout.base.number}
+    candidate = {**EMPTY, **rows.get(rollout.candidate_id, {}), "version": rollout.candidate.number}
+    failed = _compare(base, candidate, "failed", "runs")
+    comparison: dict[str, Any] = {
+        "test": "two-proportion z-test (pooled, two-sided) on the failed share",
+        "enough_runs": failed["enough_runs"], "note": failed["note"],
+        "failed_share_difference": failed["difference"], "z": failed["z"], "p_value": failed["p_value"],
+        "significant": failed["significant"],
+    }
+    # The same test on every watched share (failures, guardrail blocks, rejections, 👎).
+    comparisons = {count: _compare(base, candidate, count, total) for _field, count, total, _text in RATE_THRESHOLDS}
+    measured = {"base": base, "candidate": candidate, "comparison": comparison, "comparisons": comparisons}
     measured["next_step"] = {"share": rollout.next_step, "scheduled": rollout.step_minutes is not None,
                              "waiting_for": due_step(rollout, measured) if rollout.next_step else ""}
     return measured
@@ -384,16 +432,31 @@ def crossed_threshold(rollout: Rollout, measured: dict[str, Any]) -> str:
     base, candidate = measured["base"], measured["candidate"]
     if candidate["runs"] < rollout.min_runs:
         return ""
-    rate, base_rate = candidate["failed_share"] or 0.0, base["failed_share"] or 0.0
-    if candidate["failed"] and rate >= float(rollout.failure_multiple) * base_rate:
-        return (f"v{rollout.candidate.number} failed {candidate['failed']} of {candidate['runs']} runs "
-                f"({rate:.0%}), at least {rollout.failure_multiple}× v{rollout.base.number}'s {base_rate:.0%}.")
+    for field, count, total, text in RATE_THRESHOLDS:
+        why = _rate_crossed(rollout, base, candidate, getattr(rollout, field), count, total, text)
+        if why:
+            return why
     if rollout.cost_increase_pct is not None and base["runs"] and candidate["cost_per_run_usd"] is not None:
         base_cost, cost = Decimal(base["cost_per_run_usd"]), Decimal(candidate["cost_per_run_usd"])
         if base_cost > 0 and cost > base_cost * (1 + Decimal(rollout.cost_increase_pct) / 100):
             return (f"v{rollout.candidate.number} costs ${cost} per run, more than {rollout.cost_increase_pct} % "
                     f"above v{rollout.base.number}'s ${base_cost}.")
     return ""
+
+
+def _rate_crossed(rollout: Rollout, base: dict[str, Any], candidate: dict[str, Any], multiple: Any, count: str,
+                  total: str, text: str) -> str:
+    """One watched share's rule, the same for each: with at least `min_runs` of `total` on the candidate, any
+    `count` at `multiple` × the base's share or more."""
+    if multiple is None or candidate[total] < rollout.min_runs or not candidate[count]:
+        return ""
+    rate = candidate[count] / candidate[total]
+    base_rate = base[count] / base[total] if base[total] else 0.0
+    if rate < float(multiple) * base_rate:
+        return ""
+    did = text.format(count=candidate[count], total=candidate[total])
+    return (f"v{rollout.candidate.number} {did} ({rate:.0%}), at least {multiple}× "
+            f"v{rollout.base.number}'s {base_rate:.0%}.")
 
 
 def check_thresholds(rollout_id: Any) -> bool:
@@ -442,6 +505,18 @@ def run_ended(run: Run, status: str) -> None:
     try:
         check_thresholds(rollout_id)
     except Exception:  # a watcher's failure never fails the run that ended; the beat task checks again
+        logger.exception("rollout %s: checking thresholds failed", rollout_id)
+
+
+def answer_rated(run_id: Any) -> None:
+    """A 👎 was given on a run's answer: a run admitted under an open rollout re-checks its thresholds (a 👎
+    comes after the run ended, so the run-ended hook has already looked)."""
+    rollout_id = Run.objects.filter(pk=run_id).values_list("options__rollout", flat=True).first()
+    if not rollout_id:
+        return
+    try:
+        check_thresholds(rollout_id)
+    except Exception:  # the rating is saved whatever the watcher does; the beat task checks again
         logger.exception("rollout %s: checking thresholds failed", rollout_id)
 
 

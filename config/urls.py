@@ -43,6 +43,7 @@ urlpatterns = [
     path("", include("console.urls_triggers")),
     path("", include("console.urls_sandboxes")),
     path("", include("console.urls_evals")),
+    path("", include("console.urls_replays")),
     path("", include("console.urls_channels")),
     path("", include("console.urls_embeds")),
     path("", include("console.urls_apps")),

@@ -111,6 +111,9 @@ def start(request: HttpRequest, actor: Actor, agent_id: Any) -> HttpResponse:
         min_runs = _number(post.get("min_runs", ""), "min_runs")
         if min_runs:
             options["min_runs"] = min_runs
+        for name in ("guardrail_multiple", "rejection_multiple", "thumbs_down_multiple"):
+            if name in post:  # an empty field: that share is not watched (the service checks the number)
+                options[name] = post[name].strip() or None
         rollout = rollouts.start_rollout(
             actor=actor, agent=agent, environment=ENVIRONMENT,
             candidate=_number(post.get("candidate_version", ""), "candidate_version") or 0,

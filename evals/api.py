@@ -44,7 +44,8 @@ class SuiteSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Suite
-        fields = ["id", "agent_id", "name", "description", "gates_publish", "cases", "created_at", "updated_at"]
+        fields = ["id", "agent_id", "name", "description", "gates_publish", "replay_checks", "cases", "created_at",
+                  "updated_at"]
 
     @extend_schema_field(CaseSerializer(many=True))
     def get_cases(self, obj: Suite) -> list[dict[str, Any]]:
@@ -65,6 +66,9 @@ class SuiteInputSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=120, required=False)
     description = serializers.CharField(required=False, allow_blank=True)
     gates_publish = serializers.BooleanField(required=False)
+    replay_checks = serializers.ListField(child=serializers.DictField(), required=False, help_text=(
+        "The checks every replayed run is judged by when a replay names this suite (same kinds as a case's; "
+        "a judge check makes the verdict a judge model's)."))
     cases = serializers.ListField(child=serializers.JSONField(), required=False)
 
 

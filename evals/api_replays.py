@@ -14,10 +14,11 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 
 from agenticos.api import ERRORS, WRITE_ERRORS, BaseOrgView
+from agenticos.errors import NotFound
 from agents.models import Agent
-from evals import replays
+from evals import replay_gate, replays
 from evals.api import CaseSerializer
-from evals.models import ReplayResult, ReplaySet
+from evals.models import ReplayGate, ReplayResult, ReplaySet
 from governance.grants import EDIT, require_agent_access
 
 
@@ -28,6 +29,11 @@ class SelectionSerializer(serializers.Serializer):
     surface = serializers.ChoiceField(choices=list(replays.RECORDED_SURFACES), required=False)
     since = serializers.DateTimeField(required=False, help_text="Runs started at or after (ISO 8601 with offset).")
     until = serializers.DateTimeField(required=False, help_text="Runs started before.")
+    feedback = serializers.ChoiceField(choices=list(replays.FEEDBACK_CHOICES), required=False, help_text=(
+        "down: only runs whose answer got a 👎; up: only 👍; rated: either, 👎 first; down_first: every run, "
+        "👎 first."))
+    last = serializers.IntegerField(required=False, min_value=1, max_value=replays.MAX_REPLAY_RUNS,
+                                    help_text="Only the newest N of the runs that match (after the 👎-first order).")
     sample = serializers.IntegerField(required=False, min_value=1, max_value=replays.MAX_REPLAY_RUNS,
                                       help_text="A random sample of this many of the runs that match.")
 
@@ -43,6 +49,17 @@ class StartReplaySerializer(serializers.Serializer):
     cap_usd = serializers.DecimalField(max_digits=12, decimal_places=4, required=False, min_value=0,
                                        help_text="The most the replay's model requests may cost (default 1 USD).")
     selection = SelectionSerializer(required=False)
+    suite_id = serializers.UUIDField(required=False, allow_null=True, help_text=(
+        "The evaluation suite whose replay checks give each replayed run its verdict (a judge check: a judge "
+        "model's). Without one, a replayed run passes when it completes."))
+
+
+class VerdictCheckSerializer(serializers.Serializer):
+    index = serializers.IntegerField()
+    kind = serializers.CharField()
+    label = serializers.CharField()
+    passed = serializers.BooleanField()
+    reason = serializers.CharField(allow_blank=True)
 
 
 class ToolCallRowSerializer(serializers.Serializer):
@@ -57,13 +74,15 @@ class ReplayResultSerializer(serializers.ModelSerializer):
     original_run_id = serializers.UUIDField(source="original_id")
     replay_run_id = serializers.UUIDField(allow_null=True)
     tool_calls = ToolCallRowSerializer(many=True)
+    checks = VerdictCheckSerializer(many=True)
 
     class Meta:
         model = ReplayResult
         fields = ["id", "position", "original_run_id", "replay_run_id", "status", "reason", "run_status",
                   "recorded_output", "replayed_output", "answer_changed", "tools_changed", "tool_calls",
                   "recorded_input_tokens", "recorded_output_tokens", "recorded_cost_usd", "replayed_input_tokens",
-                  "replayed_output_tokens", "replayed_cost_usd", "finished_at"]
+                  "replayed_output_tokens", "replayed_cost_usd", "verdict", "checks", "judge_cost_usd",
+                  "finished_at"]
 
 
 class ReplaySummarySerializer(serializers.Serializer):
@@ -76,17 +95,23 @@ class ReplaySummarySerializer(serializers.Serializer):
     cost_delta_usd = serializers.CharField()
     recorded_tokens = serializers.IntegerField()
     replayed_tokens = serializers.IntegerField()
+    passed = serializers.IntegerField(help_text="Replayed runs whose checks all passed.")
+    failed = serializers.IntegerField(help_text="Replayed runs that failed a check.")
+    judge_cost_usd = serializers.CharField()
 
 
 class ReplaySetSerializer(serializers.ModelSerializer):
     agent_id = serializers.UUIDField()
     version_number = serializers.IntegerField(source="version.number")
+    suite_id = serializers.UUIDField(allow_null=True)
+    checks = serializers.ListField(child=serializers.DictField(), help_text="The checks each run was judged by.")
     summary = serializers.SerializerMethodField()
 
     class Meta:
         model = ReplaySet
-        fields = ["id", "agent_id", "target", "version_number", "selection", "on_mismatch", "cap_usd", "status",
-                  "cancel_requested", "summary", "error", "created_at", "started_at", "finished_at"]
+        fields = ["id", "agent_id", "target", "version_number", "selection", "on_mismatch", "cap_usd", "purpose",
+                  "suite_id", "checks", "status", "cancel_requested", "summary", "error", "created_at",
+                  "started_at", "finished_at"]
 
     @extend_schema_field(ReplaySummarySerializer)
     def get_summary(self, obj: ReplaySet) -> dict[str, Any]:
@@ -137,7 +162,8 @@ class AgentReplaysView(BaseOrgView):
             selection["run_ids"] = [str(i) for i in selection["run_ids"]]
         replay_set = replays.start_replay(actor=self.actor, agent=agent, data={
             "target": data["target"], "model_profile_id": data.get("model_profile_id"),
-            "on_mismatch": data["on_mismatch"], "cap_usd": data.get("cap_usd"), "selection": selection})
+            "on_mismatch": data["on_mismatch"], "cap_usd": data.get("cap_usd"), "selection": selection,
+            "suite_id": data.get("suite_id")})
         return Response(ReplaySetSerializer(replay_set).data, status=status.HTTP_202_ACCEPTED)
 
 
@@ -177,3 +203,60 @@ class ReplayMakeCaseView(BaseOrgView):
         from evals.services import case_dict
 
         return Response(case_dict(case), status=status.HTTP_201_CREATED)
+
+
+class ReplayGateSerializer(serializers.ModelSerializer):
+    agent_id = serializers.UUIDField(read_only=True)
+    suite_id = serializers.UUIDField(allow_null=True, read_only=True)
+    updated_by = serializers.CharField(source="updated_by.email", allow_null=True, default=None, read_only=True)
+
+    class Meta:
+        model = ReplayGate
+        fields = ["agent_id", "runs", "surface", "suite_id", "on_mismatch", "cap_usd", "max_failed", "updated_by",
+                  "updated_at"]
+
+
+class ReplayGateInputSerializer(serializers.Serializer):
+    runs = serializers.IntegerField(default=50, min_value=1, max_value=replays.MAX_REPLAY_RUNS,
+                                    help_text="The newest N completed runs of real traffic are replayed.")
+    surface = serializers.ChoiceField(choices=["", *replays.RECORDED_SURFACES], default="",
+                                      help_text="Only runs of this surface ('' for every surface).")
+    suite_id = serializers.UUIDField(required=False, allow_null=True,
+                                     help_text="The suite whose replay checks judge each run (else: it completes).")
+    on_mismatch = serializers.ChoiceField(choices=ReplaySet.OnMismatch.choices, default=ReplaySet.OnMismatch.REFUSE)
+    cap_usd = serializers.DecimalField(max_digits=12, decimal_places=4, required=False, min_value=0,
+                                       help_text="The most one gate replay's model requests may cost (default 1).")
+    max_failed = serializers.IntegerField(default=0, min_value=0, max_value=replays.MAX_REPLAY_RUNS,
+                                          help_text="How many replayed runs may fail and the gate still pass.")
+
+
+class ReplayGateView(BaseOrgView):
+    """The agent's replay gate: publishing (and a rollout's start) replays its newest runs first."""
+
+    serializer_class = ReplayGateSerializer
+    permission_map = {"GET": "agents:view", "PUT": "agents:edit", "DELETE": "agents:edit"}
+
+    def agent(self, agent_id: Any) -> Agent:
+        return self.org_get(Agent, agent_id)
+
+    @extend_schema(responses={200: ReplayGateSerializer, **ERRORS}, summary="The agent's replay gate (404: none)")
+    def get(self, request, agent_id):
+        gate = replay_gate.gate_for(self.actor, self.agent(agent_id))
+        if gate is None:
+            raise NotFound("The agent has no replay gate.")
+        return Response(ReplayGateSerializer(gate).data)
+
+    @extend_schema(request=ReplayGateInputSerializer, responses={200: ReplayGateSerializer, **WRITE_ERRORS},
+                   summary="Require a replay of the agent's newest runs to pass before it is published")
+    def put(self, request, agent_id):
+        agent = self.agent(agent_id)
+        require_agent_access(self.actor, agent, EDIT)  # refused before the body is read
+        data = self.valid(ReplayGateInputSerializer)
+        gate = replay_gate.set_gate(actor=self.actor, agent=agent, data={
+            **data, "suite_id": str(data["suite_id"]) if data.get("suite_id") else None})
+        return Response(ReplayGateSerializer(gate).data)
+
+    @extend_schema(responses={204: None, **ERRORS}, summary="Stop requiring the replay gate")
+    def delete(self, request, agent_id):
+        replay_gate.remove_gate(actor=self.actor, agent=self.agent(agent_id))
+        return Response(status=status.HTTP_204_NO_CONTENT)

@@ -12,6 +12,13 @@ def check_publish_gate(*, actor: Any, agent: Any, version: Any = None) -> None:
     check_publish(actor=actor, agent=agent, version=version)
 
 
+def check_replay_gate(*, actor: Any, agent: Any, version: Any = None) -> None:
+    """The replay gate (evals/replay_gate.py), imported when a publish asks for it, like the suites' gate."""
+    from evals.replay_gate import check_publish
+
+    check_publish(actor=actor, agent=agent, version=version)
+
+
 class EvalsConfig(AppConfig):
     name = "evals"
     verbose_name = "Evaluations"
@@ -26,6 +33,7 @@ class EvalsConfig(AppConfig):
 
         # agents never imports evals: the gate and the cases' answers plug in here.
         extensions.register_publish_gate("evaluation_suites", check_publish_gate)
+        extensions.register_publish_gate("replay_set", check_replay_gate)
         extensions.register_deferred_answerer("eval", extensions.DeferredAnswerer(
             answer=answers.answer_for_case, max_rounds=answers.MAX_ROUNDS))
         # A replay's run answers its tool calls from the recorded run (evals/replay_tools.py), and its copies go

@@ -24,6 +24,9 @@ class Suite(models.Model):
     description = models.TextField(blank=True)
     # "Publish only when this suite passes": publishing runs it on the draft and refuses naming failing cases.
     gates_publish = models.BooleanField(default=False)
+    # The checks every replayed run is judged by when a replay names this suite (evals.checks.CheckSpec; a
+    # judge check makes the verdict a judge model's): a replay's verdict, and the replay gate's.
+    replay_checks = models.JSONField(default=list, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+")
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
@@ -182,6 +185,11 @@ class ReplaySet(models.Model):
     on_mismatch = models.CharField(max_length=12, choices=OnMismatch.choices, default=OnMismatch.REFUSE)
     # The most the replay's model requests may cost together (USD).
     cap_usd = models.DecimalField(max_digits=14, decimal_places=8)
+    purpose = models.CharField(max_length=16, choices=SuiteRun.Purpose.choices, default=SuiteRun.Purpose.MANUAL)
+    # The suite whose `replay_checks` give each replayed run its verdict, and those checks as they were run
+    # (without a suite: the run must complete).
+    suite = models.ForeignKey(Suite, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    checks = models.JSONField(default=list, blank=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
     cancel_requested = models.BooleanField(default=False)
     started_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+")
@@ -194,6 +202,9 @@ class ReplaySet(models.Model):
     replayed_cost_usd = models.DecimalField(max_digits=14, decimal_places=8, default=0)
     recorded_tokens = models.PositiveIntegerField(default=0)
     replayed_tokens = models.PositiveIntegerField(default=0)
+    passed = models.PositiveIntegerField(default=0)
+    failed = models.PositiveIntegerField(default=0)
+    judge_cost_usd = models.DecimalField(max_digits=14, decimal_places=8, default=0)
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
     started_at = models.DateTimeField(null=True, blank=True)
@@ -247,6 +258,11 @@ class ReplayResult(models.Model):
     replayed_input_tokens = models.PositiveIntegerField(default=0)
     replayed_output_tokens = models.PositiveIntegerField(default=0)
     replayed_cost_usd = models.DecimalField(max_digits=14, decimal_places=8, default=0)
+    # The verdict of the set's checks on the replayed run: "passed", "failed", "" (not judged: skipped, error).
+    verdict = models.CharField(max_length=8, blank=True)
+    # [{"index", "kind", "label", "passed", "reason"}], as a suite run's case results have them
+    checks = models.JSONField(default=list, blank=True)
+    judge_cost_usd = models.DecimalField(max_digits=14, decimal_places=8, default=0)
     created_at = models.DateTimeField(default=timezone.now)
     finished_at = models.DateTimeField(null=True, blank=True)
 
@@ -255,3 +271,27 @@ class ReplayResult(models.Model):
 
     def __str__(self) -> str:
         return f"Replay of run {self.original_id}: {self.status}"
+
+
+class ReplayGate(models.Model):
+    """"Publish only when the last N recorded runs, replayed against the draft, pass": the agent's replay gate
+    (evals/replay_gate.py), checked by publishing and by a rollout's start (on the candidate) beside the
+    evaluation suites' gate. Its verdicts are `suite`'s replay checks (without one: every run must complete)."""
+
+    id = models.BigAutoField(primary_key=True)
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
+    agent = models.OneToOneField(Agent, on_delete=models.CASCADE, related_name="replay_gate")
+    # The newest N completed runs of real traffic (of `surface` when set) are replayed.
+    runs = models.PositiveSmallIntegerField(default=50)
+    surface = models.CharField(max_length=16, blank=True)
+    suite = models.ForeignKey(Suite, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    on_mismatch = models.CharField(max_length=12, choices=ReplaySet.OnMismatch.choices,
+                                   default=ReplaySet.OnMismatch.REFUSE)
+    cap_usd = models.DecimalField(max_digits=14, decimal_places=8, default=1)
+    # How many replayed runs may fail their checks and the gate still pass.
+    max_failed = models.PositiveSmallIntegerField(default=0)
+    updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+")
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"Replay gate of {self.agent}: last {self.runs} runs"

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
@@ -26,7 +27,7 @@ from django.utils import timezone
 from agents.models import Conversation, Message, Run, RunStatus
 from agents.runner.execute import on_db_thread
 from agents.runs import request_stop, start_run
-from evals import replays
+from evals import replay_verdicts, replays
 from evals.driver import PARKED, _in_own_loop
 from evals.models import ReplayResult, ReplaySet
 from evals.replay_tools import replay_spent
@@ -110,10 +111,12 @@ def _stop(run_id: str) -> None:
     request_stop(Run.objects.get(pk=run_id))
 
 
-def _write(replay_set_id: Any, result_id: int, run_id: str, status: str, reason: str) -> None:
+def _write(replay_set_id: Any, result_id: int, run_id: str, status: str, reason: str,
+           judged: tuple[str, list[dict[str, Any]], Decimal]) -> None:
     result = ReplayResult.objects.select_related("replay_set").get(pk=result_id)
     run = Run.objects.get(pk=run_id)
     replays.compare(result, run)
+    result.verdict, result.checks, result.judge_cost_usd = judged
     result.run_status = status  # what the replay saw (a stopped run is then cancelled)
     if status in PARKED:
         result.status, result.reason = ReplayResult.Status.STOPPED, reason or "A tool call not in the recording " \
@@ -133,6 +136,9 @@ def _write(replay_set_id: Any, result_id: int, run_id: str, status: str, reason:
         replayed_cost_usd=F("replayed_cost_usd") + result.replayed_cost_usd,
         recorded_tokens=F("recorded_tokens") + result.recorded_input_tokens + result.recorded_output_tokens,
         replayed_tokens=F("replayed_tokens") + result.replayed_input_tokens + result.replayed_output_tokens,
+        passed=F("passed") + int(result.verdict == "passed"),
+        failed=F("failed") + int(result.verdict == "failed"),
+        judge_cost_usd=F("judge_cost_usd") + result.judge_cost_usd,
     )
 
 
@@ -155,7 +161,14 @@ async def replay_one(replay_set: ReplaySet, result_id: int) -> None:
         await asyncio.sleep(settings.EVAL_POLL_SECONDS)
     if status not in TERMINAL_OR_PARKED or status in PARKED:
         await on_db_thread(_stop, run_id)
-    await on_db_thread(_write, replay_set.pk, result_id, run_id, status, reason)
+    recorded = await on_db_thread(_recorded, result_id)
+    judged = await replay_verdicts.judge(replay_set, run_id=run_id, status=status, **recorded)
+    await on_db_thread(_write, replay_set.pk, result_id, run_id, status, reason, judged)
+
+
+def _recorded(result_id: int) -> dict[str, str]:
+    result = ReplayResult.objects.only("recording", "recorded_output").get(pk=result_id)
+    return {"prompt": str(result.recording.get("prompt") or ""), "recorded_output": result.recorded_output}
 
 
 def _claim(replay_set_id: Any) -> ReplaySet | None:

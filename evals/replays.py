@@ -21,7 +21,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Q, QuerySet
+from django.db.models import Exists, F, OuterRef, Q, QuerySet
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, UserPromptPart
@@ -29,17 +29,28 @@ from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, UserProm
 from agenticos import audit
 from agenticos.errors import Conflict, Invalid, NotFound
 from agenticos.tenancy import Actor, parse_uuid
-from agents.models import Agent, AgentVersion, ModelProfile, Run, RunStatus, Surface, ToolCall
+from agents.models import Agent, AgentVersion, Feedback, ModelProfile, Run, RunStatus, Surface, ToolCall
 from agents.runner.gate import call_key
 from agents.spec import AgentSpec, dump_spec, load_spec
-from evals.models import ReplayResult, ReplaySet
+from evals.models import ReplayResult, ReplaySet, SuiteRun
 from evals.replay_tools import NOT_IN_REPLAY
 from governance.grants import EDIT, VIEW, require_agent_access
 
 MAX_REPLAY_RUNS = 200
+FEEDBACK_CHOICES = ("down", "up", "rated", "down_first")
 DEFAULT_CAP_USD = Decimal("1")
 # The surfaces whose runs are real traffic (an evaluation's or a replay's own runs are not recordings).
 RECORDED_SURFACES = tuple(value for value in Surface.values if value != Surface.EVAL)
+
+
+# Without a suite, a replayed run passes when it completes.
+DEFAULT_CHECKS: list[dict[str, Any]] = [{"kind": "status", "status": RunStatus.COMPLETED.value, "label": ""}]
+
+
+def checks_for(suite: Any) -> list[dict[str, Any]]:
+    """The checks a replay naming `suite` judges each run by (a snapshot: the suite may change afterwards)."""
+    checks = list(suite.replay_checks or []) if suite is not None else []
+    return checks or [dict(check) for check in DEFAULT_CHECKS]
 
 
 def _problem(field: str, message: str) -> dict[str, str]:
@@ -141,8 +152,9 @@ def _when(raw: Any, field: str, problems: list[dict[str, str]]) -> datetime | No
 
 
 def select_runs(actor: Actor, agent: Agent, selection: dict[str, Any]) -> tuple[list[Run], dict[str, Any]]:
-    """The completed runs a selection names, newest first: by ids, version, surface, time range, then a sample of
-    N. Returns them and the selection as understood. Raises Invalid naming each bad field."""
+    """The completed runs a selection names, newest first: by ids, version, surface, time range, the 👍/👎 their
+    answer got (`feedback`, see `_by_feedback`), the newest N (`last`), then a sample of N. Returns them and the
+    selection as understood. Raises Invalid naming each bad field."""
     problems: list[dict[str, str]] = []
     runs = readable_runs(actor, agent).filter(status=RunStatus.COMPLETED)
     understood: dict[str, Any] = {}
@@ -179,6 +191,18 @@ def select_runs(actor: Actor, agent: Agent, selection: dict[str, Any]) -> tuple[
         runs, understood["since"] = runs.filter(created_at__gte=since), since.isoformat()
     if until:
         runs, understood["until"] = runs.filter(created_at__lt=until), until.isoformat()
+    feedback = selection.get("feedback")
+    if feedback not in (None, ""):
+        if feedback not in FEEDBACK_CHOICES:
+            problems.append(_problem("feedback", f"One of {', '.join(FEEDBACK_CHOICES)}."))
+        else:
+            understood["feedback"] = feedback
+    last = selection.get("last")
+    if last not in (None, ""):
+        if not isinstance(last, int) or isinstance(last, bool) or not 1 <= last <= MAX_REPLAY_RUNS:
+            problems.append(_problem("last", f"A whole number from 1 to {MAX_REPLAY_RUNS}."))
+        else:
+            understood["last"] = last
     sample = selection.get("sample")
     if sample not in (None, ""):
         if not isinstance(sample, int) or isinstance(sample, bool) or not 1 <= sample <= MAX_REPLAY_RUNS:
@@ -187,11 +211,28 @@ def select_runs(actor: Actor, agent: Agent, selection: dict[str, Any]) -> tuple[
             understood["sample"] = sample
     if problems:
         raise Invalid("The selection of runs is not valid.", details={"problems": problems})
-    chosen = list(runs.select_related("version").order_by("-created_at")[:MAX_REPLAY_RUNS * 5])
+    runs, order = _by_feedback(runs, understood.get("feedback"))
+    chosen = list(runs.select_related("version").order_by(*order, "-created_at")[
+        :understood.get("last") or MAX_REPLAY_RUNS * 5])
     if understood.get("sample") and len(chosen) > understood["sample"]:
-        chosen = random.sample(chosen, understood["sample"])  # noqa: S311 - a sample, not a secret
-        chosen.sort(key=lambda r: r.created_at, reverse=True)
+        keep = {run.pk for run in random.sample(chosen, understood["sample"])}  # noqa: S311 - a sample, not a secret
+        chosen = [run for run in chosen if run.pk in keep]  # in the order chosen (👎 first, then newest)
     return chosen[:MAX_REPLAY_RUNS], understood
+
+
+def _by_feedback(runs: QuerySet[Run], feedback: str | None) -> tuple[QuerySet[Run], list[Any]]:
+    """Runs by the 👍/👎 their answer got: "down" (only 👎), "up", "rated" (either), "down_first" (every run,
+    the 👎 ones first). Without it the order is only newest first."""
+    down = Exists(Feedback.objects.filter(run=OuterRef("pk"), rating=Feedback.Rating.DOWN))
+    if feedback == "down":
+        return runs.filter(down), []
+    if feedback == "up":
+        return runs.filter(Exists(Feedback.objects.filter(run=OuterRef("pk"), rating=Feedback.Rating.UP))), []
+    if feedback == "rated":
+        runs = runs.filter(Exists(Feedback.objects.filter(run=OuterRef("pk"))))
+    if feedback in ("rated", "down_first"):
+        return runs.annotate(thumbs_down=down), [F("thumbs_down").desc()]
+    return runs, []
 
 
 # ------------------------------------------------------------------ the target
@@ -239,11 +280,17 @@ def _cap(raw: Any) -> Decimal:
     return cap
 
 
-def start_replay(*, actor: Actor, agent: Agent, data: dict[str, Any], enqueue: bool = True) -> ReplaySet:
+def start_replay(*, actor: Actor, agent: Agent, data: dict[str, Any], enqueue: bool = True,
+                 purpose: str = SuiteRun.Purpose.MANUAL) -> ReplaySet:
     """A replay set (queued) with a pending result per chosen run, each holding its recording; its driver is
-    enqueued after commit. Editors replay (it spends like running), with the run right."""
+    enqueued after commit. Editors replay (it spends like running), with the run right. `suite_id` names the
+    suite whose replay checks give each run its verdict."""
+    from evals import services
+
     require_agent_access(actor, agent, EDIT)
     actor.require("agents:run")
+    suite = (services.suite_for(actor, agent, data["suite_id"]) if data.get("suite_id") not in (None, "")
+             else None)
     mode = data.get("on_mismatch") or ReplaySet.OnMismatch.REFUSE
     if mode not in ReplaySet.OnMismatch.values:
         raise Invalid("Unknown on_mismatch.", details={"problems": [
@@ -260,7 +307,8 @@ def start_replay(*, actor: Actor, agent: Agent, data: dict[str, Any], enqueue: b
         label, version = resolve_target(actor, agent, data.get("target") or "draft", data.get("model_profile_id"))
         replay_set = ReplaySet.objects.create(
             organization=actor.organization, agent=agent, target=label, version=version, selection=understood,
-            on_mismatch=mode, cap_usd=cap, started_by=actor.user, acting_role=actor.role or "", total=len(runs))
+            on_mismatch=mode, cap_usd=cap, started_by=actor.user, acting_role=actor.role or "", total=len(runs),
+            purpose=purpose, suite=suite, checks=checks_for(suite))
         results = []
         for index, run in enumerate(runs):
             recording = recording_of(run)
@@ -270,7 +318,8 @@ def start_replay(*, actor: Actor, agent: Agent, data: dict[str, Any], enqueue: b
                 recorded_output_tokens=run.output_tokens, recorded_cost_usd=run.cost_usd))
         ReplayResult.objects.bulk_create(results)
         _record(actor, "replay.started", target=replay_set, agent_id=str(agent.pk), target_version=label,
-                runs=len(runs), on_mismatch=mode, cap_usd=str(cap))
+                runs=len(runs), on_mismatch=mode, cap_usd=str(cap), purpose=purpose,
+                suite=suite.name if suite else "")
         if enqueue:
             from evals.tasks import run_replay_set
 
@@ -431,4 +480,6 @@ def summary(replay_set: ReplaySet) -> dict[str, Any]:
         "replayed_cost_usd": f"{replay_set.replayed_cost_usd:f}",
         "cost_delta_usd": f"{replay_set.replayed_cost_usd - replay_set.recorded_cost_usd:f}",
         "recorded_tokens": replay_set.recorded_tokens, "replayed_tokens": replay_set.replayed_tokens,
+        "passed": replay_set.passed, "failed": replay_set.failed,
+        "judge_cost_usd": f"{replay_set.judge_cost_usd:f}",
     }

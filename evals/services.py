@@ -216,7 +216,8 @@ def _clean_cases(actor: Actor, raw: Any, problems: list[dict[str, str]]) -> list
     return [c for c in cleaned if c]
 
 
-def _clean_suite(data: dict[str, Any], problems: list[dict[str, str]], *, creating: bool) -> dict[str, Any]:
+def _clean_suite(actor: Actor, data: dict[str, Any], problems: list[dict[str, str]], *,
+                 creating: bool) -> dict[str, Any]:
     fields: dict[str, Any] = {}
     if "name" in data or creating:
         name = str(data.get("name") or "").strip()
@@ -229,6 +230,13 @@ def _clean_suite(data: dict[str, Any], problems: list[dict[str, str]], *, creati
         if not isinstance(data["gates_publish"], bool):
             problems.append(_problem("gates_publish", "true or false."))
         fields["gates_publish"] = bool(data["gates_publish"])
+    if "replay_checks" in data:
+        try:
+            fields["replay_checks"] = checks_mod.parse_checks(data["replay_checks"], field_prefix="replay_checks")
+        except Invalid as exc:
+            problems.extend(exc.details.get("problems") or [])
+        else:
+            _judge_profiles(actor, fields["replay_checks"], "replay_checks", problems)
     return fields
 
 
@@ -240,7 +248,7 @@ def _write_cases(suite: Suite, cases: list[dict[str, Any]]) -> None:
 def create_suite(*, actor: Actor, agent: Agent, data: dict[str, Any]) -> Suite:
     require_agent_access(actor, agent, EDIT)
     problems: list[dict[str, str]] = []
-    fields = _clean_suite(data, problems, creating=True)
+    fields = _clean_suite(actor, data, problems, creating=True)
     cases = _clean_cases(actor, data.get("cases") or [], problems)
     if problems:
         raise Invalid("The evaluation suite is invalid.", details={"problems": problems})
@@ -258,7 +266,7 @@ def update_suite(*, actor: Actor, suite: Suite, data: dict[str, Any]) -> Suite:
     """Change the suite's fields; `cases`, when given, replaces the whole list."""
     require_agent_access(actor, suite.agent, EDIT)
     problems: list[dict[str, str]] = []
-    fields = _clean_suite(data, problems, creating=False)
+    fields = _clean_suite(actor, data, problems, creating=False)
     cases = _clean_cases(actor, data["cases"], problems) if "cases" in data else None
     if problems:
         raise Invalid("The evaluation suite is invalid.", details={"problems": problems})

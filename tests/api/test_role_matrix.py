@@ -25,6 +25,7 @@ from agents import rollouts
 from agents import services as agents
 from channelbots import services as bots
 from embeds.models import Embed
+from evals import replay_gate
 from evals import services as evals
 from evals.models import Suite, SuiteRun
 from governance import grants
@@ -41,7 +42,8 @@ PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 64
 # The levels on an agent, weakest first (written out here, not imported from the code under test).
 RANK = {None: 0, "view": 1, "use": 2, "edit": 3, "publish": 4}
 # The shared snapshot's tables, and what the evaluation routes write (suites, their cases, suite runs, results).
-MATRIX_TABLES = (*TABLES, "evals.Suite", "evals.Case", "evals.SuiteRun", "evals.CaseResult", "agents.Rollout")
+MATRIX_TABLES = (*TABLES, "evals.Suite", "evals.Case", "evals.SuiteRun", "evals.CaseResult", "agents.Rollout",
+                 "evals.ReplayGate")
 
 
 def database_state() -> dict:
@@ -230,6 +232,10 @@ ROUTES = [
     Route("get", "api-eval-run", {"run_id": "suite_run"}, "view", 200, "agents:view"),
     # evals/urls.py: the agent's replays (starting one is per person: tests/evals/test_replays_api.py)
     Route("get", "api-agent-replays", {"agent_id": "agent"}, "view", 200, "agents:view"),
+    Route("get", "api-agent-replay-gate", {"agent_id": "agent"}, "view", 200, "agents:view"),
+    Route("put", "api-agent-replay-gate", {"agent_id": "agent"}, "edit", 200, "agents:edit",
+          body={"runs": 7, "max_failed": 1}),
+    Route("delete", "api-agent-replay-gate", {"agent_id": "agent"}, "edit", 204, "agents:edit"),
     Route("get", "api-eval-run-compare", {"run_id": "suite_run"}, "view", 200, "agents:view",
           query="?with={suite_run}"),
     # knowledge/urls.py: one agent's memory, everyone's
@@ -283,6 +289,7 @@ def _agent_with_everything(org, owner, profile, *, name: str, visibility: str, g
         {"name": "greets", "prompt": "Say hello.", "checks": [{"kind": "contains", "value": "hello"}]}]})
     suite_yaml = evals.export_suite_yaml(actor=actor, suite=suite).replace("Smoke", "Imported")
     assert "Imported" in suite_yaml
+    replay_gate.set_gate(actor=actor, agent=agent, data={"runs": 5, "suite_id": str(suite.pk)})
     MemoryNote.objects.create(organization=org, agent=agent, owner_user=grantee, name="diet.md", content="Vegetarian.")
     yaml = agents.export_agent_yaml(actor=actor, agent=agent).replace("Be helpful.", "Be brief.")
     assert "Be brief." in yaml

@@ -191,7 +191,7 @@ def test_the_failure_rate_test_is_a_two_proportion_z_test():
 
 def _measured(base_runs, base_failed, base_cost, cand_runs, cand_failed, cand_cost):
     def side(runs, failed, cost):
-        return {"runs": runs, "failed": failed, "failed_share": failed / runs if runs else None,
+        return {**rollouts.EMPTY, "runs": runs, "failed": failed, "failed_share": failed / runs if runs else None,
                 "cost_per_run_usd": cost}
     return {"base": side(base_runs, base_failed, base_cost), "candidate": side(cand_runs, cand_failed, cand_cost)}
 

@@ -26,8 +26,11 @@ def test_the_schema_lists_the_platform_endpoints_and_the_bearer_scheme(client, d
         "description": "An API key (aos_…) created at /api/v1/api-keys. It acts in its own organization.",
     }
     metrics = doc["components"]["schemas"]["RolloutMetrics"]["properties"]
-    assert set(metrics) == {"base", "candidate", "comparison", "next_step"}
+    assert set(metrics) == {"base", "candidate", "comparison", "comparisons", "next_step"}
     assert "p_value" in doc["components"]["schemas"]["RolloutComparison"]["properties"]
+    assert set(doc["components"]["schemas"]["RolloutComparisons"]["properties"]) == {
+        "failed", "guardrail_blocked", "approval_rejected", "thumbs_down"}
+    assert "/api/v1/agents/{agent_id}/replay-gate" in doc["paths"]
     secret_props = doc["components"]["schemas"]["Secret"]["properties"]
     assert "value" not in secret_props and "ciphertext" not in secret_props
 

@@ -338,3 +338,112 @@ def test_thumbs_down_are_counted_per_version_among_rated_runs(org, owner, half_a
     assert measured["candidate"]["thumbs_down_share"] == pytest.approx(2 / 3)
     assert (measured["base"]["rated"], measured["base"]["thumbs_down"], measured["base"]["thumbs_down_share"]) == (
         1, 0, 0.0)
+
+
+def _signal(org, owner, run, signal: str) -> None:
+    """Give an ended run one of the watched bad signals, as the runner, a person approving or a 👎 would."""
+    from agents.models import Feedback, Message
+    from governance.models import Approval
+
+    if signal == "guardrail":
+        Run.objects.filter(pk=run.pk).update(status=RunStatus.GUARDRAIL_BLOCKED)
+    elif signal == "rejection":
+        Approval.objects.create(organization=org, run=run, tool_call_id="c", tool_id="t", tool_name="t",
+                                status=Approval.Status.REJECTED)
+    else:
+        answer = Message.objects.create(conversation_id=run.conversation_id, run=run, role="assistant",
+                                        content="An answer.")
+        Feedback.objects.create(organization=org, agent=run.agent, message=answer, run=run, user=owner,
+                                rating=signal)
+
+
+WATCHED = [
+    ("guardrail", "was blocked by a guardrail in 4 of 4 runs", "guardrail_multiple"),
+    ("rejection", "had a tool call rejected in 4 of 4 runs", "rejection_multiple"),
+    ("down", "got 👎 on 4 of 4 rated answers", "thumbs_down_multiple"),
+]
+
+
+@pytest.mark.parametrize(("signal", "reason", "field"), WATCHED)
+def test_every_watched_share_rolls_the_candidate_back_by_itself_once_it_has_min_runs(
+        org, owner, two_versions, mailoutbox, signal, reason, field):
+    from agents import extensions
+
+    agent, v1, v2 = two_versions
+    actor = actor_of(owner, org)
+    rollout = rollouts.start_rollout(actor=actor, agent=agent, environment="production", candidate=2, share=50,
+                                     min_runs=4, cost_increase_pct=None)
+    admitted = [_turn(actor, agent) for _ in range(40)]
+    on_candidate = [run for run in admitted if run.version_id == v2.pk][:4]
+    on_base = [run for run in admitted if run.version_id == v1.pk][:4]
+    assert len(on_candidate) == 4 and len(on_base) == 4
+    _ended(on_base)
+    for run in on_base:  # the base answers well (rated 👍 where ratings are watched)
+        if signal == "down":
+            _signal(org, owner, run, "up")
+    for number, run in enumerate(on_candidate, start=1):  # the candidate's runs end one by one, each badly
+        _ended([run])
+        _signal(org, owner, run, signal)
+        run.refresh_from_db()
+        extensions.run_ended(run, run.status)  # what the runner calls as a run ends
+        rollout.refresh_from_db()
+        # Judged only once the candidate has min_runs (of ended runs; of rated answers for 👎).
+        assert rollout.status == (Rollout.Status.ROLLED_BACK if number == 4 else Rollout.Status.ACTIVE), number
+
+    assert rollout.share == 0 and reason in rollout.reason and "at least 2.00× v1's 0%" in rollout.reason
+    event = AuditEvent.objects.get(action="rollout.rolled_back")
+    assert event.details["reason"] == rollout.reason and event.details["candidate_version"] == 2
+    assert Notification.objects.get(kind=Notification.Kind.ROLLOUT_ROLLED_BACK).recipient == owner
+    assert [mail.to for mail in mailoutbox] == [[owner.email]] and reason in mailoutbox[0].body
+    assert Environment.objects.get(agent=agent, name="production").rollout_id is None
+    comparison = rollouts.metrics(rollout)["comparisons"]
+    counted = {"guardrail": "guardrail_blocked", "rejection": "approval_rejected", "down": "thumbs_down"}[signal]
+    assert comparison[counted]["difference"] == 1.0
+    assert comparison[counted]["note"].startswith("Not enough runs yet") and not comparison[counted]["significant"]
+
+
+@pytest.mark.parametrize(("signal", "reason", "field"), WATCHED)
+def test_a_watched_share_set_to_none_is_not_watched(org, owner, two_versions, signal, reason, field):
+    agent, _v1, v2 = two_versions
+    actor = actor_of(owner, org)
+    rollout = rollouts.start_rollout(actor=actor, agent=agent, environment="production", candidate=2, share=99,
+                                     min_runs=2, **{field: None})
+    on_candidate = [run for run in (_turn(actor, agent) for _ in range(10)) if run.version_id == v2.pk][:2]
+    assert len(on_candidate) == 2
+    _ended(on_candidate)
+    for run in on_candidate:
+        _signal(org, owner, run, signal)
+    assert rollouts.check_thresholds(rollout.pk) is False
+    rollout.refresh_from_db()
+    assert rollout.status == Rollout.Status.ACTIVE and getattr(rollout, field) is None
+
+
+def test_a_thumbs_down_given_in_the_chat_checks_the_rollout_at_once(org, owner, two_versions, models_by_profile):
+    from agents import feedback
+
+    agent, _v1, v2 = two_versions
+    models_by_profile["Candidate"] = text_model("Meh.")
+    actor = actor_of(owner, org)
+    rollout = rollouts.start_rollout(actor=actor, agent=agent, environment="production", candidate=2, share=99,
+                                     min_runs=1)
+    run = next(r for r in (_execute(_turn(actor, agent)) for _ in range(10)) if r.version_id == v2.pk)
+    rollout.refresh_from_db()
+    assert rollout.status == Rollout.Status.ACTIVE  # it completed: nothing crossed yet
+    answer = run.messages.get(role="assistant")
+
+    feedback.give(actor=actor, conversation_id=run.conversation_id, message_id=answer.pk, rating="down")
+
+    rollout.refresh_from_db()
+    assert rollout.status == Rollout.Status.ROLLED_BACK and "got 👎 on 1 of 1 rated answers" in rollout.reason
+
+
+def test_a_threshold_multiple_out_of_range_is_refused_at_its_field(org, owner, two_versions):
+    from agenticos.errors import Invalid
+
+    agent, _v1, _v2 = two_versions
+    for bad in ("0.5", "abc", True, "NaN"):
+        with pytest.raises(Invalid) as refused:
+            rollouts.start_rollout(actor=actor_of(owner, org), agent=agent, environment="production", candidate=2,
+                                   share=10, rejection_multiple=bad)
+        assert refused.value.details["field"] == "rejection_multiple"
+    assert not Rollout.objects.exists()
