@@ -59,11 +59,12 @@ def test_an_owner_sets_up_sso_and_a_person_signs_in_through_it(live_server_url, 
     page.locator('[data-domain="acme.com"]').get_by_role("button", name="Verify").click()
     page.locator('[data-domain="acme.com"]').get_by_text("verified", exact=True).wait_for()
 
-    page.get_by_label("Button label").fill("Acme SSO")
-    page.get_by_label("Issuer URL").fill(idp.issuer)
-    page.get_by_label("Client ID").fill(idp.client_id)
-    page.get_by_label("Client secret").fill(idp.client_secret)
-    page.get_by_role("button", name="Save single sign-on").click()
+    oidc = page.locator("[data-oidc-form]")  # the SAML form beside it has its own "Button label"
+    oidc.get_by_label("Button label").fill("Acme SSO")
+    oidc.get_by_label("Issuer URL").fill(idp.issuer)
+    oidc.get_by_label("Client ID").fill(idp.client_id)
+    oidc.get_by_label("Client secret").fill(idp.client_secret)
+    oidc.get_by_role("button", name="Save single sign-on").click()
     page.locator("[data-callback-url]").wait_for()
     connection = OidcConnection.objects.get(organization=org)
     assert page.locator("[data-callback-url]").inner_text().endswith(f"/accounts/oidc/{connection.slug}/login/callback/")

@@ -143,6 +143,18 @@ def finished(page, host: str = "") -> dict:
     return frame_state(page, host)
 
 
+def settled(page, host: str = "", tries: int = 40) -> dict:
+    """The finished drawing's state once two reads a quarter second apart agree (at most ~10 s)."""
+    last = None
+    for _ in range(tries):
+        now = finished(page, host)
+        if now == last:
+            return now
+        last = now
+        page.wait_for_timeout(250)
+    return last or {}
+
+
 def owner_and_agent():
     from agenticos.models import Membership
     from tests import factories
@@ -181,8 +193,10 @@ def test_a_drawing_grows_in_web_chat_while_its_arguments_stream_and_runs_only_on
             assert json.loads(posted.value.post_data or "{}")["digest"] == reports.digest("svg", CONTENT)
 
         grow(page, run, call_id, complete=complete)
-        assert finished(page) == {"rects": 4, "scripts": 1, "handlers": 1, "ran": "ran"}
         page.wait_for_function("() => document.querySelector('.turn-assistant .turn-usage')")
+        # The turn's end may draw its rail once more (its signature gains the ended turn's state): read the
+        # frame once it has settled — a frame being replaced reads as neither the old nor the new drawing.
+        assert settled(page) == {"rects": 4, "scripts": 1, "handlers": 1, "ran": "ran"}
         assert page.locator("[data-visual] iframe").count() == 1
         page.screenshot(path=str(Path(__file__).resolve().parents[2] / "test-artifacts" / "visual-grown-web-chat.png"))
         assert errors == []

@@ -21,7 +21,9 @@ from tests.fakes.rest_api import FakeRestAPI
 from tests.runner.test_execute import start
 from tests.runner.test_worker_faults import openai_agent, status, wait_until, worker_process  # noqa: F401
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# The sweeps (hand-back, redelivery) send runs to the `runs` queue, which this process's session worker consumes:
+# it would take a run the test gives to its own worker processes.
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("runs_queue_to_ourselves")]
 
 WORKER_ENV = {"TOOL_ALLOWED_PRIVATE_HOSTS": "127.0.0.1"}
 

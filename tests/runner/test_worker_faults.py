@@ -94,27 +94,6 @@ def worker_process(tmp_path):
         worker.stop()
 
 
-@pytest.fixture
-def runs_queue_to_ourselves():
-    """The hand-back sends a run to the `runs` queue, which the session worker of this process consumes once an
-    earlier test started it: it would go on with the run before the test could look at it handed back. Stop its
-    consuming `runs` (remote control, as an operator would) for the test, and give it back after."""
-    from config.celery import app
-    from tests.conftest import _SessionWorker
-
-    running = _SessionWorker.running
-    name = running.worker.hostname if running is not None and running.worker is not None else None
-    if name is None:
-        yield
-        return
-    replies = app.control.cancel_consumer("runs", destination=[name], reply=True, timeout=10)
-    assert replies, f"the session worker {name} did not answer the cancel_consumer request"
-    try:
-        yield
-    finally:
-        app.control.add_consumer("runs", destination=[name], reply=True, timeout=10)
-
-
 def wait_until(condition, timeout: float = 30.0) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -83,7 +83,8 @@ class Route:
         def group(match: re.Match[str]) -> str:  # the admin's regex routes: their first alternative
             return match[1].split("|")[0] if re.fullmatch(r"[\w|]+", match[1]) else "x"
 
-        return "/" + REGEX_GROUP.sub(group, PARAM.sub(param, self.route)).replace("^", "").replace("$", "")
+        # Regex groups first: a named group's `<name>` would otherwise read as a path converter.
+        return "/" + PARAM.sub(param, REGEX_GROUP.sub(group, self.route)).replace("^", "").replace("$", "")
 
     def writes(self) -> list[str]:
         return [m for m in self.methods() if m in WRITES]
