@@ -113,6 +113,12 @@ def organization_budget(actor: Actor) -> dict[str, Any]:
     }
 
 
+def organization_budget_state(actor: Actor) -> dict[str, str | None]:
+    """The month's organization cap and spend as the chat's state carries them (strings: JSON has no Decimal)."""
+    budget = organization_budget(actor)
+    return {"limit": str(budget["limit"]) if budget["limit"] is not None else None, "spent": str(budget["spent"])}
+
+
 # ------------------------------------------------------------------ dashboard
 
 

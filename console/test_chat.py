@@ -31,7 +31,6 @@ def test_chat_state(actor: Actor, agent: Agent) -> dict[str, Any]:
     """The web chat's state (console.views.chat) for the draft of `agent`, starting with no conversation."""
     budget = (agent.draft_spec.get("budget") or {}).get("monthly_usd")
     spent = selectors.agent_spend_this_month(actor).get(str(agent.pk), Decimal("0"))
-    org_budget = selectors.organization_budget(actor)
     return {
         "test_chat": True,
         "environment": DRAFT,
@@ -45,10 +44,7 @@ def test_chat_state(actor: Actor, agent: Agent) -> dict[str, Any]:
         "usage": None,
         "can_decide": actor.has("approvals:decide"),
         "read_only": False,
-        "org_budget": {
-            "limit": str(org_budget["limit"]) if org_budget["limit"] is not None else None,
-            "spent": str(org_budget["spent"]),
-        },
+        "org_budget": selectors.organization_budget_state(actor),
         "urls": {
             "socket": "/ws/chat/",
             "chat": reverse("console:chat"),

@@ -137,7 +137,6 @@ def chat(request: HttpRequest, actor: Actor, conversation_id: str | None = None)
     selected = str(conversation.agent_id) if conversation else request.GET.get("agent", "")
     if not selected and agents:
         selected = agents[0]["id"]
-    org_budget = selectors.organization_budget(actor)
     state = {
         "conversation_id": str(conversation.pk) if conversation else None,
         "agent_id": selected,
@@ -147,10 +146,7 @@ def chat(request: HttpRequest, actor: Actor, conversation_id: str | None = None)
         "usage": selectors.latest_usage(turns),
         "can_decide": actor.has("approvals:decide"),
         "read_only": read_only,
-        "org_budget": {
-            "limit": str(org_budget["limit"]) if org_budget["limit"] is not None else None,
-            "spent": str(org_budget["spent"]),
-        },
+        "org_budget": selectors.organization_budget_state(actor),
         "urls": {
             "socket": "/ws/chat/",
             "chat": reverse("console:chat"),
