@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from playwright.sync_api import expect
 
 from agenticos.models import Membership
 from agenticos.tenancy import actor_for_membership
@@ -150,7 +151,8 @@ def test_an_approval_in_the_test_chat_is_decided_on_its_card_and_the_draft_goes_
     assert card.locator("[data-arg=title]").text_content() == "Sales"  # the exact arguments
     card.get_by_role("button", name="Approve").click()
     chat.locator("[data-turn-usage]").wait_for()
-    assert chat.locator("[data-part=text]").last.text_content().strip() == "Your chart is drawn."
+    # The usage line may land before the last text frame is drawn: wait for the answer itself.
+    expect(chat.locator("[data-part=text]").last).to_have_text("Your chart is drawn.", timeout=30_000)
     assert chat.locator("figure[data-chart] svg").count() == 1  # approved, the chart is drawn as a chart
     assert page.evaluate("() => document.documentElement.scrollWidth") <= width
     page.screenshot(path=str(ARTIFACTS / f"builder-test-chat-approval-{width}.png"), full_page=True)
