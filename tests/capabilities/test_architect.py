@@ -188,3 +188,33 @@ def test_accepting_checks_again_as_the_person_stands_now(org, owner, builder, mo
     with pytest.raises(Forbidden):
         architect.accept(actor_of(builder, org), run_id=call.run_id, call_id=call.tool_call_id, card=0)
     assert Agent.objects.count() == before
+
+
+def test_two_accepts_at_once_make_one_draft(org, owner, model, docs, fake_openai):
+    """Two tabs clicking Create at the same moment: the call's row lock lets one through; the other waits for it
+    and is told it was accepted already — never two drafts from one card."""
+    import threading
+
+    from django.db import connection
+
+    call = drawn_proposal(org, owner, model, docs, fake_openai)
+    before = Agent.objects.filter(organization=org).count()
+    start, outcomes = threading.Barrier(2), []
+
+    def accept() -> None:
+        try:
+            start.wait(10)
+            architect.accept(actor_of(owner, org), run_id=call.run_id, call_id=call.tool_call_id, card=0)
+            outcomes.append("created")
+        except Conflict:
+            outcomes.append("conflict")
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=accept) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert sorted(outcomes) == ["conflict", "created"]
+    assert Agent.objects.filter(organization=org).count() == before + 1
