@@ -81,8 +81,8 @@ class RunSerializer(serializers.ModelSerializer):
         model = Run
         fields = [
             "run_id", "agent_id", "version", "conversation_id", "surface", "status", "prompt", "output", "error",
-            "input_tokens", "output_tokens", "requests", "cost_usd", "cost_is_partial", "created_at",
-            "started_at", "finished_at",
+            "input_tokens", "output_tokens", "requests", "cost_usd", "cost_is_partial", "context_tokens",
+            "context_window", "created_at", "started_at", "finished_at",
         ]
 
 

@@ -314,6 +314,12 @@ class Run(models.Model):
     requests = models.PositiveIntegerField(default=0)
     cost_usd = models.DecimalField(max_digits=14, decimal_places=8, default=0)
     cost_is_partial = models.BooleanField(default=False)
+    # How full the model's context window was at the run's last request: the input tokens the provider billed
+    # for it (instructions and tool schemas included) against the window the run measured it by — the
+    # compaction binding's `context_window`, else the model profile's, else the model's own (genai-prices).
+    # Null when the run made no request or no window is known. Every agent reports it, compacting or not.
+    context_tokens = models.PositiveIntegerField(null=True, blank=True)
+    context_window = models.PositiveIntegerField(null=True, blank=True)
     # pydantic-ai message history at the point the run parked (approval / question), to resume from.
     parked_state = models.JSONField(null=True, blank=True)
     # What a running run needs to go on from its last step on another worker (agents/runner/checkpoint.py):

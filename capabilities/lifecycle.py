@@ -37,6 +37,11 @@ if TYPE_CHECKING:
     from governance.models import SpendEntry
 
 
+# The run's scratch key a binding sets to override the context window the run's fill is measured by (compaction's
+# `context_window`: "contra qué se dispara esto y entre qué divide el indicador del chat"); read by the runner.
+CONTEXT_WINDOW = "context_window"
+
+
 class RunHandle(Protocol):
     run: Run
     spec: AgentSpec

@@ -14,6 +14,7 @@ from django.utils import timezone
 from agenticos.tenancy import Actor
 from agents import branches
 from agents.models import Agent, Conversation, Environment, Feedback, Message, Run, Surface, ToolCall
+from agents.runner.frames import context_usage
 from agents.uploads import public_attachments
 from governance import budgets
 from governance.grants import EDIT, PUBLISH, USE, at_least, grant_levels, role_level, stronger, visible_agents
@@ -331,7 +332,8 @@ def conversation_turns(conversation: Conversation, user_id: Any = None) -> list[
     runs = {
         str(r["id"]): r
         for r in Run.objects.filter(conversation=conversation).values(
-            "id", "status", "input_tokens", "output_tokens", "cost_usd", "cost_is_partial"
+            "id", "status", "input_tokens", "output_tokens", "cost_usd", "cost_is_partial", "context_tokens",
+            "context_window",
         )
     }
     turns: list[dict[str, Any]] = []
@@ -391,6 +393,7 @@ def conversation_turns(conversation: Conversation, user_id: Any = None) -> list[
                 "cost_usd": str(run["cost_usd"]),
                 "cost_is_partial": run["cost_is_partial"],
                 "status": run["status"],
+                **context_usage(run),
             },
         })
     return turns

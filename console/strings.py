@@ -106,6 +106,11 @@ def chat_strings() -> dict[str, str]:
         "copy_code": _("Copy code"),
         "download": _("Download"),
         "summarizing": _("Summarizing the conversation…"),
+        "compaction_gave_up": _("Long conversations is not compacting this run: the instructions and tool descriptions "
+                                "alone take %(overhead)s tokens, over its trigger of %(trigger)s tokens (of a "
+                                "%(window)s-token window). Raise the binding's context window or bind fewer tools."),
+        "context_fill": _("Context %(percent)s%% of %(window)s tokens"),
+        "context_tokens": _("Context %(tokens)s tokens"),
         "starters": _("Ways to start a chat with %(name)s"),
         "sources": _("Sources"), "page": _("page %(page)s"), "source_of": _("Source %(n)s: %(document)s"),
         "copy_message": _("Copy text"),

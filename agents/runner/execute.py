@@ -41,6 +41,7 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults, ToolDenied
 from pydantic_ai.usage import RunUsage, UsageLimits
+from pydantic_ai_harness.compaction import resolve_context_window
 from pydantic_ai_harness.guardrails import GuardrailError
 
 from agenticos import metrics, telemetry
@@ -51,13 +52,14 @@ from agents.models import Agent as AgentRow
 from agents.models import AgentVersion, ModelProfile, Run, RunStatus
 from agents.runner import assembly, attachments, checkpoint, recovery
 from agents.runner.deps import RunDeps
-from agents.runner.frames import ChannelLayerSink, CollectingSink, Sink, frame
+from agents.runner.frames import ChannelLayerSink, CollectingSink, Sink, context_usage, frame
 from agents.runner.gate import ApprovalGate, waiting_calls
 from agents.runner.guard import BudgetGuard
 from agents.runner.loop import runs_loop
 from agents.runner.transcript import Transcript, jsonable
 from agents.spec import AgentSpec, load_spec
 from capabilities import lifecycle
+from capabilities.lifecycle import CONTEXT_WINDOW
 from governance import budgets, pricing
 from governance.budgets import BudgetExceeded
 from governance.models import SpendEntry
@@ -68,7 +70,19 @@ logger = logging.getLogger(__name__)
 GUARDRAIL_MESSAGE = "This message could not be answered: one of this agent's guardrails stopped it."
 
 # What the `complete` frame reports of a run.
-USAGE_FIELDS = ("status", "input_tokens", "output_tokens", "requests", "cost_usd", "cost_is_partial")
+USAGE_FIELDS = ("status", "input_tokens", "output_tokens", "requests", "cost_usd", "cost_is_partial",
+                "context_tokens", "context_window")
+
+
+def _model_window(model: Any) -> int | None:
+    """The model's own context window (pydantic-ai's profile, then genai-prices), None when unknown or when the
+    model cannot say (the demo model, a test double)."""
+    if model is None:
+        return None
+    try:
+        return resolve_context_window(model)
+    except Exception:  # a model without an id the registry can parse: no window, not a failed run
+        return None
 
 
 _db_pool: ThreadPoolExecutor | None = None
@@ -169,6 +183,11 @@ class RunExecution:
         self.deps: RunDeps | None = None
         # The pydantic-ai capabilities built for this run (capabilities.lifecycle.RunHandle: a hook finds its own).
         self.built_capabilities: list[Any] = []
+        # How full the context window was at the last model request (BudgetGuard notes it; Run.context_tokens),
+        # and the window it is measured by (resolved on first use: _context_window).
+        self.context_tokens: int | None = None
+        self._window: tuple[int | None] | None = None
+        self._window_sources: tuple[int | None, Any] = (None, None)
 
     # ------------------------------------------------------------- plumbing
 
@@ -220,7 +239,20 @@ class RunExecution:
         """The insert of the unrecorded ledger rows, and the run-row update that adds them to the run's totals
         (for the caller to carry out with its own writes); they count as recorded from here on."""
         entries, self.unrecorded_spend = self.unrecorded_spend, []
-        return budgets.ledger_writes(entries)
+        inserts, totals = budgets.ledger_writes(entries)
+        if self.context_tokens is not None:
+            totals = {**totals, "context_tokens": self.context_tokens, "context_window": self.context_window()}
+        return inserts, totals
+
+    def context_window(self) -> int | None:
+        """The window the run's context fill is measured by: the one a binding set (compaction's `context_window`,
+        noted in the run's scratch), else the model profile's, else the model's own (its profile in pydantic-ai,
+        then genai-prices). None when none is known — the fill is then not shown as a share."""
+        if self._window is None:
+            override = self.deps.scratch.get(CONTEXT_WINDOW) if self.deps is not None else None
+            profile_window, model = self._window_sources
+            self._window = (override or profile_window or _model_window(model),)
+        return self._window[0]
 
     async def _close_sink(self) -> None:
         close = getattr(self.sink, "close", None)  # a caller's own sink may have nothing to close
@@ -402,6 +434,7 @@ class RunExecution:
         self.read_only = built.read_only
         model = assembly.build_model(profile)
         self.free_model = pricing.is_free(model)
+        self._window_sources = (profile.context_window, model)
         agent = Agent(
             model,
             output_type=[str, DeferredToolRequests],
@@ -648,6 +681,7 @@ class RunExecution:
                 "requests": run["requests"],
                 "cost_usd": f"{run['cost_usd']:f}",
                 "cost_is_partial": run["cost_is_partial"],
+                **context_usage(run),
             },
         )
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 from channels.layers import get_channel_layer
@@ -171,13 +172,25 @@ ENDED_MESSAGES: dict[str, tuple[str, str]] = {
 }
 
 
+def context_usage(run: Mapping[str, Any]) -> dict[str, int]:
+    """A finished run's context fill for its usage line: the input tokens of its last model request and the window
+    they are measured by — nothing when it made no request, only the tokens when no window is known."""
+    if run.get("context_tokens") is None:
+        return {}
+    reading = {"context_tokens": run["context_tokens"]}
+    if run.get("context_window"):
+        reading["context_window"] = run["context_window"]
+    return reading
+
+
 def ending_frames(run_id: Any) -> list[dict[str, Any]] | None:
     """The frames that end a run, rebuilt from its row — for a listener whose frames the channel layer
     dropped (it drops without a word). None while the run is queued or running. Sync (ORM)."""
     from agents.models import Run, RunStatus
 
     run = (Run.objects.filter(pk=run_id)
-           .values("status", "output", "input_tokens", "output_tokens", "requests", "cost_usd", "cost_is_partial")
+           .values("status", "output", "input_tokens", "output_tokens", "requests", "cost_usd", "cost_is_partial",
+                   "context_tokens", "context_window")
            .first())
     if run is None or run["status"] in (RunStatus.QUEUED, RunStatus.RUNNING):
         return None
@@ -185,7 +198,7 @@ def ending_frames(run_id: Any) -> list[dict[str, Any]] | None:
     if status in (RunStatus.COMPLETED, RunStatus.AWAITING_APPROVAL, RunStatus.AWAITING_ANSWER):
         usage = {"input_tokens": run["input_tokens"], "output_tokens": run["output_tokens"],
                  "requests": run["requests"], "cost_usd": f"{run['cost_usd']:f}",
-                 "cost_is_partial": run["cost_is_partial"]}
+                 "cost_is_partial": run["cost_is_partial"], **context_usage(run)}
         # final_result is assigned, not appended: it restores an answer whose deltas were lost.
         return [frame("final_result", output=run["output"] or ""), frame("complete", status=status, usage=usage)]
     message, code = ENDED_MESSAGES.get(status, ENDED_MESSAGES["failed"])

@@ -47,6 +47,8 @@ class BudgetGuard(AbstractCapability[Any]):
         response = await handler(request_context)
         entry = self._entry(response)
         ex.unrecorded_spend.append(entry)
+        if response.usage.input_tokens:  # how full the window was: what this request carried, as billed
+            ex.context_tokens = response.usage.input_tokens
         metrics.model_request(response, entry, started, surface=ex.run.surface)
         if response.tool_calls:
             # The step's checkpoint rides in the statement that records its spend (agents.runner.checkpoint).

@@ -27,17 +27,23 @@ from typing import Any, Literal
 
 from asgiref.sync import sync_to_async
 from pydantic import BaseModel, ConfigDict, Field, field_validator
-from pydantic_ai.messages import CapabilityEvent
+from pydantic_ai.messages import CapabilityEvent, ModelRequest, ModelResponse
 from pydantic_ai_harness.compaction import (
     DEFAULT_CONTEXT_WINDOW,
     ClearToolResults,
     SlidingWindowCompaction,
     SummarizingCompaction,
     TieredCompaction,
+    estimate_token_count,
+    resolve_context_window,
 )
 
+# Not exported by the harness's package, but the estimator and trigger its own strategies use: the overhead is
+# measured with the same numbers the trigger fires on.
+from pydantic_ai_harness.compaction._shared import estimate_text_tokens, resolve_token_trigger
+
 from capabilities.base import BuildContext, Built, Capability, enum_labels
-from capabilities.lifecycle import RunHandle, RunHooks
+from capabilities.lifecycle import CONTEXT_WINDOW, RunHandle, RunHooks
 
 # The run's scratch key set when a strategy changed the history (read by the runner, persisted.py).
 COMPACTED = "compacted"
@@ -83,11 +89,69 @@ class Summarizing(CapabilityEvent, namespace="agenticos.compaction", name="summa
         return frame("compaction", status="summarizing", messages=self.messages)
 
 
+@dataclass(kw_only=True)
+class GaveUp(CapabilityEvent, namespace="agenticos.compaction", name="gave_up"):
+    """What a request carries beyond its messages (instructions, every tool schema) alone passes the trigger: no
+    summary could get under it, so compaction does nothing — and says so, once per run, with the overhead and the
+    window it was measured against (the pair someone needs to pick a `context_window` that works)."""
+
+    overhead_tokens: int
+    trigger_tokens: int
+    window_tokens: int
+
+    def as_frame(self) -> dict[str, Any]:
+        from agents.runner.frames import frame
+
+        return frame("compaction", status="gave_up", overhead_tokens=self.overhead_tokens,
+                     trigger_tokens=self.trigger_tokens, window_tokens=self.window_tokens)
+
+
+# The run's scratch key set once the run was told compaction gave up (the notice describes a setting: once a run).
+GAVE_UP = "compaction_gave_up"
+
+
+def request_overhead(messages: list[Any]) -> int | None:
+    """What the last answered request carried beyond its messages, in tokens: the input the provider billed for it
+    less the estimate of the message text it sent (the harness's estimator; instructions are overhead too). None
+    before the first response (nothing billed to measure against)."""
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if isinstance(message, ModelResponse) and message.usage.input_tokens:
+            sent = messages[:index]
+            instructions = next((m.instructions for m in reversed(sent)
+                                 if isinstance(m, ModelRequest) and m.instructions), None) or ""
+            text = estimate_token_count(sent) - estimate_text_tokens(instructions)
+            return max(message.usage.input_tokens - text, 0)
+    return None
+
+
+def _trigger(strategy: Any, model: Any) -> tuple[int | None, int]:
+    """The strategy's token trigger for this request's model, and the window it is a share of."""
+    fraction = getattr(strategy, "max_fraction", None) or getattr(strategy, "target_fraction", None)
+    override = getattr(strategy, "context_window", None)
+    fallback = getattr(strategy, "fallback_context_window", DEFAULT_CONTEXT_WINDOW)
+    window = override or resolve_context_window(model) or fallback
+    return resolve_token_trigger(None, fraction, model, fallback, override), window
+
+
 class NotesCompaction:
     """Notes in the run's scratch that the history was compacted — changed by the strategy, not merely
-    triggered (a trigger whose strategy kept everything is no compaction) — without touching the strategy."""
+    triggered (a trigger whose strategy kept everything is no compaction) — without touching the strategy.
+
+    And gives up where the harness would not: when the request's overhead alone passes the trigger, no summary
+    can get below it (the schemas are not in the history) and a corrected window would buy a summary on every
+    request for ever — so nothing is compacted, and the chat is told once (GaveUp)."""
 
     async def before_model_request(self, ctx: Any, request_context: Any) -> Any:
+        overhead = request_overhead(ctx.messages)
+        if overhead is not None:
+            trigger, window = _trigger(self, getattr(request_context, "model", None) or ctx.model)
+            if trigger is not None and overhead >= trigger:
+                scratch = getattr(ctx.deps, "scratch", None)
+                if isinstance(scratch, dict) and not scratch.get(GAVE_UP):
+                    scratch[GAVE_UP] = True
+                    await ctx.emit(GaveUp(overhead_tokens=overhead, trigger_tokens=trigger, window_tokens=window))
+                return request_context
         before = list(ctx.messages)
         result = await super().before_model_request(ctx, request_context)  # type: ignore[misc]
         if ctx.messages != before:  # element-wise identity first: cheap when nothing changed
@@ -161,6 +225,8 @@ def build(ctx: BuildContext) -> list[Built]:
     config = ctx.config
     assert isinstance(config, CompactionConfig)
     window: dict[str, Any] = {"fallback_context_window": config.fallback_context_window}
+    if config.context_window:  # the chat's context indicator divides by it too (the runner reads it)
+        ctx.deps.scratch[CONTEXT_WINDOW] = config.context_window
     resolved = config.context_window or _profile_window(ctx)
     if resolved:
         window["context_window"] = resolved

@@ -87,3 +87,43 @@ def test_the_window_comes_from_the_binding_then_the_model_profile(org, owner, fa
 def test_a_summary_prompt_must_carry_the_messages():
     with pytest.raises(ValueError, match="messages"):
         CompactionConfig(summary_prompt="Summarize this.")
+
+
+def test_it_gives_up_when_the_requests_overhead_alone_passes_the_trigger_and_says_so_once(org, owner, fake_openai):
+    """A context_window smaller than what the agent's instructions and tool schemas take: no summary could get
+    under the trigger, so nothing is summarized (no request for ever buying one), and the chat is told once —
+    the overhead and the window it was measured against."""
+    agent, version = compacting(org, owner, fake_openai, {"context_window": 4000, "max_fraction": 0.5})
+    billed = {"prompt_tokens": 3000, "completion_tokens": 5}  # what the provider says each request carried
+    fake_openai.queue(Reply.tool_call("list_memory", usage=billed), Reply.tool_call("list_memory", usage=billed),
+                      Reply.text("Nothing in memory but the ledger.", usage=billed))
+    run = start(org, owner, agent, version, prompt="what do you remember?")
+    frames = run_now(run)
+    run.refresh_from_db()
+    assert run.status == RunStatus.COMPLETED, run.error
+    notices = [f["data"] for f in frames if f["type"] == "compaction"]
+    assert len(notices) == 1 and notices[0]["status"] == "gave_up"  # once a run, not once a request
+    assert notices[0]["trigger_tokens"] == 2000 and notices[0]["window_tokens"] == 4000
+    # The overhead is what was billed less the estimate of the messages sent: most of the 3,000.
+    assert 2500 < notices[0]["overhead_tokens"] <= 3000
+    assert not [r for r in fake_openai.chat_requests if "context summarization" in r.text]
+    assert len(fake_openai.chat_requests) == 3 and run.requests == 3
+
+
+def test_the_first_request_and_an_overhead_under_the_trigger_do_not_give_up(org, owner, fake_openai):
+    agent, version = compacting(org, owner, fake_openai, {"context_window": 100_000, "max_fraction": 0.5})
+    fake_openai.queue(Reply.tool_call("list_memory", usage={"prompt_tokens": 3000, "completion_tokens": 5}),
+                      Reply.text("Only the ledger."))
+    frames = run_now(start(org, owner, agent, version, prompt="what do you remember?"))
+    assert not [f for f in frames if f["type"] == "compaction"]
+
+
+def test_the_binding_window_is_what_the_chats_context_fill_divides_by(org, owner, fake_openai):
+    agent, version = compacting(org, owner, fake_openai, {"context_window": 50_000}, profile_window=128_000)
+    fake_openai.queue(Reply.text("Noted.", usage={"prompt_tokens": 12_500, "completion_tokens": 2}))
+    run = start(org, owner, agent, version, prompt="hello")
+    frames = run_now(run)
+    run.refresh_from_db()
+    assert (run.context_tokens, run.context_window) == (12_500, 50_000)
+    complete = next(f for f in frames if f["type"] == "complete")["data"]["usage"]
+    assert complete["context_tokens"] == 12_500 and complete["context_window"] == 50_000

@@ -125,7 +125,8 @@ def record(run, spec: dict, call_id: str) -> None:
         name, args, result = spec["tool"]
         ToolCall.objects.create(run=run, message=message, tool_call_id=call_id, tool_name=name, args=args,
                                 result=result, status="ok")
-    Run.objects.filter(pk=run.pk).update(status="completed", input_tokens=10, output_tokens=5)
+    Run.objects.filter(pk=run.pk).update(status="completed", input_tokens=10, output_tokens=5,
+                                          context_tokens=3_200, context_window=128_000)
 
 
 def new_run(seen: set, **filters):
@@ -160,7 +161,8 @@ def play(send, answered, *, started=None, on_tool_result=None, **filters) -> Non
         publish(run.pk, second)
         record(run, spec, call_id)
         publish(run.pk, [frame("complete", status="completed",
-                               usage={"input_tokens": 10, "output_tokens": 5, "cost_usd": "0.0001"})])
+                               usage={"input_tokens": 10, "output_tokens": 5, "cost_usd": "0.0001",
+                                      "context_tokens": 3_200, "context_window": 128_000})])
         answered(i + 1)
 
 
@@ -245,10 +247,18 @@ def web_chat(browser, base, agent) -> tuple[list[str], list[str]]:
         page.get_by_role("button", name="Send").click()
 
     def summarizing(run):
+        # Compaction gave up (the overhead alone passes the trigger): a notice with the pair someone needs to fix
+        # the setting, until a real summary displaces it.
+        publish(run.pk, [frame("compaction", status="gave_up", overhead_tokens=4_210, trigger_tokens=3_600,
+                               window_tokens=4_000)])
+        page.wait_for_selector("[data-compaction-gave-up]")
+        notice = page.locator("[data-compaction-gave-up]").text_content()
+        assert "4,210 tokens" in notice and "3,600 tokens" in notice and "4,000-token window" in notice
         # Compaction's frame: "Summarizing…" until the next frame of the run.
         publish(run.pk, [frame("compaction", status="summarizing", messages=12)])
         page.wait_for_selector("[data-compaction]")
         assert page.locator("[data-compaction]").text_content() == "Summarizing the conversation…"
+        assert page.locator("[data-compaction-gave-up]").count() == 0
 
     def answered(n):
         # Finished and read back from the stored transcript (the live turn is replaced by it).
@@ -263,6 +273,8 @@ def web_chat(browser, base, agent) -> tuple[list[str], list[str]]:
 
     play(send, answered, started=started, on_tool_result=summarizing, agent=agent, surface="web")
     assert page.locator("[data-compaction]").count() == 0  # gone with the next frame
+    # The usage strip says how full the model's window was at the last request.
+    assert page.locator("[data-context-fill]").text_content() == "Context 3% of 128,000 tokens"
     # Keyed updates: two more turns streamed word by word and the first turn's node is still the same node.
     assert page.evaluate("() => document.querySelector('.turn-assistant').__first === true")
     live = page.evaluate(BODIES_JS)

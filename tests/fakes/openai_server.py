@@ -76,14 +76,17 @@ class Reply:
 
     @classmethod
     def tool_call(
-        cls, name: str, arguments: dict[str, Any] | str | None = None, *, id: str | None = None, text: str = ""
+        cls, name: str, arguments: dict[str, Any] | str | None = None, *, id: str | None = None, text: str = "",
+        usage: dict[str, int] | None = None,
     ) -> Reply:
-        return cls.tool_calls([{"name": name, "arguments": arguments or {}, "id": id}], text=text)
+        return cls.tool_calls([{"name": name, "arguments": arguments or {}, "id": id}], text=text, usage=usage)
 
     @classmethod
-    def tool_calls(cls, calls: list[dict[str, Any]], *, text: str = "", delay: float = 0.0) -> Reply:
-        """`calls`: [{"name", "arguments" (dict or JSON text), "id" (optional)}]."""
-        return cls(content=text, calls=list(calls), delay=delay)
+    def tool_calls(cls, calls: list[dict[str, Any]], *, text: str = "", delay: float = 0.0,
+                   usage: dict[str, int] | None = None) -> Reply:
+        """`calls`: [{"name", "arguments" (dict or JSON text), "id" (optional)}]; `usage`: what the provider
+        reports billing (default: the words of the request and the answer)."""
+        return cls(content=text, calls=list(calls), delay=delay, usage=usage)
 
     @classmethod
     def error(

@@ -30,6 +30,7 @@
     raw: "Raw arguments and result", arguments: "Arguments", result: "Result", no_result: "No result yet.",
     thinking: "Reasoning", chart: "Chart", you: "You", copy: "Copy", copied: "Copied",
     copy_code: "Copy code", download: "Download", summarizing: "Summarizing the conversation…",
+    compaction_gave_up: "Long conversations is not compacting this run: the instructions and tool descriptions alone take %(overhead)s tokens, over its trigger of %(trigger)s tokens (of a %(window)s-token window). Raise the binding's context window or bind fewer tools.",
     sources: "Sources", page: "page %(page)s", source_of: "Source %(n)s: %(document)s",
   };
   var PHRASES = {
@@ -466,6 +467,15 @@
           return h("p", {class: "compaction muted", role: "status", "data-compaction": "", text: T.summarizing});
         }});
       }
+      var gaveUp = turn.compactionGaveUp;  // once a run; displaced by a real summary (capabilities/compaction)
+      if (gaveUp) {
+        out.push({key: "compaction-gave-up", sig: JSON.stringify(gaveUp), build: function () {
+          var n = function (v) { return Number(v || 0).toLocaleString(); };
+          return h("p", {class: "compaction notice", role: "status", "data-compaction-gave-up": "",
+                         text: fill(T.compaction_gave_up, {overhead: n(gaveUp.overhead_tokens),
+                                                           trigger: n(gaveUp.trigger_tokens), window: n(gaveUp.window_tokens)})});
+        }});
+      }
       return out;
     }
     function openState(calls) { return calls.map(function (c) { return openSteps[c.id]; }); }
@@ -659,7 +669,13 @@
           return true;
         case "text_delta": addText(turns, "text", d.content); return true;
         case "thinking_delta": addText(turns, "thinking", d.content); return true;
-        case "compaction": live(turns).compacting = d.status === "summarizing"; return true;
+        case "compaction": {
+          var compacted = live(turns);
+          compacted.compacting = d.status === "summarizing";
+          if (d.status === "gave_up") compacted.compactionGaveUp = d;
+          else if (compacted.compacting) compacted.compactionGaveUp = null;
+          return true;
+        }
         case "resumed": {
           // The worker running this turn was lost and another goes on from its last step: the turn is redrawn as
           // that step left it (what streamed after it is streamed again), keeping the steps already drawn.

@@ -61,7 +61,8 @@ function onFrame(frame) {
   if (frame.type !== "compaction") state.turns.forEach(function (t) { if (t.compacting) t.compacting = false; });
   switch (frame.type) {
     case "compaction":
-      if (d.status === "summarizing") liveTurn().compacting = true;
+      if (d.status === "summarizing") Object.assign(liveTurn(), {compacting: true, compactionGaveUp: null});
+      else if (d.status === "gave_up") liveTurn().compactionGaveUp = d;
       break;
     case "capability_missing":
       if (d.capability && d.capability.id) {

@@ -66,6 +66,13 @@ export function renderUsage() {
     els.usage.appendChild(h("span", {"data-last-usage": "", text: fill(T.tokens, {input: state.lastUsage.input_tokens,
       output: state.lastUsage.output_tokens}) + " · " + fill(T.cost, {cost: money(state.lastUsage.cost_usd)})}));
   }
+  const ctx = state.lastUsage && state.lastUsage.context_tokens;
+  if (ctx) {  // how full the model's window was at the last request: the agent that does not compact hits the ceiling
+    const win = state.lastUsage.context_window;
+    els.usage.appendChild(h("span", {"data-context-fill": "", text: win ?
+      fill(T.context_fill, {percent: Math.max(1, Math.round(ctx / win * 100)), window: Number(win).toLocaleString()}) :
+      fill(T.context_tokens, {tokens: Number(ctx).toLocaleString()})}));
+  }
   if (state.workspaceFill !== null) {  // the workspace counts like the money: a full one refuses writes
     els.usage.appendChild(h("span", {"data-workspace-fill": "", text: fill(T.workspace_fill, {percent: state.workspaceFill})}));
   }
