@@ -21,7 +21,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from agenticos.errors import Conflict, Forbidden, Invalid, NotFound
-from agenticos.tenancy import Actor, org_get, org_queryset
+from agenticos.tenancy import Actor, org_get, org_queryset, sees_deployment_settings
 from agents.models import Agent, Environment
 from channelbots import services
 from channelbots.api import webhook_url
@@ -222,6 +222,13 @@ def slack_manifest(bot: ChannelBot | None, *, socket_mode: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
+def private_hosts(actor: Actor) -> dict[str, Any]:
+    """The operator's choice about bots' servers on private addresses (CHANNEL_ALLOWED_PRIVATE_HOSTS), for the
+    server-address field: the setting's name and entries only to those who may see deployment settings."""
+    return {"show_setting": sees_deployment_settings(actor),
+            "names": list(getattr(settings, "CHANNEL_ALLOWED_PRIVATE_HOSTS", []))}
+
+
 def _page_context(actor: Actor, **extra: Any) -> dict[str, Any]:
     return {
         "nav": "channels",
@@ -234,6 +241,7 @@ def _page_context(actor: Actor, **extra: Any) -> dict[str, Any]:
         "socket_manifest": slack_manifest(None, socket_mode=True),
         "slack_scopes": SLACK_SCOPES,
         "slack_events": SLACK_EVENTS,
+        "private_hosts": private_hosts(actor),
         "form": {},
         "errors": {},
         **extra,
@@ -345,6 +353,7 @@ def _bot_page(request: HttpRequest, actor: Actor, bot: ChannelBot, *, status: in
                         for name in services.PLATFORM_CREDENTIALS[Platform(bot.platform)]],
         "manifest": slack_manifest(bot, socket_mode=bot.transport == Transport.POLLING)
         if bot.platform == Platform.SLACK else "",
+        "private_hosts": private_hosts(actor),
         "slack_scopes": SLACK_SCOPES,
         "slack_events": SLACK_EVENTS,
         "errors": {},

@@ -669,3 +669,34 @@ def test_the_key_that_pays_for_voice_notes_lists_this_organizations_keys_only_an
     page = client.get(f"/channels/{bot.pk}/").content.decode()
     assert f'<option value="{ours.pk}" selected>Team OpenAI</option>' in page
     assert "Keyless OpenAI" not in page and "Their OpenAI" not in page
+
+
+def test_the_server_field_says_the_operators_choice_about_private_servers(client_as, org, owner, builder, settings):
+    """Spec: a self-hosted chat server on a private address (a Mattermost behind a VPN) is allowed on purpose —
+    when the operator lists it. The form says so where the address is typed; the setting's name and entries only
+    to those who may see deployment settings (owners, admins); a private server the operator has not listed is
+    refused, and accepted once listed."""
+    settings.CHANNEL_ALLOWED_PRIVATE_HOSTS = []
+    owner_page = client_as(owner, org).get("/channels/").content.decode()
+    assert "data-server-help" in owner_page and "a Mattermost behind a VPN" in owner_page
+    assert "No private host is allowed now" in owner_page and "CHANNEL_ALLOWED_PRIVATE_HOSTS" in owner_page
+    builder_client = client_as(builder, org)
+    builder_page = builder_client.get("/channels/").content.decode()
+    assert "a Mattermost behind a VPN" in builder_page and "CHANNEL_ALLOWED_PRIVATE_HOSTS" not in builder_page
+
+    token = "mattermost-bot-token-654321"
+    refused = add_bot(builder_client, platform="mattermost", token=token, api_base_url="https://10.20.0.5",
+                      webhook_secret="outgoing-hook-token-2")
+    assert refused.status_code == 422 and ChannelBot.objects.count() == 0
+    assert "private or local address" in refused.content.decode()
+
+    settings.CHANNEL_ALLOWED_PRIVATE_HOSTS = ["10.20.0.5"]
+    listed = client_as(owner, org).get("/channels/").content.decode()
+    assert "Allowed private hosts now (CHANNEL_ALLOWED_PRIVATE_HOSTS): 10.20.0.5." in listed
+    ok = add_bot(builder_client, platform="mattermost", token=token, api_base_url="https://10.20.0.5",
+                 webhook_secret="outgoing-hook-token-2")
+    assert ok.status_code == 302
+    bot = ChannelBot.objects.get()
+    assert bot.api_base_url == "https://10.20.0.5"
+    detail = client_as(owner, org).get(f"/channels/{bot.pk}/").content.decode()
+    assert 'id="e-server-help"' in detail and "10.20.0.5." in detail
