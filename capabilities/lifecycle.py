@@ -15,7 +15,7 @@ does not (no query).
 | `keep_history`     | a run completed, before its answer is announced (DB)               | compaction         |
 | `after_answer`     | the answer is committed and announced (DB)                         | follow_ups         |
 | `on_failed`        | a failed / cancelled / over-budget / blocked run ends, in its ending transaction (DB) | planning |
-| `publish_problems` | publishing a draft, with the person publishing (DB)               | subagents, coding_agent, web_research, tool_search, thinking |
+| `publish_problems` | publishing a draft, with the person publishing (DB)               | subagents, coding_agent, web_research, tool_search, thinking, browser |
 
 `RunHandle` is what a hook (or a tool, through `RunDeps.execution`) may use of the running execution: its row,
 its dependencies, what it built, its meter (spend not yet written and a way to write it), a way to send a frame to the surface and a way onto its database thread. It

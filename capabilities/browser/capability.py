@@ -32,6 +32,7 @@ from capabilities.browser.session import (
     BrowseState,
     PageView,
 )
+from capabilities.lifecycle import RunHooks
 
 logger = logging.getLogger(__name__)
 
@@ -540,4 +541,5 @@ CAPABILITY = Capability(
     publish_check=browser_config.publish_problems,
     organization_check=browser_config.organization_problems,
     build=build,
+    hooks=RunHooks(publish_problems=browser_config.step_model_problems),
 )

@@ -164,3 +164,31 @@ def organization_problems(config: BrowserConfig, organization: Any) -> list[tupl
     exists = pk is not None and ModelProfile.objects.filter(
         pk=pk, organization=organization, kind=ModelProfile.Kind.CHAT).exists()
     return [] if exists else [("step_model_profile_id", "No such chat model profile in this organization.")]
+
+
+def step_model_problems(actor: Any, data: dict[str, Any], format_path: Any) -> list[dict[str, str]]:
+    """A browse_web whose step model can never choose a step is refused at publish: it would spend every one of its
+    `max_steps` requests on answers that are not steps. The step model is the binding's `step_model_profile_id`,
+    else the agent's own. Today that is the demo model (canned text, never a `browser_step` call); every other
+    provider's model calls tools as pydantic-ai's profiles tell it, so there is nothing else to refuse."""
+    from agenticos.tenancy import parse_uuid
+    from agents.models import ModelProfile
+    from agents.providers import Provider
+    from capabilities.model_support import binding_on_model
+
+    bound = binding_on_model(actor, data, "browser_use", BrowserConfig)
+    if bound is None:
+        return []
+    config: BrowserConfig = bound.config
+    if config.step_model_profile_id:
+        profile_id, whose = config.step_model_profile_id, "The step model"
+    else:
+        profile_id, whose = str(data.get("model_profile_id")), "The agent's model, which browse_web asks at each step,"
+    pk = parse_uuid(profile_id)
+    profile = None if pk is None else ModelProfile.objects.filter(organization=actor.organization, pk=pk).first()
+    if profile is None or profile.provider != Provider.DEMO:
+        return []  # a missing profile is refused as a reference by the other checks
+    return [{"field": f"{format_path(('capabilities', bound.index), data)}.config.step_model_profile_id",
+             "message": f"{whose} “{profile.label}” is the demo model: it answers with canned text and cannot "
+                        f"choose a browser step, so browse_web would spend all {config.max_steps} steps. Choose a "
+                        "chat model that calls tools as the step model."}]

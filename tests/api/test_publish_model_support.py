@@ -84,3 +84,37 @@ def test_another_organizations_profile_is_a_missing_reference_not_judged(org, bu
 
     assert "model_profile_id" in problems
     assert "capabilities[thinking].id" not in problems
+
+
+def test_a_browse_web_whose_step_model_is_the_demo_model_is_refused_naming_the_step_model_field(
+        org, builder, gpt4o, api_as, settings):
+    """The demo model answers with canned text and never calls the step tool: browse_web would spend every step."""
+    settings.BROWSER_CDP_URL = "http://browser:9222"  # a browser service the operator runs and allows
+    settings.BROWSER_CDP_ALLOWED_HOSTS = ["browser"]
+    demo = factories.model_profile(org, "demo", "demo", label="Demo")
+    client = api_as(builder, org)
+    on_demo = make_agent(builder, org, profile=demo, capabilities=[{"id": "browser_use", "config": {"max_steps": 30}}])
+    problems = _problems(_publish(client, on_demo))
+    message = problems["capabilities[browser_use].config.step_model_profile_id"]
+    assert "The agent's model" in message and "“Demo” is the demo model" in message and "all 30 steps" in message
+
+    demo_steps = make_agent(builder, org, profile=gpt4o, capabilities=[
+        {"id": "browser_use", "config": {"step_model_profile_id": str(demo.pk)}}])
+    message = _problems(_publish(client, demo_steps))["capabilities[browser_use].config.step_model_profile_id"]
+    assert message.startswith("The step model “Demo” is the demo model")
+
+    # A real step model fixes both; a switched-off browser is not judged.
+    real_steps = make_agent(builder, org, profile=demo, capabilities=[
+        {"id": "browser_use", "config": {"step_model_profile_id": str(gpt4o.pk)}}])
+    assert _publish(client, real_steps).status_code == 201, _publish(client, real_steps).content
+    off = make_agent(builder, org, profile=demo, capabilities=[{"id": "browser_use", "enabled": False}])
+    assert _publish(client, off).status_code == 201
+
+
+def test_another_organizations_step_model_is_a_missing_reference_not_judged(org, builder, gpt4o, outsider_org, api_as):
+    theirs = factories.model_profile(outsider_org, "demo", "demo", label="Theirs")
+    agent = make_agent(builder, org, profile=gpt4o, capabilities=[
+        {"id": "browser_use", "config": {"step_model_profile_id": str(theirs.pk)}}])
+    problems = _problems(_publish(api_as(builder, org), agent))
+    field = "capabilities[browser_use].config.step_model_profile_id"
+    assert problems[field] == "No such chat model profile in this organization."  # not "is the demo model"
