@@ -154,6 +154,10 @@ def own_loop(monkeypatch, settings):
     monkeypatch.setattr(follows, "_loop", mine)
     yield mine, other
     mine.close()
+    # celery_worker's teardown (before monkeypatch undoes this) waits while the process's follows loop has a
+    # follow going: hand it the live loop back, not this closed one, whose follow a test stopped dead would
+    # keep it waiting its whole bound (60 s) for nothing.
+    monkeypatch.setattr(follows, "_loop", other)
 
 
 def test_the_sigterm_drain_lets_a_follow_finish_its_final_edit_and_a_message_arriving_meanwhile_is_answered_elsewhere(
