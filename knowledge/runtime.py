@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from agents.runner.deps import RunDeps
+    from agents.run_handle import RunDeps
     from agents.spec import AgentSpec
     from capabilities.base import BuildContext
 
