@@ -5,8 +5,8 @@ this module sits below them all, beside the models (the layers in pyproject.toml
 It holds the plain data every tool sees (`RunDeps`), the protocol of the running execution (`RunHandle`: its
 row, its spec, its meter, a way to send a frame and a way onto its database thread), and the small helpers a
 capability needs to speak the runner's language: a frame and the group it goes to, the runner's database
-threads, what a stored tool result looks like, the error that stops a run before it starts, and the models the
-runner builds for a model profile. (Not named RunContext: pydantic-ai's `RunContext` is already every tool's
+threads, what a stored tool result looks like, the error that stops a run before it starts — and what the runner
+lends the layers below it: the models it builds for a model profile, the way a queued run reaches a worker. (Not named RunContext: pydantic-ai's `RunContext` is already every tool's
 `ctx`.)
 """
 
@@ -166,6 +166,8 @@ def background_result(run_id: Any, tool_call_id: str, content: Any, *, ok: bool)
     )
 
 
+# What the runner lends the layers below it, registered from agents' AppConfig.ready() (the runner imports them;
+# they never import it): how a model profile becomes a model, and how a queued run reaches a worker.
 class ModelSource(Protocol):
     """How the runner turns a spec's model profile into a pydantic-ai model (agents.runner.assembly)."""
 
@@ -190,3 +192,19 @@ def model_source() -> ModelSource:
     if _model_source is None:
         raise RuntimeError("No model source registered: agents' AppConfig.ready() has not run.")
     return _model_source
+
+
+_run_delivery: Callable[[Any], None] | None = None
+
+
+def register_run_delivery(deliver_after_commit: Callable[[Any], None]) -> None:
+    """Called from agents' AppConfig.ready() with agents.runs.deliver_after_commit: a run a lower layer queued
+    again (governance: an approval decided, a question answered) goes to the broker once its transaction commits."""
+    global _run_delivery
+    _run_delivery = deliver_after_commit
+
+
+def deliver_after_commit(run_id: Any) -> None:
+    if _run_delivery is None:
+        raise RuntimeError("No run delivery registered: agents' AppConfig.ready() has not run.")
+    _run_delivery(run_id)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
+from capabilities.compaction.persisted import sweep_past_period
 from channelbots.retention import sweep_link_requests
 from embeds.retention import page_files
 from governance import retention
@@ -13,6 +14,7 @@ from governance import retention
 
 def test_the_surfaces_register_their_sweeps_and_file_finders():
     assert retention.SWEEPS["expired_link_requests"] is sweep_link_requests
+    assert retention.SWEEPS["compacted_histories"] is sweep_past_period
     assert page_files in retention.MESSAGE_FILES
 
 
