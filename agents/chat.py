@@ -12,9 +12,10 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from agenticos import audit, ratelimit
-from agenticos.errors import Conflict, Invalid, NotFound, RateLimited
+from agenticos.errors import Conflict, Invalid, RateLimited
 from agenticos.tenancy import Actor, org_get
 from agents import branches, rollouts, titles
+from agents.access import member_run as member_run  # below the capabilities now; callers still say chat
 from agents.drafts import DRAFT, DRAFT_CONVERSATION_KEY, WORKSHOP_KEY_PREFIX, freeze_draft
 from agents.models import TERMINAL_STATUSES, Agent, Conversation, Message, Run
 from agents.runs import check_prompt, start_run
@@ -222,17 +223,6 @@ def attachment_caption(attachments: list[dict]) -> str:
     if others:
         lines.append(f"Attached file{'s' if len(others) > 1 else ''}: {', '.join(others)}")
     return "\n".join(lines)
-
-
-def member_run(actor: Actor, run_id) -> Run:
-    """A run the actor may see: their own, or any of the organization's with runs:view."""
-    qs = Run.objects.filter(organization=actor.organization).select_related("agent", "version")
-    if not actor.has("runs:view"):
-        qs = qs.filter(user_id=actor.user_id)
-    try:
-        return org_get(actor, Run, run_id, queryset=qs)
-    except NotFound:
-        raise NotFound("Run not found.") from None
 
 
 TITLE_MAX = Conversation._meta.get_field("title").max_length or 200

@@ -436,7 +436,7 @@ def viewer_of(actor: Any, run_id: Any) -> tuple[Any, bool]:
     """The run whose browse this member may watch (their own, or any with runs:view; else NotFound, one answer
     for a run of another organization and one they may not see), and whether they may take the tab over: the
     run's person, or who can edit its agent."""
-    from agents.chat import member_run
+    from agents.access import member_run
     from governance.grants import EDIT, agent_access, at_least
 
     run = member_run(actor, run_id)
