@@ -1,5 +1,6 @@
-"""The sweeps and file finders the surfaces register in their AppConfig.ready() are in governance's registry
-(governance imports no surface: a missing registration would silently keep data past its period)."""
+"""The sweeps and file finders the apps above governance (surfaces, capabilities) register in their
+AppConfig.ready() are in governance's registry (governance imports none of them: a missing registration would
+silently keep data past its period)."""
 
 from __future__ import annotations
 
