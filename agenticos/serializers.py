@@ -7,6 +7,9 @@ from rest_framework import serializers
 from agenticos.models import ApiKey, Invitation, Membership, Organization, Secret, SecretKind, User
 from agenticos.permissions import KeyScope, Role, permissions_of
 
+# A user id taken as input is bounded to its column (BigAutoField, DEFAULT_AUTO_FIELD), so an overflow is a 400
+# naming the field (and the schema says so), never a DataError. Every app's grant and share serializers use it.
+ID_MAX = 2**63 - 1
 
 class UserSerializer(serializers.ModelSerializer):
     class Meta:

@@ -16,8 +16,9 @@ from agenticos.api_base import OrgAPIView
 from agenticos.errors import Invalid
 from agents.chat import member_run, own_conversation, start_member_run
 from agents.models import Agent, Conversation, Message, Run, RunStatus, ToolCall
+from agents.run_handle import group_name
 from agents.runner.frames import FINAL_FRAME_TYPES, frames_in
-from agents.runs import group_name, request_stop
+from agents.runs import request_stop
 from governance import services as governance
 from governance.grants import USE, require_agent_access
 from governance.models import Question

@@ -9,7 +9,12 @@ class AgentsConfig(AppConfig):
         # The approval_decided receiver lives beside the chat socket it notifies; a decision taken in a Celery
         # worker or a bot process (which never import the ASGI routing) must broadcast it too.
         import agents.consumers  # noqa: F401
-        from agents import extensions, rollouts, titles
+        from agents import extensions, rollouts, run_handle, runs, titles
+        from agents.runner import assembly
+
+        # The module itself, so a test's monkeypatch of assembly.build_model reaches a delegate's model too.
+        run_handle.register_model_source(assembly)
+        run_handle.register_run_delivery(runs.deliver_after_commit)
 
         extensions.register_run_ended("rollouts", rollouts.run_ended)
         extensions.register_run_ended("titles", titles.run_ended)

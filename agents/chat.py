@@ -8,14 +8,18 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from agenticos import audit, ratelimit
-from agenticos.errors import Conflict, Invalid, NotFound, RateLimited
+from agenticos.errors import Conflict, Invalid, RateLimited
 from agenticos.tenancy import Actor, org_get
 from agents import branches, rollouts, titles
-from agents.drafts import DRAFT, DRAFT_CONVERSATION_KEY, WORKSHOP_KEY_PREFIX, freeze_draft
+
+# Who may read which run and conversation sits below the capabilities now (agents/access.py); callers still say chat.
+from agents.access import member_run as member_run
+from agents.access import readable_conversation as readable_conversation
+from agents.access import readable_conversations as readable_conversations
+from agents.drafts import DRAFT, DRAFT_CONVERSATION_KEY, freeze_draft
 from agents.models import TERMINAL_STATUSES, Agent, Conversation, Message, Run
 from agents.runs import check_prompt, start_run
 from agents.services import agent_version_and_rollout
@@ -39,27 +43,6 @@ def check_run_rate(actor: Actor) -> None:
         raise RateLimited(
             f"Too many runs: the limit is {settings.RATE_LIMIT_RUN_PER_MINUTE} per minute.", retry_after=retry_after
         )
-
-
-def readable_conversations(actor: Actor) -> QuerySet[Conversation]:
-    """Own conversations, those shared with the person, and channel threads they took part in and are still
-    a member of (confirmed against the platform) — the corpus conversation search uses — newest first.
-    Everything read *through* a conversation (console, files panel) loads it from here."""
-    from knowledge.conversations import corpus_ids
-
-    others = corpus_ids(str(actor.organization.pk), actor.user_id)
-    return (
-        Conversation.objects.filter(organization=actor.organization)
-        .filter(Q(owner_id=actor.user_id) | Q(pk__in=others))
-        .exclude(external_key__startswith=WORKSHOP_KEY_PREFIX)  # the Builder's and the tool builder's own
-        .select_related("agent")
-        .order_by("-last_active_at")
-    )
-
-
-def readable_conversation(actor: Actor, conversation_id) -> Conversation:
-    """One conversation the person may read (404 otherwise, outsiders included)."""
-    return org_get(actor, Conversation, conversation_id, queryset=readable_conversations(actor))
 
 
 def own_conversation(actor: Actor, conversation_id, agent: Agent | None = None, *,
@@ -222,17 +205,6 @@ def attachment_caption(attachments: list[dict]) -> str:
     if others:
         lines.append(f"Attached file{'s' if len(others) > 1 else ''}: {', '.join(others)}")
     return "\n".join(lines)
-
-
-def member_run(actor: Actor, run_id) -> Run:
-    """A run the actor may see: their own, or any of the organization's with runs:view."""
-    qs = Run.objects.filter(organization=actor.organization).select_related("agent", "version")
-    if not actor.has("runs:view"):
-        qs = qs.filter(user_id=actor.user_id)
-    try:
-        return org_get(actor, Run, run_id, queryset=qs)
-    except NotFound:
-        raise NotFound("Run not found.") from None
 
 
 TITLE_MAX = Conversation._meta.get_field("title").max_length or 200

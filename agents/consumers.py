@@ -24,8 +24,9 @@ from agenticos.middleware import MAX_JSON_DEPTH
 from agenticos.tenancy import SESSION_KEY, resolve_actor
 from agents.chat import Admitted, member_run, regenerate_answer, start_member_run
 from agents.models import Run
+from agents.run_handle import group_name
 from agents.runner.frames import frame
-from agents.runs import group_name, request_stop
+from agents.runs import request_stop
 from governance import services as governance
 from governance import signals as governance_signals
 

@@ -19,9 +19,7 @@ from governance.grants import EDIT, require_agent_access
 DRAFT = "draft"
 # `Conversation.external_key` of a Builder test conversation.
 DRAFT_CONVERSATION_KEY = "builder:draft"
-# Every conversation keyed "builder:…" belongs to a building screen (this test chat, the AI tool builder's
-# sessions), never to the person's Chat list.
-WORKSHOP_KEY_PREFIX = "builder:"
+# (Every conversation keyed "builder:…" belongs to a building screen: agents.access.WORKSHOP_KEY_PREFIX.)
 
 
 def freeze_draft(actor: Actor, agent: Agent) -> AgentVersion:

@@ -27,10 +27,6 @@ from agents.models import Agent, AgentVersion, Conversation, Message, Run, RunSt
 logger = logging.getLogger(__name__)
 
 
-def group_name(run_id: Any) -> str:
-    return f"run-{run_id}"
-
-
 def check_prompt(prompt: str) -> str:
     text = (prompt or "").strip()
     if not text:

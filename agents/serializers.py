@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from agenticos.serializers import ID_MAX
 from agents.models import Agent, AgentVersion, Environment, ModelProfile, Provider, Visibility
 from governance.grants import LEVELS
 
 # Column ranges in PostgreSQL: integer fields taken as input are bounded to them, so an overflow is a 400 naming
 # the field (and the schema says so), never a DataError.
-POSITIVE_INT_MAX = 2**31 - 1  # PositiveIntegerField
-ID_MAX = 2**63 - 1  # BigAutoField (DEFAULT_AUTO_FIELD): user ids
+POSITIVE_INT_MAX = 2**31 - 1  # PositiveIntegerField (user ids: agenticos.serializers.ID_MAX)
 
 
 class SecretRefSerializer(serializers.Serializer):

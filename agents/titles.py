@@ -193,8 +193,8 @@ def _tell_the_chat(run_id: str, conversation_id: str, title: str) -> None:
     from asgiref.sync import async_to_sync
     from channels.layers import get_channel_layer
 
+    from agents.run_handle import group_name
     from agents.runner.frames import frame
-    from agents.runs import group_name
 
     layer = get_channel_layer()
     if layer is not None:

@@ -11,7 +11,7 @@ from rest_framework.response import Response
 
 from agenticos.api_base import OrgAPIView
 from agenticos.errors import Forbidden, Invalid, NotFound
-from agents.chat import readable_conversation
+from agents.access import readable_conversation
 from capabilities import registry
 from capabilities.sandbox.capability import is_withheld
 from workspaces import store

@@ -8,7 +8,11 @@ class CapabilitiesConfig(AppConfig):
     def ready(self) -> None:
         from django.db.models.signals import pre_delete
 
+        from capabilities.compaction import persisted
         from capabilities.media import store as media_store
+        from governance import retention
+
+        retention.register_sweep("compacted_histories", persisted.sweep_past_period)
 
         # A deleted conversation's offloaded history (media+sha256:// blobs) goes with it.
         pre_delete.connect(

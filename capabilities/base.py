@@ -23,7 +23,7 @@ from pydantic_ai.toolsets import AbstractToolset, FunctionToolset
 from capabilities.lifecycle import NO_HOOKS, RunHooks
 
 if TYPE_CHECKING:
-    from agents.runner.deps import RunDeps
+    from agents.run_handle import RunDeps
     from agents.spec import AgentSpec, CapabilityBinding
 
 Category = Literal["knowledge", "research", "analysis", "reasoning", "utility", "channels"]

@@ -17,47 +17,28 @@ does not (no query).
 | `on_failed`        | a failed / cancelled / over-budget / blocked run ends, in its ending transaction (DB) | planning |
 | `publish_problems` | publishing a draft, with the person publishing (DB)               | subagents, coding_agent, web_research, tool_search, thinking, browser |
 
-`RunHandle` is what a hook (or a tool, through `RunDeps.execution`) may use of the running execution: its row,
-its dependencies, what it built, its meter (spend not yet written and a way to write it), a way to send a frame to the surface and a way onto its database thread. It
-is a Protocol so capabilities depend on it, not on the runner's modules. (Not named RunContext: pydantic-ai's
-`RunContext` is already every tool's `ctx`.)
+`RunHandle` (agents/run_handle.py, below the capabilities) is what a hook (or a tool, through
+`RunDeps.execution`) may use of the running execution: its row, its dependencies, what it built, its meter (spend
+not yet written and a way to write it), a way to send a frame to the surface and a way onto its database thread.
+It is a Protocol so capabilities depend on it, not on the runner's modules.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
+
+from agents.run_handle import RunHandle
 
 if TYPE_CHECKING:
     from agenticos.tenancy import Actor
     from agents.models import Run
-    from agents.runner.deps import RunDeps
-    from agents.spec import AgentSpec
-    from governance.models import SpendEntry
 
 
 # The run's scratch key a binding sets to override the context window the run's fill is measured by (compaction's
 # `context_window`: "contra qué se dispara esto y entre qué divide el indicador del chat"); read by the runner.
 CONTEXT_WINDOW = "context_window"
-
-
-class RunHandle(Protocol):
-    run: Run
-    spec: AgentSpec
-    deps: RunDeps | None
-    # The pydantic-ai capabilities this run built (a hook finds its own among them, e.g. media's threshold).
-    built_capabilities: list[Any]
-    # The meter: ledger rows priced but not written yet (governance.SpendEntry), written by `record_spend`.
-    unrecorded_spend: list[SpendEntry]
-
-    async def emit(self, payload: dict[str, Any]) -> None: ...
-
-    async def db(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any: ...
-
-    async def reaching_model(self) -> None: ...
-
-    def record_spend(self) -> None: ...
 
 
 # A publish check that needs the person: (actor, the draft as data, format_path) → [{"field", "message"}].

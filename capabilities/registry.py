@@ -29,7 +29,7 @@ from capabilities.base import BuildContext, Capability, NotBuilt, ToolDecl
 
 if TYPE_CHECKING:
     from agenticos.models import Organization
-    from agents.runner.deps import RunDeps
+    from agents.run_handle import RunDeps
     from agents.spec import AgentSpec, ApprovalMode, CapabilityBinding
 
 # One line per capability: its package, or its `capability` module where the package keeps models (their
@@ -469,7 +469,7 @@ NOTHING_TO_OFFER = "it is bound, but nothing it works on is attached to this age
 
 def _refuse_run(cap: Capability, problems: list[str]) -> None:
     """The run stops before the model is asked anything, saying what to change (the publish check's words)."""
-    from agents.runner.assembly import AssemblyError
+    from agents.run_handle import AssemblyError
 
     raise AssemblyError(
         f"{cap.name} ({cap.id}) cannot run as this version was published: {' '.join(problems)} "

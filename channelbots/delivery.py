@@ -20,8 +20,8 @@ from django.conf import settings
 from django.db import connection
 
 from agenticos import metrics
+from agents.run_handle import group_name
 from agents.runner.frames import frames_in
-from agents.runs import group_name
 from channelbots.platforms import PlatformClient, PlatformError
 
 logger = logging.getLogger(__name__)

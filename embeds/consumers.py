@@ -37,6 +37,7 @@ from agents import rollouts, runs
 from agents.consumers import FRAME_REFUSED_CODE, TOO_BIG_MESSAGE, BadFrame, FrameTooBig, decode_frame
 from agents.consumers import max_frame_chars as max_frame_chars
 from agents.models import Run
+from agents.run_handle import group_name
 from agents.runner.frames import ending_frames
 from embeds import services
 from embeds.frames import Toggles, TurnFilter
@@ -214,7 +215,7 @@ class EmbedConsumer(AsyncWebsocketConsumer):
         except TurnRefused as exc:
             await self.send_error(exc.message, exc.code)
             return
-        group = runs.group_name(run_id)
+        group = group_name(run_id)
         # Join before the run exists, so not a single frame can be published before we listen.
         await self.channel_layer.group_add(group, self.channel_name)
         now = time.monotonic()

@@ -37,7 +37,7 @@ from pydantic_evals.lifecycle import CaseLifecycle
 from pydantic_evals.reporting import ReportCase
 
 from agents.models import Conversation, Message, ModelProfile, Run, RunStatus, ToolCall
-from agents.runner.execute import on_db_thread
+from agents.run_handle import on_db_thread
 from agents.runs import request_stop, start_run
 from agents.spec import load_spec
 from evals import checks as checks_mod

@@ -25,7 +25,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from agents.models import Conversation, Message, Run, RunStatus
-from agents.runner.execute import on_db_thread
+from agents.run_handle import on_db_thread
 from agents.runs import request_stop, start_run
 from evals import replay_verdicts, replays
 from evals.driver import PARKED, _in_own_loop

@@ -15,7 +15,7 @@ from pydantic_evals import Dataset
 from pydantic_evals.reporting import ReportCase
 
 from agents.models import ModelProfile
-from agents.runner.execute import on_db_thread
+from agents.run_handle import on_db_thread
 from agents.spec import load_spec
 from evals import checks as checks_mod
 from evals.driver import JudgeLedger, SuiteContext, _check_rows, _outcome, _tool_ids

@@ -332,14 +332,6 @@ def sweep_emptied_conversations(now: datetime | None = None) -> int:
     return _by_policy("emptied_conversations", "transcript_days", "organization", now, select)
 
 
-def sweep_compacted_histories(now: datetime | None = None) -> int:
-    """A conversation's kept compacted history (capabilities/compaction/persisted.py) quotes its words: one last
-    written before the transcript period goes (the next turn then reads the transcript, as any other)."""
-    from capabilities.compaction import persisted
-
-    return _by_policy("compacted_histories", "transcript_days", "organization", now, persisted.sweep_expired)
-
-
 def sweep_removed_files(now: datetime | None = None) -> int:
     """Files whose conversation or message is gone (queued by queue_message_files)."""
     removed = remove_pending_files()
@@ -363,13 +355,14 @@ def _unsent_chat_uploads(now: datetime | None = None) -> int:
     return sweep_unsent(now)
 
 
+# More are registered by the apps above governance in their AppConfig.ready() (register_sweep): the chat apps'
+# link requests (channelbots), a conversation's kept compacted history (capabilities), replay results (evals).
 SWEEPS: dict[str, Callable[..., int]] = {
     "audit_log": sweep_audit_log,
     "idle_workspaces": sweep_idle_workspaces,
     "transcript_messages": sweep_transcript_messages,
     "tool_calls": sweep_tool_calls,
     "run_texts": sweep_run_texts,
-    "compacted_histories": sweep_compacted_histories,
     "emptied_conversations": sweep_emptied_conversations,
     "generated_media": _generated_media_sweep,
     "unsent_chat_uploads": _unsent_chat_uploads,

@@ -110,7 +110,7 @@ def _resume_locked(actor: Actor, locked: Run) -> None:
     locked.save(update_fields=["status", "heartbeat_at"])
     audit.record(actor=actor.user, organization=actor.organization, action="run.resumed", target=locked,
                  target_name=f"run {locked.pk}")
-    from agents.runs import deliver_after_commit
+    from agents.run_handle import deliver_after_commit
 
     # Heard before the run is enqueued, so a listener following the run subscribes as early as it can.
     transaction.on_commit(lambda: signals.send(signals.run_resumed, run_id=locked.pk))

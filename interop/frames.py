@@ -17,8 +17,8 @@ from channels.layers import channel_layers
 
 from agents.api_runs import WAIT_TIMEOUT_SECONDS
 from agents.models import Run
+from agents.run_handle import group_name
 from agents.runner.frames import FINAL_FRAME_TYPES, ending_frames, frames_in
-from agents.runs import group_name
 
 # The channel layer drops a message without a word when a listener falls behind; after this long without
 # one, the run's row says whether it already ended (and how).

@@ -11,8 +11,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agenticos.api import ERRORS, WRITE_ERRORS, BaseOrgView
+from agenticos.serializers import ID_MAX
 from agenticos.tenancy import parse_uuid
-from agents.serializers import ID_MAX
 from knowledge import grants, services
 from knowledge.models import Collection, ContextFile, Document
 

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from agents.runner.deps import RunDeps
+    from agents.run_handle import RunDeps
     from agents.spec import AgentSpec
-    from capabilities.base import BuildContext
 
 PERSONAL_SURFACES = {"web", "slack", "telegram", "mattermost"}
 CHANNEL_SURFACES = {"slack", "telegram", "mattermost"}
@@ -30,6 +29,20 @@ def _uuid(value: Any) -> uuid.UUID | None:
         return uuid.UUID(str(value))
     except (ValueError, TypeError):
         return None
+
+
+class BuildContext(Protocol):
+    """What this module reads of a capability's build context (capabilities.base.BuildContext: the
+    capabilities sit above knowledge, so it is named by the shape it has, not imported)."""
+
+    @property
+    def deps(self) -> RunDeps: ...
+
+    @property
+    def organization_id(self) -> str: ...
+
+    @property
+    def spec(self) -> AgentSpec | None: ...
 
 
 def spec_for(ctx: BuildContext) -> AgentSpec | None:

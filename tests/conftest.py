@@ -199,9 +199,9 @@ def _runs_diagnosis() -> str:
     for ident, frame in sys._current_frames().items():
         out.write(f"--- thread {names.get(ident, ident)}\n")
         out.write("".join(traceback.format_stack(frame)[-12:]))
+    from agents import run_handle
     from agents.runner import loop
 
-    execute = sys.modules["agents.runner.execute"]  # the package's `execute` is the function
     runs = loop.started_loop()
     if runs is not None:
         out.write(f"--- runs loop: admitted={runs.admitted} live={list(runs.live)} blocked={len(runs.blocked)}\n")
@@ -217,7 +217,7 @@ def _runs_diagnosis() -> str:
             stack = io.StringIO()
             task.print_stack(limit=12, file=stack)
             out.write(f"--- task {task.get_name()}\n{stack.getvalue()[-2500:]}")
-    pool = execute._db_pool
+    pool = run_handle._db_pool
     if pool is not None:
         out.write(f"--- run-db threads: {len(pool._threads)}, queued work: {pool._work_queue.qsize()}\n")
     try:

@@ -22,15 +22,12 @@ from django.db.models.functions import Coalesce
 from agenticos.models import Secret
 from agenticos.queries import Loaded, load_row
 from agents.models import Message, ModelProfile, Run
+from agents.run_handle import AssemblyError
 from agents.runner.history import get_recent_messages, to_model_messages
 from agents.spec import AgentSpec
 
 # Larger than any message id (bigint): "up to the newest" when a run has no message of its own.
 NEWEST_POSSIBLE_ID = 2**63 - 1
-
-
-class AssemblyError(Exception):
-    """The run cannot be assembled (missing model profile, unloadable version…). Readable message."""
 
 
 @dataclass

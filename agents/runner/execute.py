@@ -11,15 +11,13 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import threading
 import uuid
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from contextlib import nullcontext
 from dataclasses import dataclass
 from functools import lru_cache, partial
 from typing import Any
 
-from django.conf import settings
 from django.db import close_old_connections, connection, transaction
 from django.utils import timezone
 from pydantic_ai import Agent, CancellationToken
@@ -50,8 +48,8 @@ from agenticos.queries import Insert, Loaded, Update, load_row, write_together
 from agents import extensions
 from agents.models import Agent as AgentRow
 from agents.models import AgentVersion, ModelProfile, Run, RunStatus
+from agents.run_handle import RunDeps, connection_pooled, db_pool, pooled
 from agents.runner import assembly, attachments, checkpoint, recovery
-from agents.runner.deps import RunDeps
 from agents.runner.frames import ChannelLayerSink, CollectingSink, Sink, context_usage, frame
 from agents.runner.gate import ApprovalGate, waiting_calls
 from agents.runner.guard import BudgetGuard
@@ -83,37 +81,6 @@ def _model_window(model: Any) -> int | None:
         return resolve_context_window(model)
     except Exception:  # a model without an id the registry can parse: no window, not a failed run
         return None
-
-
-_db_pool: ThreadPoolExecutor | None = None
-_db_pool_lock = threading.Lock()
-
-
-def db_pool() -> ThreadPoolExecutor:
-    global _db_pool
-    with _db_pool_lock:
-        if _db_pool is None:
-            _db_pool = ThreadPoolExecutor(max_workers=settings.RUN_DB_THREADS, thread_name_prefix="run-db")
-        return _db_pool
-
-
-async def on_db_thread(fn, *args, **kwargs):
-    """Run sync work (ORM, Redis) on the runner's DB threads: never on the loop."""
-    return await asyncio.get_running_loop().run_in_executor(db_pool(), partial(_pooled, fn, *args, **kwargs))
-
-
-def _connection_pool() -> bool:
-    return bool(settings.DATABASES["default"].get("OPTIONS", {}).get("pool"))
-
-
-def _pooled(fn, *args, **kwargs):
-    """With a connection pool, hand the connection back after each piece of work: a thread of the shared
-    pool must not sit on one between a run's steps. Without one, the thread keeps its connection."""
-    try:
-        return fn(*args, **kwargs)
-    finally:
-        if _connection_pool():
-            connection.close()
 
 
 @dataclass(frozen=True)
@@ -192,7 +159,7 @@ class RunExecution:
     # ------------------------------------------------------------- plumbing
 
     async def db(self, fn, *args, **kwargs):
-        return await asyncio.get_running_loop().run_in_executor(self.executor, partial(_pooled, fn, *args, **kwargs))
+        return await asyncio.get_running_loop().run_in_executor(self.executor, partial(pooled, fn, *args, **kwargs))
 
     async def reaching_model(self) -> None:
         """Before a model request (the capabilities' RunHandle). Nothing to mark any more: a lost run goes on from
@@ -284,7 +251,7 @@ class RunExecution:
                 metrics.run_left(self.run)
         finally:
             await self._close_sink()
-            if not _connection_pool():  # pooled connections went back after each piece of work
+            if not connection_pooled():  # pooled connections went back after each piece of work
                 await self.db(self._close_db)
 
     async def _announce_resumed(self) -> None:

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 from channels.layers import get_channel_layer
 from django.conf import settings
 
-from agents.runs import group_name
+from agents.run_handle import frame, group_name
 
 logger = logging.getLogger(__name__)
 
@@ -47,10 +47,6 @@ MEMBER_ONLY_FRAME_TYPES = {
     "capability_missing",
     "browser_live",
 }
-
-
-def frame(type_: str, **data: Any) -> dict[str, Any]:
-    return {"type": type_, "data": data}
 
 
 class Sink(Protocol):

@@ -15,11 +15,10 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
-
-from pydantic_ai.capabilities import AbstractCapability
+from typing import TYPE_CHECKING
 
 from agenticos import metrics
+from agents.run_handle import MeteredRequests
 from agents.runner import checkpoint
 from agents.runner.frames import frame
 from governance import budgets, pricing
@@ -30,7 +29,7 @@ if TYPE_CHECKING:
 
 
 @dataclass
-class BudgetGuard(AbstractCapability[Any]):
+class BudgetGuard(MeteredRequests):
     execution: RunExecution = field(repr=False)
 
     async def wrap_model_request(self, ctx, *, request_context, handler):

@@ -7,7 +7,7 @@ RUN_MAX_CONCURRENT runs are live (the Celery thread calling it blocks, so the wo
 the rest wait in the broker for any worker with room), then hands the run to the loop and returns.
 
 What must never happen on the loop is blocking: the ORM runs on the runner's bounded thread pool
-(`execute.db_pool`), Redis calls go there too, and a watchdog thread reports where the loop was stuck when it
+(`run_handle.db_pool`), Redis calls go there too, and a watchdog thread reports where the loop was stuck when it
 did not turn for RUN_LOOP_BLOCKED_SECONDS (`blocked`: tests assert on it).
 
 One pulse task serves every live run of the process: every CANCEL_POLL_SECONDS one Redis read of all their
@@ -174,7 +174,7 @@ class RunLoop:
         self.loop.run_forever()
 
     async def _pulse(self) -> None:
-        from agents.runner.execute import on_db_thread
+        from agents.run_handle import on_db_thread
 
         last_beat = time.monotonic()
         while True:

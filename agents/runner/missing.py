@@ -15,7 +15,7 @@ from typing import Any
 from pydantic_ai import RunContext
 from pydantic_ai.toolsets import FunctionToolset
 
-from agents.runner.deps import RunDeps
+from agents.run_handle import RunDeps
 from agents.runner.frames import frame
 
 TOOL_NAME = "request_capability"

@@ -6,7 +6,6 @@ order the frames went out — so a reopened turn renders exactly as it did live.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.db.models import BigIntegerField, Case, F, Q, Value, When
@@ -16,41 +15,7 @@ from django.utils import timezone
 from agenticos.queries import Insert, Update, returned, write_together
 from agents import branches
 from agents.models import Conversation, Message, Run, ToolCall
-
-MAX_RESULT_CHARS = 50_000
-
-
-def jsonable(value: Any) -> Any:
-    try:
-        json.dumps(value)
-        return value
-    except (TypeError, ValueError):
-        return json.loads(json.dumps(value, default=str))
-
-
-def result_for_storage(content: Any) -> Any:
-    value = jsonable(content)
-    if isinstance(value, str) and len(value) > MAX_RESULT_CHARS:
-        return value[:MAX_RESULT_CHARS] + f"\n[… cut: {len(value) - MAX_RESULT_CHARS} more characters]"
-    return value
-
-
-def started_in_background(tool_call_id: str, content: Any) -> bool:
-    """Whether a tool's reply is pydantic-ai-harness BackgroundTools' "started" message for this call, not its
-    result ("Tool 'x' is running in background (task <call id>). This call is pending. …")."""
-    return isinstance(content, str) and content.startswith("Tool '") and \
-        f" is running in background (task {tool_call_id})." in content
-
-
-def background_result(run_id: Any, tool_call_id: str, content: Any, *, ok: bool) -> None:
-    """A tool call that ran in the background got its result (capabilities/browser/background.py): the stored
-    call holds it, as a foreground call's does, so a reopened chat shows the result and not "running in
-    background". It is the result the model reads, past the same tool-result hooks (guardrails, output limits)."""
-    ToolCall.objects.filter(run_id=run_id, tool_call_id=tool_call_id).update(
-        result=result_for_storage(content),
-        status=ToolCall.Status.OK if ok else ToolCall.Status.ERROR,
-        finished_at=timezone.now(),
-    )
+from agents.run_handle import jsonable, result_for_storage, started_in_background
 
 
 class Transcript:

@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic_ai import RunContext
 
-from agents.runner.deps import RunDeps
+from agents.run_handle import RunDeps
 from capabilities.base import BuildContext, Built, Capability, ToolDecl, function_toolset
 
 

@@ -12,7 +12,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agenticos.api import ERRORS, WRITE_ERRORS, BaseOrgView
-from agents.serializers import ID_MAX
+from agenticos.serializers import ID_MAX
 from capabilities.artifacts import access, services
 from capabilities.artifacts.capability import link
 from capabilities.artifacts.models import Artifact, ArtifactVersion

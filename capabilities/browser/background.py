@@ -49,8 +49,7 @@ class BackgroundResult(CapabilityEvent, namespace="agenticos.browser", name="bac
     ok: bool
 
     def as_frame(self) -> dict[str, Any]:
-        from agents.runner.frames import frame
-        from agents.runner.transcript import jsonable
+        from agents.run_handle import frame, jsonable
 
         return frame("tool_result", tool_call_id=self.call_id, content=jsonable(self.content), ok=self.ok)
 
@@ -114,7 +113,7 @@ class BrowserBackground(BackgroundTools[Any]):
             if self._browsing == call_id:  # it never started
                 self._browsing = None
             raise
-        from agents.runner.transcript import started_in_background
+        from agents.run_handle import started_in_background
 
         if started_in_background(call_id, answer):
             # Marked before the task first runs: the library starts it and returns without yielding.
@@ -138,7 +137,7 @@ async def _stored(ctx: RunContext[Any], call_id: str, content: Any, *, ok: bool)
     not lose the result the model is about to read."""
     from asgiref.sync import sync_to_async
 
-    from agents.runner.transcript import background_result
+    from agents.run_handle import background_result
 
     try:
         await sync_to_async(background_result)(ctx.deps.run_id, call_id, content, ok=ok)

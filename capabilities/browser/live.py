@@ -393,7 +393,7 @@ def input_commands(event: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
 async def announce(run_id: Any, call_id: str, kind: str = "browser_live", **data: Any) -> None:
     """Tell the run's followers — the chat card, a channel thread (channelbots/delivery.py) — where this browse's
     live view is (`browser_live`), or that only a person can go on and why (`browser_needs_person` {reason})."""
-    from agents.runs import group_name
+    from agents.run_handle import group_name
 
     layer = get_channel_layer()
     if layer is None:
@@ -436,7 +436,7 @@ def viewer_of(actor: Any, run_id: Any) -> tuple[Any, bool]:
     """The run whose browse this member may watch (their own, or any with runs:view; else NotFound, one answer
     for a run of another organization and one they may not see), and whether they may take the tab over: the
     run's person, or who can edit its agent."""
-    from agents.chat import member_run
+    from agents.access import member_run
     from governance.grants import EDIT, agent_access, at_least
 
     run = member_run(actor, run_id)

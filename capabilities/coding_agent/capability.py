@@ -212,7 +212,7 @@ class Panel:
     async def _emit(self, frame_type: str, /, **data: Any) -> None:
         if self.execution is None:
             return
-        from agents.runner.frames import frame
+        from agents.run_handle import frame
 
         await self.execution.emit(frame(frame_type, **data))
 
@@ -301,7 +301,7 @@ async def run_coding_agent(ctx: RunContext[Any], task: str, fresh_session: bool 
         said, read, edited and ran), the `changed_files` and `deleted_files` in the workspace, and the
         `usage`; or a sentence saying why nothing was started.
     """
-    from agents.runner.execute import on_db_thread
+    from agents.run_handle import on_db_thread
     from governance import budgets, metered
     from workspaces.client import SandboxdError
     from workspaces.connections import ConnectionUnavailable
@@ -367,7 +367,7 @@ async def run_coding_agent(ctx: RunContext[Any], task: str, fresh_session: bool 
 
 async def _follow(ctx: RunContext[Any], backend: Any, task_id: str, config: CodingAgentConfig, text: str,
                   folder: str, meter: Any, baseline: tuple[int, int]) -> dict[str, Any]:
-    from agents.runner.execute import on_db_thread
+    from agents.run_handle import on_db_thread
 
     progress = h.Progress(harness=config.harness, baseline=baseline)
     panel = Panel.open(ctx, config, text)

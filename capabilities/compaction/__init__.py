@@ -84,7 +84,7 @@ class Summarizing(CapabilityEvent, namespace="agenticos.compaction", name="summa
     messages: int
 
     def as_frame(self) -> dict[str, Any]:
-        from agents.runner.frames import frame
+        from agents.run_handle import frame
 
         return frame("compaction", status="summarizing", messages=self.messages)
 
@@ -100,7 +100,7 @@ class GaveUp(CapabilityEvent, namespace="agenticos.compaction", name="gave_up"):
     window_tokens: int
 
     def as_frame(self) -> dict[str, Any]:
-        from agents.runner.frames import frame
+        from agents.run_handle import frame
 
         return frame("compaction", status="gave_up", overhead_tokens=self.overhead_tokens,
                      trigger_tokens=self.trigger_tokens, window_tokens=self.window_tokens)

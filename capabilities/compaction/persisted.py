@@ -20,6 +20,7 @@ transcript period.
 from __future__ import annotations
 
 import logging
+from datetime import datetime
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -125,3 +126,12 @@ def sweep_expired(organizations: Q, cutoff: Any) -> int:
     their words are past the transcript period. For governance.retention's transcript sweep."""
     removed, _ = CompactedHistory.objects.filter(organizations, updated_at__lt=cutoff).delete()
     return removed
+
+
+def sweep_past_period(now: datetime | None = None) -> int:
+    """A conversation's kept compacted history quotes its words: one last written before the transcript period
+    goes (the next turn then reads the transcript, as any other). Registered with governance.retention in
+    CapabilitiesConfig.ready() (governance imports no capability)."""
+    from governance import retention
+
+    return retention._by_policy("compacted_histories", "transcript_days", "organization", now, sweep_expired)

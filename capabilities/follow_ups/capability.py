@@ -15,7 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_ai import RunContext
 
-from agents.runner.deps import RunDeps
+from agents.run_handle import RunDeps
 from capabilities.architect.proposal import AgentSetup
 from capabilities.base import BuildContext, Built, Capability, ToolDecl, function_toolset, tool_text
 from capabilities.lifecycle import RunHandle, RunHooks

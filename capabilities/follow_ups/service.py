@@ -208,8 +208,7 @@ def deliver(follow_up: FollowUp) -> None:
     from asgiref.sync import async_to_sync
     from channels.layers import get_channel_layer
 
-    from agents.runner.frames import frame
-    from agents.runs import group_name
+    from agents.run_handle import frame, group_name
 
     layer = get_channel_layer()
     if layer is not None:

@@ -2,7 +2,7 @@
 
 Two pydantic-ai capabilities, because the edges sit at two depths of the chain:
 
-- `RequestGuardrails` wraps the run's BudgetGuard (`CapabilityOrdering(wraps=[BudgetGuard])`), so a response
+- `RequestGuardrails` wraps the run's BudgetGuard (`CapabilityOrdering(wraps=[MeteredRequests])`, its type), so a response
   is always priced and written to the ledger before a verdict on it can end the run, and a prompt blocked at
   the input edge never reaches the guard (nothing is spent). It owns
   - the **input** edge: the model is sent the cleaned prompt — every user prompt of the request, the
@@ -48,16 +48,11 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 
+from agents.run_handle import MeteredRequests
 from capabilities.guardrails.screen import WITHHELD_REASONING, GuardrailBlocked, Screen
 
 # How much of what was already shown a new part is read together with (a key or a PEM block is shorter).
 SHOWN_TAIL = 8_000
-
-
-def _budget_guard() -> list[Any]:
-    from agents.runner.guard import BudgetGuard  # here: the runner imports the capabilities at its top
-
-    return [BudgetGuard]
 
 
 @dataclass
@@ -74,7 +69,7 @@ class RequestGuardrails(AbstractCapability[Any]):
     _prompt_checked: bool = field(default=False, repr=False)
 
     def get_ordering(self) -> CapabilityOrdering:
-        return CapabilityOrdering(wraps=_budget_guard())
+        return CapabilityOrdering(wraps=[MeteredRequests])
 
     # ------------------------------------------------------------- model requests
 

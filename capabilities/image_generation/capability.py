@@ -246,7 +246,7 @@ async def generate_image(ctx: RunContext[Any], prompt: str) -> str | dict[str, A
     # The runner's own ORM threads (sized by RUN_DB_THREADS, connections handed back to the pool), not asgiref's
     # single thread every run on the loop would queue behind.
     from agenticos import images as images_module
-    from agents.runner.execute import on_db_thread
+    from agents.run_handle import on_db_thread
     from governance import budgets, metered
 
     state: _ImageState = ctx.deps.scratch["image_generation"]

@@ -164,8 +164,7 @@ class A2AModel(Model):
 def remote_delegates(dctx: DelegationContext, parent_spec: Any) -> list[BuiltDelegate]:
     """The spec's `external_agents`, each from its registration in this organization. One deleted since
     publish fails the run, naming it (AssemblyError), as the catalog says."""
-    from agents.runner.assembly import AssemblyError
-    from agents.runner.deps import RunDeps
+    from agents.run_handle import AssemblyError, RunDeps
     from capabilities.remote_agents.models import RemoteAgent
     from capabilities.subagents.delegates import BuiltDelegate, _delegate_deps, _uuids
 

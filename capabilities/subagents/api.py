@@ -7,7 +7,7 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 
 from agenticos.api_base import OrgAPIView
-from agents.chat import member_run
+from agents.access import member_run
 from capabilities.subagents.promote import promote_specialist
 
 

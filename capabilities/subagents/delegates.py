@@ -25,7 +25,7 @@ from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.tools import DeferredToolRequests
 from pydantic_ai.toolsets.approval_required import ApprovalRequiredToolset
 
-from agents.runner.deps import RunDeps
+from agents.run_handle import RunDeps
 from governance import budgets, pricing
 
 if TYPE_CHECKING:
@@ -210,11 +210,12 @@ def _run_for_profile(dctx: DelegationContext) -> Any:
 def build_agent(dctx: DelegationContext, spec: AgentSpec, *, name: str, description: str, kind: str,
                 agent_id: str | None, version_id: str, mode: str | None = None) -> BuiltDelegate:
     """A delegate from a spec (a published version's, or one made from an inline specialist)."""
-    from agents.runner import assembly
+    from agents.run_handle import model_source
     from capabilities import registry
 
     spec = _with_shared(spec, dctx.shared)
     deps = _delegate_deps(dctx, agent_id=agent_id or dctx.parent_deps.agent_id, version_id=version_id)
+    assembly = model_source()
     profile = assembly.model_profile(_run_for_profile(dctx), spec)
     model = assembly.build_model(profile)
     built = registry.build_for_run(spec, deps, dctx.organization_id)
@@ -335,7 +336,9 @@ class DynamicFactory:
 
 def dynamic_factory(dctx: DelegationContext) -> DynamicFactory | None:
     from agents.models import ModelProfile
-    from agents.runner import assembly
+    from agents.run_handle import model_source
+
+    assembly = model_source()
 
     profiles: dict[str, tuple[Any, bool]] = {}
     rows = ModelProfile.objects.filter(organization_id=dctx.organization_id, kind=ModelProfile.Kind.CHAT)

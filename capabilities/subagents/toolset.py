@@ -205,7 +205,7 @@ class Panels:
                 inner.append({"type": kind, "text": content})
             await self._emit("subagent_delta", task_id=task_id, depth=depth, part_type=kind, content=content)
         elif isinstance(event, FunctionToolCallEvent):
-            from agents.runner.transcript import jsonable
+            from agents.run_handle import jsonable
 
             call = event.part
             args = jsonable(call.args_as_dict())
@@ -214,7 +214,7 @@ class Panels:
             await self._emit("subagent_tool_call", task_id=task_id, depth=depth, tool_call_id=call.tool_call_id,
                              tool_name=call.tool_name, args=args)
         elif isinstance(event, FunctionToolResultEvent):
-            from agents.runner.transcript import jsonable
+            from agents.run_handle import jsonable
 
             returned = event.part
             ok = getattr(returned, "part_kind", "") == "tool-return" and getattr(
@@ -251,7 +251,7 @@ class Panels:
         # loop because the sink queues synchronously inside `send` before its first await.
         if self.execution is None:
             return
-        from agents.runner.frames import frame
+        from agents.run_handle import frame
 
         sending = asyncio.get_running_loop().create_task(self.execution.emit(frame(kind, **data)))
         self.sending.add(sending)
@@ -265,7 +265,7 @@ class Panels:
     async def _emit(self, kind: str, **data: Any) -> None:
         if self.execution is None:
             return
-        from agents.runner.frames import frame
+        from agents.run_handle import frame
 
         await self.execution.emit(frame(kind, **data))
 
@@ -684,7 +684,7 @@ def _deferred_state(delegate: BuiltDelegate, deferred: Any) -> dict[str, Any] | 
     """What a delegate stopped on, in the shape parking stores: its gated calls (the person approves these,
     with their exact arguments) or its `ask_parent` question (the person answers it on the run's ask_user
     card); None when it stopped on nothing this platform can put to a person."""
-    from agents.runner.transcript import jsonable
+    from agents.run_handle import jsonable
 
     approvals = [
         {"tool_call_id": c.tool_call_id, "tool_name": c.tool_name, "args": jsonable(c.args_as_dict()),

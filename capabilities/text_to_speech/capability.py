@@ -236,7 +236,7 @@ async def generate_speech(ctx: RunContext[Any], text: str, voice: str | None = N
         this agent has a workspace, `workspace_path` under /workspace/output; or a sentence saying why nothing
         was spoken.
     """
-    from agents.runner.execute import on_db_thread
+    from agents.run_handle import on_db_thread
     from governance import budgets, metered
 
     wrong = _check_arguments(ctx, text, voice, instructions)

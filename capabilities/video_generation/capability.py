@@ -311,7 +311,7 @@ async def generate_video(ctx: RunContext[Any], prompt: str, resolution: str | No
         agent has a workspace, `workspace_path` under /workspace/output; or a sentence saying why no clip was
         made.
     """
-    from agents.runner.execute import on_db_thread
+    from agents.run_handle import on_db_thread
     from governance import budgets, metered
 
     asked = _check_arguments(ctx, prompt, resolution, aspect_ratio, seconds, audio)
@@ -367,7 +367,7 @@ async def generate_video(ctx: RunContext[Any], prompt: str, resolution: str | No
 
 
 async def _record_estimate(meter: Any, config: VideoGenerationConfig, estimate: Decimal) -> None:
-    from agents.runner.execute import on_db_thread
+    from agents.run_handle import on_db_thread
 
     await asyncio.shield(on_db_thread(_record, meter, config, estimate))
 

@@ -18,7 +18,7 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from agents.runner.deps import RunDeps
+from agents.run_handle import RunDeps
 from agents.spec import AgentSpec
 from capabilities import registry
 

@@ -7,7 +7,7 @@ from pydantic_ai import Agent, DeferredToolRequests
 from pydantic_ai.models.function import FunctionModel
 from pydantic_ai.toolsets import ApprovalRequiredToolset, FunctionToolset
 
-from agents.runner.deps import RunDeps
+from agents.run_handle import RunDeps
 from capabilities import registry
 from capabilities.base import Capability, ToolDecl
 from tests import factories

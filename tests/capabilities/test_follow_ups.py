@@ -155,7 +155,7 @@ def test_the_live_console_hears_which_conversation_and_message_the_steps_belong_
     from asgiref.sync import async_to_sync
     from channels.layers import get_channel_layer
 
-    from agents.runs import group_name
+    from agents.run_handle import group_name
 
     agent, version = follow_up_agent(org, owner, fake_openai)
     fake_openai.queue(Reply.text("Refunds take five days."), Reply.text("Track my refund"))

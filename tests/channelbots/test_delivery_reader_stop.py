@@ -17,8 +17,8 @@ from types import SimpleNamespace
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
+from agents.run_handle import group_name
 from agents.runner.frames import frame
-from agents.runs import group_name
 from channelbots import delivery
 
 

@@ -11,7 +11,7 @@ import pytest
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
-from agents.runs import group_name
+from agents.run_handle import group_name
 from channelbots import delivery
 from channelbots.platforms import client_for
 from tests.channelbots.conftest import slack_bot

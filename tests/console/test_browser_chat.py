@@ -15,8 +15,8 @@ from channels.layers import get_channel_layer
 
 from agenticos.models import Membership
 from agents.models import Agent, Run
+from agents.run_handle import group_name
 from agents.runner.frames import frame
-from agents.runs import group_name
 from tests import factories
 from tests.console.browser_steps import PASSWORD, sign_in
 from tests.console.conftest import ARTIFACTS

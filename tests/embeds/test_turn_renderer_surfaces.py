@@ -68,7 +68,7 @@ def publish(run_id, frames: list[dict]) -> None:
     from asgiref.sync import async_to_sync
     from channels.layers import get_channel_layer
 
-    from agents.runs import group_name
+    from agents.run_handle import group_name
 
     def send():
         async_to_sync(get_channel_layer().group_send)(group_name(run_id), {"type": "run.frames", "frames": frames,

@@ -1,11 +1,13 @@
-"""The sweeps and file finders the surfaces register in their AppConfig.ready() are in governance's registry
-(governance imports no surface: a missing registration would silently keep data past its period)."""
+"""The sweeps and file finders the apps above governance (surfaces, capabilities) register in their
+AppConfig.ready() are in governance's registry (governance imports none of them: a missing registration would
+silently keep data past its period)."""
 
 from __future__ import annotations
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
+from capabilities.compaction.persisted import sweep_past_period
 from channelbots.retention import sweep_link_requests
 from embeds.retention import page_files
 from governance import retention
@@ -13,6 +15,7 @@ from governance import retention
 
 def test_the_surfaces_register_their_sweeps_and_file_finders():
     assert retention.SWEEPS["expired_link_requests"] is sweep_link_requests
+    assert retention.SWEEPS["compacted_histories"] is sweep_past_period
     assert page_files in retention.MESSAGE_FILES
 
 

@@ -10,7 +10,7 @@ from asgiref.sync import sync_to_async
 from pydantic_ai import Agent
 from pydantic_ai.models.function import FunctionModel
 
-from agents.runner.deps import RunDeps
+from agents.run_handle import RunDeps
 from agents.spec import load_spec
 from capabilities import registry
 from tests.capabilities.helpers import Outcome, Script

@@ -11,8 +11,8 @@ import uuid
 from channels import DEFAULT_CHANNEL_LAYER
 from channels.layers import channel_layers
 
+from agents.run_handle import group_name
 from agents.runner.frames import ChannelLayerSink, coalesce, frame, frames_in
-from agents.runs import group_name
 
 
 async def _listen(run_id: str):

@@ -159,4 +159,11 @@ def test_the_built_in_hooks_and_the_surfaces_registrations_are_in_place():
     from channelbots.platforms import PlatformError
 
     assert access.current().channel_of_run is channel_of_run and access.current().error is PlatformError
+    # The runner lends the layers below it how a model profile becomes a model (a delegate's) and how a resumed
+    # run reaches a worker (governance), registered in agents' ready(): neither imports the runner.
+    from agents import run_handle, runs
+    from agents.runner import assembly
+
+    assert run_handle.model_source() is assembly
+    assert run_handle._run_delivery is runs.deliver_after_commit
     assert Run.objects.count() == 0

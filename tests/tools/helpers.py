@@ -10,7 +10,7 @@ from pydantic_ai import Agent
 from pydantic_ai.messages import TextPart, ToolCallPart
 from pydantic_ai.models.function import DeltaToolCall, FunctionModel
 
-from agents.runner.deps import RunDeps
+from agents.run_handle import RunDeps
 from agents.spec import AgentSpec
 from capabilities import registry
 from tests.capabilities.helpers import Outcome, Script, deps

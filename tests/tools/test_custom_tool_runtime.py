@@ -112,7 +112,7 @@ def test_a_big_response_reaches_the_agent_as_a_preview_and_a_handle_it_can_read(
     from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart
     from pydantic_ai.models.function import FunctionModel
 
-    from agents.runner.deps import RunDeps
+    from agents.run_handle import RunDeps
     from capabilities import registry
     from tests.capabilities.helpers import deps
 
