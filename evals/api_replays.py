@@ -16,7 +16,7 @@ from rest_framework.response import Response
 from agenticos.api import ERRORS, WRITE_ERRORS, BaseOrgView
 from agenticos.errors import NotFound
 from agents.models import Agent
-from evals import replay_gate, replays
+from evals import replay_gate, replays, run_tags
 from evals.api import CaseSerializer
 from evals.models import ReplayGate, ReplayResult, ReplaySet
 from governance.grants import EDIT, require_agent_access
@@ -29,6 +29,8 @@ class SelectionSerializer(serializers.Serializer):
     surface = serializers.ChoiceField(choices=list(replays.RECORDED_SURFACES), required=False)
     since = serializers.DateTimeField(required=False, help_text="Runs started at or after (ISO 8601 with offset).")
     until = serializers.DateTimeField(required=False, help_text="Runs started before.")
+    tag = serializers.CharField(required=False, max_length=40, help_text=(
+        "Only runs carrying this tag (PUT /api/v1/agents/{id}/runs/{run_id}/tags)."))
     feedback = serializers.ChoiceField(choices=list(replays.FEEDBACK_CHOICES), required=False, help_text=(
         "down: only runs whose answer got a 👎; up: only 👍; rated: either, 👎 first; down_first: every run, "
         "👎 first."))
@@ -260,3 +262,46 @@ class ReplayGateView(BaseOrgView):
     def delete(self, request, agent_id):
         replay_gate.remove_gate(actor=self.actor, agent=self.agent(agent_id))
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class RunTagsSerializer(serializers.Serializer):
+    run_id = serializers.UUIDField(read_only=True)
+    tags = serializers.ListField(child=serializers.CharField(max_length=40), max_length=run_tags.MAX_TAGS_PER_RUN,
+                                 help_text="Lowercase words (letters, digits, - and _); a PUT replaces the list.")
+
+
+class TagCountSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    runs = serializers.IntegerField(help_text="Runs carrying it that you may read.")
+
+
+class RunTagsView(BaseOrgView):
+    """A recorded run's tags, which a replay set may pick runs by (selection `tag`)."""
+
+    serializer_class = RunTagsSerializer
+    permission_map = {"GET": "agents:view", "PUT": "agents:edit"}
+
+    @extend_schema(responses={200: RunTagsSerializer, **ERRORS}, summary="A recorded run's tags")
+    def get(self, request, agent_id, run_id):
+        run = run_tags.run_for(self.actor, self.org_get(Agent, agent_id), run_id)
+        return Response({"run_id": str(run.pk), "tags": run_tags.tags_of(run)})
+
+    @extend_schema(request=RunTagsSerializer, responses={200: RunTagsSerializer, **WRITE_ERRORS},
+                   summary="Replace a recorded run's tags (editors of the agent, on runs they may read)")
+    def put(self, request, agent_id, run_id):
+        agent = self.org_get(Agent, agent_id)
+        run = run_tags.run_for(self.actor, agent, run_id, level=EDIT)  # refused before the body is read
+        data = self.valid(RunTagsSerializer)
+        tags = run_tags.set_tags(actor=self.actor, agent=agent, run=run, tags=data["tags"])
+        return Response({"run_id": str(run.pk), "tags": tags})
+
+
+class AgentRunTagsView(BaseOrgView):
+    serializer_class = TagCountSerializer
+    permission_map = {"GET": "agents:view"}
+    pagination_class = None  # the tags of one agent: a short list
+
+    @extend_schema(responses={200: TagCountSerializer(many=True), **ERRORS},
+                   summary="The tags on an agent's recorded runs, with how many runs carry each")
+    def get(self, request, agent_id):
+        return Response(run_tags.agent_tags(self.actor, self.org_get(Agent, agent_id)))

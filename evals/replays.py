@@ -32,7 +32,8 @@ from agenticos.tenancy import Actor, parse_uuid
 from agents.models import Agent, AgentVersion, Feedback, ModelProfile, Run, RunStatus, Surface, ToolCall
 from agents.runner.gate import call_key
 from agents.spec import AgentSpec, dump_spec, load_spec
-from evals.models import ReplayResult, ReplaySet, SuiteRun
+from evals import run_tags
+from evals.models import ReplayResult, ReplaySet, RunTag, SuiteRun
 from evals.replay_tools import NOT_IN_REPLAY
 from governance.grants import EDIT, VIEW, require_agent_access
 
@@ -152,8 +153,8 @@ def _when(raw: Any, field: str, problems: list[dict[str, str]]) -> datetime | No
 
 
 def select_runs(actor: Actor, agent: Agent, selection: dict[str, Any]) -> tuple[list[Run], dict[str, Any]]:
-    """The completed runs a selection names, newest first: by ids, version, surface, time range, the 👍/👎 their
-    answer got (`feedback`, see `_by_feedback`), the newest N (`last`), then a sample of N. Returns them and the
+    """The completed runs a selection names, newest first: by ids, version, surface, time range, a tag a person
+    put on them (evals/run_tags.py), the 👍/👎 their answer got (`feedback`, see `_by_feedback`), the newest N (`last`), then a sample of N. Returns them and the
     selection as understood. Raises Invalid naming each bad field."""
     problems: list[dict[str, str]] = []
     runs = readable_runs(actor, agent).filter(status=RunStatus.COMPLETED)
@@ -191,6 +192,14 @@ def select_runs(actor: Actor, agent: Agent, selection: dict[str, Any]) -> tuple[
         runs, understood["since"] = runs.filter(created_at__gte=since), since.isoformat()
     if until:
         runs, understood["until"] = runs.filter(created_at__lt=until), until.isoformat()
+    tag = selection.get("tag")
+    if tag not in (None, ""):
+        name = run_tags.clean_tag(tag)
+        if name is None:
+            problems.append(_problem("tag", run_tags.TAG_RULE))
+        else:
+            runs = runs.filter(Exists(RunTag.objects.filter(run=OuterRef("pk"), name=name)))
+            understood["tag"] = name
     feedback = selection.get("feedback")
     if feedback not in (None, ""):
         if feedback not in FEEDBACK_CHOICES:
