@@ -211,11 +211,17 @@ class ReplayGateSerializer(serializers.ModelSerializer):
     agent_id = serializers.UUIDField(read_only=True)
     suite_id = serializers.UUIDField(allow_null=True, read_only=True)
     updated_by = serializers.CharField(source="updated_by.email", allow_null=True, default=None, read_only=True)
+    last_outcome = serializers.CharField(read_only=True, help_text=(
+        "What the gate said the last time a publish or a rollout asked it: passed, refused, skipped (nothing "
+        "recorded to replay: let through), '' (never asked)."))
+    last_replay_set_id = serializers.UUIDField(allow_null=True, read_only=True,
+                                               help_text="The replay it ran then (GET /api/v1/replays/{id}).")
 
     class Meta:
         model = ReplayGate
         fields = ["agent_id", "runs", "surface", "suite_id", "on_mismatch", "cap_usd", "max_failed", "updated_by",
-                  "updated_at"]
+                  "updated_at", "last_outcome", "last_target", "last_message", "last_replay_set_id",
+                  "last_checked_at"]
 
 
 class ReplayGateInputSerializer(serializers.Serializer):

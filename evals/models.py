@@ -278,6 +278,11 @@ class ReplayGate(models.Model):
     (evals/replay_gate.py), checked by publishing and by a rollout's start (on the candidate) beside the
     evaluation suites' gate. Its verdicts are `suite`'s replay checks (without one: every run must complete)."""
 
+    class Outcome(models.TextChoices):
+        PASSED = "passed", "Passed"
+        REFUSED = "refused", "Refused"
+        SKIPPED = "skipped", "Nothing to replay: let through"
+
     id = models.BigAutoField(primary_key=True)
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
     agent = models.OneToOneField(Agent, on_delete=models.CASCADE, related_name="replay_gate")
@@ -292,6 +297,14 @@ class ReplayGate(models.Model):
     max_failed = models.PositiveSmallIntegerField(default=0)
     updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+")
     updated_at = models.DateTimeField(default=timezone.now)
+    # What the gate said the last time a publish or a rollout's start asked it (evals/replay_gate.py), so the
+    # Replays tab and the API tell a person why a publish went through or was refused.
+    last_outcome = models.CharField(max_length=12, choices=Outcome.choices, blank=True)
+    last_target = models.CharField(max_length=20, blank=True)
+    last_message = models.TextField(blank=True)
+    last_replay_set = models.ForeignKey(ReplaySet, on_delete=models.SET_NULL, null=True, blank=True,
+                                        related_name="+")
+    last_checked_at = models.DateTimeField(null=True, blank=True)
 
     def __str__(self) -> str:
         return f"Replay gate of {self.agent}: last {self.runs} runs"
