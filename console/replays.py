@@ -111,9 +111,9 @@ def replay_list(request: HttpRequest, actor: Actor, agent_id: Any) -> HttpRespon
     return redirect(reverse("console-replays:detail", args=[agent.pk, replay_set.pk]))
 
 
-def _rows(replay_set: ReplaySet) -> list[dict[str, Any]]:
+def _rows(actor: Actor, replay_set: ReplaySet) -> list[dict[str, Any]]:
     rows = []
-    for result in replay_set.results.order_by("position", "id"):
+    for result in replays.results_for_reader(actor, replay_set):
         calls = [{**call, "label": VERDICT_LABELS.get(call["verdict"], call["verdict"])} for call in result.tool_calls]
         rows.append({"result": result, "calls": calls,
                      "recorded_tokens": result.recorded_input_tokens + result.recorded_output_tokens,
@@ -131,7 +131,8 @@ def replay_detail(request: HttpRequest, actor: Actor, agent_id: Any, replay_id: 
         raise NotFound("Replay not found.")
     template = "console/_replay_results.html" if request.headers.get("X-Fragment") else "console/replay.html"
     return screen(request, template, {
-        "agent": agent, "replay_set": replay_set, "summary": replays.summary(replay_set), "rows": _rows(replay_set),
+        "agent": agent, "replay_set": replay_set, "summary": replays.summary(replay_set),
+        "rows": _rows(actor, replay_set),
         "can_edit": at_least(level, EDIT) and actor.has("agents:run")})
 
 

@@ -77,6 +77,9 @@ class ReplayResultSerializer(serializers.ModelSerializer):
     replay_run_id = serializers.UUIDField(allow_null=True)
     tool_calls = ToolCallRowSerializer(many=True)
     checks = VerdictCheckSerializer(many=True)
+    redacted = serializers.SerializerMethodField(help_text=(
+        "True when the recorded run is not one you may read (someone else's, without runs:view): its answers, "
+        "arguments and reasons are left out; its verdict, changes, tokens and cost stay."))
 
     class Meta:
         model = ReplayResult
@@ -84,7 +87,10 @@ class ReplayResultSerializer(serializers.ModelSerializer):
                   "recorded_output", "replayed_output", "answer_changed", "tools_changed", "tool_calls",
                   "recorded_input_tokens", "recorded_output_tokens", "recorded_cost_usd", "replayed_input_tokens",
                   "replayed_output_tokens", "replayed_cost_usd", "verdict", "checks", "judge_cost_usd",
-                  "finished_at"]
+                  "finished_at", "redacted"]
+
+    def get_redacted(self, obj: ReplayResult) -> bool:
+        return bool(getattr(obj, "redacted", False))
 
 
 class ReplaySummarySerializer(serializers.Serializer):
@@ -128,7 +134,7 @@ class ReplaySetDetailSerializer(ReplaySetSerializer):
 
     @extend_schema_field(ReplayResultSerializer(many=True))
     def get_results(self, obj: ReplaySet) -> list[dict[str, Any]]:
-        return ReplayResultSerializer(obj.results.order_by("position", "id"), many=True).data
+        return ReplayResultSerializer(replays.results_for_reader(self.context["actor"], obj), many=True).data
 
 
 class MakeCaseSerializer(serializers.Serializer):
@@ -177,7 +183,7 @@ class ReplaySetDetailView(BaseOrgView):
                    summary="A replay with its summary and each run side by side with its recording")
     def get(self, request, replay_id):
         replay_set = replays.replay_set_for(self.actor, replay_id)
-        return Response(ReplaySetDetailSerializer(replay_set).data)
+        return Response(ReplaySetDetailSerializer(replay_set, context={"actor": self.actor}).data)
 
 
 class ReplayCancelView(BaseOrgView):

@@ -449,12 +449,44 @@ def make_case(*, actor: Actor, result: ReplayResult, suite_id: Any, name: str = 
     return row
 
 
+def readable_results(actor: Actor, replay_set: ReplaySet) -> QuerySet[ReplayResult]:
+    """The set's results whose recorded run this person may read (`readable_runs`): a replay quotes the recorded
+    conversation, so an agent's viewer reads the rest of a set only as verdicts and counts (`redact`)."""
+    results = ReplayResult.objects.filter(replay_set=replay_set)
+    if not actor.has("runs:view"):
+        results = results.filter(original__user_id=actor.user_id)
+    return results
+
+
+REDACTED = "Hidden: the recorded run is not one you may read."
+
+
+def redact(result: ReplayResult) -> ReplayResult:
+    """The result without what quotes the conversation (answers, arguments, reasons; not saved): its status,
+    verdict, what changed, tokens and cost stay."""
+    result.redacted = True  # type: ignore[attr-defined]
+    result.recorded_output = result.replayed_output = ""
+    result.reason = REDACTED
+    result.recording = {}
+    result.tool_calls = [{**row, "recorded_args": None, "replayed_args": None} for row in result.tool_calls]
+    result.checks = [{**check, "reason": ""} for check in result.checks]
+    return result
+
+
+def results_for_reader(actor: Actor, replay_set: ReplaySet) -> list[ReplayResult]:
+    """The set's results in order, those on runs this person may not read redacted."""
+    readable = set(readable_results(actor, replay_set).values_list("pk", flat=True))
+    return [result if result.pk in readable else redact(result)
+            for result in replay_set.results.order_by("position", "id")]
+
+
 def result_for(actor: Actor, replay_set: ReplaySet, result_id: Any) -> ReplayResult:
     try:
         wanted = int(str(result_id))
     except ValueError:
         wanted = 0
-    result = ReplayResult.objects.filter(replay_set=replay_set, pk=wanted).select_related("replay_set__agent").first()
+    # Only a result on a run this person may read: a case copies the recorded prompt and history.
+    result = (readable_results(actor, replay_set).filter(pk=wanted).select_related("replay_set__agent").first())
     if result is None:
         raise NotFound("Replayed run not found.")
     return result

@@ -149,7 +149,11 @@ def test_a_viewer_reads_without_controls_and_is_refused(client_as, org, owner, a
     assert f'data-replay-set="{replay_set.pk}"' in listed
     ReplaySet.objects.filter(pk=replay_set.pk).update(status=ReplaySet.Status.RUNNING)
     detail = client.get(f"/agents/{agent.pk}/replays/{replay_set.pk}/").content.decode()
-    assert "I could not look her up." in detail and "data-replay-cancel" not in detail
+    assert "data-replay-cancel" not in detail
+    # The replayed run is the owner's, which a viewer may not read: its verdict and counts, not its words.
+    assert "data-redacted" in detail and 'data-verdict="failed"' in detail
+    assert "I could not look her up." not in detail and "Ada is a customer." not in detail
+    assert "Lovelace" not in detail and "Hidden: the recorded run is not one you may read." in detail
     before = database_state(TABLES)
     assert client.post(f"/agents/{agent.pk}/replays/", {"target": "draft"}).status_code == 403
     assert client.post(f"/agents/{agent.pk}/replays/gate", {"runs": "5"}).status_code == 403
