@@ -700,6 +700,10 @@ def publish(request: HttpRequest, actor: Actor, agent_id: Any) -> HttpResponse:
         version = agent_services.publish_agent(actor=actor, agent=agent, note=request.POST.get("note", ""),
                                                 allow_unchanged=False)
     except Invalid as exc:
+        replay_set = (exc.details or {}).get("replay_set") if isinstance(exc.details, dict) else None
+        if exc.code == "replay_failed" and replay_set:  # the replay gate: its runs side by side say why
+            messages.error(request, exc.message)
+            return redirect(reverse("console-replays:detail", args=[agent.pk, replay_set]))
         return _render_invalid(request, actor, agent, exc)
     except Conflict as exc:  # nothing changed since the latest version: no empty version is made
         messages.error(request, exc.message)

@@ -21,8 +21,8 @@ from agenticos.errors import Invalid, NotFound
 from agenticos.tenancy import Actor, org_get
 from agents.models import Agent, AgentVersion, Environment, ModelProfile
 from console.base import console_view, screen
-from evals import replay_gate, replays, services
-from evals.models import ReplaySet
+from evals import replay_gate, replays, run_tags, services
+from evals.models import ReplaySet, RunTag
 from governance.grants import EDIT, at_least, require_agent_access
 
 VERDICT_LABELS = {"same": "same", "different_arguments": "different arguments", "new": "new", "missing": "missing"}
@@ -45,7 +45,7 @@ def _whole(raw: str, field: str) -> int | None:
 def _selection(post: Any) -> dict[str, Any]:
     """The form's fields as `replays.select_runs` reads them (it names every bad one)."""
     selection: dict[str, Any] = {}
-    for key in ("surface", "feedback", "since", "until"):
+    for key in ("surface", "feedback", "since", "until", "tag"):
         if post.get(key, "").strip():
             selection[key] = post[key].strip()
     for key in ("version", "last", "sample"):
@@ -55,10 +55,27 @@ def _selection(post: Any) -> dict[str, Any]:
     return selection
 
 
+RECENT_RUNS = 20
+
+
+def _recent_runs(actor: Actor, agent: Agent) -> list[dict[str, Any]]:
+    """The newest recorded runs this person may read, with their tags (one query for the tags)."""
+    runs = list(replays.readable_runs(actor, agent).filter(status="completed").order_by("-created_at")
+                .only("pk", "prompt", "surface", "created_at")[:RECENT_RUNS])
+    tags: dict[Any, list[str]] = {}
+    for run_id, name in RunTag.objects.filter(run__in=[r.pk for r in runs]).order_by("name").values_list(
+            "run_id", "name"):
+        tags.setdefault(run_id, []).append(name)
+    return [{"run": run, "tags": tags.get(run.pk, [])} for run in runs]
+
+
 def _page(request: HttpRequest, actor: Actor, agent: Agent, level: str, *, status: int = 200,
           **extra: Any) -> HttpResponse:
     gate = replay_gate.gate_for(actor, agent)
     context = {
+        "tags": run_tags.agent_tags(actor, agent),
+        "recent_runs": _recent_runs(actor, agent),
+        "can_tag": at_least(level, EDIT),
         "agent": agent,
         "can_edit": at_least(level, EDIT) and actor.has("agents:run"),
         "replay_sets": list(replays.agent_replay_sets(actor, agent).order_by("-created_at")[:30]),
@@ -94,9 +111,9 @@ def replay_list(request: HttpRequest, actor: Actor, agent_id: Any) -> HttpRespon
     return redirect(reverse("console-replays:detail", args=[agent.pk, replay_set.pk]))
 
 
-def _rows(replay_set: ReplaySet) -> list[dict[str, Any]]:
+def _rows(actor: Actor, replay_set: ReplaySet) -> list[dict[str, Any]]:
     rows = []
-    for result in replay_set.results.order_by("position", "id"):
+    for result in replays.results_for_reader(actor, replay_set):
         calls = [{**call, "label": VERDICT_LABELS.get(call["verdict"], call["verdict"])} for call in result.tool_calls]
         rows.append({"result": result, "calls": calls,
                      "recorded_tokens": result.recorded_input_tokens + result.recorded_output_tokens,
@@ -114,7 +131,8 @@ def replay_detail(request: HttpRequest, actor: Actor, agent_id: Any, replay_id: 
         raise NotFound("Replay not found.")
     template = "console/_replay_results.html" if request.headers.get("X-Fragment") else "console/replay.html"
     return screen(request, template, {
-        "agent": agent, "replay_set": replay_set, "summary": replays.summary(replay_set), "rows": _rows(replay_set),
+        "agent": agent, "replay_set": replay_set, "summary": replays.summary(replay_set),
+        "rows": _rows(actor, replay_set),
         "can_edit": at_least(level, EDIT) and actor.has("agents:run")})
 
 
@@ -128,6 +146,21 @@ def replay_cancel(request: HttpRequest, actor: Actor, agent_id: Any, replay_id: 
     replays.cancel_replay(actor=actor, replay_set=replay_set)
     messages.success(request, _("The replay was asked to stop."))
     return redirect(reverse("console-replays:detail", args=[agent.pk, replay_set.pk]))
+
+
+@require_POST
+@console_view("agents:view")
+def tag_run(request: HttpRequest, actor: Actor, agent_id: Any, run_id: Any) -> HttpResponse:
+    """Replace a recorded run's tags (comma- or space-separated), so a replay set may pick it by one."""
+    agent, level = _agent(actor, agent_id)
+    run = run_tags.run_for(actor, agent, run_id, level=EDIT)
+    raw = request.POST.get("tags", "").replace(",", " ").split()
+    try:
+        names = run_tags.set_tags(actor=actor, agent=agent, run=run, tags=raw)
+    except Invalid as exc:
+        return _page(request, actor, agent, level, status=422, error=exc.message, problems=exc.details)
+    messages.success(request, _("Tags saved: %(tags)s.") % {"tags": ", ".join(names) or _("none")})
+    return redirect(reverse("console-replays:list", args=[agent.pk]) + "#replay-runs-title")
 
 
 @require_POST

@@ -125,6 +125,8 @@ class SuiteExportSerializer(serializers.Serializer):
     name = serializers.CharField()
     description = serializers.CharField(allow_blank=True)
     gates_publish = serializers.BooleanField()
+    replay_checks = serializers.ListField(child=serializers.DictField(), help_text=(
+        "The checks a replay naming this suite judges each replayed run by (and the replay gate's)."))
     cases = serializers.ListField(child=serializers.DictField())
 
 

@@ -16,7 +16,7 @@ from rest_framework.response import Response
 from agenticos.api import ERRORS, WRITE_ERRORS, BaseOrgView
 from agenticos.errors import NotFound
 from agents.models import Agent
-from evals import replay_gate, replays
+from evals import replay_gate, replays, run_tags
 from evals.api import CaseSerializer
 from evals.models import ReplayGate, ReplayResult, ReplaySet
 from governance.grants import EDIT, require_agent_access
@@ -29,6 +29,8 @@ class SelectionSerializer(serializers.Serializer):
     surface = serializers.ChoiceField(choices=list(replays.RECORDED_SURFACES), required=False)
     since = serializers.DateTimeField(required=False, help_text="Runs started at or after (ISO 8601 with offset).")
     until = serializers.DateTimeField(required=False, help_text="Runs started before.")
+    tag = serializers.CharField(required=False, max_length=40, help_text=(
+        "Only runs carrying this tag (PUT /api/v1/agents/{id}/runs/{run_id}/tags)."))
     feedback = serializers.ChoiceField(choices=list(replays.FEEDBACK_CHOICES), required=False, help_text=(
         "down: only runs whose answer got a 👎; up: only 👍; rated: either, 👎 first; down_first: every run, "
         "👎 first."))
@@ -75,6 +77,9 @@ class ReplayResultSerializer(serializers.ModelSerializer):
     replay_run_id = serializers.UUIDField(allow_null=True)
     tool_calls = ToolCallRowSerializer(many=True)
     checks = VerdictCheckSerializer(many=True)
+    redacted = serializers.SerializerMethodField(help_text=(
+        "True when the recorded run is not one you may read (someone else's, without runs:view): its answers, "
+        "arguments and reasons are left out; its verdict, changes, tokens and cost stay."))
 
     class Meta:
         model = ReplayResult
@@ -82,7 +87,10 @@ class ReplayResultSerializer(serializers.ModelSerializer):
                   "recorded_output", "replayed_output", "answer_changed", "tools_changed", "tool_calls",
                   "recorded_input_tokens", "recorded_output_tokens", "recorded_cost_usd", "replayed_input_tokens",
                   "replayed_output_tokens", "replayed_cost_usd", "verdict", "checks", "judge_cost_usd",
-                  "finished_at"]
+                  "finished_at", "redacted"]
+
+    def get_redacted(self, obj: ReplayResult) -> bool:
+        return bool(getattr(obj, "redacted", False))
 
 
 class ReplaySummarySerializer(serializers.Serializer):
@@ -126,7 +134,7 @@ class ReplaySetDetailSerializer(ReplaySetSerializer):
 
     @extend_schema_field(ReplayResultSerializer(many=True))
     def get_results(self, obj: ReplaySet) -> list[dict[str, Any]]:
-        return ReplayResultSerializer(obj.results.order_by("position", "id"), many=True).data
+        return ReplayResultSerializer(replays.results_for_reader(self.context["actor"], obj), many=True).data
 
 
 class MakeCaseSerializer(serializers.Serializer):
@@ -175,7 +183,7 @@ class ReplaySetDetailView(BaseOrgView):
                    summary="A replay with its summary and each run side by side with its recording")
     def get(self, request, replay_id):
         replay_set = replays.replay_set_for(self.actor, replay_id)
-        return Response(ReplaySetDetailSerializer(replay_set).data)
+        return Response(ReplaySetDetailSerializer(replay_set, context={"actor": self.actor}).data)
 
 
 class ReplayCancelView(BaseOrgView):
@@ -209,11 +217,17 @@ class ReplayGateSerializer(serializers.ModelSerializer):
     agent_id = serializers.UUIDField(read_only=True)
     suite_id = serializers.UUIDField(allow_null=True, read_only=True)
     updated_by = serializers.CharField(source="updated_by.email", allow_null=True, default=None, read_only=True)
+    last_outcome = serializers.CharField(read_only=True, help_text=(
+        "What the gate said the last time a publish or a rollout asked it: passed, refused, skipped (nothing "
+        "recorded to replay: let through), '' (never asked)."))
+    last_replay_set_id = serializers.UUIDField(allow_null=True, read_only=True,
+                                               help_text="The replay it ran then (GET /api/v1/replays/{id}).")
 
     class Meta:
         model = ReplayGate
         fields = ["agent_id", "runs", "surface", "suite_id", "on_mismatch", "cap_usd", "max_failed", "updated_by",
-                  "updated_at"]
+                  "updated_at", "last_outcome", "last_target", "last_message", "last_replay_set_id",
+                  "last_checked_at"]
 
 
 class ReplayGateInputSerializer(serializers.Serializer):
@@ -260,3 +274,46 @@ class ReplayGateView(BaseOrgView):
     def delete(self, request, agent_id):
         replay_gate.remove_gate(actor=self.actor, agent=self.agent(agent_id))
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class RunTagsSerializer(serializers.Serializer):
+    run_id = serializers.UUIDField(read_only=True)
+    tags = serializers.ListField(child=serializers.CharField(max_length=40), max_length=run_tags.MAX_TAGS_PER_RUN,
+                                 help_text="Lowercase words (letters, digits, - and _); a PUT replaces the list.")
+
+
+class TagCountSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    runs = serializers.IntegerField(help_text="Runs carrying it that you may read.")
+
+
+class RunTagsView(BaseOrgView):
+    """A recorded run's tags, which a replay set may pick runs by (selection `tag`)."""
+
+    serializer_class = RunTagsSerializer
+    permission_map = {"GET": "agents:view", "PUT": "agents:edit"}
+
+    @extend_schema(responses={200: RunTagsSerializer, **ERRORS}, summary="A recorded run's tags")
+    def get(self, request, agent_id, run_id):
+        run = run_tags.run_for(self.actor, self.org_get(Agent, agent_id), run_id)
+        return Response({"run_id": str(run.pk), "tags": run_tags.tags_of(run)})
+
+    @extend_schema(request=RunTagsSerializer, responses={200: RunTagsSerializer, **WRITE_ERRORS},
+                   summary="Replace a recorded run's tags (editors of the agent, on runs they may read)")
+    def put(self, request, agent_id, run_id):
+        agent = self.org_get(Agent, agent_id)
+        run = run_tags.run_for(self.actor, agent, run_id, level=EDIT)  # refused before the body is read
+        data = self.valid(RunTagsSerializer)
+        tags = run_tags.set_tags(actor=self.actor, agent=agent, run=run, tags=data["tags"])
+        return Response({"run_id": str(run.pk), "tags": tags})
+
+
+class AgentRunTagsView(BaseOrgView):
+    serializer_class = TagCountSerializer
+    permission_map = {"GET": "agents:view"}
+    pagination_class = None  # the tags of one agent: a short list
+
+    @extend_schema(responses={200: TagCountSerializer(many=True), **ERRORS},
+                   summary="The tags on an agent's recorded runs, with how many runs carry each")
+    def get(self, request, agent_id):
+        return Response(run_tags.agent_tags(self.actor, self.org_get(Agent, agent_id)))

@@ -180,7 +180,7 @@ class ReplaySet(models.Model):
     # "draft", "v<N>", with "@<profile name>" when replayed on another model profile.
     target = models.CharField(max_length=160)
     version = models.ForeignKey(AgentVersion, on_delete=models.PROTECT, related_name="+")
-    # How the runs were picked: {version, surface, since, until, sample, run_ids} as given.
+    # How the runs were picked: {run_ids, version, surface, since, until, tag, feedback, last, sample} as given.
     selection = models.JSONField(default=dict, blank=True)
     on_mismatch = models.CharField(max_length=12, choices=OnMismatch.choices, default=OnMismatch.REFUSE)
     # The most the replay's model requests may cost together (USD).
@@ -278,6 +278,11 @@ class ReplayGate(models.Model):
     (evals/replay_gate.py), checked by publishing and by a rollout's start (on the candidate) beside the
     evaluation suites' gate. Its verdicts are `suite`'s replay checks (without one: every run must complete)."""
 
+    class Outcome(models.TextChoices):
+        PASSED = "passed", "Passed"
+        REFUSED = "refused", "Refused"
+        SKIPPED = "skipped", "Nothing to replay: let through"
+
     id = models.BigAutoField(primary_key=True)
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
     agent = models.OneToOneField(Agent, on_delete=models.CASCADE, related_name="replay_gate")
@@ -292,6 +297,35 @@ class ReplayGate(models.Model):
     max_failed = models.PositiveSmallIntegerField(default=0)
     updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+")
     updated_at = models.DateTimeField(default=timezone.now)
+    # What the gate said the last time a publish or a rollout's start asked it (evals/replay_gate.py), so the
+    # Replays tab and the API tell a person why a publish went through or was refused.
+    last_outcome = models.CharField(max_length=12, choices=Outcome.choices, blank=True)
+    last_target = models.CharField(max_length=20, blank=True)
+    last_message = models.TextField(blank=True)
+    last_replay_set = models.ForeignKey(ReplaySet, on_delete=models.SET_NULL, null=True, blank=True,
+                                        related_name="+")
+    last_checked_at = models.DateTimeField(null=True, blank=True)
 
     def __str__(self) -> str:
         return f"Replay gate of {self.agent}: last {self.runs} runs"
+
+
+class RunTag(models.Model):
+    """A person's tag on a recorded run ("refunds", "edge-case"): a replay set may pick the runs by it
+    (evals/run_tags.py). It goes with its run, and so with its conversation and the transcript period."""
+
+    id = models.BigAutoField(primary_key=True)
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="+")
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="replay_tags")
+    name = models.CharField(max_length=40)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["run", "name"]
+        constraints = [models.UniqueConstraint(fields=["run", "name"], name="runtag_unique_name_per_run")]
+        indexes = [models.Index(fields=["agent", "name"], name="runtag_agent_name")]
+
+    def __str__(self) -> str:
+        return self.name

@@ -32,7 +32,8 @@ from agenticos.tenancy import Actor, parse_uuid
 from agents.models import Agent, AgentVersion, Feedback, ModelProfile, Run, RunStatus, Surface, ToolCall
 from agents.runner.gate import call_key
 from agents.spec import AgentSpec, dump_spec, load_spec
-from evals.models import ReplayResult, ReplaySet, SuiteRun
+from evals import run_tags
+from evals.models import ReplayResult, ReplaySet, RunTag, SuiteRun
 from evals.replay_tools import NOT_IN_REPLAY
 from governance.grants import EDIT, VIEW, require_agent_access
 
@@ -152,8 +153,8 @@ def _when(raw: Any, field: str, problems: list[dict[str, str]]) -> datetime | No
 
 
 def select_runs(actor: Actor, agent: Agent, selection: dict[str, Any]) -> tuple[list[Run], dict[str, Any]]:
-    """The completed runs a selection names, newest first: by ids, version, surface, time range, the 👍/👎 their
-    answer got (`feedback`, see `_by_feedback`), the newest N (`last`), then a sample of N. Returns them and the
+    """The completed runs a selection names, newest first: by ids, version, surface, time range, a tag a person
+    put on them (evals/run_tags.py), the 👍/👎 their answer got (`feedback`, see `_by_feedback`), the newest N (`last`), then a sample of N. Returns them and the
     selection as understood. Raises Invalid naming each bad field."""
     problems: list[dict[str, str]] = []
     runs = readable_runs(actor, agent).filter(status=RunStatus.COMPLETED)
@@ -191,6 +192,14 @@ def select_runs(actor: Actor, agent: Agent, selection: dict[str, Any]) -> tuple[
         runs, understood["since"] = runs.filter(created_at__gte=since), since.isoformat()
     if until:
         runs, understood["until"] = runs.filter(created_at__lt=until), until.isoformat()
+    tag = selection.get("tag")
+    if tag not in (None, ""):
+        name = run_tags.clean_tag(tag)
+        if name is None:
+            problems.append(_problem("tag", run_tags.TAG_RULE))
+        else:
+            runs = runs.filter(Exists(RunTag.objects.filter(run=OuterRef("pk"), name=name)))
+            understood["tag"] = name
     feedback = selection.get("feedback")
     if feedback not in (None, ""):
         if feedback not in FEEDBACK_CHOICES:
@@ -440,12 +449,44 @@ def make_case(*, actor: Actor, result: ReplayResult, suite_id: Any, name: str = 
     return row
 
 
+def readable_results(actor: Actor, replay_set: ReplaySet) -> QuerySet[ReplayResult]:
+    """The set's results whose recorded run this person may read (`readable_runs`): a replay quotes the recorded
+    conversation, so an agent's viewer reads the rest of a set only as verdicts and counts (`redact`)."""
+    results = ReplayResult.objects.filter(replay_set=replay_set)
+    if not actor.has("runs:view"):
+        results = results.filter(original__user_id=actor.user_id)
+    return results
+
+
+REDACTED = "Hidden: the recorded run is not one you may read."
+
+
+def redact(result: ReplayResult) -> ReplayResult:
+    """The result without what quotes the conversation (answers, arguments, reasons; not saved): its status,
+    verdict, what changed, tokens and cost stay."""
+    result.redacted = True  # type: ignore[attr-defined]
+    result.recorded_output = result.replayed_output = ""
+    result.reason = REDACTED
+    result.recording = {}
+    result.tool_calls = [{**row, "recorded_args": None, "replayed_args": None} for row in result.tool_calls]
+    result.checks = [{**check, "reason": ""} for check in result.checks]
+    return result
+
+
+def results_for_reader(actor: Actor, replay_set: ReplaySet) -> list[ReplayResult]:
+    """The set's results in order, those on runs this person may not read redacted."""
+    readable = set(readable_results(actor, replay_set).values_list("pk", flat=True))
+    return [result if result.pk in readable else redact(result)
+            for result in replay_set.results.order_by("position", "id")]
+
+
 def result_for(actor: Actor, replay_set: ReplaySet, result_id: Any) -> ReplayResult:
     try:
         wanted = int(str(result_id))
     except ValueError:
         wanted = 0
-    result = ReplayResult.objects.filter(replay_set=replay_set, pk=wanted).select_related("replay_set__agent").first()
+    # Only a result on a run this person may read: a case copies the recorded prompt and history.
+    result = (readable_results(actor, replay_set).filter(pk=wanted).select_related("replay_set__agent").first())
     if result is None:
         raise NotFound("Replayed run not found.")
     return result

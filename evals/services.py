@@ -305,7 +305,8 @@ def export_suite_yaml(*, actor: Actor, suite: Suite) -> str:
     from evals.yaml_io import dump_suite_yaml
 
     require_agent_access(actor, suite.agent, VIEW)
-    fields = {"name": suite.name, "description": suite.description, "gates_publish": suite.gates_publish}
+    fields = {"name": suite.name, "description": suite.description, "gates_publish": suite.gates_publish,
+              "replay_checks": suite.replay_checks}
     return dump_suite_yaml(agent_slug=suite.agent.slug, suite=fields, cases=suite_cases(suite))
 
 
@@ -316,6 +317,7 @@ def import_suite_yaml(*, actor: Actor, agent: Agent, text: str, suite: Suite | N
     require_agent_access(actor, agent, EDIT)
     data = parse_suite_yaml(text)
     data.setdefault("cases", [])
+    data.setdefault("replay_checks", [])  # the document is the whole suite: an import replaces them too
     if suite is None:
         return create_suite(actor=actor, agent=agent, data=data)
     return update_suite(actor=actor, suite=suite, data=data)

@@ -13,6 +13,8 @@ urlpatterns = [
     *route("evals/runs/<str:run_id>/compare", api.SuiteRunCompareView, "api-eval-run-compare"),
     *route("agents/<str:agent_id>/replays", api_replays.AgentReplaysView, "api-agent-replays"),
     *route("agents/<str:agent_id>/replay-gate", api_replays.ReplayGateView, "api-agent-replay-gate"),
+    *route("agents/<str:agent_id>/run-tags", api_replays.AgentRunTagsView, "api-agent-run-tags"),
+    *route("agents/<str:agent_id>/runs/<str:run_id>/tags", api_replays.RunTagsView, "api-agent-run-tags-detail"),
     *route("replays/<str:replay_id>", api_replays.ReplaySetDetailView, "api-replay"),
     *route("replays/<str:replay_id>/cancel", api_replays.ReplayCancelView, "api-replay-cancel"),
     *route("replays/<str:replay_id>/results/<str:result_id>/case", api_replays.ReplayMakeCaseView,

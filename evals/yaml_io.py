@@ -6,6 +6,7 @@
     name: Smoke
     description: ...
     gates_publish: false
+    replay_checks: [{kind: contains, value: please}]   # how a replay naming this suite judges each run
     cases:
       - name: greets
         prompt: Say hello
@@ -16,7 +17,9 @@
         default_approval: reject
         answers: {Plan: [Pro]}
 
-Unknown fields are refused at every level; the cases are checked by evals.services like any other.
+Unknown fields are refused at every level; the cases and the replay checks are checked by evals.services like
+any other (a judge check names one of the organization's chat profiles: another organization's id is refused).
+An import over an existing suite replaces its cases and its replay checks (absent: none).
 """
 
 from __future__ import annotations
@@ -29,12 +32,13 @@ from agenticos.errors import Invalid
 from agents.yaml_io import MAX_YAML_CHARS, _Dumper
 
 FORMAT = 1
-TOP_LEVEL_FIELDS = ("kind", "format", "agent", "name", "description", "gates_publish", "cases")
+TOP_LEVEL_FIELDS = ("kind", "format", "agent", "name", "description", "gates_publish", "replay_checks", "cases")
 
 
 def dump_suite_yaml(*, agent_slug: str, suite: dict[str, Any], cases: list[dict[str, Any]]) -> str:
     doc: dict[str, Any] = {"kind": "eval_suite", "format": FORMAT, "agent": agent_slug, "name": suite["name"],
-                           "description": suite.get("description", ""), "gates_publish": suite.get("gates_publish", False)}
+                           "description": suite.get("description", ""), "gates_publish": suite.get("gates_publish", False),
+                           "replay_checks": list(suite.get("replay_checks") or [])}
     doc["cases"] = [{k: v for k, v in case.items() if k != "id" and v not in (None, [], {})} for case in cases]
     return yaml.dump(doc, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
 
@@ -65,6 +69,8 @@ def parse_suite_yaml(text: str) -> dict[str, Any]:
         problems.append({"field": "format", "message": f"Unsupported format (this server reads {FORMAT})."})
     if not isinstance(doc.get("cases", []), list):
         problems.append({"field": "cases", "message": "A list of cases."})
+    if not isinstance(doc.get("replay_checks", []), list):
+        problems.append({"field": "replay_checks", "message": "A list of checks."})
     if problems:
         raise _invalid("The YAML document is invalid.", problems)
-    return {key: doc[key] for key in ("name", "description", "gates_publish", "cases") if key in doc}
+    return {key: doc[key] for key in ("name", "description", "gates_publish", "replay_checks", "cases") if key in doc}

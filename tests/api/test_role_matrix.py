@@ -236,6 +236,7 @@ ROUTES = [
     Route("put", "api-agent-replay-gate", {"agent_id": "agent"}, "edit", 200, "agents:edit",
           body={"runs": 7, "max_failed": 1}),
     Route("delete", "api-agent-replay-gate", {"agent_id": "agent"}, "edit", 204, "agents:edit"),
+    Route("get", "api-agent-run-tags", {"agent_id": "agent"}, "view", 200, "agents:view"),
     Route("get", "api-eval-run-compare", {"run_id": "suite_run"}, "view", 200, "agents:view",
           query="?with={suite_run}"),
     # knowledge/urls.py: one agent's memory, everyone's
@@ -545,6 +546,11 @@ NOT_IN_THE_MATRIX = {
     # one body cannot answer alike for every persona; roles, outsiders and foreign runs are in
     # tests/evals/test_replays_api.py.
     ("post", "api-agent-replays"): "per-person selection, tested in tests/evals/test_replays_api.py",
+    # agents/{id}/runs/{run_id}/tags: a run's tags are read and set only on a run the person may read (runs:view,
+    # or their own run), so one run cannot answer alike for every persona; roles, outsiders, another
+    # organization's run and someone else's run are in tests/evals/test_run_tags.py.
+    ("get", "api-agent-run-tags-detail"): "per-person readable runs, tested in tests/evals/test_run_tags.py",
+    ("put", "api-agent-run-tags-detail"): "per-person readable runs, tested in tests/evals/test_run_tags.py",
 }
 METHODS = ("get", "post", "put", "patch", "delete")
 

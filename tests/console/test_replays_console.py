@@ -11,13 +11,13 @@ import pytest
 
 from agenticos.models import Membership
 from agents.models import Conversation, Environment, Run
-from evals.models import ReplayGate, ReplayResult, ReplaySet
+from evals.models import ReplayGate, ReplayResult, ReplaySet, RunTag
 from tests import factories
 from tests.api.state import changed_tables, database_state
 from tests.console.browser_steps import PASSWORD, sign_in
 from tests.console.conftest import ARTIFACTS
 
-TABLES = ("evals.ReplaySet", "evals.ReplayResult", "evals.ReplayGate", "agenticos.AuditEvent")
+TABLES = ("evals.ReplaySet", "evals.ReplayResult", "evals.ReplayGate", "evals.RunTag", "agenticos.AuditEvent")
 
 
 def _recorded(agent, owner, output: str = "Ada is a customer.") -> Run:
@@ -118,6 +118,29 @@ def test_an_editor_sets_and_removes_the_replay_gate(client_as, org, owner, agent
 
 
 @pytest.mark.django_db
+def test_an_editor_tags_recorded_runs_and_replays_the_runs_of_a_tag(client_as, org, owner, agent, no_worker):
+    tagged, other = _recorded(agent, owner), _recorded(agent, owner, output="Other.")
+    client = client_as(owner, org)
+    page = client.get(f"/agents/{agent.pk}/replays/").content.decode()
+    assert f'data-recorded-run="{tagged.pk}"' in page and "data-tag-form" in page
+
+    saved = client.post(f"/agents/{agent.pk}/replays/runs/{tagged.pk}/tags", {"tags": "Refunds, edge-case"})
+
+    assert saved.status_code == 302
+    assert sorted(RunTag.objects.filter(run=tagged).values_list("name", flat=True)) == ["edge-case", "refunds"]
+    page = client.get(f"/agents/{agent.pk}/replays/").content.decode()
+    assert '<option value="refunds">refunds (1 run)</option>' in page and 'value="edge-case refunds"' in page
+    bad = client.post(f"/agents/{agent.pk}/replays/runs/{other.pk}/tags", {"tags": "a/b"})
+    assert bad.status_code == 422 and "data-replay-error" in bad.content.decode()
+    assert not RunTag.objects.filter(run=other).exists()
+
+    client.post(f"/agents/{agent.pk}/replays/", {"target": "draft", "tag": "refunds", "cap_usd": "0.5"})
+
+    replay_set = ReplaySet.objects.get()
+    assert replay_set.selection == {"tag": "refunds"} and replay_set.results.get().original_id == tagged.pk
+
+
+@pytest.mark.django_db
 def test_a_viewer_reads_without_controls_and_is_refused(client_as, org, owner, agent, viewer):
     replay_set = _finished_replay(agent, owner)
     client = client_as(viewer, org)
@@ -126,11 +149,17 @@ def test_a_viewer_reads_without_controls_and_is_refused(client_as, org, owner, a
     assert f'data-replay-set="{replay_set.pk}"' in listed
     ReplaySet.objects.filter(pk=replay_set.pk).update(status=ReplaySet.Status.RUNNING)
     detail = client.get(f"/agents/{agent.pk}/replays/{replay_set.pk}/").content.decode()
-    assert "I could not look her up." in detail and "data-replay-cancel" not in detail
+    assert "data-replay-cancel" not in detail
+    # The replayed run is the owner's, which a viewer may not read: its verdict and counts, not its words.
+    assert "data-redacted" in detail and 'data-verdict="failed"' in detail
+    assert "I could not look her up." not in detail and "Ada is a customer." not in detail
+    assert "Lovelace" not in detail and "Hidden: the recorded run is not one you may read." in detail
     before = database_state(TABLES)
     assert client.post(f"/agents/{agent.pk}/replays/", {"target": "draft"}).status_code == 403
     assert client.post(f"/agents/{agent.pk}/replays/gate", {"runs": "5"}).status_code == 403
     assert client.post(f"/agents/{agent.pk}/replays/{replay_set.pk}/cancel").status_code == 403
+    run_id = replay_set.results.get().original_id
+    assert client.post(f"/agents/{agent.pk}/replays/runs/{run_id}/tags", {"tags": "mine"}).status_code == 403
     assert changed_tables(before, database_state(TABLES)) == []
 
 
@@ -149,6 +178,9 @@ def test_an_outsider_gets_404_and_nothing_changes(client_as, org, owner, agent, 
     # Their own agent does not reach this organization's replay either.
     assert client.get(f"/agents/{own.pk}/replays/{replay_set.pk}/").status_code == 404
     assert client.post(f"/agents/{own.pk}/replays/{replay_set.pk}/cancel").status_code == 404
+    run_id = replay_set.results.get().original_id
+    assert client.post(f"/agents/{agent.pk}/replays/runs/{run_id}/tags", {"tags": "x"}).status_code == 404
+    assert client.post(f"/agents/{own.pk}/replays/runs/{run_id}/tags", {"tags": "x"}).status_code == 404
     assert changed_tables(before, database_state(TABLES)) == []
 
 

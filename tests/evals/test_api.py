@@ -170,3 +170,54 @@ def test_the_schema_documents_the_endpoints(api_as, owner, org):
     for path in ("/api/v1/agents/{agent_id}/evals", "/api/v1/agents/{agent_id}/evals/runs",
                  "/api/v1/evals/runs/{run_id}", "/api/v1/evals/runs/{run_id}/compare"):
         assert path in schema["paths"], path
+
+
+def test_replay_checks_round_trip_through_the_suites_yaml(org, owner, agent, api_as, scripted_openai):
+    judge = openai_profile(org, scripted_openai, label="Judge")
+    checks = [{"kind": "contains", "value": "please"},
+              {"kind": "judge", "rubric": "As helpful as the recorded answer.", "model_profile_id": str(judge.pk)}]
+    client = api_as(owner, org)
+    suite_id = _create(client, agent, replay_checks=checks).json()["id"]
+    stored = Suite.objects.get(pk=suite_id).replay_checks
+
+    text = client.get(f"/api/v1/agents/{agent.pk}/evals/{suite_id}/yaml").content.decode()
+    assert "replay_checks:" in text and "please" in text
+    copy = client.post(f"/api/v1/agents/{agent.pk}/evals/import",
+                       {"yaml": text.replace("name: Smoke", "name: Copy")}, format="json")
+    assert copy.status_code == 201, copy.content
+    assert Suite.objects.get(name="Copy").replay_checks == stored
+
+    # An import over a suite replaces its replay checks too: a document without them leaves none.
+    without = text.split("replay_checks:")[0] + "cases:" + text.split("\ncases:", 1)[1]
+    replaced = client.post(f"/api/v1/agents/{agent.pk}/evals/import", {"yaml": without, "suite_id": suite_id},
+                           format="json")
+    assert replaced.status_code == 200, replaced.content
+    assert Suite.objects.get(pk=suite_id).replay_checks == []
+
+
+@pytest.mark.parametrize(("replay_checks", "field"), [
+    ("please", "replay_checks"),
+    ("[{kind: contains}]", "replay_checks.0.contains.value"),
+    ("[{kind: sideways, value: x}]", "replay_checks.0"),
+])
+def test_a_suites_yaml_with_bad_replay_checks_is_refused_naming_the_field(org, owner, agent, api_as, replay_checks,
+                                                                         field):
+    document = f"kind: eval_suite\nformat: 1\nname: Bad\nreplay_checks: {replay_checks}\ncases: []\n"
+    refused = api_as(owner, org).post(f"/api/v1/agents/{agent.pk}/evals/import", {"yaml": document}, format="json")
+    assert refused.status_code == 422
+    error = refused.json()["error"]
+    assert error["code"] == "invalid"
+    assert field in [p["field"] for p in error["details"]["problems"]], error
+    assert not Suite.objects.exists()
+
+
+def test_a_suites_yaml_whose_judge_names_another_organizations_profile_is_refused(
+        org, owner, agent, api_as, outsider_org, scripted_openai):
+    foreign = openai_profile(outsider_org, scripted_openai, label="Theirs")
+    document = ("kind: eval_suite\nformat: 1\nname: Foreign\ncases: []\nreplay_checks:\n"
+                f"  - {{kind: judge, rubric: ok, model_profile_id: '{foreign.pk}'}}\n")
+    refused = api_as(owner, org).post(f"/api/v1/agents/{agent.pk}/evals/import", {"yaml": document}, format="json")
+    assert refused.status_code == 422
+    assert [p["field"] for p in refused.json()["error"]["details"]["problems"]] == [
+        "replay_checks.0.model_profile_id"]
+    assert not Suite.objects.exists()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from django.test import Client
 from django.urls import reverse
 
 from agenticos.errors import Invalid
@@ -19,6 +20,7 @@ from agents.runner import execute
 from agents.runs import start_run
 from evals import replay_gate, replays
 from evals.models import ReplayGate, ReplaySet
+from governance import grants
 from governance.models import SpendEntry
 from tests.evals.conftest import judge_says, make_agent, openai_profile, suite_with
 from tests.fakes.openai_server import Reply
@@ -75,6 +77,9 @@ def test_publishing_is_refused_naming_each_replayed_run_that_fails_the_gate_and_
     assert gate_set.purpose == "publish_gate" and gate_set.target == "draft"
     assert (gate_set.passed, gate_set.failed) == (0, 2)
     assert {r.verdict for r in gate_set.results.all()} == {"failed"}
+    gate = ReplayGate.objects.get(agent=agent)
+    assert (gate.last_outcome, gate.last_target, gate.last_replay_set_id) == ("refused", "draft", gate_set.pk)
+    assert gate.last_message == refused.value.message
 
     _edit_draft(org, owner, agent, "[case:kind] Be kind.")
     scripted_openai.script("kind", Reply.text("Yes, please."), Reply.text("Of course, please go on."))
@@ -83,6 +88,8 @@ def test_publishing_is_refused_naming_each_replayed_run_that_fails_the_gate_and_
     assert published.number == 2
     passed = AuditEvent.objects.get(action="replay_gate.passed")
     assert passed.details["failed"] == 0 and passed.details["runs"] == 2
+    gate.refresh_from_db()
+    assert (gate.last_outcome, gate.last_message) == ("passed", "2 of 2 replayed runs passed.")
 
 
 def test_max_failed_lets_a_gate_pass_with_that_many_failing_runs(org, owner, scripted_openai, celery_worker):
@@ -123,6 +130,79 @@ def test_an_agent_without_recorded_traffic_is_published_through_its_replay_gate(
 
     assert agent_services.publish_agent(actor=actor_of(owner, org), agent=agent).number == 2
     assert not ReplaySet.objects.exists()
+    # Let through, and said so: on the gate (the Replays tab, GET …/replay-gate) and in the audit log.
+    gate = ReplayGate.objects.get(agent=agent)
+    assert gate.last_outcome == "skipped" and "No recorded run to replay yet" in gate.last_message
+    assert AuditEvent.objects.get(action="replay_gate.skipped").details == {"target": "draft",
+                                                                           "reason": "no_recorded_runs"}
+
+
+def test_a_publisher_who_may_not_read_the_gates_runs_is_refused_instead_of_replaying_only_their_own(
+        org, owner, builder, scripted_openai, api_as):
+    """The gate's runs do not depend on who publishes: a builder with publish access but without runs:view is
+    refused when the gate's window holds other people's runs — not let through with nothing replayed."""
+    agent, version, _profile = make_agent(org, owner, scripted_openai)
+    conversation = Conversation.objects.create(organization=org, agent=agent, owner=owner, title="t")
+    for index in range(2):
+        Run.objects.create(organization=org, agent=agent, version=version, surface="web", user=owner,
+                           conversation=conversation, prompt=f"p{index}", output="o", status="completed")
+    replay_gate.set_gate(actor=actor_of(owner, org), agent=agent, data={"runs": 5})
+    grants.share_agent(actor=actor_of(owner, org), agent=agent, user_id=builder.pk, level="publish")
+    _edit_draft(org, owner, agent, "Changed.")
+
+    refused = api_as(builder, org).post(f"/api/v1/agents/{agent.pk}/publish", {}, format="json")
+
+    assert refused.status_code == 403
+    error = refused.json()["error"]
+    assert error["code"] == "replay_gate_unreadable" and "2 of them other people's" in error["message"]
+    assert error["details"] == {"unreadable_runs": 2}
+    assert not AgentVersion.objects.filter(agent=agent, number__gt=1).exists() and not ReplaySet.objects.exists()
+    assert ReplayGate.objects.get(agent=agent).last_outcome == "refused"
+
+
+def _console(user, org) -> Client:
+    from agenticos.tenancy import SESSION_KEY
+
+    client = Client()
+    client.force_login(user)
+    session = client.session
+    session[SESSION_KEY] = str(org.pk)
+    session.save()
+    return client
+
+
+def test_a_refused_publish_is_the_apis_error_envelope_and_the_console_opens_the_gates_replay(
+        org, owner, scripted_openai, celery_worker, api_as):
+    agent, _v1, recorded = _gated_agent(org, owner, scripted_openai, runs=1)
+    _edit_draft(org, owner, agent, "[case:rude] Be rude.")
+    scripted_openai.script("rude", Reply.text("Go away."), Reply.text("Go away."))
+
+    refused = api_as(owner, org).post(f"/api/v1/agents/{agent.pk}/publish", {"note": "try"}, format="json")
+
+    assert refused.status_code == 422
+    error = refused.json()["error"]
+    replay_id = error["details"]["replay_set"]
+    assert error["code"] == "replay_failed"
+    assert error["message"] == "The agent cannot be published: 1 of 1 replayed runs failed its replay gate."
+    why = f"run {str(recorded[0].pk)[:8]}: The answer does not contain 'please'."
+    assert error["details"]["problems"] == [{"field": f"replays.{recorded[0].pk}", "message": why}]
+    assert (error["details"]["runs"], error["details"]["failed"], error["details"]["max_failed"]) == (1, 1, 0)
+    read = api_as(owner, org).get(error["details"]["replay_url"])
+    assert read.status_code == 200 and read.json()["results"][0]["replayed_output"] == "Go away."
+    gate = api_as(owner, org).get(f"/api/v1/agents/{agent.pk}/replay-gate").json()
+    assert (gate["last_outcome"], gate["last_replay_set_id"]) == ("refused", replay_id)
+
+    # In the console the person lands on the gate's replay, run by run, with the refusal above it.
+    client = _console(owner, org)
+    published = client.post(f"/agents/{agent.pk}/publish", {"note": "again"})
+    second = ReplaySet.objects.exclude(pk=replay_id).get()
+    assert published.status_code == 302 and published["Location"] == f"/agents/{agent.pk}/replays/{second.pk}/"
+    page = client.get(published["Location"]).content.decode()
+    assert "The agent cannot be published: 1 of 1 replayed runs failed its replay gate." in page
+    assert "data-publish-gate" in page and "Go away." in page and 'data-verdict="failed"' in page
+    tab = client.get(f"/agents/{agent.pk}/replays/").content.decode()
+    assert 'data-replay-gate-last="refused"' in tab and f"/agents/{agent.pk}/replays/{second.pk}/" in tab
+    assert not AgentVersion.objects.filter(agent=agent, number__gt=1).exists()
 
 
 def _wait(replay_set: ReplaySet, timeout: float = 90.0) -> ReplaySet:
@@ -209,7 +289,9 @@ def test_the_replay_gate_endpoint_sets_reads_and_removes_it_and_refuses_others(
     assert put.status_code == 200, put.json()
     assert client.get(url).json() | {"updated_at": None} == {
         "agent_id": str(agent.pk), "runs": 5, "surface": "api", "suite_id": None, "on_mismatch": "refuse",
-        "cap_usd": "2.00000000", "max_failed": 1, "updated_by": owner.email, "updated_at": None}
+        "cap_usd": "2.00000000", "max_failed": 1, "updated_by": owner.email, "updated_at": None,
+        "last_outcome": "", "last_target": "", "last_message": "", "last_replay_set_id": None,
+        "last_checked_at": None}
     assert api_as(viewer, org).get(url).status_code == 200
     assert api_as(outsider, outsider_org).get(url).status_code == 404
     bad = client.put(url, {"runs": 0, "surface": "nowhere"}, format="json")

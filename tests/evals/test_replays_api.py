@@ -76,3 +76,35 @@ def test_a_viewer_is_refused_and_nothing_is_written(recorded, org, viewer, api_a
     refused = _start(api_as(viewer, org), agent, run.pk)
     assert refused.status_code == 403 and "error" in refused.json()
     assert not ReplaySet.objects.exists()
+
+
+def test_a_replay_of_a_run_someone_may_not_read_shows_them_its_verdict_without_its_words(
+        recorded, org, owner, member, builder, api_as):
+    from evals.models import Suite
+    from governance import grants
+    from tests.runner.conftest import actor_of
+
+    agent, _version, run = recorded
+    replay_id = _start(api_as(owner, org), agent, run.pk).json()["id"]
+    ReplaySet.objects.get(pk=replay_id).results.update(replayed_output="Hi again.", tool_calls=[
+        {"tool_name": "lookup", "verdict": "different_arguments", "recorded_args": {"name": "Ada"},
+         "replayed_args": {"name": "Lovelace"}, "answered_by": "refused"}])
+    url = reverse("api-replay", kwargs={"replay_id": replay_id})
+
+    mine = api_as(owner, org).get(url).json()["results"][0]
+    theirs = api_as(member, org).get(url).json()["results"][0]  # a member sees the agent, not the owner's runs
+
+    assert mine["redacted"] is False and mine["recorded_output"] == "Hello." and mine["replayed_output"] == "Hi again."
+    assert theirs["redacted"] is True and theirs["recorded_output"] == theirs["replayed_output"] == ""
+    assert theirs["tool_calls"] == [{"tool_name": "lookup", "verdict": "different_arguments", "recorded_args": None,
+                                     "replayed_args": None, "answered_by": "refused"}]
+    assert theirs["original_run_id"] == str(run.pk) and theirs["status"] == mine["status"]
+
+    # An editor of the agent who may not read the run cannot copy it into a case either.
+    grants.share_agent(actor=actor_of(owner, org), agent=agent, user_id=builder.pk, level="edit")
+    suite = Suite.objects.create(organization=org, agent=agent, name="Smoke")
+    result_id = ReplaySet.objects.get(pk=replay_id).results.get().pk
+    made = api_as(builder, org).post(reverse("api-replay-make-case", kwargs={"replay_id": replay_id,
+                                                                            "result_id": result_id}),
+                                     {"suite_id": str(suite.pk)}, format="json")
+    assert made.status_code == 404 and not suite.cases.exists()
