@@ -9,7 +9,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('agenticos', '0005_membership_custom_roles'),
-        ('agents', '0018_feedback_outside_raters'),
+        ('agents', '0019_feedback_outside_raters'),
         ('channelbots', '0005_bot_stt_profile'),
     ]
 

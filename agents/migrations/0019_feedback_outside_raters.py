@@ -9,7 +9,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('agenticos', '0005_membership_custom_roles'),
-        ('agents', '0017_rollout_watched_thresholds'),
+        ('agents', '0018_run_context_fill'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
