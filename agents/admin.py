@@ -465,7 +465,8 @@ class ConversationShareAdmin(ReadOnlyAdmin):
 class FeedbackAdmin(ReadOnlyAdmin):
     """👍/👎 on answers (agents.feedback): rating and comment per message, person and run."""
 
-    list_display = ("organization", "agent", "rating", "user", "updated_at")
+    list_display = ("organization", "agent", "rating", "source", "rated_by", "updated_at")
     list_filter = ("rating", "updated_at")
     list_select_related = ("organization", "agent", "user")
-    fields = readonly_fields = ("organization", "agent", "message", "run", "user", "rating", "comment", "updated_at")
+    fields = readonly_fields = ("organization", "agent", "message", "run", "user", "source", "rater_label", "rating",
+                                "comment", "updated_at")

@@ -50,12 +50,45 @@ def give(*, actor: Actor, conversation_id: Any, message_id: Any, rating: object,
             defaults={"rating": rating, "comment": text, "updated_at": timezone.now()},
             create_defaults={"rating": rating, "comment": text, "organization": actor.organization,
                              "agent_id": message.conversation.agent_id, "run_id": message.run_id})
+    _rated(rating, message)
+    return feedback
+
+
+def _rated(rating: str, message: Message) -> None:
     if rating == Feedback.Rating.DOWN and message.run_id:
         # A 👎 on an answer of a rollout's run counts toward its 👎 threshold now, not at the beat's next look.
         from agents.rollouts import answer_rated
 
         transaction.on_commit(lambda: answer_rated(message.run_id))
+
+
+def run_answer(run: Any) -> Message | None:
+    """The answer a rating of a whole run lands on: its first answer on the branch on screen — the one web chat
+    puts 👍/👎 under (the turn's head). None when the run wrote none."""
+    return (Message.objects.filter(run_id=run.pk, conversation_id=run.conversation_id, role=Message.Role.ASSISTANT,
+                                   on_branch=True).select_related("conversation").order_by("id").first())
+
+
+def give_outside(*, message: Message, source: str, rater: str, rater_label: str, rating: object,
+                 comment: object = "") -> Feedback:
+    """A rating by someone who has no account (an embed's visitor, a chat account's reaction). The surface has
+    already decided that `message` is an answer of the rater's own conversation; this stores it like a member's."""
+    rating, text = clean(rating, comment)
+    conversation = message.conversation
+    with transaction.atomic():
+        feedback, _created = Feedback.objects.update_or_create(
+            message=message, user=None, rater=rater,
+            defaults={"rating": rating, "comment": text, "rater_label": rater_label[:200], "source": source,
+                      "updated_at": timezone.now()},
+            create_defaults={"rating": rating, "comment": text, "rater_label": rater_label[:200], "source": source,
+                             "organization_id": conversation.organization_id, "agent_id": conversation.agent_id,
+                             "run_id": message.run_id})
+    _rated(rating, message)
     return feedback
+
+
+def withdraw_outside(*, message: Message, rater: str) -> None:
+    Feedback.objects.filter(message=message, user=None, rater=rater).delete()
 
 
 def withdraw(*, actor: Actor, conversation_id: Any, message_id: Any) -> None:

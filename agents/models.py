@@ -428,18 +428,35 @@ class Message(models.Model):
 
 class Feedback(models.Model):
     """A person's 👍/👎 (and optional comment) on one answer, stored per run and message (agents.feedback):
-    shown in Activity, and a 👎 becomes an evaluation case in one click (`eval_case_id` is the case it became)."""
+    shown in Activity, and a 👎 becomes an evaluation case in one click (`eval_case_id` is the case it became).
+
+    A member's has `user`. Someone without an account — an embed's visitor, a chat account reacting in Slack,
+    Telegram or Mattermost — has none: `rater` names them within the message's conversation (one rating each, as a
+    member has), `rater_label` is what Activity shows, and `source` says where the rating was given."""
 
     class Rating(models.TextChoices):
         UP = "up", "Helpful"
         DOWN = "down", "Not helpful"
+
+    class Source(models.TextChoices):
+        WEB = "web", "Web chat"
+        EMBED = "embed", "Widget or hosted page"
+        SLACK = "slack", "Slack reaction"
+        TELEGRAM = "telegram", "Telegram reaction"
+        MATTERMOST = "mattermost", "Mattermost reaction"
 
     id = models.BigAutoField(primary_key=True)
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="+")
     message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="feedback")
     run = models.ForeignKey(Run, on_delete=models.SET_NULL, null=True, blank=True, related_name="feedback")
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, null=True, blank=True,
+                             related_name="+")
+    source = models.CharField(max_length=16, choices=Source.choices, default=Source.WEB)
+    # Who rated when no member did (never a credential: an embed visitor's is "visitor", the conversation being
+    # theirs alone; a chat account's is "<platform>:<account id>").
+    rater = models.CharField(max_length=160, blank=True)
+    rater_label = models.CharField(max_length=200, blank=True)
     rating = models.CharField(max_length=8, choices=Rating.choices)
     comment = models.TextField(blank=True, max_length=2000)
     eval_case_id = models.UUIDField(null=True, blank=True)
@@ -451,11 +468,19 @@ class Feedback(models.Model):
         indexes = [models.Index(fields=["organization", "-updated_at"], name="feedback_org_time")]
         constraints = [
             models.UniqueConstraint(fields=["message", "user"], name="feedback_one_per_person"),
+            models.UniqueConstraint(fields=["message", "rater"], condition=Q(user__isnull=True),
+                                    name="feedback_one_per_outside_rater"),
+            models.CheckConstraint(condition=Q(user__isnull=False) | ~Q(rater=""), name="feedback_has_a_rater"),
             models.CheckConstraint(condition=Q(rating__in=["up", "down"]), name="feedback_rating_valid"),
         ]
 
     def __str__(self) -> str:
         return f"{self.rating} on message {self.message_id}"
+
+    @property
+    def rated_by(self) -> str:
+        """Who gave it, as Activity names them."""
+        return str(self.user) if self.user_id else (self.rater_label or self.rater)
 
 
 class ToolCall(models.Model):

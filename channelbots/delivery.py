@@ -229,7 +229,7 @@ class LiveReply:
                     self.client.post(self.chat_id, part, reply_to=self.reply_to)
                 return
         for part in split_text(text, self.limit):
-            self.client.post(self.chat_id, part, reply_to=self.reply_to)
+            self.refs.append(self.client.post(self.chat_id, part, reply_to=self.reply_to))
 
 
 @metrics.counting_deliveries

@@ -273,3 +273,25 @@ class ApprovalCard(models.Model):
 
     def __str__(self) -> str:
         return f"card of {self.approval_id} in {self.chat_id}"
+
+
+class PostedReply(models.Model):
+    """A message a bot posted as a run's answer (each message of a long answer split in several): a 👍/👎 reaction
+    on it is feedback on that run (channelbots/reactions.py). Goes with its run."""
+
+    id = models.BigAutoField(primary_key=True)
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
+    bot = models.ForeignKey(ChannelBot, on_delete=models.CASCADE, related_name="posted_replies")
+    chat_id = models.CharField(max_length=120)
+    # The platform's reference to the message (Slack ts, Telegram message_id, Mattermost post id).
+    message_ref = models.CharField(max_length=120)
+    run = models.ForeignKey("agents.Run", on_delete=models.CASCADE, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["bot", "chat_id", "message_ref"], name="postedreply_unique_message")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.message_ref} of run {self.run_id}"

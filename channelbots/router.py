@@ -575,6 +575,9 @@ def finish(turn: Turn, session: ChannelSession | None, live, outcome: Outcome, p
         held += generated_files.deliver(turn.client, incoming.chat_id, incoming.reply_to, outcome.run_id)
         notes += ("\n\n" + " ".join(held)) if held else ""
         live.finish(outcome.text + notes + (f"\n\n_{footer}_" if footer else ""))
+        from channelbots import reactions
+
+        reactions.remember(turn.bot, incoming.chat_id, live.refs, outcome.run_id)
 
         charts.deliver(turn.client, incoming.chat_id, incoming.reply_to, outcome.run_id)
         visuals_out.deliver(turn.client, incoming.chat_id, incoming.reply_to, outcome.run_id)

@@ -24,6 +24,7 @@ import redis
 from django.db import close_old_connections, connection
 
 from agenticos import ratelimit
+from channelbots import reactions
 from channelbots.platforms import CredentialRejected, PlatformError
 
 logger = logging.getLogger(__name__)
@@ -136,6 +137,8 @@ def telegram_session(bot, creds: dict[str, str]) -> Callable[[threading.Event], 
         while not stop.is_set():
             for update in client.get_updates(offset, timeout=poll_timeout()):
                 offset = int(update["update_id"]) + 1
+                if reactions.handle(bot, reactions.telegram_reaction(update)):
+                    continue
                 if "callback_query" in update:
                     from channelbots import approvals
 
@@ -213,6 +216,8 @@ def slack_socket_session(bot, creds: dict[str, str]) -> Callable[[threading.Even
                         logger.exception("channel bot %s: a button click could not be handled", bot.pk)
                     continue
                 if envelope.get("type") == "events_api":
+                    if reactions.handle(bot, reactions.slack_reaction(envelope.get("payload") or {})):
+                        continue
                     incoming = parse_incoming(envelope.get("payload") or {}, bot_id=str(bot.pk),
                                               bot_user_id=bot.platform_bot_user_id, via="socket_mode")
                     if incoming is not None:
@@ -253,7 +258,10 @@ def mattermost_stream_session(bot, creds: dict[str, str]) -> Callable[[threading
                     raw = ws.recv(timeout=1)
                 except TimeoutError:
                     continue
-                incoming = parse_event(json.loads(raw), bot_id=str(bot.pk), bot_user_id=bot_user_id,
+                event = json.loads(raw)
+                if reactions.handle(bot, reactions.mattermost_reaction(event)):
+                    continue
+                incoming = parse_event(event, bot_id=str(bot.pk), bot_user_id=bot_user_id,
                                        server=bot.api_base_url)
                 if incoming is not None:
                     router.accept(incoming)

@@ -16,7 +16,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
 from agenticos.errors import json_error
-from channelbots import router, services
+from channelbots import reactions, router, services
 from channelbots.models import ChannelBot, CredentialKind, Platform
 
 logger = logging.getLogger(__name__)
@@ -58,6 +58,8 @@ def slack_events(request: HttpRequest, bot_id: str) -> HttpResponse:
     if payload.get("type") == "url_verification":
         return JsonResponse({"challenge": str(payload.get("challenge") or "")})
     if bot.is_paused:
+        return _ok()
+    if reactions.handle(bot, reactions.slack_reaction(payload)):
         return _ok()
     incoming = parse.parse_incoming(payload, bot_id=str(bot.pk), bot_user_id=bot.platform_bot_user_id)
     if incoming is None:
@@ -122,6 +124,8 @@ def telegram_webhook(request: HttpRequest, bot_id: str) -> HttpResponse:
     except ValueError:
         return json_error(400, "bad_request", "The body is not JSON.")
     if bot.is_paused:
+        return _ok()
+    if isinstance(update, dict) and reactions.handle(bot, reactions.telegram_reaction(update)):
         return _ok()
     if isinstance(update, dict) and "callback_query" in update:
         from channelbots import approvals

@@ -12,8 +12,33 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 from agenticos import telemetry  # noqa: E402
 
 telemetry.setup("web")  # before the middleware loads: the request spans are a middleware (off without an endpoint)
+
+
+class FontsForEveryOrigin:
+    """The vendored KaTeX fonts with `Access-Control-Allow-Origin: *`: the website widget draws LaTeX on a customer's
+    site, and a browser loads a font from another origin only with that header (a script or a stylesheet needs
+    none). Public files of the deployment; nothing else under /static/ gets the header. A CDN in front needs the
+    same rule (docs/operations.md)."""
+
+    PREFIX = "/static/vendor/katex/fonts/"
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or not scope["path"].startswith(self.PREFIX):
+            return await self.inner(scope, receive, send)
+
+        async def with_header(message):
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", []), (b"access-control-allow-origin", b"*")]}
+            await send(message)
+
+        return await self.inner(scope, receive, with_header)
+
+
 # daphne serves /static/ itself (no separate web server in `make run`; behind a CDN in production).
-django_asgi_app = ASGIStaticFilesHandler(get_asgi_application())
+django_asgi_app = FontsForEveryOrigin(ASGIStaticFilesHandler(get_asgi_application()))
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402

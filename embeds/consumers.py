@@ -200,6 +200,9 @@ class EmbedConsumer(AsyncWebsocketConsumer):
             await self.send_error(exc.message, "bad_frame")
             return
         # Unknown types and fields are ignored: a cached client may be older than this server.
+        if isinstance(payload, dict) and payload.get("type") == "feedback":
+            await self._feedback(payload)
+            return
         if not isinstance(payload, dict) or payload.get("type") != "message":
             return
         if self.turn is not None and time.monotonic() - self.turn.started < STALE_TURN_SECONDS:
@@ -219,7 +222,8 @@ class EmbedConsumer(AsyncWebsocketConsumer):
         # Join before the run exists, so not a single frame can be published before we listen.
         await self.channel_layer.group_add(group, self.channel_name)
         now = time.monotonic()
-        turn = Turn(run_id=run_id, group=group, filter=TurnFilter(Toggles.of(self.embed)), started=now, last_frame=now)
+        turn = Turn(run_id=run_id, group=group, filter=TurnFilter(Toggles.of(self.embed), run_id=str(run_id)),
+                    started=now, last_frame=now)
         self.turn = turn
         try:
             await in_db_thread(self._start, prepared, run_id)
@@ -256,6 +260,30 @@ class EmbedConsumer(AsyncWebsocketConsumer):
             raise TurnRefused(f"At most {services.MAX_FILES_PER_MESSAGE} files per message.", "too_many_files")
         variables = services.visitor_variables(embed, payload.get("context"))
         return {"text": text, "environment": environment, "file_ids": [str(f) for f in file_ids], "variables": variables}
+
+    async def _feedback(self, payload: dict) -> None:
+        """👍/👎 on an answer of this visitor's own thread (embeds.services.visitor_feedback): answered with
+        `feedback_saved`, or an error frame; the socket stays open either way."""
+        try:
+            saved = await in_db_thread(self._rate, payload)
+        except services.Refused:
+            await self._refuse_and_close()
+            return
+        except (TurnRefused, services.FeedbackRefused) as exc:
+            await self.send_error(exc.message, exc.code)
+            return
+        await self.send_frame({"type": "feedback_saved", "data": saved})
+
+    def _rate(self, payload: dict) -> dict:
+        embed = Embed.objects.filter(pk=self.embed.pk).first()
+        if embed is None or embed.is_paused:
+            raise services.Refused("paused or deleted while connected")
+        # Limited like messages, in a bucket of its own: rating answers never costs the visitor a message.
+        identity = f"{embed.pk}:{self.visitor_sub or self.address}"
+        allowed, retry = ratelimit.hit("embed-feedback", identity, embed.rate_limit_per_minute)
+        if not allowed:
+            raise TurnRefused(f"You are rating too fast. Try again in {retry} seconds.", "rate_limited")
+        return services.visitor_feedback(embed, self.thread, self.visitor_sub, payload)
 
     def _start(self, prepared: dict, run_id: uuid.UUID) -> None:
         embed = self.embed

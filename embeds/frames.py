@@ -113,6 +113,8 @@ class TurnFilter:
     parked: bool = False
     finished: bool = False
     answered: bool = False
+    # The turn's run, told in `complete`: what the visitor's 👍/👎 on this answer names (embeds.services.visitor_feedback).
+    run_id: str = ""
 
     def apply(self, frame: dict) -> list[dict]:
         """The frames (zero or more) a visitor receives for one runner frame."""
@@ -206,7 +208,8 @@ class TurnFilter:
             if not self.answered:
                 # A turn that produced nothing is something the visitor should be told, not a blank bubble.
                 return [_frame("error", {"message": EMPTY_TURN_MESSAGE, "code": "empty_turn"})]
-            return [_frame("complete", {})]  # never usage: what a run cost is the operator's business
+            # Never usage: what a run cost is the operator's business.
+            return [_frame("complete", {"run_id": self.run_id} if self.run_id else {})]
         if kind == "error":
             self.finished = True
             out = {"message": str(data.get("message") or "Something went wrong.")}

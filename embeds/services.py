@@ -24,6 +24,7 @@ from cryptography.fernet import Fernet, InvalidToken
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from django.conf import settings
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import transaction
 from django.db.models import Sum
 from django.utils import timezone
@@ -32,7 +33,7 @@ from agenticos import audit, vault
 from agenticos.errors import Invalid
 from agenticos.models import Membership, Secret, SecretKind
 from agenticos.tenancy import Actor
-from agents.models import Agent, Conversation, Environment, Message, Run, RunStatus, ToolCall
+from agents.models import Agent, Conversation, Environment, Feedback, Message, Run, RunStatus, ToolCall
 from agents.uploads import public_attachments
 from embeds.frames import Toggles, visible_result
 from embeds.models import DEFAULT_ACCENT, Embed, EmbedFile
@@ -594,7 +595,8 @@ def create_conversation(embed: Embed, thread: str) -> Conversation:
 def history_messages(conversation: Conversation | None, embed: Embed, limit: int = 200) -> list[dict]:
     """The thread a visitor's surface replays, filtered by the embed's toggles exactly as the live frames are
     (embeds.frames): the answer always, reasoning and steps only when shown, a step's arguments and result only
-    when results are shown — except a chart's spec, which is the answer. Two queries whatever the length."""
+    when results are shown — except a chart's spec, which is the answer — and each answer with its run (what the
+    visitor's 👍/👎 names) and the rating they gave it. Three queries whatever the length."""
 
     if conversation is None:
         return []
@@ -605,6 +607,10 @@ def history_messages(conversation: Conversation | None, embed: Embed, limit: int
     )
     rows.reverse()
     toggles = Toggles.of(embed)
+    # The visitor's own 👍/👎, per run (visitor_feedback): drawn pressed when the thread reopens.
+    rated = {str(f["run_id"]): {"rating": f["rating"], "comment": f["comment"]}
+             for f in Feedback.objects.filter(message__conversation=conversation, user__isnull=True,
+                                              rater=VISITOR_RATER).values("run_id", "rating", "comment")}
     calls: dict[tuple[str, str], ToolCall] = {}
     if toggles.show_tool_steps:
         run_ids = {r["run_id"] for r in rows if r["run_id"]}
@@ -628,7 +634,8 @@ def history_messages(conversation: Conversation | None, embed: Embed, limit: int
             previous["parts"] += [p for p in parts if p["type"] != "tool" or p["call"]["id"] not in seen]
             previous["text"] += r["content"]
             continue
-        out.append({"role": r["role"], "text": r["content"], "parts": parts, "at": r["created_at"].isoformat()})
+        out.append({"role": r["role"], "text": r["content"], "parts": parts, "at": r["created_at"].isoformat(),
+                    "run_id": run_id, "feedback": rated.get(run_id or "")})
         last_run = run_id
     return out
 
@@ -837,3 +844,51 @@ def store_visitor_file(embed: Embed, *, name: str, mime: str, ext: str, data: by
     except Exception:
         files.remove_stored(path)
         raise
+
+
+# ------------------------------------------------------------------ a visitor's 👍/👎
+
+
+# The rater of every visitor rating: an embed's conversation is one visitor's thread (conversation_key), so the
+# conversation already says who — and the continuity key, their credential, is never copied anywhere.
+VISITOR_RATER = "visitor"
+
+
+class FeedbackRefused(Exception):
+    """A rating not taken: no such answer in this visitor's own conversation, or a bad body."""
+
+    def __init__(self, message: str, code: str):
+        super().__init__(message)
+        self.message = message
+        self.code = code
+
+
+def visitor_feedback(embed: Embed, thread: str, visitor_sub: str | None, payload: dict) -> dict[str, Any]:
+    """👍/👎 (and a comment) by a visitor on an answer of their own thread, named by its run: the run must be
+    of this embed's conversation for this thread — another visitor's run, another embed's, another
+    organization's are all the same "not found". `rating` null takes the rating back. What the surface is told."""
+    from agents import feedback as feedback_service
+
+    run_id = payload.get("run_id")
+    conversation = find_conversation(embed, thread)
+    run = None
+    if conversation is not None and isinstance(run_id, str):
+        try:
+            run = Run.objects.filter(pk=run_id, conversation=conversation, organization_id=embed.organization_id).first()
+        except (ValueError, TypeError, DjangoValidationError):
+            run = None
+    answer = feedback_service.run_answer(run) if run is not None else None
+    if answer is None:
+        raise FeedbackRefused("That answer is not in this conversation.", "not_found")
+    rating = payload.get("rating")
+    if rating is None:
+        feedback_service.withdraw_outside(message=answer, rater=VISITOR_RATER)
+        return {"run_id": str(run.pk), "rating": None, "comment": ""}  # type: ignore[union-attr]
+    try:
+        given = feedback_service.give_outside(
+            message=answer, source="embed", rater=VISITOR_RATER,
+            rater_label=f"Visitor {visitor_sub}" if visitor_sub else "Visitor", rating=rating,
+            comment=payload.get("comment") or "")
+    except Invalid as exc:
+        raise FeedbackRefused(exc.message, "invalid") from None
+    return {"run_id": str(run.pk), "rating": given.rating, "comment": given.comment}  # type: ignore[union-attr]

@@ -48,7 +48,9 @@ CALLBACK_PREFIX = "ap"
 CALLBACK_SIGNATURE = 16
 DECISION_CODES = {APPROVE: "a", REJECT: "r"}
 # What the bot asks Telegram for: messages, and the clicks on its cards' buttons.
-ALLOWED_UPDATES = ["message", "callback_query"]
+# message_reaction: a 👍/👎 on an answer is feedback on its run (channelbots/reactions.py). Telegram sends it only when
+# asked for by name, and in a group only to a bot that is an administrator there.
+ALLOWED_UPDATES = ["message", "callback_query", "message_reaction"]
 
 
 def callback_data(client: PlatformClient, approval_id: str, decision: str) -> str:

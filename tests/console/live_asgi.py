@@ -16,6 +16,7 @@ settings.ROOT_URLCONF = "tests.console.urls"
 
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
+from config.asgi import FontsForEveryOrigin  # noqa: E402
 from config.asgi import application as project_application  # noqa: E402
 
-application = ASGIStaticFilesHandler(project_application)
+application = FontsForEveryOrigin(ASGIStaticFilesHandler(project_application))

@@ -75,7 +75,7 @@ async def test_a_real_runs_thinking_and_tool_data_never_reach_the_visitor(
     assert tool_calls == [{"type": "tool_call", "data": {"tool_call_id": "t1", "tool_name": "get_current_time"}}]
     answer = "".join(f["data"]["content"] for f in visitor if f["type"] == "text_delta")
     assert answer == "It is evening there."
-    assert visitor[-1] == {"type": "complete", "data": {}}  # no usage, no cost
+    assert visitor[-1] == {"type": "complete", "data": {"run_id": str(dispatched[0])}}  # no usage, no cost: its run only
     # The run really called the tool (its row holds what the visitor was not shown).
     call = await database_sync_to_async(ToolCall.objects.get)(run_id=dispatched[0])
     assert call.tool_name == "get_current_time" and ZONE in json.dumps(call.args)

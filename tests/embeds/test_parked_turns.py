@@ -93,7 +93,7 @@ async def test_a_parked_turn_ends_cleanly_and_the_next_message_is_answered_witho
     second, frames = await turn(comm, dispatched, "Any news? Also, do you ship to Poland?")
     # Not parked again: the call is not asked for a second time, and the visitor gets an answer.
     assert await database_sync_to_async(pending)() == [("create_chart", CHART_ARGS)]
-    assert frames[-1] == {"type": "complete", "data": {}}
+    assert frames[-1] == {"type": "complete", "data": {"run_id": str(second)}}
     answer = "".join(f["data"]["content"] for f in frames if f["type"] == "text_delta")
     assert answer == "Your chart is waiting for a person's decision. Anything else?"
     # The model was told which call waits, with its arguments; the visitor was not.

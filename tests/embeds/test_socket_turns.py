@@ -142,7 +142,7 @@ async def test_a_hidden_thinking_part_and_hidden_steps_never_leave_the_server(pa
         "complete",
     ]
     assert frames[3]["data"] == {"tool_call_id": "c1", "tool_name": "search_documents"}
-    assert frames[-1] == {"type": "complete", "data": {}}
+    assert frames[-1] == {"type": "complete", "data": {"run_id": str(run_id)}}
     # Nothing follows the ending. Frames are handled in order: the next frame out answers the next bad frame
     # in, so the ending released nothing after it…
     await comm.send_to(text_data="{not json")
@@ -211,7 +211,7 @@ async def test_a_complete_whose_answer_frames_were_dropped_restores_the_answer_f
     frames = await frames_until_end(comm)
     assert frames == [
         {"type": "final_result", "data": {"output": "We ship worldwide."}},
-        {"type": "complete", "data": {}},
+        {"type": "complete", "data": {"run_id": str(run_id)}},
     ]
     await comm.disconnect()
 
@@ -463,7 +463,7 @@ async def test_a_turn_whose_last_frames_were_dropped_still_ends_from_the_runs_ow
     frames = await frames_until_end(comm, timeout=5)
     assert frames == [
         {"type": "final_result", "data": {"output": "Yes, we ship to Poland."}},
-        {"type": "complete", "data": {}},
+        {"type": "complete", "data": {"run_id": str(run_id)}},
     ]
     # A late `complete` from the runner is not delivered twice: the socket's inbox is one ordered queue, so
     # had it been relayed it would come before anything of the next turn, which starts clean.
@@ -472,7 +472,7 @@ async def test_a_turn_whose_last_frames_were_dropped_still_ends_from_the_runs_ow
     await answer(second)
     assert await frames_until_end(comm) == [
         {"type": "text_delta", "data": {"index": 0, "content": "Sure."}},
-        {"type": "complete", "data": {}},
+        {"type": "complete", "data": {"run_id": str(second)}},
     ]
     await comm.disconnect()
 
@@ -511,7 +511,7 @@ async def test_a_running_turn_is_left_alone_by_the_watchdog(widget, dispatched, 
     # …and ended nothing: the first frame the visitor gets is the answer's, then its one ending.
     assert await frames_until_end(comm) == [
         {"type": "text_delta", "data": {"index": 0, "content": "Sure."}},
-        {"type": "complete", "data": {}},
+        {"type": "complete", "data": {"run_id": str(run_id)}},
     ]
     await comm.disconnect()
 
@@ -531,7 +531,7 @@ async def test_frames_batched_by_the_runner_are_filtered_one_by_one(page, dispat
     await get_channel_layer().group_send(f"run-{run_id}", {"type": "run.frames", "frames": batch})
     frames = await frames_until_end(comm)
     assert [f["type"] for f in frames] == ["model_request_start", "part_start", "text_delta", "text_delta", "complete"]
-    assert "SECRET" not in json.dumps(frames) and frames[-1]["data"] == {}
+    assert "SECRET" not in json.dumps(frames) and frames[-1]["data"] == {"run_id": str(run_id)}
     await comm.disconnect()
 
 

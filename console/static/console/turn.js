@@ -715,6 +715,7 @@
             // Results hidden by the page's toggles never arrive: a finished turn's steps are done.
             turn.parts.forEach(function (p) { if (p.type === "tool" && p.call.status === "running") p.call.status = "ok"; });
             turn.live = false;
+            if (d.run_id) turn.run_id = d.run_id;  // an embed's `complete` names the run a visitor's 👍/👎 names
             if (f.type === "error") turn.error = d.message || "";
             if (!turn.parts.length && f.type === "complete") turns.splice(turns.indexOf(turn), 1);
           }
@@ -728,12 +729,74 @@
     return {apply: apply, reset: function () { turn = null; pendingKind = null; drawing.reset(); }};
   }
 
-  // A stored message of an embed's history ({role, text, parts?, at}) as a turn.
+  // A stored message of an embed's history ({role, text, parts?, at, run_id?, feedback?}) as a turn.
   function fromHistory(m) {
     if (m.role === "user") return {role: "user", text: m.text || "", at: m.at, attachments: m.attachments || []};
-    return {role: "assistant", parts: m.parts && m.parts.length ? m.parts : [{type: "text", text: m.text || ""}], at: m.at};
+    return {role: "assistant", parts: m.parts && m.parts.length ? m.parts : [{type: "text", text: m.text || ""}], at: m.at,
+            run_id: m.run_id || null, feedback: m.feedback || null};
+  }
+
+  // ------------------------------------------------------------ a visitor's 👍/👎 (the widget, the hosted page)
+
+  var FEEDBACK_STRINGS = {up: "Helpful", down: "Not helpful", comment: "What was wrong or right? (optional)",
+                          send: "Send", thanks: "Thanks for your feedback."};
+  var SVG = "http://www.w3.org/2000/svg";
+  // A thumb drawn, not an emoji: a system without an emoji font would show an empty box (👎 is the same, turned).
+  function thumb() {
+    var svg = document.createElementNS(SVG, "svg");
+    svg.setAttribute("viewBox", "0 0 24 24"); svg.setAttribute("width", "16"); svg.setAttribute("height", "16");
+    svg.setAttribute("aria-hidden", "true");
+    var path = document.createElementNS(SVG, "path");
+    path.setAttribute("fill", "currentColor");
+    path.setAttribute("d", "M2 21h4V9H2v12zm20-11c0-1.1-.9-2-2-2h-6.3l.95-4.57.03-.32c0-.41-.17-.79-.44-1.06L13.17 1 " +
+                           "6.59 7.59C6.22 7.95 6 8.45 6 9v10c0 1.1.9 2 2 2h9c.83 0 1.54-.5 1.84-1.22l3.02-7.05c.09-.23.14-.47.14-.73v-2z");
+    svg.appendChild(path);
+    return svg;
+  }
+  // 👍/👎 under a finished answer of a visitor's surface, named by its run (embeds/consumers.py, the `feedback`
+  // frame): a click sends the rating and opens a comment field; the pressed one again takes it back.
+  // `send(frame)` is the surface's socket; its `feedback_saved` answer goes through `feedbackSaved`.
+  function visitorFeedback(turn, options) {
+    if (turn.role !== "assistant" || turn.live || !turn.run_id) return null;
+    var S = Object.assign({}, FEEDBACK_STRINGS, options.strings || {});
+    var given = turn.feedback || null;
+    function rate(rating) {
+      if (given && given.rating === rating) { options.send({type: "feedback", run_id: turn.run_id, rating: null}); return; }
+      turn.commenting = true;
+      options.send({type: "feedback", run_id: turn.run_id, rating: rating, comment: ""});
+    }
+    function button(rating, label) {
+      var b = h("button", {type: "button", class: "turn-action feedback", "data-feedback": rating, "aria-label": label, title: label,
+                           "aria-pressed": given && given.rating === rating ? "true" : "false"}, [thumb()]);
+      b.addEventListener("click", function () { rate(rating); });
+      return b;
+    }
+    var group = h("span", {class: "feedback-buttons visitor-feedback", role: "group", "aria-label": S.up + " / " + S.down, "data-feedback-buttons": ""},
+                  [button("up", S.up), button("down", S.down)]);
+    if (given && turn.commenting) {
+      var field = h("textarea", {rows: "2", maxlength: "2000", "aria-label": S.comment, placeholder: S.comment, "data-feedback-comment": ""});
+      var form = h("form", {class: "feedback-form", "data-feedback-form": ""}, [field, h("button", {type: "submit", text: S.send})]);
+      form.addEventListener("submit", function (event) {
+        event.preventDefault();
+        turn.commenting = false;
+        turn.thanked = true;
+        options.send({type: "feedback", run_id: turn.run_id, rating: given.rating, comment: field.value});
+      });
+      group.appendChild(form);
+    } else if (given && turn.thanked) {
+      group.appendChild(h("span", {class: "feedback-thanks", role: "status", text: S.thanks}));
+    }
+    return group;
+  }
+  // The server's answer to a rating: the turn of that run shows what is stored. True when a turn changed.
+  function feedbackSaved(turns, data) {
+    var turn = turns.filter(function (t) { return t.role === "assistant" && t.run_id === data.run_id; })[0];
+    if (!turn) return false;
+    turn.feedback = data.rating ? {rating: data.rating, comment: data.comment || ""} : null;
+    if (!data.rating) { turn.commenting = false; turn.thanked = false; }
+    return true;
   }
 
   global.AgenticTurn = {create: create, stream: stream, drawings: drawings, fromHistory: fromHistory, fill: fill, h: h, pretty: pretty,
-                        humanize: humanize};
+                        humanize: humanize, visitorFeedback: visitorFeedback, feedbackSaved: feedbackSaved};
 })(typeof window !== "undefined" ? window : this);

@@ -73,6 +73,8 @@
                          files.map(function (f) { return h("li", {text: f.name}); })) : null,
         h("div", {class: "content", text: turn.text}), h("div", {class: "time", text: fmtTime(turn.at)})])]);
     },
+    // 👍/👎 under each finished answer (the socket's `feedback` frame, on this visitor's own thread only).
+    actions: function (turn) { return [AgenticTurn.visitorFeedback(turn, {send: sendFeedback})]; },
     onChange: function () { draw(); },  // a fold the reader clicked: at once
   });
   function draw() {
@@ -97,6 +99,7 @@
   function onFrame(f) {
     var d = f.data || {};
     if (f.type === "ready") { ready = true; mediaToken = d.media || ""; busy(false); return; }
+    if (f.type === "feedback_saved") { if (AgenticTurn.feedbackSaved(turns, d)) schedule(); return; }
     if (f.type === "history") {
       clearLog();
       turns = (d.messages || []).map(AgenticTurn.fromHistory);
@@ -128,6 +131,9 @@
       else if (ev.code === 4029) { showError("Too many connections. Retrying shortly…"); setTimeout(connect, 15000); }
       else if (ev.code === 1011 || ev.code === 1006) { setTimeout(connect, 2000); }
     };
+  }
+  function sendFeedback(frame) {
+    if (socket && ready) socket.send(JSON.stringify(frame));
   }
   function sendText(text) {
     var files = pendingFiles.map(function (f) { return {name: f.name, mime: f.mime, size: f.size}; });

@@ -11,6 +11,7 @@ var base = script && script.src ? new URL(script.src).origin : location.origin;
 var wsBase = base.replace(/^http/, "ws");
 var STATIC = base + "/static/";
 var LIBS = [["vendor/marked.umd.js", "marked"], ["vendor/purify.min.js", "DOMPurify"], ["vendor/highlight.min.js", "hljs"],
+            ["vendor/katex/katex.min.js", "katex"],
             ["console/charts.js", "AgenticCharts"], ["console/visuals.js", "AgenticVisuals"], ["console/turn.js", "AgenticTurn"]];
 var storeKey = "agenticos-visitor:" + cfg.key;
 var mediaToken = "";  // the socket's `ready` gives it: what generated-file links carry
@@ -21,7 +22,7 @@ var side = cfg.corner === "bottom-left" ? "left" : "right";
 var css = ":host{all:initial}*{box-sizing:border-box;font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif}" +
   ".l{position:fixed;bottom:20px;" + side + ":20px;z-index:2147483000;background:" + cfg.accent + ";color:#fff;border:0;border-radius:24px;padding:12px 18px;font-size:15px;cursor:pointer;box-shadow:0 4px 14px rgba(0,0,0,.2)}" +
   ".p{position:fixed;bottom:76px;" + side + ":20px;z-index:2147483000;width:360px;max-width:calc(100vw - 40px);height:520px;max-height:calc(100vh - 100px);background:#fff;color:#111;border-radius:14px;box-shadow:0 10px 40px rgba(0,0,0,.25);display:none;flex-direction:column;overflow:hidden}" +
-  ".p.o{display:flex}.h{background:" + cfg.accent + ";color:#fff;padding:12px 14px}.h b{display:block;font-size:15px}.h small{opacity:.85;font-size:12px}" +
+  ".p.o{display:flex}.p{--accent:" + cfg.accent + "}.h{background:" + cfg.accent + ";color:#fff;padding:12px 14px}.h b{display:block;font-size:15px}.h small{opacity:.85;font-size:12px}" +
   ".m{flex:1;overflow-y:auto;padding:12px;display:flex;flex-direction:column;gap:8px;font-size:14px;line-height:1.45}" +
   ".ts{display:flex;flex-direction:column;gap:8px}" +
   ".b{max-width:85%;padding:8px 11px;border-radius:12px;word-wrap:break-word;overflow-wrap:anywhere}.u{align-self:flex-end;background:" + cfg.accent + ";color:#fff;white-space:pre-wrap}" +
@@ -33,6 +34,7 @@ var css = ":host{all:initial}*{box-sizing:border-box;font-family:system-ui,-appl
   ".step summary{cursor:pointer}.step-dot{display:none}.chart{max-width:100%;background:#fff;border-radius:6px;margin:4px 0}";
 root.innerHTML = "<style>" + css + "</style>" +
   '<link rel="stylesheet" href="' + STATIC + 'vendor/highlight-github.min.css">' +
+  '<link rel="stylesheet" href="' + STATIC + 'vendor/katex/katex.min.css">' +
   '<link rel="stylesheet" href="' + STATIC + 'console/turn.css">' +
   '<button class="l" part="launcher"></button>' +
   '<div class="p" role="dialog"><div class="h"><b></b><small></small></div>' +
@@ -111,7 +113,7 @@ function setUp() {
   // a visitor reports nothing back (no session, and a drawing's errors are written for the model).
   if (libs.AgenticVisuals) libs.AgenticVisuals.configure({origin: base, reports: false, tiles: cfg.mapTiles || ""});
   renderer = T.create({
-    libs: {marked: libs.marked, DOMPurify: libs.DOMPurify, hljs: libs.hljs, charts: libs.AgenticCharts,
+    libs: {marked: libs.marked, DOMPurify: libs.DOMPurify, hljs: libs.hljs, katex: libs.katex, charts: libs.AgenticCharts,
            visuals: libs.AgenticVisuals},
     assistantClass: "b a",
     // A generated file is served to this visitor through the widget's own route, opened by the socket's `media`
@@ -127,6 +129,8 @@ function setUp() {
       return out;
     },
     user: function (turn) { return T.h("div", {class: "turn turn-user b u", "data-turn": "user", text: turn.text}); },
+    // 👍/👎 under each finished answer (the socket's `feedback` frame, on this visitor's own thread only).
+    actions: function (turn) { return [T.visitorFeedback(turn, {send: sendFrame})]; },
     onChange: draw,  // a fold the reader clicked: at once
   });
   // The greeting is drawn here and never sent to the model: a greeting in its history would be a
@@ -150,6 +154,7 @@ turnsEl.addEventListener("agenticos:follow-up", function (ev) {
 function onFrame(f) {
   var d = f.data || {};
   if (f.type === "ready") { ready = true; mediaToken = d.media || ""; while (queue.length) socket.send(queue.shift()); return; }
+  if (f.type === "feedback_saved") { if (libs.AgenticTurn.feedbackSaved(turns, d)) schedule(); return; }
   if (f.type === "history") { turns = (d.messages || []).map(libs.AgenticTurn.fromHistory); live.reset(); schedule(); return; }
   if (f.type === "error" && !turns.some(function (t) { return t.live; })) { note("e", d.message || "Something went wrong."); return; }
   if (live.apply(turns, f)) schedule();
@@ -169,10 +174,13 @@ function connect() {
     else if (ev.code === 4029) note("e", "Too many connections. Please wait a moment.");
   };
 }
+function sendFrame(payload) {
+  var frame = JSON.stringify(payload);
+  if (ready && socket) socket.send(frame); else { queue.push(frame); connect(); }
+}
 function send(text) {
   var ctx = window.AgenticOSContext && typeof window.AgenticOSContext === "object" ? window.AgenticOSContext : undefined;
-  var frame = JSON.stringify({ type: "message", text: text, context: ctx });
-  if (ready && socket) socket.send(frame); else { queue.push(frame); connect(); }
+  sendFrame({ type: "message", text: text, context: ctx });
 }
 function open() {
   panel.classList.add("o");
@@ -193,5 +201,15 @@ form.onsubmit = function (ev) {
   });
 };
 input.onkeydown = function (ev) { if (ev.key === "Enter" && !ev.shiftKey) { ev.preventDefault(); form.requestSubmit ? form.requestSubmit() : form.onsubmit(ev); } };
-function mount() { document.body.appendChild(host); }
+function mount() {
+  document.body.appendChild(host);
+  // KaTeX's @font-face rules are ignored inside a shadow root (Chromium and Firefox read font faces only from the
+  // document), so the page gets the stylesheet once for its fonts; its rules touch only .katex elements.
+  var fonts = STATIC + "vendor/katex/katex.min.css";
+  if (!document.querySelector('link[href="' + fonts + '"]')) {
+    var link = document.createElement("link");
+    link.rel = "stylesheet"; link.href = fonts;
+    (document.head || document.documentElement).appendChild(link);
+  }
+}
 if (document.body) mount(); else document.addEventListener("DOMContentLoaded", mount);
