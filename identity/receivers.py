@@ -63,4 +63,4 @@ def password_failed(sender: Any, credentials: dict[str, Any], request: HttpReque
 @receiver(user_logged_out, dispatch_uid="identity.logged_out")
 def logged_out(sender: Any, request: HttpRequest | None, user: User | None, **kwargs: Any) -> None:
     if request is not None:
-        sessions.forget(request)
+        sessions.forget(request, user)
