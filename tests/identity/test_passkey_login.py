@@ -48,7 +48,7 @@ def test_a_person_signs_in_with_a_passkey_alone(org, member):
     add_passkey(member, authenticator)
     client = browser()
     page = client.get("/login/")
-    assert b"Sign in with a passkey" in page.content and b"data-passkey-login" in page.content
+    assert b"Use a passkey" in page.content and b"data-passkey-login" in page.content
     options = client.post(OPTIONS).json()["publicKey"]
     assert not options.get("allowCredentials") and options["userVerification"] == "required"
 
@@ -138,6 +138,16 @@ def test_with_passkey_sign_in_off_the_page_offers_none_and_the_routes_refuse(org
     authenticator = SoftAuthenticator()
     add_passkey(member, authenticator)
     client = browser()
-    assert b"Sign in with a passkey" not in client.get("/login/").content
+    assert b"Use a passkey" not in client.get("/login/").content
     assert client.post(OPTIONS).status_code == 404
     assert client.post(LOGIN, {"credential": "{}"})["Location"] == "/login/" and not _signed_in(client)
+
+
+def test_the_passkey_routes_take_only_a_post_of_this_site(org, member):
+    authenticator = SoftAuthenticator()
+    add_passkey(member, authenticator)
+    assert browser().get(OPTIONS).status_code == 405 and browser().get(LOGIN).status_code == 405
+    forged = Client(HTTP_HOST=HOST, enforce_csrf_checks=True)  # another site's form posting here has no token
+    assert forged.post(OPTIONS).status_code == 403
+    assert forged.post(LOGIN, {"credential": "{}"}).status_code == 403
+    assert not _signed_in(forged)
