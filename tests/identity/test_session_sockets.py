@@ -190,3 +190,27 @@ def test_the_event_names_sessions_by_digest_and_matches_organization_and_session
     assert not concerns(event, organization_id="o2", session_key=key)
     assert not concerns(event, organization_id="o1", session_key="other")
     assert concerns({"organization": None, "sessions": None}, organization_id="o9", session_key=None)
+
+
+async def test_the_live_browse_view_closes_with_its_session_too(org, owner):
+    """The live view of a browse (capabilities.browser) is a session socket like the chat: signing out closes it."""
+    from tests.runner.conftest import publish
+    from tests.runner.test_execute import start
+
+    def a_run():
+        agent, version = publish(org, owner)
+        return start(org, owner, agent, version, prompt="browse")
+
+    run = await sync_to_async(a_run)()
+    laptop = await signed_in(owner)
+    cookie = f"{dj_settings.SESSION_COOKIE_NAME}={laptop.cookies[dj_settings.SESSION_COOKIE_NAME].value}"
+    view = WebsocketCommunicator(application, f"/ws/browse/{run.pk}/call_1/", headers=[(b"cookie", cookie.encode())])
+    connected, _ = await view.connect(timeout=TIMEOUT)
+    assert connected
+    hello = json.loads(await view.receive_from(timeout=TIMEOUT))
+    assert hello["type"] == "hello"
+
+    assert await post(laptop, "/logout/") == 302
+
+    assert await closed_with(view) == CLOSE_SIGNED_OUT
+    await view.disconnect()
