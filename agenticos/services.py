@@ -20,7 +20,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 from django.utils.translation import gettext as _
 
-from agenticos import audit, vault
+from agenticos import audit, session_sockets, vault
 from agenticos.authentication import generate_key, hash_key
 from agenticos.errors import Conflict, Forbidden, Invalid, NotFound
 from agenticos.models import ApiKey, Invitation, Membership, Organization, Secret, SecretKind
@@ -225,6 +225,8 @@ def set_member_suspended(*, actor: Actor, membership: Membership, suspended: boo
             keep_an_owner(actor.organization, membership)
         membership.is_suspended = suspended
         membership.save(update_fields=["is_suspended"])
+        if suspended:  # their open sockets in this organization close with the commit
+            session_sockets.end_sockets(user_id=membership.user_id, organization_id=membership.organization_id)
         _record(actor, "member.suspended" if suspended else "member.reinstated", target=membership,
                 target_name=membership.user.email)
     return membership
@@ -255,6 +257,7 @@ def drop_membership(membership: Membership, *, record: Callable[[int], None]) ->
         organization=organization, user_id=membership.user_id, revoked_at__isnull=True
     ).update(revoked_at=timezone.now())
     member_removed.send(sender=Organization, organization=organization, user_id=membership.user_id)
+    session_sockets.end_sockets(user_id=membership.user_id, organization_id=organization.pk)
     record(revoked)
     membership.delete()
 

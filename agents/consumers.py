@@ -21,6 +21,7 @@ from django.conf import settings
 from agenticos import metrics
 from agenticos.errors import DomainError, NotFound
 from agenticos.middleware import MAX_JSON_DEPTH
+from agenticos.session_sockets import SessionBoundSocket
 from agenticos.tenancy import SESSION_KEY, resolve_actor
 from agents.chat import Admitted, member_run, regenerate_answer, start_member_run
 from agents.models import Run
@@ -92,15 +93,17 @@ def decode_frame(text_data: str | None, bytes_data: bytes | None = None) -> Any:
     return payload
 
 
-class ChatConsumer(AsyncJsonWebsocketConsumer):
+class ChatConsumer(SessionBoundSocket, AsyncJsonWebsocketConsumer):
     async def connect(self):
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
             await self.close(code=CLOSE_REFUSED)
             return
+        await self.join_session_group()  # before admission: an ending while it is checked still reaches it
         try:
             self.actor = await database_sync_to_async(self._resolve)(user)
         except NotFound:
+            await self.leave_session_group()
             await self.close(code=CLOSE_REFUSED)
             return
         self.groups_joined: set[str] = set()
@@ -119,6 +122,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         if getattr(self, "_socket_counted", False):
             self._socket_counted = False
             metrics.socket_closed("chat")
+        await self.leave_session_group()
         for group in getattr(self, "groups_joined", set()):
             await self.channel_layer.group_discard(group, self.channel_name)
 

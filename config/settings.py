@@ -385,10 +385,14 @@ SOCIALACCOUNT_PROVIDERS = {"openid_connect": {"provider_class": "identity.oidc.O
 MFA_ADAPTER = "identity.mfa.MfaAdapter"
 MFA_SUPPORTED_TYPES = ["totp", "webauthn", "recovery_codes"]  # webauthn: passkeys as a second factor
 MFA_TOTP_ISSUER = "AgenticOS"
+# Signing in with a passkey alone (identity.mfa.passkey_login_user; refused where an organization requires SSO).
+MFA_PASSKEY_LOGIN_ENABLED = env.bool("MFA_PASSKEY_LOGIN_ENABLED", default=True)
 # IdP hosts on internal addresses (a Keycloak inside the network) the outbound guard lets SSO reach.
 SSO_ALLOWED_PRIVATE_HOSTS = _host_list("SSO_ALLOWED_PRIVATE_HOSTS")
 # SIEM receivers of the audit stream that may sit on internal addresses (and speak plain http there).
 AUDIT_STREAM_ALLOWED_PRIVATE_HOSTS = _host_list("AUDIT_STREAM_ALLOWED_PRIVATE_HOSTS")
+# A PEM CA bundle to verify syslog+tls receivers with (an internal CA); empty: the public CAs.
+AUDIT_STREAM_CA_BUNDLE = env.str("AUDIT_STREAM_CA_BUNDLE", default="")
 # Resolvers for domain verification's TXT lookup ("host" or "host:port"); empty: the system's.
 SSO_DNS_NAMESERVERS = env.list("SSO_DNS_NAMESERVERS", default=[])
 GUARDIAN_RAISE_403 = False

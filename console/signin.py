@@ -37,6 +37,9 @@ from identity.models import AuditStream, CustomRole, OidcConnection, ScimToken, 
 class SignInView(auth_views.LoginView):
     redirect_authenticated_user = True
 
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        return {**super().get_context_data(**kwargs), "passkey_login": mfa.passkey_login_enabled()}
+
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         email = request.POST.get("username", "")
         connection = services.connection_for_email(email)
@@ -133,6 +136,40 @@ def mfa_passkey_options(request: HttpRequest) -> HttpResponse:
         return JsonResponse({"error": {"code": "not_found", "message": "No passkey sign-in is pending."}},
                             status=404)
     return JsonResponse(mfa.begin_passkey_check(user))
+
+
+@require_POST
+def passkey_login_options(request: HttpRequest) -> HttpResponse:
+    """The sign-in page's WebAuthn request options for a passkey alone (none named: the browser offers its own)."""
+    if not mfa.passkey_login_enabled():
+        return JsonResponse({"error": {"code": "not_found", "message": "Passkey sign-in is off."}}, status=404)
+    return JsonResponse(mfa.begin_passkey_login())
+
+
+@require_POST
+def passkey_login(request: HttpRequest) -> HttpResponse:
+    """Sign in with a passkey alone; refused for a member of an organization that requires SSO (as a password is),
+    its break-glass owner excepted."""
+    if not mfa.passkey_login_enabled():
+        return redirect("console:login")
+    ip = request.META.get("REMOTE_ADDR")
+    user = mfa.passkey_login_user(_json_or_none(request.POST.get("credential", "")))
+    if user is None or not user.is_active:
+        if user is not None:
+            audit_log.sign_in_failed(user, reason="inactive", ip_address=ip, method="passkey")
+        messages.error(request, _("That passkey could not sign you in."))
+        return redirect("console:login")
+    if services.password_refused_by(user) is not None:
+        audit_log.sign_in_failed(user, reason="sso_required", ip_address=ip, method="passkey")
+        messages.error(request, _("Your organization signs in with single sign-on: type your e-mail address and "
+                                  "continue with single sign-on."))
+        return redirect("console:login")
+    setattr(request, mfa.PASSKEY_LOGIN_FLAG, True)
+    auth_login(request, user, backend=settings.AUTHENTICATION_BACKENDS[0])
+    next_url = request.POST.get("next", "")
+    if not url_has_allowed_host_and_scheme(next_url, {request.get_host()}, request.is_secure()):
+        next_url = settings.LOGIN_REDIRECT_URL
+    return redirect(next_url)
 
 
 @require_POST
@@ -478,6 +515,8 @@ urlpatterns = [
     path("settings/two-factor/", two_factor, name="two-factor"),
     path("login/two-factor/", mfa_step, name="mfa"),
     path("login/two-factor/passkey-options", mfa_passkey_options, name="mfa-passkey-options"),
+    path("login/passkey-options", passkey_login_options, name="passkey-login-options"),
+    path("login/passkey", passkey_login, name="passkey-login"),
     path("settings/two-factor/passkey-options", passkey_options, name="passkey-options"),
     path("settings/sessions/sign-out", end_sessions, name="sessions-end"),
     path("settings/members/<int:membership_id>/sign-out", sign_member_out, name="member-sign-out"),

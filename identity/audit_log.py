@@ -107,7 +107,7 @@ def jsonl_lines(qs: QuerySet[AuditEvent]) -> Iterator[str]:
         yield json.dumps(as_row(event), sort_keys=True) + "\n"
 
 
-def sign_in_failed(user: Any, *, reason: str, ip_address: str | None) -> None:
+def sign_in_failed(user: Any, *, reason: str, ip_address: str | None, method: str = "password") -> None:
     """A failed password sign-in (bad credentials, SSO required, a wrong second-step code) told to every
     organization the person belongs to: each one's audit trail shows attempts on its members."""
     from agenticos import audit
@@ -115,5 +115,5 @@ def sign_in_failed(user: Any, *, reason: str, ip_address: str | None) -> None:
 
     for membership in Membership.objects.filter(user=user).select_related("organization"):
         audit.record(actor=None, organization=membership.organization, action="signin.failed", target=user,
-                     target_name=user.email, details={"method": "password", "reason": reason},
+                     target_name=user.email, details={"method": method, "reason": reason},
                      ip_address=ip_address)

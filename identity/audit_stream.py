@@ -1,5 +1,6 @@
 """The audit trail leaves the building: each organization's audit events, in id order, POSTed as JSON to its SIEM's
-HTTPS webhook through the outbound guard, signed, at-least-once.
+HTTPS webhook through the outbound guard, signed, at-least-once — or sent as RFC 5424 syslog over TCP/TLS
+(identity.syslog: `syslog+tls://host:port`, the same cursor, backlog and signing secret).
 
 - The body is `{"organization": id, "events": [...]}`; each event carries its `id`, so a receiver that sees one
   twice (a retry after a lost acknowledgement) drops the copy.
@@ -33,7 +34,7 @@ from django.utils import timezone
 from agenticos import audit, hostports, netguard, vault
 from agenticos.errors import Invalid, NotFound
 from agenticos.models import AuditEvent
-from identity import audit_log
+from identity import audit_log, syslog
 from identity.models import AuditStream
 
 if TYPE_CHECKING:
@@ -61,12 +62,9 @@ def configure(*, actor: Actor, url: str, enabled: bool = True) -> tuple[AuditStr
     once). A new stream starts at the present: the trail before it is the export's (Settings → Audit)."""
     actor.require("signin:manage")
     url = (url or "").strip()
-    host = (urlsplit(url).hostname or "").lower()
-    # Plain http only for a receiver the operator allowed inside the network (like SSO_ALLOWED_PRIVATE_HOSTS).
-    if not (url.startswith("https://") or (url.startswith("http://") and host in _listed_hosts())):
-        raise _invalid("url", "The receiver is an https:// URL.")
+    netguard_url = _checked_destination(url)
     try:
-        netguard.check_url_blocking(url, allowance=ALLOWANCE)
+        netguard.check_url_blocking(netguard_url, allowance=ALLOWANCE)
     except netguard.Refused as exc:
         raise _invalid("url", f"That address is refused: {exc}") from None
     raw = ""
@@ -85,6 +83,24 @@ def configure(*, actor: Actor, url: str, enabled: bool = True) -> tuple[AuditStr
                      target=stream, target_name=url[:300], details={"enabled": stream.enabled, "new": bool(raw)},
                      ip_address=actor.extra.get("ip"))
     return stream, raw
+
+
+def _checked_destination(url: str) -> str:
+    """The URL the outbound guard checks for a receiver: an https:// webhook, or syslog over TLS; plain http and
+    plain TCP syslog only for a receiver the operator allowed inside the network (like SSO_ALLOWED_PRIVATE_HOSTS)."""
+    wanted = "The receiver is an https:// URL or syslog+tls://host:port."
+    if syslog.is_syslog(url):
+        try:
+            target = syslog.destination(url)
+        except ValueError as exc:
+            raise _invalid("url", str(exc)) from None
+        if not target.tls and target.host not in _listed_hosts():
+            raise _invalid("url", wanted)
+        return target.guard_url
+    host = (urlsplit(url).hostname or "").lower()
+    if not (url.startswith("https://") or (url.startswith("http://") and host in _listed_hosts())):
+        raise _invalid("url", wanted)
+    return url
 
 
 def remove(*, actor: Actor) -> None:
@@ -119,19 +135,31 @@ def deliver(stream_id: int, *, settle_seconds: int = SETTLE_SECONDS) -> int:
         events = _pending(stream, settle_seconds)
         if not events:
             return 0
-        body = json.dumps({"organization": stream.organization_id, "events": [audit_log.as_row(e) for e in events]},
-                          cls=DjangoJSONEncoder, separators=(",", ":")).encode()
         secret = vault.open_sealed(stream.organization_id, stream.key_version, bytes(stream.wrapped_key),
                                    bytes(stream.ciphertext))
-        headers = {"Content-Type": "application/json", SIGNATURE_HEADER: sign(secret, int(time.time()), body),
-                   "X-AgenticOS-Delivery": f"{events[0].pk}-{events[-1].pk}"}
-        error = _post(stream.url, body, headers)
+        error = (_send_syslog(stream, events, secret) if syslog.is_syslog(stream.url)
+                 else _send_webhook(stream, events, secret))
         stream.last_attempt_at = timezone.now()
         stream.last_error = error[:300]
         if not error:
             stream.delivered_up_to = events[-1].pk
         stream.save(update_fields=["last_attempt_at", "last_error", "delivered_up_to"])
     return 0 if error else len(events)
+
+
+def _send_webhook(stream: AuditStream, events: list[AuditEvent], secret: str) -> str:
+    body = json.dumps({"organization": stream.organization_id, "events": [audit_log.as_row(e) for e in events]},
+                      cls=DjangoJSONEncoder, separators=(",", ":")).encode()
+    headers = {"Content-Type": "application/json", SIGNATURE_HEADER: sign(secret, int(time.time()), body),
+               "X-AgenticOS-Delivery": f"{events[0].pk}-{events[-1].pk}"}
+    return _post(stream.url, body, headers)
+
+
+def _send_syslog(stream: AuditStream, events: list[AuditEvent], secret: str) -> str:
+    hostname = syslog.deployment_hostname()
+    messages = [syslog.message(audit_log.as_row(e), organization_id=stream.organization_id, secret=secret,
+                               hostname=hostname) for e in events]
+    return syslog.send(stream.url, messages, allowance=ALLOWANCE, timeout=TIMEOUT_SECONDS)
 
 
 def _post(url: str, body: bytes, headers: dict[str, str]) -> str:

@@ -132,8 +132,9 @@ def passkeys(user: User) -> list[dict[str, Any]]:
 
 def begin_passkey_registration(user: User) -> dict[str, Any]:
     """The PublicKeyCredentialCreationOptions (JSON form) for `navigator.credentials.create`; the challenge stays
-    in the session."""
-    return webauthn.begin_registration(user, passwordless=False)
+    in the session. Passwordless (allauth's flag): a discoverable credential with user verification, so the same
+    passkey is a second factor and, alone, a sign-in (`passkey_login_user`)."""
+    return webauthn.begin_registration(user, passwordless=True)
 
 
 def add_passkey(user: User, name: str, credential: Any) -> list[str] | None:
@@ -188,6 +189,39 @@ def check_passkey(user: User, credential: Any) -> bool:
         return False
     authenticator.record_usage()
     return True
+
+
+# ------------------------------------------------------------------ signing in with a passkey alone
+# allauth's passkey login (MFA_PASSKEY_LOGIN_ENABLED) as its LoginWebAuthnForm does it: request options naming no
+# credential and requiring user verification, the person read from the assertion's user handle, the signature
+# checked against that person's passkeys. The console's sign-in page is not allauth's, so the view is ours.
+
+PASSKEY_LOGIN_FLAG = "_agenticos_passkey"  # set on the request, so the sign-in receiver records the method
+
+
+def passkey_login_enabled() -> bool:
+    from allauth.mfa import app_settings
+
+    return bool(app_settings.PASSKEY_LOGIN_ENABLED) and "webauthn" in app_settings.SUPPORTED_TYPES
+
+
+def begin_passkey_login() -> dict[str, Any]:
+    """Request options for a discoverable passkey (no e-mail asked first, so none is told whether it has one)."""
+    return webauthn.begin_authentication(None)
+
+
+def passkey_login_user(credential: Any) -> User | None:
+    """The person whose passkey signed this session's challenge with user verification (fido2 refuses an assertion
+    without the UV flag when it was required), or None. The challenge is used once."""
+    if not isinstance(credential, dict):
+        return None
+    try:
+        user = webauthn.extract_user_from_response(credential)
+        authenticator = webauthn.complete_authentication(user, credential)
+    except (ValidationError, ValueError, TypeError, KeyError, AttributeError):
+        return None
+    authenticator.record_usage()
+    return user  # type: ignore[return-value]
 
 
 def disable(user: User) -> None:

@@ -249,7 +249,8 @@ class ScimGroup(models.Model):
 
 class AuditStream(models.Model):
     """An organization's live copy of its audit trail to a SIEM: an HTTPS webhook whose requests carry an
-    HMAC-SHA256 signature (identity.audit_stream). Delivery is at-least-once: `delivered_up_to` is the id of the last
+    HMAC-SHA256 signature (identity.audit_stream), or syslog over TCP/TLS when `url` is `syslog+tls://host:port`
+    (identity.syslog; the URLField's validators are never run on it: identity.audit_stream checks the address). Delivery is at-least-once: `delivered_up_to` is the id of the last
     audit event the receiver acknowledged, so while it is down the backlog is simply the events after it."""
 
     organization = models.OneToOneField(Organization, on_delete=models.CASCADE, related_name="audit_stream")

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from agenticos import audit
+from agenticos import audit, session_sockets
 from agenticos import services as kernel
 from agenticos.errors import Conflict, DomainError, Invalid
 from agenticos.models import ApiKey, Membership, Organization, User
@@ -218,6 +218,9 @@ def _stop_access(membership: Membership) -> dict[str, int]:
     keys = ApiKey.objects.filter(organization_id=membership.organization_id, user_id=membership.user_id,
                                  revoked_at__isnull=True).update(revoked_at=timezone.now())
     closed = sessions.close_member(membership, reason="deprovisioned")
+    # Every open socket of theirs in the organization, a session without a row of ours (one older than
+    # identity/) included.
+    session_sockets.end_sockets(user_id=membership.user_id, organization_id=membership.organization_id)
     return {"api_keys_revoked": keys, "sessions_closed": closed}
 
 

@@ -12,7 +12,7 @@ from django.http import HttpRequest
 
 from agenticos import audit, tenancy
 from agenticos.models import Membership, User
-from identity import audit_log, services, sessions
+from identity import audit_log, mfa, services, sessions
 from identity.adapter import SSO_REQUEST_FLAG, SSO_STATE_KEY
 from identity.models import OidcConnection
 
@@ -43,10 +43,11 @@ def sso_logged_in(sender: Any, request: HttpRequest, user: User, sociallogin: An
 def password_logged_in(sender: Any, request: HttpRequest | None, user: User, **kwargs: Any) -> None:
     if request is None or getattr(request, SSO_REQUEST_FLAG, False):
         return
+    method = "passkey" if getattr(request, mfa.PASSKEY_LOGIN_FLAG, False) else "password"
     for membership in Membership.objects.filter(user=user, is_suspended=False).select_related("organization"):
         audit.record(actor=user, organization=membership.organization, action="signin.succeeded", target=user,
-                     target_name=user.email, details={"method": "password"}, ip_address=_ip(request))
-    sessions.remember(request, user, method="password")
+                     target_name=user.email, details={"method": method}, ip_address=_ip(request))
+    sessions.remember(request, user, method=method)
 
 
 @receiver(user_login_failed, dispatch_uid="identity.password_failed")
@@ -63,4 +64,4 @@ def password_failed(sender: Any, credentials: dict[str, Any], request: HttpReque
 @receiver(user_logged_out, dispatch_uid="identity.logged_out")
 def logged_out(sender: Any, request: HttpRequest | None, user: User | None, **kwargs: Any) -> None:
     if request is not None:
-        sessions.forget(request)
+        sessions.forget(request, user)

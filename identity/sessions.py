@@ -14,7 +14,7 @@ from django.db.models import Exists, OuterRef, Q
 from django.http import HttpRequest
 from django.utils import timezone
 
-from agenticos import audit
+from agenticos import audit, session_sockets
 from agenticos.errors import NotFound
 from agenticos.models import Membership, Organization
 from identity.models import ClosedSession, OidcConnection, UserSession
@@ -49,11 +49,14 @@ def remember(request: HttpRequest, user: User, *, method: str, organization: Org
     )
 
 
-def forget(request: HttpRequest) -> None:
+def forget(request: HttpRequest, user: Any = None) -> None:
+    """The person signed out: the session's rows go, and its open sockets close."""
     key = request.session.session_key
     if key:
         UserSession.objects.filter(session_key=key).delete()
         ClosedSession.objects.filter(session_key=key).delete()
+        if user is not None and user.pk is not None:
+            session_sockets.end_sockets(user_id=user.pk, session_keys=[key])
 
 
 def active_sessions(user: User) -> list[UserSession]:
@@ -66,10 +69,14 @@ def active_sessions(user: User) -> list[UserSession]:
 
 
 def _end(rows: list[UserSession]) -> int:
+    """Sign the sessions out outright; their open sockets close with the commit (in every organization)."""
     keys = [row.session_key for row in rows]
     Session.objects.filter(session_key__in=keys).delete()
     UserSession.objects.filter(session_key__in=keys).delete()
     ClosedSession.objects.filter(session_key__in=keys).delete()
+    for user_id in {row.user_id for row in rows}:
+        session_sockets.end_sockets(user_id=user_id,
+                                    session_keys=[row.session_key for row in rows if row.user_id == user_id])
     return len(keys)
 
 
@@ -83,6 +90,8 @@ def close_in_organization(rows: list[UserSession], organization: Organization, *
         if others.exists():
             ClosedSession.objects.get_or_create(session_key=row.session_key, organization=organization,
                                                 defaults={"reason": reason})
+            session_sockets.end_sockets(user_id=row.user_id, organization_id=organization.pk,
+                                        session_keys=[row.session_key])
         else:
             _end([row])
         closed += 1

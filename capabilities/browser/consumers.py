@@ -22,6 +22,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from agenticos.errors import NotFound
+from agenticos.session_sockets import SessionBoundSocket
 from agenticos.tenancy import SESSION_KEY, resolve_actor
 from capabilities.browser import live
 
@@ -29,7 +30,7 @@ CLOSE_REFUSED = 4003  # the chat socket's and the embeds' one refusal code, what
 PREVIEW_FRAMES = ("frame", "ended")  # what the chat's preview is sent: the picture, and that it is over
 
 
-class BrowseLiveConsumer(AsyncJsonWebsocketConsumer):
+class BrowseLiveConsumer(SessionBoundSocket, AsyncJsonWebsocketConsumer):
     async def connect(self) -> None:
         user = self.scope.get("user")
         kwargs = self.scope["url_route"]["kwargs"]
@@ -40,10 +41,12 @@ class BrowseLiveConsumer(AsyncJsonWebsocketConsumer):
         if user is None or not user.is_authenticated:
             await self.close(code=CLOSE_REFUSED)
             return
+        await self.join_session_group()  # before admission: an ending while it is checked still reaches it
         try:
             self.actor, self.can_control = await database_sync_to_async(self._admit)(user)
             self.label = str(getattr(user, "label", "") or user.get_username())
         except NotFound:
+            await self.leave_session_group()
             await self.close(code=CLOSE_REFUSED)
             return
         if self.preview and not await asyncio.to_thread(live.previewable, self.run_id, self.call_id):
@@ -73,6 +76,7 @@ class BrowseLiveConsumer(AsyncJsonWebsocketConsumer):
         return (self.scope.get("client") or [None])[0]
 
     async def disconnect(self, code: int) -> None:
+        await self.leave_session_group()
         if self.joined:
             await self.channel_layer.group_discard(live.view_group(self.run_id, self.call_id), self.channel_name)
             if self.preview:  # the chat's picture holds nothing; the same person's live view may hold the tab
