@@ -32,6 +32,7 @@ from agents.sharing import open_share
 from console import selectors
 from console.architect import first_message, welcome_context
 from console.base import console_view, screen
+from console.checklist import first_run_checklist
 from console.feedback import page_feedback
 from console.strings import chat_strings, tool_phrases
 from governance import services as governance
@@ -71,7 +72,8 @@ def accept_invitation(request: HttpRequest, token: str) -> HttpResponse:
 @console_view()
 def home(request: HttpRequest, actor: Actor) -> HttpResponse:
     return screen(request, "console/home.html", {"data": selectors.dashboard(actor), "nav": "home",
-                                                 "welcome": welcome_context(actor)})
+                                                 "welcome": welcome_context(actor),
+                                                 "checklist": first_run_checklist(actor)})
 
 
 # ------------------------------------------------------------------ chat
