@@ -276,8 +276,10 @@ def activity(request: HttpRequest, actor: Actor) -> HttpResponse:
     except (ValueError, DomainError):
         raise Http404(_("Unknown filter.")) from None
     counts = page_feedback([run.pk for run in page])
+    times = selectors.run_times(list(page))
     for run in page:  # the page's rows are a list once read: the template reads these same objects
         run.feedback_counts = counts.get(str(run.pk))  # type: ignore[attr-defined]
+        run.times = times[str(run.pk)]  # type: ignore[attr-defined]
     return screen(request, "console/activity.html", {
         "nav": "activity",
         "page": page,
