@@ -57,7 +57,7 @@ def test_each_person_chooses_what_also_comes_by_email(client_as, org, member, ou
     assert EmailPreference.objects.get(user=member, organization=org).kinds == ["approval_requested"]
     assert EmailPreference.objects.get(user=outsider, organization=outsider_org).kinds == ["rollout_rolled_back"]
 
-    assert client.post("/notifications/email", {"kinds": ["approval_requested", "all"]}).status_code == 400
+    assert client.post("/notifications/email", {"kinds": ["approval_requested", "all"]}).status_code == 422
     assert EmailPreference.objects.get(user=member, organization=org).kinds == ["approval_requested"]
     client.post("/notifications/email", {})
     assert EmailPreference.objects.get(user=member, organization=org).kinds == []
