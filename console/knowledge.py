@@ -19,7 +19,8 @@ from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
-from agenticos.errors import Conflict, DomainError, Forbidden, Invalid
+from agenticos.errors import Conflict, DomainError, Forbidden, Invalid, NotFound
+from agenticos.models import Membership
 from agenticos.tenancy import Actor, org_get, org_queryset
 from agents.models import ModelProfile
 from console.base import console_view, post_form, screen
@@ -81,6 +82,7 @@ def _list_page(request: HttpRequest, actor: Actor, *, status: int = 200, **extra
     levels = grants.grant_levels(actor.user_id, [c.pk for c in rows])
     for row in rows:
         row.level = grants.collection_access(actor, row, known_grants=levels)  # type: ignore[attr-defined]
+        row.level_label = level_labels().get(row.level or "")  # type: ignore[attr-defined]
     context = {
         "nav": "knowledge", "collections": rows, "can_create": actor.has("knowledge:manage"),
         "embedding_profiles": _embedding_profiles(actor), "visibilities": Collection.Visibility.choices,
@@ -151,13 +153,14 @@ def _detail_page(request: HttpRequest, actor: Actor, collection: Collection, *, 
     level = grants.collection_access(actor, collection)
     documents = [document_row(d) for d in collection.documents.order_by("name", "pk")]
     context = {
-        "nav": "knowledge", "collection": collection, "level": level,
+        "nav": "knowledge", "collection": collection, "level": level, "level_label": level_labels().get(level or ""),
         "can_edit": grants.at_least(level, grants.EDIT), "documents": documents,
+        **(_sharing(actor, collection) if grants.at_least(level, grants.EDIT) else {}),
         "embedding_profiles": _embedding_profiles(actor), "visibilities": Collection.Visibility.choices,
         "accept": ACCEPT, "extensions": parsers.supported_extensions(),
         "max_mb": services.MAX_UPLOAD_BYTES // (1024 * 1024),
         "query": (request.GET.get("q") or "")[:QUERY_MAX], "results": None,
-        "form": {}, "errors": {}, "upload_errors": [],
+        "form": {}, "errors": {}, "upload_errors": [], "grant_errors": {}, "grant_form": {},
         "strings": knowledge_strings(),
         "current": {"name": collection.name, "description": collection.description,
                     "embedding_profile_id": str(collection.embedding_profile_id or ""),
@@ -230,6 +233,58 @@ def document_delete(request: HttpRequest, actor: Actor, pk: Any) -> HttpResponse
     services.delete_document(actor=with_ip(actor, request), document=document)
     messages.success(request, _("Deleted %(name)s.") % {"name": name})
     return redirect("console-knowledge:detail", pk=collection_id)
+
+
+# ------------------------------------------------------------------ who may read, use or change it
+
+
+def level_labels() -> dict[str, str]:
+    """The grant levels in the words of the page (knowledge/grants.py: view < use < edit)."""
+    return {grants.VIEW: _("Can read"), grants.USE: _("Can read and use it in agents"),
+            grants.EDIT: _("Can change, upload and share")}
+
+
+def _sharing(actor: Actor, collection: Collection) -> dict[str, Any]:
+    """The Sharing card: who holds a grant and the members one could grant to (all active members of the
+    organization but oneself; granting again replaces the earlier level)."""
+    labels = level_labels()
+    holders = [{**g, "level_label": labels.get(g["level"], g["level"])} for g in grants.collection_grants(collection)]
+    members = (Membership.objects.filter(organization=actor.organization, is_suspended=False, user__is_active=True)
+               .exclude(user_id=actor.user_id).select_related("user").order_by("user__email"))
+    return {"grants": holders, "grant_members": list(members), "grant_levels": list(labels.items())}
+
+
+@post_form("console-knowledge:detail")
+@console_view(READ)
+def collection_share(request: HttpRequest, actor: Actor, pk: Any) -> HttpResponse:
+    """Grant a member a level on the collection (edit access needed; knowledge.grants.share_collection)."""
+    collection, _level = _collection(actor, pk, grants.EDIT)
+    user_id, level = request.POST.get("user_id", ""), request.POST.get("level", "")
+    errors: dict[str, str] = {}
+    if not user_id.isdigit():
+        errors["user_id"] = _("Choose a member.")
+    if level not in grants.LEVELS:
+        errors["level"] = _("Choose what they may do.")
+    if not errors:
+        try:
+            granted = grants.share_collection(actor=with_ip(actor, request), collection=collection,
+                                              user_id=int(user_id), level=level)
+        except NotFound:
+            errors["user_id"] = _("Choose a member of this organization.")
+        else:
+            messages.success(request, _("%(email)s: %(level)s.") % {
+                "email": granted["email"], "level": level_labels()[level]})
+            return redirect(reverse("console-knowledge:detail", args=[collection.pk]) + "#sharing")
+    return _detail_page(request, actor, collection, status=422, grant_errors=errors, grant_form=request.POST)
+
+
+@require_POST
+@console_view(READ)
+def collection_unshare(request: HttpRequest, actor: Actor, pk: Any, user_id: int) -> HttpResponse:
+    collection, _level = _collection(actor, pk, grants.EDIT)
+    grants.revoke_collection_grant(actor=with_ip(actor, request), collection=collection, user_id=user_id)
+    messages.success(request, _("Access removed."))
+    return redirect(reverse("console-knowledge:detail", args=[collection.pk]) + "#sharing")
 
 
 # ------------------------------------------------------------------ search preview

@@ -32,6 +32,7 @@ from agents.sharing import open_share
 from console import selectors
 from console.architect import first_message, welcome_context
 from console.base import console_view, screen
+from console.checklist import first_run_checklist
 from console.feedback import page_feedback
 from console.strings import chat_strings, tool_phrases
 from governance import services as governance
@@ -71,7 +72,8 @@ def accept_invitation(request: HttpRequest, token: str) -> HttpResponse:
 @console_view()
 def home(request: HttpRequest, actor: Actor) -> HttpResponse:
     return screen(request, "console/home.html", {"data": selectors.dashboard(actor), "nav": "home",
-                                                 "welcome": welcome_context(actor)})
+                                                 "welcome": welcome_context(actor),
+                                                 "checklist": first_run_checklist(actor)})
 
 
 # ------------------------------------------------------------------ chat
@@ -274,8 +276,10 @@ def activity(request: HttpRequest, actor: Actor) -> HttpResponse:
     except (ValueError, DomainError):
         raise Http404(_("Unknown filter.")) from None
     counts = page_feedback([run.pk for run in page])
+    times = selectors.run_times(list(page))
     for run in page:  # the page's rows are a list once read: the template reads these same objects
         run.feedback_counts = counts.get(str(run.pk))  # type: ignore[attr-defined]
+        run.times = times[str(run.pk)]  # type: ignore[attr-defined]
     return screen(request, "console/activity.html", {
         "nav": "activity",
         "page": page,

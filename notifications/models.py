@@ -40,3 +40,19 @@ class Notification(models.Model):
     @property
     def is_read(self) -> bool:
         return self.read_at is not None
+
+
+class EmailPreference(models.Model):
+    """The kinds of notification one person also receives by e-mail in one organization (none unless they ask:
+    the bell is always on; e-mail is the person's choice, on the Notifications page)."""
+
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    kinds = models.JSONField(default=list)  # values of Notification.Kind
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["organization", "user"], name="email_preference_one_per_member")]
+
+    def __str__(self) -> str:
+        return f"{self.user_id}@{self.organization_id}: {', '.join(self.kinds) or '-'}"

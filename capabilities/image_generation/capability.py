@@ -62,7 +62,7 @@ class ImageGenerationConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     provider: str = Field(default="openai", json_schema_extra={"enum": catalog.CATALOG.provider_ids()},
-                          description="Who draws: a provider whose pydantic-ai model class supports the image tool.")
+                          description="Who draws the images: the providers that can.")
     model: str = Field(default="gpt-image-2", json_schema_extra={"enum": catalog.CATALOG.model_ids()},
                        description="The image model, from the provider's catalog entries.")
     quality: Literal["low", "medium", "high", "auto"] | None = Field(

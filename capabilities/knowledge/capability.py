@@ -41,11 +41,17 @@ class KnowledgeConfig(BaseModel):
         description="Derive business filters (source, type, unit, dates) from the question when the model gave none.",
     )
     query_analysis_mode: Literal["off", "multi_query", "hyde"] = Field(
-        default="off", description="Expand the query before searching: rewordings, or a hypothetical answer."
+        default="off", description="Widen the search before it runs: a question asked in other words finds more.",
+        json_schema_extra={"x-enum-labels": {"off": "Search the question as asked",
+                                             "multi_query": "Also search with rewordings of the question",
+                                             "hyde": "Also search with a drafted answer"}},
     )
-    query_analysis_max_variants: int = Field(default=3, ge=1, le=5, description="Rewordings for multi_query.")
+    query_analysis_max_variants: int = Field(default=3, ge=1, le=5,
+                                             description="How many rewordings, when searching with rewordings.")
     parent_context: Literal["off", "window", "parent"] = Field(
-        default="off", description="How much surrounding text comes back with each match."
+        default="off", description="How much surrounding text comes back with each match.",
+        json_schema_extra={"x-enum-labels": {"off": "The matching passage only", "window": "The passages around it",
+                                             "parent": "The whole section it is in"}},
     )
 
 

@@ -191,9 +191,9 @@ class SubagentsConfig(BaseModel):
     max_depth: int = Field(default=1, ge=1, le=3, description="Levels of delegation, this agent's included.")
     max_fanout: int = Field(default=3, ge=1, le=10, description="Delegations running at once.")
     max_result_chars: int = Field(default=2000, ge=200, le=20_000,
-                                  description="How much of an answer wait_tasks shows (check_task shows all).")
+                                  description="How much of a delegate's answer the agent reads at first (it can read the rest).")
     share_with_delegates: list[str] = Field(default_factory=list,
-                                            description="Capability ids of this agent its delegates borrow.")
+                                            description="Toolbox entries of this agent its delegates may use too.")
 
     @field_validator("inline")
     @classmethod

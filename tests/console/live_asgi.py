@@ -20,3 +20,17 @@ from config.asgi import FontsForEveryOrigin  # noqa: E402
 from config.asgi import application as project_application  # noqa: E402
 
 application = FontsForEveryOrigin(ASGIStaticFilesHandler(project_application))
+
+
+def _forget_content_types(**_kwargs) -> None:
+    """The session's first full flush (tests/fastflush.py) rebuilds the content types with new ids while this
+    server lives on: a per-process ContentType cache would then name rows that are gone (an object grant's
+    permission lookup fails). A real deployment never renumbers them, so only this test server forgets."""
+    from django.contrib.contenttypes.models import ContentType
+
+    ContentType.objects.clear_cache()
+
+
+from django.core.signals import request_started  # noqa: E402
+
+request_started.connect(_forget_content_types, dispatch_uid="tests.live_asgi.forget_content_types")
