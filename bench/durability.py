@@ -163,10 +163,9 @@ def setup_tenant(model_port: int, effects_port: int):
     profile, _ = ModelProfile.objects.update_or_create(
         organization=org, label="Paced", defaults={"provider": "openai_compatible", "model": "gpt-4o-mini",
                                                    "base_url": f"http://127.0.0.1:{model_port}/v1"})
-    tool = CustomTool.objects.create(
-        organization=org, name=f"Effect {uuid.uuid4().hex[:6]}", alias="effect", method="POST",
-        url=f"http://127.0.0.1:{effects_port}/effect", auth={"family": "none"},
-        parameters=[{"name": "key", "location": "query", "required": True}])
+    tool, _ = CustomTool.objects.update_or_create(organization=org, alias="effect", defaults={
+        "name": "Effect", "method": "POST", "url": f"http://127.0.0.1:{effects_port}/effect",
+        "auth": {"family": "none"}, "parameters": [{"name": "key", "location": "query", "required": True}]})
     agent = services.create_agent(actor=actor, name=f"Durable {uuid.uuid4().hex[:6]}", spec={
         "name": "Durable", "instructions": "Do each step with the effect tool.", "model_profile_id": str(profile.pk),
         "custom_tool_ids": [str(tool.pk)], "capabilities": [{"id": "custom_tools", "config": {}}]})
@@ -350,7 +349,7 @@ def main() -> None:
 
         runs = list(Run.objects.filter(pk__in=ids).only("status", "events"))
         statuses = Counter(run.status for run in runs)
-        to_resume, waited, resumed_runs, interruptions = [], [], 0, 0
+        to_resume, claimed, waited, resumed_runs, interruptions = [], [], [], 0, 0
         for run in runs:
             events = run.events or []
             resumed_runs += any(e["type"] == "run_resumed" for e in events)
@@ -358,6 +357,8 @@ def main() -> None:
                 if before["type"] != "run_interrupted" or after["type"] != "run_resumed":
                     continue
                 interruptions += 1
+                claimed.append((datetime.fromisoformat(after["at"]) - datetime.fromisoformat(before["at"]))
+                               .total_seconds())
                 pid = int(str(before.get("worker") or ":0").rsplit(":", 1)[1] or 0)
                 if pid in workers.killed_at:
                     to_resume.append(datetime.fromisoformat(after["at"]).timestamp() - workers.killed_at[pid])
@@ -373,7 +374,8 @@ def main() -> None:
         print(f"death → resumed on another worker: p50 {percentile(to_resume, 0.5):.1f} s / p95 "
               f"{percentile(to_resume, 0.95):.1f} s / max {max(to_resume, default=float('nan')):.1f} s "
               f"({len(to_resume)} resumes); since the last heartbeat: p50 {percentile(waited, 0.5):.1f} s / p95 "
-              f"{percentile(waited, 0.95):.1f} s")
+              f"{percentile(waited, 0.95):.1f} s; handed back → taken by a worker: p50 {percentile(claimed, 0.5):.1f} "
+              f"s / p95 {percentile(claimed, 0.95):.1f} s")
         print(f"side effects: {sum(effects.counts.values())} REST calls for {len(effects.counts)} keys; executed "
               f"twice: {len(twice)}{' ' + str(list(twice.items())[:5]) if twice else ''}; in flight at a death, "
               f"not repeated (the model told it was interrupted): {in_flight}")
