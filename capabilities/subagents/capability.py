@@ -27,8 +27,11 @@ MODE_LABELS = {"sync": "Wait for the answer", "async": "In the background", "aut
 _TASK_ID = "task_id: the id a background delegation returned when it started."
 _MISSING = "An unknown task id (or another run's) comes back as text saying it was not found."
 
+# A delegation is side-effecting: the delegate (or remote agent) acts and spends. A run resumed after its worker
+# died must not run one that was in flight again (agents/runner/checkpoint.py reads this flag).
 TASK = ToolDecl(
     id="task",
+    side_effecting=True,
     description=tool_text(
         what="Hand a self-contained piece of work to one of this agent's specialists, by name.",
         when="When a named specialist (listed in your instructions) is better placed to do part of the job. "
@@ -139,6 +142,7 @@ CREATE_AGENT = ToolDecl(
 
 DELEGATE = ToolDecl(
     id="delegate",
+    side_effecting=True,
     description=tool_text(
         what="Write a one-off specialist and hand it a task in one call.",
         when="For a single piece of work no named specialist fits; it is not kept (use create_agent to "

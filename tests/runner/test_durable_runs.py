@@ -39,6 +39,14 @@ def calls_to(server, path: str, method: str) -> int:
     return sum(1 for r in server.requests if r.path == path and r.method == method)
 
 
+def counter(server, path: str, method: str):
+    """The calls made from now on. The server serves the whole module, so its log holds earlier tests' calls too:
+    counted from zero, a test that waits for "its" first call would see an earlier test's and go on before its own
+    worker had even taken the run."""
+    before = calls_to(server, path, method)
+    return lambda: calls_to(server, path, method) - before
+
+
 def rest_agent(org, owner, fake_openai, server, *, alias: str, method: str, path: str):
     tool = factories.custom_tool(org, alias=alias, method=method, url=f"{server.base}{path}")
     return openai_agent(org, owner, fake_openai, custom_tool_ids=[str(tool.pk)],
@@ -90,6 +98,7 @@ def test_a_side_effecting_tool_in_flight_is_not_called_again_and_exactly_one_of_
         org, owner, fake_openai, rest_api, worker_process, settings, monkeypatch):
     agent, version = rest_agent(org, owner, fake_openai, rest_api, alias="create_contact", method="POST",
                                 path="/slow?secs=60")
+    posts = counter(rest_api, "/slow", "POST")
     fake_openai.queue(Reply.tool_calls([{"name": "create_contact", "arguments": {}, "id": "call-post"}],
                                        text="Creating it."),
                       Reply.text("It may not have been created; please check."))
@@ -98,7 +107,7 @@ def test_a_side_effecting_tool_in_flight_is_not_called_again_and_exactly_one_of_
     handed_to(monkeypatch, second, third)  # both are sent the run: exactly one takes it
     run = start(org, owner, agent, version, prompt="Create the contact")
     first.take(run)
-    assert wait_until(lambda: calls_to(rest_api, "/slow", "POST") == 1, 60), first.output()
+    assert wait_until(lambda: posts() == 1, 60), first.output()
     # The step before the call is durable: the response that asked for it, and its spend.
     held = Run.objects.get(pk=run.pk)
     assert held.checkpoint["calls"] == [{"id": "call-post", "name": "create_contact", "read_only": False}]
@@ -108,7 +117,7 @@ def test_a_side_effecting_tool_in_flight_is_not_called_again_and_exactly_one_of_
     done = finished(run, second)
 
     assert done.status == RunStatus.COMPLETED, (done.error, second.output(), third.output())
-    assert calls_to(rest_api, "/slow", "POST") == 1  # never sent twice
+    assert posts() == 1  # never sent twice
     assert len(fake_openai.chat_requests) == 2
     told = tool_messages(fake_openai.chat_requests[1])
     assert len(told) == 1 and "interrupted" in told[0]["content"]
@@ -129,19 +138,20 @@ def test_a_read_only_tool_in_flight_is_run_again(org, owner, fake_openai, rest_a
                                                   monkeypatch):
     agent, version = rest_agent(org, owner, fake_openai, rest_api, alias="look_up", method="GET",
                                 path="/slow?secs=10")
+    gets = counter(rest_api, "/slow", "GET")
     fake_openai.queue(Reply.tool_calls([{"name": "look_up", "arguments": {}, "id": "call-get"}]),
                       Reply.text("Found it."))
     first, second = worker_process(**WORKER_ENV), worker_process(**WORKER_ENV)
     handed_to(monkeypatch, second)
     run = start(org, owner, agent, version, prompt="Look it up")
     first.take(run)
-    assert wait_until(lambda: calls_to(rest_api, "/slow", "GET") == 1, 60), first.output()
+    assert wait_until(lambda: gets() == 1, 60), first.output()
     assert Run.objects.get(pk=run.pk).checkpoint["calls"][0]["read_only"] is True
     lose(first, run, settings)
     done = finished(run, second)
 
     assert done.status == RunStatus.COMPLETED, (done.error, second.output())
-    assert calls_to(rest_api, "/slow", "GET") == 2  # read-only: asked again
+    assert gets() == 2  # read-only: asked again
     told = tool_messages(fake_openai.chat_requests[1])
     assert len(told) == 1 and json.loads(told[0]["content"])["body"] == {"slow": True}
     assert ToolCall.objects.get(run=run).status == ToolCall.Status.OK
@@ -161,14 +171,14 @@ def test_a_worker_killed_between_steps_never_runs_a_finished_tool_again_and_rese
     run = start(org, owner, agent, version, prompt="Add the contact")
     first.take(run)
     assert wait_until(lambda: len(fake_openai.chat_requests) == 2, 60), first.output()  # the tool ran; step 2 open
-    before = calls_to(rest_api, "/contacts", "POST")
+    added = calls_to(rest_api, "/contacts", "POST")
     second = worker_process(**WORKER_ENV)
     handed_to(monkeypatch, second)
     lose(first, run, settings)
     done = finished(run, second)
 
     assert done.status == RunStatus.COMPLETED, (done.error, second.output())
-    assert calls_to(rest_api, "/contacts", "POST") == before  # its stored result was used
+    assert calls_to(rest_api, "/contacts", "POST") == added  # its stored result was used
     assert len(fake_openai.chat_requests) == 3  # the request cut off was sent again
     assert fake_openai.chat_requests[2].json["messages"] == fake_openai.chat_requests[1].json["messages"]
     assert_one_transcript(done, text="Added.")
@@ -177,9 +187,6 @@ def test_a_worker_killed_between_steps_never_runs_a_finished_tool_again_and_rese
     assert done.events[-1]["request_cut"] is True and done.cost_is_partial is True  # the lost one: partial
 
 
-@pytest.mark.skip(reason="Fails in every full-suite run on a fresh clone (quiet and under a CPU hog) and passes alone: "
-                         "after the worker is lost the run reads `queued` with no run_interrupted event, so the "
-                         "hand-back path it exercises is not what the test sees; not diagnosed (closing note, issue 40)")
 def test_an_approved_call_lost_in_flight_goes_back_to_a_person_and_is_not_sent_again_unasked(
         org, owner, fake_openai, rest_api, worker_process, settings, monkeypatch):
     from governance.models import Approval
@@ -187,6 +194,7 @@ def test_an_approved_call_lost_in_flight_goes_back_to_a_person_and_is_not_sent_a
     from tests.runner.conftest import actor_of
 
     tool = factories.custom_tool(org, alias="send_invoice", method="POST", url=f"{rest_api.base}/slow?secs=60")
+    posts = counter(rest_api, "/slow", "POST")
     agent, version = openai_agent(org, owner, fake_openai, custom_tool_ids=[str(tool.pk)], capabilities=[
         {"id": "custom_tools", "config": {"tool_approval": {"send_invoice": "required"}}}])
     fake_openai.queue(Reply.tool_calls([{"name": "send_invoice", "arguments": {}, "id": "call-inv"}],
@@ -198,7 +206,9 @@ def test_an_approved_call_lost_in_flight_goes_back_to_a_person_and_is_not_sent_a
     first.take(run)
     assert wait_until(lambda: status(run) == RunStatus.AWAITING_APPROVAL, 60), first.output()
     decide_approval(actor=actor_of(owner, org), approval=Approval.objects.get(run=run), decision="approve")
-    assert wait_until(lambda: calls_to(rest_api, "/slow", "POST") == 1, 60), first.output()
+    # Its own call, sent by the worker that took the decided run (not an earlier test's: see `counter`).
+    assert wait_until(lambda: posts() == 1, 60), first.output()
+    assert status(run) == RunStatus.RUNNING
 
     handed_to(monkeypatch, second)
     lose(first, run, settings)
@@ -208,13 +218,13 @@ def test_an_approved_call_lost_in_flight_goes_back_to_a_person_and_is_not_sent_a
     approval = Approval.objects.get(run=run)
     assert approval.status == Approval.Status.PENDING and approval.decided_by is None
     assert ToolCall.objects.get(run=run).status == ToolCall.Status.PARKED
-    assert calls_to(rest_api, "/slow", "POST") == 1 and len(fake_openai.chat_requests) == 1
+    assert posts() == 1 and len(fake_openai.chat_requests) == 1
     assert [e["type"] for e in Run.objects.get(pk=run.pk).events] == ["run_interrupted", "run_resumed"]
 
     decide_approval(actor=actor_of(owner, org), approval=approval, decision="reject", note="It went out already")
     done = finished(run, second)
     assert done.status == RunStatus.COMPLETED, (done.error, second.output())
-    assert calls_to(rest_api, "/slow", "POST") == 1  # sent once, by the person's first approval
+    assert posts() == 1  # sent once, by the person's first approval
     told = tool_messages(fake_openai.chat_requests[1])
     assert len(told) == 1 and "rejected" in told[0]["content"] and "It went out already" in told[0]["content"]
     # Each park writes what the run said so far, as any parked run does; nothing of it is written twice.
@@ -230,7 +240,7 @@ def test_a_worker_killed_while_its_run_is_parked_loses_nothing_and_the_decision_
     from tests.runner.conftest import actor_of
 
     tool = factories.custom_tool(org, alias="book_room", method="POST", url=f"{rest_api.base}/echo/rooms")
-    before = calls_to(rest_api, "/echo/rooms", "POST")  # the server serves the whole module
+    posts = counter(rest_api, "/echo/rooms", "POST")
     agent, version = openai_agent(org, owner, fake_openai, custom_tool_ids=[str(tool.pk)], capabilities=[
         {"id": "custom_tools", "config": {"tool_approval": {"book_room": "required"}}}])
     fake_openai.queue(Reply.tool_calls([{"name": "book_room", "arguments": {}, "id": "call-room"}],
@@ -248,7 +258,7 @@ def test_a_worker_killed_while_its_run_is_parked_loses_nothing_and_the_decision_
     decide_approval(actor=actor_of(owner, org), approval=Approval.objects.get(run=run), decision="approve")
     done = finished(run, second)
     assert done.status == RunStatus.COMPLETED, (done.error, second.output())
-    assert calls_to(rest_api, "/echo/rooms", "POST") == before + 1
+    assert posts() == 1
     assert done.events == []  # never lost: the decision resumed it on a live worker
     answers = Message.objects.filter(run=run, role="assistant").order_by("id")
     assert "".join(m.content for m in answers) == "Booking it.Booked."
