@@ -108,3 +108,25 @@ def test_the_heartbeat_beats_only_the_rows_this_process_holds(org, owner):
     assert stop == [] and held == [str(mine.pk)]
     assert Run.objects.get(pk=mine.pk).heartbeat_at > long_ago
     assert Run.objects.get(pk=taken_over.pk).heartbeat_at == long_ago  # the other worker's lease, untouched
+
+
+def test_a_run_that_already_ran_is_sent_again_after_the_heartbeats_bound_a_new_one_after_the_redelivery_bound(
+        org, owner, enqueued, settings):
+    """A worker killed between taking a handed-back run's message (acked when accepted) and claiming it leaves the
+    run queued with no message: it is sent again once the heartbeat's bound has passed, not the whole redelivery
+    bound — the resume-within-a-minute promise. A never-started run keeps the longer bound (a backlog of new runs
+    is not sent twice)."""
+    settings.RUN_HEARTBEAT_STALE_AFTER = timedelta(seconds=40)
+    settings.RUN_REDELIVER_AFTER = timedelta(seconds=120)
+    agent, version = publish(org, owner)
+    a_minute_ago = timezone.now() - timedelta(seconds=60)
+    handed_back = start(org, owner, agent, version)
+    Run.objects.filter(pk=handed_back.pk).update(started_at=a_minute_ago, heartbeat_at=a_minute_ago,
+                                                 events=[{"type": "run_interrupted"}])
+    never_started = start(org, owner, agent, version)
+    Run.objects.filter(pk=never_started.pk).update(created_at=a_minute_ago)
+    assert requeue_lost_runs() == 1
+    assert enqueued == [handed_back.pk]
+    Run.objects.filter(pk=never_started.pk).update(created_at=timezone.now() - timedelta(seconds=121))
+    assert requeue_lost_runs() == 1
+    assert enqueued == [handed_back.pk, never_started.pk]
