@@ -243,3 +243,40 @@ async def test_ask_user_is_a_card_whose_answer_goes_back_to_the_call(org, owner,
     assert outputs == [{"type": "function_call_output", "call_id": card["call_id"],
                         "output": json.dumps({"answer": "Tuesday"})}]
     assert after[-1]["data"]["text"] == "Tuesday it is."
+
+
+async def test_pass_work_runs_the_text_model_while_the_call_talks_and_the_call_tells_its_result(
+        org, owner, fake, celery_worker):
+    agent = await database_sync_to_async(factories.published_agent)(org, owner, capabilities=[{"id": "subagents"}])
+    await database_sync_to_async(realtime_profile)(org, fake)
+    fake.heard.append("Please look into last quarter's numbers.")
+    fake.replies.extend([Reply.call("pass_work", task="Summarise last quarter's numbers"),
+                         Reply.say("I have started on that; anything else meanwhile?"),
+                         Reply.say("The summary is ready.")])
+
+    communicator = await dial(owner, org, agent.pk)
+    started = json.loads(await communicator.receive_from(timeout=TIMEOUT))
+    await communicator.send_json_to({"type": "audio", "audio": CHUNK})
+    frames = await frames_until(communicator, "task_done")
+    frames += await frames_until(communicator, "turn")
+    await communicator.disconnect()
+
+    assert "subagents" in started["data"]["hand_off"] and started["data"]["tools"] == ["pass_work"]
+    assert "pass_work" in fake.sessions[0]["instructions"]
+    task = next(f["data"] for f in frames if f["type"] == "task_started")
+    done = next(f["data"] for f in frames if f["type"] == "task_done")
+    assert done["run_id"] == task["run_id"] and done["status"] == "completed" and done["output"]
+    # The call answered the function at once (it kept talking), then was told the result as a message.
+    types = [f["type"] for f in frames]
+    assert types.index("task_started") < types.index("task_done")
+    said = [e["item"] for e in fake.received if e["type"] == "conversation.item.create"]
+    assert said[0]["type"] == "function_call_output" and json.loads(said[0]["output"])["status"] == "started"
+    assert said[1]["type"] == "message" and done["output"][:40] in said[1]["content"][0]["text"]
+    assert frames[-1]["data"]["text"] == "The summary is ready."
+    # The hand-off is a run of the agent in the call's conversation: the task as the person's turn, its answer.
+    run_messages = await database_sync_to_async(lambda: list(Message.objects.filter(
+        run_id=task["run_id"]).order_by("id").values_list("role", "content")))()
+    assert run_messages[0] == ("user", "Summarise last quarter's numbers") and run_messages[-1][0] == "assistant"
+    conversation = await database_sync_to_async(lambda: Message.objects.filter(
+        run_id=task["run_id"]).values_list("conversation_id", flat=True).first())()
+    assert str(conversation) == started["data"]["conversation_id"]
