@@ -76,6 +76,8 @@ class FakeRealtime:
         self.utterance_bytes = utterance_bytes
         self.replies: deque[Reply] = deque()
         self.heard: deque[str] = deque()
+        # What VAD hears once `heard` is empty; None: nothing (a browser's fake microphone sends audio all along).
+        self.default_heard: str | None = "Hello there."
         self.received: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.sessions: list[dict[str, Any]] = []
@@ -122,6 +124,7 @@ class FakeRealtime:
     def reset(self) -> None:
         self.replies.clear()
         self.heard.clear()
+        self.default_heard = "Hello there."
         self.received.clear()
         self.headers.clear()
         self.sessions.clear()
@@ -149,7 +152,7 @@ class FakeRealtime:
                 await self._send(ws, {"type": "session.updated", "session": event.get("session") or {}})
             elif kind == "input_audio_buffer.append":
                 buffered += len(base64.b64decode(event.get("audio") or ""))
-                if buffered >= self.utterance_bytes:
+                if buffered >= self.utterance_bytes and (self.heard or self.default_heard is not None):
                     buffered = 0
                     await self._utterance(ws)
             elif kind == "input_audio_buffer.clear":
@@ -169,7 +172,7 @@ class FakeRealtime:
         await self._send(ws, {"type": "input_audio_buffer.speech_started", "audio_start_ms": 0, "item_id": item_id})
         await self._send(ws, {"type": "input_audio_buffer.speech_stopped", "audio_end_ms": 200, "item_id": item_id})
         await self._send(ws, {"type": "input_audio_buffer.committed", "item_id": item_id, "previous_item_id": None})
-        transcript = self.heard.popleft() if self.heard else "Hello there."
+        transcript = self.heard.popleft() if self.heard else str(self.default_heard)
         await self._send(ws, {"type": "conversation.item.input_audio_transcription.completed", "item_id": item_id,
                               "content_index": 0, "transcript": transcript})
         await self._respond(ws)
