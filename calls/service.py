@@ -63,18 +63,31 @@ class CallCapabilities:
 
 
 def call_capabilities(spec: AgentSpec) -> CallCapabilities:
-    live: list[str] = []
-    hand_off: list[str] = []
-    never: list[str] = []
-    for binding in spec.capabilities:
-        if not binding.enabled:
-            continue
+    return capabilities_in_a_call([binding.id for binding in spec.capabilities if binding.enabled])
+
+
+def capabilities_in_a_call(capability_ids: list[str]) -> CallCapabilities:
+    """The enabled capabilities split by how they join a call (the catalog's `voice` field)."""
+    split: dict[str, list[str]] = {"live": [], "hand_off": [], "never": []}
+    for capability_id in capability_ids:
         try:
-            capability = registry.get(binding.id)
+            capability = registry.get(capability_id)
         except registry.UnknownCapability:
             continue
-        {"live": live, "hand_off": hand_off, "never": never}[capability.voice].append(capability.id)
-    return CallCapabilities(tuple(live), tuple(hand_off), tuple(never))
+        split[capability.voice].append(capability.id)
+    return CallCapabilities(tuple(split["live"]), tuple(split["hand_off"]), tuple(split["never"]))
+
+
+def voice_card(draft_spec: dict[str, Any]) -> dict[str, list[dict[str, str]]]:
+    """The Builder's Voice card: what a call can and cannot do for this agent, by name, from its draft (read
+    as stored: a draft may not validate yet, and the card still says what its bindings would do)."""
+    bindings = [b for b in (draft_spec or {}).get("capabilities") or [] if isinstance(b, dict)]
+    split = capabilities_in_a_call([str(b.get("id")) for b in bindings if b.get("enabled", True) is not False])
+
+    def named(ids: tuple[str, ...]) -> list[dict[str, str]]:
+        return [{"id": cid, "name": registry.get(cid).name} for cid in ids]
+
+    return {"live": named(split.live), "hand_off": named(split.hand_off), "never": named(split.never)}
 
 
 def call_tools(spec: AgentSpec, capabilities: CallCapabilities) -> tuple[CallTool, ...]:
