@@ -103,6 +103,9 @@ class CallConsumer(AsyncJsonWebsocketConsumer):
         if self.provider is not None:
             with contextlib.suppress(Exception):
                 await self.provider.close()
+        if self.plan is not None and not getattr(self, "_dropped", False):
+            self._dropped = True
+            await database_sync_to_async(service.drop_if_empty)(self.plan)
 
     async def _end(self, reason: str, message: str = "") -> None:
         if message:

@@ -180,6 +180,14 @@ def admit(*, actor: Actor, agent_id: Any, conversation_id: Any = None) -> CallPl
                     meter=meter, screens=screens)
 
 
+def drop_if_empty(plan: CallPlan) -> None:
+    """A call that made its conversation and stored nothing in it (the provider refused, nobody spoke) leaves
+    no empty conversation in the person's list."""
+    if plan.created_conversation:
+        Conversation.objects.filter(pk=plan.conversation_id, organization=plan.actor.organization,
+                                    messages__isnull=True, runs__isnull=True).delete()
+
+
 def provider_key(plan: CallPlan) -> str:
     """The realtime profile's key, from the vault, for the connection only (never kept on the plan)."""
     profile = ModelProfile.objects.select_related("secret").get(pk=plan.profile_id,

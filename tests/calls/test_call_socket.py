@@ -178,6 +178,7 @@ async def test_a_refused_key_ends_the_call_without_the_providers_text(org, owner
     error = await refused(await dial(owner, org, agent.pk))
     assert error["data"]["code"] == "provider_unavailable"
     assert "Incorrect API key" not in json.dumps(error) and "sk-wrong" not in json.dumps(error)
+    assert not await database_sync_to_async(Conversation.objects.filter(organization=org).exists)()
 
 
 async def test_a_blocked_term_in_what_the_person_said_ends_the_call_and_is_not_stored(org, owner, fake):
