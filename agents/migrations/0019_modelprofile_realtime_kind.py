@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('agents', '0017_rollout_watched_thresholds'),
+        ('agents', '0018_run_context_fill'),
     ]
 
     operations = [
