@@ -32,6 +32,8 @@ class ModelProfile(models.Model):
         CHAT = "chat", "Chat"
         EMBEDDING = "embedding", "Embedding"
         TRANSCRIPTION = "transcription", "Speech to text"
+        # A speech-to-speech model a voice call talks to (OpenAI's Realtime API): calls/ reads it.
+        REALTIME = "realtime", "Realtime voice"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="model_profiles")

@@ -157,6 +157,7 @@ INSTALLED_APPS = [
     "governance",
     "knowledge",
     "embeds",
+    "calls",
     "channelbots",
     "triggers",
     "evals",

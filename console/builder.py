@@ -23,6 +23,7 @@ from agenticos.errors import Conflict, Invalid, NotFound
 from agenticos.tenancy import Actor, org_get
 from agents import services as agent_services
 from agents.models import Agent, Environment, ModelProfile
+from calls.service import voice_card
 from capabilities import registry
 from console import selectors
 from console.base import console_view, post_form, problems_by_field, screen
@@ -370,6 +371,7 @@ def builder_context(actor: Actor, agent: Agent, level: str, *, diff: dict | None
         "advanced_open": any(c["enabled"] for c in cards if c["advanced"]),
         "mcp_notice": mcp_tool_notice(actor, spec),
         "memory_clear": memory_clear_context(actor, agent, spec, level),
+        "voice_card": voice_card(spec),  # the Voice card: what a call can do (calls.service)
         "approval_modes": APPROVAL_MODES,
         "model_profiles": ModelProfile.objects.filter(organization=actor.organization, kind=ModelProfile.Kind.CHAT),
         "budget": "" if budget is None else budget,

@@ -37,6 +37,7 @@ TOOL_OUTPUT_SUMMARY = "tool_output_summary"
 TRANSCRIPTION = "transcription"
 COMPACTION_SUMMARY = "compaction_summary"
 REMINDER = "reminder"
+VOICE_CALL = "voice_call"
 
 
 @dataclass(frozen=True)

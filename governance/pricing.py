@@ -43,3 +43,26 @@ def price_audio(model: str, provider: str, usage: dict[str, Any] | None) -> tupl
         return Decimal(str(priced.total_price)), False
     except Exception:  # genai-prices does not know this model, or the usage is not what it expects
         return Decimal("0"), True
+
+
+def price_realtime(model: str, provider: str, usage: dict[str, Any] | None) -> tuple[Decimal, bool]:
+    """(cost, is_partial) of one realtime response (a voice call's `response.done` usage): text and audio
+    tokens in and out, cached input apart, priced by genai-prices, which lists the realtime models with their
+    audio rates. Missing usage or a model it does not know: zero, marked partial."""
+    if not usage:
+        return Decimal("0"), True
+    try:
+        from genai_prices import Usage, calc_price
+
+        into = usage.get("input_token_details") or {}
+        out = usage.get("output_token_details") or {}
+        cached = int(into.get("cached_tokens") or 0)
+        cached_audio = int((into.get("cached_tokens_details") or {}).get("audio_tokens") or 0)
+        priced = calc_price(Usage(
+            input_tokens=int(usage.get("input_tokens") or 0), input_audio_tokens=int(into.get("audio_tokens") or 0),
+            cache_read_tokens=cached, cache_audio_read_tokens=cached_audio,
+            output_tokens=int(usage.get("output_tokens") or 0), output_audio_tokens=int(out.get("audio_tokens") or 0),
+        ), model_ref=model, provider_id=provider)
+        return Decimal(str(priced.total_price)), False
+    except Exception:  # genai-prices does not know this model, or the usage is not what it expects
+        return Decimal("0"), True

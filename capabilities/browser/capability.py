@@ -534,6 +534,8 @@ CAPABILITY = Capability(
         *(ToolDecl.from_function(f, side_effecting=f.__name__ in SIDE_EFFECTING) for f in DIRECT),
     ),
     scopes=("web:browse",),
+    # Spec column "Voz": delegada — a call hands the browsing to the agent's text model (Pasar trabajo).
+    voice="hand_off",
     key=KeyRequirement(kind="api_key", description="The hosted browser's key, or the proxy's username:password",
                        required_when=lambda config: getattr(config, "connection", "") == "hosted",
                        when="when connection is hosted"),

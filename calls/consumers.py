@@ -1,0 +1,283 @@
+"""The call socket `/ws/call/?agent=<id>[&conversation=<id>]`: a signed-in member talks with an agent.
+
+Thin: admit in `connect` (calls.service.admit — nothing reaches the provider before it passes), then relay.
+Browser → us: `audio` (base64 PCM16, 24 kHz mono), `mute` (drop what was said since), `answer` (a card's answer),
+`hang_up`. Us → browser: `call_started`, `audio`, `caption` (live, by delta), `turn` (a finished transcript,
+stored), `speech_started`, `tool`, `ask_user`, `task_started`, `task_done`, `usage`, `error`, `call_ended`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import uuid
+from typing import Any
+from urllib.parse import parse_qs
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from channels.layers import get_channel_layer
+
+from agenticos import netguard
+from agenticos.errors import DomainError, NotFound
+from agenticos.tenancy import SESSION_KEY, resolve_actor
+from agents.consumers import CLOSE_REFUSED, BadFrame, FrameTooBig, decode_frame
+from agents.models import Message
+from agents.runner.frames import FINAL_FRAME_TYPES, frame, frames_in
+from agents.runs import group_name
+from calls import service
+from calls.realtime import RealtimeConnection, RealtimeError, error_code
+from capabilities.guardrails.screen import GuardrailBlocked
+from governance.budgets import BudgetExceeded
+
+logger = logging.getLogger(__name__)
+
+MAX_AUDIO_CHARS = 512 * 1024  # base64 of ~8 s of 24 kHz PCM16 per frame: a browser sends 20-100 ms chunks
+
+
+class CallConsumer(AsyncJsonWebsocketConsumer):
+    plan: service.CallPlan | None = None
+    provider: RealtimeConnection | None = None
+
+    async def connect(self):
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            await self.close(code=CLOSE_REFUSED)
+            return
+        try:
+            actor = await database_sync_to_async(self._resolve)(user)
+        except NotFound:
+            await self.close(code=CLOSE_REFUSED)
+            return
+        await self.accept()
+        query = parse_qs((self.scope.get("query_string") or b"").decode())
+        self.pending_questions: set[str] = set()
+        self.tasks: dict[str, asyncio.Task[None]] = {}
+        try:
+            self.plan = await database_sync_to_async(service.admit)(
+                actor=actor, agent_id=(query.get("agent") or [""])[0],
+                conversation_id=(query.get("conversation") or [None])[0])
+        except DomainError as exc:
+            await self._refuse(exc.code, exc.message)
+            return
+        except BudgetExceeded as exc:
+            await self._refuse("budget_exceeded", str(exc))
+            return
+        try:
+            key = await database_sync_to_async(service.provider_key)(self.plan)
+            self.provider = await RealtimeConnection.open(base_url=self.plan.base_url, model=self.plan.model,
+                                                          key=key, session=self.plan.session)
+        except netguard.Refused as exc:
+            await self._refuse("provider_refused", netguard.operator_text(exc))
+            return
+        except Exception as exc:  # the provider refused the key or did not answer: its text is never relayed
+            logger.warning("realtime connect failed for agent %s: %s", self.plan.agent_id, type(exc).__name__)
+            await self._refuse("provider_unavailable", "The voice model did not answer. Try again in a moment.")
+            return
+        caps = self.plan.capabilities
+        await self.send_json(frame(
+            "call_started", conversation_id=str(self.plan.conversation_id),
+            created_conversation=self.plan.created_conversation, agent=self.plan.agent_name,
+            live=list(caps.live), hand_off=list(caps.hand_off), never=list(caps.never),
+            tools=[tool.name for tool in self.plan.session.tools]))
+        self.pump = asyncio.create_task(self._pump())
+
+    def _resolve(self, user):
+        session = self.scope.get("session")
+        org_id = session.get(SESSION_KEY) if session is not None else None
+        return resolve_actor(None, user=user, header_org=org_id,
+                             session_key=session.session_key if session is not None else None)
+
+    async def _refuse(self, code: str, message: str) -> None:
+        await self.send_json(frame("error", code=code, message=message))
+        await self.close(code=CLOSE_REFUSED)
+
+    async def disconnect(self, code):
+        for task in list(getattr(self, "tasks", {}).values()):
+            task.cancel()
+        pump = getattr(self, "pump", None)
+        if pump is not None and pump is not asyncio.current_task():
+            pump.cancel()
+        if self.provider is not None:
+            with contextlib.suppress(Exception):
+                await self.provider.close()
+        if self.plan is not None and not getattr(self, "_dropped", False):
+            self._dropped = True
+            await database_sync_to_async(service.drop_if_empty)(self.plan)
+
+    async def _end(self, reason: str, message: str = "") -> None:
+        if message:
+            await self.send_json(frame("error", code=reason, message=message))
+        await self.send_json(frame("call_ended", reason=reason))
+        await self.close()
+        await self.disconnect(None)
+
+    # ---- browser → provider
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: Any) -> None:
+        try:
+            content = decode_frame(text_data, bytes_data)
+        except FrameTooBig:
+            await self.close(code=CLOSE_REFUSED)
+            return
+        except BadFrame as exc:
+            await self.send_json(frame("error", message=exc.message, code="bad_frame"))
+            return
+        kind = content.get("type") if isinstance(content, dict) else None
+        handler = {"audio": self._on_audio, "mute": self._on_mute, "answer": self._on_answer,
+                   "hang_up": self._on_hang_up}.get(str(kind))
+        if handler is None or self.provider is None:
+            await self.send_json(frame("error", message=f"Unknown frame type {kind!r}.", code="bad_frame"))
+            return
+        await handler(content)
+
+    async def _on_audio(self, content: dict) -> None:
+        audio = content.get("audio")
+        if not isinstance(audio, str) or not audio or len(audio) > MAX_AUDIO_CHARS:
+            await self.send_json(frame("error", message="Audio is base64 PCM16 in small chunks.", code="bad_frame"))
+            return
+        assert self.provider is not None
+        await self.provider.append_audio(audio)
+
+    async def _on_mute(self, content: dict) -> None:
+        # Muting is the browser's (it stops sending); what was said but not yet committed is dropped here.
+        assert self.provider is not None
+        await self.provider.send({"type": "input_audio_buffer.clear"})
+
+    async def _on_answer(self, content: dict) -> None:
+        call_id = str(content.get("call_id") or "")
+        if call_id not in self.pending_questions:
+            await self.send_json(frame("error", message="That question is not open.", code="not_found"))
+            return
+        self.pending_questions.discard(call_id)
+        answer = str(content.get("answer") or "")[:2000]
+        try:
+            answer = self._clean("in", answer)
+        except GuardrailBlocked as exc:
+            await self._end("guardrail_blocked", str(exc))
+            return
+        assert self.provider is not None
+        await self.provider.function_output(call_id, json.dumps({"answer": answer}))
+
+    async def _on_hang_up(self, content: dict) -> None:
+        await self._end("hung_up")
+
+    # ---- provider → browser
+
+    async def _pump(self) -> None:
+        assert self.provider is not None
+        try:
+            async for event in self.provider.events():
+                await self._on_event(event)
+        except (GuardrailBlocked, BudgetExceeded) as exc:
+            await self._end("guardrail_blocked" if isinstance(exc, GuardrailBlocked) else "budget_exceeded",
+                            str(exc))
+            return
+        except RealtimeError as exc:
+            await self._end("provider_error", str(exc))
+            return
+        await self._end("provider_closed")
+
+    def _clean(self, edge: str, text: str) -> str:
+        assert self.plan is not None
+        screen = self.plan.screen(edge)
+        return screen.clean(text) if screen is not None else text
+
+    async def _on_event(self, event: dict[str, Any]) -> None:
+        assert self.plan is not None
+        kind = event["type"]
+        if kind == "response.audio.delta":
+            await self.send_json(frame("audio", audio=str(event.get("delta") or "")))
+        elif kind == "response.audio_transcript.delta":
+            await self.send_json(frame("caption", role="assistant", delta=str(event.get("delta") or "")))
+        elif kind == "response.audio_transcript.done":
+            await self._turn(Message.Role.ASSISTANT, "out", str(event.get("transcript") or ""))
+        elif kind == "conversation.item.input_audio_transcription.completed":
+            await self._turn(Message.Role.USER, "in", str(event.get("transcript") or ""))
+        elif kind == "input_audio_buffer.speech_started":
+            await self.send_json(frame("speech_started"))
+        elif kind == "response.function_call_arguments.done":
+            await self._on_function_call(event)
+        elif kind == "response.done":
+            response = event.get("response")
+            response = response if isinstance(response, dict) else {}
+            cost = await database_sync_to_async(service.record_usage)(self.plan, response.get("usage"))
+            await self.send_json(frame("usage", cost_usd=str(cost)))
+        elif kind == "error":
+            raise RealtimeError(error_code(event))
+
+    async def _turn(self, role: str, edge: str, text: str) -> None:
+        assert self.plan is not None
+        cleaned = self._clean(edge, text)
+        message_id = await database_sync_to_async(service.record_turn)(self.plan, role=role, text=cleaned)
+        if message_id is not None:
+            await self.send_json(frame("turn", role=role, text=cleaned, message_id=message_id))
+
+    async def _on_function_call(self, event: dict[str, Any]) -> None:
+        assert self.plan is not None and self.provider is not None
+        call_id, name = str(event.get("call_id") or ""), str(event.get("name") or "")
+        try:
+            args = json.loads(event.get("arguments") or "{}")
+        except ValueError:
+            args = {}
+        args = args if isinstance(args, dict) else {}
+        await self.send_json(frame("tool", name=name, call_id=call_id))
+        if name == service.PASS_WORK and self.plan.capabilities.hand_off:
+            await self._hand_off(call_id, str(args.get("task") or ""))
+        elif name == service.ASK_USER and service.ASK_USER in [t.name for t in self.plan.session.tools]:
+            self.pending_questions.add(call_id)
+            options = [str(o)[:200] for o in (args.get("options") or []) if isinstance(o, str)][:6]
+            await self.send_json(frame("ask_user", call_id=call_id, question=str(args.get("question") or "")[:1000],
+                                       options=options))
+        else:
+            await self.provider.function_output(call_id, json.dumps({"error": f"There is no tool {name!r}."}))
+
+    async def _hand_off(self, call_id: str, task: str) -> None:
+        assert self.plan is not None and self.provider is not None
+        run_id = uuid.uuid4()
+        layer = get_channel_layer()
+        channel = await layer.new_channel()
+        # Joined before the run can start, so its last frame is never missed.
+        await layer.group_add(group_name(run_id), channel)
+        try:
+            await database_sync_to_async(service.hand_off)(self.plan, task=task, run_id=run_id)
+        except DomainError as exc:
+            await layer.group_discard(group_name(run_id), channel)
+            await self.provider.function_output(call_id, json.dumps({"error": exc.message}))
+            return
+        await self.send_json(frame("task_started", run_id=str(run_id), task=task[:service.MAX_TASK_CHARS]))
+        await self.provider.function_output(call_id, json.dumps(
+            {"status": "started", "note": "Working on it in the background; keep talking, the result will come."}))
+        self.tasks[str(run_id)] = asyncio.create_task(self._follow(run_id, channel, task))
+
+    async def _follow(self, run_id: uuid.UUID, channel: str, task: str) -> None:
+        """Wait for the hand-off's run to end, then have the call tell its result (checked as a tool result)."""
+        layer = get_channel_layer()
+        output, status = "", "failed"
+        try:
+            while True:
+                message = await layer.receive(channel)
+                done = False
+                for payload in frames_in(message):
+                    data = payload.get("data") or {}
+                    if payload.get("type") == "final_result":
+                        output = str(data.get("output") or "")
+                    if payload.get("type") in FINAL_FRAME_TYPES:
+                        status = str(data.get("status") or ("failed" if payload.get("type") == "error" else "done"))
+                        done = True
+                if done:
+                    break
+        finally:
+            await layer.group_discard(group_name(run_id), channel)
+            self.tasks.pop(str(run_id), None)
+        try:
+            output = self._clean("tool", output)
+        except GuardrailBlocked:
+            output, status = "", "guardrail_blocked"
+        await self.send_json(frame("task_done", run_id=str(run_id), status=status, output=output))
+        if self.provider is not None:
+            told = (f"The background task \"{task[:300]}\" finished. Its result: {output}" if output
+                    else f"The background task \"{task[:300]}\" ended without a result ({status}).")
+            await self.provider.say(told)

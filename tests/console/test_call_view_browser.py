@@ -1,0 +1,90 @@
+"""The call view of /chat in Debian's chromium with a fake microphone (`--use-fake-device-for-media-stream`: a
+beep, sent as PCM16 by the page) against daphne and the local fake of OpenAI's Realtime API: start a call, live
+captions and both turns, an ask_user card answered with a click, mute, hang up — and no console error."""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+
+from agenticos.models import Membership
+from agents.models import Message, ModelProfile
+from tests import factories
+from tests.browser_servers import CHROMIUM, CHROMIUM_ARGS
+from tests.fakes.realtime_server import KEY, Reply, realtime_server  # noqa: F401  (fixture)
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+PASSWORD = "pw-correct-horse-9"
+TIMEOUT = 30_000
+FAKE_MEDIA = ["--use-fake-device-for-media-stream", "--use-fake-ui-for-media-stream",
+              "--autoplay-policy=no-user-gesture-required"]
+
+
+@pytest.fixture
+def fake(realtime_server, monkeypatch):  # noqa: F811
+    # Before live_server_url: daphne is started with the environment the test gives it.
+    monkeypatch.setenv("MODEL_ALLOWED_PRIVATE_HOSTS", "127.0.0.1")
+    realtime_server.reset()
+    realtime_server.default_heard = None  # the fake microphone beeps all along: VAD hears only what is scripted
+    return realtime_server
+
+
+@pytest.fixture
+def call_browser(browser, _session_chromium):
+    # A Chromium of its own: the fake microphone is a launch flag.
+    instance = _session_chromium.manager._playwright.chromium.launch(
+        executable_path=CHROMIUM, headless=True, args=[*CHROMIUM_ARGS, *FAKE_MEDIA], timeout=120_000)
+    try:
+        yield instance
+    finally:
+        instance.close()
+
+
+def test_a_person_calls_an_agent_answers_its_card_mutes_and_hangs_up(fake, live_server_url, call_browser):
+    org = factories.organization(name="Acme")
+    owner = factories.user(email="owner@example.com", password=PASSWORD)
+    Membership.objects.create(organization=org, user=owner, role="owner")
+    factories.published_agent(org, owner, name="Concierge", capabilities=[{"id": "ask_user"}])
+    factories.model_profile(org, "openai", "gpt-realtime", label="Voice", api_key=KEY, base_url=fake.base_url,
+                            kind=ModelProfile.Kind.REALTIME)
+    fake.utterance_bytes = 24000  # half a second of the microphone
+    fake.heard.append("Book me a table.")
+    fake.replies.extend([Reply.call("ask_user_question", question="Which day?", options=["Monday", "Tuesday"]),
+                         Reply.say("Tuesday it is.")])
+
+    context = call_browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT)
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(f"{live_server_url}/login/")
+    page.get_by_label("Email").fill("owner@example.com")
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(f"{live_server_url}/")
+    page.goto(f"{live_server_url}/chat/")
+
+    page.get_by_role("button", name="Start call").click()
+    page.get_by_text("On a call with Concierge").wait_for()
+    page.locator('.call-turn[data-role="user"]', has_text="Book me a table.").wait_for()
+    card = page.locator("[data-call-question]")
+    card.get_by_text("Which day?").wait_for()
+    card.get_by_role("button", name="Tuesday").click()
+    page.locator('.call-turn[data-role="assistant"]', has_text="Tuesday it is.").wait_for()
+    assert card.count() == 0
+
+    mute = page.get_by_role("button", name="Mute")
+    mute.click()
+    assert page.get_by_role("button", name="Unmute").get_attribute("aria-pressed") == "true"
+    page.get_by_role("button", name="Hang up").click()
+    page.get_by_role("button", name="Start call").wait_for()
+    context.close()
+
+    appended = [e["audio"] for e in fake.received if e["type"] == "input_audio_buffer.append"]
+    assert appended and any(any(base64.b64decode(chunk)) for chunk in appended)  # the microphone's sound
+    assert "input_audio_buffer.clear" in fake.received_types()
+    said = list(Message.objects.filter(conversation__organization=org).order_by("id").values_list("role", "content"))
+    assert said == [("user", "Book me a table."), ("assistant", "Tuesday it is.")]
+    assert errors == []
