@@ -90,7 +90,7 @@ lint: install $(NODE_STAMP)
 	$(VENV)/bin/lint-imports
 	# django-stubs loads the settings, which only parse these URLs (no server is needed to type-check).
 	DATABASE_URL=$${DATABASE_URL:-postgres://lint@localhost/lint} REDIS_URL=$${REDIS_URL:-redis://localhost:6379/0} \
-		$(VENV)/bin/mypy config console agenticos agents capabilities governance knowledge embeds channelbots triggers interop evals notifications media workspaces identity sandboxd
+		$(VENV)/bin/mypy config console agenticos agents capabilities governance knowledge embeds channelbots triggers interop evals notifications media workspaces identity sandboxd calls
 
 # Third-party JS for the console, from the npm registry, committed under static/vendor/ (no CDN, no build step).
 vendor:

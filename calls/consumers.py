@@ -25,8 +25,8 @@ from agenticos.errors import DomainError, NotFound
 from agenticos.tenancy import SESSION_KEY, resolve_actor
 from agents.consumers import CLOSE_REFUSED, BadFrame, FrameTooBig, decode_frame
 from agents.models import Message
+from agents.run_handle import group_name
 from agents.runner.frames import FINAL_FRAME_TYPES, frame, frames_in
-from agents.runs import group_name
 from calls import service
 from calls.realtime import RealtimeConnection, RealtimeError, error_code
 from capabilities.guardrails.screen import GuardrailBlocked
