@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import functools
-from datetime import datetime
+from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db.models import Case, Count, Exists, F, OuterRef, Q, QuerySet, Sum, When
 from django.utils import timezone
+from django.utils.formats import date_format
+from django.utils.translation import gettext
 
 from agenticos.tenancy import Actor
 from agents import branches
@@ -291,6 +293,36 @@ def chat_conversations(actor: Actor, limit: int = 100, q: str = "") -> list[Conv
     my_pin = Case(When(owner_id=actor.user_id, then=F("pinned_at")))
     qs = qs.annotate(my_pin=my_pin).order_by(F("my_pin").desc(nulls_last=True), "-last_active_at")
     return list(qs[:limit])
+
+
+def conversation_groups(conversations: list[Conversation], today: date | None = None) -> list[dict[str, Any]]:
+    """The chat list in the groups chat apps use: the person's pins, then by last activity in their time zone —
+    Today, Yesterday, Previous 7 days, Previous 30 days, then one group per month (e.g. "November 2026"). Order
+    kept; empty groups left out."""
+    today = today or timezone.localdate()
+    groups: list[dict[str, Any]] = []
+
+    def key_of(conversation: Conversation) -> tuple[str, str]:
+        if getattr(conversation, "my_pin", None):
+            return "pinned", gettext("Pinned")
+        day = timezone.localdate(conversation.last_active_at)
+        age = (today - day).days
+        if age <= 0:
+            return "today", gettext("Today")
+        if age == 1:
+            return "yesterday", gettext("Yesterday")
+        if age <= 7:
+            return "week", gettext("Previous 7 days")
+        if age <= 30:
+            return "month", gettext("Previous 30 days")
+        return day.strftime("%Y-%m"), date_format(day, "YEAR_MONTH_FORMAT")
+
+    for conversation in conversations:
+        key, label = key_of(conversation)
+        if not groups or groups[-1]["key"] != key:
+            groups.append({"key": key, "label": label, "items": []})
+        groups[-1]["items"].append(conversation)
+    return groups
 
 
 def tool_call_json(call: ToolCall | None, tool_call_id: str) -> dict[str, Any]:

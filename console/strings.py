@@ -57,6 +57,7 @@ def chat_strings() -> dict[str, str]:
         "files_download": _("Download"),
         "files_empty": _("No files yet."),
         "workspace_fill": _("Workspace %(percent)s%% full"),
+        "today": _("Today"),
         "running_tool": _("Running %(name)s"),
         "ran_tool": _("Ran %(name)s"),
         "failed_tool": _("%(phrase)s — failed"),

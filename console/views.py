@@ -164,6 +164,7 @@ def chat(request: HttpRequest, actor: Actor, conversation_id: str | None = None)
     return screen(request, "console/chat.html", {
         "nav": "chat",
         "conversations": conversations,
+        "conversation_groups": selectors.conversation_groups(conversations),
         "search": search,
         "conversation": conversation,
         "agents": agents,

@@ -151,3 +151,41 @@ def test_a_viewer_may_not_and_a_get_is_refused(client_as, org, member, viewer, a
     assert client_as(member, org).get(reverse("console:chat-rename", args=[chat.pk])).status_code == 405
     chat.refresh_from_db()
     assert chat.pinned_at is None
+
+
+def test_the_list_is_grouped_by_last_activity_in_the_persons_time_zone_pins_first(client_as, org, member, agent):
+    """Spec of the chat issue: grouped by date (Today, Yesterday, Last 7 days…). The person's pins first, then by
+    last activity in their time zone; empty groups are not drawn; the order inside each group is kept."""
+    import re
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    now = timezone.now()
+    ages = {"Now": 0, "Last night": 1, "Monday": 4, "Earlier this month": 20, "Long ago": 90, "Pinned one": 200}
+    made = {}
+    for title, days in ages.items():
+        made[title] = conversation(agent, member, title)
+        Conversation.objects.filter(pk=made[title].pk).update(last_active_at=now - timedelta(days=days))
+    client = client_as(member, org)
+    client.post(reverse("console:chat-pin", args=[made["Pinned one"].pk]), {"pinned": "1"})
+    page = client.get(reverse("console:chat"))
+    groups = [(g["key"], [c.title for c in g["items"]]) for g in page.context["conversation_groups"]]
+    long_ago = timezone.localdate(now - timedelta(days=90))
+    assert groups == [("pinned", ["Pinned one"]), ("today", ["Now"]), ("yesterday", ["Last night"]),
+                      ("week", ["Monday"]), ("month", ["Earlier this month"]),
+                      (long_ago.strftime("%Y-%m"), ["Long ago"])]
+    html = page.content.decode()
+    headings = re.findall(r'<h3 class="conversation-group" id="conversations-[^"]+">([^<]+)</h3>', html)
+    assert headings[:5] == ["Pinned", "Today", "Yesterday", "Previous 7 days", "Previous 30 days"]
+    assert headings[5] == long_ago.strftime("%B %Y")  # the month's name and year, in the person's language
+    # Each group is a list labelled by its heading (a screen reader announces "Today, list, 1 item").
+    assert 'aria-labelledby="conversations-today"' in html
+
+
+def test_a_search_shows_its_matches_in_their_groups_too(client_as, org, member, agent):
+    conversation(agent, member, "Launch plan")
+    conversation(agent, member, "Lunch")
+    page = client_as(member, org).get(reverse("console:chat") + "?q=launch")
+    assert [(g["key"], [c.title for c in g["items"]]) for g in page.context["conversation_groups"]] == [
+        ("today", ["Launch plan"])]

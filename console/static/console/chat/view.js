@@ -89,14 +89,19 @@ export function showNotice(text) {
 export function addConversationLink(id, title) {
   const aside = document.querySelector(".conversations");
   if (!aside) return;
-  let list = aside.querySelector(".conversation-list");
+  // It is active today: the top of Today's group, which comes after the pins (made when there is none yet).
+  let list = aside.querySelector('.conversation-list[data-group="today"]');
   if (!list) {
     const empty = aside.querySelector(".empty");
     if (empty) empty.remove();
-    list = h("ul", {class: "conversation-list"});
-    aside.appendChild(list);
+    const heading = h("h3", {class: "conversation-group", id: "conversations-today", text: T.today});
+    list = h("ul", {class: "conversation-list", "data-group": "today", "aria-labelledby": "conversations-today"});
+    const pinned = aside.querySelector('.conversation-list[data-group="pinned"]');
+    const after = pinned ? pinned.nextSibling : aside.querySelector(".conversation-group");
+    aside.insertBefore(heading, after || null);
+    aside.insertBefore(list, heading.nextSibling);
   }
-  list.querySelectorAll("[aria-current]").forEach(function (a) { a.removeAttribute("aria-current"); });
+  aside.querySelectorAll("[aria-current]").forEach(function (a) { a.removeAttribute("aria-current"); });
   const agent = currentAgent();
   list.insertBefore(h("li", {}, [h("a", {href: S.urls.chat + id + "/", "aria-current": "page"}, [
     h("span", {class: "conv-title", text: title || (agent ? agent.name : "")}),
