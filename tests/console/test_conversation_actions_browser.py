@@ -29,7 +29,19 @@ def chat(agent, owner, title, said):
 
 
 def listed(page) -> list[str]:
-    return page.locator(".conversation-list .conv-title").all_inner_texts()
+    return page.locator(".conversation-list .conv-title").all_text_contents()
+
+
+def show_list(page, width: int) -> None:
+    """On a phone the list is a drawer (conversations-drawer.js): opened from the chat's head; on a wide screen
+    it is always there and the button is not."""
+    toggle = page.get_by_role("button", name="Conversations")
+    if width > 820:
+        assert not toggle.is_visible()
+        return
+    if not page.locator(".conversations[data-open]").count():
+        toggle.click()
+    page.locator(".conversations[data-open]").wait_for()
 
 
 @pytest.mark.parametrize("width", [1440, 390])
@@ -59,6 +71,7 @@ def test_a_person_renames_pins_and_searches_their_conversations(live_server_url,
     assert listed(page) == ["Gamma ideas", "Beta plans", "Alpha notes"]
 
     # Rename: the summary opens a small form in the list.
+    show_list(page, width)
     item = page.locator(f'[data-conversation="{alpha.pk}"]')
     item.get_by_text("Rename").click()
     item.get_by_label("New title").fill("  Launch plan  ")
@@ -69,7 +82,10 @@ def test_a_person_renames_pins_and_searches_their_conversations(live_server_url,
 
     # Pin: it moves to the top and says it is pinned; its button now unpins.
     page.goto(f"{live_server_url}/chat/")
-    page.get_by_role("button", name="Pin Launch plan").click()
+    show_list(page, width)
+    with page.expect_navigation():
+        page.get_by_role("button", name="Pin Launch plan").click()
+    show_list(page, width)
     page.get_by_role("button", name="Unpin Launch plan").wait_for()
     assert listed(page)[0] == "Pinned · Launch plan"
     assert listed(page)[1:] == ["Gamma ideas", "Beta plans"]
@@ -77,7 +93,8 @@ def test_a_person_renames_pins_and_searches_their_conversations(live_server_url,
     assert alpha.pinned_at is not None
     page.screenshot(path=str(ARTIFACTS / f"chat-list-pinned-{width}.png"), full_page=True)
 
-    # Search by a message's text: only the person's own conversation comes back, the colleague's stays out.
+    # Search by a message's text: only the person's own conversation comes back, the colleague's stays out (a
+    # search keeps the drawer open on a phone).
     page.get_by_label("Search conversations").fill("checklist")
     page.get_by_label("Search conversations").press("Enter")
     page.wait_for_url("**/chat/?q=checklist")
@@ -101,5 +118,56 @@ def test_a_person_renames_pins_and_searches_their_conversations(live_server_url,
     assert alpha.pinned_at is None
 
     assert page.evaluate("() => document.documentElement.scrollWidth") <= width + 1
+    assert errors == []
+    context.close()
+
+
+@pytest.mark.parametrize("width", [1440, 390])
+def test_on_a_phone_the_list_is_a_drawer_and_on_a_wide_screen_it_is_always_there(live_server_url, browser, width):
+    """Issue 45 §8: on a phone the list is a drawer, not stacked above the chat — closed at first (the chat is what
+    a person opened), opened by the "Conversations" button, closed by its Close button or Escape, focus going
+    back to the button; grouped by date inside (Today); no serious axe violation with it open."""
+    from tests.axe import assert_clean
+
+    org = factories.organization(name="Acme")
+    owner = person(org, "owner@example.com", "owner")
+    agent = factories.published_agent(org, owner, name="Helper")
+    opened = chat(agent, owner, "Alpha notes", "please draft the launch checklist")
+    context = browser.new_context(viewport={"width": width, "height": 800}, bypass_csp=True)  # axe is injected
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT)
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(f"{live_server_url}/login/")
+    page.get_by_label("Email").fill("owner@example.com")
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(f"{live_server_url}/")
+    page.goto(f"{live_server_url}/chat/{opened.pk}/")
+    page.locator("[data-composer]").wait_for()
+    toggle = page.get_by_role("button", name="Conversations")
+    group = page.get_by_role("heading", name="Today")
+    if width > 820:
+        assert page.locator(".conversations").is_visible() and group.is_visible() and not toggle.is_visible()
+        assert errors == []
+        context.close()
+        return
+    assert not page.locator(".conversations").is_visible() and toggle.get_attribute("aria-expanded") == "false"
+    composer = page.locator("[data-composer]").bounding_box()
+    assert composer and composer["y"] < 800  # the chat, not a list above it, fills the phone's screen
+    toggle.click()
+    drawer = page.locator(".conversations[data-open]")
+    drawer.wait_for()
+    assert toggle.get_attribute("aria-expanded") == "true" and group.is_visible()
+    box = drawer.bounding_box()
+    assert box and box["x"] == 0 and box["width"] <= width
+    page.screenshot(path=str(ARTIFACTS / "chat-list-drawer-390.png"))
+    assert_clean(page, "the conversation drawer at 390 px")
+    page.keyboard.press("Escape")
+    assert not page.locator(".conversations").is_visible()
+    assert page.evaluate("() => document.activeElement.hasAttribute('data-conversations-toggle')")
+    toggle.click()
+    page.get_by_role("button", name="Close").click()
+    assert not page.locator(".conversations").is_visible()
     assert errors == []
     context.close()
