@@ -43,6 +43,9 @@ class User(AbstractUser):
     username = None  # type: ignore[assignment,misc]
     email = models.EmailField("email address", unique=True)
     display_name = models.CharField(max_length=150, blank=True)
+    # The console's theme this person picked with the header's toggle ("" = follow the system), so it follows
+    # them to every browser they sign in from.
+    theme = models.CharField(max_length=8, blank=True, choices=[("", "system"), ("light", "light"), ("dark", "dark")])
 
     USERNAME_FIELD = "email"
     REQUIRED_FIELDS: list[str] = []  # type: ignore[misc]

@@ -483,6 +483,18 @@ def update_profile(*, actor: Actor, display_name: str) -> None:
                      target_name=user.email)
 
 
+THEMES = ("", "light", "dark")
+
+
+def set_theme(*, user: User, theme: str) -> None:
+    """A person's console theme, remembered for them (not audited: a display preference, like the language)."""
+    if theme not in THEMES:
+        raise Invalid("The theme is light, dark, or empty to follow the system.", details={"field": "theme"})
+    if user.theme != theme:
+        user.theme = theme
+        user.save(update_fields=["theme"])
+
+
 def set_organization_logo(*, actor: Actor, data: bytes | None) -> Organization:
     """The organization's logo (organization:manage): PNG/JPEG/WebP/GIF by sniffed type, ≤ 2 MB; None removes it."""
     from agenticos import images

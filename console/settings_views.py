@@ -12,7 +12,7 @@ from django import forms
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.db import transaction
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect
 from django.utils import timezone
 from django.utils.translation import gettext as _
@@ -48,9 +48,29 @@ def _page(request: HttpRequest, template: str, tab: str, context: dict[str, Any]
 def profile(request: HttpRequest, actor: Actor) -> HttpResponse:
     if request.method == "POST":
         kernel.update_profile(actor=actor, display_name=request.POST.get("display_name", ""))
+        if "theme" in request.POST and actor.user is not None:
+            try:
+                kernel.set_theme(user=actor.user, theme=request.POST["theme"])
+            except Invalid as exc:
+                messages.error(request, exc.message)
+                return redirect("console:settings")
         messages.success(request, _("Profile saved."))
         return redirect("console:settings")
     return _page(request, "console/settings/profile.html", "profile", {})
+
+
+@require_POST
+@console_view()
+def theme(request: HttpRequest, actor: Actor) -> HttpResponse:
+    """The header's theme toggle remembers the choice for the person (theme.js posts it), so every browser they sign
+    in from opens in it."""
+    user = actor.user
+    assert user is not None  # console pages are a person's (console_view signs in)
+    try:
+        kernel.set_theme(user=user, theme=request.POST.get("theme", ""))
+    except Invalid as exc:
+        return JsonResponse({"error": {"code": "invalid", "message": exc.message}}, status=422)
+    return JsonResponse({"theme": user.theme})
 
 
 @console_view()

@@ -92,6 +92,7 @@ urlpatterns = [
          name="builder-binding-delete"),
     # Settings
     path("settings/", settings_views.profile, name="settings"),
+    path("settings/theme", settings_views.theme, name="settings-theme"),
     path("settings/chat-accounts/", settings_views.chat_accounts, name="settings-chat-accounts"),
     path("settings/chat-accounts/<int:identity_id>/disconnect", settings_views.disconnect_chat_account,
          name="settings-chat-account-disconnect"),

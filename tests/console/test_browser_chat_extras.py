@@ -28,6 +28,18 @@ def _fake_model_host_for_daphne(monkeypatch):
     monkeypatch.setenv("MODEL_ALLOWED_PRIVATE_HOSTS", "127.0.0.1")
 
 
+def settled(condition, timeout: float = 30.0) -> bool:
+    """The browser's POST landed (the toggle sends it without waiting)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.1)
+    return condition()
+
+
 def watched_page(browser, width):
     page = browser.new_page(viewport={"width": width, "height": 900})
     page.set_default_timeout(TIMEOUT)
@@ -115,11 +127,29 @@ def test_the_dark_theme_is_chosen_with_the_toggle_and_remembered(live_server_url
 
     page.goto(f"{live_server_url}/activity/")  # remembered on the next page, from its first paint
     assert page.evaluate("() => document.documentElement.dataset.theme") == "dark" and background() == dark
+
+    # Remembered for the person, not only this browser: another browser they sign in from opens dark.
+    from agenticos.models import User
+
+    assert settled(lambda: User.objects.get(email="owner@example.com").theme == "dark")
+    other = browser.new_context(viewport={"width": width, "height": 900}, color_scheme="light").new_page()
+    other.set_default_timeout(TIMEOUT)
+    sign_in(other, live_server_url, "owner@example.com")
+    other.goto(f"{live_server_url}/chat/")
+    assert other.evaluate("() => document.documentElement.dataset.theme") == "dark"
+    assert other.evaluate("() => getComputedStyle(document.documentElement).backgroundColor") == dark
+    other.context.close()
+
     page.get_by_role("button", name="Dark theme").click()
     assert background() == light
+    assert settled(lambda: User.objects.get(email="owner@example.com").theme == "light")
 
-    # With no choice made, the system's setting rules: a dark system gets the dark theme.
-    page.evaluate("() => localStorage.removeItem('agenticos-theme')")
+    # "Follow the system" in the profile: the system's setting rules again, a dark system gets the dark theme.
+    page.goto(f"{live_server_url}/settings/")
+    page.get_by_label("Theme", exact=True).select_option("")
+    page.get_by_role("button", name="Save").click()
+    page.get_by_text("Profile saved.").wait_for()
+    assert User.objects.get(email="owner@example.com").theme == ""
     page.emulate_media(color_scheme="dark")
     page.reload()
     assert page.evaluate("() => document.documentElement.dataset.theme") is None

@@ -189,3 +189,30 @@ def test_a_search_shows_its_matches_in_their_groups_too(client_as, org, member, 
     page = client_as(member, org).get(reverse("console:chat") + "?q=launch")
     assert [(g["key"], [c.title for c in g["items"]]) for g in page.context["conversation_groups"]] == [
         ("today", ["Launch plan"])]
+
+
+def test_the_theme_is_remembered_for_the_person_and_only_light_dark_or_the_system(client_as, client, org, member, owner):
+    """The header's toggle posts the choice (theme.js); every page renders it for the person from its first paint;
+    Settings → Profile sets it back to the system's. Another person's theme is theirs; a stranger cannot set one."""
+    mine = client_as(member, org)
+    assert mine.post(reverse("console:settings-theme"), {"theme": "dark"}).json() == {"theme": "dark"}
+    member.refresh_from_db()
+    assert member.theme == "dark"
+    page = mine.get(reverse("console:chat")).content.decode()
+    assert '<html lang="en" data-theme="dark" data-theme-person="dark">' in page
+    theirs = client_as(owner, org).get(reverse("console:chat")).content.decode()
+    assert 'data-theme-person=""' in theirs and 'data-theme="dark"' not in theirs
+
+    refused = mine.post(reverse("console:settings-theme"), {"theme": "purple"})
+    assert refused.status_code == 422 and refused.json()["error"]["code"] == "invalid"
+    assert mine.get(reverse("console:settings-theme")).status_code == 405
+    member.refresh_from_db()
+    assert member.theme == "dark"
+
+    mine.post(reverse("console:settings"), {"display_name": "Mia", "theme": ""})
+    member.refresh_from_db()
+    assert member.theme == "" and member.display_name == "Mia"
+    assert "data-theme=" not in mine.get(reverse("console:chat")).content.decode().split(">", 2)[1]
+
+    stranger = client.post(reverse("console:settings-theme"), {"theme": "dark"})
+    assert stranger.status_code == 302 and stranger["Location"].startswith("/login/")
