@@ -24,7 +24,7 @@ from capabilities.browser.session import BrowserSession
 from tests import factories
 from tests.capabilities.helpers import deps, run, spec
 from tests.fakes.web_pages import INTRANET, SITE, WebPages, browser_env, chromium, internal, site  # noqa: F401
-from tests.runner.conftest import actor_of, demo_profile
+from tests.runner.conftest import actor_of
 
 pytestmark = [pytest.mark.django_db, pytest.mark.browser]
 
@@ -181,7 +181,9 @@ async def _context_of(tab: BrowserSession) -> str:
 
 
 def _browser_agent(org, user, allowed: list[str]):
-    data = {"name": "Browser", "model_profile_id": str(demo_profile(org).pk),
+    # A real chat model: publish refuses browse_web on the demo model (it cannot choose a step).
+    model = factories.model_profile(org, "openai", "gpt-4o", api_key="sk-test-000000000000")
+    data = {"name": "Browser", "model_profile_id": str(model.pk),
             "capabilities": [{"id": "browser_use", "config": {"cdp_url": "http://127.0.0.1:9222",
                                                               "allowed_domains": allowed}}]}
     return services.create_agent(actor=actor_of(user, org), name="Browser", spec=data)

@@ -34,10 +34,10 @@ def offline_page(browser, base_url, *, width=1440, height=900):
 
 def fits(page, width) -> None:
     """Nothing wider than the screen: the page never scrolls sideways (a wide table scrolls inside its own
-    .table-wrap; the navigation drawer waits off screen at a phone's width)."""
+    .table-wrap, an agent's tab bar inside .agent-tabs; the navigation drawer waits off screen at a phone's width)."""
     assert page.evaluate("() => document.documentElement.scrollWidth") <= width + 1
     wide = page.evaluate("""(width) => Array.from(document.querySelectorAll('body *'))
-        .filter(e => e.getBoundingClientRect().right > width + 1 && !e.closest('.sidenav, .table-wrap'))
+        .filter(e => e.getBoundingClientRect().right > width + 1 && !e.closest('.sidenav, .table-wrap, .agent-tabs'))
         .slice(0, 5).map(e => e.tagName + '.' + e.className)""", width)
     assert wide == [], wide
 

@@ -45,7 +45,8 @@ def test_widget_js_draws_turns_with_the_one_turn_renderer(client, widget):
     # the renderer every surface shares (console/static/console/turn.js) and handles only its socket's own frames.
     text = client.get(f"/api/v1/embed/{widget.public_key}/widget.js").content.decode()
     handled = set(re.findall(r'f\.type === "([a-z_]+)"', text))
-    assert handled == {"ready", "history", "error"}
+    # feedback_saved: the socket's answer to a visitor's 👍/👎 (the widget presses the button it names).
+    assert handled == {"ready", "history", "error", "feedback_saved"}
     assert "live.apply(turns, f)" in text and '"console/turn.js"' in text
 
 

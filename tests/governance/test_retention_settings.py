@@ -137,19 +137,19 @@ def test_a_weaker_role_can_neither_see_nor_change_the_page(org, role):
 
 
 def test_an_outsider_sees_only_their_own_organization_and_cannot_reach_this_one(org, owner, outsider_org, outsider):
-    RetentionPolicy.objects.create(organization=org, audit_log_days=4321)
+    RetentionPolicy.objects.create(organization=org, audit_log_days=97531)
     own = signed_in(outsider, outsider_org)
-    assert "4321" not in own.get(PAGE).content.decode()
+    assert "97531" not in own.get(PAGE).content.decode()
     own.post(PAGE, {**VALID, "audit_log_days": "31"})
     assert stored(outsider_org) == (30, 31, 0)
     # A session naming an organization they are not a member of acts in their own one (the session gate lands a
     # person in their first open organization): this organization's values are neither shown nor changed.
     forged = signed_in(outsider, org)
     page = forged.get(PAGE)
-    assert page.status_code == 200 and "4321" not in page.content.decode()
+    assert page.status_code == 200 and "97531" not in page.content.decode()
     forged.post(PAGE, {**VALID, "audit_log_days": "32"})
     assert stored(outsider_org) == (30, 32, 0)
-    assert stored(org) == (None, 4321, None)
+    assert stored(org) == (None, 97531, None)
 
 
 # ------------------------------------------------------------------ the API
@@ -204,12 +204,12 @@ def test_a_weaker_role_may_not_patch_even_with_a_bad_body(org, role, api_as):
 
 
 def test_an_outsider_naming_this_organization_is_a_404_and_changes_nothing(org, outsider, api_as):
-    RetentionPolicy.objects.create(organization=org, audit_log_days=4321)
+    RetentionPolicy.objects.create(organization=org, audit_log_days=97531)
     client = api_as(outsider, org)
     before = database_state(WATCHED)
     for response in (client.get(API), client.patch(API, {"audit_log_days": 31}, format="json")):
         assert response.status_code == 404 and response.json()["error"]["code"] == "not_found"
-    assert changed_tables(before, database_state(WATCHED)) == [] and stored(org) == (None, 4321, None)
+    assert changed_tables(before, database_state(WATCHED)) == [] and stored(org) == (None, 97531, None)
 
 
 def test_without_credentials_the_endpoint_is_a_401_in_the_envelope(db):

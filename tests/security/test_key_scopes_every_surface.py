@@ -432,7 +432,8 @@ def test_the_console_does_not_take_an_api_key_for_a_session(world):
         assert response.status_code == 302 and "login" in response["Location"], path
 
 
-SOCKETS = {"ws/chat/", "ws/browse/<uuid:run_id>/<str:call_id>/", "^api/v1/embed/", "^api/v1/embed(?:/|$)"}
+SOCKETS = {"ws/chat/", "ws/call/", "ws/browse/<uuid:run_id>/<str:call_id>/", "^api/v1/embed/",
+           "^api/v1/embed(?:/|$)"}
 
 
 @pytest.mark.django_db(transaction=True)
@@ -446,7 +447,7 @@ async def test_no_socket_is_opened_with_an_api_key():
     assert {str(p.pattern).split("(?P<key>")[0] for p in websocket_urlpatterns} == SOCKETS
     world = await _asgi_world()
     bearer = [(b"authorization", f"Bearer {world.keys['run']}".encode())]
-    for path in ("/ws/chat/", f"/ws/browse/{world.run.pk}/call-1/"):
+    for path in ("/ws/chat/", f"/ws/call/?agent={world.agent.pk}", f"/ws/browse/{world.run.pk}/call-1/"):
         communicator = WebsocketCommunicator(application, path, headers=bearer)
         connected, code = await communicator.connect(timeout=10)
         assert not connected and code == 4003, path
