@@ -12,6 +12,7 @@ from agenticos.models import Membership
 from agents.models import Message, ModelProfile
 from tests import factories
 from tests.browser_servers import CHROMIUM, CHROMIUM_ARGS
+from tests.console.browser_steps import sign_in
 from tests.fakes.realtime_server import KEY, Reply, realtime_server  # noqa: F401  (fixture)
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -59,11 +60,7 @@ def test_a_person_calls_an_agent_answers_its_card_mutes_and_hangs_up(fake, live_
     errors: list[str] = []
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(f"{live_server_url}/login/")
-    page.get_by_label("Email").fill("owner@example.com")
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Sign in").click()
-    page.wait_for_url(f"{live_server_url}/")
+    sign_in(page, live_server_url, "owner@example.com")
     page.goto(f"{live_server_url}/chat/")
 
     page.get_by_role("button", name="Start call").click()

@@ -9,6 +9,7 @@ import pytest
 from agenticos.models import Membership
 from agents.models import Conversation, Message
 from tests import factories
+from tests.console.browser_steps import sign_in
 from tests.console.conftest import ARTIFACTS
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -61,11 +62,7 @@ def test_a_person_renames_pins_and_searches_their_conversations(live_server_url,
     errors: list[str] = []
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(f"{live_server_url}/login/")
-    page.get_by_label("Email").fill("owner@example.com")
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Sign in").click()
-    page.wait_for_url(f"{live_server_url}/")
+    sign_in(page, live_server_url, "owner@example.com")
 
     page.goto(f"{live_server_url}/chat/")
     assert listed(page) == ["Gamma ideas", "Beta plans", "Alpha notes"]
@@ -138,11 +135,7 @@ def test_on_a_phone_the_list_is_a_drawer_and_on_a_wide_screen_it_is_always_there
     page.set_default_timeout(TIMEOUT)
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(f"{live_server_url}/login/")
-    page.get_by_label("Email").fill("owner@example.com")
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Sign in").click()
-    page.wait_for_url(f"{live_server_url}/")
+    sign_in(page, live_server_url, "owner@example.com")
     page.goto(f"{live_server_url}/chat/{opened.pk}/")
     page.locator("[data-composer]").wait_for()
     toggle = page.get_by_role("button", name="Conversations")

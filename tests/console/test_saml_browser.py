@@ -16,6 +16,7 @@ from tests import factories
 from tests.console.conftest import ARTIFACTS
 from tests.console.test_browser_chat import PASSWORD, TIMEOUT, sign_in
 from tests.console.test_channels_console_browser import watch
+from tests.console.test_sso_browser import single_sign_on
 from tests.fakes.saml_idp import SamlIdp
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -60,12 +61,7 @@ def test_an_owner_sets_up_saml_and_a_person_signs_in_through_it(live_server_url,
     assert errors == []
 
     # Ada, who has no account yet, signs in with her company address: to the IdP and back through its form.
-    ada = browser.new_context().new_page()
-    ada.set_default_timeout(TIMEOUT)
-    ada_errors = watch(ada)
-    ada.goto(f"{base}/login/")
-    ada.get_by_label("Email").fill("ada@acme.com")
-    ada.get_by_role("button", name="Continue with single sign-on").click()
+    ada, ada_errors = single_sign_on(browser, base, "ada@acme.com")
     ada.wait_for_url(f"{base}/")
     person = User.objects.get(email="ada@acme.com")
     assert Membership.objects.get(organization=org, user=person).role == "member"
@@ -78,10 +74,6 @@ def test_an_owner_sets_up_saml_and_a_person_signs_in_through_it(live_server_url,
 
     # An assertion for another audience: the refusal page, and Grace is never created.
     idp.person, idp.bend = {"email": "grace@acme.com", "groups": []}, {"audience": "https://elsewhere.example/"}
-    grace = browser.new_context().new_page()
-    grace.set_default_timeout(TIMEOUT)
-    grace.goto(f"{base}/login/")
-    grace.get_by_label("Email").fill("grace@acme.com")
-    grace.get_by_role("button", name="Continue with single sign-on").click()
+    grace, _ = single_sign_on(browser, base, "grace@acme.com")
     grace.locator("[data-sso-refused]").wait_for()
     assert not User.objects.filter(email="grace@acme.com").exists()

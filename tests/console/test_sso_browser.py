@@ -41,6 +41,18 @@ def _live_sso_settings(monkeypatch, fake_dns):
     monkeypatch.setenv("SSO_DNS_NAMESERVERS", f"127.0.0.1:{fake_dns.port}")
 
 
+def single_sign_on(browser, base: str, email: str):
+    """A person in a browser of their own types their company address on the sign-in page and is sent on to
+    their organization's identity provider. Returns the page and its console errors."""
+    page = browser.new_context().new_page()
+    page.set_default_timeout(TIMEOUT)
+    errors = watch(page)
+    page.goto(f"{base}/login/")
+    page.get_by_label("Email").fill(email)
+    page.get_by_role("button", name="Continue with single sign-on").click()
+    return page, errors
+
+
 def test_an_owner_sets_up_sso_and_a_person_signs_in_through_it(live_server_url, browser, idp, fake_dns):
     org = factories.organization(name="Acme")
     factories.member(org, "owner", email="owner@acme.com", password=PASSWORD)
@@ -73,12 +85,7 @@ def test_an_owner_sets_up_sso_and_a_person_signs_in_through_it(live_server_url, 
     assert errors == []
 
     # Ada, who has no account yet, signs in with her company address.
-    ada = browser.new_context().new_page()
-    ada.set_default_timeout(TIMEOUT)
-    ada_errors = watch(ada)
-    ada.goto(f"{base}/login/")
-    ada.get_by_label("Email").fill("ada@acme.com")
-    ada.get_by_role("button", name="Continue with single sign-on").click()
+    ada, ada_errors = single_sign_on(browser, base, "ada@acme.com")
     ada.get_by_role("heading", name="Test identity provider").wait_for()
     ada.get_by_role("button", name="Continue as ada@acme.com").click()
     ada.wait_for_url(f"{base}/")
@@ -93,11 +100,7 @@ def test_an_owner_sets_up_sso_and_a_person_signs_in_through_it(live_server_url, 
     # An expired ID token: the refusal page, and Grace is never created.
     idp.person = {"sub": "grace-2", "email": "grace@acme.com", "email_verified": True}
     idp.bend = {"expired": True}
-    grace = browser.new_context().new_page()
-    grace.set_default_timeout(TIMEOUT)
-    grace.goto(f"{base}/login/")
-    grace.get_by_label("Email").fill("grace@acme.com")
-    grace.get_by_role("button", name="Continue with single sign-on").click()
+    grace, _ = single_sign_on(browser, base, "grace@acme.com")
     grace.get_by_role("button", name="Continue as grace@acme.com").click()
     grace.locator("[data-sso-refused]").wait_for()
     assert not User.objects.filter(email="grace@acme.com").exists()
