@@ -207,6 +207,13 @@ def test_the_test_chat_draws_turns_like_web_chat_a_chart_markdown_and_the_code_t
 
     # Rejected, the draft goes on and its markdown answer is rendered: bold and a table, not asterisks and pipes.
     chat.locator("[data-turn-usage]").wait_for()
+    # The usage line can be drawn before the answer's last streamed cells under load: wait for the whole table.
+    page.wait_for_function("""() => {
+        const parts = document.querySelectorAll('[data-test-chat] [data-part=text]');
+        const last = parts[parts.length - 1];
+        return !!last && last.querySelectorAll('table td').length === 4 && last.querySelector('table td:last-child')
+            && last.querySelectorAll('table td')[3].textContent === '5';
+    }""")
     answer = chat.locator("[data-part=text]").last
     assert answer.locator("strong").text_content() == "Sales"
     assert answer.locator("table td").all_text_contents() == ["Q1", "3", "Q2", "5"]
