@@ -798,5 +798,6 @@
   }
 
   global.AgenticTurn = {create: create, stream: stream, drawings: drawings, fromHistory: fromHistory, fill: fill, h: h, pretty: pretty,
+                        thumb: thumb,
                         humanize: humanize, visitorFeedback: visitorFeedback, feedbackSaved: feedbackSaved};
 })(typeof window !== "undefined" ? window : this);

@@ -177,21 +177,8 @@ function apiUrl(tail) {
   return "/api/v1/conversations/" + encodeURIComponent(S.conversation_id) + tail;
 }
 
-// A thumb drawn, not an emoji: a system without an emoji font would show an empty box (👎 is the same, turned).
-const SVG = "http://www.w3.org/2000/svg";
-function thumb() {
-  const svg = document.createElementNS(SVG, "svg");
-  svg.setAttribute("viewBox", "0 0 24 24");
-  svg.setAttribute("width", "16");
-  svg.setAttribute("height", "16");
-  svg.setAttribute("aria-hidden", "true");
-  const path = document.createElementNS(SVG, "path");
-  path.setAttribute("fill", "currentColor");
-  path.setAttribute("d", "M2 21h4V9H2v12zm20-11c0-1.1-.9-2-2-2h-6.3l.95-4.57.03-.32c0-.41-.17-.79-.44-1.06L13.17 1 " +
-                         "6.59 7.59C6.22 7.95 6 8.45 6 9v10c0 1.1.9 2 2 2h9c.83 0 1.54-.5 1.84-1.22l3.02-7.05c.09-.23.14-.47.14-.73v-2z");
-  svg.appendChild(path);
-  return svg;
-}
+// The renderer's thumb (turn.js: drawn, not an emoji), one copy for web chat and the visitors' surfaces.
+const thumb = () => window.AgenticTurn.thumb();
 
 // 👍/👎 on an answer (agents.feedback): a click saves the rating at once and offers a comment; the pressed one
 // again takes it back.
