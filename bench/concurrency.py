@@ -35,6 +35,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from bench.tenant import owner_and_model  # noqa: E402
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 MARKER = re.compile(r"bench-run-[0-9a-f]{32}")
@@ -166,23 +169,11 @@ httpx2.AsyncHTTPTransport.__init__ = _init
 def setup_tenant(model_port: int) -> tuple[str, str]:
     """An organization without a cap, an `openai_compatible` profile at the model server, an agent with the
     clock, and an API key. Returns (agent id, raw key)."""
-    from agenticos.models import Membership, Organization, User
     from agenticos.services import create_api_key
-    from agenticos.tenancy import actor_for_membership
     from agents import services
-    from agents.models import Agent, ModelProfile
+    from agents.models import Agent
 
-    org, _ = Organization.objects.get_or_create(slug="bench-scale", defaults={"name": "Bench scale",
-                                                                            "monthly_budget_usd": None})
-    user, created = User.objects.get_or_create(email="bench-scale@example.com")
-    if created:
-        user.set_unusable_password()
-        user.save()
-    membership, _ = Membership.objects.get_or_create(organization=org, user=user, defaults={"role": "owner"})
-    actor = actor_for_membership(membership)
-    profile, _ = ModelProfile.objects.update_or_create(
-        organization=org, label="Paced", defaults={"provider": "openai_compatible", "model": "gpt-4o-mini",
-                                                   "base_url": f"http://127.0.0.1:{model_port}/v1"})
+    org, actor, profile = owner_and_model("bench-scale", "Bench scale", model_port)
     agent = Agent.objects.filter(organization=org, slug="scale").first()
     if agent is None:
         agent = services.create_agent(actor=actor, name="Scale", slug="scale", spec={

@@ -41,6 +41,9 @@ from urllib.parse import parse_qs, urlparse
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from bench.tenant import owner_and_model  # noqa: E402
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 MARKER = re.compile(r"dur-[0-9a-f]{12}")
@@ -146,23 +149,10 @@ class Effects:
 
 def setup_tenant(model_port: int, effects_port: int):
     """An organization without a cap, a profile at the model server, an agent with the `effect` REST tool."""
-    from agenticos.models import Membership, Organization, User
-    from agenticos.tenancy import actor_for_membership
     from agents import services
-    from agents.models import ModelProfile
     from capabilities.models import CustomTool
 
-    org, _ = Organization.objects.get_or_create(slug="bench-durability", defaults={
-        "name": "Bench durability", "monthly_budget_usd": None})
-    user, created = User.objects.get_or_create(email="bench-durability@example.com")
-    if created:
-        user.set_unusable_password()
-        user.save()
-    membership, _ = Membership.objects.get_or_create(organization=org, user=user, defaults={"role": "owner"})
-    actor = actor_for_membership(membership)
-    profile, _ = ModelProfile.objects.update_or_create(
-        organization=org, label="Paced", defaults={"provider": "openai_compatible", "model": "gpt-4o-mini",
-                                                   "base_url": f"http://127.0.0.1:{model_port}/v1"})
+    org, actor, profile = owner_and_model("bench-durability", "Bench durability", model_port)
     tool, _ = CustomTool.objects.update_or_create(organization=org, alias="effect", defaults={
         "name": "Effect", "method": "POST", "url": f"http://127.0.0.1:{effects_port}/effect",
         "auth": {"family": "none"}, "parameters": [{"name": "key", "location": "query", "required": True}]})
@@ -170,7 +160,7 @@ def setup_tenant(model_port: int, effects_port: int):
         "name": "Durable", "instructions": "Do each step with the effect tool.", "model_profile_id": str(profile.pk),
         "custom_tool_ids": [str(tool.pk)], "capabilities": [{"id": "custom_tools", "config": {}}]})
     version = services.publish_agent(actor=actor, agent=agent)
-    return agent, version, user
+    return agent, version, actor.user
 
 
 def percentile(values: list[float], q: float) -> float:

@@ -1,0 +1,25 @@
+"""What every load bench sets up first: an organization of its own without a cap, its owner (no password: a bench
+never signs in), and a model profile at the bench's local OpenAI-compatible server. Idempotent, so a bench can run
+again against the same database. Called after django.setup()."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def owner_and_model(slug: str, name: str, model_port: int) -> tuple[Any, Any, Any]:
+    """(organization, the owner's actor, the `Paced` model profile at http://127.0.0.1:<model_port>/v1)."""
+    from agenticos.models import Membership, Organization, User
+    from agenticos.tenancy import actor_for_membership
+    from agents.models import ModelProfile
+
+    org, _ = Organization.objects.get_or_create(slug=slug, defaults={"name": name, "monthly_budget_usd": None})
+    user, created = User.objects.get_or_create(email=f"{slug}@example.com")
+    if created:
+        user.set_unusable_password()
+        user.save()
+    membership, _ = Membership.objects.get_or_create(organization=org, user=user, defaults={"role": "owner"})
+    profile, _ = ModelProfile.objects.update_or_create(
+        organization=org, label="Paced", defaults={"provider": "openai_compatible", "model": "gpt-4o-mini",
+                                                   "base_url": f"http://127.0.0.1:{model_port}/v1"})
+    return org, actor_for_membership(membership), profile
