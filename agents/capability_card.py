@@ -88,6 +88,7 @@ def enable_from_card(*, actor: Actor, agent: Agent, capability_id: str) -> dict[
     """Enable a capability on the draft from the card; publish at once only if the draft had nothing
     unpublished and the actor may publish. Refused (nothing saved) when the capability would not publish."""
     from agents import services as agent_services
+    from capabilities import spec_checks
 
     cap = _selectable(capability_id)
     require_agent_access(actor, agent, EDIT)
@@ -98,7 +99,7 @@ def enable_from_card(*, actor: Actor, agent: Agent, capability_id: str) -> dict[
         bindings = [b for b in spec.get("capabilities") or [] if isinstance(b, dict) and b.get("id") != cap.id]
         spec["capabilities"] = [*bindings, starter_binding(actor, cap.id)]
         prefix = f"capabilities[{cap.id}]"
-        problems = [p for p in agent_services.publish_problems(actor, spec, agent=agent)
+        problems = [p for p in spec_checks.publish_problems(actor, spec, agent=agent)
                     if p["field"].startswith(prefix)]
         if problems:
             raise Invalid(f"{cap.name} cannot be enabled from here: {problems[0]['message']} "

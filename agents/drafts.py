@@ -26,7 +26,7 @@ def freeze_draft(actor: Actor, agent: Agent) -> AgentVersion:
     """The draft as it is now, frozen for a run: checked as publish checks it (an editor tries only what they
     could publish — secrets, collections and tools of their own organization included), reusing an identical
     snapshot when there is one. Needs edit access: trying a draft is part of building it."""
-    from agents.services import publish_problems
+    from capabilities.spec_checks import publish_problems
 
     require_agent_access(actor, agent, EDIT)
     agent = Agent.objects.get(pk=agent.pk)  # the draft as it is now

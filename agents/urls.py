@@ -1,7 +1,7 @@
 """/api/v1/ agent endpoints."""
 
 from agenticos.api import route
-from agents import api, api_attachments, api_capability_card, api_rollouts
+from agents import api, api_attachments, api_capability_card, api_rollouts, api_tool_builder
 
 urlpatterns = [
     *route("model-profiles", api.ModelProfileListView, "api-model-profiles"),
@@ -35,4 +35,6 @@ urlpatterns = [
            "api-agent-capability-enable"),
     *route("agents/<uuid:pk>/capabilities/<str:capability_id>/request", api_capability_card.CapabilityRequestView,
            "api-agent-capability-request"),
+    *route("tool-kits/sessions/<uuid:pk>/messages", api_tool_builder.SessionMessageView,
+           "api-tool-session-messages"),
 ]

@@ -3,7 +3,7 @@
 from agenticos.api import route
 from agents import api_architect, api_conversations
 from agents import api_runs as api
-from capabilities.subagents.api import PromoteSpecialistView
+from agents.api_specialists import PromoteSpecialistView
 
 urlpatterns = [
     *route("agents/<uuid:agent_id>/run", api.AgentRunView, "agent-run"),

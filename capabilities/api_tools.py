@@ -25,7 +25,7 @@ READ = "agents:view"
 WRITE = "agents:edit"
 
 
-def _body(request: Request) -> dict[str, Any]:
+def body(request: Request) -> dict[str, Any]:
     if not isinstance(request.data, dict):
         raise Invalid("The body must be a JSON object.")
     return dict(request.data)
@@ -78,7 +78,7 @@ class ToolListView(BaseOrgView):
         return Response({"results": [tool_json(t) for t in self.org_queryset(CustomTool).order_by("name")]})
 
     def post(self, request: Request) -> Response:
-        data = _body(request)
+        data = body(request)
         definition = {k: v for k, v in data.items() if k in services.DEFINITION_FIELDS}
         tool = services.create_tool(actor=self.actor, definition=definition, credential_id=data.get("credential_id"),
                                     warnings=data.get("warnings"))
@@ -93,7 +93,7 @@ class ToolDetailView(BaseOrgView):
 
     def patch(self, request: Request, pk: Any) -> Response:
         tool = self.org_get(CustomTool, pk)
-        return Response(tool_json(services.update_tool(actor=self.actor, tool=tool, changes=_body(request))))
+        return Response(tool_json(services.update_tool(actor=self.actor, tool=tool, changes=body(request))))
 
     def delete(self, request: Request, pk: Any) -> Response:
         services.delete_tool(actor=self.actor, tool=self.org_get(CustomTool, pk))
@@ -106,7 +106,7 @@ class ToolTestView(BaseOrgView):
     def post(self, request: Request, pk: Any) -> Response:
         tool = self.org_get(CustomTool, pk, CustomTool.objects.select_related("credential")
                             .filter(organization=self.actor.organization))
-        args = _body(request).get("args") or {}
+        args = body(request).get("args") or {}
         return Response(services.test_tool(actor=self.actor, tool=tool, args=args))
 
 
@@ -124,7 +124,7 @@ class TemplateInstallView(BaseOrgView):
     permission_map = {"POST": WRITE}
 
     def post(self, request: Request, key: str) -> Response:
-        data = _body(request)
+        data = body(request)
         tool = templates.install(actor=self.actor, key=key, alias=data.get("alias"),
                                  credential_id=data.get("credential_id"))
         return Response(tool_json(tool), status=status.HTTP_201_CREATED)
@@ -140,7 +140,7 @@ class SessionListView(BaseOrgView):
         return Response({"results": [session_json(s, kits=False) for s in self.org_queryset(ToolBuilderSession)]})
 
     def post(self, request: Request) -> Response:
-        session = services.create_session(actor=self.actor, title=str(_body(request).get("title") or ""))
+        session = services.create_session(actor=self.actor, title=str(body(request).get("title") or ""))
         return Response(session_json(session), status=status.HTTP_201_CREATED)
 
 
@@ -160,32 +160,12 @@ class SessionRestartView(BaseOrgView):
         return Response(session_json(session))
 
 
-class SessionMessageView(BaseOrgView):
-    """POST a message to the AI builder: one run of the built-in builder agent in the session's conversation."""
-
-    permission_map = {"POST": WRITE}
-
-    def post(self, request: Request, pk: Any) -> Response:
-        from capabilities.custom_tools import builder
-
-        self.actor.require("agents:run")
-        session = self.org_get(ToolBuilderSession, pk)
-        data = _body(request)
-        prompt = str(data.get("prompt") or "").strip()
-        if not prompt:
-            raise Invalid("Say what to build.", details={"problems": [{"field": "prompt", "message": "Required."}]})
-        run = builder.say(actor=self.actor, session=session, prompt=prompt,
-                          model_profile_id=data.get("model_profile_id"))
-        return Response({"run_id": str(run.pk), "conversation_id": str(run.conversation_id)},
-                        status=status.HTTP_202_ACCEPTED)
-
-
 class KitListView(BaseOrgView):
     permission_map = {"POST": WRITE}
 
     def post(self, request: Request, pk: Any) -> Response:
         session = self.org_get(ToolBuilderSession, pk)
-        data = _body(request)
+        data = body(request)
         kit = services.create_kit(actor=self.actor, session=session, name=str(data.get("name") or ""),
                                   provider=str(data.get("provider") or ""), credential_id=data.get("credential_id"),
                                   warnings=data.get("warnings"))
@@ -197,7 +177,7 @@ class KitDraftListView(BaseOrgView):
 
     def post(self, request: Request, pk: Any) -> Response:
         kit = self.org_get(ToolKit, pk)
-        draft = services.add_draft(actor=self.actor, kit=kit, name=str(_body(request).get("name") or ""))
+        draft = services.add_draft(actor=self.actor, kit=kit, name=str(body(request).get("name") or ""))
         return Response(draft_json(draft), status=status.HTTP_201_CREATED)
 
 
@@ -217,7 +197,7 @@ class DraftActionView(BaseOrgView):
 
     def post(self, request: Request, pk: Any, action: str = "") -> Response:
         draft = services.get_draft(self.actor, pk)
-        data = _body(request)
+        data = body(request)
         if action == "configure":
             draft = services.configure_draft(actor=self.actor, draft=draft, definition=data.get("definition") or {})
         elif action == "test":
@@ -251,7 +231,7 @@ class DbConnectionListView(BaseOrgView):
     def post(self, request: Request) -> Response:
         from capabilities.db_connections import services as db_services
 
-        data = _body(request)
+        data = body(request)
         conn = db_services.create_connection(actor=self.actor, name=str(data.get("name") or ""),
                                              dsn=str(data.get("dsn") or ""),
                                              permission=str(data.get("permission") or "read"),
@@ -269,7 +249,7 @@ class DbConnectionDetailView(BaseOrgView):
         from capabilities.db_connections import services as db_services
 
         conn = db_services.update_connection(actor=self.actor, connection=self.org_get(DatabaseConnection, pk),
-                                             changes=_body(request))
+                                             changes=body(request))
         return Response(connection_json(conn))
 
     def delete(self, request: Request, pk: Any) -> Response:
@@ -294,7 +274,7 @@ class McpConnectionListView(BaseOrgView):
     def post(self, request: Request) -> Response:
         from capabilities.mcp import services as mcp_services
 
-        conn = mcp_services.create_connection(actor=self.actor, **mcp_services.clean_input(_body(request)))
+        conn = mcp_services.create_connection(actor=self.actor, **mcp_services.clean_input(body(request)))
         return Response(mcp_json(conn), status=status.HTTP_201_CREATED)
 
 

@@ -12,7 +12,6 @@ urlpatterns = [
     *route("tool-kits/sessions", api.SessionListView, "api-tool-sessions"),
     *route("tool-kits/sessions/<uuid:pk>", api.SessionDetailView, "api-tool-session"),
     *route("tool-kits/sessions/<uuid:pk>/restart", api.SessionRestartView, "api-tool-session-restart"),
-    *route("tool-kits/sessions/<uuid:pk>/messages", api.SessionMessageView, "api-tool-session-messages"),
     *route("tool-kits/sessions/<uuid:pk>/kits", api.KitListView, "api-tool-session-kits"),
     *route("tool-kits/<uuid:pk>/drafts", api.KitDraftListView, "api-tool-kit-drafts"),
     *route("tool-kits/<uuid:pk>/finalize", api.KitFinalizeView, "api-tool-kit-finalize"),

@@ -24,7 +24,7 @@ from agenticos.tenancy import Actor, org_get
 from agents import services as agent_services
 from agents.models import Agent, Environment, ModelProfile
 from calls.service import voice_card
-from capabilities import registry
+from capabilities import registry, spec_checks
 from console import selectors
 from console.base import console_view, post_form, problems_by_field, screen
 from console.rollouts import panel as rollout_panel
@@ -344,7 +344,7 @@ def mcp_tool_notice(actor: Actor, spec: dict[str, Any]) -> dict[str, Any] | None
 
 def builder_context(actor: Actor, agent: Agent, level: str, *, diff: dict | None = None) -> dict[str, Any]:
     spec = agent.draft_spec or {}
-    problems = {p["field"]: p["message"] for p in agent_services.publish_problems(actor, spec, agent=agent)}
+    problems = {p["field"]: p["message"] for p in spec_checks.publish_problems(actor, spec, agent=agent)}
     cards = _capability_cards(actor, spec, problems)
     versions = list(agent.versions.filter(number__gt=0).select_related("published_by").order_by("-number")[:50])
     environments = list(Environment.objects.filter(agent=agent).select_related("version").order_by("name"))
@@ -618,7 +618,7 @@ def save_capability(request: HttpRequest, actor: Actor, agent_id: Any, capabilit
                                  "problems": _capability_problems(problems_by_field(exc), capability_id)}, status=422)
         return _render_invalid(request, actor, agent, exc)
     # What is saved but would not publish is said at the field, never under a "saved" banner alone.
-    mine = _capability_problems({p["field"]: p["message"] for p in agent_services.publish_problems(
+    mine = _capability_problems({p["field"]: p["message"] for p in spec_checks.publish_problems(
         actor, spec, agent=agent)}, capability_id)
     if wants_json:
         return JsonResponse({"saved": True, "problems": mine, "also_bound": also})

@@ -22,6 +22,7 @@ from agenticos.errors import Invalid
 from agenticos.tenancy import Actor, org_get, org_queryset
 from agents import services as agent_services
 from agents.models import Agent
+from capabilities import spec_checks
 from capabilities.remote_agents.models import RemoteAgent
 from console.base import console_view, problems_by_field, screen
 from governance.grants import EDIT, VIEW, at_least, require_agent_access, visible_agents
@@ -66,7 +67,7 @@ def _uuid(value: Any) -> Any:
 def _page(request: HttpRequest, actor: Actor, agent: Agent, level: str, *, status: int = 200, **extra: Any
           ) -> HttpResponse:
     spec = agent.draft_spec or {}
-    problems = [p for p in agent_services.publish_problems(actor, spec, agent=agent)
+    problems = [p for p in spec_checks.publish_problems(actor, spec, agent=agent)
                 if str(p.get("field", "")).startswith(_LISTS)]
     bindings = [b for b in spec.get("capabilities") or [] if isinstance(b, dict)]
     delegation = next((b for b in bindings if b.get("id") == "subagents"), None)

@@ -1,7 +1,7 @@
 """Tools → custom tools in the console: the list (grouped by provider, the 25-slot budget per agent), the
 template gallery, the manual builder form with its real Test call, and the AI tool builder as a chat.
 
-Thin views over `capabilities.custom_tools.services` / `templates` / `builder` — the same services and
+Thin views over `capabilities.custom_tools.services` / `templates` and `agents.tool_builder` — the same services and
 permissions as /api/v1/tools (`agents:view` to see, `agents:edit` to change, `secrets:view` to pick a
 credential). The form only turns posted fields into the definition dict the API takes; validation is the
 service's, and its problems come back at their fields. A credential is shown by its vault name only.
@@ -378,7 +378,7 @@ def _session_page(request: HttpRequest, actor: Actor, session: ToolBuilderSessio
                 .defer("credential__wrapped_key", "credential__ciphertext").prefetch_related("drafts")
                 .order_by("created_at"))
     transcript, busy = _transcript(session)
-    from capabilities.custom_tools import builder
+    from agents import tool_builder as builder
 
     chosen = builder.session_model(session) or builder.default_model(actor.organization)
     context = {"nav": "tools", "session": session, "kits": kits, "transcript": transcript, "busy": busy,
@@ -399,7 +399,7 @@ def ai_session(request: HttpRequest, actor: Actor, pk: Any) -> HttpResponse:
 def ai_say(request: HttpRequest, actor: Actor, pk: Any) -> HttpResponse:
     """One turn of the builder conversation (the same `builder.say` as POST …/sessions/{id}/messages), on the
     chat model the person chose."""
-    from capabilities.custom_tools import builder
+    from agents import tool_builder as builder
 
     actor.require("agents:run")
     session = _session(actor, pk)

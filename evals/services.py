@@ -329,7 +329,7 @@ def import_suite_yaml(*, actor: Actor, agent: Agent, text: str, suite: Suite | N
 def _draft_snapshot(actor: Actor, agent: Agent) -> AgentVersion:
     """The draft as a frozen evaluation snapshot (version number 0): checked as publish checks it — an
     editor evaluates only what they could publish — and never in an environment."""
-    from agents.services import publish_problems
+    from capabilities.spec_checks import publish_problems
 
     agent = Agent.objects.get(pk=agent.pk)  # the draft as it is now
     problems = publish_problems(actor, agent.draft_spec, agent=agent)

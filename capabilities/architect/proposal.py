@@ -1,7 +1,7 @@
 """An agent setup proposed by a model (propose_setup's "agent" card with a `setup`), and the checks it passes.
 
 A proposal is checked exactly as the console checks a person's draft — the same spec validation and the same
-reference checks as publishing (agents.services.publish_problems: the model profile, every collection and secret
+reference checks as publishing (capabilities.spec_checks.publish_problems: the model profile, every collection and secret
 of this organization and usable by the person, capability ids and their settings) — plus the one thing a draft
 does not check: its monthly budget must fit under the organization's. A refusal is one readable paragraph for the
 model, which can correct the proposal and call again; nothing is drawn, nothing is created.
@@ -71,7 +71,7 @@ NOT_A_BUILDER = ("The agent setup was refused and nothing was drawn: this person
 
 def problems(actor: Actor, setup: AgentSetup) -> list[str]:
     """Everything wrong with a setup for this person in this organization, as sentences ("field: message")."""
-    from agents.services import publish_problems
+    from capabilities.spec_checks import publish_problems
 
     found = [f"{p['field']}: {p['message']}" for p in publish_problems(actor, spec_of(setup))]
     cap = actor.organization.monthly_budget_usd

@@ -1,6 +1,6 @@
 """Publish checks of the coding agent that need the whole spec or the publisher's organization (the config alone
 is checked by `CodingAgentConfig`): meant to be called beside `capabilities.subagents.publish.delegate_problems`
-from `agents.services.reference_problems`.
+from `capabilities.spec_checks.reference_problems`.
 
 - the coding agent runs in the agent's sandbox: `sandbox` must be bound and enabled, on the `service` backend
   with its shell (`include_execute`) — stored files have nowhere to run a harness;

@@ -1,5 +1,5 @@
 """Publish checks of delegation that need the publisher or the whole spec (the config alone is checked by
-the capability's `publish_check`): called from `agents.services.reference_problems`.
+the capability's `publish_check`): called from `capabilities.spec_checks.reference_problems`.
 
 - each named delegate must be one the publisher may run (`agents:run` and at least use access on that
   agent's row): delegating is running it on their authority;

@@ -8,7 +8,7 @@ from rest_framework.response import Response
 
 from agenticos.api_base import OrgAPIView
 from agents.access import member_run
-from capabilities.subagents.promote import promote_specialist
+from agents.specialists import promote_specialist
 
 
 class PromotedSerializer(serializers.Serializer):

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from agenticos.errors import NotFound
+from agents import services
 from agents.models import Agent, Message, ModelProfile, Run
 
 
@@ -24,8 +25,6 @@ def written_specialist(run: Run, task_id: str) -> dict[str, Any]:
 
 
 def promote_specialist(*, actor: Any, run: Run, task_id: str) -> Agent:
-    from agents import services
-
     actor.require("agents:edit")
     part = written_specialist(run, task_id)
     definition = part["definition"]
