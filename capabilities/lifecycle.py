@@ -14,6 +14,7 @@ does not (no query).
 | `on_park`          | a run parks, before its transaction (storage IO, no row lock) (DB) | media, subagents, compaction |
 | `keep_history`     | a run completed, before its answer is announced (DB)               | compaction         |
 | `after_answer`     | the answer is committed and announced (DB)                         | follow_ups         |
+| `on_interrupted`   | resuming a run whose worker died: the calls it left in flight (their rows), before the model hears (DB) | coding_agent |
 | `on_failed`        | a failed / cancelled / over-budget / blocked run ends, in its ending transaction (DB) | planning |
 | `publish_problems` | publishing a draft, with the person publishing (DB)               | subagents, coding_agent, web_research, tool_search, thinking, browser |
 
@@ -25,6 +26,7 @@ It is a Protocol so capabilities depend on it, not on the runner's modules.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -57,12 +59,16 @@ class RunHooks:
     keep_history: Callable[[RunHandle, list[Any], int | None], None] | None = None
     # Answered: (handle, the committed answer's message id).
     after_answer: Callable[[RunHandle, int], None] | None = None
+    # Resuming after a lost worker: (the run row, its ToolCall rows left running) — stop what such a call left
+    # going outside this process (a sandboxd task). Never raises (logs): the run goes on either way.
+    on_interrupted: Callable[[Run, list[Any]], None] | None = None
     # Failed: (the run row), inside the ending's transaction.
     on_failed: Callable[[Run], None] | None = None
     publish_problems: PublishProblems | None = None
 
 
 NO_HOOKS = RunHooks()
+logger = logging.getLogger(__name__)
 
 
 def hooks(name: str) -> Iterator[Callable[..., Any]]:
@@ -102,6 +108,14 @@ def keep_history(handle: RunHandle, messages: list[Any], message_id: int | None)
 def after_answer(handle: RunHandle, message_id: int) -> None:
     for hook in hooks("after_answer"):
         hook(handle, message_id)
+
+
+def on_interrupted(run: Run, calls: list[Any]) -> None:
+    for hook in hooks("on_interrupted"):
+        try:
+            hook(run, calls)
+        except Exception:  # the resumed run must go on; what was not stopped ends at its own timeout
+            logger.exception("on_interrupted hook failed for run %s", run.pk)
 
 
 def on_failed(run: Run) -> None:

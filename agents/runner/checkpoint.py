@@ -41,6 +41,7 @@ from pydantic_ai.toolsets import FunctionToolset
 
 from agenticos import metrics
 from agents.models import ToolCall
+from capabilities import lifecycle
 
 if TYPE_CHECKING:
     from agents.runner.execute import RunExecution
@@ -143,6 +144,12 @@ def resume_results(run: Any, messages: list[ModelMessage], read_only: frozenset[
     decided = parked.to_tool_call_results() if parked is not None else {}
     if not rows and not decided:
         return None
+    in_flight = [row for row in rows.values()
+                 if row.status in (ToolCall.Status.RUNNING, ToolCall.Status.UNFINISHED)]
+    if in_flight:
+        # What such a call left going outside the lost worker (a coding agent's sandboxd task) is stopped before
+        # the model hears it was interrupted, so nothing goes on working — or spending — unseen.
+        lifecycle.on_interrupted(run, in_flight)
     approvals: dict[str, Any] = {}
     calls: dict[str, Any] = {}
     metadata: dict[str, dict[str, Any]] = {}

@@ -151,6 +151,66 @@ def _backend(run_id: str, organization_id: str, workspace_id: str, state: _State
     return ServiceWorkspaceBackend(workspace_id, run_id=run_id, client=client, runtime=state.runtime or "workbench")
 
 
+# ------------------------------------------------------------------ a task a lost worker left running
+
+# While a task runs, which sandboxd task a call started is kept in Redis (run → {tool call id: where}), past the
+# task's own timeout. A worker killed mid-task leaves its entry; the run's resumption on another worker
+# (agents.runner.checkpoint.resume_results → the on_interrupted hook) stops that task, which would otherwise go
+# on working and spending the tenant's key unseen, and hold the workspace (one task at a time) until its timeout.
+# Redis rather than the call's row: the row's result is the call's answer, and this is only where it is running.
+TASK_ENTRY_GRACE_SECONDS = 300
+
+
+def _tasks_key(run_id: str) -> str:
+    from agenticos import ratelimit
+
+    return ratelimit.redis_name("coding-agent", "tasks", run_id)
+
+
+def _remember(running: tuple[str, str], connection_id: str | None, remote_id: str, task_id: str,
+              timeout_seconds: float) -> None:
+    import json
+
+    from agenticos import ratelimit
+
+    run_id, tool_call_id = running
+    key = _tasks_key(run_id)
+    entry = json.dumps({"connection_id": connection_id, "workspace": remote_id, "task": task_id})
+    with ratelimit.client().pipeline() as pipe:
+        pipe.hset(key, tool_call_id, entry)
+        pipe.expire(key, int(timeout_seconds) + TASK_ENTRY_GRACE_SECONDS)
+        pipe.execute()
+
+
+def _forget(running: tuple[str, str]) -> None:
+    from agenticos import ratelimit
+
+    ratelimit.client().hdel(_tasks_key(running[0]), running[1])
+
+
+def _stop_interrupted(run: Any, calls: list[Any]) -> None:
+    """The on_interrupted hook: stop the sandboxd task each interrupted `run_coding_agent` call left running.
+    Sync (the resuming run's DB thread, which has no event loop of its own)."""
+    import json
+
+    from agenticos import ratelimit
+    from workspaces import connections
+
+    ours = [c.tool_call_id for c in calls if c.tool_name == "run_coding_agent"]
+    if not ours:
+        return
+    key = _tasks_key(str(run.pk))
+    for tool_call_id, raw in zip(ours, ratelimit.client().hmget(key, ours), strict=True):
+        if raw is None:
+            continue  # it ended (or never started) before the worker died
+        where = json.loads(raw)
+        connection = connections.for_run(run.organization, where.get("connection_id"))
+        client = connections.client_for(connection)
+        asyncio.run(client.stop_task(where["workspace"], where["task"]))
+        ratelimit.client().hdel(key, tool_call_id)
+        logger.info("coding agent task %s stopped: its run %s resumed after a lost worker", where["task"], run.pk)
+
+
 # ------------------------------------------------------------------ the panel
 
 
@@ -361,8 +421,15 @@ async def run_coding_agent(ctx: RunContext[Any], task: str, fresh_session: bool 
     except (SandboxdError, Exception) as exc:  # noqa: BLE001 — WorkspaceUnavailableError and sandboxd's refusals
         logger.info("coding agent not started: %s", type(exc).__name__)
         return failures.refuse(f"The coding agent could not start in the sandbox: {str(exc)[:300]}")
-    return await _follow(ctx, backend, started["id"], config, text, folder, meter,
-                         baseline if session else (0, 0))
+    running = (str(deps.run_id), str(ctx.tool_call_id))
+    await on_db_thread(_remember, running, state.connection_id, backend.remote_id, started["id"],
+                       config.timeout_minutes * 60)
+    try:
+        return await _follow(ctx, backend, started["id"], config, text, folder, meter,
+                             baseline if session else (0, 0))
+    finally:
+        # A worker that dies never gets here: the entry stays for the run's resumption to find (on_interrupted).
+        await asyncio.shield(on_db_thread(_forget, running))
 
 
 async def _follow(ctx: RunContext[Any], backend: Any, task_id: str, config: CodingAgentConfig, text: str,
@@ -461,5 +528,5 @@ CAPABILITY = Capability(
     config_model=CodingAgentConfig,
     voice="hand_off",
     build=build,
-    hooks=RunHooks(publish_problems=_publish_problems),
+    hooks=RunHooks(publish_problems=_publish_problems, on_interrupted=_stop_interrupted),
 )

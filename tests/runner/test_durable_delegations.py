@@ -17,6 +17,7 @@ import uuid
 import pytest
 from a2a.helpers.proto_helpers import get_message_text
 
+from agenticos import ratelimit
 from agents import services
 from agents.models import Message, Run, RunStatus, ToolCall
 from capabilities.remote_agents import services as remote_services
@@ -254,3 +255,7 @@ def test_a_worker_killed_during_a_coding_agent_task_starts_no_second_task(
     done = _assert_went_on_after_the_delegation(run, fake_openai, first_request=2,
                                                 answer="the refactoring was cut off")
     _assert_spent_once(done, answered=3)  # the cut task never said what it spent: no ledger row of it
+    # The resumption stopped the task the lost worker left in sandboxd (it was still waiting on its model): nothing
+    # of it goes on working, spending the key or holding the workspace, and no entry of it is left behind.
+    assert wait_until(lambda: not processes_with(marker), 30), processes_with(marker)
+    assert not ratelimit.client().exists(ratelimit.redis_name("coding-agent", "tasks", str(run.pk)))

@@ -47,6 +47,9 @@ class Probe:
     def after_answer(self, handle, message_id):
         self.calls.append(("after_answer", message_id))
 
+    def on_interrupted(self, run, calls):
+        self.calls.append(("on_interrupted", run.pk, sorted(c.tool_call_id for c in calls)))
+
     def on_failed(self, run):
         self.calls.append(("on_failed", run.pk))
 
@@ -132,7 +135,7 @@ def test_the_built_in_hooks_and_the_surfaces_registrations_are_in_place():
         "follow_ups": {"after_answer"},
         "planning": {"on_failed"},
         "subagents": {"on_park", "publish_problems"},
-        "coding_agent": {"publish_problems"},
+        "coding_agent": {"publish_problems", "on_interrupted"},
         "web_research": {"publish_problems"},
         "tool_search": {"publish_problems"},
         "browser_use": {"publish_problems"},
@@ -168,3 +171,55 @@ def test_the_built_in_hooks_and_the_surfaces_registrations_are_in_place():
     assert run_handle.model_source() is assembly
     assert run_handle._run_delivery is runs.deliver_after_commit
     assert Run.objects.count() == 0
+
+
+def test_resuming_after_a_lost_worker_hands_the_calls_it_left_in_flight_to_on_interrupted(org, owner, probe):
+    from pydantic_ai.exceptions import ToolFailed
+    from pydantic_ai.messages import ModelRequest, ModelResponse, ToolCallPart, UserPromptPart
+
+    from agents.models import ToolCall
+    from agents.runner import checkpoint
+
+    agent, version = publish(org, owner)
+    run = start(org, owner, agent, version)
+    messages = [ModelRequest(parts=[UserPromptPart("Refactor and look it up")]),
+                ModelResponse(parts=[ToolCallPart("run_coding_agent", {"task": "Refactor"}, "call-cut"),
+                                     ToolCallPart("look_up", {}, "call-done"),
+                                     ToolCallPart("send_mail", {}, "call-unstarted")])]
+    ToolCall.objects.create(run=run, tool_call_id="call-cut", tool_name="run_coding_agent",
+                            status=ToolCall.Status.RUNNING)
+    ToolCall.objects.create(run=run, tool_call_id="call-done", tool_name="look_up", status=ToolCall.Status.OK,
+                            result="found")
+
+    results = checkpoint.resume_results(run, messages, frozenset(), None)
+
+    # Only the call whose worker died in it is handed over: not the finished one, not the one never started.
+    assert [c for c in probe.calls if c[0] == "on_interrupted"] == [("on_interrupted", run.pk, ["call-cut"])]
+    assert isinstance(results.calls["call-cut"], ToolFailed) and "interrupted" in str(results.calls["call-cut"])
+    assert results.calls["call-done"] == "found"
+
+
+def test_an_on_interrupted_hook_that_raises_does_not_stop_the_resumption(org, owner, probe, monkeypatch):
+    from pydantic_ai.messages import ModelRequest, ModelResponse, ToolCallPart, UserPromptPart
+
+    from agents.models import ToolCall
+    from agents.runner import checkpoint
+
+    def broken(run, calls):
+        raise RuntimeError("the sandbox is gone")
+
+    monkeypatch.setattr(probe, "on_interrupted", broken)
+    registry.unregister("probe_hooks")
+    registry.register(Capability(id="probe_hooks", name="Probe", category="utility", description="A test probe.",
+                                 tools=(), build=lambda ctx: [], tools_note="A test probe.", selectable=False,
+                                 hooks=RunHooks(on_interrupted=broken)))
+    agent, version = publish(org, owner)
+    run = start(org, owner, agent, version)
+    messages = [ModelRequest(parts=[UserPromptPart("Refactor")]),
+                ModelResponse(parts=[ToolCallPart("run_coding_agent", {"task": "Refactor"}, "call-cut")])]
+    ToolCall.objects.create(run=run, tool_call_id="call-cut", tool_name="run_coding_agent",
+                            status=ToolCall.Status.RUNNING)
+
+    results = checkpoint.resume_results(run, messages, frozenset(), None)
+
+    assert "call-cut" in results.calls  # the model still hears the call was interrupted
