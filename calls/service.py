@@ -157,7 +157,8 @@ def realtime_profile(actor: Actor, spec: AgentSpec) -> ModelProfile:
     profiles = ModelProfile.objects.filter(organization=actor.organization, kind=ModelProfile.Kind.REALTIME,
                                            provider="openai").select_related("secret")
     if spec.realtime_profile_id:
-        profile = profiles.filter(pk=_uuid_or_none(spec.realtime_profile_id)).first()
+        wanted = _uuid_or_none(spec.realtime_profile_id)
+        profile = profiles.filter(pk=wanted).first() if wanted is not None else None
         if profile is None:
             raise Invalid("The realtime voice model this agent names no longer exists; choose another in the "
                           "Builder and publish.", code="no_realtime_model")

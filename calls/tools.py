@@ -180,7 +180,8 @@ def build_toolbox(*, actor: Actor, spec: AgentSpec, agent_id: Any, version_id: A
     `database_sync_to_async`."""
     org_id = str(actor.organization.pk)
     deps = RunDeps(run_id=str(call_id), organization_id=org_id, agent_id=str(agent_id), version_id=str(version_id),
-                   surface=Surface.WEB, conversation_id=str(conversation_id), user_id=actor.user.pk,
+                   surface=Surface.WEB, conversation_id=str(conversation_id),
+                   user_id=actor.user.pk if actor.user is not None else None,
                    can_ask_user=False)
     skills = _call_skills(org_id, spec)
     built = registry.build_for_run(live_spec(spec), deps, org_id)
@@ -191,7 +192,7 @@ def build_toolbox(*, actor: Actor, spec: AgentSpec, agent_id: Any, version_id: A
             toolsets.append(toolset)
     if not toolsets:
         return ToolBox(toolset=None, context=None, skills=skills)
-    approval = {name: route.approval for name, route in built.tools.items()}
+    approval: dict[str, str] = {name: route.approval for name, route in built.tools.items()}
     gated = ApprovalGate(approval=approval).get_wrapper_toolset(CombinedToolset(toolsets))
     context = RunContext(deps=deps, model=build_model(_text_profile(actor, spec)), usage=RunUsage(),
                          run_id=str(call_id), conversation_id=str(conversation_id))
@@ -202,4 +203,4 @@ def build_toolbox(*, actor: Actor, spec: AgentSpec, agent_id: Any, version_id: A
 def _text_profile(actor: Actor, spec: AgentSpec) -> ModelProfile:
     """The agent's text model, which a tool may use as a text run's tools do (a query's rewrite)."""
     return (ModelProfile.objects.select_related("secret")
-            .get(pk=spec.model_profile_id, organization=actor.organization, kind=ModelProfile.Kind.CHAT))
+            .get(pk=str(spec.model_profile_id), organization=actor.organization, kind=ModelProfile.Kind.CHAT))
