@@ -115,6 +115,9 @@ def _profile_problems(actor: Actor, data: dict[str, Any], profile: ModelProfile 
     provider = data.get("provider")
     if provider not in Provider.values:
         problems.append(_problem("provider", f"Must be one of {list(Provider.values)}."))
+    elif data.get("kind") == ModelProfile.Kind.REALTIME and provider != "openai":
+        # calls.realtime speaks OpenAI's Realtime API only.
+        problems.append(_problem("provider", "A realtime voice model is OpenAI's (the Realtime API)."))
     if not (data.get("model") or "").strip():
         problems.append(_problem("model", "This field is required."))
     secret_id = data.get("secret_id")

@@ -78,6 +78,8 @@ class AgentSpec(_Strict):
     description: str = Field(default="", max_length=2000)
     instructions: str = Field(default="", max_length=100_000)
     model_profile_id: str | None = None
+    # The realtime voice model profile its calls use (calls.service); unset: the organization's first.
+    realtime_profile_id: str | None = None
     model_settings: ModelSettingsSpec = Field(default_factory=ModelSettingsSpec)
     capabilities: list[CapabilityBinding] = Field(default_factory=list)
     collection_ids: list[str] = Field(default_factory=list)

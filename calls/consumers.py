@@ -2,8 +2,14 @@
 
 Thin: admit in `connect` (calls.service.admit — nothing reaches the provider before it passes), then relay.
 Browser → us: `audio` (base64 PCM16, 24 kHz mono), `mute` (drop what was said since), `answer` (a card's answer),
-`hang_up`. Us → browser: `call_started`, `audio`, `caption` (live, by delta), `turn` (a finished transcript,
-stored), `speech_started`, `tool`, `ask_user`, `task_started`, `task_done`, `usage`, `error`, `call_ended`.
+`decide` (an approval card's decision), `hang_up`. Us → browser: `call_started`, `audio`, `caption` (live, by
+delta), `turn` (a finished transcript, stored), `speech_started`, `tool`, `tool_done`, `approval`, `ask_user`,
+`task_started`, `task_done`, `usage`, `error`, `call_ended`.
+
+A live tool (calls.tools) runs beside the pump, so the call keeps relaying audio while it works. One that needs
+approval answers the model at once that it waits (so the model tells the person), shows the approval card, and
+when the caller decides runs — or not — and the call is told the outcome as a message, the way a hand-off's
+result is.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ import contextlib
 import json
 import logging
 import uuid
+from dataclasses import replace
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -27,8 +34,9 @@ from agents.consumers import CLOSE_REFUSED, BadFrame, FrameTooBig, decode_frame
 from agents.models import Message
 from agents.run_handle import group_name
 from agents.runner.frames import FINAL_FRAME_TYPES, frame, frames_in
-from calls import service
+from calls import service, tools
 from calls.realtime import RealtimeConnection, RealtimeError, error_code
+from calls.tools import ToolBox
 from capabilities.guardrails.screen import GuardrailBlocked
 from governance.budgets import BudgetExceeded
 
@@ -54,6 +62,8 @@ class CallConsumer(AsyncJsonWebsocketConsumer):
         await self.accept()
         query = parse_qs((self.scope.get("query_string") or b"").decode())
         self.pending_questions: set[str] = set()
+        self.pending_approvals: dict[str, tuple[str, dict[str, Any]]] = {}
+        self.toolbox: ToolBox | None = None
         self.tasks: dict[str, asyncio.Task[None]] = {}
         try:
             self.plan = await database_sync_to_async(service.admit)(
@@ -65,6 +75,18 @@ class CallConsumer(AsyncJsonWebsocketConsumer):
         except BudgetExceeded as exc:
             await self._refuse("budget_exceeded", str(exc))
             return
+        try:
+            self.toolbox = await database_sync_to_async(service.toolbox)(self.plan)
+            await self.toolbox.open()
+        except DomainError as exc:
+            await self._refuse(exc.code, exc.message)
+            return
+        except Exception as exc:  # a tool server (MCP) that does not answer: the call says so, not its text
+            logger.warning("call tools failed to open for agent %s: %s", self.plan.agent_id, type(exc).__name__)
+            await self._refuse("tools_unavailable", "The agent's tools could not be reached. Try again in a moment.")
+            return
+        self.plan.session = replace(self.plan.session,
+                                    tools=self.plan.session.tools + self.toolbox.session_tools())
         try:
             key = await database_sync_to_async(service.provider_key)(self.plan)
             self.provider = await RealtimeConnection.open(base_url=self.plan.base_url, model=self.plan.model,
@@ -103,6 +125,10 @@ class CallConsumer(AsyncJsonWebsocketConsumer):
         if self.provider is not None:
             with contextlib.suppress(Exception):
                 await self.provider.close()
+        toolbox = getattr(self, "toolbox", None)
+        if toolbox is not None:
+            with contextlib.suppress(Exception):
+                await toolbox.close()
         if self.plan is not None and not getattr(self, "_dropped", False):
             self._dropped = True
             await database_sync_to_async(service.drop_if_empty)(self.plan)
@@ -127,7 +153,7 @@ class CallConsumer(AsyncJsonWebsocketConsumer):
             return
         kind = content.get("type") if isinstance(content, dict) else None
         handler = {"audio": self._on_audio, "mute": self._on_mute, "answer": self._on_answer,
-                   "hang_up": self._on_hang_up}.get(str(kind))
+                   "decide": self._on_decide, "hang_up": self._on_hang_up}.get(str(kind))
         if handler is None or self.provider is None:
             await self.send_json(frame("error", message=f"Unknown frame type {kind!r}.", code="bad_frame"))
             return
@@ -160,6 +186,25 @@ class CallConsumer(AsyncJsonWebsocketConsumer):
             return
         assert self.provider is not None
         await self.provider.function_output(call_id, json.dumps({"answer": answer}))
+
+    async def _on_decide(self, content: dict) -> None:
+        assert self.plan is not None and self.toolbox is not None
+        call_id = str(content.get("call_id") or "")
+        pending = self.pending_approvals.pop(call_id, None)
+        if pending is None:
+            await self.send_json(frame("error", message="That call is not waiting for a decision.", code="not_found"))
+            return
+        name, args = pending
+        approved = content.get("decision") == "approve"
+        await database_sync_to_async(service.record_decision)(
+            self.plan, call_id=call_id, tool_name=name, capability_id=self.toolbox.capability_of.get(name, ""),
+            approved=approved)
+        if approved:
+            self._background(call_id, self._run_tool(call_id, name, args, approved=True))
+            return
+        await self.send_json(frame("tool_done", call_id=call_id, name=name, status="rejected"))
+        assert self.provider is not None
+        await self.provider.say(f"The person declined the call of {name}; it did not run. Say so briefly.")
 
     async def _on_hang_up(self, content: dict) -> None:
         await self._end("hung_up")
@@ -231,8 +276,48 @@ class CallConsumer(AsyncJsonWebsocketConsumer):
             options = [str(o)[:200] for o in (args.get("options") or []) if isinstance(o, str)][:6]
             await self.send_json(frame("ask_user", call_id=call_id, question=str(args.get("question") or "")[:1000],
                                        options=options))
+        elif self.toolbox is not None and self.toolbox.has(name):
+            self._background(call_id, self._run_tool(call_id, name, args))
         else:
             await self.provider.function_output(call_id, json.dumps({"error": f"There is no tool {name!r}."}))
+
+    def _background(self, key: str, work: Any) -> None:
+        task = asyncio.create_task(work)
+        self.tasks[key] = task
+        task.add_done_callback(lambda _: self.tasks.pop(key, None))
+
+    async def _run_tool(self, call_id: str, name: str, args: dict[str, Any], *, approved: bool = False) -> None:
+        """One live tool call through the gate; its result checked by the guardrails before the model reads it."""
+        assert self.plan is not None and self.toolbox is not None and self.provider is not None
+        outcome = await self.toolbox.call(name, args, call_id=call_id, approved=approved)
+        if outcome.status == "approval":
+            await self._ask_approval(call_id, name, args)
+            return
+        output = outcome.output
+        try:
+            output = self._clean("tool", output)
+        except GuardrailBlocked:
+            output, outcome = json.dumps({"error": "The guardrails withheld this result."}), tools.Outcome("blocked")
+        await self.send_json(frame("tool_done", call_id=call_id, name=name, status=outcome.status))
+        if approved:  # the model was answered when the card went up: the result comes as a message
+            await self.provider.say(f"The person approved {name}; it ran. Its result: {output}")
+        else:
+            await self.provider.function_output(call_id, output)
+
+    async def _ask_approval(self, call_id: str, name: str, args: dict[str, Any]) -> None:
+        assert self.plan is not None and self.provider is not None
+        can_decide = await database_sync_to_async(service.may_decide)(self.plan)
+        shown = json.dumps(args, ensure_ascii=False, default=str)[:2000]
+        await self.send_json(frame("approval", call_id=call_id, name=name, args=shown, can_decide=can_decide))
+        if can_decide:
+            self.pending_approvals[call_id] = (name, args)
+            note = ("This call waits for the person's approval on a card in the call view. Tell them briefly what "
+                    "you want to do and that it needs their approval; its outcome comes back to you as a message.")
+            await self.provider.function_output(call_id, json.dumps({"status": "waiting_for_approval", "note": note}))
+        else:
+            note = ("This tool needs an approver's decision, and the person in this call cannot approve it. It did "
+                    "not run; tell them so.")
+            await self.provider.function_output(call_id, json.dumps({"error": note}))
 
     async def _hand_off(self, call_id: str, task: str) -> None:
         assert self.plan is not None and self.provider is not None

@@ -9,6 +9,11 @@ Everything here is sync (ORM) and called from the consumer through `database_syn
   capabilities are reached through one tool, "Pasar trabajo" (`pass_work`), which starts a run of the agent's
   text model through the one runner; `ask_user` asks on a card in the call view; `never` ones are left out.
 - Each transcript is a turn of the conversation (a `Message`), after the guardrails of its edge.
+- `live` capabilities run in the call itself (calls.tools: built by the registry, gated as a text run's tools);
+  a tool that needs approval waits for the caller's decision on a card when they may decide
+  (`approvals:decide`), and the decision is audited like any approval.
+- `thinking` maps to the realtime model's reasoning setting; the agent's spec names its realtime profile
+  (`realtime_profile_id`), else the organization's first.
 - Each `response.done` is priced (genai-prices, audio tokens apart) and written through the one metered path.
 """
 
@@ -19,9 +24,10 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from django.db import transaction
 from django.utils import timezone
 
-from agenticos import vault
+from agenticos import audit, vault
 from agenticos.errors import Invalid
 from agenticos.queries import Insert, Update, write_together
 from agenticos.tenancy import Actor
@@ -30,7 +36,9 @@ from agents.chat import own_conversation, start_member_run
 from agents.models import Conversation, Message, ModelProfile, Surface
 from agents.services import agent_and_version
 from agents.spec import AgentSpec
+from calls import tools
 from calls.realtime import CallTool, SessionConfig
+from calls.tools import ToolBox
 from capabilities import registry
 from capabilities.guardrails.config import GuardrailsConfig
 from capabilities.guardrails.screen import Screen
@@ -136,16 +144,26 @@ class CallPlan:
     session: SessionConfig
     capabilities: CallCapabilities
     meter: metered.Meter
+    spec: AgentSpec
+    call_id: uuid.UUID = field(default_factory=uuid.uuid4)
     screens: dict[str, Screen | None] = field(default_factory=dict)
 
     def screen(self, edge: str) -> Screen | None:
         return self.screens.get(edge)
 
 
-def realtime_profile(actor: Actor) -> ModelProfile:
-    profile = (ModelProfile.objects.filter(organization=actor.organization, kind=ModelProfile.Kind.REALTIME,
-                                           provider="openai")
-               .select_related("secret").order_by("label").first())
+def realtime_profile(actor: Actor, spec: AgentSpec) -> ModelProfile:
+    """The realtime profile the agent's spec names, else the organization's first (by label)."""
+    profiles = ModelProfile.objects.filter(organization=actor.organization, kind=ModelProfile.Kind.REALTIME,
+                                           provider="openai").select_related("secret")
+    if spec.realtime_profile_id:
+        wanted = _uuid_or_none(spec.realtime_profile_id)
+        profile = profiles.filter(pk=wanted).first() if wanted is not None else None
+        if profile is None:
+            raise Invalid("The realtime voice model this agent names no longer exists; choose another in the "
+                          "Builder and publish.", code="no_realtime_model")
+    else:
+        profile = profiles.order_by("label").first()
     if profile is None or profile.secret is None:
         raise Invalid("This organization has no realtime voice model: an admin adds a model profile of kind "
                       "Realtime voice (OpenAI) with its key.", code="no_realtime_model")
@@ -157,17 +175,18 @@ def admit(*, actor: Actor, agent_id: Any, conversation_id: Any = None) -> CallPl
     actor.require("agents:run")
     agent, version = agent_and_version(actor=actor, agent_id=agent_id, level=USE)
     conversation = own_conversation(actor, conversation_id, agent, draft=False) if conversation_id else None
-    profile = realtime_profile(actor)
+    spec = AgentSpec.model_validate(version.spec)
+    profile = realtime_profile(actor, spec)
     meter = metered.for_agent(actor.organization.pk, agent.pk, kind=metered.VOICE_CALL, surface=Surface.WEB)
     metered.check(meter)
-    spec = AgentSpec.model_validate(version.spec)
     capabilities = call_capabilities(spec)
     instructions = "\n\n".join(part for part in (
         spec.instructions.strip(), CALL_NOTE,
         HAND_OFF_NOTE.format(names=", ".join(registry.get(c).name for c in capabilities.hand_off))
         if capabilities.hand_off else "") if part)
     voice = str((profile.settings or {}).get("voice") or "alloy")
-    session = SessionConfig(instructions=instructions, tools=call_tools(spec, capabilities), voice=voice)
+    session = SessionConfig(instructions=instructions, tools=call_tools(spec, capabilities), voice=voice,
+                            reasoning_effort=reasoning_effort(spec))
     created = conversation is None
     if conversation is None:
         conversation = Conversation.objects.create(
@@ -177,7 +196,57 @@ def admit(*, actor: Actor, agent_id: Any, conversation_id: Any = None) -> CallPl
     return CallPlan(actor=actor, agent_id=agent.pk, agent_name=agent.name, version_id=version.pk,
                     conversation_id=conversation.pk, created_conversation=created, profile_id=profile.pk,
                     model=profile.model, base_url=profile.base_url, session=session, capabilities=capabilities,
-                    meter=meter, screens=screens)
+                    meter=meter, spec=spec, screens=screens)
+
+
+def _uuid_or_none(value: Any) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(str(value))
+    except ValueError:
+        return None
+
+
+# Thinking's portable effort → the realtime model's reasoning effort (OpenAI's: minimal, low, medium, high).
+REASONING_EFFORT = {"minimal": "minimal", "low": "low", "medium": "medium", "high": "high", "xhigh": "high",
+                    "max": "high"}
+
+
+def reasoning_effort(spec: AgentSpec) -> str | None:
+    """The catalog's "mapeada": a bound, enabled `thinking` becomes the realtime model's own reasoning setting
+    (its effort, or medium when the author left the provider's default); without it the call sends none."""
+    for binding in spec.capabilities:
+        if binding.id == "thinking" and binding.enabled:
+            return REASONING_EFFORT.get(str((binding.config or {}).get("effort") or "medium"), "medium")
+    return None
+
+
+def toolbox(plan: CallPlan) -> ToolBox:
+    """The call's live tools (calls.tools), built for this caller, agent version and conversation."""
+    if not plan.spec.model_profile_id:
+        return tools.ToolBox(toolset=None, context=None)
+    try:
+        return tools.build_toolbox(actor=plan.actor, spec=plan.spec, agent_id=plan.agent_id,
+                                   version_id=plan.version_id, conversation_id=plan.conversation_id,
+                                   call_id=plan.call_id)
+    except ModelProfile.DoesNotExist:
+        raise Invalid("The text model this agent's version names no longer exists; choose another in the "
+                      "Builder and publish.", code="no_text_model") from None
+
+
+def may_decide(plan: CallPlan) -> bool:
+    return plan.actor.has("approvals:decide")
+
+
+def record_decision(plan: CallPlan, *, call_id: str, tool_name: str, capability_id: str, approved: bool) -> None:
+    """A decision on a tool of a call, audited as a parked call's decision is (governance.services)."""
+    plan.actor.require("approvals:decide")
+    status = "approved" if approved else "rejected"
+    with transaction.atomic():
+        audit.record(actor=plan.actor.user, organization=plan.actor.organization, action=f"approval.{status}",
+                     target_type="call_tool", target_id=call_id[:64],
+                     target_name=f"{tool_name} in a voice call with {plan.agent_name}",
+                     details={"conversation_id": str(plan.conversation_id), "call": str(plan.call_id),
+                              "tool": tool_name, "capability": capability_id, "via": "call"})
 
 
 def drop_if_empty(plan: CallPlan) -> None:

@@ -98,6 +98,11 @@ def reference_problems(
             problems.append(_problem("model_profile_id", "The model profile must be a chat model."))
     elif require_model:
         problems.append(_problem("model_profile_id", "Choose a model profile before publishing."))
+    realtime_id = data.get("realtime_profile_id")
+    if realtime_id and not ModelProfile.objects.filter(organization=org, pk__in=_uuids([realtime_id]),
+                                                       kind=ModelProfile.Kind.REALTIME).exists():
+        problems.append(_problem("realtime_profile_id", f"No realtime voice model profile {realtime_id} in this "
+                                                        "organization."))
 
     bindings = _list(data, "capabilities")
     seen: set[str] = set()

@@ -204,7 +204,7 @@ def model_profiles(request: HttpRequest, actor: Actor) -> HttpResponse:
                     label = request.POST.get("label", "")
                     profile = agent_services.create_model_profile(
                         actor=actor, label=label, provider=request.POST.get("provider", ""),
-                        model=request.POST.get("model", ""),
+                        model=request.POST.get("model", ""), kind=request.POST.get("kind", ModelProfile.Kind.CHAT),
                         secret_id=_typed_key(actor, request, label) or request.POST.get("secret_id") or None,
                         base_url=request.POST.get("base_url", ""),
                     )
@@ -216,7 +216,8 @@ def model_profiles(request: HttpRequest, actor: Actor) -> HttpResponse:
     profiles = org_queryset(actor, ModelProfile).select_related("secret")
     secrets_list = kernel.pickable_secrets(actor, kinds=MODEL_KEY_KINDS)
     return _page(request, "console/settings/models.html", "models", {
-        "profiles": profiles, "providers": Provider.choices, "secrets": secrets_list, "errors": errors,
+        "profiles": profiles, "providers": Provider.choices, "kinds": ModelProfile.Kind.choices, "secrets": secrets_list,
+        "errors": errors,
     }, status=422 if errors else 200)
 
 

@@ -94,3 +94,22 @@ def test_another_organizations_profile_is_404(client_as, org, owner, outsider_or
     assert client.get("/settings/models/not-a-uuid/").status_code == 404
     theirs.refresh_from_db()
     assert theirs.label == "Theirs"
+
+
+def test_the_add_form_offers_the_realtime_kind_and_creates_a_voice_profile(client_as, org, builder):
+    secret = factories.secret(org, name="openai-key")
+    client = client_as(builder, org)
+    assert '<option value="realtime">Realtime voice</option>' in client.get("/settings/models/").content.decode()
+    response = client.post("/settings/models/", {"label": "Voice", "kind": "realtime", "provider": "openai",
+                                                 "model": "gpt-realtime", "secret_id": str(secret.pk)})
+    assert response.status_code == 302
+    profile = ModelProfile.objects.get(organization=org, label="Voice")
+    assert (profile.kind, profile.model) == (ModelProfile.Kind.REALTIME, "gpt-realtime")
+    assert 'data-model-kind="realtime"' in client.get("/settings/models/").content.decode()
+
+
+def test_a_realtime_profile_of_another_provider_is_refused_at_its_field(client_as, org, builder):
+    response = client_as(builder, org).post("/settings/models/", {
+        "label": "Voice", "kind": "realtime", "provider": "demo", "model": "demo"})
+    assert response.status_code == 422 and "Realtime API" in response.content.decode()
+    assert not ModelProfile.objects.filter(organization=org, label="Voice").exists()

@@ -80,6 +80,7 @@ class FakeRealtime:
         self.default_heard: str | None = "Hello there."
         self.received: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
+        self.paths: list[str] = []  # each connection's path and query (`/v1/realtime?model=…`)
         self.sessions: list[dict[str, Any]] = []
         self.connections = 0
         self._sock = listening_socket()
@@ -115,6 +116,7 @@ class FakeRealtime:
 
     def _authorize(self, connection: ServerConnection, request: Any) -> Response | None:
         self.headers.append({k.lower(): v for k, v in request.headers.raw_items()})
+        self.paths.append(request.path)
         if request.headers.get("Authorization") != f"Bearer {KEY}" or not request.path.startswith("/v1/realtime"):
             body = json.dumps({"error": {"type": "invalid_request_error", "code": "invalid_api_key",
                                          "message": "Incorrect API key provided"}}).encode()
@@ -127,6 +129,7 @@ class FakeRealtime:
         self.default_heard = "Hello there."
         self.received.clear()
         self.headers.clear()
+        self.paths.clear()
         self.sessions.clear()
         self.connections = 0
 

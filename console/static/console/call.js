@@ -1,6 +1,6 @@
 // The call view of /chat: a live voice call with the agent on screen (calls/consumers.py is the socket).
 // The microphone is read at 24 kHz, sent as base64 PCM16 in small chunks; the agent's audio is played as it
-// comes, and cut when the person starts speaking. Captions, ask_user cards and the hand-off task panel are
+// comes, and cut when the person starts speaking. Captions, ask_user and approval cards and the hand-off task panel are
 // drawn from the socket's frames. No build step: a native ES module.
 import { h } from "./dom.js";
 
@@ -127,6 +127,14 @@ class Call {
       case "ask_user":
         this.ask(data);
         break;
+      case "approval":
+        this.approval(data);
+        break;
+      case "tool_done": {
+        const card = this.el("questions").querySelector(`[data-call-approval="${CSS.escape(data.call_id)}"]`);
+        if (card) card.remove();
+        break;
+      }
       case "task_started":
         this.el("tasks").append(h("li", { "data-task": data.run_id, class: "call-task working", text: data.task }));
         this.el("tasks-panel").hidden = false;
@@ -168,6 +176,33 @@ class Call {
     const input = h("input", { type: "text", "aria-label": this.root.dataset.yourAnswer, maxlength: "2000" });
     card.append(input, h("button", { type: "submit", class: "button small primary", text: this.root.dataset.send }));
     card.addEventListener("submit", (event) => { event.preventDefault(); if (input.value.trim()) answer(input.value); });
+    this.el("questions").append(card);
+  }
+
+  // A tool that needs approval: the call waits on this card (the model has told the person why). Someone who may
+  // not decide sees what waits and that it did not run.
+  approval(data) {
+    const card = h("div", { class: "card call-approval", "data-call-approval": data.call_id, role: "group",
+      "aria-label": this.root.dataset.approvalNeeded }, [
+      h("p", { text: `${this.root.dataset.approvalNeeded}: ${data.name}` }),
+      h("pre", { class: "call-approval-args", text: data.args }),
+    ]);
+    if (!data.can_decide) {
+      card.append(h("p", { class: "muted", text: this.root.dataset.cannotDecide }));
+      this.el("questions").append(card);
+      return;
+    }
+    const decide = (decision) => {
+      this.socket.send(JSON.stringify({ type: "decide", call_id: data.call_id, decision }));
+      card.remove();
+    };
+    for (const [decision, label, kind] of [["approve", this.root.dataset.approve, "primary"],
+                                           ["reject", this.root.dataset.reject, "danger"]]) {
+      const button = h("button", { type: "button", class: `button small ${kind}`, text: label,
+        "data-call-decision": decision });
+      button.addEventListener("click", () => decide(decision));
+      card.append(button);
+    }
     this.el("questions").append(card);
   }
 
