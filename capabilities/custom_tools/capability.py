@@ -147,6 +147,7 @@ def build(ctx: BuildContext) -> list[Built]:
         # JSON one value per line, so read_tool_result can page and grep a spilled response by line.
         serializer=indented_json,
         offer_reader=not _reader_offered_elsewhere(ctx),
+        id="custom_tools_output_limits",
     )
     return [toolset, limits]
 

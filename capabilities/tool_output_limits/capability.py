@@ -4,7 +4,7 @@ resultados de herramientas"). Custom REST tools reuse the same store and reader 
 
 Where a spill goes ("Un volcado va al propio backend del agent"):
 - an agent whose run has a workspace (capability `sandbox`) spills into it, as the file
-  `/workspace/tool_output/<run>/<call>.<retry>`: the handle is that path, so the agent's own `read_file` and
+  `/workspace/tool_output/<run id>/<call>.<retry>`: the handle is that path, so the agent's own `read_file` and
   `grep` reach it as well as `read_tool_result`. It is written through the run's own workspace backend, so it
   is the organization's, counts against the workspace's byte cap (a full workspace makes the harness fall
   back to truncating) and lives with the workspace; it never outlives its run either (swept once the run has
@@ -62,8 +62,11 @@ def _load(run_id: str, organization_id: str, handle: str) -> bytes | None:
     return bytes(content) if content is not None else None
 
 
-def spill_path(key: str) -> str:
-    """The workspace file of a spill: the harness's key ("<run>/<call>.<retry>") made of safe segments."""
+def spill_path(key: str, run_id: str | None = None) -> str:
+    """The workspace file of a spill: `/workspace/tool_output/<run>/<call>.<retry>`, of safe segments. The
+    harness's key starts with pydantic-ai's own run id, which a resumed run changes: the folder is our run's."""
+    if run_id:
+        key = f"{run_id}/{key.partition('/')[2] or key}"
     segments = [re.sub(r"[^A-Za-z0-9._-]+", "_", part) for part in key.split("/") if part.strip(".")]
     return "/".join([workspace_store.SPILLS, *(segments or ["_"])])
 
@@ -99,7 +102,7 @@ class RunSpillStore:
     async def write(self, key: str, data: bytes) -> str:
         backend = self.workspace
         if backend is not None:
-            path = spill_path(key)
+            path = spill_path(key, self.run_id)
             await backend.write_bytes(path, data)  # the workspace's cap and tenancy apply; a refusal raises
             return path
         if self.persisted:
@@ -220,7 +223,7 @@ DEFAULT_SUMMARY_PROMPT: str = ToolOutputLimits.__dataclass_fields__["summary_pro
 
 
 def limits_for_run(deps: Any, config: ToolOutputLimitsConfig, tool_filter: Any = "all",
-                   serializer: Any = None, *, offer_reader: bool = True) -> ToolOutputLimits:
+                   serializer: Any = None, *, offer_reader: bool = True, id: str | None = None) -> ToolOutputLimits:
     threshold = config.effective_threshold()
     max_chars = min(config.max_chars or 20_000, threshold)
     truncate = Truncate(strategy=TruncationStrategy(config.truncation_strategy), max_chars=max_chars)
@@ -246,6 +249,7 @@ def limits_for_run(deps: Any, config: ToolOutputLimitsConfig, tool_filter: Any =
         strip_ansi=config.strip_ansi,
         store=run_store(deps),
         tool_filter=tool_filter,
+        id=id,  # pydantic-ai refuses two capabilities of one id in a run (custom_tools' own limits has its own)
         **kwargs,
     )
 
@@ -289,8 +293,8 @@ CAPABILITY = Capability(
         "Find the order id in that huge API response.",
     ),
     never_does=(
-        "It never keeps a set-aside result beyond its run: only that run can read it back, and it is "
-        "deleted shortly after the run ends."
+        "It never keeps a set-aside result beyond its run: it is deleted shortly after the run ends. With a "
+        "workspace it is a file there (tool_output/), which other runs sharing that workspace can see until then."
     ),
     tools=(READ_TOOL,),
     config_model=ToolOutputLimitsConfig,

@@ -17,7 +17,6 @@ from tests import factories
 
 from .helpers import stream_run
 
-
 # What the clock capability puts in the instructions (capabilities/clock): the clock has no tool.
 CLOCK = "Current date and time: Wednesday 2026-12-02 12:00 (Europe/Warsaw, UTC+0100). Use it instead of guessing."
 
