@@ -107,6 +107,9 @@ SETUPS: dict[str, Callable[[Organization], tuple[dict[str, Any], dict[str, Any]]
 EXEMPT: dict[str, dict[str, str]] = {
     "coding_agent": {"run_coding_agent": "offered only beside a sandbox on a service backend with its shell; "
                                          "tests/sandbox/test_coding_agent.py proves the offer"},
+    "custom_tools": {"read_tool_result": "offered only beside an assigned custom tool, whose big responses it "
+                                         "reads; tests/tools/test_spills_to_workspace.py proves the offer, its "
+                                         "gate and its rename"},
     "sandbox": {"execute": "the stored (state) backend has no shell; only a service backend offers it, and this "
                            "deployment has no sandbox connection to publish one with"},
     # The other nine are offered with this setup; tests/capabilities/test_subagents.py proves the narrower offers
