@@ -7,7 +7,7 @@ OpenAI client path, the outbound guard included), through the `runs` workers `ma
 --via socket opens N widget sockets (`/api/v1/embed/<key>/ws`, one visitor each) and sends one message on
 each instead of N REST calls: the same runner behind daphne's socket path.
 
-Each run asks the model twice: a `get_current_time` tool call (streamed in a few chunks), then an answer of
+Each run asks the model twice: a `create_chart` tool call (streamed in a few chunks), then an answer of
 --tokens tokens over --seconds. Printed per N: peak streams open at the model server, start delay (request
 sent → the run's first model request) p50/p95, wall time for all N against one run alone, CPU per run (web,
 runs workers, PostgreSQL, Redis; the model server apart), the peak RSS of each process, and errors / runs not
@@ -41,6 +41,9 @@ from bench.tenant import owner_and_model  # noqa: E402
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 MARKER = re.compile(r"bench-run-[0-9a-f]{32}")
+# The tool call the model server streams: a chart of one point (the clock has no tool; capabilities/clock).
+CHART_ARGS = json.dumps({"chart_type": "bar", "title": "Now", "x_values": ["now"],
+                         "series": [{"name": "hour", "values": [1]}]})
 
 
 # ------------------------------------------------------------------ the model server (a process of its own)
@@ -117,10 +120,10 @@ class ModelServer:
                 finish, completion = "stop", self.tokens
             else:
                 call = {"index": 0, "id": f"call_{uuid.uuid4().hex[:12]}", "type": "function",
-                        "function": {"name": "get_current_time", "arguments": ""}}
+                        "function": {"name": "create_chart", "arguments": ""}}
                 await asyncio.sleep(self.pace)
                 await send(chunk({"tool_calls": [call]}))
-                for piece in ("{", "}"):
+                for piece in (CHART_ARGS[:40], CHART_ARGS[40:]):
                     await asyncio.sleep(self.pace)
                     await send(chunk({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}))
                 finish, completion = "tool_calls", 5
@@ -168,17 +171,17 @@ httpx2.AsyncHTTPTransport.__init__ = _init
 
 def setup_tenant(model_port: int) -> tuple[str, str]:
     """An organization without a cap, an `openai_compatible` profile at the model server, an agent with the
-    clock, and an API key. Returns (agent id, raw key)."""
+    charts, and an API key. Returns (agent id, raw key)."""
     from agenticos.services import create_api_key
     from agents import services
     from agents.models import Agent
 
     org, actor, profile = owner_and_model("bench-scale", "Bench scale", model_port)
-    agent = Agent.objects.filter(organization=org, slug="scale").first()
+    agent = Agent.objects.filter(organization=org, slug="scale-charts").first()
     if agent is None:
-        agent = services.create_agent(actor=actor, name="Scale", slug="scale", spec={
-            "name": "Scale", "instructions": "Answer after checking the time.", "model_profile_id": str(profile.pk),
-            "capabilities": [{"id": "clock"}]})
+        agent = services.create_agent(actor=actor, name="Scale", slug="scale-charts", spec={
+            "name": "Scale", "instructions": "Answer after drawing a chart.", "model_profile_id": str(profile.pk),
+            "capabilities": [{"id": "charts"}]})
         services.publish_agent(actor=actor, agent=agent)
     _, raw = create_api_key(actor=actor, name=f"bench {uuid.uuid4().hex[:6]}")
     return str(agent.pk), raw
@@ -384,11 +387,12 @@ def floor(model_port: int, n: int) -> tuple[float, float]:
         async with httpx.AsyncClient(limits=httpx.Limits(max_connections=None), timeout=120) as http:
             client = AsyncOpenAI(base_url=f"http://127.0.0.1:{model_port}/v1", api_key="bench", http_client=http)
             agent = Agent(OpenAIChatModel("gpt-4o-mini", provider=OpenAIProvider(openai_client=client)),
-                          instructions="Answer after checking the time.")
+                          instructions="Answer after drawing a chart.")
 
             @agent.tool_plain
-            def get_current_time() -> str:
-                return "2026-12-04T01:00:00+00:00"
+            def create_chart(chart_type: str, title: str, x_values: list[str], series: list[dict]) -> dict:
+                return {"kind": "chart", "chart_type": chart_type, "title": title, "x_values": x_values,
+                        "series": series}
 
             async def one() -> None:
                 async with agent.run_stream(f"bench-run-{uuid.uuid4().hex}: what time is it?") as result:

@@ -7,7 +7,7 @@ in docs/benchmarks.md on their own machine.
 
 It creates (once) a virtualenv under `.bench/agno-<version>` (or --venv) with `agno`, FastAPI, uvicorn and the
 OpenAI SDK, writes an AgentOS app there — one agent, an OpenAI-compatible model at the bench's model server,
-a `get_current_time` tool, its sessions in SQLite (or PostgreSQL with --db-url) — and serves it with uvicorn
+a `create_chart` tool (the call the model server makes), its sessions in SQLite (or PostgreSQL with --db-url) — and serves it with uvicorn
 (`--workers`, one per core by default). Each of N clients then calls `POST /agents/clock/runs` with
 `stream=true` (AgentOS' default) and reads the event stream to its end: every event reaches a client, as the
 platform's sockets do. Printed per N, as bench/concurrency.py prints them: peak streams at the model server,
@@ -33,7 +33,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 APP = '''
-import datetime
 import os
 
 from agno.agent import Agent
@@ -41,9 +40,9 @@ from agno.models.openai.like import OpenAILike
 from agno.os import AgentOS
 
 
-def get_current_time() -> str:
-    """The current time, ISO 8601, UTC."""
-    return datetime.datetime.now(datetime.timezone.utc).isoformat()
+def create_chart(chart_type: str, title: str, x_values: list[str], series: list[dict]) -> dict:
+    """Draw a chart from numbers you already have."""
+    return {"kind": "chart", "chart_type": chart_type, "title": title, "x_values": x_values, "series": series}
 
 
 if os.environ.get("PEER_DB_URL"):
@@ -60,7 +59,7 @@ agent = Agent(
     name="Clock",
     model=OpenAILike(id="gpt-4o-mini", base_url=os.environ["PEER_MODEL_URL"], api_key="bench"),
     instructions="Answer after checking the time.",
-    tools=[get_current_time],
+    tools=[create_chart],
     db=db,
 )
 app = AgentOS(agents=[agent]).get_app()

@@ -204,6 +204,9 @@ def validate_bindings(
     seen: dict[str, int] = {}
     # visible tool name -> field path of whoever claims it, for collisions among enabled bindings
     names: dict[str, str] = {}
+    # visible tool name -> its declaration: one declaration shared by two capabilities under one name is one
+    # tool, offered once (read_tool_result, from tool_output_limits and from custom_tools' big responses)
+    declarations: dict[str, ToolDecl] = {}
 
     def problem(path: str, message: str) -> None:
         problems.append({"field": path, "message": message})
@@ -281,10 +284,11 @@ def validate_bindings(
                     if tool.id in binding.tool_overrides
                     else f"{base}.id"
                 )
-                if name in names:
+                if name in names and declarations.get(name) is not tool:
                     problem(path, f"Tool name {name!r} is already used by another tool ({names[name]}).")
                 else:
-                    names[name] = path
+                    names.setdefault(name, path)
+                    declarations[name] = tool
 
         # A disabled binding only keeps its config: it needs no scope and no key until it is switched on.
         missing_scopes = [s for s in cap.scopes if s not in granted] if binding.enabled else []
@@ -451,11 +455,15 @@ def build_for_run(spec: AgentSpec, deps: RunDeps, organization_id: str | None = 
                 )
         for tool in cap.tools:
             name = effective_name(binding, tool)
+            approval = effective_approval(binding, tool.id)
+            shared = built.tools.get(name)
+            if shared is not None and shared.requires_approval:
+                approval = shared.approval  # a tool two bindings declare is gated when either gates it
             built.tools[name] = ToolRoute(
                 name=name,
                 capability_id=cap.id,
                 tool_id=tool.id,
-                approval=effective_approval(binding, tool.id),
+                approval=approval,
                 side_effecting=tool.side_effecting,
                 provider_executed=tool.provider_executed,
             )

@@ -36,7 +36,6 @@ ACTIVITY: dict[str, str] = {
     "run_python": "Running code…",
     "search_documents": "Searching the documents…",
     "search_conversations": "Searching past conversations…",
-    "get_current_time": "Checking the time…",
     "get_channel_info": "Looking at the channel…",
     "list_channel_members": "Looking at who is here…",
     "read_channel_history": "Reading the channel…",

@@ -11,7 +11,6 @@ from django.utils.translation import gettext as _
 
 def tool_phrases() -> dict[str, dict[str, str]]:
     return {
-        "get_current_time": {"running": _("Checking the time"), "done": _("Checked the time")},
         "create_chart": {"running": _("Drawing a chart"), "done": _("Drew a chart")},
         "run_python": {"running": _("Running a calculation"), "done": _("Ran a calculation")},
         "write_plan": {"running": _("Writing the plan"), "done": _("Wrote the plan")},

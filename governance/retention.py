@@ -17,7 +17,7 @@ beat tick stays short (the next tick carries on), and logs what it removed and u
 | workspaces of scope run / conversation        | go with their conversation (foreign key); run-scope ones without one: capabilities.tasks.sweep_turn_workspaces |
 | chat-account link requests (channelbots, a registered sweep) | until expired (15 minutes after they were made) |
 | spend ledger (governance.SpendEntry)          | never deleted: every budget cap is computed from it          |
-| stored tool output                            | until its run ends (capabilities.tasks.sweep_spilled_outputs) |
+| stored tool output (rows, or files in the run's workspace under /workspace/tool_output/) | until its run ends (capabilities.tasks.sweep_spilled_outputs) |
 | channel dedup claims, webhook replay / idempotency keys | Redis keys with their own TTL: nothing to sweep    |
 """
 

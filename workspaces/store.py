@@ -8,7 +8,8 @@ dies loses every write since the load. One row per file avoids both; the backend
 pydantic-ai-backend's own.
 
 Layout: the working directory is `/workspace`; files a person attached land in `/workspace/uploads/`,
-bound skills are materialized in `/workspace/skills/<name>/`. Writes past `SANDBOX_STATE_MAX_BYTES`
+bound skills are materialized in `/workspace/skills/<name>/`, tool results too big for the context are spilled
+to `/workspace/tool_output/<run>/` and kept until their run has finished. Writes past `SANDBOX_STATE_MAX_BYTES`
 are refused with a readable error; a write under a bound skill's folder also records a skill proposal.
 """
 
@@ -39,9 +40,14 @@ PROVIDER = "agenticos-state"
 WORKDIR = "/workspace"
 UPLOADS = f"{WORKDIR}/uploads"
 SKILLS = f"{WORKDIR}/skills"
+# Tool results too big for the context (capability tool_output_limits): files of the run that spilled them.
+SPILLS = f"{WORKDIR}/tool_output"
 # The working directory and its ancestors always exist and cannot be removed.
 _FIXED_DIRS = ("/", WORKDIR)
 SCOPES = ("run", "conversation", "channel", "user", "agent")
+# The run's scratch key under which the sandbox capability leaves the run's workspace backend, for what else
+# writes there during the run (spilled tool results).
+SCRATCH_BACKEND = "workspace_backend"
 
 
 class WorkspaceFull(OSError):
@@ -422,13 +428,14 @@ def skill_for_path(path: str, skills_by_name: dict[str, Any]) -> tuple[Any, str]
 
 
 def outputs(run_id: str) -> list[WorkspaceFile]:
-    """Files this run created (not uploads, not materialized skills), oldest first — a channel reply's files.
+    """Files this run created (not uploads, skills or spilled tool results), oldest first — a channel reply's files.
 
     A file the run only overwrote is not among them: it existed before this turn."""
     return list(
         WorkspaceFile.objects.filter(created_by_run=run_id, is_dir=False)
         .exclude(path__startswith=UPLOADS + "/")
         .exclude(path__startswith=SKILLS + "/")
+        .exclude(path__startswith=SPILLS + "/")
         .order_by("created_at", "id")
     )
 
@@ -436,6 +443,18 @@ def outputs(run_id: str) -> list[WorkspaceFile]:
 def fill(workspace: Workspace) -> tuple[int, int]:
     """(bytes used, byte cap) of a stored workspace."""
     return used_bytes(workspace.pk), int(settings.SANDBOX_STATE_MAX_BYTES)
+
+
+def sweep_finished_spills(cutoff: Any, batch: int = 1000) -> int:
+    """Delete the spilled tool results of runs that finished before `cutoff`, by the run that wrote each one —
+    never by sweeping the folder, so a concurrent run sharing the workspace keeps its own in mid-flight."""
+    from agents.models import Run
+
+    finished = Run.objects.filter(finished_at__lt=cutoff).values("pk")
+    doomed = list(WorkspaceFile.objects.filter(path__startswith=SPILLS + "/", created_by_run__in=finished)
+                  .values_list("pk", flat=True)[:batch])
+    deleted, _ = WorkspaceFile.objects.filter(pk__in=doomed).delete()
+    return deleted
 
 
 def sweep_turn_workspaces(grace: timedelta = timedelta(minutes=10), batch: int = 1000) -> int:

@@ -5,7 +5,8 @@ removing accents, English and Spanish):
 
 | intent      | keywords (EN / ES)                                                        | tool it calls        |
 |-------------|---------------------------------------------------------------------------|----------------------|
-| time        | time, clock, date, today / hora, fecha, hoy, reloj                        | `get_current_time`   |
+| time        | time, clock, date, today / hora, fecha, hoy, reloj                        | none: it reads the   |
+|             | (the clock capability puts the date and time in the instructions)          | instructions' clock  |
 | chart       | chart, graph, plot / grafico, grafica, diagrama                           | `create_chart`       |
 | calculation | calculate, compute, sum, multiply, divide, math, or an arithmetic          | `run_python`         |
 |             | expression such as `12 * 7` / calcula, calcular, calculo, suma, cuanto     |                      |
@@ -60,7 +61,7 @@ DEMO_MODEL_NAME = "agenticos-demo"
 
 # intent → tool names it may call, first offered wins.
 INTENT_TOOLS: dict[str, tuple[str, ...]] = {
-    "time": ("get_current_time",),
+    "time": (),  # the clock has no tool: the time is in the instructions (capabilities/clock)
     "chart": ("create_chart",),
     "calculation": ("run_python",),
     "choice": ("ask_user_question", "ask_user"),
@@ -126,6 +127,8 @@ _TEXT = {
         "hello": "Hello! You wrote: “{prompt}”.",
         "try": "Ask me for the time, a chart, a calculation, help choosing or to save a note, and I will show you the tools.",
         "missing": "I would use the {tool} tool for that, but it is not enabled for this agent.",
+        "clock": "My instructions say: {now}",
+        "no_clock": "I do not know the time: the clock capability is not enabled for this agent.",
         "results": "Here is what the tools returned:",
         "ok": "- {tool}: {result}",
         "failed": "- {tool} did not work: {result}",
@@ -142,6 +145,8 @@ _TEXT = {
         "hello": "¡Hola! Escribiste: «{prompt}».",
         "try": "Pídeme la hora, un gráfico, un cálculo, ayuda para elegir o guardar una nota, y te enseñaré las herramientas.",
         "missing": "Usaría la herramienta {tool} para eso, pero no está activada en este agente.",
+        "clock": "Mis instrucciones dicen: {now}",
+        "no_clock": "No sé la hora: la capability clock no está activada en este agente.",
         "results": "Esto es lo que devolvieron las herramientas:",
         "ok": "- {tool}: {result}",
         "failed": "- {tool} no funcionó: {result}",
@@ -199,6 +204,26 @@ def _results_since_prompt(messages: list[ModelMessage]) -> list[tuple[str, str, 
                 content = part.content if isinstance(part.content, str) else json.dumps(part.content, default=str)
                 results.append((part.tool_name or "tool", content, False))
     return results
+
+
+_CLOCK_LINE = re.compile(r"Current date and time: [^\n]*?\)")
+
+
+def _clock_line(messages: list[ModelMessage]) -> str | None:
+    """What the clock capability put in the latest instructions ("Current date and time: … (zone, UTC+0100)")."""
+    for message in reversed(messages):
+        if isinstance(message, ModelRequest) and message.instructions:
+            found = _CLOCK_LINE.search(message.instructions)
+            return found.group(0) if found else None
+    return None
+
+
+def _time_answer(messages: list[ModelMessage], detected: Intent) -> list[str]:
+    if "time" not in detected.intents:
+        return []
+    text = _t(detected.spanish)
+    now = _clock_line(messages)
+    return [text["clock"].format(now=now) if now else text["no_clock"]]
 
 
 def _words(text: str) -> int:
@@ -283,8 +308,6 @@ def _python_for(expression: str | None) -> str:
 
 def _preferred_arguments(intent: str, tool: ToolDefinition, prompt: str, detected: Intent) -> dict[str, Any]:
     text = _t(detected.spanish)
-    if intent == "time":
-        return {"timezone": "UTC"}
     if intent == "chart":
         return {
             "title": text["chart_title"],
@@ -345,7 +368,7 @@ def plan(messages: list[ModelMessage], info: AgentInfo) -> Plan:
     text = _t(detected.spanish)
     results = _results_since_prompt(messages)
     if results:
-        lines = [text["results"]]
+        lines = [*_time_answer(messages, detected), text["results"]]
         for tool_name, result, ok in results:
             lines.append(text["ok" if ok else "failed"].format(tool=tool_name, result=_excerpt(result, 300)))
         return Plan("\n".join(lines) + "\n\n" + text["note"])
@@ -355,6 +378,8 @@ def plan(messages: list[ModelMessage], info: AgentInfo) -> Plan:
     calls: list[ToolCallPart] = []
     missing: list[str] = []
     for intent in detected.intents:
+        if not INTENT_TOOLS[intent]:
+            continue  # answered from the instructions
         tool = next((offered[name] for name in INTENT_TOOLS[intent] if name in offered), None)
         if tool is None:
             missing.append(INTENT_TOOLS[intent][0])
@@ -365,8 +390,9 @@ def plan(messages: list[ModelMessage], info: AgentInfo) -> Plan:
         return Plan(None, tuple(calls))
 
     lines = [text["hello"].format(prompt=_excerpt(prompt))] if prompt else []
+    lines += _time_answer(messages, detected)
     lines += [text["missing"].format(tool=name) for name in missing]
-    if not missing:
+    if not missing and "time" not in detected.intents:
         lines.append(text["try"])
     return Plan(" ".join(lines) + "\n\n" + text["note"])
 

@@ -1,4 +1,4 @@
-"""clock — the current date and time, in the instructions and on request."""
+"""clock — the current date and time, in the instructions (no tool, on purpose)."""
 
 from capabilities.clock.capability import CAPABILITY
 

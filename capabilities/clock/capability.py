@@ -1,9 +1,9 @@
-"""Date and time. Puts "now" in the agent's instructions so it stops guessing from its training cut-off,
-and offers `get_current_time` for another timezone or a fresh reading during a long run.
+"""Date and time. Puts "now" in the agent's instructions so it stops guessing from its training cut-off.
 
-The spec lists clock with no tools (the date goes in the instructions); issue 3 (which wins) has the demo
-model *call* clock, so the tool exists too, and the catalog entry says why (`tools_note`). It only reads the
-clock, so there is nothing to approve.
+No tool, on purpose (spec: "`clock` … ninguna, a propósito"; "clock pone la fecha en las instrucciones"): the
+instructions are read again for every request to the model, so a long run sees the time move on, and the
+offset from UTC they carry lets the model work out another timezone's time. A tool would only cost a round
+trip for what the model already has.
 """
 
 from __future__ import annotations
@@ -18,8 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_ai import RunContext
 from pydantic_ai.capabilities import AbstractCapability
 
-from capabilities import failures
-from capabilities.base import BuildContext, Built, Capability, ToolDecl, function_toolset
+from capabilities.base import BuildContext, Built, Capability
 
 
 @functools.cache
@@ -55,44 +54,9 @@ class ClockConfig(BaseModel):
         return value
 
 
-def describe(now: datetime) -> dict[str, str]:
-    return {
-        "iso": now.isoformat(timespec="seconds"),
-        "date": now.strftime("%Y-%m-%d"),
-        "time": now.strftime("%H:%M:%S"),
-        "weekday": now.strftime("%A"),
-        "timezone": str(now.tzinfo),
-        "utc_offset": now.strftime("%z"),
-    }
-
-
-async def get_current_time(ctx: RunContext[Any], timezone: str | None = None) -> dict[str, str] | str:
-    """Read the current date and time from the clock, optionally in another timezone.
-
-    Use it when the exact current time matters (a deadline, "how long until", another city's time).
-    Today's date is already in your instructions, so you do not need this just to know the date.
-
-    Args:
-        timezone: An IANA timezone name such as Europe/Warsaw or America/New_York. Default: the agent's
-            own timezone.
-
-    Returns:
-        An object with iso (ISO 8601 with offset), date, time, weekday, timezone and utc_offset.
-        An unknown timezone name comes back as a request to call again with a valid IANA name.
-    """
-    name = timezone or ctx.deps.scratch.get("clock_timezone", "UTC")
-    zone = _zone(name)
-    if zone is None:
-        return failures.retry(
-            ctx,
-            f"{name!r} is not an IANA timezone name. Call again with one such as Europe/Warsaw, or omit it.",
-        )
-    return describe(datetime.now(zone))
-
-
 @dataclass
 class ClockInstructions(AbstractCapability[Any]):
-    """The current date and time in the agent's timezone, read when each run starts."""
+    """The current date and time in the agent's timezone, read for every request to the model."""
 
     timezone: str = "UTC"
 
@@ -109,8 +73,7 @@ class ClockInstructions(AbstractCapability[Any]):
 
 def build(ctx: BuildContext) -> list[Built]:
     assert isinstance(ctx.config, ClockConfig)
-    ctx.deps.scratch["clock_timezone"] = ctx.config.timezone
-    return [ClockInstructions(timezone=ctx.config.timezone), function_toolset([get_current_time])]
+    return [ClockInstructions(timezone=ctx.config.timezone)]
 
 
 CAPABILITY = Capability(
@@ -118,19 +81,16 @@ CAPABILITY = Capability(
     name="Date and time",
     category="utility",
     description="Knows the current date and time in its timezone instead of guessing them.",
-    offers="the current date and time, in any timezone",
+    offers="the current date and time, and its offset from UTC",
     examples=(
         "What day is it?",
         "How many days until the end of the quarter?",
         "What time is it in Tokyo right now?",
     ),
     never_does="It never changes anything and reads no calendar: it only reads the clock.",
-    tools=(ToolDecl.from_function(get_current_time),),
-    tools_note=(
-        "One tool, although the date and time are already in the instructions of every run: get_current_time "
-        "reads another timezone, or the exact time during a long run. It only reads the clock, so there is "
-        "nothing to approve."
-    ),
+    tools=(),
+    tools_note=("No tools, on purpose: the current date and time, with the offset from UTC, are in the "
+                "instructions of every request to the model."),
     config_model=ClockConfig,
     voice="live",
     recommended=True,

@@ -5,6 +5,10 @@ id — the alias — through `config.tool_approval[alias]`, falling back to the 
 is an `ApprovalRequiredToolset` inside this capability, so the runner parks the call like any other.
 Credentials are revealed while the run is assembled (on the run's DB thread) and live only in the
 closures of this run's tools; the model sees the tool's credential *id* nowhere but its own description.
+
+A big response reaches the model as a preview and a handle for `read_tool_result`, which this capability
+declares (the same declaration as tool_output_limits'), so a binding gates or renames it like any other tool.
+With tool_output_limits bound too, its reader is the one offered: both read the same run store.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from capabilities import failures
 from capabilities.base import BuildContext, Built, Capability
 from capabilities.custom_tools import runtime
 from capabilities.custom_tools.schema import Definition, json_schema, warnings_text
+from capabilities.tool_output_limits.capability import READ_TOOL
 
 ApprovalMode = Any
 
@@ -141,8 +146,21 @@ def build(ctx: BuildContext) -> list[Built]:
         tool_filter=[t.name for t in tools],
         # JSON one value per line, so read_tool_result can page and grep a spilled response by line.
         serializer=indented_json,
+        offer_reader=not _reader_offered_elsewhere(ctx),
+        id="custom_tools_output_limits",
     )
     return [toolset, limits]
+
+
+def _reader_offered_elsewhere(ctx: BuildContext) -> bool:
+    """Whether tool_output_limits, bound and enabled in this spec, offers the reader under the name this binding
+    gives it (one tool, and it reads the same run store); under another name each binding offers its own."""
+    def name(binding: Any) -> str:
+        override = binding.tool_overrides.get(READ_TOOL.id)
+        return override.name if override is not None and override.name else READ_TOOL.name
+
+    return ctx.spec is not None and any(b.id == "tool_output_limits" and name(b) == name(ctx.binding)
+                                        for b in ctx.spec.enabled_bindings())
 
 
 CAPABILITY = Capability(
@@ -161,9 +179,9 @@ CAPABILITY = Capability(
         "organization's tools, and never reaches cloud-metadata addresses, or private ones unless an "
         "operator allowed that host."
     ),
-    tools=(),
-    tools_note=("No fixed tools: its tools are this organization's custom tools assigned to the agent, each "
-                "named and described by its own definition."),
+    tools=(READ_TOOL,),
+    tools_note=("Its tools are this organization's custom tools assigned to the agent, each named and described "
+                "by its own definition, plus read_tool_result for a response too big to show whole."),
     config_model=CustomToolsConfig,
     build=build,
 )

@@ -258,6 +258,7 @@ def build(ctx: BuildContext) -> list[Built]:
     if skills_by_name:
         backend.on_write = _proposal_recorder(ctx, skills_by_name)
     ctx.deps.scratch["workspace_id"] = str(workspace.pk)
+    ctx.deps.scratch[store.SCRATCH_BACKEND] = backend  # spilled tool results go here (tool_output_limits)
     return [
         StoredWorkspace(backend=backend, label=workspace.label, skills=sorted(skills_by_name), shell=shell),
         _FileTools(include_execute=shell, permissions=RULESET, profile="agent"),

@@ -1,10 +1,18 @@
 """Tool output limits: the harness's `ToolOutputLimits`, one action at one threshold (spec "Límites de
-resultados de herramientas"). Spills go to a store built for the run (an agent without a workspace
-backend), so a spill never lands on shared disk: payloads are kept in memory for the worker that runs
-the turn and written through to `SpilledOutput` rows of the run, because a run that parks for an
-approval or an answer resumes in another Celery task, and the handles in its history must still read.
-The rows are deleted with the run and swept after it finishes. Custom REST tools reuse the same store
-and reader for their big responses (`limits_for_run`).
+resultados de herramientas"). Custom REST tools reuse the same store and reader for their big responses
+(`limits_for_run`), and declare the reader too, so a binding gates or renames it like any other tool.
+
+Where a spill goes ("Un volcado va al propio backend del agent"):
+- an agent whose run has a workspace (capability `sandbox`) spills into it, as the file
+  `/workspace/tool_output/<run id>/<call>.<retry>`: the handle is that path, so the agent's own `read_file` and
+  `grep` reach it as well as `read_tool_result`. It is written through the run's own workspace backend, so it
+  is the organization's, counts against the workspace's byte cap (a full workspace makes the harness fall
+  back to truncating) and lives with the workspace; it never outlives its run either (swept once the run has
+  finished, by the run that wrote it, never by sweeping the prefix: `workspaces.store.sweep_finished_spills`);
+- an agent without one gets a store built for the run, so a spill never lands on shared disk: payloads are
+  kept in memory for the worker that runs the turn and written through to `SpilledOutput` rows of the run,
+  because a run that parks for an approval or an answer resumes in another Celery task, and the handles in
+  its history must still read. The rows are deleted with the run and swept after it finishes.
 
 `summarize` spends provider credit, so its summary goes through the platform's one metered path
 (`governance.metered`) instead of the agent the harness builds for it (which no budget guard wraps): every
@@ -15,6 +23,7 @@ failure of the summary.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Literal
@@ -35,6 +44,7 @@ from pydantic_ai_harness.tool_output_limits import (
 
 from agenticos.tenancy import parse_uuid
 from capabilities.base import BuildContext, Built, Capability, ToolDecl, tool_text
+from workspaces import store as workspace_store
 
 
 def _save(run_id: str, organization_id: str, handle: str, data: bytes) -> None:
@@ -52,9 +62,24 @@ def _load(run_id: str, organization_id: str, handle: str) -> bytes | None:
     return bytes(content) if content is not None else None
 
 
+def spill_path(key: str, run_id: str | None = None) -> str:
+    """The workspace file of a spill: `/workspace/tool_output/<run>/<call>.<retry>`, of safe segments. The
+    harness's key starts with pydantic-ai's own run id, which a resumed run changes: the folder is our run's."""
+    if run_id:
+        key = f"{run_id}/{key.partition('/')[2] or key}"
+    segments = [re.sub(r"[^A-Za-z0-9._-]+", "_", part) for part in key.split("/") if part.strip(".")]
+    return "/".join([workspace_store.SPILLS, *(segments or ["_"])])
+
+
+def is_spill_path(path: object) -> bool:
+    return isinstance(path, str) and workspace_store.normal(path).startswith(workspace_store.SPILLS + "/")
+
+
 @dataclass
 class RunSpillStore:
-    """An `OverflowStore` for one run: a memory cache in front of the run's `SpilledOutput` rows.
+    """An `OverflowStore` for one run: its workspace when it has one (`scratch[workspaces.store.SCRATCH_BACKEND]`, set by the
+    sandbox capability whenever it builds, in whatever order), else a memory cache in front of the run's
+    `SpilledOutput` rows.
 
     A write is persisted before the handle is handed out (a failed write makes the harness fall back to
     truncation, never to a handle that would not read). A deps object without a run row behind it (a
@@ -64,18 +89,34 @@ class RunSpillStore:
     run_id: str | None = None
     organization_id: str | None = None
     payloads: dict[str, bytes] = field(default_factory=dict)
+    scratch: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def persisted(self) -> bool:
         return parse_uuid(self.run_id) is not None and parse_uuid(self.organization_id) is not None
 
+    @property
+    def workspace(self) -> Any:
+        return self.scratch.get(workspace_store.SCRATCH_BACKEND)
+
     async def write(self, key: str, data: bytes) -> str:
+        backend = self.workspace
+        if backend is not None:
+            path = spill_path(key, self.run_id)
+            await backend.write_bytes(path, data)  # the workspace's cap and tenancy apply; a refusal raises
+            return path
         if self.persisted:
             await sync_to_async(_save)(str(self.run_id), str(self.organization_id), key, data)
         self.payloads[key] = data
         return key
 
     async def read(self, handle: str) -> bytes:
+        if is_spill_path(handle):
+            # Only ever this run's own workspace, and only its spill folder (a "../" cannot leave it).
+            backend = self.workspace
+            if backend is None:
+                raise FileNotFoundError(handle)  # no workspace in this run: the harness says it is gone
+            return bytes(await backend.read_bytes(workspace_store.normal(handle)))
         data = self.payloads.get(handle)
         if data is None and self.persisted:
             data = await sync_to_async(_load)(str(self.run_id), str(self.organization_id), handle)
@@ -121,16 +162,37 @@ class MeteredToolOutputLimits(ToolOutputLimits):
     summarizer: MeteredSummarizer | None = field(default=None, repr=False, kw_only=True)
 
     async def after_tool_execute(self, ctx, **kwargs):  # type: ignore[override]
+        # A workspace read of a spill is the spill (or a page of it): reducing it again would spill the spill.
+        # The harness knows this only for its own workspace store, by its own folder.
+        if is_spill_path((kwargs.get("args") or {}).get("path")):
+            return kwargs.get("result")
         if self.summarizer is not None:
             self.summarizer.model = ctx.model
         return await super().after_tool_execute(ctx, **kwargs)
+
+    def _read_hint(self, ctx: Any, handle: str) -> str:
+        # The harness names its workspace readers only for its own store; a spill in the run's workspace is
+        # a file there too, which the model may page with read_file or search with grep.
+        hint = super()._read_hint(ctx, handle)
+        if is_spill_path(handle):
+            hint += " It is also a file in your workspace: read_file and grep reach it by that path."
+        return hint
+
+
+@dataclass
+class ReducerOnly(MeteredToolOutputLimits):
+    """The same reductions into the run's store, without a second `read_tool_result` (another binding offers it)."""
+
+    def get_toolset(self):  # type: ignore[override]
+        return None
 
 
 def run_store(deps: Any) -> RunSpillStore:
     store = deps.scratch.get("tool_output_store")
     if store is None:
         store = deps.scratch["tool_output_store"] = RunSpillStore(
-            run_id=getattr(deps, "run_id", None), organization_id=getattr(deps, "organization_id", None))
+            run_id=getattr(deps, "run_id", None), organization_id=getattr(deps, "organization_id", None),
+            scratch=deps.scratch)
     return store
 
 
@@ -161,7 +223,7 @@ DEFAULT_SUMMARY_PROMPT: str = ToolOutputLimits.__dataclass_fields__["summary_pro
 
 
 def limits_for_run(deps: Any, config: ToolOutputLimitsConfig, tool_filter: Any = "all",
-                   serializer: Any = None) -> ToolOutputLimits:
+                   serializer: Any = None, *, offer_reader: bool = True, id: str | None = None) -> ToolOutputLimits:
     threshold = config.effective_threshold()
     max_chars = min(config.max_chars or 20_000, threshold)
     truncate = Truncate(strategy=TruncationStrategy(config.truncation_strategy), max_chars=max_chars)
@@ -180,14 +242,38 @@ def limits_for_run(deps: Any, config: ToolOutputLimitsConfig, tool_filter: Any =
         kwargs["summary_prompt"] = config.summary_prompt
     if serializer is not None:
         kwargs["serializer"] = serializer
-    return MeteredToolOutputLimits(
+    limits = MeteredToolOutputLimits if offer_reader else ReducerOnly
+    return limits(
         bands=[Band(over=threshold, action=action)],
         over_tokens=config.over_tokens,
         strip_ansi=config.strip_ansi,
         store=run_store(deps),
         tool_filter=tool_filter,
+        id=id,  # pydantic-ai refuses two capabilities of one id in a run (custom_tools' own limits has its own)
         **kwargs,
     )
+
+
+# Declared here and by custom_tools, whose big responses bring the same reader: a binding gates or renames it
+# like any other tool.
+READ_TOOL = ToolDecl(
+    id=READ_TOOL_NAME,
+    description=tool_text(
+        what="Read a slice of a tool result that was too big to show whole.",
+        when="Use it with the handle an oversized result gave you (the text after \"stored to handle\"), "
+             "to page through it or pick lines out of it; never pass a tool call id. A result that "
+             "was shown whole needs no reading, and it only reads results of this run.",
+        args="handle: the exact handle string from the oversized result. offset: matching lines to "
+             "skip, default 0. limit: lines to return, default 200, at most 1,000. from_end: count "
+             "offset and limit from the end (the last lines), default false. pattern: a literal "
+             "substring, not a regex; only lines containing it count, default none.",
+        returns="A header line — the handle, how many lines match in all and how many are shown — then "
+                "those lines, cut at 50,000 characters (the header then says \"output capped\"): a "
+                "slice, so read on with a larger offset for the rest. An unknown or expired handle "
+                "returns a sentence saying so (re-run the original tool); a negative offset or a limit "
+                "below 1 comes back as a request to call again.",
+    ),
+)
 
 
 def build(ctx: BuildContext) -> list[Built]:
@@ -207,29 +293,10 @@ CAPABILITY = Capability(
         "Find the order id in that huge API response.",
     ),
     never_does=(
-        "It never keeps a set-aside result beyond its run: only that run can read it back, and it is "
-        "deleted shortly after the run ends."
+        "It never keeps a set-aside result beyond its run: it is deleted shortly after the run ends. With a "
+        "workspace it is a file there (tool_output/), which other runs sharing that workspace can see until then."
     ),
-    tools=(
-        ToolDecl(
-            id=READ_TOOL_NAME,
-            description=tool_text(
-                what="Read a slice of a tool result that was too big to show whole.",
-                when="Use it with the handle an oversized result gave you (the text after \"stored to handle\"), "
-                     "to page through it or pick lines out of it; never pass a tool call id. A result that "
-                     "was shown whole needs no reading, and it only reads results of this run.",
-                args="handle: the exact handle string from the oversized result. offset: matching lines to "
-                     "skip, default 0. limit: lines to return, default 200, at most 1,000. from_end: count "
-                     "offset and limit from the end (the last lines), default false. pattern: a literal "
-                     "substring, not a regex; only lines containing it count, default none.",
-                returns="A header line — the handle, how many lines match in all and how many are shown — then "
-                        "those lines, cut at 50,000 characters (the header then says \"output capped\"): a "
-                        "slice, so read on with a larger offset for the rest. An unknown or expired handle "
-                        "returns a sentence saying so (re-run the original tool); a negative offset or a limit "
-                        "below 1 comes back as a request to call again.",
-            ),
-        ),
-    ),
+    tools=(READ_TOOL,),
     config_model=ToolOutputLimitsConfig,
     advanced=True,
     build=build,
@@ -237,9 +304,10 @@ CAPABILITY = Capability(
 
 
 def sweep_finished_spills(grace: timedelta = timedelta(minutes=10)) -> int:
-    """Delete spilled content of runs that finished more than `grace` ago: no handle of theirs is read again."""
+    """Delete spilled content of runs that finished more than `grace` ago: no handle of theirs is read again
+    (the rows of runs without a workspace, and the files runs wrote in their workspace's spill folder)."""
     from capabilities.models import SpilledOutput
 
     cutoff = timezone.now() - grace
     deleted, _ = SpilledOutput.objects.filter(run__finished_at__lt=cutoff).delete()
-    return deleted
+    return deleted + workspace_store.sweep_finished_spills(cutoff)

@@ -99,8 +99,9 @@ def test_a_blocked_term_in_the_answer_ends_the_run_before_any_of_it_is_shown_or_
 
 
 def test_a_term_split_across_two_parts_ends_the_run_before_the_second_half(org, owner, fake_openai):
-    agent, version = guarded(org, owner, fake_openai, {"blocked_keywords_out": TERM}, {"id": "clock"})
-    fake_openai.queue(Reply.tool_call("get_current_time", {}, text="The codename is Blue"),
+    agent, version = guarded(org, owner, fake_openai, {"blocked_keywords_out": TERM}, {"id": "charts"})
+    chart = {"chart_type": "bar", "title": "t", "x_values": ["a"], "series": [{"name": "s", "values": [1]}]}
+    fake_openai.queue(Reply.tool_call("create_chart", chart, text="The codename is Blue"),
                       Reply.text("bird, and it launches tonight."))
     run, frames = turn(org, owner, agent, version, "codename?")
     assert run.status == RunStatus.GUARDRAIL_BLOCKED

@@ -453,13 +453,13 @@ def test_share_with_delegates_lends_the_parents_binding_and_nothing_else(org, ow
         lead, version = _publish(org, owner, {
             "instructions": "You are the lead.", "model_profile_id": str(demo_profile.pk),
             "capabilities": [{"id": "subagents", "config": {"share_with_delegates": shared}}, {"id": "charts"},
-                             {"id": "clock"}],
+                             {"id": "ask_user"}],
             "subagents": [{"name": "researcher", "description": "Finds facts", "agent_id": str(researcher.pk)}],
         }, name="Sharing lead")
         run_now(start(org, owner, lead, version, prompt="chart"))
         [(_m, info)] = team.seen["You are the researcher."]
-        # The lead's clock is never lent; its charts only when named.
-        assert {t.name for t in info.function_tools} & {"create_chart", "get_current_time"} == expected, shared
+        # The lead's ask_user is never lent; its charts only when named.
+        assert {t.name for t in info.function_tools} & {"create_chart", "ask_user"} == expected, shared
 
 
 def test_max_result_chars_cuts_what_wait_tasks_shows_and_check_task_has_it_all(org, owner, demo_profile,

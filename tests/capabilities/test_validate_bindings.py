@@ -71,11 +71,11 @@ def test_an_override_name_no_model_could_call_is_refused(org):
     problems = _check(
         org,
         {"id": "charts", "tool_overrides": {"create_chart": {"name": "draw a chart!"}}},
-        {"id": "clock", "tool_overrides": {"get_current_time": {"name": "x" * 65}}},
+        {"id": "code_execution", "tool_overrides": {"run_python": {"name": "x" * 65}}},
     )
     assert _fields(problems) == {
         "capabilities.0.tool_overrides.create_chart.name",
-        "capabilities.1.tool_overrides.get_current_time.name",
+        "capabilities.1.tool_overrides.run_python.name",
     }
 
 
@@ -83,11 +83,11 @@ def test_an_override_name_that_collides_with_another_tool_is_refused(org):
     problems = _check(
         org,
         {"id": "charts"},
-        {"id": "clock", "tool_overrides": {"get_current_time": {"name": "create_chart"}}},
+        {"id": "code_execution", "tool_overrides": {"run_python": {"name": "create_chart"}}},
     )
     assert problems == [
         {
-            "field": "capabilities.1.tool_overrides.get_current_time.name",
+            "field": "capabilities.1.tool_overrides.run_python.name",
             "message": "Tool name 'create_chart' is already used by another tool (capabilities.0.id).",
         }
     ]
@@ -98,13 +98,13 @@ def test_a_disabled_binding_keeps_its_config_checked_but_claims_no_names(org):
         org,
         {"id": "charts"},
         {
-            "id": "clock",
+            "id": "code_execution",
             "enabled": False,
-            "config": {"timezone": "Nowhere/Land"},
-            "tool_overrides": {"get_current_time": {"name": "create_chart"}},
+            "config": {"timeout_secs": 121},
+            "tool_overrides": {"run_python": {"name": "create_chart"}},
         },
     )
-    assert _fields(problems) == {"capabilities.1.config.timezone"}
+    assert _fields(problems) == {"capabilities.1.config.timeout_secs"}
 
 
 def test_a_capability_bound_twice_is_refused(org):

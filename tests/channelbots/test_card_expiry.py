@@ -15,15 +15,15 @@ from channelbots.models import ChannelBot
 from governance.models import Approval
 from tests import factories
 from tests.channelbots.conftest import bind, wait_until
-from tests.channelbots.test_chat_approvals import clock_model, link, park_on_slack
+from tests.channelbots.test_chat_approvals import gated_model, link, park_on_slack
 
 
 @pytest.fixture
 def slack(celery_worker, scripted_model, fake_slack, sender, builder, org):
     agent = factories.published_agent(org, builder, name="Support Agent",
-                                      capabilities=[{"id": "clock", "tool_approval": {"get_current_time": "required"}}])
+                                      capabilities=[{"id": "charts", "tool_approval": {"create_chart": "required"}}])
     bind(agent, ChannelBot.objects.get(pk=sender.bot_id), builder, org)
-    scripted_model(clock_model())
+    scripted_model(gated_model())
     return fake_slack
 
 

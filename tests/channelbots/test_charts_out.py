@@ -142,7 +142,7 @@ def chart_run(org, builder, charts_agent):
                              status="completed")
     ToolCall.objects.create(run=run, tool_call_id="a", tool_name="create_chart", status="ok", result=SALES)
     ToolCall.objects.create(run=run, tool_call_id="b", tool_name="create_chart", status="error", result="retry")
-    ToolCall.objects.create(run=run, tool_call_id="c", tool_name="get_current_time", status="ok",
+    ToolCall.objects.create(run=run, tool_call_id="c", tool_name="run_python", status="ok",
                             result={"kind": "chart"})
     ToolCall.objects.create(run=run, tool_call_id="d", tool_name="create_chart", status="ok",
                             result={**SALES, "chart_type": "pie", "title": "Share",

@@ -27,19 +27,21 @@ from tests.fakes.slack_api import SlackEventSender
 from tests.fakes.slack_socket import fake_slack_socket  # noqa: F401  (fixture)
 from tests.fakes.telegram_api import fake_telegram, telegram_message  # noqa: F401
 
-ARGS = {"timezone": "Europe/Warsaw"}
-APPROVED_ANSWER = "Checked the clock: it is morning in Warsaw."
-REFUSED_ANSWER = "I was not allowed to look at the clock."
+# A simple real tool, gated: the chart of Warsaw's hour.
+ARGS = {"chart_type": "bar", "title": "Warsaw", "x_values": ["now"], "series": [{"name": "hour", "values": [9]}]}
+SHOWN = '"title": "Warsaw"'
+APPROVED_ANSWER = "Drew the chart: it is morning in Warsaw."
+REFUSED_ANSWER = "I was not allowed to draw the chart."
 
 
-def clock_model() -> FunctionModel:
-    """Asks for the clock (gated); after the decision, answers with what came back."""
+def gated_model() -> FunctionModel:
+    """Asks for a chart (gated); after the decision, answers with what came back."""
 
     async def stream(messages, info: AgentInfo):
         returns = [p for m in messages for p in getattr(m, "parts", []) if isinstance(p, ToolReturnPart)]
         if not returns:
             yield "Let me check."
-            yield {0: DeltaToolCall(name="get_current_time", json_args=json.dumps(ARGS), tool_call_id="t1")}
+            yield {0: DeltaToolCall(name="create_chart", json_args=json.dumps(ARGS), tool_call_id="t1")}
         elif "rejected" in str(returns[-1].content):
             yield REFUSED_ANSWER
         else:
@@ -51,7 +53,7 @@ def clock_model() -> FunctionModel:
 @pytest.fixture
 def gated_agent(org, builder):
     return factories.published_agent(org, builder, name="Support Agent",
-                                     capabilities=[{"id": "clock", "tool_approval": {"get_current_time": "required"}}])
+                                     capabilities=[{"id": "charts", "tool_approval": {"create_chart": "required"}}])
 
 
 def link(org, platform: str, workspace: str, account_id: str, user, name: str = "Ada") -> ChannelIdentity:
@@ -79,7 +81,7 @@ def run_and_ladder(bot):
 @pytest.fixture
 def slack(celery_worker, scripted_model, fake_slack, sender, gated_agent, builder, org):
     bind(gated_agent, ChannelBot.objects.get(pk=sender.bot_id), builder, org)
-    scripted_model(clock_model())
+    scripted_model(gated_model())
     return fake_slack
 
 
@@ -97,7 +99,7 @@ def test_slack_the_parked_call_is_shown_in_the_thread_with_buttons_and_the_conso
     event, card, approval = park_on_slack(slack, sender)
     run = Run.objects.get()
     assert card.thread_ts == event["ts"]
-    assert "get_current_time" in card.text and '"timezone": "Europe/Warsaw"' in card.text
+    assert "create_chart" in card.text and SHOWN in card.text
     assert [b["action_id"] for b in card.buttons()] == ["agenticos_approve", "agenticos_reject"]
     url = f"https://app.example.com/activity/runs/{run.pk}/"
     parked = wait_until(lambda: next((p for p in slack.answers("C1") if "must decide" in p.final), None))
@@ -257,11 +259,11 @@ def test_telegram_approve_by_inline_keyboard_through_the_webhook(celery_worker, 
                                                                 admin_user, fake_telegram, gated_agent):
     bot = telegram_bot(org, builder, fake_telegram)
     bind(gated_agent, bot, builder, org)
-    scripted_model(clock_model())
+    scripted_model(gated_model())
     link(org, "telegram", "", "9", admin_user)
     question, message_id, card = ask_on_telegram(client, bot, fake_telegram)
     assert card["reply"]["message_id"] == question["message_id"]  # in the thread of the question
-    assert "get_current_time" in card["text"] and '"timezone": "Europe/Warsaw"' in card["text"]
+    assert "create_chart" in card["text"] and SHOWN in card["text"]
     assert "/activity/runs/" in card["text"]
     labels = [b["text"] for row in card["reply_markup"]["inline_keyboard"] for b in row]
     assert labels == ["Approve", "Reject"]
@@ -281,7 +283,7 @@ def test_telegram_forged_and_unlinked_clicks_change_nothing(celery_worker, scrip
                                                           admin_user, fake_telegram, gated_agent):
     bot = telegram_bot(org, builder, fake_telegram)
     bind(gated_agent, bot, builder, org)
-    scripted_model(clock_model())
+    scripted_model(gated_model())
     link(org, "telegram", "", "9", admin_user)
     _question, message_id, card = ask_on_telegram(client, bot, fake_telegram)
     approval = Approval.objects.get()
@@ -307,7 +309,7 @@ def test_telegram_reject_through_polling_and_the_refusal_lands_in_the_thread(cel
                                                                            gated_agent):
     bot = telegram_bot(org, builder, fake_telegram, transport="polling")
     bind(gated_agent, bot, builder, org)
-    scripted_model(clock_model())
+    scripted_model(gated_model())
     link(org, "telegram", "", "9", owner)
     stop, thread = run_and_ladder(bot)
     try:
@@ -354,12 +356,12 @@ def press_mattermost(client, fake, card, action, user_id, **extra):
 def test_mattermost_approve_with_the_interactive_button_and_the_answer_lands_in_the_thread(
         celery_worker, scripted_model, client, org, builder, admin_user, fake_mattermost, gated_agent):
     bot = mattermost_setup(org, builder, fake_mattermost, gated_agent)
-    scripted_model(clock_model())
+    scripted_model(gated_model())
     link(org, "mattermost", fake_mattermost.url, "u-ada", admin_user)
     card = ask_on_mattermost(client, bot, fake_mattermost)
-    assert card["root_id"] == "q1" and "get_current_time" in card["message"]
+    assert card["root_id"] == "q1" and "create_chart" in card["message"]
     attachment = card["props"]["attachments"][0]
-    assert '"timezone": "Europe/Warsaw"' in attachment["text"] and "/activity/runs/" in attachment["text"]
+    assert SHOWN in attachment["text"] and "/activity/runs/" in attachment["text"]
     assert [a["id"] for a in attachment["actions"]] == ["approve", "reject"]
     assert attachment["actions"][0]["integration"]["url"] == f"https://app.example.com/api/v1/mattermost/{bot.pk}/actions"
     response = press_mattermost(client, fake_mattermost, card, "approve", "u-ada")
@@ -374,7 +376,7 @@ def test_mattermost_approve_with_the_interactive_button_and_the_answer_lands_in_
 def test_mattermost_reject_and_refused_clicks(celery_worker, scripted_model, client, org, builder, owner, member,
                                              fake_mattermost, gated_agent):
     bot = mattermost_setup(org, builder, fake_mattermost, gated_agent)
-    scripted_model(clock_model())
+    scripted_model(gated_model())
     link(org, "mattermost", fake_mattermost.url, "u-own", owner)
     link(org, "mattermost", fake_mattermost.url, "u-mem", member)
     card = ask_on_mattermost(client, bot, fake_mattermost)
@@ -419,7 +421,7 @@ def test_slack_socket_mode_clicks_arrive_as_interactive_envelopes_and_decide(cel
     fake = fake_slack_socket
     bot = socket_bot(org, builder, fake)
     bind(gated_agent, bot, builder, org)
-    scripted_model(clock_model())
+    scripted_model(gated_model())
     link(org, "slack", "T1", "UADA", admin_user)
     with Ladder(bot):
         assert fake.wait_connections(1)
@@ -467,7 +469,7 @@ def test_telegram_a_decision_in_the_console_updates_the_card_and_the_answer_land
         celery_worker, scripted_model, client, org, builder, admin_user, fake_telegram, gated_agent):
     bot = telegram_bot(org, builder, fake_telegram)
     bind(gated_agent, bot, builder, org)
-    scripted_model(clock_model())
+    scripted_model(gated_model())
     question, message_id, _card = ask_on_telegram(client, bot, fake_telegram)
     decide_in_console(org, admin_user, Approval.objects.get())
     updated = wait_until(lambda: (m := fake_telegram.message(-100, message_id))["edits"] and m)
@@ -482,7 +484,7 @@ def test_telegram_a_decision_in_the_console_updates_the_card_and_the_answer_land
 def test_mattermost_a_rejection_in_the_console_updates_the_card_and_the_refusal_lands_in_the_thread(
         celery_worker, scripted_model, client, org, builder, owner, fake_mattermost, gated_agent):
     bot = mattermost_setup(org, builder, fake_mattermost, gated_agent)
-    scripted_model(clock_model())
+    scripted_model(gated_model())
     card = ask_on_mattermost(client, bot, fake_mattermost)
     decide_in_console(org, owner, Approval.objects.get(), decision="reject")
     updated = wait_until(lambda: (p := fake_mattermost.posts[card["id"]])["edits"] and p)

@@ -121,7 +121,7 @@ def test_the_main_flow_from_new_agent_to_a_reopened_conversation(live_server_url
     # Chat: the answer streams (a part's words within one 20 ms window travel as one delta), two tools fold on
     # one rail, a chart renders.
     page.goto(f"{live_server_url}/chat/?agent={agent.pk}")
-    send(page, "What time is it? And calculate 12 * 7")
+    send(page, "Draw a chart and calculate 12 * 7")
     wait_idle(page, 1)
     # The summary after the tools arrives as deltas before the run completes, not as one final blob.
     deltas = [i for i, f in enumerate(frames) if f["type"] == "text_delta"]
@@ -260,7 +260,8 @@ def test_an_approval_returns_with_its_conversation_and_approving_it_there_contin
     owner = factories.user(email="approver@example.com", password=PASSWORD)
     Membership.objects.create(organization=org, user=owner, role="owner")
     factories.published_agent(org, owner, name="Gated", capabilities=[
-        {"id": "charts", "tool_approval": {"create_chart": "required"}}, {"id": "clock"}, {"id": "code_execution"}])
+        {"id": "charts", "tool_approval": {"create_chart": "required"}}, {"id": "clock"}, {"id": "code_execution"},
+        {"id": "sandbox"}])
 
     page = browser.new_page(viewport={"width": 1440, "height": 900})
     page.set_default_timeout(TIMEOUT)
@@ -280,7 +281,7 @@ def test_an_approval_returns_with_its_conversation_and_approving_it_there_contin
     assert page.locator("[data-step]").last.get_attribute("data-status") == "ok"
 
     # A batch with a failure never folds: both steps stay on the rail and the failed one says so.
-    send(page, "What time is it? And calculate 1/0")
+    send(page, "Save a note and calculate 1/0")
     page.wait_for_function("() => document.querySelectorAll('[data-status=error]').length > 0")
     rail = page.locator(".rail").last
     assert rail.locator("[data-fold]").count() == 0

@@ -50,6 +50,6 @@ def test_a_long_conversation_reopens_in_a_fixed_number_of_queries(client_as, org
     conversation, _run = make_turn(org, owner, agent)
     few = queries(client, f"/chat/{conversation.pk}/")
     for _ in range(10):
-        make_turn(org, owner, agent, conversation=conversation, tools=("create_chart", "get_current_time"))
+        make_turn(org, owner, agent, conversation=conversation, tools=("create_chart", "run_python"))
     assert queries(client, f"/chat/{conversation.pk}/") == few
     assert queries(client, f"/chat/{conversation.pk}/turns.json") <= few

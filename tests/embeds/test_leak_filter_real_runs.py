@@ -20,7 +20,7 @@ from tests.embeds.conftest import FRONTEND, SHOP, communicator, frames_until_end
 pytestmark = pytest.mark.django_db(transaction=True)
 
 THOUGHT = "PRIVATE-CHAIN-OF-THOUGHT-41"
-ZONE = "Pacific/Chatham"  # the tool's argument, and in its result
+ZONE = "Pacific-Chatham"  # the tool's argument (a file pattern in the agent's workspace)
 
 
 @pytest.fixture
@@ -30,14 +30,14 @@ def thinking_tool_model(scripted_model):
             yield "It is evening there."
             return
         yield {0: DeltaThinkingPart(content=THOUGHT)}
-        yield {1: DeltaToolCall(name="get_current_time", json_args=json.dumps({"timezone": ZONE}), tool_call_id="t1")}
+        yield {1: DeltaToolCall(name="glob", json_args=json.dumps({"pattern": f"**/{ZONE}*"}), tool_call_id="t1")}
 
     return scripted_model(FunctionModel(stream_function=stream, model_name="scripted"))
 
 
 @pytest.fixture
-def clock_agent(org, owner):
-    return factories.published_agent(org, owner, name="Clock Helper", capabilities=[{"id": "clock"}])
+def files_agent(org, owner):
+    return factories.published_agent(org, owner, name="Files Helper", capabilities=[{"id": "sandbox"}])
 
 
 async def visit_and_run(embed, dispatched) -> tuple[list[dict], list[dict]]:
@@ -57,10 +57,10 @@ async def visit_and_run(embed, dispatched) -> tuple[list[dict], list[dict]]:
 
 @pytest.mark.parametrize("kind", ["widget", "page"])
 async def test_a_real_runs_thinking_and_tool_data_never_reach_the_visitor(
-    clock_agent, builder, dispatched, thinking_tool_model, kind
+    files_agent, builder, dispatched, thinking_tool_model, kind
 ):
     embed = await database_sync_to_async(factories.embed)(
-        clock_agent, kind=kind, created_by=builder, **({"allowed_origins": [SHOP]} if kind == "widget" else {})
+        files_agent, kind=kind, created_by=builder, **({"allowed_origins": [SHOP]} if kind == "widget" else {})
     )
     visitor, runner = await visit_and_run(embed, dispatched)
 
@@ -72,23 +72,23 @@ async def test_a_real_runs_thinking_and_tool_data_never_reach_the_visitor(
     assert ZONE not in seen  # neither the call's arguments nor its result
     assert "tool_result" not in {f["type"] for f in visitor}
     tool_calls = [f for f in visitor if f["type"] == "tool_call"]
-    assert tool_calls == [{"type": "tool_call", "data": {"tool_call_id": "t1", "tool_name": "get_current_time"}}]
+    assert tool_calls == [{"type": "tool_call", "data": {"tool_call_id": "t1", "tool_name": "glob"}}]
     answer = "".join(f["data"]["content"] for f in visitor if f["type"] == "text_delta")
     assert answer == "It is evening there."
     assert visitor[-1] == {"type": "complete", "data": {"run_id": str(dispatched[0])}}  # no usage, no cost: its run only
     # The run really called the tool (its row holds what the visitor was not shown).
     call = await database_sync_to_async(ToolCall.objects.get)(run_id=dispatched[0])
-    assert call.tool_name == "get_current_time" and ZONE in json.dumps(call.args)
+    assert call.tool_name == "glob" and ZONE in json.dumps(call.args)
 
 
 async def test_with_steps_hidden_a_real_run_shows_the_visitor_only_its_answer(
-    clock_agent, builder, dispatched, thinking_tool_model
+    files_agent, builder, dispatched, thinking_tool_model
 ):
     embed = await database_sync_to_async(factories.embed)(
-        clock_agent, kind="widget", created_by=builder, allowed_origins=[SHOP], show_tool_steps=False
+        files_agent, kind="widget", created_by=builder, allowed_origins=[SHOP], show_tool_steps=False
     )
     visitor, runner = await visit_and_run(embed, dispatched)
-    assert "get_current_time" in json.dumps(runner)
-    assert "get_current_time" not in json.dumps(visitor) and ZONE not in json.dumps(visitor)
+    assert '"glob"' in json.dumps(runner)
+    assert '"glob"' not in json.dumps(visitor) and ZONE not in json.dumps(visitor)
     assert not {"tool_call", "call_tools_start", "tool_result"} & {f["type"] for f in visitor}
     assert "".join(f["data"]["content"] for f in visitor if f["type"] == "text_delta") == "It is evening there."

@@ -11,7 +11,7 @@ Speaks:
 - `POST /v1/audio/transcriptions` — multipart upload in, scripted text out (`json`, `text`, `verbose_json`).
 - `GET /v1/models`.
 
-Scripting (per test): `server.queue(Reply.text("Hi"), Reply.tool_call("get_current_time", {}), route="chat")`.
+Scripting (per test): `server.queue(Reply.text("Hi"), Reply.tool_call("create_chart", {...}), route="chat")`.
 Each request to a route pops the next reply; an empty queue answers with a default (chat: `default_text`,
 transcriptions: `default_transcription`, embeddings: vectors). `Reply.error(500)` / `Reply.error(401)` answer
 with OpenAI's error envelope (and `x-should-retry: false` unless told otherwise, so SDK retries do not slow a

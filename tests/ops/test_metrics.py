@@ -96,9 +96,10 @@ def test_a_run_through_the_api_moves_the_counters(client, settings, org, owner, 
                                       base_url=fake_openai.base_url)
     agent = agent_services.create_agent(actor=actor, name="Timekeeper", spec={
         "name": "Timekeeper", "instructions": "Tell the time.", "model_profile_id": str(profile.pk),
-        "capabilities": [{"id": "clock"}]})
+        "capabilities": [{"id": "charts"}]})
     agent_services.publish_agent(actor=actor, agent=agent)
-    fake_openai.queue(Reply.tool_call("get_current_time", {"timezone": "Europe/Madrid"}),
+    fake_openai.queue(Reply.tool_call("create_chart", {"chart_type": "bar", "title": "Madrid", "x_values": ["now"],
+                                                        "series": [{"name": "hour", "values": [23]}]}),
                       Reply.text("It is late in Madrid.", usage={"prompt_tokens": 30, "completion_tokens": 6}))
     before = samples(scrape(client).content.decode())
 
@@ -113,8 +114,8 @@ def test_a_run_through_the_api_moves_the_counters(client, settings, org, owner, 
     moved = {name: value(after, name, **labels) - value(before, name, **labels) for name, labels in [
         ("agenticos_runs_started_total", {"surface": "api"}),
         ("agenticos_runs_finished_total", {"surface": "api", "status": "completed"}),
-        ("agenticos_tool_calls_total", {"capability": "clock"}),
-        ("agenticos_tool_errors_total", {"capability": "clock"}),
+        ("agenticos_tool_calls_total", {"capability": "charts"}),
+        ("agenticos_tool_errors_total", {"capability": "charts"}),
         ("agenticos_model_request_seconds_count", {"provider": "openai"}),
         ("agenticos_model_tokens_total", {"provider": "openai", "direction": "output"}),
         ("agenticos_run_queue_wait_seconds_count", {"surface": "api"}),

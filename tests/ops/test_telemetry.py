@@ -238,9 +238,10 @@ def timekeeper(org, owner, provider):
                                       base_url=provider.base_url)
     agent = agent_services.create_agent(actor=actor, name="Timekeeper", spec={
         "name": "Timekeeper", "instructions": f"Tell the time. {INSTRUCTIONS_MARKER}",
-        "model_profile_id": str(profile.pk), "capabilities": [{"id": "clock"}]})
+        "model_profile_id": str(profile.pk), "capabilities": [{"id": "charts"}]})
     agent_services.publish_agent(actor=actor, agent=agent)
-    provider.queue(Reply.tool_call("get_current_time", {"timezone": TOOL_ARG_MARKER}),
+    provider.queue(Reply.tool_call("create_chart", {"chart_type": "bar", "title": TOOL_ARG_MARKER, "x_values": ["now"],
+                                                   "series": [{"name": "hours", "values": [23]}]}),
                    Reply.text(f"It is late there. {ANSWER_MARKER}"))
     return agent
 
@@ -366,7 +367,7 @@ def test_a_completion_is_one_trace_without_content_or_secrets(web, receiver, met
     # pydantic-ai's own spans: the two model requests and the tool call, under the run.
     chats = [span for span in trace if span["name"].startswith("chat ")]
     assert len(chats) == 2 and {span["scope"] for span in chats} == {"pydantic-ai"}
-    tools = [span for span in trace if span["attributes"].get("gen_ai.tool.name") == "get_current_time"]
+    tools = [span for span in trace if span["attributes"].get("gen_ai.tool.name") == "create_chart"]
     assert len(tools) == 1
 
     said = everything_said(receiver.snapshot())
@@ -443,7 +444,7 @@ def test_the_web_process_scrape_counts_what_the_worker_did(web, receiver, metric
         before, "agenticos_runs_started_total", surface="api") == 1
     assert value(after, "agenticos_runs_finished_total", surface="api", status="completed") - value(
         before, "agenticos_runs_finished_total", surface="api", status="completed") == 1
-    assert value(after, "agenticos_tool_calls_total", capability="clock") - value(
-        before, "agenticos_tool_calls_total", capability="clock") == 1
+    assert value(after, "agenticos_tool_calls_total", capability="charts") - value(
+        before, "agenticos_tool_calls_total", capability="charts") == 1
     assert value(after, "agenticos_runs_in_flight", surface="api") == 0
     assert ("agenticos_celery_queue_depth", (("queue", "runs"),)) in after

@@ -1,4 +1,5 @@
-"""The offline demo model: word-by-word streaming, the four demo tools (only when offered), usage, determinism."""
+"""The offline demo model: word-by-word streaming, the demo tools (only when offered), the time read from the
+clock's instructions, usage, determinism."""
 
 from __future__ import annotations
 
@@ -16,6 +17,9 @@ from tests import factories
 
 from .helpers import stream_run
 
+# What the clock capability puts in the instructions (capabilities/clock): the clock has no tool.
+CLOCK = "Current date and time: Wednesday 2026-12-02 12:00 (Europe/Warsaw, UTC+0100). Use it instead of guessing."
+
 
 class Series(BaseModel):
     name: str
@@ -25,14 +29,7 @@ class Series(BaseModel):
 def agent_with(*tool_names: str) -> tuple[Agent, list[tuple[str, dict]]]:
     """A demo agent offering the named tools (schemas shaped like the real capabilities'); records calls."""
     calls: list[tuple[str, dict]] = []
-    agent = Agent(demo_model())
-
-    if "get_current_time" in tool_names:
-
-        @agent.tool_plain
-        def get_current_time(timezone: str | None = None) -> dict:
-            calls.append(("get_current_time", {"timezone": timezone}))
-            return {"iso": "2026-12-02T12:00:00+00:00", "timezone": timezone or "UTC"}
+    agent = Agent(demo_model(), instructions=CLOCK if "clock" in tool_names else None)
 
     if "create_chart" in tool_names:
 
@@ -65,7 +62,7 @@ def agent_with(*tool_names: str) -> tuple[Agent, list[tuple[str, dict]]]:
     return agent, calls
 
 
-ALL_TOOLS = ("get_current_time", "create_chart", "run_python", "ask_user_question")
+ALL_TOOLS = ("clock", "create_chart", "run_python", "ask_user_question")
 DEMO_NOTE_MARKERS = ("offline demo model", "Settings → Model profiles", "platform_bootstrap --openai-api-key")
 
 
@@ -88,13 +85,19 @@ async def test_every_answer_says_it_is_the_demo_model_and_how_to_add_a_key():
             assert marker in streamed.result.output, (prompt, marker)
 
 
-async def test_it_calls_get_current_time_when_asked_for_the_time_and_summarizes_the_result():
+async def test_it_reads_the_time_from_the_clocks_instructions_without_a_tool_call():
     agent, calls = agent_with(*ALL_TOOLS)
     streamed = await stream_run(agent, "What time is it?")
 
-    assert calls == [("get_current_time", {"timezone": "UTC"})]
-    assert "get_current_time" in streamed.result.output
-    assert "2026-12-02T12:00:00+00:00" in streamed.result.output
+    assert calls == [] and streamed.tool_calls == []
+    assert "Wednesday 2026-12-02 12:00 (Europe/Warsaw, UTC+0100)" in streamed.result.output
+
+
+async def test_without_the_clock_it_says_it_does_not_know_the_time():
+    agent, _ = agent_with("create_chart")
+    streamed = await stream_run(agent, "What time is it?")
+
+    assert "the clock capability is not enabled" in streamed.result.output
 
 
 async def test_it_draws_a_chart_with_one_series_as_long_as_the_axis():
@@ -140,7 +143,6 @@ async def test_it_calls_no_tool_that_is_not_offered_and_says_so():
 
     assert calls == []
     assert streamed.tool_calls == []
-    assert "get_current_time" in streamed.result.output
     assert "create_chart" in streamed.result.output
     assert "not enabled" in streamed.result.output
 
@@ -159,16 +161,18 @@ async def test_it_calls_every_offered_tool_the_prompt_asks_for_in_one_turn():
     # The model asks in a fixed order; pydantic-ai runs the calls concurrently, so they finish in any.
     requested = [p.tool_name for m in streamed.result.all_messages() if isinstance(m, ModelResponse)
                  for p in m.parts if isinstance(p, ToolCallPart)]
-    assert requested == ["get_current_time", "create_chart", "run_python"]
+    assert requested == ["create_chart", "run_python"]
     assert sorted(name for name, _ in calls) == sorted(requested)
     assert streamed.result.usage.requests == 2
+    assert "2026-12-02 12:00" in streamed.result.output  # the time, from the instructions, in the summary
 
 
 async def test_it_answers_in_spanish_to_a_spanish_prompt():
     agent, calls = agent_with(*ALL_TOOLS)
-    streamed = await stream_run(agent, "¿Qué hora es?")
+    streamed = await stream_run(agent, "¿Qué hora es? Y calcula 2 + 2")
 
-    assert [name for name, _ in calls] == ["get_current_time"]
+    assert [name for name, _ in calls] == ["run_python"]
+    assert "Mis instrucciones dicen: Current date and time" in streamed.result.output
     assert "Soy el modelo de demostración sin conexión" in streamed.result.output
     assert "Settings → Model profiles" in streamed.result.output
 

@@ -33,7 +33,7 @@ def clock_agent(model, calls: list[str]) -> Agent:
     agent = Agent(model, instructions="You are helpful.")
 
     @agent.tool_plain
-    def get_current_time(timezone: str = "UTC") -> str:
+    def local_time(timezone: str = "UTC") -> str:
         calls.append(timezone)
         return "12:00 in " + timezone
 
@@ -59,7 +59,7 @@ def assert_safe(summary: dict, *secrets: str) -> None:
 
 def test_a_streamed_turn_with_a_tool_call_goes_through_the_real_openai_client(org, fake_openai):
     fake_openai.queue(
-        Reply.tool_call("get_current_time", {"timezone": "Europe/Madrid"}),
+        Reply.tool_call("local_time", {"timezone": "Europe/Madrid"}),
         Reply.text("It is noon in Madrid right now.", usage={"prompt_tokens": 40, "completion_tokens": 7}),
     )
     profile = compatible_profile(org, fake_openai)
@@ -80,7 +80,7 @@ def test_a_streamed_turn_with_a_tool_call_goes_through_the_real_openai_client(or
     assert first.bearer == KEY and second.bearer == KEY
     assert first.json["stream"] is True
     assert first.json["stream_options"] == {"include_usage": True}
-    assert [tool["function"]["name"] for tool in first.json["tools"]] == ["get_current_time"]
+    assert [tool["function"]["name"] for tool in first.json["tools"]] == ["local_time"]
     tool_message = second.json["messages"][-1]
     assert tool_message["role"] == "tool"
     assert tool_message["content"] == "12:00 in Europe/Madrid"

@@ -118,10 +118,11 @@ def test_a_gated_tool_parks_the_triggered_run_into_approvals(org, owner, script)
     from tests import factories
 
     gated = factories.published_agent(org, owner, name="Gated",
-                                      capabilities=[{"id": "clock", "approval": "required"}])
-    script([("get_current_time", {})])
+                                      capabilities=[{"id": "charts", "approval": "required"}])
+    script([("create_chart", {"chart_type": "bar", "title": "t", "x_values": ["a"],
+                               "series": [{"name": "s", "values": [1]}]})])
     run = _fire_schedule(org, owner, gated)
     run_now(run.pk)
     assert Run.objects.get(pk=run.pk).status == RunStatus.AWAITING_APPROVAL
     approval = Approval.objects.get(run=run)
-    assert approval.tool_name == "get_current_time" and approval.status == "pending"
+    assert approval.tool_name == "create_chart" and approval.status == "pending"

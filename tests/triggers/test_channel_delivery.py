@@ -63,19 +63,20 @@ def test_a_paused_bot_posts_nothing(org, owner, agent, fake_slack, script, queue
 
 # ------------------------------------------------------------------ a trigger run that parks on an approval
 
-GATED = [{"id": "clock", "tool_approval": {"get_current_time": "required"}}]
+GATED = [{"id": "charts", "tool_approval": {"create_chart": "required"}}]
+CHART = {"chart_type": "bar", "title": "Warsaw", "x_values": ["now"], "series": [{"name": "hour", "values": [9]}]}
 THREAD = "1700000000.000100"
 
 
 @pytest.fixture
 def parked(celery_worker, org, owner, fake_slack, script):  # noqa: F811
-    """A channel-delivered trigger whose run asks for the clock (gated), fired, its card posted in the thread."""
+    """A channel-delivered trigger whose run asks for a chart (gated), fired, its card posted in the thread."""
     gated = factories.published_agent(org, owner, name="Reporter", capabilities=GATED)
     bot = slack_bot(org, owner, fake=fake_slack)
     binding = bind(gated, bot, owner, org)
     trigger, _ = make_trigger(owner, org, gated, delivery="channel", delivery_binding_id=str(binding.pk),
                               delivery_chat_id="C-reports", delivery_thread=THREAD)
-    script([("get_current_time", {"timezone": "Europe/Warsaw"})])
+    script([("create_chart", CHART)])
     fired = firing.fire_now(actor=actor_of(owner, org), trigger=trigger)
     card = wait_until(lambda: next((p for p in fake_slack.answers("C-reports") if p.buttons()), None))
     # The worker records the card after Slack answered the post: the fake can have it before the row exists.
@@ -88,7 +89,7 @@ def test_a_parked_trigger_run_links_the_console_and_posts_a_card_in_the_thread(p
     run = Run.objects.get(pk=run_id)
     assert run.status == "awaiting_approval"
     assert card.thread_ts == THREAD
-    assert "get_current_time" in card.text and '"timezone": "Europe/Warsaw"' in card.text
+    assert "create_chart" in card.text and '"title": "Warsaw"' in card.text
     assert [b["action_id"] for b in card.buttons()] == ["agenticos_approve", "agenticos_reject"]
     url = approvals.run_url(run_id)
     assert url.endswith(f"/activity/runs/{run_id}/")

@@ -34,7 +34,6 @@
     sources: "Sources", page: "page %(page)s", source_of: "Source %(n)s: %(document)s",
   };
   var PHRASES = {
-    get_current_time: {running: "Checking the time", done: "Checked the time"},
     create_chart: {running: "Drawing a chart", done: "Drew a chart"},
     run_python: {running: "Running a calculation", done: "Ran a calculation"},
     search_documents: {running: "Searching the documents", done: "Searched the documents"},
