@@ -10,8 +10,8 @@ import pytest
 from agenticos.models import Membership
 from agenticos.tenancy import actor_for_membership
 from agents import services as agent_services
-from agents.models import Agent, Conversation, Run
 from agents import tool_builder
+from agents.models import Agent, Conversation, Run
 from capabilities.custom_tools import services
 from capabilities.models import ToolBuilderSession
 from tests import factories
