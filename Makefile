@@ -70,7 +70,9 @@ test: install browser
 	# A model change without its migration fails here, before the suite (which would build it into its databases).
 	AGENTICOS_DATA_DIR=$(TEST_DATA_DIR) AGENTICOS_TESTING=true $(PY) manage.py makemigrations --check --dry-run >/dev/null
 	# --durations: the slowest tests, printed on every run, so a slow one is seen where it is added.
-	AGENTICOS_DATA_DIR=$(TEST_DATA_DIR) AGENTICOS_TESTING=true $(PY) -m pytest -n 2 --durations=30 $(PYTEST_ARGS) || { \
+	# PYTHONDONTWRITEBYTECODE= : bytecode and pytest's rewritten test modules are written and reused (under
+	# __pycache__, ignored by git) even where the shell sets it; collecting the suite is then about half its CPU.
+	PYTHONDONTWRITEBYTECODE= AGENTICOS_DATA_DIR=$(TEST_DATA_DIR) AGENTICOS_TESTING=true $(PY) -m pytest -n 2 --durations=30 $(PYTEST_ARGS) || { \
 		status=$$?; if [ -f test-artifacts/runs-diagnosis.txt ]; then \
 		echo "--- where the runs stood when a test failed (test-artifacts/runs-diagnosis.txt):"; \
 		tail -c 12000 test-artifacts/runs-diagnosis.txt; fi; exit $$status; }

@@ -11,9 +11,17 @@ from celery.contrib.testing.worker import start_worker
 from rest_framework.test import APIClient
 
 from config.celery import app as celery_app
-from tests import factories, fastflush
+from tests import factories, fastflush, template_db
 from tests.browser_servers import _live_servers, _session_chromium  # noqa: F401  (session fixtures, one per process)
 from tests.fakes.openai_server import fake_openai  # noqa: F401  (fixture)
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix, django_db_blocker):
+    """pytest-django's hook before it creates the test database: that database is created as a copy of the
+    migrated template (tests/template_db.py), not migrated from nothing by every worker."""
+    with django_db_blocker.unblock():
+        template_db.use_template()
 
 
 @pytest.fixture(autouse=True, scope="session")

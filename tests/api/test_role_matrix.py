@@ -330,9 +330,56 @@ def _evaluated_agent_run(actor, profile, *, name: str, visibility: str):
     return evals.start_suite_run(actor=actor, suite=suite, target="production", enqueue=False).pk
 
 
+@pytest.fixture(scope="module")
+def _world_of_the_module(django_db_setup, django_db_blocker, tmp_path_factory):
+    """The world is built once for the module's ~200 tests (building it — two agents with everything, published,
+    evaluated, shared — was most of each test's time), in a transaction left open around them and rolled back
+    after the last. Each test still runs in a savepoint of its own inside it (pytest-django's atomics nest), so
+    every test starts from the same world and nothing a test wrote outlives it."""
+    from django.test import override_settings
+
+    media = override_settings(MEDIA_ROOT=str(tmp_path_factory.mktemp("media")))
+    outer = transaction.atomic()
+    # As the suite's autouse fixture does for every test: no run is handed to a Celery worker.
+    with django_db_blocker.unblock(), pytest.MonkeyPatch.context() as patch:
+        patch.setattr("agents.runs.enqueue_run", lambda run_id: None)
+        media.enable()
+        outer.__enter__()
+        try:
+            org = factories.organization(name="Acme")
+            owner = factories.member(org, "owner")
+            outsider_org = factories.organization(name="Other Corp")
+            people = {"viewer": factories.member(org, "viewer"), "member": factories.member(org, "member"),
+                      "builder": factories.member(org, "builder"), "admin": factories.member(org, "admin"),
+                      "owner": owner, "outsider": factories.member(outsider_org, "owner")}
+            demo_profile = agents.create_model_profile(actor=actor_of(owner, org), label="demo", provider="demo",
+                                                       model="demo")
+            built = _build_world(org, people, outsider_org, demo_profile)
+        except BaseException:
+            transaction.set_rollback(True)
+            outer.__exit__(None, None, None)
+            media.disable()
+            raise
+    yield built
+    with django_db_blocker.unblock():
+        transaction.set_rollback(True)
+        outer.__exit__(None, None, None)
+        media.disable()
+
+
 @pytest.fixture
-def world(settings, tmp_path, org, owner, admin_user, builder, member, viewer, outsider, outsider_org, demo_profile):
-    settings.MEDIA_ROOT = str(tmp_path / "media")
+def world(_world_of_the_module, db):
+    """The module's world, its people read again for each test (nothing a request cached on a user object
+    carries over from an earlier test)."""
+    from django.contrib.auth import get_user_model
+
+    users = get_user_model().objects.in_bulk([person.pk for person in _world_of_the_module["people"].values()])
+    return {**_world_of_the_module,
+            "people": {name: users[person.pk] for name, person in _world_of_the_module["people"].items()}}
+
+
+def _build_world(org, people: dict, outsider_org, demo_profile) -> dict:
+    owner = people["owner"]
     grantee = factories.member(org, "member")
     colleague = factories.member(org, "member")
     viewing_builder = factories.member(org, "builder")
@@ -354,9 +401,7 @@ def world(settings, tmp_path, org, owner, admin_user, builder, member, viewer, o
     return {
         "org": org,
         "outsider_org": outsider_org,
-        "people": {"viewer": viewer, "member": member, "builder": builder, "admin": admin_user, "owner": owner,
-                   "outsider": outsider, "viewing_builder": viewing_builder, "editing_builder": editing_builder,
-                   **custom_people},
+        "people": {**people, "viewing_builder": viewing_builder, "editing_builder": editing_builder, **custom_people},
         "shared": shared,
         "private": private,
     }
