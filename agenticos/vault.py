@@ -5,7 +5,8 @@ wrapped (AES-GCM) by a key-encryption key derived with HKDF from VAULT_MASTER_KE
 id and the key version, so a ciphertext copied onto another organization's row cannot be opened,
 and rotating the master key only rewraps data keys (`manage.py vault_rewrap`).
 
-`reveal` is the only way out, and only runtime code (model clients, tool calls) calls it.
+`reveal` is the only way out, and only runtime code (model clients, tool calls) calls it; each use of a secret is
+an audit event (agenticos.secret_access).
 """
 
 from __future__ import annotations
@@ -86,8 +87,14 @@ def open_sealed(organization_id: object, key_version: int, wrapped_key: bytes, c
 
 
 def reveal(secret) -> str:
-    """The plaintext of a Secret row. Runtime use only; never put the result in a response or log."""
-    return open_sealed(secret.organization_id, secret.key_version, secret.wrapped_key, secret.ciphertext)
+    """The plaintext of a Secret row. Runtime use only; never put the result in a response or log. Each use is
+    an audit event (`secret.used`, agenticos.secret_access: once per secret and run, no statement of its own)."""
+    # Imported here: the vault stays usable without the app registry (seal/open in management checks, doctor).
+    from agenticos import secret_access
+
+    plaintext = open_sealed(secret.organization_id, secret.key_version, secret.wrapped_key, secret.ciphertext)
+    secret_access.note(secret)
+    return plaintext
 
 
 def rewrap(secret, *, to_version: int | None = None) -> bool:

@@ -13,6 +13,7 @@ lends the layers below it: the models it builds for a model profile, the way a q
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import threading
 from collections.abc import Callable
@@ -112,7 +113,9 @@ def db_pool() -> ThreadPoolExecutor:
 
 async def on_db_thread(fn, *args, **kwargs):
     """Run sync work (ORM, Redis) on the runner's DB threads: never on the loop."""
-    return await asyncio.get_running_loop().run_in_executor(db_pool(), partial(pooled, fn, *args, **kwargs))
+    # In a copy of the caller's context, as asyncio.to_thread does (the run's secret uses: agenticos.secret_access).
+    work = partial(contextvars.copy_context().run, pooled, fn, *args, **kwargs)
+    return await asyncio.get_running_loop().run_in_executor(db_pool(), work)
 
 
 def connection_pooled() -> bool:

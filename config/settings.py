@@ -544,6 +544,9 @@ SANDBOX_EXECUTE_MAX_TIMEOUT = _int("SANDBOX_EXECUTE_MAX_TIMEOUT", 600, minimum=1
 # by the IdP's retries on 429.
 SCIM_RATE_LIMIT_PER_MINUTE = _int("SCIM_RATE_LIMIT_PER_MINUTE", 600, minimum=1)
 RATE_LIMIT_RUN_PER_MINUTE = _int("RATE_LIMIT_RUN_PER_MINUTE", 30, minimum=1)
+# Sign-in attempts per minute per address and per person, for each kind: password, second step, passkey, and
+# passkey challenges (identity.attempts).
+SIGNIN_ATTEMPTS_PER_MINUTE = _int("SIGNIN_ATTEMPTS_PER_MINUTE", 10, minimum=1)
 RATE_LIMIT_EMBED_PER_MINUTE = _int("RATE_LIMIT_EMBED_PER_MINUTE", 30, minimum=1)
 RATE_LIMIT_HOSTED_PAGE_PER_MINUTE = _int("RATE_LIMIT_HOSTED_PAGE_PER_MINUTE", 120, minimum=1)
 # A hosted page is counted per address (and visitor key) above; this is the whole page's ceiling, far above

@@ -30,7 +30,18 @@ from agenticos.tenancy import Actor, org_get, org_queryset
 from console.base import console_view, problems_by_field, screen
 from console.settings_views import _page
 from identity import api as identity_api
-from identity import audit_log, audit_stream, mfa, oidc, provisioning, roles, saml, services, sessions
+from identity import (
+    attempts,
+    audit_log,
+    audit_stream,
+    mfa,
+    oidc,
+    provisioning,
+    roles,
+    saml,
+    services,
+    sessions,
+)
 from identity.models import AuditStream, CustomRole, OidcConnection, ScimToken, VerifiedDomain
 
 
@@ -54,7 +65,17 @@ class SignInView(auth_views.LoginView):
             form.is_valid()
             form.add_error(None, _("No single sign-on is set up for this e-mail address's domain."))
             return self.form_invalid(form)
+        retry_after = attempts.refused(request, attempts.SIGN_IN_FORM, person=email)
+        if retry_after is not None:
+            return self.refused(retry_after, email)  # the password is not checked
         return super().post(request, *args, **kwargs)
+
+    def refused(self, retry_after: int, email: str = "") -> HttpResponse:
+        """The sign-in page again, saying the attempt was refused (an unbound form: validating it would
+        authenticate), with 429 and Retry-After."""
+        form = self.form_class(self.request, initial={"username": email})
+        context = self.get_context_data(form=form, refused=attempts.message(retry_after))
+        return _throttled(self.render_to_response(context), retry_after)
 
     def form_valid(self, form: Any) -> HttpResponse:
         user = form.get_user()
@@ -87,6 +108,18 @@ class SignInView(auth_views.LoginView):
         return oidc.login(request, provider_id=connection.slug)
 
 
+def _throttled(response: HttpResponse, retry_after: int) -> HttpResponse:
+    response.status_code = 429
+    response["Retry-After"] = str(retry_after)
+    return response
+
+
+def _throttled_json(retry_after: int) -> HttpResponse:
+    # The JSON error envelope (agenticos.errors) of a refused attempt, for the pages' WebAuthn fetches.
+    return _throttled(JsonResponse({"error": {"code": "rate_limited", "message": attempts.message(retry_after),
+                                              "details": {"retry_after": retry_after}}}), retry_after)
+
+
 def _qr_svg(user: Any, secret: str) -> str:
     """The otpauth:// URI as an inline SVG QR code, drawn by allauth's MFA adapter (no image request)."""
     adapter = get_mfa_adapter()
@@ -100,7 +133,10 @@ def mfa_step(request: HttpRequest) -> HttpResponse:
     if state is None or user is None:
         return redirect("console:login")
     error = ""
-    if request.method == "POST":
+    retry_after = attempts.refused(request, attempts.SECOND_STEP, person=user.pk) if request.method == "POST" else None
+    if retry_after is not None:
+        error = attempts.message(retry_after)  # refused before the code or passkey is checked
+    elif request.method == "POST":
         if request.POST.get("credential"):
             used = "webauthn" if mfa.check_passkey(user, _json_or_none(request.POST["credential"])) else None
         else:
@@ -115,9 +151,10 @@ def mfa_step(request: HttpRequest) -> HttpResponse:
         error = _("That code is not right (or was used already).")
         audit_log.sign_in_failed(user, reason="mfa_code", ip_address=request.META.get("REMOTE_ADDR"))
     secret = state.get("secret")
-    return screen(request, "registration/mfa.html", {
+    response = screen(request, "registration/mfa.html", {
         "enrol_secret": secret, "qr_svg": _qr_svg(user, secret) if secret else "", "error": error,
         "has_passkey": mfa.has_passkey(user)}, status=422 if error else 200)
+    return _throttled(response, retry_after) if retry_after is not None else response
 
 
 def _json_or_none(raw: str) -> Any:
@@ -135,6 +172,9 @@ def mfa_passkey_options(request: HttpRequest) -> HttpResponse:
     if user is None or not mfa.has_passkey(user):
         return JsonResponse({"error": {"code": "not_found", "message": "No passkey sign-in is pending."}},
                             status=404)
+    retry_after = attempts.refused(request, attempts.PASSKEY_OPTIONS, person=user.pk)
+    if retry_after is not None:
+        return _throttled_json(retry_after)
     return JsonResponse(mfa.begin_passkey_check(user))
 
 
@@ -143,6 +183,9 @@ def passkey_login_options(request: HttpRequest) -> HttpResponse:
     """The sign-in page's WebAuthn request options for a passkey alone (none named: the browser offers its own)."""
     if not mfa.passkey_login_enabled():
         return JsonResponse({"error": {"code": "not_found", "message": "Passkey sign-in is off."}}, status=404)
+    retry_after = attempts.refused(request, attempts.PASSKEY_OPTIONS)
+    if retry_after is not None:
+        return _throttled_json(retry_after)
     return JsonResponse(mfa.begin_passkey_login())
 
 
@@ -152,6 +195,11 @@ def passkey_login(request: HttpRequest) -> HttpResponse:
     its break-glass owner excepted."""
     if not mfa.passkey_login_enabled():
         return redirect("console:login")
+    retry_after = attempts.refused(request, attempts.PASSKEY)
+    if retry_after is not None:
+        view = SignInView()
+        view.setup(request)
+        return view.refused(retry_after)  # the assertion is not checked
     ip = request.META.get("REMOTE_ADDR")
     user = mfa.passkey_login_user(_json_or_none(request.POST.get("credential", "")))
     if user is None or not user.is_active:

@@ -19,6 +19,7 @@ from django.db import connection
 from django.db.models import BigIntegerField, Subquery, Value
 from django.db.models.functions import Coalesce
 
+from agenticos import secret_access
 from agenticos.models import Secret
 from agenticos.queries import Loaded, load_row
 from agents.models import Message, ModelProfile, Run
@@ -142,7 +143,11 @@ def build_model(profile: ModelProfile):
         model = _models.get(key)
         if model is not None:
             _models.move_to_end(key)
-            return model
+    if model is not None:
+        if profile.secret_id is not None:
+            # The kept model serves this run with the key opened for an earlier one: still a use of the secret.
+            secret_access.note(profile.secret)  # type: ignore[attr-defined]
+        return model
     model = provider_build_model(profile)
     with _models_lock:
         model = _models.setdefault(key, model)

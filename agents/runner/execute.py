@@ -9,6 +9,7 @@ connection from the process's pool and hands it back.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import logging
 import uuid
@@ -42,7 +43,7 @@ from pydantic_ai.usage import RunUsage, UsageLimits
 from pydantic_ai_harness.compaction import resolve_context_window
 from pydantic_ai_harness.guardrails import GuardrailError
 
-from agenticos import metrics, telemetry
+from agenticos import metrics, secret_access, telemetry
 from agenticos.models import Organization
 from agenticos.queries import Insert, Loaded, Update, load_row, write_together
 from agents import extensions
@@ -155,11 +156,16 @@ class RunExecution:
         self.context_tokens: int | None = None
         self._window: tuple[int | None] | None = None
         self._window_sources: tuple[int | None, Any] = (None, None)
+        # The secrets this execution opened, not yet in the audit log (set by _execution).
+        self.secret_uses: secret_access.RunUses | None = None
 
     # ------------------------------------------------------------- plumbing
 
     async def db(self, fn, *args, **kwargs):
-        return await asyncio.get_running_loop().run_in_executor(self.executor, partial(pooled, fn, *args, **kwargs))
+        # In a copy of the loop's context, as asyncio.to_thread does: what the run notes there (a secret it opened,
+        # agenticos.secret_access) reaches this execution.
+        work = partial(contextvars.copy_context().run, pooled, fn, *args, **kwargs)
+        return await asyncio.get_running_loop().run_in_executor(self.executor, work)
 
     async def reaching_model(self) -> None:
         """Before a model request (the capabilities' RunHandle). Nothing to mark any more: a lost run goes on from
@@ -207,9 +213,20 @@ class RunExecution:
         (for the caller to carry out with its own writes); they count as recorded from here on."""
         entries, self.unrecorded_spend = self.unrecorded_spend, []
         inserts, totals = budgets.ledger_writes(entries)
+        inserts = [*inserts, *self.secret_use_writes()]
         if self.context_tokens is not None:
             totals = {**totals, "context_tokens": self.context_tokens, "context_window": self.context_window()}
         return inserts, totals
+
+    def secret_use_writes(self) -> list[Insert]:
+        """The audit events of the secrets the run opened since its last write (once per secret and run), to go
+        in with that write's statement: a secret's use costs the run no statement of its own."""
+        if self.secret_uses is None:
+            return []
+        rows = secret_access.pending_rows(self.secret_uses, organization_id=self.run.organization_id,
+                                          user_id=self.run.user_id, api_key_id=self.run.api_key_id,
+                                          surface=self.run.surface)
+        return [Insert(rows)] if rows else []
 
     def context_window(self) -> int | None:
         """The window the run's context fill is measured by: the one a binding set (compaction's `context_window`,
@@ -656,8 +673,9 @@ class RunExecution:
 async def _execution(run_id: Any, sink: Sink | None, parent: Any = None) -> None:
     # Built on the loop: its sink's queue and events belong to it. `parent`: the starter's trace context.
     execution = RunExecution(run_id, sink)
-    with telemetry.run_span(run_id, parent) as span:  # nothing without tracing
+    with telemetry.run_span(run_id, parent) as span, secret_access.run_scope(run_id) as secret_uses:
         execution.trace_id = telemetry.trace_id(span)
+        execution.secret_uses = secret_uses
         try:
             await execution.execute()
         except Exception as exc:

@@ -133,6 +133,27 @@ def test_entra_creates_then_deprovisions_with_its_string_boolean(acme, outsider_
     assert browser.get("/api/v1/roles", HTTP_X_ORGANIZATION_ID=str(org.pk)).status_code == 404  # signs in again
 
 
+def test_deactivation_keeps_the_members_runs_and_approvals(acme):
+    org, owner, token = acme
+    from agents.models import Run
+    from governance.models import Approval
+
+    created = scim(token, "POST", "Users", entra_user("grace@acme.com")).json()
+    grace = Membership.objects.get(pk=created["id"]).user
+    agent = factories.published_agent(org, owner)
+    run = Run.objects.create(organization=org, agent=agent, version=agent.versions.get(), surface="web", user=grace,
+                             status="completed", output="done")
+    approval = Approval.objects.create(organization=org, run=run, tool_call_id="c1", tool_id="t", tool_name="t",
+                                       status=Approval.Status.APPROVED, decided_by=grace)
+
+    answer = scim(token, "PATCH", f"Users/{created['id']}", {
+        "schemas": [PATCH], "Operations": [{"op": "Replace", "path": "active", "value": "False"}]})
+
+    assert answer.status_code == 200 and answer.json()["active"] is False
+    assert Run.objects.filter(pk=run.pk, user=grace, output="done").exists()
+    assert Approval.objects.filter(pk=approval.pk, decided_by=grace, status=Approval.Status.APPROVED).exists()
+
+
 def test_entra_updates_attributes_by_path_and_okta_replaces_with_put(acme):
     _, _, token = acme
     uid = scim(token, "POST", "Users", entra_user("grace@acme.com")).json()["id"]

@@ -57,6 +57,7 @@ def _enable(user) -> tuple[str, list[str]]:
 
 def test_with_two_factor_on_a_password_alone_starts_no_session(org, member, settings):
     secret, _ = _enable(member)
+    assert AuditEvent.objects.filter(organization=org, action="mfa.enabled", actor=member).count() == 1
     row = Authenticator.objects.get(user=member, type="totp")
     assert secret not in str(row.data)  # sealed by the vault, not in the clear
     client = Client()

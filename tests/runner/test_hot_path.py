@@ -15,12 +15,15 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Sum
 from pydantic_ai.models.function import DeltaThinkingPart, FunctionModel
 
+from agenticos.models import AuditEvent
 from agents.chat import start_member_run
 from agents.models import Conversation, Message, Run, RunStatus
 from agents.runner import assembly, execute
 from agents.runner.frames import CollectingSink
 from agents.runs import start_run
 from governance.models import SpendEntry
+from tests import factories
+from tests.fakes.openai_server import Reply
 from tests.runner.conftest import actor_of, publish
 
 
@@ -93,6 +96,24 @@ def test_a_web_turn_is_admitted_and_executed_in_a_bounded_number_of_statements(o
     _, admitted, executed = _turn(actor, agent, conversation_id=run.conversation_id)
     assert len(admitted) == 3, admitted
     assert len(executed) == 4 + ledger_reads, executed
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_turn_on_a_keyed_profile_audits_the_keys_use_inside_its_ending_statement(org, owner, fake_openai):
+    """Secret access is an audit event (agenticos.secret_access): the row rides in the run's ending statement,
+    so a turn whose model key is opened makes as many statements as one on the keyless demo model."""
+    profile = factories.model_profile(org, "openai_compatible", "gpt-4o-mini", api_key="sk-live-hot-path-0123456789",
+                                      base_url=fake_openai.base_url)
+    agent, _ = publish(org, owner, model_profile_id=str(profile.pk))
+    fake_openai.queue(Reply.text("Hello."))
+    run, _, executed = _turn(actor_of(owner, org), agent)
+    # Those of a turn on the demo model, and the month's spend a priced model is checked against; no statement
+    # of the audit's own.
+    assert len(executed) == 5, "\n".join(sql[:100] for sql in executed)
+    assert "governance_spendentry" in executed[3] and executed[3].startswith("SELECT")
+    assert ["agenticos_auditevent" in sql for sql in executed] == [False] * 4 + [True]
+    assert AuditEvent.objects.filter(action="secret.used", target_id=str(profile.secret_id),
+                                     details__run=str(run.pk)).count() == 1
 
 
 @pytest.mark.django_db(transaction=True)

@@ -3,10 +3,17 @@
 // (create) and on the sign-in's second step (get).
 import { csrf } from "./dom.js";
 
+// A refusal the server explains (too many attempts): its message is shown instead of the generic one.
+class Refused extends Error {}
+
 async function options(form) {
   const answer = await fetch(form.getAttribute("data-passkey-options"), {
     method: "POST", credentials: "same-origin", headers: {"X-CSRFToken": csrf(form)}});
-  if (!answer.ok) throw new Error("no options");
+  if (!answer.ok) {
+    const body = await answer.json().catch(() => null);
+    if (answer.status === 429 && body?.error?.message) throw new Refused(body.error.message);
+    throw new Error("no options");
+  }
   return answer.json();
 }
 
@@ -29,6 +36,8 @@ for (const form of document.querySelectorAll("form[data-passkey-options]")) {
     if (form.querySelector("input[name=credential]").value) return;
     event.preventDefault();
     const status = form.querySelector("[data-passkey-status]");
-    ceremony(form).catch(() => { if (status) status.textContent = status.getAttribute("data-failed"); });
+    ceremony(form).catch((error) => {
+      if (status) status.textContent = error instanceof Refused ? error.message : status.getAttribute("data-failed");
+    });
   });
 }
