@@ -94,7 +94,7 @@
         var band = pw / n, bw = band * 0.8 / k;
         s.values.forEach(function (v, i) {
           var x0 = left + i * band + band * 0.1 + si * bw, y0 = y(Math.max(v, 0)), y1 = y(Math.min(v, 0));
-          var rect = el("rect", {x: x0, y: y0, width: Math.max(1, bw - 1), height: Math.max(1, y1 - y0), fill: color});
+          var rect = el("rect", {x: x0, y: y0, width: Math.max(1, bw - 1), height: v ? Math.max(1, y1 - y0) : 0, fill: color});  // a quiet day is no bar
           rect.appendChild(el("title", {}, s.name + " · " + spec.x_values[i] + ": " + fmt(v)));
           svg.appendChild(rect);
         });
