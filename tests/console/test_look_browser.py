@@ -15,7 +15,7 @@ from tests.console.browser_steps import sign_in
 from tests.console.conftest import ARTIFACTS, ROOT, make_turn
 
 pytestmark = [pytest.mark.browser]
-TIMEOUT = 30_000
+TIMEOUT = 60_000  # the Builder is a heavy page on a loaded machine
 CHARTS = ROOT / "console" / "static" / "console" / "charts.js"
 
 
