@@ -346,9 +346,11 @@ def usage(request: HttpRequest, actor: Actor) -> HttpResponse:
                     "x_values": [r["label"] for r in rows[:12]],
                     "series": [{"name": _("Spend (USD)"), "values": [float(r["spend"]) for r in rows[:12]]},
                                ]} for key, label, rows in dimensions}
-    days = list(data["daily"].items())
-    charts["daily"] = {"kind": "chart", "chart_type": "line", "title": _("Runs per day"),
-                       "x_values": [d for d, _row in days], "series": [{"name": _("Runs"), "values": [r["runs"] for _d, r in days]}]}
+    # Every day of the period, a quiet one at 0, as bars: a line between two busy days a week apart drew a ramp
+    # through days that had no run.
+    period = [(since_day + timedelta(days=i)).isoformat() for i in range((until_day - since_day).days + 1)]
+    charts["daily"] = {"kind": "chart", "chart_type": "bar", "title": _("Runs per day"), "x_values": period,
+                       "series": [{"name": _("Runs"), "values": [data["daily"].get(d, {}).get("runs", 0) for d in period]}]}
     query = f"since={since_day.isoformat()}&until={until_day.isoformat()}"
     presets = [(n, (today - timedelta(days=n - 1)).isoformat()) for n in (7, 30, 90)]
     return screen(request, "console/usage.html", {

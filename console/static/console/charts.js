@@ -19,6 +19,21 @@
     return String(Math.round(n * 100) / 100);
   }
 
+  // Round ticks for an axis from `low` to `high` (both included): about `count` steps of 1, 2 or 5 times a power
+  // of ten (10/20/30, never 10.25/20.5/30.75). Hand-written: the console draws its charts without a library.
+  // `whole`: the values are counts, so no tick falls between two whole numbers.
+  function niceTicks(low, high, count, whole) {
+    count = count || 4;
+    if (!(high > low)) high = low + 1;
+    var raw = (high - low) / count, power = Math.pow(10, Math.floor(Math.log10(raw))), step = power * 10;
+    [1, 2, 5, 10].some(function (m) { if (m * power >= raw) { step = m * power; return true; } return false; });
+    if (whole) step = Math.max(1, step);
+    var start = Math.floor(low / step + 1e-9) * step, ticks = [];
+    for (var v = start; v < high + step - 1e-9 * step; v += step) ticks.push(Number(v.toPrecision(12)));
+    if (ticks.length < 2) ticks.push(Number((start + step).toPrecision(12)));
+    return ticks;
+  }
+
   function pie(svg, spec, W, H) {
     var s = spec.series[0] || {values: []};
     var total = s.values.reduce(function (a, b) { return a + Math.max(0, b); }, 0) || 1;
@@ -44,20 +59,32 @@
     var pw = W - left - right, ph = H - top - bottom;
     var all = [];
     spec.series.forEach(function (s) { all = all.concat(s.values); });
-    var max = Math.max.apply(null, all.concat([0])), min = Math.min.apply(null, all.concat([0]));
-    if (max === min) max = min + 1;
+    var whole = all.every(function (v) { return Number.isInteger(Number(v)); });
+    var ticks = niceTicks(Math.min.apply(null, all.concat([0])), Math.max.apply(null, all.concat([0])), 4, whole);
+    var min = ticks[0], max = ticks[ticks.length - 1];
+    var decimals = Math.max(0, -Math.floor(Math.log10(ticks[1] - ticks[0]) + 1e-9));
     var n = spec.x_values.length;
     function y(v) { return top + ph - (v - min) / (max - min) * ph; }
-    function x(i) { return left + (n <= 1 ? pw / 2 : (type === "bar" ? (i + 0.5) * pw / n : i * pw / (n - 1))); }
-    for (var t = 0; t <= 4; t++) {
-      var v = min + (max - min) * t / 4, yy = y(v);
-      svg.appendChild(el("line", {x1: left, x2: W - right, y1: yy, y2: yy, stroke: "#e3e6ea"}));
-      svg.appendChild(el("text", {x: left - 6, y: yy + 4, "text-anchor": "end", "font-size": 10, fill: "#555"}, fmt(v)));
-    }
-    var step = Math.max(1, Math.ceil(n / 12));
+    // Bars sit in bands; points of a line sit in bands too, so the first and last labels are whole, not cut by the edge.
+    function x(i) { return left + (n <= 1 ? pw / 2 : (type === "bar" || n <= 2 ? (i + 0.5) * pw / n : i * pw / (n - 1))); }
+    var grid = el("g", {class: "chart-grid"});
+    ticks.forEach(function (v) {
+      var yy = y(v);
+      grid.appendChild(el("line", {x1: left, x2: W - right, y1: yy, y2: yy, stroke: "#e3e6ea"}));
+      grid.appendChild(el("text", {x: left - 6, y: yy + 4, "text-anchor": "end", "font-size": 10, fill: "#555"},
+        Math.abs(v) >= 1000 ? v.toLocaleString() : v.toFixed(decimals)));
+    });
+    svg.appendChild(grid);
+    // As many whole labels as fit side by side (a date is never cut or overlapped); every step-th one is shown.
+    var longest = spec.x_values.reduce(function (m, label) { return Math.max(m, String(label).length); }, 1);
+    var fit = Math.max(1, Math.floor(pw / (longest * 6 + 10)));
+    var step = Math.max(1, Math.ceil(n / fit));
     spec.x_values.forEach(function (label, i) {
       if (i % step) return;
-      svg.appendChild(el("text", {x: x(i), y: H - bottom + 16, "text-anchor": "middle", "font-size": 10, fill: "#555"},
+      var anchor = "middle";
+      if (type !== "bar" && n > 2 && i === 0) anchor = "start";
+      if (type !== "bar" && n > 2 && i === n - 1) anchor = "end";
+      grid.appendChild(el("text", {x: x(i), y: H - bottom + 16, "text-anchor": anchor, "font-size": 10, fill: "#555"},
         String(label)));
     });
     var k = spec.series.length;
@@ -67,7 +94,7 @@
         var band = pw / n, bw = band * 0.8 / k;
         s.values.forEach(function (v, i) {
           var x0 = left + i * band + band * 0.1 + si * bw, y0 = y(Math.max(v, 0)), y1 = y(Math.min(v, 0));
-          var rect = el("rect", {x: x0, y: y0, width: Math.max(1, bw - 1), height: Math.max(1, y1 - y0), fill: color});
+          var rect = el("rect", {x: x0, y: y0, width: Math.max(1, bw - 1), height: v ? Math.max(1, y1 - y0) : 0, fill: color});  // a quiet day is no bar
           rect.appendChild(el("title", {}, s.name + " · " + spec.x_values[i] + ": " + fmt(v)));
           svg.appendChild(rect);
         });
@@ -84,6 +111,12 @@
             x(n - 1) + "," + y(Math.max(min, 0)), fill: color, "fill-opacity": 0.25}));
         }
         svg.appendChild(el("polyline", {points: points.join(" "), fill: "none", stroke: color, "stroke-width": 2}));
+        // Each value is a dot too: one point alone is seen, and two are two measures, not a ramp between them.
+        s.values.forEach(function (v, i) {
+          var dot = el("circle", {cx: x(i), cy: y(v), r: 3, fill: color});
+          dot.appendChild(el("title", {}, s.name + " · " + spec.x_values[i] + ": " + fmt(v)));
+          svg.appendChild(dot);
+        });
       }
       svg.appendChild(el("rect", {x: left + si * 120, y: 22, width: 10, height: 10, fill: color}));
       svg.appendChild(el("text", {x: left + si * 120 + 14, y: 31, "font-size": 11}, s.name));
@@ -108,5 +141,5 @@
     return !!value && typeof value === "object" && value.kind === "chart" && Array.isArray(value.series);
   }
 
-  window.AgenticCharts = {render: render, isChart: isChart};
+  window.AgenticCharts = {render: render, isChart: isChart, niceTicks: niceTicks};
 })();
