@@ -67,6 +67,7 @@ def one_round(agent_id: str, n: int, profile: str = "") -> tuple[float, float, d
     from agents.runner.loop import runs_loop
 
     ids = queued_runs(agent_id, n)
+    sent_before = _GROUP_SENDS[0]
     profiler = cProfile.Profile() if profile else None
     loop = runs_loop().loop
     if profiler is not None:
@@ -82,7 +83,25 @@ def one_round(agent_id: str, n: int, profile: str = "") -> tuple[float, float, d
     statuses: dict[str, int] = {}
     for status in Run.objects.filter(pk__in=ids).values_list("status", flat=True):
         statuses[status] = statuses.get(status, 0) + 1
+    statuses["channel-layer messages per run"] = round((_GROUP_SENDS[0] - sent_before) / n, 1)  # type: ignore[assignment]
     return spent, took, statuses
+
+
+_GROUP_SENDS = [0]
+
+
+def count_group_sends() -> None:
+    """Count the channel-layer messages runs publish (one Redis round trip or two each)."""
+    from channels.layers import get_channel_layer
+
+    layer_class = type(get_channel_layer())
+    original = layer_class.group_send
+
+    async def counted(self, group, message):
+        _GROUP_SENDS[0] += 1
+        return await original(self, group, message)
+
+    layer_class.group_send = counted
 
 
 async def _call(fn) -> None:
@@ -122,6 +141,7 @@ def main() -> None:
     try:
         wait_port(port)
         agent_id = setup_agent(port)
+        count_group_sends()
         one_round(agent_id, 2)  # warm: imports, the pool's connections, the model's client
         print(f"machine: {platform.node()} {platform.machine()} {os.cpu_count()} cores, Python "
               f"{platform.python_version()}; {args.runs} runs at once, in-process runs loop")
