@@ -47,7 +47,9 @@ class RedisChannelLayer(ChannelsRedisLayer):
         super().__init__(*args, **kwargs)
         self._group_send_scripts: dict[int, Any] = {}
 
-    async def group_send(self, group: str, message: dict) -> None:
+    async def group_send(self, group: str, message: dict) -> int:  # type: ignore[override]
+        """channels' group_send; returns how many channels were in the group (0: nobody listened), which the
+        runner's frame sink reads to widen its window while nobody listens."""
         assert self.require_valid_group_name(group), "Group name not valid"
         key = self._group_key(group)
         connection = self.connection(self.consistent_hash(group))
@@ -56,7 +58,7 @@ class RedisChannelLayer(ChannelsRedisLayer):
         pipe.zrange(key, 0, -1)
         _, members = await pipe.execute()
         if not members:
-            return
+            return 0
         channel_names = [member.decode("utf8") for member in members]
         to_connection, to_message, to_capacity = self._map_channel_keys_to_connection(channel_names, message)
         for index, channel_keys in to_connection.items():
@@ -68,3 +70,4 @@ class RedisChannelLayer(ChannelsRedisLayer):
                                 client=self.connection(index))
             if over > 0:
                 logger.info("%s of %s channels over capacity in group %s", over, len(channel_names), group)
+        return len(channel_names)

@@ -615,6 +615,9 @@ RUN_DB_THREADS = _int("RUN_DB_THREADS", 16, minimum=1)
 # How long the runner lets a run's frames pile up before publishing them as one channel-layer message
 # (milliseconds; 0 = publish as soon as the flusher is free). A run's last frame is never held back.
 RUN_FRAME_FLUSH_SECONDS = _int("RUN_FRAME_FLUSH_MS", 20, minimum=0) / 1000
+# The same window while nobody listens to the run's group (a REST run started with ?wait=false): a listener who
+# joins gets the next batch at most this much later, then the short window again.
+RUN_FRAME_IDLE_FLUSH_SECONDS = _int("RUN_FRAME_IDLE_FLUSH_MS", 250, minimum=0) / 1000
 
 # ------------------------------------------------------------------ triggers and retention
 # Event webhooks: body cap, how far X-AgenticOS-Timestamp may be off, requests per trigger per minute.

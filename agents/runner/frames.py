@@ -78,6 +78,13 @@ class ChannelLayerSink:
         self._flusher: asyncio.Task | None = None
         self._ending = asyncio.Event()
         self.window: float = settings.RUN_FRAME_FLUSH_SECONDS
+        # While nobody listens (a REST run started with `?wait=false`: nobody joined its group) the window
+        # widens to RUN_FRAME_IDLE_FLUSH_SECONDS: every batch was a Redis round trip that reached no one, at a
+        # model's pace one per token. Nothing is dropped or reordered: a listener who joins meanwhile gets the
+        # next batch at most that much later, and the windows after it are the short one again. A layer whose
+        # group_send does not say how many listened (channels' API returns None) keeps the short window.
+        self.idle_window: float = settings.RUN_FRAME_IDLE_FLUSH_SECONDS
+        self._listened = True
 
     async def send(self, frame: dict[str, Any]) -> None:
         if self.layer is None:
@@ -92,9 +99,10 @@ class ChannelLayerSink:
     async def _flush_forever(self) -> None:
         while True:
             batch = [await self._queue.get()]
-            if self.window > 0 and not self._ending.is_set():
+            window = self.window if self._listened else max(self.window, self.idle_window)
+            if window > 0 and not self._ending.is_set():
                 try:
-                    await asyncio.wait_for(self._ending.wait(), timeout=self.window)
+                    await asyncio.wait_for(self._ending.wait(), timeout=window)
                 except TimeoutError:
                     pass  # the window closed: send what piled up
             while not self._queue.empty():
@@ -102,11 +110,12 @@ class ChannelLayerSink:
             frames = coalesce(batch)
             try:
                 if len(frames) == 1:
-                    await self.layer.group_send(self.group, {"type": "run.frame", "frame": frames[0],
-                                                             "run_id": self.run_id})
+                    listeners = await self.layer.group_send(self.group, {"type": "run.frame", "frame": frames[0],
+                                                                         "run_id": self.run_id})
                 else:
-                    await self.layer.group_send(self.group, {"type": "run.frames", "frames": frames,
-                                                             "run_id": self.run_id})
+                    listeners = await self.layer.group_send(self.group, {"type": "run.frames", "frames": frames,
+                                                                         "run_id": self.run_id})
+                self._listened = listeners != 0
             except Exception:  # a lost channel layer must not lose the run (the transcript has it all)
                 logger.warning("could not publish %d frame(s) to %s", len(batch), self.group, exc_info=True)
             finally:

@@ -35,7 +35,9 @@ def test_every_member_gets_the_message_and_one_that_left_does_not():
             for channel in (first, second, third, gone):
                 await listener.group_add(group, channel)
             await listener.group_discard(group, gone)
-            await sender.group_send(group, {"type": "run.frame", "frame": {"type": "text_delta"}, "run_id": "r"})
+            # How many listened (the runner's frame sink reads it): the three left in the group.
+            assert await sender.group_send(group, {"type": "run.frame", "frame": {"type": "text_delta"},
+                                                   "run_id": "r"}) == 3
             got = [await asyncio.wait_for(layer.receive(channel), 2)
                    for layer, channel in ((listener, first), (listener, second), (other, third))]
             with pytest.raises(TimeoutError):
@@ -110,7 +112,7 @@ def test_a_group_without_members_costs_one_round_trip(monkeypatch):
 
         monkeypatch.setattr(type(connection), "pipeline", counted_pipeline)
         try:
-            await layer.group_send(f"g{uuid.uuid4().hex}", {"type": "m"})
+            assert await layer.group_send(f"g{uuid.uuid4().hex}", {"type": "m"}) == 0  # nobody listened
         finally:
             monkeypatch.undo()
             await layer.close_pools()

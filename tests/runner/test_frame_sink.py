@@ -101,3 +101,38 @@ def test_frames_in_reads_a_lone_frame_a_batch_and_nothing_else():
 def test_the_window_setting_reaches_the_sink(settings):
     settings.RUN_FRAME_FLUSH_SECONDS = 0.005
     assert ChannelLayerSink(uuid.uuid4()).window == 0.005
+
+
+def test_the_window_widens_while_nobody_listens_and_a_listener_who_joins_gets_every_later_frame():
+    async def scenario():
+        run_id = str(uuid.uuid4())
+        sink = ChannelLayerSink(run_id)
+        sink.layer = channel_layers.make_backend(DEFAULT_CHANNEL_LAYER)
+        sink.window, sink.idle_window = 0, 30  # the short window: none at all; the idle one: longer than the test
+        try:
+            await sink.send(frame("part_start", index=0, part_type="text"))
+            await sink.drain()  # published to nobody
+            assert sink._listened is False
+            layer, channel = await _listen(run_id)
+            later = [frame("text_delta", index=0, content=f"w{i} ") for i in range(10)]
+            for item in later:
+                await sink.send(item)
+                await asyncio.sleep(0.002)
+            await sink.send(frame("complete", status="completed"))  # cuts the idle window short
+            messages = [await asyncio.wait_for(layer.receive(channel), timeout=2)]
+            await layer.group_discard(group_name(run_id), channel)
+            await layer.close_pools()
+            return later, messages
+        finally:
+            await sink.close()
+            await sink.layer.close_pools()
+
+    later, messages = asyncio.run(scenario())
+    # Every frame sent after the first went out in one message, deltas merged, in order: nothing was lost.
+    assert [f for message in messages for f in frames_in(message)] == [
+        frame("text_delta", index=0, content=_text(later)), frame("complete", status="completed")]
+
+
+def test_the_idle_window_setting_reaches_the_sink(settings):
+    settings.RUN_FRAME_IDLE_FLUSH_SECONDS = 0.3
+    assert ChannelLayerSink(uuid.uuid4()).idle_window == 0.3
