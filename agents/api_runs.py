@@ -356,7 +356,8 @@ class ConversationListView(OrgAPIView):
             raise serializers.ValidationError({"archived": "One of false, true, all."})
         if archived != "all":
             qs = qs.filter(archived_at__isnull=archived == "false")
-        tag = " ".join(request.query_params.get("tag", "").split()).lower()
+        # Printable characters only: PostgreSQL's jsonb refuses a NUL, which would otherwise be a 500.
+        tag = " ".join("".join(ch for ch in request.query_params.get("tag", "") if ch.isprintable()).split()).lower()
         if tag:
             qs = qs.filter(tags__contains=[tag])
         page = self.paginate_queryset(qs.order_by("-last_active_at"))

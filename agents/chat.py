@@ -262,6 +262,8 @@ def clean_tags(tags: object) -> list[str]:
         raise Invalid("tags must be a list of strings.", details={"field": "tags"})
     cleaned: list[str] = []
     for tag in tags:
+        if not all(ch.isprintable() or ch.isspace() for ch in tag):
+            raise Invalid("A tag is printable text.", details={"field": "tags"})
         tag = " ".join(tag.split()).lower()
         if len(tag) > TAG_MAX_LENGTH:
             raise Invalid(f"A tag has at most {TAG_MAX_LENGTH} characters.", details={"field": "tags"})

@@ -155,7 +155,7 @@ def tag_conversation_view(request: HttpRequest, actor: Actor, conversation_id: A
 def _list_filters(request: HttpRequest) -> dict[str, Any]:
     """The chat list's search, tag and Archived view, read from the query and kept on its links."""
     search = request.GET.get("q", "").strip()[:200]
-    tag = " ".join(request.GET.get("tag", "").split()).lower()[:40]
+    tag = " ".join("".join(ch for ch in request.GET.get("tag", "") if ch.isprintable()).split()).lower()[:40]
     archived = request.GET.get("archived") == "1"
     kept = {key: value for key, value in (("q", search), ("tag", tag), ("archived", "1" if archived else ""))
             if value}
