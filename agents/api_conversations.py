@@ -15,12 +15,16 @@ from agents import branches
 from agents import feedback as feedback_service
 from agents.api_runs import ConversationSerializer, RunResultSerializer, run_result
 from agents.chat import (
+    TAG_MAX_LENGTH,
+    TAGS_MAX,
     TITLE_MAX,
+    archive_conversation,
     delete_conversation,
     own_conversation,
     pin_conversation,
     regenerate_answer,
     rename_conversation,
+    tag_conversation,
 )
 from agents.models import Feedback, Message
 
@@ -60,10 +64,14 @@ class ConversationChangeSerializer(serializers.Serializer):
     # trim_whitespace (DRF's default) trims before the length check; clean_title says the same in the service.
     title = serializers.CharField(required=False, min_length=1, max_length=TITLE_MAX)
     pinned = serializers.BooleanField(required=False)
+    archived = serializers.BooleanField(required=False)
+    # The whole list (it replaces the one stored); the service trims and lower-cases (agents.chat.clean_tags).
+    tags = serializers.ListField(child=serializers.CharField(max_length=TAG_MAX_LENGTH, allow_blank=True),
+                                 max_length=TAGS_MAX, required=False)
 
     def validate(self, attrs: dict) -> dict:
         if not attrs:
-            raise serializers.ValidationError("Send a title, pinned or both.")
+            raise serializers.ValidationError("Send a title, pinned, archived, tags or several of them.")
         return attrs
 
 
@@ -76,7 +84,7 @@ class ConversationDetailView(OrgAPIView):
         return Response(tree_of(own_conversation(self.actor, conversation_id)))
 
     @extend_schema(request=ConversationChangeSerializer, responses={200: ConversationDetailSerializer, **WRITE_ERRORS},
-                   summary="Rename or pin (pinned: true/false) one of my conversations")
+                   summary="Rename, pin, archive or tag one of my conversations (only the fields sent change)")
     def patch(self, request: Request, conversation_id) -> Response:
         # Someone else's conversation is a 404 before the body is read: a refusal never says how to phrase it.
         own_conversation(self.actor, conversation_id, draft=False)
@@ -89,6 +97,12 @@ class ConversationDetailView(OrgAPIView):
         if "pinned" in body.validated_data:
             conversation = pin_conversation(actor=self.actor, conversation_id=conversation_id,
                                             pinned=body.validated_data["pinned"])
+        if "archived" in body.validated_data:
+            conversation = archive_conversation(actor=self.actor, conversation_id=conversation_id,
+                                                archived=body.validated_data["archived"])
+        if "tags" in body.validated_data:
+            conversation = tag_conversation(actor=self.actor, conversation_id=conversation_id,
+                                            tags=body.validated_data["tags"])
         return Response(ConversationDetailSerializer(conversation).data)
 
     @extend_schema(request=None, responses={204: None, **WRITE_ERRORS},

@@ -324,7 +324,8 @@ class ConversationSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Conversation
-        fields = ["id", "agent_id", "title", "surface", "created_at", "last_active_at"]
+        # archived_at / tags: the owner's filing (agents.chat.archive_conversation, tag_conversation).
+        fields = ["id", "agent_id", "title", "surface", "created_at", "last_active_at", "archived_at", "tags"]
 
 
 class MessageSerializer(serializers.ModelSerializer):
@@ -339,12 +340,26 @@ class ConversationListView(OrgAPIView):
     serializer_class = ConversationSerializer
     permission_map = {"GET": "agents:run"}
 
-    @extend_schema(parameters=[OpenApiParameter("agent", str)], responses={200: ConversationSerializer(many=True)},
-                   summary="My conversations")
+    @extend_schema(parameters=[
+        OpenApiParameter("agent", str),
+        OpenApiParameter("archived", str, enum=["false", "true", "all"],
+                         description="false (the default): the list without archived ones; true: only archived ones; "
+                                     "all: both."),
+        OpenApiParameter("tag", str, description="Only those carrying this tag (case-insensitive)."),
+    ], responses={200: ConversationSerializer(many=True)}, summary="My conversations")
     def get(self, request):
         qs = Conversation.objects.filter(organization=self.actor.organization, owner_id=self.actor.user_id)
         if request.query_params.get("agent"):
             qs = qs.filter(agent_id=_uuid(request.query_params["agent"], "agent"))
+        archived = request.query_params.get("archived", "false")
+        if archived not in ("false", "true", "all"):
+            raise serializers.ValidationError({"archived": "One of false, true, all."})
+        if archived != "all":
+            qs = qs.filter(archived_at__isnull=archived == "false")
+        # Printable characters only: PostgreSQL's jsonb refuses a NUL, which would otherwise be a 500.
+        tag = " ".join("".join(ch for ch in request.query_params.get("tag", "") if ch.isprintable()).split()).lower()
+        if tag:
+            qs = qs.filter(tags__contains=[tag])
         page = self.paginate_queryset(qs.order_by("-last_active_at"))
         return self.get_paginated_response(ConversationSerializer(page, many=True).data)
 

@@ -249,3 +249,51 @@ def pin_conversation(*, actor: Actor, conversation_id, pinned: bool) -> Conversa
             conversation.pinned_at = timezone.now() if pinned else None
             conversation.save(update_fields=["pinned_at"])
     return conversation
+
+
+TAGS_MAX = 10
+TAG_MAX_LENGTH = 40
+
+
+def clean_tags(tags: object) -> list[str]:
+    """A conversation's tags as stored: trimmed, lower-cased (one tag, however typed), inner spaces kept single,
+    duplicates and empties dropped, order kept; at most TAGS_MAX of at most TAG_MAX_LENGTH characters."""
+    if not isinstance(tags, list) or not all(isinstance(tag, str) for tag in tags):
+        raise Invalid("tags must be a list of strings.", details={"field": "tags"})
+    cleaned: list[str] = []
+    for tag in tags:
+        if not all(ch.isprintable() or ch.isspace() for ch in tag):
+            raise Invalid("A tag is printable text.", details={"field": "tags"})
+        tag = " ".join(tag.split()).lower()
+        if len(tag) > TAG_MAX_LENGTH:
+            raise Invalid(f"A tag has at most {TAG_MAX_LENGTH} characters.", details={"field": "tags"})
+        if tag and tag not in cleaned:
+            cleaned.append(tag)
+    if len(cleaned) > TAGS_MAX:
+        raise Invalid(f"A conversation has at most {TAGS_MAX} tags.", details={"field": "tags"})
+    return cleaned
+
+
+def archive_conversation(*, actor: Actor, conversation_id, archived: bool) -> Conversation:
+    """The owner archives their conversation (it leaves their chat list and the API's default list for their
+    Archived view, and stays readable and open to new messages there) or unarchives it. A list preference, like a
+    pin: no audit."""
+    actor.require("agents:run")
+    with transaction.atomic():
+        conversation = _locked_own(actor, conversation_id)
+        if archived != (conversation.archived_at is not None):
+            conversation.archived_at = timezone.now() if archived else None
+            conversation.save(update_fields=["archived_at"])
+    return conversation
+
+
+def tag_conversation(*, actor: Actor, conversation_id, tags: object) -> Conversation:
+    """The owner sets their conversation's tags (the whole list: [] removes them all). No audit, like a pin."""
+    actor.require("agents:run")
+    cleaned = clean_tags(tags)
+    with transaction.atomic():
+        conversation = _locked_own(actor, conversation_id)
+        if cleaned != conversation.tags:
+            conversation.tags = cleaned
+            conversation.save(update_fields=["tags"])
+    return conversation

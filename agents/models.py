@@ -252,6 +252,10 @@ class Conversation(models.Model):
     # Who wrote the title: "" its first message (agents.titles.conversation_title), "model" the title model after
     # the first exchange, "person" its owner — a person's title is never replaced.
     title_by = models.CharField(max_length=8, blank=True, default="", db_default="")
+    # The owner's filing (agents.chat.archive_conversation, tag_conversation): archived leaves their chat list for
+    # its Archived view; tags (short labels, lower-cased, at most TAGS_MAX) filter it.
+    archived_at = models.DateTimeField(null=True, blank=True)
+    tags = models.JSONField(default=list, blank=True, db_default=[])
 
     class Meta:
         ordering = ["-last_active_at"]
@@ -263,11 +267,16 @@ class Conversation(models.Model):
 
 class ChatSettings(models.Model):
     """An organization's choices for its chat: the model profile that titles conversations after their first
-    exchange (agents.titles; none = no model titles, the first message's words stay)."""
+    exchange (agents.titles; none = no model titles, the first message's words stay) and the one that transcribes
+    the microphone."""
 
     organization = models.OneToOneField(Organization, on_delete=models.CASCADE, primary_key=True,
                                         related_name="chat_settings")
     title_profile = models.ForeignKey(ModelProfile, on_delete=models.SET_NULL, null=True, blank=True,
+                                      related_name="+")
+    # The speech-to-text profile that transcribes the web chat's microphone (media.transcription.chat_profile;
+    # none = the organization's only speech-to-text profile, if it has exactly one).
+    voice_profile = models.ForeignKey(ModelProfile, on_delete=models.SET_NULL, null=True, blank=True,
                                       related_name="+")
     updated_at = models.DateTimeField(default=timezone.now)
 

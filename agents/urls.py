@@ -1,12 +1,20 @@
 """/api/v1/ agent endpoints."""
 
 from agenticos.api import route
-from agents import api, api_attachments, api_capability_card, api_rollouts, api_tool_builder
+from agents import (
+    api,
+    api_attachments,
+    api_capability_card,
+    api_rollouts,
+    api_tool_builder,
+    api_transcriptions,
+)
 
 urlpatterns = [
     *route("model-profiles", api.ModelProfileListView, "api-model-profiles"),
     *route("model-profiles/<uuid:pk>", api.ModelProfileDetailView, "api-model-profile"),
     *route("attachments", api_attachments.AttachmentUploadView, "api-attachments"),
+    *route("transcriptions", api_transcriptions.TranscriptionView, "api-transcriptions"),
     *route("agents", api.AgentListView, "api-agents"),
     *route("agents/import", api.AgentImportView, "api-agents-import"),
     *route("agents/<uuid:pk>", api.AgentDetailView, "api-agent"),

@@ -37,6 +37,7 @@ from channelbots.models import (
     Transport,
     default_access_policy,
 )
+from media import transcription as speech
 
 logger = logging.getLogger(__name__)
 
@@ -62,13 +63,8 @@ PLATFORM_CREDENTIALS = {
     Platform.TELEGRAM: ("token",),
     Platform.MATTERMOST: ("token", "webhook_secret"),
 }
-STT_CATALOG: dict[str, dict[str, Any]] = {
-    "openai": {"base_url": "https://api.openai.com/v1", "models": ["whisper-1", "gpt-4o-transcribe",
-                                                                   "gpt-4o-mini-transcribe"]},
-    "groq": {"base_url": "https://api.groq.com/openai/v1", "models": ["whisper-large-v3",
-                                                                      "whisper-large-v3-turbo"]},
-    "mistral": {"base_url": "https://api.mistral.ai/v1", "models": ["voxtral-mini-latest"]},
-}
+# The transcription providers (media.transcription's catalog, shared with the web chat's microphone).
+STT_CATALOG = speech.STT_CATALOG
 
 
 def _record(actor: Actor, action: str, target, details: dict | None = None, ip_address: str | None = None) -> None:

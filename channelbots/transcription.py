@@ -1,6 +1,6 @@
 """Voice notes → text through an OpenAI-compatible POST /audio/transcriptions (OpenAI, Groq, Mistral).
 
-The key is the one the organization already configured for that provider in its model profiles (matched
+The call itself is media.transcription's (the web chat's microphone makes the same one). The key is the one the organization already configured for that provider in its model profiles (matched
 by provider, or by base URL host for OpenAI-compatible profiles); nothing new is stored for it. The bot may name
 which profile (`stt_profile`); unnamed, the organization's only one serves, and with several it must be named. The call goes
 through the outbound guard with the model profiles' allowance (`MODEL_ALLOWED_PRIVATE_HOSTS`), the address
@@ -16,20 +16,15 @@ from __future__ import annotations
 
 import logging
 
-import httpx2
-
-from agenticos import netguard, vault
 from agents.models import ModelProfile
-from channelbots.services import STT_CATALOG, stt_profiles
-from governance import budgets, metered, pricing
+from channelbots.services import stt_profiles
+from governance import metered
+from media import transcription as speech
+from media.transcription import MAX_AUDIO_BYTES, TranscriptionFailed
+
+__all__ = ["MAX_AUDIO_BYTES", "TranscriptionFailed", "transcribe"]
 
 logger = logging.getLogger(__name__)
-
-MAX_AUDIO_BYTES = 25 * 1024 * 1024  # the endpoint's own limit
-
-
-class TranscriptionFailed(Exception):
-    """Said in the answer; the turn goes on without the transcript."""
 
 
 def _profile(bot, provider: str) -> ModelProfile:
@@ -63,14 +58,6 @@ def _meter(bot) -> metered.Meter:
                              surface=bot.platform, environment=binding["environment"])
 
 
-def _record(meter: metered.Meter, provider: str, model: str, usage) -> None:
-    usage = usage if isinstance(usage, dict) else None
-    cost, partial = pricing.price_audio(model, provider, usage)
-    metered.record(meter, model=model, cost=cost, partial=partial, chat=False,
-                   input_tokens=int((usage or {}).get("input_tokens") or 0),
-                   output_tokens=int((usage or {}).get("output_tokens") or 0))
-
-
 def transcribe(bot, data: bytes, *, filename: str = "voice.ogg", mime: str = "audio/ogg") -> str:
     provider, model = bot.stt_provider, bot.stt_model
     if not provider or not model:
@@ -78,39 +65,5 @@ def transcribe(bot, data: bytes, *, filename: str = "voice.ogg", mime: str = "au
     if len(data) > MAX_AUDIO_BYTES:
         raise TranscriptionFailed("the recording is larger than the transcription endpoint accepts")
     profile = _profile(bot, provider)
-    meter = _meter(bot)
-    try:
-        metered.check(meter)
-    except budgets.BudgetExceeded as exc:
-        raise TranscriptionFailed(f"{exc.cap.label} is used up") from None
-    base = (profile.base_url or STT_CATALOG[provider]["base_url"]).rstrip("/")
-    key = vault.reveal(profile.secret)
-    url = f"{base}/audio/transcriptions"
-    try:
-        with netguard.pinned_sync_client(allowance=netguard.MODEL_HOSTS, home=url, timeout=60) as client:
-            response = client.post(
-                url,
-                headers={"Authorization": f"Bearer {key}"},
-                data={"model": model, "response_format": "json"},
-                files={"file": (filename, data, mime or "application/octet-stream")},
-            )
-    except netguard.Refused as exc:
-        # The reason (it names resolved addresses) is for the operator; the person hears only that it was refused.
-        logger.warning("Transcription for bot %s refused by the outbound guard: %s", bot.pk, netguard.operator_text(exc))
-        raise TranscriptionFailed("this deployment's outbound guard refused the transcription service's address") from None
-    except httpx2.TimeoutException:
-        raise TranscriptionFailed("the transcription service did not answer in time") from None
-    except httpx2.HTTPError as exc:
-        raise TranscriptionFailed(f"the transcription service could not be reached ({type(exc).__name__})") from None
-    if response.status_code != 200:
-        raise TranscriptionFailed(f"the transcription service refused the recording ({response.status_code})")
-    try:
-        body = response.json()
-    except ValueError:
-        body = {"text": response.text}
-    body = body if isinstance(body, dict) else {}
-    _record(meter, provider, model, body.get("usage"))
-    text = str(body.get("text") or "").strip()
-    if not text:
-        raise TranscriptionFailed("the transcription came back empty")
-    return text
+    return speech.transcribe(profile=profile, provider=provider, model=model, meter=_meter(bot), data=data,
+                             filename=filename, mime=mime, who=f"bot {bot.pk}")

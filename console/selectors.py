@@ -8,7 +8,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.db.models import Case, Count, Exists, F, OuterRef, Q, QuerySet, Sum, When
+from django.db.models import Case, CharField, Count, Exists, F, Func, OuterRef, Q, QuerySet, Sum, When
 from django.utils import timezone
 from django.utils.formats import date_format
 from django.utils.translation import gettext
@@ -278,14 +278,21 @@ def _seconds(start: datetime | None, end: datetime | None) -> float | None:
 # ------------------------------------------------------------------ chat
 
 
-def chat_conversations(actor: Actor, limit: int = 100, q: str = "") -> list[Conversation]:
+def chat_conversations(actor: Actor, limit: int = 100, q: str = "", *, archived: bool = False,
+                       tag: str = "") -> list[Conversation]:
     """The chat's own list: what the person reads in chat, without embed visitors' conversations — those
     are recorded with the embed's creator as owner, but they are the visitors' and belong under the embed.
     The person's own pins come first (newest pin first; someone else's pin on a shared thread is theirs, not
-    this person's); `q` keeps those whose title or a message contains it. One query either way."""
+    this person's); `q` keeps those whose title or a message contains it. Archived ones (only an owner archives)
+    are left out, or with `archived` are the only ones, the person's own; `tag` keeps the person's own carrying it.
+    One query either way."""
     from agents.chat import readable_conversations
 
     qs = readable_conversations(actor).exclude(surface=Surface.EMBED)
+    qs = (qs.filter(owner_id=actor.user_id, archived_at__isnull=False) if archived
+          else qs.filter(archived_at__isnull=True))
+    if tag:
+        qs = qs.filter(owner_id=actor.user_id, tags__contains=[tag])
     q = q.strip()
     if q:
         said = Message.objects.filter(conversation=OuterRef("pk"), content__icontains=q)
@@ -293,6 +300,14 @@ def chat_conversations(actor: Actor, limit: int = 100, q: str = "") -> list[Conv
     my_pin = Case(When(owner_id=actor.user_id, then=F("pinned_at")))
     qs = qs.annotate(my_pin=my_pin).order_by(F("my_pin").desc(nulls_last=True), "-last_active_at")
     return list(qs[:limit])
+
+
+def conversation_tags(actor: Actor) -> list[str]:
+    """The tags on the person's own conversations, A to Z: the chat list's filter. One query (PostgreSQL unnests
+    the JSON lists)."""
+    unnest = Func(F("tags"), function="jsonb_array_elements_text", output_field=CharField())
+    return list(Conversation.objects.filter(organization=actor.organization, owner_id=actor.user_id)
+                .exclude(tags=[]).annotate(tag=unnest).values_list("tag", flat=True).distinct().order_by("tag"))
 
 
 def conversation_groups(conversations: list[Conversation], today: date | None = None) -> list[dict[str, Any]]:

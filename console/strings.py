@@ -99,6 +99,16 @@ def chat_strings() -> dict[str, str]:
         "remove_file": _("Remove %(name)s"),
         "uploading": _("Uploading…"),
         "upload_failed": _("Not attached: %(message)s"),
+        # The composer's microphone (chat/voice.js).
+        "voice_record": _("Record a message"),
+        "voice_stop": _("Stop recording"),
+        "voice_recording": _("Recording… press the microphone again to stop."),
+        "voice_transcribing": _("Transcribing…"),
+        "voice_done": _("The text is in the message box: check it, then send."),
+        "voice_denied": _("The browser did not allow the microphone. Allow it for this site, then try again."),
+        "voice_no_device": _("No microphone was found."),
+        "voice_empty": _("Nothing was recorded."),
+        "voice_failed": _("Not transcribed: %(message)s"),
         "chart": _("Chart"),
         # the turn renderer (console/static/console/turn.js): a code block's copy button, a generated file, compaction
         "copy": _("Copy"),

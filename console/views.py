@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import uuid
 from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -25,8 +26,15 @@ from agenticos import services as kernel
 from agenticos.errors import Conflict, DomainError, Invalid, NotFound
 from agenticos.models import Membership
 from agenticos.tenancy import SESSION_KEY, Actor, membership_for, org_get, sees_deployment_settings
+from agents.chat import (
+    archive_conversation,
+    member_run,
+    pin_conversation,
+    readable_conversation,
+    rename_conversation,
+    tag_conversation,
+)
 from agents.chat import delete_conversation as delete_own_conversation
-from agents.chat import member_run, pin_conversation, readable_conversation, rename_conversation
 from agents.models import Run, RunStatus, Surface
 from agents.sharing import open_share
 from console import selectors
@@ -122,10 +130,43 @@ def pin_conversation_view(request: HttpRequest, actor: Actor, conversation_id: A
     return _back_to_chat(request, conversation_id)
 
 
+@require_POST
+@console_view("agents:run")
+def archive_conversation_view(request: HttpRequest, actor: Actor, conversation_id: Any) -> HttpResponse:
+    """Archive one's own conversation (it leaves the list for the Archived view) or unarchive it ("1" / "0")."""
+    archived = request.POST.get("archived") == "1"
+    archive_conversation(actor=actor, conversation_id=conversation_id, archived=archived)
+    messages.success(request, _("The conversation was archived.") if archived else _("The conversation is back in the list."))
+    return _back_to_chat(request, conversation_id)
+
+
+@require_POST
+@console_view("agents:run")
+def tag_conversation_view(request: HttpRequest, actor: Actor, conversation_id: Any) -> HttpResponse:
+    """Set one's own conversation's tags from a comma-separated field (empty: no tags)."""
+    try:
+        tag_conversation(actor=actor, conversation_id=conversation_id,
+                         tags=request.POST.get("tags", "").split(","))
+    except Invalid as exc:
+        messages.error(request, exc.message)
+    return _back_to_chat(request, conversation_id)
+
+
+def _list_filters(request: HttpRequest) -> dict[str, Any]:
+    """The chat list's search, tag and Archived view, read from the query and kept on its links."""
+    search = request.GET.get("q", "").strip()[:200]
+    tag = " ".join("".join(ch for ch in request.GET.get("tag", "") if ch.isprintable()).split()).lower()[:40]
+    archived = request.GET.get("archived") == "1"
+    kept = {key: value for key, value in (("q", search), ("tag", tag), ("archived", "1" if archived else ""))
+            if value}
+    return {"search": search, "tag": tag, "archived": archived, "list_query": urlencode(kept)}
+
+
 @console_view()
 def chat(request: HttpRequest, actor: Actor, conversation_id: str | None = None) -> HttpResponse:
-    search = request.GET.get("q", "").strip()[:200]
-    conversations = selectors.chat_conversations(actor, q=search)
+    filters = _list_filters(request)
+    search = filters["search"]
+    conversations = selectors.chat_conversations(actor, q=search, archived=filters["archived"], tag=filters["tag"])
     agents = selectors.chat_agents(actor)
     conversation = None
     turns: list[dict[str, Any]] = []
@@ -165,7 +206,8 @@ def chat(request: HttpRequest, actor: Actor, conversation_id: str | None = None)
         "nav": "chat",
         "conversations": conversations,
         "conversation_groups": selectors.conversation_groups(conversations),
-        "search": search,
+        **filters,
+        "conversation_tags": selectors.conversation_tags(actor),
         "conversation": conversation,
         "agents": agents,
         "selected_agent": selected,

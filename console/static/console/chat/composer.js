@@ -5,6 +5,7 @@ import {schedule, showNotice, renderUsage} from "./view.js";
 import {socketSend} from "./stream.js";
 import {editLastMessage, takeEdit} from "./turns.js";
 import {setupAttachments, readyFiles, uploading, sending, sent} from "./attachments.js";
+import {setupVoice} from "./voice.js";
 
 // While a turn runs, Send is disabled and Stop offered (issue 25): a message sent mid-turn was accepted but
 // answered only after a reload, so one turn at a time; Stop ends the running one.
@@ -36,6 +37,7 @@ export function sendText(text, files) {
 export function setUpComposer() {
   if (els.composer) {
     setupAttachments();
+    setupVoice();
     els.composer.addEventListener("submit", function (event) {
       event.preventDefault();
       const text = els.textarea.value.trim();
