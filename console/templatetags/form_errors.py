@@ -57,7 +57,7 @@ def label_for(path: str) -> str:
 @register.simple_tag(takes_context=True)
 def form_error_lines(context: template.Context, errors: dict[str, Any] | None) -> list[tuple[str, str]]:
     """error_lines for the partial a page includes, with that page's `errors_at_fields` when it sets one."""
-    return error_lines(errors, context.get("errors_at_fields", ""))
+    return error_lines(errors, str(context.get("errors_at_fields") or ""))
 
 
 def error_lines(errors: dict[str, Any] | None, shown_at_fields: str = "") -> list[tuple[str, str]]:

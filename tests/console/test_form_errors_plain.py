@@ -70,3 +70,9 @@ def test_the_tool_builder_shows_a_refused_model_once_at_its_picker(client_as, or
     assert response.status_code == 422
     assert html.count("Choose one of the organization&#x27;s chat models.") == 1
     assert 'data-field-error="model_profile_id"' in html and "data-form-errors" not in html
+
+
+def test_bind_a_bot_points_to_the_channels_page_not_the_api(client_as, org, owner, agent):
+    html = client_as(owner, org).get(f"/agents/{agent.pk}/").content.decode()
+    assert 'href="/channels/" data-channels-link>Add a bot on the Channels page</a>' in html
+    assert "/api/v1/bots" not in html
