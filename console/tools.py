@@ -30,6 +30,7 @@ from capabilities.custom_tools import budget, services, templates
 from capabilities.custom_tools.schema import PATH_PARAM_RE, arg_name
 from capabilities.models import CustomTool, ToolBuilderSession, ToolDraft, ToolKit
 from console.base import console_view, post_form, problems_by_field, screen
+from console.templatetags.form_errors import error_lines
 
 READ = "agents:view"
 WRITE = "agents:edit"
@@ -134,7 +135,7 @@ def template_install(request: HttpRequest, actor: Actor, key: str) -> HttpRespon
                                  alias=(request.POST.get("alias") or "").strip() or None,
                                  credential_id=request.POST.get("credential_id") or None)
     except (Invalid, Conflict) as exc:
-        messages.error(request, "; ".join(f"{k}: {v}" if k != "all" else v for k, v in form_errors(exc).items()))
+        messages.error(request, " ".join(line for _field, line in error_lines(form_errors(exc))))
         return redirect(reverse("console-tools:list") + "#gallery")
     messages.success(request, _("Installed a copy of the template as %(name)s: add its credential and edit it "
                                 "as you like.") % {"name": tool.name})
@@ -410,7 +411,10 @@ def ai_say(request: HttpRequest, actor: Actor, pk: Any) -> HttpResponse:
         builder.say(actor=actor, session=session, prompt=prompt,
                     model_profile_id=request.POST.get("model_profile_id") or None)
     except Invalid as exc:
-        return _session_page(request, actor, session, status=422, field_errors=form_errors(exc), prompt=prompt)
+        # Those of the chosen model and the message at their fields, the rest (a publish problem of the tool
+        # builder on that model) in the notice above: none dropped, none twice.
+        found = form_errors(exc)
+        return _session_page(request, actor, session, status=422, field_errors=found, errors=found, prompt=prompt)
     return redirect(reverse("console-tools:ai-session", args=[session.pk]) + "#transcript")
 
 
