@@ -10,10 +10,11 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from allauth.socialaccount.models import SocialAccount
 from django.test import Client
+from django.utils import timezone
 
 from agenticos.models import AuditEvent, Membership, User
 from identity import services
-from identity.models import UserSession
+from identity.models import OidcConnection, UserSession, VerifiedDomain
 from tests import factories
 from tests.identity.conftest import owner_actor, sso_sign_in, start_sso, through_idp
 
@@ -156,3 +157,32 @@ def test_a_disabled_connection_signs_nobody_in(acme, idp):
     connection.save()
     assert client.get(callback).status_code in (403, 404)
     _nothing_written(org)
+
+
+def test_an_operator_adds_an_oidc_connection_in_the_admin_and_people_sign_in_through_it(db, idp):
+    """The operator's way in (the Django admin), not only the owner's Settings → Sign-in: the client secret is
+    sealed and never shown again, an issuer the outbound guard refuses is refused, and the connection works."""
+    org = factories.organization(name="Initech")
+    VerifiedDomain.objects.create(organization=org, domain="initech.com", token="t", verified_at=timezone.now())
+    operator = factories.user(is_staff=True, is_superuser=True)
+    admin = Client()
+    admin.force_login(operator)
+    form = {"organization": org.pk, "slug": "initech", "protocol": "oidc", "display_name": "Initech SSO",
+            "issuer_url": "http://10.0.0.1/realms/initech", "client_id": idp.client_id,
+            "client_secret": idp.client_secret, "saml_metadata_url": "", "saml_metadata_xml": "", "enabled": "on",
+            "default_role": "member", "role_claim": "groups", "role_map": "{}"}
+
+    refused = admin.post("/admin/identity/oidcconnection/add/", form)
+    assert refused.status_code == 200 and not OidcConnection.objects.exists()  # the guard said no, shown at the field
+
+    response = admin.post("/admin/identity/oidcconnection/add/", {**form, "issuer_url": idp.issuer})
+    assert response.status_code == 302, response.content.decode()[:2000]
+    connection = OidcConnection.objects.get(organization=org)
+    assert services.client_secret_of(connection) == idp.client_secret
+    page = admin.get(f"/admin/identity/oidcconnection/{connection.pk}/change/").content.decode()
+    assert idp.client_secret not in page and "sealed" in page
+
+    idp.person = {**idp.person, "email": "ada@initech.com"}
+    client = Client()
+    assert sso_sign_in(client, "ada@initech.com").status_code == 302
+    assert Membership.objects.get(organization=org, user__email="ada@initech.com").role == "member"
