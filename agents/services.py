@@ -11,7 +11,6 @@ Reads the runner needs:
 from __future__ import annotations
 
 import re
-import uuid
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, cast
 
@@ -46,9 +45,12 @@ from capabilities.custom_tools.budget import slot_problems
 from capabilities.spec_checks import (
     PRODUCTION,
     Problem,
+    as_uuid,
+    problem,
     publish_problems,
     reference_problems,
     structural_problems,
+    uuids,
 )
 from governance.grants import EDIT, PUBLISH, USE, VIEW, drop_grants_for_agent, require_agent_access
 
@@ -58,10 +60,6 @@ if TYPE_CHECKING:
 DEV = "dev"
 SLUG_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 ENV_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
-
-def _problem(field: str, message: str) -> Problem:
-    return {"field": field, "message": message}
-
 
 def _invalid(message: str, problems: list[Problem]) -> Invalid:
     return Invalid(message, details={"problems": problems})
@@ -82,23 +80,6 @@ def _record(actor: Actor, action: str, target=None, **kwargs) -> None:
     )
 
 
-def _as_uuid(value: Any) -> uuid.UUID | None:
-    try:
-        return uuid.UUID(str(value))
-    except (ValueError, TypeError, AttributeError):
-        return None
-
-
-def _uuids(values: Any) -> list[uuid.UUID]:
-    """The well-formed ids among `values` (a malformed one cannot match a row anyway)."""
-    return [u for u in (_as_uuid(v) for v in values or []) if u is not None]
-
-
-def _list(data: dict[str, Any], key: str) -> list[Any]:
-    value = data.get(key)
-    return value if isinstance(value, list) else []
-
-
 # ------------------------------------------------------------------ model profiles
 
 PROFILE_FIELDS = ("label", "kind", "provider", "model", "secret_id", "base_url", "context_window", "settings",
@@ -109,46 +90,46 @@ def _profile_problems(actor: Actor, data: dict[str, Any], profile: ModelProfile 
     problems: list[Problem] = []
     label = (data.get("label") or "").strip()
     if not label:
-        problems.append(_problem("label", "This field is required."))
+        problems.append(problem("label", "This field is required."))
     if data.get("kind") not in ModelProfile.Kind.values:
-        problems.append(_problem("kind", f"Must be one of {list(ModelProfile.Kind.values)}."))
+        problems.append(problem("kind", f"Must be one of {list(ModelProfile.Kind.values)}."))
     provider = data.get("provider")
     if provider not in Provider.values:
-        problems.append(_problem("provider", f"Must be one of {list(Provider.values)}."))
+        problems.append(problem("provider", f"Must be one of {list(Provider.values)}."))
     elif data.get("kind") == ModelProfile.Kind.REALTIME and provider != "openai":
         # calls.realtime speaks OpenAI's Realtime API only.
-        problems.append(_problem("provider", "A realtime voice model is OpenAI's (the Realtime API)."))
+        problems.append(problem("provider", "A realtime voice model is OpenAI's (the Realtime API)."))
     if not (data.get("model") or "").strip():
-        problems.append(_problem("model", "This field is required."))
+        problems.append(problem("model", "This field is required."))
     secret_id = data.get("secret_id")
     if secret_id:
-        if not Secret.objects.filter(organization=actor.organization, pk__in=_uuids([secret_id])).exists():
-            problems.append(_problem("secret_id", "No such secret in this organization."))
+        if not Secret.objects.filter(organization=actor.organization, pk__in=uuids([secret_id])).exists():
+            problems.append(problem("secret_id", "No such secret in this organization."))
         elif not actor.has("secrets:view"):
-            problems.append(_problem("secret_id", "Your role cannot use secrets."))
+            problems.append(problem("secret_id", "Your role cannot use secrets."))
     elif provider in PROVIDERS_NEEDING_KEY:
-        problems.append(_problem("secret_id", f"The {provider} provider needs an API key secret."))
+        problems.append(problem("secret_id", f"The {provider} provider needs an API key secret."))
     base_url = data.get("base_url") or ""
     if base_url:
         try:
             URLValidator(schemes=["http", "https"])(base_url)
         except DjangoValidationError:
-            problems.append(_problem("base_url", "Enter a valid http(s) URL."))
+            problems.append(problem("base_url", "Enter a valid http(s) URL."))
         else:
             problems.extend(_base_url_problems(actor, base_url))
     elif provider in PROVIDERS_NEEDING_BASE_URL:
-        problems.append(_problem("base_url", f"The {provider} provider needs a base URL."))
+        problems.append(problem("base_url", f"The {provider} provider needs a base URL."))
     context_window = data.get("context_window")
     if context_window is not None and (not isinstance(context_window, int) or not 0 < context_window <= 2**31 - 1):
-        problems.append(_problem("context_window", "Must be a positive integer (at most 2147483647)."))
+        problems.append(problem("context_window", "Must be a positive integer (at most 2147483647)."))
     if not isinstance(data.get("settings") or {}, dict):
-        problems.append(_problem("settings", "Must be an object."))
+        problems.append(problem("settings", "Must be an object."))
     fallback_ids = data.get("fallback_ids") or []
-    wanted = set(_uuids(fallback_ids))
+    wanted = set(uuids(fallback_ids))
     if len(wanted) != len(set(map(str, fallback_ids))) or (profile is not None and profile.pk in wanted):
-        problems.append(_problem("fallback_ids", "A fallback must be another model profile."))
+        problems.append(problem("fallback_ids", "A fallback must be another model profile."))
     elif len(wanted) != ModelProfile.objects.filter(organization=actor.organization, pk__in=wanted).count():
-        problems.append(_problem("fallback_ids", "No such model profile in this organization."))
+        problems.append(problem("fallback_ids", "No such model profile in this organization."))
     return problems
 
 
@@ -162,7 +143,7 @@ def _base_url_problems(actor: Actor, base_url: str) -> list[Problem]:
     try:
         netguard.check_url_blocking(base_url, allowance=netguard.MODEL_HOSTS)
     except netguard.Refused as exc:
-        return [_problem("base_url", netguard.operator_text(exc) if sees_deployment_settings(actor) else str(exc))]
+        return [problem("base_url", netguard.operator_text(exc) if sees_deployment_settings(actor) else str(exc))]
     return []
 
 
@@ -171,7 +152,7 @@ def _save_profile(actor: Actor, profile: ModelProfile, data: dict[str, Any], act
     profile.kind = data["kind"]
     profile.provider = data["provider"]
     profile.model = data["model"].strip()
-    profile.secret_id = _as_uuid(data["secret_id"]) if data.get("secret_id") else None
+    profile.secret_id = as_uuid(data["secret_id"]) if data.get("secret_id") else None
     profile.base_url = data.get("base_url") or ""
     profile.context_window = data.get("context_window")
     profile.settings = data.get("settings") or {}
@@ -179,7 +160,7 @@ def _save_profile(actor: Actor, profile: ModelProfile, data: dict[str, Any], act
         with transaction.atomic():
             profile.save()
             profile.fallbacks.set(list(ModelProfile.objects.filter(
-                organization=actor.organization, pk__in=_uuids(data.get("fallback_ids"))
+                organization=actor.organization, pk__in=uuids(data.get("fallback_ids"))
             )))
             _record(actor, action, target=profile, target_name=profile.label,
                     details={"provider": profile.provider, "model": profile.model})
@@ -223,7 +204,7 @@ def seal_profile_key(*, actor: Actor, label: str, value: str) -> Any:
     actor.require("models:manage")
     value = (value or "").strip()
     if not value:
-        raise _invalid("The key is empty.", [_problem("api_key", "Type the key, or choose one from the vault.")])
+        raise _invalid("The key is empty.", [problem("api_key", "Type the key, or choose one from the vault.")])
     base = f"{(label or 'Model').strip()[:100]} key"
     taken = set(Secret.objects.filter(organization=actor.organization, name__startswith=base)
                 .values_list("name", flat=True))
@@ -238,7 +219,7 @@ def update_model_profile(*, actor: Actor, profile: ModelProfile, **changes: Any)
         raise NotFound("Model profile not found.")
     unknown = [k for k in changes if k not in PROFILE_FIELDS]
     if unknown:
-        raise _invalid("Unknown fields.", [_problem(k, "Unknown field.") for k in unknown])
+        raise _invalid("Unknown fields.", [problem(k, "Unknown field.") for k in unknown])
     data = {
         "label": profile.label, "kind": profile.kind, "provider": profile.provider, "model": profile.model,
         "secret_id": str(profile.secret_id) if profile.secret_id else None, "base_url": profile.base_url,
@@ -273,7 +254,7 @@ def delete_model_profile(*, actor: Actor, profile: ModelProfile) -> None:
 
 def _check_slug(slug: str) -> list[Problem]:
     if not slug or len(slug) > 80 or not SLUG_RE.match(slug):
-        return [_problem("slug", "Use lowercase letters, digits and single hyphens (at most 80).")]
+        return [problem("slug", "Use lowercase letters, digits and single hyphens (at most 80).")]
     return []
 
 
@@ -309,7 +290,7 @@ def create_agent(
     if slug is not None:
         problems += _check_slug(slug)
     if visibility not in Visibility.values:
-        problems.append(_problem("visibility", f"Must be one of {list(Visibility.values)}."))
+        problems.append(problem("visibility", f"Must be one of {list(Visibility.values)}."))
     if problems or parsed is None:
         raise _invalid("The agent is invalid.", problems)
     slug = slug or _unique_slug(actor, name)
@@ -354,7 +335,7 @@ def update_agent(
     if slug is not None:
         problems += _check_slug(slug)
     if visibility is not None and visibility not in Visibility.values:
-        problems.append(_problem("visibility", f"Must be one of {list(Visibility.values)}."))
+        problems.append(problem("visibility", f"Must be one of {list(Visibility.values)}."))
     if problems or parsed is None:
         raise _invalid("The agent is invalid.", problems)
     if slug is not None and slug != agent.slug and Agent.objects.filter(
@@ -478,7 +459,7 @@ def promote_environment(*, actor: Actor, agent: Agent, environment: str, version
     The versions themselves never change, so the history stays."""
     require_agent_access(actor, agent, PUBLISH)
     if not ENV_NAME_RE.match(environment or ""):
-        raise _invalid("Invalid environment name.", [_problem("environment", "Lowercase letters, digits, - and _.")])
+        raise _invalid("Invalid environment name.", [problem("environment", "Lowercase letters, digits, - and _.")])
     target = _version(agent, version)
     with transaction.atomic():
         env = Environment.objects.select_for_update().filter(agent=agent, name=environment).first()

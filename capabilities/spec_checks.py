@@ -41,23 +41,23 @@ REFERENCE_MODELS: dict[str, tuple[str, str, str]] = {
 Problem = dict[str, str]
 
 
-def _problem(field: str, message: str) -> Problem:
+def problem(field: str, message: str) -> Problem:
     return {"field": field, "message": message}
 
 
-def _as_uuid(value: Any) -> uuid.UUID | None:
+def as_uuid(value: Any) -> uuid.UUID | None:
     try:
         return uuid.UUID(str(value))
     except (ValueError, TypeError, AttributeError):
         return None
 
 
-def _uuids(values: Any) -> list[uuid.UUID]:
+def uuids(values: Any) -> list[uuid.UUID]:
     """The well-formed ids among `values` (a malformed one cannot match a row anyway)."""
-    return [u for u in (_as_uuid(v) for v in values or []) if u is not None]
+    return [u for u in (as_uuid(v) for v in values or []) if u is not None]
 
 
-def _list(data: dict[str, Any], key: str) -> list[Any]:
+def list_field(data: dict[str, Any], key: str) -> list[Any]:
     value = data.get(key)
     return value if isinstance(value, list) else []
 
@@ -65,12 +65,12 @@ def _list(data: dict[str, Any], key: str) -> list[Any]:
 def structural_problems(data: Any) -> tuple[AgentSpec | None, list[Problem]]:
     """Parse a spec; every pydantic problem with a readable path (`capabilities[clock].approval`)."""
     if not isinstance(data, dict):
-        return None, [_problem("spec", "The spec must be an object.")]
+        return None, [problem("spec", "The spec must be an object.")]
     try:
         return AgentSpec.model_validate(data), []
     except ValidationError as exc:
         return None, [
-            _problem(format_path(err["loc"], data) or "spec",
+            problem(format_path(err["loc"], data) or "spec",
                      "Unknown field." if err["type"] == "extra_forbidden" else err["msg"])
             for err in exc.errors()
         ]
@@ -91,20 +91,20 @@ def reference_problems(
     problems: list[Problem] = []
     profile_id = data.get("model_profile_id")
     if profile_id:
-        profile = ModelProfile.objects.filter(organization=org, pk__in=_uuids([profile_id])).only("kind").first()
+        profile = ModelProfile.objects.filter(organization=org, pk__in=uuids([profile_id])).only("kind").first()
         if profile is None:
-            problems.append(_problem("model_profile_id", f"No model profile {profile_id} in this organization."))
+            problems.append(problem("model_profile_id", f"No model profile {profile_id} in this organization."))
         elif profile.kind != ModelProfile.Kind.CHAT:
-            problems.append(_problem("model_profile_id", "The model profile must be a chat model."))
+            problems.append(problem("model_profile_id", "The model profile must be a chat model."))
     elif require_model:
-        problems.append(_problem("model_profile_id", "Choose a model profile before publishing."))
+        problems.append(problem("model_profile_id", "Choose a model profile before publishing."))
     realtime_id = data.get("realtime_profile_id")
-    if realtime_id and not ModelProfile.objects.filter(organization=org, pk__in=_uuids([realtime_id]),
+    if realtime_id and not ModelProfile.objects.filter(organization=org, pk__in=uuids([realtime_id]),
                                                        kind=ModelProfile.Kind.REALTIME).exists():
-        problems.append(_problem("realtime_profile_id", f"No realtime voice model profile {realtime_id} in this "
+        problems.append(problem("realtime_profile_id", f"No realtime voice model profile {realtime_id} in this "
                                                         "organization."))
 
-    bindings = _list(data, "capabilities")
+    bindings = list_field(data, "capabilities")
     seen: set[str] = set()
     secret_refs: dict[str, str] = {}
     for index, binding in enumerate(bindings):
@@ -114,7 +114,7 @@ def reference_problems(
         cap_id = binding.get("id")
         if isinstance(cap_id, str):
             if cap_id in seen:
-                problems.append(_problem(f"{path}.id", f"The capability {cap_id} is bound twice."))
+                problems.append(problem(f"{path}.id", f"The capability {cap_id} is bound twice."))
             seen.add(cap_id)
         if binding.get("secret_id"):
             secret_refs[f"{path}.secret_id"] = str(binding["secret_id"])
@@ -122,23 +122,23 @@ def reference_problems(
         found = {
             str(pk)
             for pk in Secret.objects.filter(
-                organization=org, pk__in=_uuids(secret_refs.values())
+                organization=org, pk__in=uuids(secret_refs.values())
             ).values_list("pk", flat=True)
         }
         for path, secret_id in secret_refs.items():
-            if str(_as_uuid(secret_id)) not in found:
-                problems.append(_problem(path, f"No secret {secret_id} in this organization."))
+            if str(as_uuid(secret_id)) not in found:
+                problems.append(problem(path, f"No secret {secret_id} in this organization."))
             elif not actor.has("secrets:view"):
-                problems.append(_problem(path, "Your role cannot use secrets."))
+                problems.append(problem(path, "Your role cannot use secrets."))
 
     for field, (app_label, model_name, noun) in REFERENCE_MODELS.items():
-        ids = _list(data, field)
+        ids = list_field(data, field)
         if not ids:
             continue
         model = _model_exists(app_label, model_name)
         found = set()
         if model is not None:
-            found = {str(pk) for pk in model._default_manager.filter(organization=org, pk__in=_uuids(ids))
+            found = {str(pk) for pk in model._default_manager.filter(organization=org, pk__in=uuids(ids))
                      .values_list("pk", flat=True)}
         # A collection can be private: binding one needs `use` on it (role or grant, knowledge/grants.py).
         # One the agent's latest *published* version already binds stays bindable (someone who could use it
@@ -151,35 +151,35 @@ def reference_problems(
 
             published = (agent.versions.filter(number__gt=0).order_by("-number").values_list("spec", flat=True)
                          .first() if agent is not None and agent.pk else None)
-            already = {str(_as_uuid(x)) for x in _list(published or {}, field)}
+            already = {str(as_uuid(x)) for x in list_field(published or {}, field)}
             unusable = set(unusable_collection_ids(actor, sorted(found - already)))
         for index, ref in enumerate(ids):
-            key = str(_as_uuid(ref))
+            key = str(as_uuid(ref))
             if key not in found:
-                problems.append(_problem(f"{field}[{index}]", f"No {noun} {ref} in this organization."))
+                problems.append(problem(f"{field}[{index}]", f"No {noun} {ref} in this organization."))
             elif key in unusable:
-                problems.append(_problem(f"{field}[{index}]", f"You need use access to the {noun} {ref} to bind it."))
+                problems.append(problem(f"{field}[{index}]", f"You need use access to the {noun} {ref} to bind it."))
 
-    subagents = _list(data, "subagents")
+    subagents = list_field(data, "subagents")
     for index, sub in enumerate(subagents):
         if not isinstance(sub, dict) or not sub.get("agent_id"):
             continue
         path = f"{format_path(('subagents', index), data)}.agent_id"
-        target_ids = _uuids([sub["agent_id"]])
+        target_ids = uuids([sub["agent_id"]])
         if agent is not None and agent.pk in target_ids:
-            problems.append(_problem(path, "An agent cannot be its own sub-agent."))
+            problems.append(problem(path, "An agent cannot be its own sub-agent."))
         elif not Environment.objects.filter(agent__organization=org, agent_id__in=target_ids, name=PRODUCTION).exists():
-            problems.append(_problem(path, f"No published agent {sub['agent_id']} in this organization."))
+            problems.append(problem(path, f"No published agent {sub['agent_id']} in this organization."))
     # The checks that need the person publishing, each capability's own (capabilities/lifecycle.py).
     for check in lifecycle.hooks("publish_problems"):
-        problems += [_problem(p["field"], p["message"]) for p in check(actor, data, format_path)]
+        problems += [problem(p["field"], p["message"]) for p in check(actor, data, format_path)]
     return problems
 
 
 def _can_view_secret(actor: Actor) -> Callable[[Any], bool]:
     def check(secret_id: Any) -> bool:
         return actor.has("secrets:view") and Secret.objects.filter(
-            organization=actor.organization, pk__in=_uuids([secret_id])
+            organization=actor.organization, pk__in=uuids([secret_id])
         ).exists()
 
     return check
@@ -196,9 +196,9 @@ def capability_problems(actor: Actor, spec: AgentSpec) -> list[Problem]:
     for item in found:
         if isinstance(item, dict):
             field = str(item.get("field") or item.get("path") or "capabilities")
-            problems.append(_problem(_keyed_path(field, data), str(item.get("message") or item)))
+            problems.append(problem(_keyed_path(field, data), str(item.get("message") or item)))
         else:
-            problems.append(_problem("capabilities", str(item)))
+            problems.append(problem("capabilities", str(item)))
     return problems
 
 
