@@ -100,7 +100,7 @@ def chat_strings() -> dict[str, str]:
         "uploading": _("Uploading…"),
         "upload_failed": _("Not attached: %(message)s"),
         # The composer's microphone (chat/voice.js).
-        "voice_record": _("Record a message"),
+        "voice_record": _("Speak instead of typing"),
         "voice_stop": _("Stop recording"),
         "voice_recording": _("Recording… press the microphone again to stop."),
         "voice_transcribing": _("Transcribing…"),

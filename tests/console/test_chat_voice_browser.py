@@ -81,7 +81,7 @@ def test_a_person_records_reads_the_text_in_the_composer_and_sends_it(loopback_m
     fake_openai.queue(Reply.text(SAID), route="transcriptions")
     context, page, errors = open_chat(microphone_browser, live_server_url, "owner@example.com", width)
 
-    mic = page.get_by_role("button", name="Record a message")
+    mic = page.get_by_role("button", name="Speak instead of typing")
     mic.click()
     stop = page.get_by_role("button", name="Stop recording")
     stop.wait_for()
@@ -118,7 +118,7 @@ def test_without_a_speech_profile_the_person_reads_why_and_the_box_keeps_its_tex
     context, page, errors = open_chat(microphone_browser, live_server_url, "owner@example.com", 1440)
     box = page.get_by_label("Message", exact=True)
     box.fill("typed before")
-    page.get_by_role("button", name="Record a message").click()
+    page.get_by_role("button", name="Speak instead of typing").click()
     page.get_by_role("button", name="Stop recording").click()
     alert = page.locator("[data-voice-status][role=alert]")
     alert.wait_for()
@@ -135,12 +135,12 @@ def test_a_browser_that_gives_no_microphone_says_so(live_server_url, browser):
     owner = person(org, "owner@example.com", "owner")
     factories.published_agent(org, owner, name="Helper")
     context, page, errors = open_chat(browser, live_server_url, "owner@example.com", 390)
-    page.get_by_role("button", name="Record a message").click()
+    page.get_by_role("button", name="Speak instead of typing").click()
     alert = page.locator("[data-voice-status][role=alert]")
     alert.wait_for()
     assert alert.inner_text() in ("The browser did not allow the microphone. Allow it for this site, then try again.",
                                   "No microphone was found.")
-    assert page.get_by_role("button", name="Record a message").get_attribute("aria-pressed") == "false"
+    assert page.get_by_role("button", name="Speak instead of typing").get_attribute("aria-pressed") == "false"
     assert not SpendEntry.objects.exists()
     assert errors == []
     context.close()
