@@ -130,7 +130,8 @@ def test_a_secret_opened_on_an_event_loop_is_written_off_the_loop(org):
 
 def test_a_use_whose_organization_is_gone_is_logged_not_raised(org, caplog):
     token = factories.secret(org, name="orphan")
-    secret_access._buffer[token.pk] = secret_access._Use(uuid.uuid4(), "orphan", "api_key", token.created_at)
+    secret_access._buffer[("secret", token.pk)] = secret_access._Use(uuid.uuid4(), "secret", str(token.pk), "orphan",
+                                                                    "api_key", token.created_at)
     assert secret_access.flush() == 0
     assert "could not record the use" in caplog.text
     assert _uses() == []
