@@ -109,6 +109,11 @@ def test_the_main_flow_from_new_agent_to_a_reopened_conversation(live_server_url
     calculations.get_by_text("Advanced settings").click()  # limits are folded until opened
     calculations.get_by_label("Time limit (seconds)").fill("30")
     save_capability(page, "code_execution", "Calculations")
+    # Files too, so that one prompt makes two plain tool steps (the clock has no tool: the time is in the
+    # instructions).
+    files = open_capability(page, "sandbox")
+    files.get_by_label("Sandbox", exact=True).check()
+    save_capability(page, "sandbox", "Sandbox")
     agent = Agent.objects.get(organization=org, name="Helper")
     bindings = {b["id"]: b for b in agent.draft_spec["capabilities"]}
     assert not bindings.get("thinking", {}).get("enabled", False)
@@ -121,7 +126,7 @@ def test_the_main_flow_from_new_agent_to_a_reopened_conversation(live_server_url
     # Chat: the answer streams (a part's words within one 20 ms window travel as one delta), two tools fold on
     # one rail, a chart renders.
     page.goto(f"{live_server_url}/chat/?agent={agent.pk}")
-    send(page, "Draw a chart and calculate 12 * 7")
+    send(page, "Save a note and calculate 12 * 7")
     wait_idle(page, 1)
     # The summary after the tools arrives as deltas before the run completes, not as one final blob.
     deltas = [i for i, f in enumerate(frames) if f["type"] == "text_delta"]
