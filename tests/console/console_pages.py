@@ -14,8 +14,8 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 # Routes that are not a page a person reads, by name, with why.
 POST_ACTION = "a form's POST action (redirects back to its page)"
 NOT_PAGES: dict[str, str] = {
-    "chat-archive": POST_ACTION,
-    "chat-tags": POST_ACTION,
+    "console:chat-archive": POST_ACTION,
+    "console:chat-tags": POST_ACTION,
     "console-triggers:describe": "JSON: the schedule in words",
     "console-triggers:action": POST_ACTION,
     "sandbox-settings-default": POST_ACTION,
