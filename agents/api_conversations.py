@@ -18,13 +18,10 @@ from agents.chat import (
     TAG_MAX_LENGTH,
     TAGS_MAX,
     TITLE_MAX,
-    archive_conversation,
+    change_conversation,
     delete_conversation,
     own_conversation,
-    pin_conversation,
     regenerate_answer,
-    rename_conversation,
-    tag_conversation,
 )
 from agents.models import Feedback, Message
 
@@ -90,19 +87,8 @@ class ConversationDetailView(OrgAPIView):
         own_conversation(self.actor, conversation_id, draft=False)
         body = ConversationChangeSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        conversation = None
-        if "title" in body.validated_data:
-            conversation = rename_conversation(actor=self.actor, conversation_id=conversation_id,
-                                               title=body.validated_data["title"], ip_address=self.client_ip())
-        if "pinned" in body.validated_data:
-            conversation = pin_conversation(actor=self.actor, conversation_id=conversation_id,
-                                            pinned=body.validated_data["pinned"])
-        if "archived" in body.validated_data:
-            conversation = archive_conversation(actor=self.actor, conversation_id=conversation_id,
-                                                archived=body.validated_data["archived"])
-        if "tags" in body.validated_data:
-            conversation = tag_conversation(actor=self.actor, conversation_id=conversation_id,
-                                            tags=body.validated_data["tags"])
+        conversation = change_conversation(actor=self.actor, conversation_id=conversation_id,
+                                           ip_address=self.client_ip(), **body.validated_data)
         return Response(ConversationDetailSerializer(conversation).data)
 
     @extend_schema(request=None, responses={204: None, **WRITE_ERRORS},

@@ -297,3 +297,26 @@ def tag_conversation(*, actor: Actor, conversation_id, tags: object) -> Conversa
             conversation.tags = cleaned
             conversation.save(update_fields=["tags"])
     return conversation
+
+
+_UNCHANGED = object()
+
+
+def change_conversation(*, actor: Actor, conversation_id, title: object = _UNCHANGED, pinned: object = _UNCHANGED,
+                        archived: object = _UNCHANGED, tags: object = _UNCHANGED,
+                        ip_address: str | None = None) -> Conversation:
+    """Several of the owner's changes at once (`PATCH /conversations/{id}`): all of them or none — a bad tag
+    after a good archive leaves the conversation as it was."""
+    conversation: Conversation | None = None
+    with transaction.atomic():
+        if title is not _UNCHANGED:
+            conversation = rename_conversation(actor=actor, conversation_id=conversation_id, title=title,
+                                               ip_address=ip_address)
+        if pinned is not _UNCHANGED:
+            conversation = pin_conversation(actor=actor, conversation_id=conversation_id, pinned=bool(pinned))
+        if archived is not _UNCHANGED:
+            conversation = archive_conversation(actor=actor, conversation_id=conversation_id,
+                                                archived=bool(archived))
+        if tags is not _UNCHANGED:
+            conversation = tag_conversation(actor=actor, conversation_id=conversation_id, tags=tags)
+    return conversation if conversation is not None else own_conversation(actor, conversation_id, draft=False)

@@ -89,6 +89,16 @@ def test_a_bad_body_is_refused_and_changes_nothing(org, member, chat, api_as, bo
     assert chat.tags == [] and chat.archived_at is None
 
 
+def test_a_change_with_one_bad_field_changes_nothing_at_all(org, member, chat, api_as):
+    """All the fields sent or none: a good title, pin and archive beside a tag the service refuses (a control
+    character passes the serializer) leave the conversation as it was."""
+    body = {"title": "Renamed", "pinned": True, "archived": True, "tags": ["fine", "bell\x07"]}
+    response = api_as(member, org).patch(url(chat), body, format="json")
+    assert response.status_code in (400, 422), response.content
+    chat.refresh_from_db()
+    assert (chat.title, chat.pinned_at, chat.archived_at, chat.tags) == ("Quarterly numbers", None, None, [])
+
+
 @pytest.mark.parametrize("body", [{"archived": True}, {"tags": ["mine"]}])
 def test_another_member_a_viewer_and_another_organization_change_nothing(org, owner, viewer, outsider,
                                                                          outsider_org, chat, api_as, body):
