@@ -36,7 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.tenant import owner_and_model  # noqa: E402
+from bench.tenant import owner_and_model, scale_agent  # noqa: E402
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
@@ -173,16 +173,9 @@ def setup_tenant(model_port: int) -> tuple[str, str]:
     """An organization without a cap, an `openai_compatible` profile at the model server, an agent with the
     charts, and an API key. Returns (agent id, raw key)."""
     from agenticos.services import create_api_key
-    from agents import services
-    from agents.models import Agent
 
     org, actor, profile = owner_and_model("bench-scale", "Bench scale", model_port)
-    agent = Agent.objects.filter(organization=org, slug="scale-charts").first()
-    if agent is None:
-        agent = services.create_agent(actor=actor, name="Scale", slug="scale-charts", spec={
-            "name": "Scale", "instructions": "Answer after drawing a chart.", "model_profile_id": str(profile.pk),
-            "capabilities": [{"id": "charts"}]})
-        services.publish_agent(actor=actor, agent=agent)
+    agent = scale_agent(org, actor, profile)
     _, raw = create_api_key(actor=actor, name=f"bench {uuid.uuid4().hex[:6]}")
     return str(agent.pk), raw
 

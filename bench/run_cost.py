@@ -1,6 +1,6 @@
 """What a runs worker spends per run, measured in one process: N queued runs handed to this process's runs loop
 (`agents.runner.start`, what the `runs` worker's Celery task calls) at once, against bench/concurrency.py's model
-server (a `get_current_time` tool call, then --tokens tokens over --seconds). No daphne, no Celery, no other
+server (a `create_chart` tool call, then --tokens tokens over --seconds). No daphne, no Celery, no other
 process of the platform: what is printed is this process's CPU (every thread: the loop, the ORM pool) per run,
 which the full bench (`bench/concurrency.py`) cannot resolve to a few percent on a shared machine.
 
@@ -31,18 +31,11 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 def setup_agent(model_port: int) -> str:
     """An organization of its own (not bench/concurrency.py's: both may run at once), its profile at this bench's
-    model server, and the same agent as bench/concurrency.py's: the clock, published."""
-    from agents import services
-    from agents.models import Agent
-    from bench.tenant import owner_and_model
+    model server, and the same agent as bench/concurrency.py's: charts, published."""
+    from bench.tenant import owner_and_model, scale_agent
 
     org, actor, profile = owner_and_model("bench-cost", "Bench cost", model_port)
-    agent = Agent.objects.filter(organization=org, slug="scale").first()
-    if agent is None:
-        agent = services.create_agent(actor=actor, name="Scale", slug="scale", spec={
-            "name": "Scale", "instructions": "Answer after checking the time.", "model_profile_id": str(profile.pk),
-            "capabilities": [{"id": "clock"}]})
-        services.publish_agent(actor=actor, agent=agent)
+    agent = scale_agent(org, actor, profile)
     return str(agent.pk)
 
 

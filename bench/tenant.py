@@ -23,3 +23,18 @@ def owner_and_model(slug: str, name: str, model_port: int) -> tuple[Any, Any, An
         organization=org, label="Paced", defaults={"provider": "openai_compatible", "model": "gpt-4o-mini",
                                                    "base_url": f"http://127.0.0.1:{model_port}/v1"})
     return org, actor_for_membership(membership), profile
+
+
+def scale_agent(org: Any, actor: Any, profile: Any) -> Any:
+    """The load benches' agent (bench/concurrency.py, bench/run_cost.py): charts, published. Their model server
+    calls `create_chart` once, then answers."""
+    from agents import services
+    from agents.models import Agent
+
+    agent = Agent.objects.filter(organization=org, slug="scale-charts").first()
+    if agent is None:
+        agent = services.create_agent(actor=actor, name="Scale", slug="scale-charts", spec={
+            "name": "Scale", "instructions": "Answer after drawing a chart.", "model_profile_id": str(profile.pk),
+            "capabilities": [{"id": "charts"}]})
+        services.publish_agent(actor=actor, agent=agent)
+    return agent

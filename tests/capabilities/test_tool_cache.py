@@ -12,7 +12,7 @@ from pydantic_ai.toolsets import FunctionToolset
 from pydantic_ai.usage import RunUsage
 
 from capabilities.base import function_toolset
-from capabilities.clock.capability import get_current_time
+from capabilities.charts.capability import create_chart
 
 
 def _definitions(toolset: FunctionToolset[Any]) -> list[Any]:
@@ -21,16 +21,16 @@ def _definitions(toolset: FunctionToolset[Any]) -> list[Any]:
 
 
 def test_a_module_level_tool_is_built_once_and_offered_as_a_fresh_toolset_offers_it():
-    first, second = function_toolset([get_current_time]), function_toolset([get_current_time])
+    first, second = function_toolset([create_chart]), function_toolset([create_chart])
     assert first is not second  # a toolset per run
-    assert first.tools["get_current_time"] is second.tools["get_current_time"]
-    assert _definitions(first) == _definitions(FunctionToolset([get_current_time], max_retries=1))
+    assert first.tools["create_chart"] is second.tools["create_chart"]
+    assert _definitions(first) == _definitions(FunctionToolset([create_chart], max_retries=1))
 
 
 def test_retries_are_part_of_the_key():
-    once, twice = function_toolset([get_current_time]), function_toolset([get_current_time], max_retries=2)
-    assert once.tools["get_current_time"] is not twice.tools["get_current_time"]
-    assert (once.tools["get_current_time"].max_retries, twice.tools["get_current_time"].max_retries) == (1, 2)
+    once, twice = function_toolset([create_chart]), function_toolset([create_chart], max_retries=2)
+    assert once.tools["create_chart"] is not twice.tools["create_chart"]
+    assert (once.tools["create_chart"].max_retries, twice.tools["create_chart"].max_retries) == (1, 2)
 
 
 def test_a_closure_is_built_on_every_call():
