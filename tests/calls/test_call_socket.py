@@ -157,6 +157,9 @@ async def test_an_anonymous_socket_is_closed_unaccepted(org, owner, fake):
     agent = await database_sync_to_async(factories.published_agent)(org, owner)
     communicator = WebsocketCommunicator(application, f"/ws/call/?agent={agent.pk}")
     connected, code = await communicator.connect(timeout=TIMEOUT)
+    # Ended as every other test here ends its socket: a refused instance left running kept its channel-layer
+    # receive open, and cancelling that at the loop's teardown now and then waited out the layer's own timers.
+    await communicator.disconnect()
     assert not connected and code == 4003
     assert fake.connections == 0
 
