@@ -36,5 +36,6 @@ def scale_agent(org: Any, actor: Any, profile: Any) -> Any:
         agent = services.create_agent(actor=actor, name="Scale", slug="scale-charts", spec={
             "name": "Scale", "instructions": "Answer after drawing a chart.", "model_profile_id": str(profile.pk),
             "capabilities": [{"id": "charts"}]})
+    if not agent.versions.exists():  # a bench stopped between the two steps left a draft behind
         services.publish_agent(actor=actor, agent=agent)
     return agent
