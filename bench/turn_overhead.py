@@ -17,9 +17,11 @@ import asyncio
 import json
 import os
 import platform
+import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -188,6 +190,11 @@ def wait_quiet(pids, limit=60.0) -> None:
 
 
 def start(cmd, env, name):
+    # The servers run in sessions of their own (a SIGKILL of one takes its children); a bench stopped with SIGTERM
+    # (`pkill -f bench/…`) must still reach its `finally` and stop them, or they outlive it and take the next
+    # bench's messages from the same Redis queue.
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     log = open(f"/tmp/agenticos-bench-{name}.log", "wb")  # noqa: SIM115 - lives as long as the process
     return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
