@@ -1,6 +1,7 @@
 """Runs that survive their worker, at scale: N runs started at once on two `runs` workers (the launcher's own
 command), a worker killed with SIGKILL every --kill-every seconds (the one holding the most runs) and started again
-at once (as `make run`'s launcher restarts it), and the beat's sweep (`finish.sweep_stale_runs`,
+at once, told the dead one's name (as `make run`'s launcher restarts it: its runs go back to the queue as the new
+one starts), and the beat's sweep (`finish.sweep_stale_runs`,
 `requeue_lost_runs`) run every 10 s from this process, as beat's schedule does (CELERY_BEAT_SCHEDULE).
 
     .venv/bin/python bench/durability.py [--runs 200] [--kill-every 10] [--kills 6] [--steps 4] [--tool-seconds 2]
@@ -176,7 +177,11 @@ class Workers:
         from config.launcher import run_worker_command
 
         self.env = env
-        self.start = lambda index: start(run_worker_command(index, log_level="WARNING"), env, f"durable-w{index}")
+        from config.supervision import PREDECESSOR_ENV
+
+        # Started again as the launcher does (config.supervision): told the name of the worker it replaces.
+        self.start = lambda index, dead="": start(run_worker_command(index, log_level="WARNING"),
+                                                  {**env, PREDECESSOR_ENV: dead} if dead else env, f"durable-w{index}")
         self.procs = {index: self.start(index) for index in range(count)}
         self.killed_at: dict[int, float] = {}  # pid → when it was killed
 
@@ -196,7 +201,7 @@ class Workers:
         os.killpg(proc.pid, signal.SIGKILL)
         self.killed_at[proc.pid] = time.time()
         proc.wait(30)
-        self.procs[index] = self.start(index)
+        self.procs[index] = self.start(index, f"{host}:{proc.pid}")
         return held.get(f"{host}:{proc.pid}", 0)
 
     def stop(self) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 
 from celery import Celery
 from celery.signals import beat_init, worker_init, worker_ready, worker_shutdown, worker_shutting_down
@@ -17,11 +18,18 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 
 
+_started_at = None  # this worker's start, before it takes any message (worker_init)
+
+
 @worker_init.connect
 def _start_tracing(**_kwargs) -> None:
     """Spans of tasks and runs, when an OTLP endpoint is configured (agenticos.telemetry; nothing otherwise)."""
+    global _started_at
+    from django.utils import timezone
+
     from agenticos import telemetry
 
+    _started_at = timezone.now()
     telemetry.setup("worker")
 
 
@@ -41,6 +49,28 @@ def _warm_up_the_runner(**_kwargs) -> None:
 
     warm_up()
     runs_loop()
+    # In a thread of its own: the messages it sends must not go out from inside the consumer's start-up (they
+    # stayed unsent there until the beat's redelivery, bench/durability.py measured), and it holds nothing else.
+    threading.Thread(target=_hand_back_what_a_dead_predecessor_held, name="hand-back", daemon=True).start()
+
+
+def _hand_back_what_a_dead_predecessor_held() -> None:
+    """The runs of the worker this one replaces go on now, not after the heartbeat's bound (agents.runner.recovery):
+    the launcher saw that worker die and names it; a worker under this very name before this start is dead too."""
+    from agents.runner import finish
+    from agents.runner.checkpoint import worker_name
+    from agents.runner.loop import logger
+    from agents.runner.recovery import PREDECESSOR_ENV
+
+    if _started_at is None:
+        return
+    try:
+        handed = finish.hand_back_runs_of([worker_name(), os.environ.get(PREDECESSOR_ENV, "")], before=_started_at)
+    except Exception:  # the beat's sweep still finds them by their heartbeat
+        logger.warning("could not hand back the runs of the worker this one replaces", exc_info=True)
+        return
+    if handed:
+        logger.warning("handed back %d run(s) the worker this one replaces left running", handed)
 
 
 @worker_shutting_down.connect

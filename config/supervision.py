@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -51,6 +52,9 @@ class Child:
 
 
 Relay = Callable[[str, int, subprocess.Popen], None]
+
+# agents.runner.recovery.PREDECESSOR_ENV (the launcher imports no app: it starts before Django is set up).
+PREDECESSOR_ENV = "AGENTICOS_PREDECESSOR_WORKER"
 
 
 class Supervisor:
@@ -102,6 +106,9 @@ class Supervisor:
                 child.quick_exits = child.quick_exits + 1 if ran < self.stable_after else 1
                 delay = self.delay_for(child)
                 child.restart_at = now + delay
+                # A runs worker started in its place hands back the dead one's runs at once (agents.runner.recovery);
+                # other processes ignore the name.
+                child.env = {**child.env, PREDECESSOR_ENV: f"{socket.gethostname()}:{process.pid}"}
                 print(f"{child.name} {exit_reason(process.returncode)} after {ran:.1f} s; starting it again in "
                       f"{delay:g} s (the other processes keep going).", file=self.err, flush=True)
             elif child.restart_at is not None and now >= child.restart_at:

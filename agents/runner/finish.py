@@ -62,11 +62,26 @@ def sweep_stale_runs() -> int:
     beaten every RUN_HEARTBEAT_SECONDS), and past RUN_HEARTBEAT_STALE_AFTER each goes back to the queue to go on
     from its checkpoint on another worker — or, lost RUN_MAX_RESUMES times already, ends `failed` (see
     agents.runner.recovery). Returns how many it found."""
+    cutoff = timezone.now() - settings.RUN_HEARTBEAT_STALE_AFTER
+    return _hand_back(Q(heartbeat_at__lt=cutoff))
+
+
+def hand_back_runs_of(workers: list[str], *, before) -> int:
+    """The runs of workers known to be dead go back to the queue now, not after the heartbeat's bound: this
+    process's predecessor under the same name (a container restarted keeps its host name and, often, its pid)
+    and the process the launcher just replaced (config.supervision passes its name). Only rows beaten before
+    `before` (this process's start): a run this process has claimed since is its own. Returns how many."""
+    names = sorted({name for name in workers if name})
+    if not names:
+        return 0
+    return _hand_back(Q(worker__in=names, heartbeat_at__lt=before))
+
+
+def _hand_back(lost_worker: Q) -> int:
     from agenticos import metrics
     from agents.runner import checkpoint, recovery
 
-    cutoff = timezone.now() - settings.RUN_HEARTBEAT_STALE_AFTER
-    stale = list(Run.objects.filter(status=RunStatus.RUNNING, heartbeat_at__lt=cutoff)
+    stale = list(Run.objects.filter(lost_worker, status=RunStatus.RUNNING)
                  .only("id", "surface", "events", "heartbeat_at", "worker")[:500])
     lost = [run for run in stale if recovery.interruptions(run) >= settings.RUN_MAX_RESUMES]
     for run in stale:
@@ -74,10 +89,10 @@ def sweep_stale_runs() -> int:
             continue
         interrupted = checkpoint.event("run_interrupted", reason="worker_lost", worker=run.worker,
                                        last_heartbeat=run.heartbeat_at.isoformat() if run.heartbeat_at else None)
-        # Only if it is still that stale running run (a worker's late beat wins; of two sweeps racing, one
+        # Only if it is still that lost worker's running run (a worker's late beat wins; of two sweeps racing, one
         # moves it), and enqueued after commit.
         with transaction.atomic():
-            if Run.objects.filter(pk=run.pk, status=RunStatus.RUNNING, heartbeat_at__lt=cutoff).update(
+            if Run.objects.filter(lost_worker, pk=run.pk, status=RunStatus.RUNNING).update(
                     status=RunStatus.QUEUED, heartbeat_at=timezone.now(), worker="",
                     events=checkpoint.appended("events", interrupted)):
                 recovery.requeue(run.pk)

@@ -16,6 +16,12 @@ RUN_MAX_RESUMES interruptions the sweep ends it `failed` ("worker lost"), as eve
 A worker that only stalled past the stale limit (a frozen VM) and comes back must not go on beside the one that
 took its run over: its pulse beats only rows whose `worker` is still this process, and a run whose row it no
 longer holds is stopped here without writing anything (`loop.RunLoop._pulse`).
+
+A death seen where it happens does not wait for the heartbeat's bound: `make run`'s launcher restarts a worker it
+saw die and tells the new one the dead one's name (PREDECESSOR_ENV), and a worker starting under the name a
+dead one had (a restarted container) knows that name is dead too; either hands those runs back as it starts
+(`finish.hand_back_runs_of`, from config.celery's worker_ready). The heartbeat remains for deaths nobody saw (a
+lost machine).
 """
 
 from __future__ import annotations
@@ -30,6 +36,9 @@ from agents.models import Run, ToolCall
 from agents.runner import checkpoint
 
 logger = logging.getLogger(__name__)
+
+# The name (host:pid, checkpoint.worker_name) of the worker a restarted one replaces, set by the launcher.
+PREDECESSOR_ENV = "AGENTICOS_PREDECESSOR_WORKER"
 
 
 def requeue(run_id: Any) -> None:

@@ -95,6 +95,23 @@ def test_a_killed_process_is_named_so_and_one_that_lived_long_enough_starts_over
         assert err.getvalue().count("worker was killed by SIGKILL") == 3
 
 
+def test_a_process_started_in_place_of_a_dead_one_is_told_the_dead_ones_name(tmp_path):
+    """A runs worker started again hands back what the dead one held at once (agents.runner.recovery): it is
+    told its predecessor's name, host:pid as a run's `worker` column spells it."""
+    from config.supervision import PREDECESSOR_ENV
+
+    said = tmp_path / "said"
+    child_code = (f"import os, time; open({str(said)!r}, 'a').write(os.environ.get({PREDECESSOR_ENV!r}, '-') + "
+                  f"'\\n'); time.sleep(120)")
+    with supervising({"worker": python(child_code)}, backoff_start=0.1, stable_after=0) as (supervisor, err):
+        child = supervisor.children["worker"]
+        assert wait_until(lambda: lines(said) == 1), err.getvalue()
+        first = child.process
+        os.killpg(first.pid, signal.SIGKILL)
+        assert wait_until(lambda: lines(said) == 2), err.getvalue()
+    assert said.read_text().splitlines() == ["-", f"{socket.gethostname()}:{first.pid}"]
+
+
 def test_a_stop_during_the_backoff_starts_nothing_more(tmp_path):
     with supervising({"crasher": python("raise SystemExit(1)")}, backoff_start=60) as (supervisor, err):
         assert wait_until(lambda: len(delays(err, "crasher")) == 1), err.getvalue()

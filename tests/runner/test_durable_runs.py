@@ -263,3 +263,40 @@ def test_a_worker_killed_while_its_run_is_parked_loses_nothing_and_the_decision_
     answers = Message.objects.filter(run=run, role="assistant").order_by("id")
     assert "".join(m.content for m in answers) == "Booking it.Booked."
     assert_spent_once(done, answered=2)
+
+
+def test_a_worker_started_in_place_of_a_killed_one_hands_its_runs_back_as_it_starts(
+        org, owner, fake_openai, rest_api, worker_process, settings):
+    """`make run`'s launcher restarts a worker it saw die and names the dead one (config.supervision): the new
+    worker hands that worker's runs back as it starts — no sweep here, and the heartbeat's bound (40 s) is far off —
+    and whoever takes the run goes on from its checkpoint."""
+    import socket
+
+    from agents.runner.recovery import PREDECESSOR_ENV
+
+    agent, version = rest_agent(org, owner, fake_openai, rest_api, alias="add_note", method="POST", path="/notes")
+    fake_openai.queue(Reply.tool_calls([{"name": "add_note", "arguments": {}, "id": "call-note"}], text="Adding."),
+                      Reply.text("You will never read this.", delay=120),
+                      Reply.text("Noted."))
+    first = worker_process(**WORKER_ENV)
+    run = start(org, owner, agent, version, prompt="Add the note")
+    first.take(run)
+    assert wait_until(lambda: len(fake_openai.chat_requests) == 2, 60), first.output()  # step 2 open
+    added = calls_to(rest_api, "/notes", "POST")
+    first.signal(signal.SIGKILL)
+    first.process.wait(10)
+    assert settings.RUN_HEARTBEAT_STALE_AFTER == timedelta(seconds=40)
+    assert status(run) == RunStatus.RUNNING
+
+    second = worker_process(**WORKER_ENV, **{PREDECESSOR_ENV: f"{socket.gethostname()}:{first.process.pid}"})
+    assert wait_until(lambda: status(run) == RunStatus.QUEUED, 30), second.output()
+    handed = Run.objects.get(pk=run.pk)
+    assert handed.events[-1]["type"] == "run_interrupted"
+    assert handed.events[-1]["worker"] == f"{socket.gethostname()}:{first.process.pid}"
+    # Its message went to `runs` (nobody consumes it in this test): give the run to the new worker.
+    second.take(run)
+    done = finished(run, second)
+    assert done.status == RunStatus.COMPLETED, (done.error, second.output())
+    assert calls_to(rest_api, "/notes", "POST") == added  # the finished step's result was used
+    assert_one_transcript(done, text="Noted.")
+    assert [e["type"] for e in done.events] == ["run_interrupted", "run_resumed"]

@@ -130,3 +130,50 @@ def test_a_run_that_already_ran_is_sent_again_after_the_heartbeats_bound_a_new_o
     Run.objects.filter(pk=never_started.pk).update(created_at=timezone.now() - timedelta(seconds=121))
     assert requeue_lost_runs() == 1
     assert enqueued == [handed_back.pk, never_started.pk]
+
+
+def test_a_worker_known_dead_hands_its_runs_back_at_once_and_leaves_every_other_run_alone(org, owner, enqueued):
+    """What a restarted worker does as it starts (config.celery): the runs of the worker it replaces go back to
+    the queue without waiting for the heartbeat's bound — but never a run beaten after its start (its own), nor
+    another worker's."""
+    from agents.runner.finish import hand_back_runs_of
+
+    agent, version = publish(org, owner)
+    started = timezone.now()
+    recent = started - timedelta(seconds=3)  # well inside the heartbeat's bound: the sweep would not move these
+    dead, own, other = (start(org, owner, agent, version) for _ in range(3))
+    Run.objects.filter(pk=dead.pk).update(status=RunStatus.RUNNING, worker="vm:41", heartbeat_at=recent)
+    Run.objects.filter(pk=own.pk).update(status=RunStatus.RUNNING, worker="vm:41",
+                                         heartbeat_at=started + timedelta(seconds=1))
+    Run.objects.filter(pk=other.pk).update(status=RunStatus.RUNNING, worker="vm:42", heartbeat_at=recent)
+    assert sweep_stale_runs() == 0
+    assert hand_back_runs_of(["vm:41", ""], before=started) == 1
+    assert hand_back_runs_of(["vm:41"], before=started) == 0  # already queued
+    assert enqueued == [dead.pk]
+    dead.refresh_from_db()
+    assert dead.status == RunStatus.QUEUED and dead.worker == ""
+    assert dead.events[-1]["type"] == "run_interrupted" and dead.events[-1]["worker"] == "vm:41"
+    assert Run.objects.get(pk=own.pk).status == RunStatus.RUNNING
+    assert Run.objects.get(pk=other.pk).status == RunStatus.RUNNING
+    assert hand_back_runs_of(["", ""], before=started) == 0
+
+
+def test_a_run_that_keeps_killing_its_workers_ends_failed_when_its_worker_is_known_dead_too(org, owner, enqueued,
+                                                                                           settings):
+    from agents.runner.finish import hand_back_runs_of
+
+    agent, version = publish(org, owner)
+    run = start(org, owner, agent, version)
+    Run.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING, worker="vm:7",
+                                         heartbeat_at=timezone.now() - timedelta(seconds=2),
+                                         events=[{"type": "run_interrupted"}] * settings.RUN_MAX_RESUMES)
+    assert hand_back_runs_of(["vm:7"], before=timezone.now()) == 1
+    run.refresh_from_db()
+    assert run.status == RunStatus.FAILED and run.error["type"] == "WorkerLost" and enqueued == []
+
+
+def test_the_launcher_and_the_runner_name_the_predecessor_alike():
+    from agents.runner.recovery import PREDECESSOR_ENV
+    from config.supervision import PREDECESSOR_ENV as LAUNCHERS
+
+    assert PREDECESSOR_ENV == LAUNCHERS
