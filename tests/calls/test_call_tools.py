@@ -11,8 +11,9 @@ import pytest
 from channels.db import database_sync_to_async
 
 from agenticos.models import AuditEvent
-from agents.models import ModelProfile
+from agents.models import ModelProfile, ToolCall
 from capabilities.models import McpConnection
+from governance.models import Approval
 from knowledge.models import Skill
 from tests import factories
 from tests.calls.test_call_socket import CHUNK, TIMEOUT, dial, frames_until, realtime_profile, refused
@@ -196,8 +197,15 @@ async def test_a_gated_tool_waits_for_the_callers_approval_card_then_runs(org, o
     assert mcp.calls == [("weather", {"city": "Oslo"})]
     assert "approved fake_weather" in told(fake)[0] and "Oslo" in told(fake)[0]
     assert after[-1]["data"]["text"] == "It is sunny in Oslo."
+    # The gated call parked as a text run's does: an Approval of the call's run, decided through the one service.
     event = await database_sync_to_async(AuditEvent.objects.get)(organization=org, action="approval.approved")
-    assert event.actor_id == owner.pk and event.target_type == "call_tool" and event.details["via"] == "call"
+    approval = await database_sync_to_async(Approval.objects.get)(organization=org)
+    assert event.actor_id == owner.pk and event.target_type == "approval" and event.details["via"] == "call"
+    assert (approval.tool_call_id, approval.status, approval.decided_by_id) == (card["call_id"], "approved", owner.pk)
+    assert str(approval.pk) == card["approval_id"]
+    call = await database_sync_to_async(ToolCall.objects.get)(run_id=approval.run_id)
+    assert (call.tool_name, call.status, call.args) == ("fake_weather", "ok", {"city": "Oslo"})
+    assert "Oslo" in json.dumps(call.result)
 
 
 async def test_a_rejected_tool_never_runs_and_the_call_is_told(org, owner, fake, mcp):
@@ -235,10 +243,15 @@ async def test_a_member_who_may_not_approve_sees_the_card_and_the_tool_does_not_
     await communicator.disconnect()
 
     assert card["can_decide"] is False
-    assert refused_decision["data"]["code"] == "not_found"
+    assert refused_decision["data"]["code"] == "forbidden"
     assert mcp.calls == []
     assert "cannot approve" in json.loads(outputs(fake)[0]["output"])["error"]
     assert not await database_sync_to_async(AuditEvent.objects.filter(action__startswith="approval.").exists)()
+    # It waited for an approver on the Approvals page while the call lasted; the call's end expired it.
+    approval = await database_sync_to_async(Approval.objects.get)(organization=org)
+    assert approval.status == "expired" and approval.decided_by_id is None
+    call = await database_sync_to_async(ToolCall.objects.get)(run_id=approval.run_id)
+    assert call.status == "unfinished"
 
 
 async def test_the_guardrails_check_a_tools_result_before_the_call_reads_it(org, owner, fake, mcp):
