@@ -254,6 +254,42 @@ async def test_a_member_who_may_not_approve_sees_the_card_and_the_tool_does_not_
     assert call.status == "unfinished"
 
 
+async def test_an_approver_on_the_approvals_api_lets_a_members_gated_call_run_during_the_call(
+        org, owner, member, outsider, outsider_org, fake, mcp, api_as):
+    conn = await database_sync_to_async(connection)(org, mcp)
+    agent = await agent_with(org, owner, fake, mcp_binding(
+        conn, allowed_tools=["weather"], tool_approval={"fake_weather": "required"}))
+    fake.replies.extend([Reply.call("fake_weather", city="Oslo"), Reply.say("An approver must allow that."),
+                         Reply.say("It is sunny in Oslo.")])
+
+    communicator = await dial(member, org, agent.pk)
+    await communicator.receive_from(timeout=TIMEOUT)
+    await communicator.send_json_to({"type": "audio", "audio": CHUNK})
+    card = (await frames_until(communicator, "approval"))[-1]["data"]
+    await frames_until(communicator, "turn")  # the agent says an approver must allow it
+    path = f"/api/v1/approvals/{card['approval_id']}"
+    outsider_try = await database_sync_to_async(
+        lambda: api_as(outsider, outsider_org).post(path, {"decision": "approve"}, format="json"))()
+    member_try = await database_sync_to_async(
+        lambda: api_as(member, org).post(path, {"decision": "approve"}, format="json"))()
+    assert mcp.calls == []
+    decided = await database_sync_to_async(
+        lambda: api_as(owner, org).post(path, {"decision": "approve"}, format="json"))()
+    done = (await frames_until(communicator, "tool_done"))[-1]["data"]
+    after = await frames_until(communicator, "turn")
+    await communicator.disconnect()
+
+    assert outsider_try.status_code == 404 and member_try.status_code == 403
+    assert decided.status_code == 200 and decided.json()["status"] == "approved"
+    assert done == {"call_id": card["call_id"], "name": "fake_weather", "status": "done"}
+    assert mcp.calls == [("weather", {"city": "Oslo"})]
+    assert after[-1]["data"]["text"] == "It is sunny in Oslo."
+    event = await database_sync_to_async(AuditEvent.objects.get)(organization=org, action="approval.approved")
+    assert event.actor_id == owner.pk
+    call = await database_sync_to_async(ToolCall.objects.get)(tool_call_id=card["call_id"])
+    assert call.status == "ok" and "Oslo" in json.dumps(call.result)
+
+
 async def test_the_guardrails_check_a_tools_result_before_the_call_reads_it(org, owner, fake, mcp):
     conn = await database_sync_to_async(connection)(org, mcp)
     agent = await agent_with(org, owner, fake, mcp_binding(conn, allowed_tools=["echo"]), {
