@@ -34,7 +34,7 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from channels.layers import get_channel_layer
 from django.conf import settings
 
-from agenticos import netguard
+from agenticos import netguard, secret_access
 from agenticos.errors import DomainError, NotFound
 from agenticos.tenancy import SESSION_KEY, resolve_actor
 from agents.consumers import CLOSE_REFUSED, BadFrame, FrameTooBig, decode_frame
@@ -85,37 +85,18 @@ class CallConsumer(AsyncJsonWebsocketConsumer):
         except BudgetExceeded as exc:
             await self._refuse("budget_exceeded", str(exc))
             return
-        try:
-            self.toolbox = await database_sync_to_async(service.toolbox)(self.plan)
-            await self.toolbox.open()
-        except DomainError as exc:
-            await self._refuse(exc.code, exc.message)
-            return
-        except Exception as exc:  # a tool server (MCP) that does not answer: the call says so, not its text
-            logger.warning("call tools failed to open for agent %s: %s", self.plan.agent_id, type(exc).__name__)
-            await self._refuse("tools_unavailable", "The agent's tools could not be reached. Try again in a moment.")
-            return
-        self.plan.session = replace(self.plan.session,
-                                    tools=self.plan.session.tools + self.toolbox.session_tools())
-        try:
-            key = await database_sync_to_async(service.provider_key)(self.plan)
-            self.provider = await RealtimeConnection.open(base_url=self.plan.base_url, model=self.plan.model,
-                                                          key=key, session=self.plan.session)
-        except DomainError as exc:
-            await self._refuse(exc.code, exc.message)
-            return
-        except netguard.Refused as exc:
-            await self._refuse("provider_refused", netguard.operator_text(exc))
-            return
-        except Exception as exc:  # the provider refused the key or did not answer: its text is never relayed
-            logger.warning("realtime connect failed for agent %s: %s", self.plan.agent_id, type(exc).__name__)
-            await self._refuse("provider_unavailable", "The voice model did not answer. Try again in a moment.")
-            return
+        # The secrets the call opens to connect (the realtime key, a tool server's token) are the run's uses,
+        # audited with its row as a text run's are (agenticos.secret_access).
+        with secret_access.run_scope(self.plan.call_id) as opened:
+            if not await self._open_tools_and_provider():
+                secret_access.release(opened)  # no run to name: audited as any use outside a run
+                return
         # The call is connected: it is a run from here, and it hears the decisions on its gated calls.
         try:
-            await database_sync_to_async(service.start_call_run)(self.plan)
+            await database_sync_to_async(service.start_call_run)(self.plan, opened)
         except Exception:  # the database refused the run's row: no call without its record
             logger.exception("could not write the run of call %s", self.plan.call_id)
+            secret_access.release(opened)
             await self._refuse("call_failed", "The call could not be started. Try again in a moment.")
             return
         if self.channel_layer is not None:
@@ -128,6 +109,37 @@ class CallConsumer(AsyncJsonWebsocketConsumer):
             tools=[tool.name for tool in self.plan.session.tools]))
         self.pump = asyncio.create_task(self._pump())
         self.heart = asyncio.create_task(self._beat())
+
+    async def _open_tools_and_provider(self) -> bool:
+        """The call's tools (built and opened) and the provider's connection with them; False once refused."""
+        assert self.plan is not None
+        try:
+            self.toolbox = await database_sync_to_async(service.toolbox)(self.plan)
+            await self.toolbox.open()
+        except DomainError as exc:
+            await self._refuse(exc.code, exc.message)
+            return False
+        except Exception as exc:  # a tool server (MCP) that does not answer: the call says so, not its text
+            logger.warning("call tools failed to open for agent %s: %s", self.plan.agent_id, type(exc).__name__)
+            await self._refuse("tools_unavailable", "The agent's tools could not be reached. Try again in a moment.")
+            return False
+        self.plan.session = replace(self.plan.session,
+                                    tools=self.plan.session.tools + self.toolbox.session_tools())
+        try:
+            key = await database_sync_to_async(service.provider_key)(self.plan)
+            self.provider = await RealtimeConnection.open(base_url=self.plan.base_url, model=self.plan.model,
+                                                          key=key, session=self.plan.session)
+        except DomainError as exc:
+            await self._refuse(exc.code, exc.message)
+            return False
+        except netguard.Refused as exc:
+            await self._refuse("provider_refused", netguard.operator_text(exc))
+            return False
+        except Exception as exc:  # the provider refused the key or did not answer: its text is never relayed
+            logger.warning("realtime connect failed for agent %s: %s", self.plan.agent_id, type(exc).__name__)
+            await self._refuse("provider_unavailable", "The voice model did not answer. Try again in a moment.")
+            return False
+        return True
 
     def _resolve(self, user):
         session = self.scope.get("session")
@@ -368,7 +380,8 @@ class CallConsumer(AsyncJsonWebsocketConsumer):
     async def _run_tool(self, call_id: str, name: str, args: dict[str, Any], *, approved: bool = False) -> None:
         """One live tool call through the gate; its result checked by the guardrails before the model reads it."""
         assert self.plan is not None and self.toolbox is not None and self.provider is not None
-        outcome = await self.toolbox.call(name, args, call_id=call_id, approved=approved)
+        with secret_access.run_scope(self.plan.call_id) as opened:  # what the tool opens, audited with its row
+            outcome = await self.toolbox.call(name, args, call_id=call_id, approved=approved)
         if outcome.status == "approval":
             await self._ask_approval(call_id, name, args)
             return
@@ -378,12 +391,12 @@ class CallConsumer(AsyncJsonWebsocketConsumer):
         except GuardrailBlocked:
             output, outcome = json.dumps({"error": "The guardrails withheld this result."}), tools.Outcome("blocked")
         await self.send_json(frame("tool_done", call_id=call_id, name=name, status=outcome.status))
+        await database_sync_to_async(service.tool_finished)(self.plan, call_id=call_id, output=output,
+                                                            ok=outcome.status == "done", opened=opened)
         if approved:  # the model was answered when the card went up: the result comes as a message
-            await database_sync_to_async(service.tool_finished)(self.plan, call_id=call_id, output=output,
-                                                                ok=outcome.status == "done")
             await self.provider.say(f"The person approved {name}; it ran. Its result: {output}")
         else:
-            await self._output(call_id, output, ok=outcome.status == "done")
+            await self.provider.function_output(call_id, output)
 
     async def _ask_approval(self, call_id: str, name: str, args: dict[str, Any]) -> None:
         assert self.plan is not None and self.provider is not None and self.toolbox is not None

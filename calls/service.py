@@ -35,7 +35,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from agenticos import vault
+from agenticos import secret_access, vault
 from agenticos.errors import Invalid, NotFound
 from agenticos.queries import Insert, Update, write_together
 from agenticos.tenancy import Actor
@@ -281,15 +281,17 @@ def drop_if_empty(plan: CallPlan) -> None:
 QUIET_ENDINGS = frozenset({"hung_up", "left"})
 
 
-def start_call_run(plan: CallPlan) -> None:
+def start_call_run(plan: CallPlan, opened: secret_access.RunUses | None = None) -> None:
     """The call's run, written once the provider took the call: running from now (a worker never takes it:
-    it is never queued), under the caller's authority, marked a voice call. Its spend goes on its ledger."""
+    it is never queued), under the caller's authority, marked a voice call. Its spend goes on its ledger.
+    `opened`: the secrets opened to connect, audited in the same statement (as a text run's step writes its)."""
     now = timezone.now()
-    Run.objects.create(
+    run = Run(
         id=plan.call_id, organization=plan.actor.organization, agent_id=plan.agent_id, version_id=plan.version_id,
         conversation_id=plan.conversation_id, surface=Surface.WEB, user=plan.actor.user,
         acting_role=plan.actor.role or "", status=RunStatus.RUNNING, started_at=now, heartbeat_at=now,
         options={"voice_call": True, "realtime_model": plan.model})
+    write_together(Insert([run]), *_secret_uses(plan, opened))
     plan.meter = replace(plan.meter, run_id=plan.call_id)
     plan.run_started = True
 
@@ -338,15 +340,26 @@ def tool_started(plan: CallPlan, *, call_id: str, name: str, capability_id: str,
         "status": ToolCall.Status.RUNNING, "started_at": timezone.now()})
 
 
-def tool_finished(plan: CallPlan, *, call_id: str, output: str, ok: bool) -> None:
-    """Its result as the model read it (after the guardrails), or its error."""
+def tool_finished(plan: CallPlan, *, call_id: str, output: str, ok: bool,
+                  opened: secret_access.RunUses | None = None) -> None:
+    """Its result as the model read it (after the guardrails), or its error; with the secrets the call of it
+    opened (`secret.used` of the call's run, its person the actor), in one statement."""
     try:
         stored: Any = json.loads(output)
     except ValueError:
         stored = output
-    ToolCall.objects.filter(run_id=plan.call_id, tool_call_id=call_id[:200]).update(
-        result=result_for_storage(stored), status=ToolCall.Status.OK if ok else ToolCall.Status.ERROR,
-        finished_at=timezone.now())
+    write_together(Update(ToolCall.objects.filter(run_id=plan.call_id, tool_call_id=call_id[:200]), {
+        "result": result_for_storage(stored), "status": ToolCall.Status.OK if ok else ToolCall.Status.ERROR,
+        "finished_at": timezone.now()}), *_secret_uses(plan, opened))
+
+
+def _secret_uses(plan: CallPlan, opened: secret_access.RunUses | None) -> list[Insert]:
+    if opened is None:
+        return []
+    rows = secret_access.pending_rows(opened, organization_id=plan.actor.organization.pk,
+                                      user_id=plan.actor.user.pk if plan.actor.user is not None else None,
+                                      api_key_id=None, surface=Surface.WEB)
+    return [Insert(rows)] if rows else []
 
 
 def tool_parked(plan: CallPlan, *, call_id: str, name: str, capability_id: str, args: dict[str, Any]) -> str:

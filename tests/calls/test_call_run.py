@@ -4,6 +4,7 @@ runs are, marked a voice call, to whom may read it; a text model that is gone is
 
 from __future__ import annotations
 
+import asyncio
 import json
 from datetime import timedelta
 from decimal import Decimal
@@ -15,6 +16,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from agenticos import services as kernel_services
+from agenticos.models import AuditEvent
 from agents.models import Conversation, Message, ModelProfile, Run, RunStatus, ToolCall
 from agents.runner import finish
 from agents.runs import request_stop
@@ -195,6 +197,14 @@ async def test_a_tool_that_needs_its_run_works_inside_a_call_and_is_a_tool_call_
         run=run, kind="voice_call")))()
     assert run.cost_usd == voice + image_spend.cost_usd
     assert images.requests[0].bearer == IMAGE_KEY
+    # The secrets the call opened — the realtime key to connect, the image key in the tool — are the run's uses,
+    # its person the actor, as a text run's are.
+    voice_secret = await database_sync_to_async(
+        lambda: ModelProfile.objects.get(organization=org, kind=ModelProfile.Kind.REALTIME).secret_id)()
+    uses = await database_sync_to_async(lambda: list(AuditEvent.objects.filter(organization=org,
+                                                                                action="secret.used")))()
+    assert {(e.target_id, e.actor_id, e.details.get("run")) for e in uses} == {
+        (str(voice_secret), owner.pk, run_id), (str(secret.pk), owner.pk, run_id)}
     assert IMAGE_KEY not in json.dumps(frames) + json.dumps(fake.received)
 
 
@@ -211,6 +221,28 @@ async def test_a_call_whose_text_model_is_gone_is_refused_readably_before_the_pr
     assert fake.connections == 0
     assert not await database_sync_to_async(Run.objects.exists)()
     assert not await database_sync_to_async(Conversation.objects.exists)()
+
+
+async def test_a_call_the_provider_refuses_has_no_run_and_its_keys_use_is_still_audited(org, owner, fake):
+    agent = await database_sync_to_async(factories.published_agent)(org, owner)
+    profile = await database_sync_to_async(factories.model_profile)(
+        org, "openai", "gpt-realtime", api_key="sk-wrong-key-0000", base_url=fake.base_url,
+        kind=ModelProfile.Kind.REALTIME)
+
+    error = await refused(await dial(owner, org, agent.pk))
+
+    assert error["data"]["code"] == "provider_unavailable"
+    assert not await database_sync_to_async(Run.objects.exists)()
+
+    def used() -> list[AuditEvent]:
+        return list(AuditEvent.objects.filter(organization=org, action="secret.used"))
+
+    for _ in range(200):  # written from a worker thread of the loop: waited for, with a bound
+        if await database_sync_to_async(used)():
+            break
+        await asyncio.sleep(0.1)
+    [use] = await database_sync_to_async(used)()
+    assert use.target_id == str(profile.secret_id) and use.actor_label == "system" and "run" not in use.details
 
 
 def test_the_text_profile_of_another_organization_or_kind_is_the_same_refusal(org, owner, outsider_org):
