@@ -289,16 +289,18 @@ def test_the_runs_api_lists_and_shows_the_call_marked_a_voice_call(org, owner, a
     assert detail.json()["voice_call"] is True and detail.json()["output"] == "We open at nine."
 
 
-def test_an_outsider_and_a_member_without_runs_view_do_not_see_the_call(org, owner, member, outsider, outsider_org,
-                                                                         a_call, api_as):
+def test_an_outsider_and_roles_without_runs_view_do_not_see_the_call_an_admin_does(
+        org, owner, admin_user, builder, member, viewer, outsider, outsider_org, a_call, api_as):
     assert api_as(outsider, outsider_org).get(f"/api/v1/runs/{a_call.pk}").status_code == 404
     assert not [r for r in api_as(outsider, outsider_org).get("/api/v1/runs").json()["results"]]
     assert api_as(outsider, org).get(f"/api/v1/runs/{a_call.pk}").status_code in (403, 404)
-    assert api_as(member, org).get(f"/api/v1/runs/{a_call.pk}").status_code == 404
-    assert not api_as(member, org).get("/api/v1/runs").json()["results"]
-    stopped = api_as(member, org).post(f"/api/v1/runs/{a_call.pk}/stop")
-    assert stopped.status_code == 404
+    for weaker in (builder, member, viewer):
+        assert api_as(weaker, org).get(f"/api/v1/runs/{a_call.pk}").status_code == 404
+        assert not api_as(weaker, org).get("/api/v1/runs").json()["results"]
+        assert api_as(weaker, org).post(f"/api/v1/runs/{a_call.pk}/stop").status_code in (403, 404)
     assert not Run.objects.get(pk=a_call.pk).cancel_requested
+    seen = api_as(admin_user, org).get(f"/api/v1/runs/{a_call.pk}")
+    assert seen.status_code == 200 and seen.json()["voice_call"] is True
 
 
 def test_api_key_scopes_read_the_call_and_only_a_run_key_may_stop_it(org, owner, a_call):
