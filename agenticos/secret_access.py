@@ -105,6 +105,26 @@ def note(secret: Any) -> None:
         return
     with _buffer_lock:
         _merge(_buffer, secret)
+    _flush_soon()
+
+
+def release(uses: RunUses) -> None:
+    """The uses of a run scope whose run never came to be (a voice call refused after it opened the realtime key)
+    are written as uses outside a run: a secret that opened is always in the audit log."""
+    taken = uses.take()
+    if not taken:
+        return
+    with _buffer_lock:
+        for key, use in taken.items():
+            kept = _buffer.get(key)
+            if kept is None:
+                _buffer[key] = use
+            else:
+                kept.count += use.count
+    _flush_soon()
+
+
+def _flush_soon() -> None:
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:

@@ -77,12 +77,16 @@ class RunSerializer(serializers.ModelSerializer):
     agent_id = serializers.UUIDField()
     version = serializers.IntegerField(source="version.number")
     conversation_id = serializers.UUIDField(allow_null=True)
+    voice_call = serializers.BooleanField(
+        source="is_voice_call", read_only=True,
+        help_text="A live voice call's run: its turns are the call's transcripts, its tool calls those the call ran, "
+                  "its tokens and cost the realtime model's; it ends with the call (stopping it hangs up).")
 
     class Meta:
         model = Run
         fields = [
-            "run_id", "agent_id", "version", "conversation_id", "surface", "status", "prompt", "output", "error",
-            "input_tokens", "output_tokens", "requests", "cost_usd", "cost_is_partial", "context_tokens",
+            "run_id", "agent_id", "version", "conversation_id", "surface", "voice_call", "status", "prompt", "output",
+            "error", "input_tokens", "output_tokens", "requests", "cost_usd", "cost_is_partial", "context_tokens",
             "context_window", "created_at", "started_at", "finished_at",
         ]
 

@@ -389,9 +389,18 @@ class Run(models.Model):
         """A run of the draft (the Builder's test chat, agents.drafts): on no published version's ledger."""
         return bool((self.options or {}).get("draft"))
 
+    @property
+    def is_voice_call(self) -> bool:
+        """A live voice call's run (calls.service.start_call_run): its turns are the call's transcripts, its tool
+        calls those the call ran, its spend the realtime model's audio; it is never queued nor resumed."""
+        return bool((self.options or {}).get("voice_call"))
+
     def get_surface_display(self) -> str:  # type: ignore[no-redef]  # overrides the choices display on purpose
-        # Every list that names a run's surface (Activity, run detail, the admin) says a draft run is one.
+        # Every list that names a run's surface (Activity, run detail, the admin) says a draft run is one, and a
+        # voice call's run is one.
         label = str(dict(Surface.choices).get(self.surface, self.surface))
+        if self.is_voice_call:
+            label = f"{label} (voice call)"
         return f"{label} (draft)" if self.is_draft else label
 
 

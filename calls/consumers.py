@@ -6,10 +6,16 @@ Browser → us: `audio` (base64 PCM16, 24 kHz mono), `mute` (drop what was said 
 delta), `turn` (a finished transcript, stored), `speech_started`, `tool`, `tool_done`, `approval`, `ask_user`,
 `task_started`, `task_done`, `usage`, `error`, `call_ended`.
 
-A live tool (calls.tools) runs beside the pump, so the call keeps relaying audio while it works. One that needs
-approval answers the model at once that it waits (so the model tells the person), shows the approval card, and
-when the caller decides runs — or not — and the call is told the outcome as a message, the way a hand-off's
-result is.
+A connected call is a run (calls.service.start_call_run): the consumer beats it while the call lasts (a stop
+asked on its page or through the API ends the call) and ends it with the call — completed on hang-up, cancelled
+when the page closes or the run is stopped, failed when the provider drops it, blocked or over budget.
+
+Every function the model calls is a `ToolCall` row of the call's run. A live tool (calls.tools) runs beside the
+pump, so the call keeps relaying audio while it works. One that needs approval answers the model at once that it
+waits (so the model tells the person), parks as an `Approval` of the call's run and shows the approval card; the
+decision — the caller's on the card, or an approver's on the Approvals page while the call lasts — comes back on
+the run's group (`approval_decided`), and then the tool runs, or not, and the call is told the outcome as a
+message, the way a hand-off's result is.
 """
 
 from __future__ import annotations
@@ -26,8 +32,9 @@ from urllib.parse import parse_qs
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from channels.layers import get_channel_layer
+from django.conf import settings
 
-from agenticos import netguard
+from agenticos import netguard, secret_access
 from agenticos.errors import DomainError, NotFound
 from agenticos.tenancy import SESSION_KEY, resolve_actor
 from agents.consumers import CLOSE_REFUSED, BadFrame, FrameTooBig, decode_frame
@@ -62,7 +69,10 @@ class CallConsumer(AsyncJsonWebsocketConsumer):
         await self.accept()
         query = parse_qs((self.scope.get("query_string") or b"").decode())
         self.pending_questions: set[str] = set()
-        self.pending_approvals: dict[str, tuple[str, dict[str, Any]]] = {}
+        # call id → (tool name, arguments, approval id): gated calls waiting for a decision.
+        self.pending_approvals: dict[str, tuple[str, dict[str, Any], str]] = {}
+        self.ending = "left"  # why the call ends, unless something below says otherwise (the page closed)
+        self.ending_detail = ""
         self.toolbox: ToolBox | None = None
         self.tasks: dict[str, asyncio.Task[None]] = {}
         try:
@@ -75,36 +85,61 @@ class CallConsumer(AsyncJsonWebsocketConsumer):
         except BudgetExceeded as exc:
             await self._refuse("budget_exceeded", str(exc))
             return
+        # The secrets the call opens to connect (the realtime key, a tool server's token) are the run's uses,
+        # audited with its row as a text run's are (agenticos.secret_access).
+        with secret_access.run_scope(self.plan.call_id) as opened:
+            if not await self._open_tools_and_provider():
+                secret_access.release(opened)  # no run to name: audited as any use outside a run
+                return
+        # The call is connected: it is a run from here, and it hears the decisions on its gated calls.
+        try:
+            await database_sync_to_async(service.start_call_run)(self.plan, opened)
+        except Exception:  # the database refused the run's row: no call without its record
+            logger.exception("could not write the run of call %s", self.plan.call_id)
+            secret_access.release(opened)
+            await self._refuse("call_failed", "The call could not be started. Try again in a moment.")
+            return
+        if self.channel_layer is not None:
+            await self.channel_layer.group_add(group_name(self.plan.call_id), self.channel_name)
+        caps = self.plan.capabilities
+        await self.send_json(frame(
+            "call_started", run_id=str(self.plan.call_id), conversation_id=str(self.plan.conversation_id),
+            created_conversation=self.plan.created_conversation, agent=self.plan.agent_name,
+            live=list(caps.live), hand_off=list(caps.hand_off), never=list(caps.never),
+            tools=[tool.name for tool in self.plan.session.tools]))
+        self.pump = asyncio.create_task(self._pump())
+        self.heart = asyncio.create_task(self._beat())
+
+    async def _open_tools_and_provider(self) -> bool:
+        """The call's tools (built and opened) and the provider's connection with them; False once refused."""
+        assert self.plan is not None
         try:
             self.toolbox = await database_sync_to_async(service.toolbox)(self.plan)
             await self.toolbox.open()
         except DomainError as exc:
             await self._refuse(exc.code, exc.message)
-            return
+            return False
         except Exception as exc:  # a tool server (MCP) that does not answer: the call says so, not its text
             logger.warning("call tools failed to open for agent %s: %s", self.plan.agent_id, type(exc).__name__)
             await self._refuse("tools_unavailable", "The agent's tools could not be reached. Try again in a moment.")
-            return
+            return False
         self.plan.session = replace(self.plan.session,
                                     tools=self.plan.session.tools + self.toolbox.session_tools())
         try:
             key = await database_sync_to_async(service.provider_key)(self.plan)
             self.provider = await RealtimeConnection.open(base_url=self.plan.base_url, model=self.plan.model,
                                                           key=key, session=self.plan.session)
+        except DomainError as exc:
+            await self._refuse(exc.code, exc.message)
+            return False
         except netguard.Refused as exc:
             await self._refuse("provider_refused", netguard.operator_text(exc))
-            return
+            return False
         except Exception as exc:  # the provider refused the key or did not answer: its text is never relayed
             logger.warning("realtime connect failed for agent %s: %s", self.plan.agent_id, type(exc).__name__)
             await self._refuse("provider_unavailable", "The voice model did not answer. Try again in a moment.")
-            return
-        caps = self.plan.capabilities
-        await self.send_json(frame(
-            "call_started", conversation_id=str(self.plan.conversation_id),
-            created_conversation=self.plan.created_conversation, agent=self.plan.agent_name,
-            live=list(caps.live), hand_off=list(caps.hand_off), never=list(caps.never),
-            tools=[tool.name for tool in self.plan.session.tools]))
-        self.pump = asyncio.create_task(self._pump())
+            return False
+        return True
 
     def _resolve(self, user):
         session = self.scope.get("session")
@@ -119,9 +154,17 @@ class CallConsumer(AsyncJsonWebsocketConsumer):
     async def disconnect(self, code):
         for task in list(getattr(self, "tasks", {}).values()):
             task.cancel()
-        pump = getattr(self, "pump", None)
-        if pump is not None and pump is not asyncio.current_task():
-            pump.cancel()
+        for name in ("pump", "heart"):
+            task = getattr(self, name, None)
+            if task is not None and task is not asyncio.current_task():
+                task.cancel()
+        # Once, whoever comes first (the pump ending the call, the page closing), and shielded: the socket's own
+        # disconnect cancels the pump, and the call's run must still end and the provider still be closed.
+        if getattr(self, "finishing", None) is None:
+            self.finishing = asyncio.ensure_future(self._finish())
+        await asyncio.shield(self.finishing)
+
+    async def _finish(self) -> None:
         if self.provider is not None:
             with contextlib.suppress(Exception):
                 await self.provider.close()
@@ -129,11 +172,20 @@ class CallConsumer(AsyncJsonWebsocketConsumer):
         if toolbox is not None:
             with contextlib.suppress(Exception):
                 await toolbox.close()
-        if self.plan is not None and not getattr(self, "_dropped", False):
-            self._dropped = True
-            await database_sync_to_async(service.drop_if_empty)(self.plan)
+        if self.plan is None:
+            return
+        if self.plan.run_started and self.channel_layer is not None:
+            with contextlib.suppress(Exception):
+                await self.channel_layer.group_discard(group_name(self.plan.call_id), self.channel_name)
+        try:
+            await database_sync_to_async(service.end_call)(self.plan, self.ending, self.ending_detail)
+            if self.ending in service.QUIET_ENDINGS:  # a call that ended otherwise is kept to be read, empty or not
+                await database_sync_to_async(service.drop_if_empty)(self.plan)
+        except Exception:  # the database away: the stale sweep ends the run once its beat stops
+            logger.exception("could not end the run of call %s", self.plan.call_id)
 
     async def _end(self, reason: str, message: str = "") -> None:
+        self.ending, self.ending_detail = reason, message
         if message:
             await self.send_json(frame("error", code=reason, message=message))
         await self.send_json(frame("call_ended", reason=reason))
@@ -184,30 +236,59 @@ class CallConsumer(AsyncJsonWebsocketConsumer):
         except GuardrailBlocked as exc:
             await self._end("guardrail_blocked", str(exc))
             return
-        assert self.provider is not None
-        await self.provider.function_output(call_id, json.dumps({"answer": answer}))
+        await self._output(call_id, json.dumps({"answer": answer}))
 
     async def _on_decide(self, content: dict) -> None:
-        assert self.plan is not None and self.toolbox is not None
+        """The caller decides on the card. The tool runs (or not) when the decision comes back on the run's group
+        (`run_frame`), as one made on the Approvals page does: one path, whoever decides."""
+        assert self.plan is not None
         call_id = str(content.get("call_id") or "")
-        pending = self.pending_approvals.pop(call_id, None)
-        if pending is None:
+        if call_id not in self.pending_approvals:
             await self.send_json(frame("error", message="That call is not waiting for a decision.", code="not_found"))
             return
-        name, args = pending
-        approved = content.get("decision") == "approve"
-        await database_sync_to_async(service.record_decision)(
-            self.plan, call_id=call_id, tool_name=name, capability_id=self.toolbox.capability_of.get(name, ""),
-            approved=approved)
-        if approved:
+        try:
+            await database_sync_to_async(service.decide)(self.plan, call_id=call_id,
+                                                         approved=content.get("decision") == "approve")
+        except DomainError as exc:
+            await self.send_json(frame("error", message=exc.message, code=exc.code))
+
+    async def run_frame(self, event: dict[str, Any]) -> None:
+        """A frame on the call's run group: a decision on one of its gated calls, wherever it was made."""
+        payload = event.get("frame") or {}
+        data = payload.get("data") or {}
+        if payload.get("type") != "approval_decided":
+            return
+        call_id = next((cid for cid, (_, _, approval_id) in self.pending_approvals.items()
+                        if approval_id == str(data.get("approval_id"))), None)
+        if call_id is None:
+            return
+        name, args, _ = self.pending_approvals.pop(call_id)
+        if data.get("status") == "approved":
             self._background(call_id, self._run_tool(call_id, name, args, approved=True))
             return
-        await self.send_json(frame("tool_done", call_id=call_id, name=name, status="rejected"))
-        assert self.provider is not None
-        await self.provider.say(f"The person declined the call of {name}; it did not run. Say so briefly.")
+        if data.get("status") == "rejected":
+            assert self.plan is not None and self.provider is not None
+            await database_sync_to_async(service.tool_finished)(
+                self.plan, call_id=call_id, output=json.dumps({"error": "The person declined this call."}), ok=False)
+            await self.send_json(frame("tool_done", call_id=call_id, name=name, status="rejected"))
+            await self.provider.say(f"The person declined the call of {name}; it did not run. Say so briefly.")
 
     async def _on_hang_up(self, content: dict) -> None:
         await self._end("hung_up")
+
+    async def _beat(self) -> None:
+        """Keep the call's run alive while the call lasts; a stop asked for it (its page, the API) ends the call."""
+        assert self.plan is not None
+        while True:
+            await asyncio.sleep(settings.RUN_HEARTBEAT_SECONDS)
+            try:
+                stop = await database_sync_to_async(service.beat)(self.plan)
+            except Exception:  # the database away for a beat: the next one tries again (the sweep is the bound)
+                logger.warning("could not beat the run of call %s", self.plan.call_id, exc_info=True)
+                continue
+            if stop:
+                await self._end("stopped")
+                return
 
     # ---- provider → browser
 
@@ -269,6 +350,10 @@ class CallConsumer(AsyncJsonWebsocketConsumer):
             args = {}
         args = args if isinstance(args, dict) else {}
         await self.send_json(frame("tool", name=name, call_id=call_id))
+        capability_id = (self.toolbox.capability_of.get(name, "") if self.toolbox is not None else "") or \
+            service.CAPABILITY_OF.get(name, "")
+        await database_sync_to_async(service.tool_started)(self.plan, call_id=call_id, name=name,
+                                                           capability_id=capability_id, args=args)
         if name == service.PASS_WORK and self.plan.capabilities.hand_off:
             await self._hand_off(call_id, str(args.get("task") or ""))
         elif name == service.ASK_USER and service.ASK_USER in [t.name for t in self.plan.session.tools]:
@@ -279,7 +364,13 @@ class CallConsumer(AsyncJsonWebsocketConsumer):
         elif self.toolbox is not None and self.toolbox.has(name):
             self._background(call_id, self._run_tool(call_id, name, args))
         else:
-            await self.provider.function_output(call_id, json.dumps({"error": f"There is no tool {name!r}."}))
+            await self._output(call_id, json.dumps({"error": f"There is no tool {name!r}."}), ok=False)
+
+    async def _output(self, call_id: str, output: str, *, ok: bool = True, respond: bool = True) -> None:
+        """A function's output to the model, written on its `ToolCall` row first (what the model read)."""
+        assert self.plan is not None and self.provider is not None
+        await database_sync_to_async(service.tool_finished)(self.plan, call_id=call_id, output=output, ok=ok)
+        await self.provider.function_output(call_id, output, respond=respond)
 
     def _background(self, key: str, work: Any) -> None:
         task = asyncio.create_task(work)
@@ -289,7 +380,8 @@ class CallConsumer(AsyncJsonWebsocketConsumer):
     async def _run_tool(self, call_id: str, name: str, args: dict[str, Any], *, approved: bool = False) -> None:
         """One live tool call through the gate; its result checked by the guardrails before the model reads it."""
         assert self.plan is not None and self.toolbox is not None and self.provider is not None
-        outcome = await self.toolbox.call(name, args, call_id=call_id, approved=approved)
+        with secret_access.run_scope(self.plan.call_id) as opened:  # what the tool opens, audited with its row
+            outcome = await self.toolbox.call(name, args, call_id=call_id, approved=approved)
         if outcome.status == "approval":
             await self._ask_approval(call_id, name, args)
             return
@@ -299,24 +391,30 @@ class CallConsumer(AsyncJsonWebsocketConsumer):
         except GuardrailBlocked:
             output, outcome = json.dumps({"error": "The guardrails withheld this result."}), tools.Outcome("blocked")
         await self.send_json(frame("tool_done", call_id=call_id, name=name, status=outcome.status))
+        await database_sync_to_async(service.tool_finished)(self.plan, call_id=call_id, output=output,
+                                                            ok=outcome.status == "done", opened=opened)
         if approved:  # the model was answered when the card went up: the result comes as a message
             await self.provider.say(f"The person approved {name}; it ran. Its result: {output}")
         else:
             await self.provider.function_output(call_id, output)
 
     async def _ask_approval(self, call_id: str, name: str, args: dict[str, Any]) -> None:
-        assert self.plan is not None and self.provider is not None
+        assert self.plan is not None and self.provider is not None and self.toolbox is not None
+        approval_id = await database_sync_to_async(service.tool_parked)(
+            self.plan, call_id=call_id, name=name, capability_id=self.toolbox.capability_of.get(name, ""), args=args)
+        self.pending_approvals[call_id] = (name, args, approval_id)
         can_decide = await database_sync_to_async(service.may_decide)(self.plan)
         shown = json.dumps(args, ensure_ascii=False, default=str)[:2000]
-        await self.send_json(frame("approval", call_id=call_id, name=name, args=shown, can_decide=can_decide))
+        await self.send_json(frame("approval", call_id=call_id, name=name, args=shown, can_decide=can_decide,
+                                   approval_id=approval_id))
         if can_decide:
-            self.pending_approvals[call_id] = (name, args)
             note = ("This call waits for the person's approval on a card in the call view. Tell them briefly what "
                     "you want to do and that it needs their approval; its outcome comes back to you as a message.")
             await self.provider.function_output(call_id, json.dumps({"status": "waiting_for_approval", "note": note}))
         else:
-            note = ("This tool needs an approver's decision, and the person in this call cannot approve it. It did "
-                    "not run; tell them so.")
+            note = ("This tool needs an approver's decision, and the person in this call cannot approve it: it has "
+                    "not run, and runs only if an approver allows it on the Approvals page while the call lasts "
+                    "(the outcome then comes back to you as a message). Tell them so.")
             await self.provider.function_output(call_id, json.dumps({"error": note}))
 
     async def _hand_off(self, call_id: str, task: str) -> None:
@@ -330,11 +428,12 @@ class CallConsumer(AsyncJsonWebsocketConsumer):
             await database_sync_to_async(service.hand_off)(self.plan, task=task, run_id=run_id)
         except DomainError as exc:
             await layer.group_discard(group_name(run_id), channel)
-            await self.provider.function_output(call_id, json.dumps({"error": exc.message}))
+            await self._output(call_id, json.dumps({"error": exc.message}), ok=False)
             return
         await self.send_json(frame("task_started", run_id=str(run_id), task=task[:service.MAX_TASK_CHARS]))
-        await self.provider.function_output(call_id, json.dumps(
-            {"status": "started", "note": "Working on it in the background; keep talking, the result will come."}))
+        await self._output(call_id, json.dumps(
+            {"status": "started", "run_id": str(run_id),
+             "note": "Working on it in the background; keep talking, the result will come."}))
         self.tasks[str(run_id)] = asyncio.create_task(self._follow(run_id, channel, task))
 
     async def _follow(self, run_id: uuid.UUID, channel: str, task: str) -> None:

@@ -13,9 +13,10 @@ its toolset (`agents.runner.gate.ApprovalGate`), so a tool that needs a person's
   call's transcripts and tool results (calls.consumers), `ask_user` is the call view's card;
 - `hand_off` and `never` capabilities are not built here at all.
 
-A call has no Run row: the tools see the call's id as their run id, the caller as their person, and the call's
-conversation. A tool that needs a run of its own (one that meters on a run's ledger row) answers the model with
-an error instead of failing the call.
+A call is a run (calls.service.start_call_run): the tools see the call's run id, written before the model can
+call any of them, the caller as their person, and the call's conversation — so a tool that reads its run (its
+agent, its person, its environment), meters on its ledger or files what it makes under it (an image, a clip, a
+page) works in a call as in a text run. Each call of a tool is a `ToolCall` row of that run (calls.consumers).
 
 Hand-written around the toolset rather than through `pydantic_ai.Agent`: a realtime call's model is not a
 pydantic-ai model (calls.realtime), so there is no agent run whose tool manager would validate and call; what
@@ -40,7 +41,8 @@ from pydantic_ai.toolsets.abstract import ToolsetTool
 from pydantic_ai.usage import RunUsage
 from pydantic_core import to_json
 
-from agenticos.tenancy import Actor
+from agenticos.errors import Invalid
+from agenticos.tenancy import Actor, parse_uuid
 from agents.models import ModelProfile, Surface
 from agents.providers import build_model
 from agents.run_handle import RunDeps
@@ -194,13 +196,21 @@ def build_toolbox(*, actor: Actor, spec: AgentSpec, agent_id: Any, version_id: A
         return ToolBox(toolset=None, context=None, skills=skills)
     approval: dict[str, str] = {name: route.approval for name, route in built.tools.items()}
     gated = ApprovalGate(approval=approval).get_wrapper_toolset(CombinedToolset(toolsets))
-    context = RunContext(deps=deps, model=build_model(_text_profile(actor, spec)), usage=RunUsage(),
+    context = RunContext(deps=deps, model=build_model(text_profile(actor, spec)), usage=RunUsage(),
                          run_id=str(call_id), conversation_id=str(conversation_id))
     return ToolBox(toolset=gated, context=context, approval=approval,
                    capability_of={name: route.capability_id for name, route in built.tools.items()}, skills=skills)
 
 
-def _text_profile(actor: Actor, spec: AgentSpec) -> ModelProfile:
-    """The agent's text model, which a tool may use as a text run's tools do (a query's rewrite)."""
-    return (ModelProfile.objects.select_related("secret")
-            .get(pk=str(spec.model_profile_id), organization=actor.organization, kind=ModelProfile.Kind.CHAT))
+def text_profile(actor: Actor, spec: AgentSpec) -> ModelProfile:
+    """The agent's text model, which a tool may use as a text run's tools do (a query's rewrite). One deleted
+    since the version was published (or never a chat profile of this organization) refuses the call, readably,
+    before the provider is called."""
+    wanted = parse_uuid(str(spec.model_profile_id or ""))
+    profile = (ModelProfile.objects.select_related("secret")
+               .filter(pk=wanted, organization=actor.organization, kind=ModelProfile.Kind.CHAT).first()
+               if wanted is not None else None)
+    if profile is None:
+        raise Invalid("The text model this agent's version names no longer exists; choose another in the "
+                      "Builder and publish.", code="no_text_model")
+    return profile

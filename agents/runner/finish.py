@@ -26,6 +26,20 @@ def cancel_parked_or_queued(run_id) -> bool:
     return True
 
 
+def end_live(run_id, status: str, error: dict | None = None, *, output: str = "") -> bool:
+    """End a run that no worker executes — a voice call's (calls.service), running for as long as the call lasts —
+    as any run ends: its status, its tool calls still open unfinished, its pending approvals and questions
+    expired. Its transcript and spend stay as written. False when it had already ended (the sweep, a stop)."""
+    with transaction.atomic():
+        run = Run.objects.select_for_update().filter(pk=run_id).first()
+        if run is None or run.is_terminal:
+            return False
+        _close(run, status, error or {})
+        if output:
+            Run.objects.filter(pk=run.pk).update(output=output)
+    return True
+
+
 def _close(run: Run, status: str, error: dict) -> None:
     Run.objects.filter(pk=run.pk).update(status=status, error=error, finished_at=timezone.now(), parked_state=None,
                                          checkpoint=None)
@@ -82,7 +96,14 @@ def _hand_back(lost_worker: Q) -> int:
     from agents.runner import checkpoint, recovery
 
     stale = list(Run.objects.filter(lost_worker, status=RunStatus.RUNNING)
-                 .only("id", "surface", "events", "heartbeat_at", "worker")[:500])
+                 .only("id", "surface", "events", "heartbeat_at", "worker", "options")[:500])
+    # A voice call's run is beaten by the web process holding the call (calls.consumers): stale, that process is
+    # gone and so is the call — a conversation spoken live cannot go on from a checkpoint on another worker.
+    calls = [run for run in stale if run.is_voice_call]
+    stale = [run for run in stale if not run.is_voice_call]
+    _close_each(calls, RunStatus.FAILED,
+                {"type": "CallLost", "message": "The server holding this voice call stopped answering; the call "
+                                                "ended there."})
     lost = [run for run in stale if recovery.interruptions(run) >= settings.RUN_MAX_RESUMES]
     for run in stale:
         if run in lost:
@@ -101,7 +122,7 @@ def _hand_back(lost_worker: Q) -> int:
                                                   f"({settings.RUN_MAX_RESUMES} times; it was not resumed again)."})
     for run in lost:  # their own worker, which would have counted the ending, is gone
         metrics.run_finished(run, RunStatus.FAILED)
-    return len(stale)
+    return len(stale) + len(calls)
 
 
 def requeue_lost_runs() -> int:

@@ -4,6 +4,7 @@ realtime profile."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from urllib.parse import parse_qs, urlsplit
 
@@ -11,8 +12,9 @@ import pytest
 from channels.db import database_sync_to_async
 
 from agenticos.models import AuditEvent
-from agents.models import ModelProfile
+from agents.models import ModelProfile, ToolCall
 from capabilities.models import McpConnection
+from governance.models import Approval
 from knowledge.models import Skill
 from tests import factories
 from tests.calls.test_call_socket import CHUNK, TIMEOUT, dial, frames_until, realtime_profile, refused
@@ -69,6 +71,16 @@ def outputs(fake) -> list[dict]:
 def told(fake) -> list[str]:
     return [e["item"]["content"][0]["text"] for e in fake.received
             if e["type"] == "conversation.item.create" and e["item"]["type"] == "message"]
+
+
+async def told_soon(fake) -> list[str]:
+    """What the call told the provider, once it arrived: the person's `tool_done` frame and the message to the
+    provider leave on two sockets, and under load the frame can win."""
+    for _ in range(200):
+        if told(fake):
+            break
+        await asyncio.sleep(0.05)
+    return told(fake)
 
 
 def session_tools(fake) -> dict[str, dict]:
@@ -196,8 +208,15 @@ async def test_a_gated_tool_waits_for_the_callers_approval_card_then_runs(org, o
     assert mcp.calls == [("weather", {"city": "Oslo"})]
     assert "approved fake_weather" in told(fake)[0] and "Oslo" in told(fake)[0]
     assert after[-1]["data"]["text"] == "It is sunny in Oslo."
+    # The gated call parked as a text run's does: an Approval of the call's run, decided through the one service.
     event = await database_sync_to_async(AuditEvent.objects.get)(organization=org, action="approval.approved")
-    assert event.actor_id == owner.pk and event.target_type == "call_tool" and event.details["via"] == "call"
+    approval = await database_sync_to_async(Approval.objects.get)(organization=org)
+    assert event.actor_id == owner.pk and event.target_type == "approval" and event.details["via"] == "call"
+    assert (approval.tool_call_id, approval.status, approval.decided_by_id) == (card["call_id"], "approved", owner.pk)
+    assert str(approval.pk) == card["approval_id"]
+    call = await database_sync_to_async(ToolCall.objects.get)(run_id=approval.run_id)
+    assert (call.tool_name, call.status, call.args) == ("fake_weather", "ok", {"city": "Oslo"})
+    assert "Oslo" in json.dumps(call.result)
 
 
 async def test_a_rejected_tool_never_runs_and_the_call_is_told(org, owner, fake, mcp):
@@ -212,11 +231,12 @@ async def test_a_rejected_tool_never_runs_and_the_call_is_told(org, owner, fake,
     card = (await frames_until(communicator, "approval"))[-1]["data"]
     await communicator.send_json_to({"type": "decide", "call_id": card["call_id"], "decision": "reject"})
     frames = await frames_until(communicator, "tool_done")
+    said = await told_soon(fake)
     await communicator.disconnect()
 
     assert frames[-1]["data"]["status"] == "rejected"
     assert mcp.calls == []
-    assert "declined" in told(fake)[0]
+    assert "declined" in said[0]
     assert await database_sync_to_async(AuditEvent.objects.filter(action="approval.rejected").count)() == 1
 
 
@@ -235,10 +255,51 @@ async def test_a_member_who_may_not_approve_sees_the_card_and_the_tool_does_not_
     await communicator.disconnect()
 
     assert card["can_decide"] is False
-    assert refused_decision["data"]["code"] == "not_found"
+    assert refused_decision["data"]["code"] == "forbidden"
     assert mcp.calls == []
     assert "cannot approve" in json.loads(outputs(fake)[0]["output"])["error"]
     assert not await database_sync_to_async(AuditEvent.objects.filter(action__startswith="approval.").exists)()
+    # It waited for an approver on the Approvals page while the call lasted; the call's end expired it.
+    approval = await database_sync_to_async(Approval.objects.get)(organization=org)
+    assert approval.status == "expired" and approval.decided_by_id is None
+    call = await database_sync_to_async(ToolCall.objects.get)(run_id=approval.run_id)
+    assert call.status == "unfinished"
+
+
+async def test_an_approver_on_the_approvals_api_lets_a_members_gated_call_run_during_the_call(
+        org, owner, member, outsider, outsider_org, fake, mcp, api_as):
+    conn = await database_sync_to_async(connection)(org, mcp)
+    agent = await agent_with(org, owner, fake, mcp_binding(
+        conn, allowed_tools=["weather"], tool_approval={"fake_weather": "required"}))
+    fake.replies.extend([Reply.call("fake_weather", city="Oslo"), Reply.say("An approver must allow that."),
+                         Reply.say("It is sunny in Oslo.")])
+
+    communicator = await dial(member, org, agent.pk)
+    await communicator.receive_from(timeout=TIMEOUT)
+    await communicator.send_json_to({"type": "audio", "audio": CHUNK})
+    card = (await frames_until(communicator, "approval"))[-1]["data"]
+    await frames_until(communicator, "turn")  # the agent says an approver must allow it
+    path = f"/api/v1/approvals/{card['approval_id']}"
+    outsider_try = await database_sync_to_async(
+        lambda: api_as(outsider, outsider_org).post(path, {"decision": "approve"}, format="json"))()
+    member_try = await database_sync_to_async(
+        lambda: api_as(member, org).post(path, {"decision": "approve"}, format="json"))()
+    assert mcp.calls == []
+    decided = await database_sync_to_async(
+        lambda: api_as(owner, org).post(path, {"decision": "approve"}, format="json"))()
+    done = (await frames_until(communicator, "tool_done"))[-1]["data"]
+    after = await frames_until(communicator, "turn")
+    await communicator.disconnect()
+
+    assert outsider_try.status_code == 404 and member_try.status_code == 403
+    assert decided.status_code == 200 and decided.json()["status"] == "approved"
+    assert done == {"call_id": card["call_id"], "name": "fake_weather", "status": "done"}
+    assert mcp.calls == [("weather", {"city": "Oslo"})]
+    assert after[-1]["data"]["text"] == "It is sunny in Oslo."
+    event = await database_sync_to_async(AuditEvent.objects.get)(organization=org, action="approval.approved")
+    assert event.actor_id == owner.pk
+    call = await database_sync_to_async(ToolCall.objects.get)(tool_call_id=card["call_id"])
+    assert call.status == "ok" and "Oslo" in json.dumps(call.result)
 
 
 async def test_the_guardrails_check_a_tools_result_before_the_call_reads_it(org, owner, fake, mcp):

@@ -180,7 +180,7 @@ class Call {
   }
 
   // A tool that needs approval: the call waits on this card (the model has told the person why). Someone who may
-  // not decide sees what waits and that it did not run.
+  // not decide sees what waits and that it runs only if an approver allows it (Approvals page) during the call.
   approval(data) {
     const card = h("div", { class: "card call-approval", "data-call-approval": data.call_id, role: "group",
       "aria-label": this.root.dataset.approvalNeeded }, [
