@@ -11,7 +11,7 @@ import secrets as pysecrets
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from decimal import Decimal, InvalidOperation
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.core.mail import send_mail
@@ -438,8 +438,8 @@ def rotate_secret(*, actor: Actor, secret: Secret, value: str) -> Secret:
     return secret
 
 
-def reseal_refreshed_secret(*, organization_id: object, secret_id: object, value: str, user_id: object = None,
-                            run_id: object = None) -> bool:
+def reseal_refreshed_secret(*, organization_id: Any, secret_id: Any, value: str, user_id: Any = None,
+                            run_id: Any = None) -> bool:
     """Seal again a secret its own user changed while using it — Codex rewrote its ChatGPT sign-in after trading the
     refresh token for new tokens, and the old refresh token may now be revoked — so the next use opens the new one.
     Runtime code only (the coding agent at a task's end): no permission of its own, the run that used the secret
@@ -450,8 +450,8 @@ def reseal_refreshed_secret(*, organization_id: object, secret_id: object, value
         secret = Secret.objects.select_for_update().filter(pk=secret_id, organization_id=organization_id).first()
         if secret is None or secret_formats.problem(secret.kind, value):
             return False
-        if vault.open_sealed(secret.organization_id, secret.key_version, secret.wrapped_key,
-                             secret.ciphertext) == value:
+        if vault.open_sealed(secret.organization_id, secret.key_version, bytes(secret.wrapped_key),
+                             bytes(secret.ciphertext)) == value:
             return False
         sealed = vault.seal(organization_id, value)
         secret.hint = _hint(secret.kind, value)

@@ -169,7 +169,7 @@ def build(ctx: BuildContext) -> list[Built]:
 def _secret_kind(ctx: BuildContext) -> str:
     from agenticos.models import Secret
 
-    return Secret.objects.filter(pk=ctx.binding.secret_id, organization_id=ctx.organization_id).values_list(
+    return Secret.objects.filter(pk=str(ctx.binding.secret_id), organization_id=ctx.organization_id).values_list(
         "kind", flat=True).first() or ""
 
 
