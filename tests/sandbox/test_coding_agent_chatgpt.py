@@ -260,3 +260,47 @@ def test_publish_takes_a_sign_in_for_codex_only_and_never_another_organizations(
             {"id": "sandbox", "config": {"backend": "service"}},
             {"id": "coding_agent", "config": {"harness": "codex"}, "secret_id": str(secret.pk)}])
     assert "No such secret in this organization." in json.dumps(refused.value.details)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_task_a_lost_worker_left_running_is_stopped_on_resume_and_what_it_refreshed_is_sealed(org, owner, signed_in):
+    """The worker died mid-task: the resumed run's on_interrupted hook stops the sandboxd task (its entry in Redis
+    names the sign-in's id, never its value) and seals the file the task had rewritten."""
+    import asyncio
+    import time
+
+    from agents.models import ToolCall
+    from capabilities.coding_agent.capability import _remember, _stop_interrupted
+    from tests.runner.test_execute import start
+    from workspaces import connections
+
+    fake = signed_in
+    original = fake.sign_in("acct-11")
+    renewed = fake.sign_in("acct-11", expired=False)  # what Codex would have written after refreshing
+    secret = sign_in_secret(org, owner, original)
+    agent, version = codex_agent(org, owner, secret)
+    run = start(org, owner, agent, version, prompt="work")
+    client = connections.client_for(connections.for_run(org, None))
+    rewrite = f"printf '%s' '{renewed}' > /home/task/auth.json; echo REWROTE; while true; do sleep 0.1; done"
+
+    async def begin() -> str:
+        await client.open("lost-worker", "python")
+        started = await client.start_task("lost-worker", rewrite, timeout=120, env={}, egress=[],
+                                          home_files={"auth.json": original})
+        deadline = time.monotonic() + 60
+        while "REWROTE" not in (await client.task("lost-worker", started["id"]))["output"]:
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.2)
+        return str(started["id"])
+
+    task_id = asyncio.run(begin())
+    _remember((str(run.pk), "call-lost"), None, "lost-worker", task_id, 120, str(secret.pk))
+    call = ToolCall(run=run, tool_call_id="call-lost", tool_name="run_coding_agent")
+    _stop_interrupted(run, [call])
+
+    assert asyncio.run(client.task("lost-worker", task_id))["stopped"]
+    sealed = vault.open_sealed(org.pk, *Secret.objects.values_list("key_version", "wrapped_key", "ciphertext")
+                               .get(pk=secret.pk))
+    assert sealed == renewed
+    refreshed = AuditEvent.objects.get(action="secret.refreshed", target_id=str(secret.pk))
+    assert refreshed.details["run"] == str(run.pk)
