@@ -162,6 +162,9 @@ class SecretKind(models.TextChoices):
     DATABASE_DSN = "database_dsn", "Database DSN"
     JWT_SECRET = "jwt_secret", "JWT secret"
     BOT_TOKEN = "bot_token", "Bot token"
+    # The auth.json Codex writes after "Sign in with ChatGPT" (agenticos/secret_formats.py); only the coding
+    # agent's Codex takes it, and it reseals what Codex refreshed.
+    CODEX_CHATGPT = "codex_chatgpt", "Codex ChatGPT sign-in"
 
 
 class Secret(models.Model):

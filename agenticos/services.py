@@ -11,7 +11,7 @@ import secrets as pysecrets
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from decimal import Decimal, InvalidOperation
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.core.mail import send_mail
@@ -20,16 +20,15 @@ from django.utils import timezone
 from django.utils.text import slugify
 from django.utils.translation import gettext as _
 
-from agenticos import audit, session_sockets, vault
+from agenticos import audit, secret_formats, session_sockets, vault
 from agenticos.authentication import generate_key, hash_key
 from agenticos.errors import Conflict, Forbidden, Invalid, NotFound
-from agenticos.models import ApiKey, Invitation, Membership, Organization, Secret, SecretKind
+from agenticos.models import ApiKey, Invitation, Membership, Organization, Secret, SecretKind, User
 from agenticos.money import MAX_MONTHLY_USD
 from agenticos.permissions import KeyScope, Role, outranks, role_exists
 from agenticos.signals import member_removed
 
 if TYPE_CHECKING:
-    from agenticos.models import User
     from agenticos.tenancy import Actor
 
 INVITATION_TTL = timedelta(days=7)
@@ -323,9 +322,17 @@ def revoke_api_key(*, actor: Actor, api_key: ApiKey) -> ApiKey:
 # ------------------------------------------------------------------ secrets
 
 
-def _check_secret_value(value: str) -> None:
+def _check_secret_value(value: str, kind: str = "") -> None:
     if not isinstance(value, str) or not value:
         raise invalid("A secret needs a value.", problem("value", "This field is required."))
+    wrong = secret_formats.problem(kind, value)
+    if wrong:
+        raise invalid("The secret is invalid.", problem("value", wrong))
+
+
+def _hint(kind: str, value: str) -> str:
+    # The end of a sign-in file is JSON punctuation, not something that tells two secrets apart.
+    return "" if kind == SecretKind.CODEX_CHATGPT else vault.hint_for(value)
 
 
 def create_secret(
@@ -340,6 +347,8 @@ def create_secret(
         problems.append(problem("kind", f"Must be one of {list(SecretKind.values)}."))
     if not isinstance(value, str) or not value:
         problems.append(problem("value", "This field is required."))
+    elif kind in SecretKind.values and (wrong := secret_formats.problem(kind, value)):
+        problems.append(problem("value", wrong))
     if problems:
         raise invalid("The secret is invalid.", *problems)
     return seal_secret(actor=actor, name=name, value=value, kind=kind, description=description)
@@ -358,7 +367,7 @@ def seal_secret(*, actor: Actor, name: str, value: str, kind: str = SecretKind.A
                 name=name[:120],
                 kind=kind,
                 description=description[:300],
-                hint=sealed.hint,
+                hint=_hint(kind, value),
                 key_version=sealed.key_version,
                 wrapped_key=sealed.wrapped_key,
                 ciphertext=sealed.ciphertext,
@@ -379,7 +388,8 @@ def seal_secret(*, actor: Actor, name: str, value: str, kind: str = SecretKind.A
 _reserved_sources: list[Callable[[object], models.QuerySet]] = []
 # Kinds a credential picker never offers unless the field asks for them: an embed's JWT secret only verifies visitor
 # tokens; sent to a model provider or a tool it would leak the key that signs people in.
-_PICKER_EXCLUDED_KINDS = frozenset({SecretKind.JWT_SECRET})
+# A Codex ChatGPT sign-in is a person's subscription: only the coding agent's picker asks for it by kind.
+_PICKER_EXCLUDED_KINDS = frozenset({SecretKind.JWT_SECRET, SecretKind.CODEX_CHATGPT})
 
 
 def register_reserved_secrets(source: Callable[[object], models.QuerySet]) -> None:
@@ -415,10 +425,10 @@ def rotate_secret(*, actor: Actor, secret: Secret, value: str) -> Secret:
     if secret.organization_id != actor.organization.pk:
         raise NotFound("Secret not found.")
     _refuse_reserved(secret)
-    _check_secret_value(value)
+    _check_secret_value(value, secret.kind)
     sealed = vault.seal(actor.organization.pk, value)
     with transaction.atomic():
-        secret.hint = sealed.hint
+        secret.hint = _hint(secret.kind, value)
         secret.key_version = sealed.key_version
         secret.wrapped_key = sealed.wrapped_key
         secret.ciphertext = sealed.ciphertext
@@ -426,6 +436,33 @@ def rotate_secret(*, actor: Actor, secret: Secret, value: str) -> Secret:
         secret.save(update_fields=["hint", "key_version", "wrapped_key", "ciphertext", "rotated_at"])
         _record(actor, "secret.rotated", target=secret)
     return secret
+
+
+def reseal_refreshed_secret(*, organization_id: Any, secret_id: Any, value: str, user_id: Any = None,
+                            run_id: Any = None) -> bool:
+    """Seal again a secret its own user changed while using it — Codex rewrote its ChatGPT sign-in after trading the
+    refresh token for new tokens, and the old refresh token may now be revoked — so the next use opens the new one.
+    Runtime code only (the coding agent at a task's end): no permission of its own, the run that used the secret
+    already had it. The row is locked; a value that is no longer the same kind's shape is refused (the file a task
+    left must still be a sign-in). Audited as `secret.refreshed` (the run, never the value). Returns whether the
+    row changed."""
+    with transaction.atomic():
+        secret = Secret.objects.select_for_update().filter(pk=secret_id, organization_id=organization_id).first()
+        if secret is None or secret_formats.problem(secret.kind, value):
+            return False
+        if vault.open_sealed(secret.organization_id, secret.key_version, bytes(secret.wrapped_key),
+                             bytes(secret.ciphertext)) == value:
+            return False
+        sealed = vault.seal(organization_id, value)
+        secret.hint = _hint(secret.kind, value)
+        secret.key_version, secret.wrapped_key, secret.ciphertext = (sealed.key_version, sealed.wrapped_key,
+                                                                     sealed.ciphertext)
+        secret.rotated_at = timezone.now()
+        secret.save(update_fields=["hint", "key_version", "wrapped_key", "ciphertext", "rotated_at"])
+        user = User.objects.filter(pk=user_id).first() if user_id else None
+        audit.record(actor=user, organization=secret.organization, action="secret.refreshed", target=secret,
+                     details={"kind": secret.kind, **({"run": str(run_id)} if run_id else {})})
+    return True
 
 
 def delete_secret(*, actor: Actor, secret: Secret) -> None:

@@ -96,6 +96,12 @@ class KeyRequirement:
     required_when: Callable[[BaseModel], bool] = lambda config: True
     # Shown in the catalog: "always" or a sentence saying when.
     when: str = "always"
+    # Other kinds its picker offers too (the coding agent's Codex takes a ChatGPT sign-in as well as a key).
+    also: tuple[str, ...] = ()
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        return (self.kind, *self.also)
 
     def applies(self, config: BaseModel) -> bool:
         return bool(self.required_when(config))
@@ -205,7 +211,8 @@ class Capability:
             "scopes": list(self.scopes),
             "key": None
             if self.key is None
-            else {"kind": self.key.kind, "description": self.key.description, "required_when": self.key.when},
+            else {"kind": self.key.kind, "kinds": list(self.key.kinds), "description": self.key.description,
+                  "required_when": self.key.when},
             "config_schema": self.config_schema(),
             "voice": self.voice,
             "selectable": self.selectable,

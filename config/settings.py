@@ -658,6 +658,10 @@ GENERATED_MEDIA_ALIBABA_BASE_URL = env.str("GENERATED_MEDIA_ALIBABA_BASE_URL", d
 # The coding agent's CLIs call these instead of api.anthropic.com / api.openai.com when set (a gateway).
 CODING_AGENT_ANTHROPIC_BASE_URL = env.str("CODING_AGENT_ANTHROPIC_BASE_URL", default="")
 CODING_AGENT_OPENAI_BASE_URL = env.str("CODING_AGENT_OPENAI_BASE_URL", default="")
+# Codex signed in with ChatGPT: its model API and the token endpoint it refreshes at (empty: chatgpt.com and
+# auth.openai.com, Codex's own). sandboxd's SANDBOXD_EGRESS_ALLOW must name them.
+CODING_AGENT_CHATGPT_BASE_URL = env.str("CODING_AGENT_CHATGPT_BASE_URL", default="")
+CODING_AGENT_CHATGPT_TOKEN_URL = env.str("CODING_AGENT_CHATGPT_TOKEN_URL", default="")
 
 # ------------------------------------------------------------------ applications and visuals (issue 21)
 # Published applications (capabilities/artifacts) and drawings (capabilities/visuals): one page or drawing at

@@ -225,9 +225,12 @@ def _capability_cards(actor: Actor, spec: dict[str, Any], problems: dict[str, st
     bindings = {b.get("id"): b for b in spec.get("capabilities", []) if isinstance(b, dict)}
     from agenticos.services import pickable_secrets
 
-    secrets = list(pickable_secrets(actor))
+    catalog = registry.catalog_json()["capabilities"]
+    # Every kind a capability's picker asks for, some of which no picker offers unasked (a ChatGPT sign-in).
+    wanted = tuple({kind for entry in catalog if entry["key"] for kind in entry["key"]["kinds"]})
+    secrets = list(pickable_secrets(actor, kinds=wanted))
     cards = []
-    for entry in registry.catalog_json()["capabilities"]:
+    for entry in catalog:
         if not entry["selectable"]:
             continue
         cap_id = entry["id"]
@@ -270,7 +273,7 @@ def _capability_cards(actor: Actor, spec: dict[str, Any], problems: dict[str, st
             "tools_open": any(t["approval"] != "default" or t["override_name"] or t["override_description"]
                               or t["error"] for t in tools),
             "secret_id": binding.get("secret_id") or "",
-            "secrets": [s for s in secrets if key and s.kind == key["kind"]],
+            "secrets": [s for s in secrets if key and s.kind in key["kinds"]],
             "secret_error": mine.get("secret_id", ""),
             "picker": picker,
             "other_errors": [m for p, m in mine.items()

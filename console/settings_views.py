@@ -171,7 +171,8 @@ def rotate_secret(request: HttpRequest, actor: Actor, secret_id: Any) -> HttpRes
         kernel.rotate_secret(actor=actor, secret=secret, value=request.POST.get("value", ""))
         messages.success(request, _("The secret was rotated."))
     except (Invalid, Conflict) as exc:
-        messages.error(request, exc.message)
+        # The value's own reason (a sign-in file that is not one says which field it lacks), else the summary.
+        messages.error(request, (problems_by_field(exc) or {}).get("value") or exc.message)
     return redirect("console:settings-secrets")
 
 

@@ -9,7 +9,8 @@ namespace of their own). Every answer is JSON, errors as {"error": {"code", "mes
     GET    /v1/workspaces/{id}                    one workspace with its activity log
     DELETE /v1/workspaces/{id}                    close it: its files go
     POST   /v1/workspaces/{id}/exec               {command, timeout, env} → exit code, capped output, changes
-    POST   /v1/workspaces/{id}/tasks              {command, timeout, env, egress} → a background task (tasks.py)
+    POST   /v1/workspaces/{id}/tasks              {command, timeout, env, egress, home_files} → a background task
+                                                  (tasks.py; home_files: the task's private home outside /workspace)
     GET    /v1/workspaces/{id}/tasks/{task}?offset=   its state, its stdout from offset, changes once finished
     DELETE /v1/workspaces/{id}/tasks/{task}       stop it (its whole process group) and answer its state
     GET    /v1/workspaces/{id}/files?hash=1       every regular file: path, size, mtime (sha256)
@@ -45,6 +46,7 @@ ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]{0,63}$")
 RESERVED_ENV = frozenset({"PATH", "HOME", "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "TMPDIR", "USER",
                           "SANDBOX_RUNTIME"})
 MAX_COMMAND_CHARS = 100_000
+HOME_NAME = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$")
 
 
 def _error(status: int, code: str, message: str) -> JSONResponse:
@@ -67,6 +69,21 @@ def _env(body: dict[str, Any]) -> dict[str, str]:
             or "\x00" in v for k, v in env.items()):
         raise Refused("env must map UPPER_CASE names (not PATH, HOME, LD_*, TMPDIR) to strings.")
     return env
+
+
+def _home_files(body: dict[str, Any]) -> dict[str, str] | None:
+    """A task's private home files (tasks.py): at most 4 plain names (no folder, no dot-name) to text, 64 KiB each."""
+    from sandboxd.tasks import HOME_FILE_CAP
+
+    files = body.get("home_files")
+    if files is None:
+        return None
+    if not isinstance(files, dict) or len(files) > 4 or any(
+            not isinstance(k, str) or not HOME_NAME.match(k) or not isinstance(v, str) or "\x00" in v
+            or len(v.encode()) > HOME_FILE_CAP for k, v in files.items()):
+        raise Refused("home_files maps at most 4 plain file names (letters, digits, '.', '-', '_'; not starting "
+                      f"with '.') to text of at most {HOME_FILE_CAP:,} bytes.")
+    return files
 
 
 class Service:
@@ -219,7 +236,7 @@ class Service:
         except EgressRefused as exc:
             raise Refused(str(exc)) from None
         task = await self.tasks.start(workspace, self._runtime(workspace), command, timeout=timeout,
-                                      env=_env(body), upstreams=upstreams)
+                                      env=_env(body), upstreams=upstreams, home_files=_home_files(body))
         return JSONResponse(task.status(), status_code=201)
 
     def _task(self, request: Request) -> Any:

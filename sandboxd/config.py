@@ -137,7 +137,7 @@ def available_runtimes(workbench_dir: str | None) -> dict[str, Runtime]:
 
 
 # The coding CLIs' own APIs: what a coding agent's task may reach unless the operator says otherwise.
-DEFAULT_EGRESS = "api.anthropic.com:443,api.openai.com:443"
+DEFAULT_EGRESS = "api.anthropic.com:443,api.openai.com:443,chatgpt.com:443,auth.openai.com:443"
 
 
 def _egress() -> frozenset[tuple[str, int]]:

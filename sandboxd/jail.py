@@ -107,9 +107,13 @@ def walls(bwrap: str, *, etc: Path, tmp_bytes: int, hosts: Path | None = None) -
     return jail
 
 
-def argv(config: Config, workspace: Path, runtime: Runtime, command: str, *, file_bytes: int, hosts: Path | None = None, binds: tuple[tuple[str, str], ...] = ()) -> list[str]:
+def argv(config: Config, workspace: Path, runtime: Runtime, command: str, *, file_bytes: int,
+         hosts: Path | None = None, binds: tuple[tuple[str, str], ...] = (),
+         rw_binds: tuple[tuple[str, str], ...] = ()) -> list[str]:
     """`hosts` replaces the generated /etc/hosts and `binds` adds read-only mounts (a background task's
-    egress relay, egress.py); neither can make the workspace's tree or the host's anything but what it is."""
+    egress relay, egress.py); neither can make the workspace's tree or the host's anything but what it is.
+    `rw_binds` mounts a folder sandboxd made for this one task (its private home, tasks.py) writable, outside
+    /workspace."""
     limits = [
         config.prlimit,
         f"--cpu={config.cpu_seconds}",
@@ -125,6 +129,8 @@ def argv(config: Config, workspace: Path, runtime: Runtime, command: str, *, fil
         jail += ["--ro-bind", runtime.mount, f"/opt/{runtime.alias}"]
     for bind_source, bind_target in binds:
         jail += ["--ro-bind", bind_source, bind_target]
+    for bind_source, bind_target in rw_binds:
+        jail += ["--bind", bind_source, bind_target]
     jail += ["--bind", str(workspace), "/workspace", "--chdir", "/workspace", "--remount-ro", "/"]
     return [*limits, *jail, "--", "/bin/sh", "-c", command]
 

@@ -100,9 +100,13 @@ class SandboxdClient:
     # Background tasks (sandboxd/tasks.py): started, read from an offset while they run, stopped.
 
     async def start_task(self, workspace_id: str, command: str, *, timeout: float, env: dict[str, str],
-                         egress: list[str]) -> dict[str, Any]:
-        response = await self._request("POST", f"/v1/workspaces/{workspace_id}/tasks",
-                                       json={"command": command, "timeout": timeout, "env": env, "egress": egress})
+                         egress: list[str], home_files: dict[str, str] | None = None) -> dict[str, Any]:
+        """`home_files`: the task's private home outside /workspace (sandboxd/tasks.py), seeded with these files;
+        the finished task's state answers those it changed (`home_changed`)."""
+        body: dict[str, Any] = {"command": command, "timeout": timeout, "env": env, "egress": egress}
+        if home_files is not None:
+            body["home_files"] = home_files
+        response = await self._request("POST", f"/v1/workspaces/{workspace_id}/tasks", json=body)
         return dict(response.json())
 
     async def task(self, workspace_id: str, task_id: str, *, offset: int = 0) -> dict[str, Any]:

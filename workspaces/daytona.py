@@ -179,7 +179,7 @@ class DaytonaClient(SandboxdClient):
                 "deleted": sorted(p for p in before if p not in after)}
 
     async def start_task(self, workspace_id: str, command: str, *, timeout: float, env: dict[str, str],
-                         egress: list[str]) -> dict[str, Any]:
+                         egress: list[str], home_files: dict[str, str] | None = None) -> dict[str, Any]:
         raise SandboxdError(NO_TASKS, status=501, code="unsupported")
 
     async def task(self, workspace_id: str, task_id: str, *, offset: int = 0) -> dict[str, Any]:

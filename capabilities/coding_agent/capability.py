@@ -12,6 +12,15 @@ One call, in this order:
    group is killed) — the tokens go to the ledger (label `coding_agent`; Codex without `model` names no model,
    so its spend is unpriced and the run's cost partial), the session id is kept for the conversation, the
    files it changed come back to the stored workspace, and the result holds the answer, the steps and the files.
+
+Codex with a ChatGPT sign-in (a `codex_chatgpt` secret: the `auth.json` of `codex login`) instead of a key: the
+file goes to the task's private home outside /workspace (sandboxd's `home_files`), so neither the agent's file
+tools nor anything run in the workspace before or after can read it, and sandboxd removes it when the task ends
+— done, failed, timed out or stopped. When Codex refreshed its tokens meanwhile (the file changed: the old refresh
+token may be revoked now), the new file is sealed again over the same secret (`secret.refreshed` in the audit
+log), so the next task signs in with it. Because everything Codex runs can read that file, a sign-in is one
+person's: it is used only for a person who may see it in the vault (never an API-key, visitor or system run), and
+only in a sandbox no other person's task shares (session_scope run, conversation or user).
 """
 
 from __future__ import annotations
@@ -38,6 +47,9 @@ LEDGER_KIND = "coding_agent"
 POLL_SECONDS = 1.5
 MAX_TASK = 20_000
 PROVIDERS = {"claude_code": "anthropic", "codex": "openai"}
+SIGN_IN = "codex_chatgpt"  # agenticos.models.SecretKind.CODEX_CHATGPT
+# A sign-in's sandbox may not be shared with another person's tasks (capabilities/sandbox session_scope).
+SIGN_IN_SCOPES = ("run", "conversation", "user")
 
 
 class CodingAgentConfig(BaseModel):
@@ -46,7 +58,8 @@ class CodingAgentConfig(BaseModel):
     harness: Literal["claude_code", "codex"] = Field(
         default="claude_code", description="Which coding CLI does the work.",
         json_schema_extra=enum_labels({"claude_code": "Claude Code (an Anthropic key or a Claude subscription "
-                                                      "token)", "codex": "Codex (an OpenAI key)"}))
+                                                      "token)", "codex": "Codex (an OpenAI key or a ChatGPT "
+                                                                                 "sign-in)"}))
     access: Literal["edit", "read_only"] = Field(
         default="edit", description="edit changes files and runs commands; read_only reads the code and answers "
                                     "(Claude Code only).",
@@ -90,13 +103,17 @@ def key_provider(key: str) -> str:
 def key_problem(config: CodingAgentConfig, key: str, kind: str) -> str | None:
     """Why this key cannot drive this harness, or None. A custom secret fits both; with base_url the key is the
     gateway's, so Claude Code takes any."""
+    if kind == SIGN_IN:
+        return None if config.harness == "codex" else (
+            "A ChatGPT sign-in drives Codex only: Claude Code takes an Anthropic API key or a Claude subscription "
+            "token.")
     if kind == "custom" or (config.harness == "claude_code" and config.base_url):
         return None
     provider = key_provider(key)
     wanted = PROVIDERS[config.harness]
     if provider and provider != wanted:
         accepted = "an Anthropic API key or a Claude subscription token" if wanted == "anthropic" else \
-            "an OpenAI API key"
+            "an OpenAI API key or a ChatGPT sign-in"
         return (f"This key is {provider.title() if provider != 'openai' else 'OpenAI'}'s: "
                 f"{h.LABELS[config.harness]} takes {accepted}.")
     return None
@@ -112,6 +129,9 @@ class _State:
     connection_id: str | None
     runtime: str | None
     sending: set[asyncio.Task[Any]] = field(default_factory=set)
+    # A ChatGPT sign-in: which secret to open afresh for each task (a task before may have refreshed it) and seal
+    # again after; None for a key.
+    sign_in_id: str | None = None
 
 
 def _sandbox_binding(spec: Any) -> Any:
@@ -134,9 +154,72 @@ def build(ctx: BuildContext) -> list[Built]:
     if sandbox.backend != "service" or not sandbox.include_execute:
         raise NotBuilt("its sandbox keeps stored files without a shell, so the harness has nowhere to run")
     assert ctx.secret_value is not None  # the registry skips a binding without its key
+    sign_in_id = None
+    if _secret_kind(ctx) == SIGN_IN:
+        refused = _sign_in_refusal(ctx, sandbox)
+        if refused:
+            raise NotBuilt(refused)
+        sign_in_id = str(ctx.binding.secret_id)
     ctx.deps.scratch["coding_agent"] = _State(config=ctx.config, reveal=ctx.secret_value,
-                                              connection_id=sandbox.connection_id, runtime=sandbox.runtime)
+                                              connection_id=sandbox.connection_id, runtime=sandbox.runtime,
+                                              sign_in_id=sign_in_id)
     return [FunctionToolset([run_coding_agent], max_retries=1)]
+
+
+def _secret_kind(ctx: BuildContext) -> str:
+    from agenticos.models import Secret
+
+    return Secret.objects.filter(pk=str(ctx.binding.secret_id), organization_id=ctx.organization_id).values_list(
+        "kind", flat=True).first() or ""
+
+
+def _sign_in_refusal(ctx: BuildContext, sandbox: Any) -> str | None:
+    """Why this run may not use the bound ChatGPT sign-in, or None. Everything Codex runs can read the file, so
+    it goes only to a person who may see the secret in the vault (running the agent is never a way into someone
+    else's subscription), and only into a sandbox no other person's task shares (their task would run as the same
+    user and could read it)."""
+    from agenticos.models import Membership
+    from agenticos.permissions import permissions_of
+    from agents.models import Run
+    from capabilities.sandbox.capability import _scope
+
+    assert isinstance(ctx.config, CodingAgentConfig)
+    if ctx.config.harness != "codex":
+        return "its bound secret is a ChatGPT sign-in, which drives Codex only"
+    run = Run.objects.filter(pk=ctx.deps.run_id, organization_id=ctx.organization_id).first()
+    membership = Membership.objects.filter(user_id=ctx.deps.user_id, organization_id=ctx.organization_id).first() \
+        if ctx.deps.user_id else None
+    if run is None or membership is None or run.api_key_id is not None or \
+            "secrets:view" not in permissions_of(membership.role, ctx.organization_id):
+        return ("its ChatGPT sign-in is a person's subscription, used only in a run of someone who may see it in "
+                "the vault (not an API-key, visitor or scheduled run)")
+    if _scope(run, sandbox) not in SIGN_IN_SCOPES:
+        return ("its ChatGPT sign-in would sit in a sandbox other people's tasks share; set the sandbox's "
+                "session_scope to run, conversation or user")
+    return None
+
+
+def _open_sign_in(organization_id: str, secret_id: str) -> str:
+    """The sign-in as sealed now (not the run's cached value: an earlier task of this run may have resealed it).
+    Sync ORM; a use audited like every reveal."""
+    from agenticos import vault
+    from agenticos.models import Secret
+
+    return vault.reveal(Secret.objects.get(pk=secret_id, organization_id=organization_id))
+
+
+def _reseal(organization_id: str, secret_id: str | None, status: dict[str, Any], user_id: Any, run_id: Any) -> bool:
+    """Seal what Codex rewrote (refreshed tokens) over the same secret. Sync ORM."""
+    from agenticos.services import reseal_refreshed_secret
+
+    value = (status.get("home_changed") or {}).get(h.CODEX_LOGIN_FILE)
+    if not secret_id or not isinstance(value, str):
+        return False
+    resealed = reseal_refreshed_secret(organization_id=organization_id, secret_id=secret_id, value=value,
+                                       user_id=user_id, run_id=run_id)
+    if resealed:
+        logger.info("coding agent: the ChatGPT sign-in %s was refreshed by Codex and sealed again", secret_id)
+    return resealed
 
 
 def _backend(run_id: str, organization_id: str, workspace_id: str, state: _State) -> Any:
@@ -168,14 +251,16 @@ def _tasks_key(run_id: str) -> str:
 
 
 def _remember(running: tuple[str, str], connection_id: str | None, remote_id: str, task_id: str,
-              timeout_seconds: float) -> None:
+              timeout_seconds: float, sign_in_id: str | None = None) -> None:
     import json
 
     from agenticos import ratelimit
 
     run_id, tool_call_id = running
     key = _tasks_key(run_id)
-    entry = json.dumps({"connection_id": connection_id, "workspace": remote_id, "task": task_id})
+    # The sign-in's id (never its value): the resumed run seals what the stopped task refreshed.
+    entry = json.dumps({"connection_id": connection_id, "workspace": remote_id, "task": task_id,
+                        "sign_in": sign_in_id})
     with ratelimit.client().pipeline() as pipe:
         pipe.hset(key, tool_call_id, entry)
         pipe.expire(key, int(timeout_seconds) + TASK_ENTRY_GRACE_SECONDS)
@@ -206,7 +291,8 @@ def _stop_interrupted(run: Any, calls: list[Any]) -> None:
         where = json.loads(raw)
         connection = connections.for_run(run.organization, where.get("connection_id"))
         client = connections.client_for(connection)
-        asyncio.run(client.stop_task(where["workspace"], where["task"]))
+        stopped = asyncio.run(client.stop_task(where["workspace"], where["task"]))
+        _reseal(str(run.organization_id), where.get("sign_in"), stopped, run.user_id, run.pk)
         ratelimit.client().hdel(key, tool_call_id)
         logger.info("coding agent task %s stopped: its run %s resumed after a lost worker", where["task"], run.pk)
 
@@ -327,6 +413,13 @@ def _operator_url(provider: str) -> str | None:
     return getattr(settings, f"CODING_AGENT_{provider}_BASE_URL", "") or None
 
 
+def _operator_token_url() -> str | None:
+    """CODING_AGENT_CHATGPT_TOKEN_URL: where Codex signed in with ChatGPT refreshes (empty: auth.openai.com)."""
+    from django.conf import settings
+
+    return getattr(settings, "CODING_AGENT_CHATGPT_TOKEN_URL", "") or None
+
+
 async def _session(backend: Any, folder: str, harness: str) -> tuple[str | None, tuple[int, int]]:
     """(the conversation's session id for this harness, the tokens Codex had counted in it): `harness:id[:in:out]`."""
     from workspaces.client import SandboxdError
@@ -397,12 +490,15 @@ async def run_coding_agent(ctx: RunContext[Any], task: str, fresh_session: bool 
             await netguard.check_url(config.base_url, allowance=netguard.MODEL_HOSTS)
         except netguard.Refused as exc:
             return failures.refuse(f"The coding agent's gateway (base_url) was refused: {exc} Nothing was started.")
-    key = await on_db_thread(state.reveal)
-    # Publish refuses a key saved for the other provider (publish.py); checked again here, by its prefix, for a
-    # secret rotated since.
-    mismatch = key_problem(config, key, kind="")
-    if mismatch:
-        return failures.refuse(mismatch + " Nothing was started; the agent's owner must bind the right key.")
+    if state.sign_in_id:
+        key = await on_db_thread(_open_sign_in, str(deps.organization_id), state.sign_in_id)
+    else:
+        key = await on_db_thread(state.reveal)
+        # Publish refuses a key saved for the other provider (publish.py); checked again here, by its prefix,
+        # for a secret rotated since.
+        mismatch = key_problem(config, key, kind="")
+        if mismatch:
+            return failures.refuse(mismatch + " Nothing was started; the agent's owner must bind the right key.")
     conversation = str(deps.conversation_id or deps.run_id).replace("-", "")
     folder = h.state_dir(conversation)
     try:
@@ -412,18 +508,24 @@ async def run_coding_agent(ctx: RunContext[Any], task: str, fresh_session: bool 
             launch = h.claude_launch(task=text, key=key, conversation=conversation,
                                      read_only=config.access == "read_only", model=config.model,
                                      base_url=config.base_url or _operator_url("ANTHROPIC"), session=session)
+        elif state.sign_in_id:
+            launch = h.codex_chatgpt_launch(task=text, conversation=conversation, model=config.model,
+                                            session=session, base_url=_operator_url("CHATGPT"),
+                                            token_url=_operator_token_url())
         else:
             launch = h.codex_launch(task=text, key=key, conversation=conversation, model=config.model,
                                     session=session, base_url=_operator_url("OPENAI"))
+        # A sign-in is a file of the task's private home (outside /workspace, gone when the task ends).
+        home = {h.CODEX_LOGIN_FILE: key} if state.sign_in_id else None
         started = await backend.client.start_task(backend.remote_id, launch.command,
                                                   timeout=config.timeout_minutes * 60, env=launch.env,
-                                                  egress=launch.egress)
+                                                  egress=launch.egress, home_files=home)
     except (SandboxdError, Exception) as exc:  # noqa: BLE001 — WorkspaceUnavailableError and sandboxd's refusals
         logger.info("coding agent not started: %s", type(exc).__name__)
         return failures.refuse(f"The coding agent could not start in the sandbox: {str(exc)[:300]}")
     running = (str(deps.run_id), str(ctx.tool_call_id))
     await on_db_thread(_remember, running, state.connection_id, backend.remote_id, started["id"],
-                       config.timeout_minutes * 60)
+                       config.timeout_minutes * 60, state.sign_in_id)
     try:
         return await _follow(ctx, backend, started["id"], config, text, folder, meter,
                              baseline if session else (0, 0))
@@ -456,15 +558,31 @@ async def _follow(ctx: RunContext[Any], backend: Any, task_id: str, config: Codi
         with contextlib.suppress(Exception):
             status = await asyncio.shield(backend.client.stop_task(backend.remote_id, task_id, offset=offset))
             progress.feed(str(status.get("output") or ""))
+        await asyncio.shield(_sealed_again(ctx, status))
         usage = await asyncio.shield(on_db_thread(_record, meter, config.harness, config, progress.usage))
         with contextlib.suppress(Exception):
             await asyncio.shield(panel.close("stopped", usage))
         raise
     outcome = ("timed_out" if status.get("timed_out") else "stopped" if status.get("stopped")
                else "completed" if status.get("exit_code") == 0 and not progress.error else "failed")
+    await _sealed_again(ctx, status)
     usage = await on_db_thread(_record, meter, config.harness, config, progress.usage)
     await panel.close(outcome, usage)
     return await _result(backend, status, progress, outcome, usage, folder, config)
+
+
+async def _sealed_again(ctx: RunContext[Any], status: dict[str, Any]) -> None:
+    """A finished task's refreshed sign-in, sealed over the same secret before anything else can fail."""
+    from agents.run_handle import on_db_thread
+
+    state: _State = ctx.deps.scratch["coding_agent"]
+    if state.sign_in_id and status.get("home_changed"):
+        try:
+            await on_db_thread(_reseal, str(ctx.deps.organization_id), state.sign_in_id, status, ctx.deps.user_id,
+                               ctx.deps.run_id)
+        except Exception:  # noqa: BLE001 — the task's work stands; the old sign-in stays sealed (logged, no value)
+            logger.warning("coding agent: the refreshed ChatGPT sign-in %s could not be sealed again",
+                           state.sign_in_id, exc_info=False)
 
 
 async def _result(backend: Any, status: dict[str, Any], progress: h.Progress, outcome: str, usage: dict[str, Any],
@@ -476,6 +594,7 @@ async def _result(backend: Any, status: dict[str, Any], progress: h.Progress, ou
             counted = f":{progress.totals[0]}:{progress.totals[1]}" if config.harness == "codex" else ""
             await backend.client.write(backend.remote_id, f"{folder}/session",
                                        f"{config.harness}:{progress.session}{counted}\n".encode())
+    status = {k: v for k, v in status.items() if k != "home_changed"}  # a refreshed sign-in never goes further
     # The harness's own state (.agenticos/) stays in the sandbox; the work comes back to the stored files.
     changed = [p for p in status.get("changed") or [] if not str(p).startswith(".agenticos/")]
     deleted = [p for p in status.get("deleted") or [] if not str(p).startswith(".agenticos/")]
@@ -524,7 +643,8 @@ CAPABILITY = Capability(
     tools=(TOOL,),
     scopes=("sandbox:execute",),
     key=KeyRequirement(kind="api_key", description="An Anthropic API key or Claude subscription token (Claude "
-                                                   "Code), or an OpenAI API key (Codex)"),
+                                                   "Code), or an OpenAI API key or a ChatGPT sign-in (Codex)",
+                       also=(SIGN_IN,)),
     config_model=CodingAgentConfig,
     voice="hand_off",
     build=build,

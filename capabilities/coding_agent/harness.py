@@ -9,6 +9,12 @@ Each conversation keeps its harness session in the sandbox, in `.agenticos/codin
 `session` (the id the CLI reported), Claude Code's config folder and Codex's home. A session the sandbox no
 longer has is dropped by the command itself (the `--resume` only when its transcript is there), so the task
 starts fresh, once, instead of failing.
+
+Codex signed in with ChatGPT (`codex_chatgpt_launch`) is the exception: its sign-in is a file (`auth.json` in
+CODEX_HOME), so its CODEX_HOME is the task's private home outside /workspace (sandboxd's `home_files`, mounted at
+`/home/task`, removed when the task ends) — never in the workspace, where the agent's file tools, its shell and
+anything the tenant runs there later would read it. Only its `sessions` folder is the conversation's, in the
+workspace beside the others (a link from the private home), so the next task resumes the thread.
 """
 
 from __future__ import annotations
@@ -23,6 +29,11 @@ Harness = Literal["claude_code", "codex"]
 LABELS = {"claude_code": "Claude Code", "codex": "Codex"}
 ANTHROPIC_URL = "https://api.anthropic.com"
 OPENAI_URL = "https://api.openai.com/v1"
+# Where Codex signed in with ChatGPT sends its model requests and trades its refresh token (its built-in defaults).
+CHATGPT_URL = "https://chatgpt.com/backend-api/codex"
+CHATGPT_TOKEN_URL = "https://auth.openai.com/oauth/token"  # noqa: S105 — an address, not a password
+TASK_HOME = "/home/task"  # sandboxd/tasks.py HOME_MOUNT: the task's private home, outside /workspace
+CODEX_LOGIN_FILE = "auth.json"
 STATE_DIR = ".agenticos/coding-agent"
 READ_ONLY_TOOLS = "Read,Grep,Glob"
 PREVIEW = 2000
@@ -94,6 +105,33 @@ def codex_launch(*, task: str, key: str, conversation: str, model: str | None, s
               '2>/dev/null | grep -q .; then set -- resume "$AGENTICOS_SESSION"; else set --; fi')
     command = f'mkdir -p "$CODEX_HOME"\n{resume}\nexec {" ".join(args)} "$@" "$AGENTICOS_TASK"'
     return Launch(command=command, env=env, egress=[target])
+
+
+def codex_chatgpt_launch(*, task: str, conversation: str, model: str | None, session: str | None,
+                         base_url: str | None = None, token_url: str | None = None) -> Launch:
+    """Codex signed in with ChatGPT: the sign-in travels as a file of the task's private home (the caller sends it
+    as sandboxd's `home_files`), never in the environment or on the command line. The provider is Codex's
+    OpenAI one (`requires_openai_auth`: the sign-in's bearer and account header) at the relay's address, and the
+    token endpoint Codex refreshes at is named too (CODEX_REFRESH_TOKEN_URL_OVERRIDE), because inside the jail it
+    is the relay's port, not 443."""
+    folder = state_dir(conversation)
+    target, inside = upstream(base_url or CHATGPT_URL)
+    token_target, token_inside = upstream(token_url or CHATGPT_TOKEN_URL)
+    env = {"AGENTICOS_TASK": task, "CODEX_HOME": TASK_HOME, "AGENTICOS_SESSIONS": f"/workspace/{folder}/codex/sessions",
+           "CODEX_REFRESH_TOKEN_URL_OVERRIDE": token_inside, "AGENTICOS_SESSION": session or ""}
+    provider = (f'model_providers.agenticos={{name="OpenAI", base_url="{inside}", requires_openai_auth=true, '
+                'wire_api="responses"}')
+    args = ["codex", "exec", "--json", "--dangerously-bypass-approvals-and-sandbox", "--skip-git-repo-check",
+            "-c", shlex.quote('model_provider="agenticos"'), "-c", shlex.quote('cli_auth_credentials_store="file"'),
+            "-c", shlex.quote(provider)]
+    if model:
+        args += ["-m", shlex.quote(model)]
+    link = 'mkdir -p "$AGENTICOS_SESSIONS" && ln -sfn "$AGENTICOS_SESSIONS" "$CODEX_HOME/sessions"'
+    resume = ('if [ -n "$AGENTICOS_SESSION" ] && find "$CODEX_HOME/sessions/" -name "*$AGENTICOS_SESSION*.jsonl" '
+              '2>/dev/null | grep -q .; then set -- resume "$AGENTICOS_SESSION"; else set --; fi')
+    command = f'{link}\n{resume}\nexec {" ".join(args)} "$@" "$AGENTICOS_TASK"'
+    egress = [target] if token_target == target else [target, token_target]
+    return Launch(command=command, env=env, egress=egress)
 
 
 # ------------------------------------------------------------------ what the event streams say

@@ -7,7 +7,8 @@ from `capabilities.spec_checks.reference_problems`.
 - the bound key must fit the harness: a key saved for the other provider is refused, naming what the harness
   takes (an OpenAI key bound to Claude Code would publish and then fail every task). A `custom` secret fits both,
   and with `base_url` the key is the gateway's, so Claude Code takes any. Whose key it is is read from its
-  documented prefix (sk-ant-… Anthropic, sk-… OpenAI) inside this function; the value goes nowhere else;
+  documented prefix (sk-ant-… Anthropic, sk-… OpenAI) inside this function; the value goes nowhere else. A
+  ChatGPT sign-in (`codex_chatgpt`) fits Codex only, told by its kind without opening it;
 - a `base_url` (a gateway the tenant names) passes the outbound guard (`agenticos/netguard.py`, the model
   providers' allowance), here and again before each task starts.
 """
@@ -87,7 +88,7 @@ def _on_daytona(organization: Any, connection_id: Any) -> bool:
 def _key_problem(organization: Any, secret_id: str, config: Any) -> str | None:
     from agenticos import vault
     from agenticos.models import Secret
-    from capabilities.coding_agent.capability import key_problem
+    from capabilities.coding_agent.capability import SIGN_IN, key_problem
 
     try:
         pk = uuid.UUID(secret_id)
@@ -96,4 +97,6 @@ def _key_problem(organization: Any, secret_id: str, config: Any) -> str | None:
     secret = Secret.objects.filter(pk=pk, organization=organization).first()
     if secret is None:
         return None  # refused by the registry, in the same words as another organization's
+    if secret.kind == SIGN_IN:
+        return key_problem(config, "", kind=secret.kind)  # its kind says it all: the sign-in stays sealed
     return key_problem(config, vault.reveal(secret), kind=secret.kind)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 
 def test_the_schema_lists_the_platform_endpoints_and_the_bearer_scheme(client, db):
     response = client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json")
@@ -33,6 +35,9 @@ def test_the_schema_lists_the_platform_endpoints_and_the_bearer_scheme(client, d
     assert "/api/v1/agents/{agent_id}/replay-gate" in doc["paths"]
     secret_props = doc["components"]["schemas"]["Secret"]["properties"]
     assert "value" not in secret_props and "ciphertext" not in secret_props
+    # The secret kinds the API takes, a Codex ChatGPT sign-in among them (issue 46 §4).
+    kinds = json.dumps(doc["components"]["schemas"])
+    assert '"codex_chatgpt"' in kinds
 
 
 def test_the_trailing_slash_form_answers_too_but_is_not_in_the_schema(org, owner, api_as):

@@ -64,3 +64,21 @@ def test_the_sandbox_token_is_listed_as_the_deployments_and_cannot_be_deleted_or
     from agenticos import vault
 
     assert vault.reveal(kept) == connections.tenant_token(TOKEN, org)
+
+
+def test_a_chatgpt_sign_in_is_offered_to_the_coding_agent_only(org, owner, secrets_of_every_kind):
+    """A Codex ChatGPT sign-in is a person's subscription: no picker offers it unasked, and the Builder lists it on
+    the coding agent's card (beside API keys), on no other card."""
+    from console.builder import _capability_cards
+
+    _, made, foreign = secrets_of_every_kind
+    sign_in = made[SecretKind.CODEX_CHATGPT]
+    actor = actor_of(owner, org)
+    assert sign_in.pk not in set(pickable_secrets(actor).values_list("pk", flat=True))
+    cards = {card["id"]: card for card in _capability_cards(actor, {"capabilities": []}, {})}
+    coding = {s.pk for s in cards["coding_agent"]["secrets"]}
+    assert sign_in.pk in coding and made[SecretKind.API_KEY].pk in coding and foreign.pk not in coding
+    assert made[SecretKind.JWT_SECRET].pk not in coding
+    others = [cap for cap, card in cards.items() if cap != "coding_agent"
+              and sign_in.pk in {s.pk for s in card["secrets"]}]
+    assert others == []

@@ -6,13 +6,22 @@ response.completed with the usage).
 Codex's side requests (anything that is not /responses) get an empty JSON answer. An empty script answers
 "done". Every request is recorded (`server.requests`: path, headers, json). `server.hold` makes each answer
 wait until it is set (a task still running for the timeout and stop tests).
+
+Codex signed in with ChatGPT speaks to it too (`sign_in()` makes one): its requests carry the sign-in's access
+token as the bearer and its account in `chatgpt-account-id`, their bodies zstd-compressed; `POST /oauth/token`
+is the token endpoint Codex refreshes at (`{grant_type: refresh_token, refresh_token, client_id}` → new id,
+access and refresh tokens), and, like OpenAI's, a refresh token works once: the one traded is revoked. Once a
+sign-in exists, /responses answers 401 to a bearer that is not a live access token of it.
 """
 
 from __future__ import annotations
 
+import base64
 import itertools
 import json
+import subprocess
 import threading
+import time
 from collections import deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -56,6 +65,20 @@ class RecordedRequest:
                 if isinstance(i, dict) and str(i.get("type", "")).endswith("_call_output")]
 
 
+def jwt(claims: dict[str, Any]) -> str:
+    """An unsigned JWT: Codex reads the claims of its id and access tokens, never checks a signature."""
+    def part(data: dict[str, Any]) -> str:
+        return base64.urlsafe_b64encode(json.dumps(data).encode()).rstrip(b"=").decode()
+
+    return f"{part({'alg': 'none', 'typ': 'JWT'})}.{part(claims)}.c2ln"
+
+
+def _unzstd(raw: bytes) -> bytes:
+    # Codex compresses a ChatGPT sign-in's request bodies with zstd; Python 3.11 has no zstd module and the
+    # project takes no dependency for a fake, so Debian's zstd CLI decodes them.
+    return subprocess.run(["zstd", "-d", "-c", "-q"], input=raw, capture_output=True, check=True).stdout
+
+
 def _sse(data: dict[str, Any]) -> bytes:
     return f"event: {data['type']}\ndata: {json.dumps(data)}\n\n".encode()
 
@@ -75,18 +98,39 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
+        if self.headers.get("Content-Encoding") == "zstd":
+            raw = _unzstd(raw)
         try:
             payload = json.loads(raw or b"{}")
         except ValueError:
             payload = None
         fake = self.server.fake
-        fake.requests.append(RecordedRequest(self.path, {k.lower(): v for k, v in self.headers.items()}, payload))
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        fake.requests.append(RecordedRequest(self.path, headers, payload))
+        if self.path.split("?")[0].endswith("/oauth/token"):
+            self._refresh(payload if isinstance(payload, dict) else {})
+            return
         if not self.path.split("?")[0].endswith("/responses") or not isinstance(payload, dict):
             self._json(200, {})
+            return
+        bearer = headers.get("authorization", "").removeprefix("Bearer ")
+        if fake.accounts and fake.access.get(bearer) != headers.get("chatgpt-account-id"):
+            self._json(401, {"error": {"message": "Your authentication token is not valid.", "type": "invalid_request_error",
+                                       "code": "token_invalid"}})
             return
         fake.hold.wait()
         turn = fake.script.popleft() if fake.script else Turn.says("done")
         self._stream(payload, turn)
+
+    def _refresh(self, body: dict[str, Any]) -> None:
+        fake = self.server.fake
+        with fake.lock:
+            account = fake.refresh.pop(str(body.get("refresh_token") or ""), None)  # a refresh token works once
+        if body.get("grant_type") != "refresh_token" or account is None:
+            self._json(401, {"error": "invalid_grant", "error_description": "The refresh token is invalid or was "
+                                                                            "already used."})
+            return
+        self._json(200, fake.issue(account))
 
     def _json(self, status: int, body: dict[str, Any]) -> None:
         data = json.dumps(body).encode()
@@ -144,6 +188,12 @@ class FakeResponsesSSE:
         self.ids = itertools.count(1)
         self.hold = threading.Event()
         self.hold.set()
+        # ChatGPT sign-ins: live refresh token → account, live access token → account, accounts made.
+        self.lock = threading.Lock()
+        self.refresh: dict[str, str] = {}
+        self.access: dict[str, str] = {}
+        self.accounts: list[str] = []
+        self.tokens = itertools.count(1)
         self._server = _Server((host, 0), _Handler)
         self._server.fake = self
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -155,6 +205,30 @@ class FakeResponsesSSE:
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
+
+    def issue(self, account: str, *, expired: bool = False) -> dict[str, str]:
+        """New id, access and refresh tokens for `account`, the access token live here (an `expired` one's `exp`
+        is past, so Codex refreshes before its first request)."""
+        number = next(self.tokens)
+        exp = int(time.time()) + (-3600 if expired else 3600)
+        access = jwt({"exp": exp, "n": number, "https://api.openai.com/auth": {"chatgpt_account_id": account}})
+        refresh = f"rt-{account}-{number:03d}-{self.port}"
+        with self.lock:
+            self.access[access] = account
+            self.refresh[refresh] = account
+        id_token = jwt({"email": f"{account}@example.com", "exp": exp, "https://api.openai.com/auth": {
+            "chatgpt_account_id": account, "chatgpt_plan_type": "plus"}})
+        return {"id_token": id_token, "access_token": access, "refresh_token": refresh}
+
+    def sign_in(self, account: str = "acct-1", *, expired: bool = True) -> str:
+        """The auth.json `codex login` would write for `account` (its access token expired unless told)."""
+        self.accounts.append(account)
+        tokens = self.issue(account, expired=expired)
+        return json.dumps({"OPENAI_API_KEY": None, "tokens": {**tokens, "account_id": account},
+                           "last_refresh": "2026-01-01T00:00:00Z"}, indent=2)
+
+    def refreshes(self) -> list[RecordedRequest]:
+        return [r for r in self.requests if r.path.split("?")[0].endswith("/oauth/token")]
 
     def queue(self, *turns: Turn) -> None:
         self.script.extend(turns)
