@@ -10,10 +10,12 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_ai import RunContext
+from pydantic_ai.capabilities import AbstractCapability
 
 from agents.run_handle import RunDeps
 from capabilities.architect.proposal import AgentSetup
@@ -164,9 +166,44 @@ SUGGEST = ToolDecl(
 TOOLS = (SUGGEST, ToolDecl.from_function(propose_setup))
 
 
+@dataclass
+class ServiceCards(AbstractCapability[Any]):
+    """Which catalog services the run's person has connected, in the instructions: the spec's agent "offers a
+    connection card whenever a request needs a service the person has not connected", which it can only do if
+    it knows which those are (a catalog server nobody connected is left out of the run without a word)."""
+
+    text: str = ""
+
+    def get_instructions(self):
+        return self.text
+
+
+def service_cards_text(organization_id: Any, user_id: int | None) -> str:
+    from capabilities.mcp import catalog
+    from capabilities.mcp.services import catalog_connected
+
+    offered = [entry for entry in catalog.entries() if entry.available]
+    if not offered:
+        return ""
+    connected = catalog_connected(organization_id, user_id)
+    lines = [f"- {entry.name} (server_key {entry.key}): {entry.description} "
+             + ("Connected." if entry.key in connected else "Not connected.") for entry in offered]
+    return ("Services the person can connect with one click:\n" + "\n".join(lines) + "\n"
+            "When a request needs one of these services and it is not connected, offer its card with propose_setup "
+            "(kind connection, its server_key) instead of saying you cannot reach it; never offer a service that "
+            "is connected already.")
+
+
 def build(ctx: BuildContext) -> list[Built]:
     # Only propose_setup is offered: suggest_next_steps is the follow-up model's, after the answer.
-    return [function_toolset([propose_setup])]
+    built: list[Built] = [function_toolset([propose_setup])]
+    # Cards are the console's (spec: a chat app does not draw them): only web chat's person is told which services
+    # wait for a Connect.
+    if ctx.deps.surface == "web" and ctx.deps.user_id is not None:
+        text = service_cards_text(ctx.organization_id, ctx.deps.user_id)
+        if text:
+            built.append(ServiceCards(text=text))
+    return built
 
 
 def _after_answer(handle: RunHandle, message_id: int) -> None:
