@@ -50,6 +50,22 @@ def test_native_search_tool_search_and_reasoning_on_a_model_without_them_are_ref
     assert not AgentVersion.objects.filter(agent=agent).exists()
 
 
+def test_native_web_fetch_on_a_model_that_does_not_fetch_is_refused_and_auto_is_not(org, builder, gpt4o, sonnet,
+                                                                                    api_as):
+    """The same promise for reading pages (spec: native "solo en modelos que lo admiten; Pydantic AI lanza un error
+    en el resto"); auto falls back to this deployment's fetch by itself."""
+    client = api_as(builder, org)
+    native = make_agent(builder, org, profile=gpt4o, capabilities=[{"id": "web_fetch", "config": {"method": "native"}}])
+    message = _problems(_publish(client, native))["capabilities[web_fetch].config.method"]
+    assert "“Everyday” (gpt-4o) cannot fetch web pages itself" in message
+    assert not AgentVersion.objects.filter(agent=native).exists()
+    auto = make_agent(builder, org, profile=gpt4o, capabilities=[{"id": "web_fetch", "config": {"method": "auto"}}])
+    assert _publish(client, auto).status_code == 201
+    fetching = make_agent(builder, org, profile=sonnet,
+                          capabilities=[{"id": "web_fetch", "config": {"method": "native"}}])
+    assert _publish(client, fetching).status_code == 201
+
+
 def test_the_same_bindings_publish_on_a_model_that_has_them(org, builder, sonnet, api_as):
     agent = make_agent(builder, org, profile=sonnet, capabilities=[
         {"id": "web_research", "config": {"method": "native"}},
