@@ -549,8 +549,9 @@ RATE_LIMIT_RUN_PER_MINUTE = _int("RATE_LIMIT_RUN_PER_MINUTE", 30, minimum=1)
 SIGNIN_ATTEMPTS_PER_MINUTE = _int("SIGNIN_ATTEMPTS_PER_MINUTE", 10, minimum=1)
 RATE_LIMIT_EMBED_PER_MINUTE = _int("RATE_LIMIT_EMBED_PER_MINUTE", 30, minimum=1)
 RATE_LIMIT_HOSTED_PAGE_PER_MINUTE = _int("RATE_LIMIT_HOSTED_PAGE_PER_MINUTE", 120, minimum=1)
-# A hosted page is counted per address (and visitor key) above; this is the whole page's ceiling, far above
-# normal traffic, spent only by requests their own counters let through (embeds/views.py `_page_limit`).
+# A hosted page's config is counted per page above, its loads at /e/<key> per address (and visitor key); this is
+# the whole page's ceiling of loads, far above normal traffic, spent only by requests their own counters let through
+# (embeds/views.py `_page_limit`).
 RATE_LIMIT_HOSTED_PAGE_CEILING_PER_MINUTE = _int("RATE_LIMIT_HOSTED_PAGE_CEILING_PER_MINUTE", 6000, minimum=1)
 if RATE_LIMIT_HOSTED_PAGE_CEILING_PER_MINUTE < RATE_LIMIT_HOSTED_PAGE_PER_MINUTE:
     raise ImproperlyConfigured(

@@ -120,11 +120,10 @@ def _page_embed(key: str) -> Embed | None:
 
 
 def _page_limit(request: HttpRequest, embed: Embed) -> tuple[bool, int]:
-    """A page load (or its config) counts against the caller's address and, when the request names one,
-    its visitor key — both must allow it, as for uploads, since the browser mints the key — and only then
-    against a per-page ceiling far above normal traffic. One bucket per page let one stranger make the link
-    answer 429 for everybody; a stranger refused by their own counters now spends nothing of the ceiling.
-    A frontend server fetching for its visitors passes their address (EMBED_TRUST_X_FORWARDED_FOR)."""
+    """A page load at /e/<key> (a visitor's browser) counts against the caller's address and, when the request
+    names one, its visitor key — both must allow it, as for uploads, since the browser mints the key — and only
+    then against a per-page ceiling far above normal traffic. One bucket per page let one stranger make the link
+    answer 429 for everybody; a stranger refused by their own counters now spends nothing of the ceiling."""
     per_caller = int(getattr(settings, "RATE_LIMIT_HOSTED_PAGE_PER_MINUTE", 120))
     ceiling = int(getattr(settings, "RATE_LIMIT_HOSTED_PAGE_CEILING_PER_MINUTE", 6000))
     own = [("embed-page-addr", f"{embed.pk}:{_address(request)}", per_caller)]
@@ -173,10 +172,18 @@ def page_config_json(request: HttpRequest, key: str) -> HttpResponse:
     embed = _page_embed(key)
     if embed is None:
         return _not_available()
-    allowed, retry = _page_limit(request, embed)
+    allowed, retry = _config_limit(embed)
     if not allowed:
         return _rate_limited(retry)
     return JsonResponse(page_config(embed))
+
+
+def _config_limit(embed: Embed) -> tuple[bool, int]:
+    """The config JSON is counted per page (spec: "la config de una página alojada, por página"): a frontend
+    server asks for it, not the visitor's browser, so its address names a container — counted per address, one
+    server rendering pages for everybody would put every visitor of the deployment in one bucket. The page the
+    browser loads (/e/<key>, `_page_limit`) spends nothing of it."""
+    return ratelimit.hit("embed-page-config", str(embed.pk), int(settings.RATE_LIMIT_HOSTED_PAGE_PER_MINUTE))
 
 
 def page_response(request: HttpRequest, config: dict[str, Any], *, preview: bool = False) -> HttpResponse:

@@ -169,11 +169,12 @@ def organization_problems(config: BrowserConfig, organization: Any) -> list[tupl
 def step_model_problems(actor: Any, data: dict[str, Any], format_path: Any) -> list[dict[str, str]]:
     """A browse_web whose step model can never choose a step is refused at publish: it would spend every one of its
     `max_steps` requests on answers that are not steps. The step model is the binding's `step_model_profile_id`,
-    else the agent's own. Today that is the demo model (canned text, never a `browser_step` call); every other
-    provider's model calls tools as pydantic-ai's profiles tell it, so there is nothing else to refuse."""
+    else the agent's own. Two kinds can never choose one: the demo model (canned text, never a `step` call) and a
+    model pydantic-ai's profile says takes no tools (`supports_tools` false — an image model such as
+    google/gemini-2.5-flash-image through OpenRouter): a step is a tool call."""
     from agenticos.tenancy import parse_uuid
     from agents.models import ModelProfile
-    from agents.providers import Provider
+    from agents.providers import Provider, model_features
     from capabilities.model_support import binding_on_model
 
     bound = binding_on_model(actor, data, "browser_use", BrowserConfig)
@@ -186,9 +187,15 @@ def step_model_problems(actor: Any, data: dict[str, Any], format_path: Any) -> l
         profile_id, whose = str(data.get("model_profile_id")), "The agent's model, which browse_web asks at each step,"
     pk = parse_uuid(profile_id)
     profile = None if pk is None else ModelProfile.objects.filter(organization=actor.organization, pk=pk).first()
-    if profile is None or profile.provider != Provider.DEMO:
+    if profile is None:
         return []  # a missing profile is refused as a reference by the other checks
+    if profile.provider == Provider.DEMO:
+        why = "is the demo model: it answers with canned text and cannot choose a browser step"
+    else:
+        model = model_features(profile)
+        if model is None or model.profile.get("supports_tools", True):
+            return []  # a profile that cannot be built is refused where the profile is checked
+        why = f"({profile.model}) is a model that takes no tools, so it cannot choose a browser step"
     return [{"field": f"{format_path(('capabilities', bound.index), data)}.config.step_model_profile_id",
-             "message": f"{whose} “{profile.label}” is the demo model: it answers with canned text and cannot "
-                        f"choose a browser step, so browse_web would spend all {config.max_steps} steps. Choose a "
-                        "chat model that calls tools as the step model."}]
+             "message": f"{whose} “{profile.label}” {why}, so browse_web would spend all {config.max_steps} "
+                        "steps. Choose a chat model that calls tools as the step model."}]

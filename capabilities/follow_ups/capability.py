@@ -10,10 +10,12 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_ai import RunContext
+from pydantic_ai.capabilities import AbstractCapability
 
 from agents.run_handle import RunDeps
 from capabilities.architect.proposal import AgentSetup
@@ -164,9 +166,73 @@ SUGGEST = ToolDecl(
 TOOLS = (SUGGEST, ToolDecl.from_function(propose_setup))
 
 
+@dataclass
+class ServiceCards(AbstractCapability[Any]):
+    """Which catalog services the run's person has connected, in the instructions: the spec's agent "offers a
+    connection card whenever a request needs a service the person has not connected", which it can only do if
+    it knows which those are (a catalog server nobody connected is left out of the run without a word)."""
+
+    text: str = ""
+
+    def get_instructions(self):
+        return self.text
+
+
+def service_cards_text(organization_id: Any, user_id: int | None) -> str:
+    from capabilities.mcp import catalog
+    from capabilities.mcp.services import catalog_connected
+
+    offered = [entry for entry in catalog.entries() if entry.available]
+    if not offered:
+        return ""
+    connected = catalog_connected(organization_id, user_id)
+    lines = [f"- {entry.name} (server_key {entry.key}): {entry.description} "
+             + ("Connected." if entry.key in connected else "Not connected.") for entry in offered]
+    return ("Services the person can connect with one click:\n" + "\n".join(lines) + "\n"
+            "When a request needs one of these services and it is not connected, offer its card with propose_setup "
+            "(kind connection, its server_key) instead of saying you cannot reach it; never offer a service that "
+            "is connected already.")
+
+
+# The AgenticOS starter agent (platform_bootstrap's AGENT_SLUG, which lives in a layer above this one).
+STARTER_SLUG = "getting-started"
+
+WELCOME_INTERVIEW = """This conversation is the welcome interview: it is the first anyone in this organization has \
+had with you. Welcome the person in one sentence, then ask — one or two questions at a time, with \
+ask_user_question when the answer is a choice — what they want agents to do for them, and which services their \
+work lives in (code, issues, documents, chat, payments). End the interview with propose_setup: a connection card \
+(kind connection, its server_key) for each service they named that is not connected, and, when they want an agent \
+of their own, an agent card with its idea, which asks the Architect to design it. If they ask for something else \
+straight away, help with that first."""
+
+
+def is_welcome_interview(organization_id: Any, agent_id: str, conversation_id: str | None) -> bool:
+    """The starter agent's first web conversation in its organization (spec: the AgenticOS agent ends its
+    welcome interview with connection cards) — every turn of that conversation, and no other. One query."""
+    from agenticos.tenancy import parse_uuid
+    from agents.models import Conversation
+
+    agent_pk = parse_uuid(agent_id)
+    if not conversation_id or agent_pk is None:
+        return False
+    first = (Conversation.objects.filter(organization_id=organization_id, agent_id=agent_pk,
+                                         agent__slug=STARTER_SLUG, surface="web")
+             .order_by("created_at", "pk").values_list("pk", flat=True).first())
+    return first is not None and str(first) == str(conversation_id)
+
+
 def build(ctx: BuildContext) -> list[Built]:
     # Only propose_setup is offered: suggest_next_steps is the follow-up model's, after the answer.
-    return [function_toolset([propose_setup])]
+    built: list[Built] = [function_toolset([propose_setup])]
+    # Cards are the console's (spec: a chat app does not draw them): only web chat's person is told which services
+    # wait for a Connect, and only there is the starter's first conversation its welcome interview.
+    if ctx.deps.surface == "web" and ctx.deps.user_id is not None:
+        text = service_cards_text(ctx.organization_id, ctx.deps.user_id)
+        if is_welcome_interview(ctx.organization_id, ctx.deps.agent_id, ctx.deps.conversation_id):
+            text = f"{WELCOME_INTERVIEW}\n\n{text}".strip()
+        if text:
+            built.append(ServiceCards(text=text))
+    return built
 
 
 def _after_answer(handle: RunHandle, message_id: int) -> None:

@@ -207,6 +207,26 @@ def catalog_listing(actor: Actor) -> list[dict[str, Any]]:
     return out
 
 
+def catalog_connected(organization_id: Any, user_id: int | None) -> set[str]:
+    """The catalog keys connected on this person's side (their own sign-in, or the organization's for a service
+    the organization connects): what a run's agent is told so it offers a connection card only for the rest.
+    One query."""
+    from capabilities.mcp import catalog
+    from capabilities.models import McpCredential
+
+    creds = McpCredential.objects.filter(
+        organization_id=organization_id, connected_at__isnull=False,
+        connection__organization_id=organization_id).exclude(connection__catalog_key="").filter(
+        Q(user__isnull=True) | Q(user_id=user_id) if user_id is not None else Q(user__isnull=True)
+    ).values_list("connection__catalog_key", "user_id")
+    out = set()
+    for key, owner in creds:
+        entry = catalog.get(key)
+        if entry is not None and (owner is None) == (entry.auth == "organization"):
+            out.add(key)
+    return out
+
+
 def _catalog_connection(actor: Actor, entry: Any) -> McpConnection:
     """The organization's connection for a catalog entry, added on first use (its URL is the catalog's)."""
     row = McpConnection.objects.filter(organization=actor.organization, catalog_key=entry.key).first()

@@ -27,6 +27,7 @@ from pydantic_ai.tools import Tool
 from agenticos import netguard
 from capabilities import failures
 from capabilities.base import BuildContext, Built, Capability, ToolDecl, function_toolset
+from capabilities.lifecycle import RunHooks
 from capabilities.web_fetch import domains
 
 MAX_DOWNLOAD_BYTES = 20 * 1024 * 1024
@@ -66,6 +67,20 @@ def binding_problems(binding: Any, config: WebFetchConfig) -> list[str]:
         return [f"web_fetch requires approval but method is {config.method!r}: the provider would fetch without "
                 "asking. Set method to local, or remove the approval requirement."]
     return []
+
+
+def model_problems(actor: Any, data: dict[str, Any], format_path: Any) -> list[dict[str, str]]:
+    """`native` on a model whose provider does not fetch would fail every run (pydantic-ai raises on it; spec: "solo
+    en modelos que lo admiten"): refused at publish, as web_research's native search is. `auto` falls back to local
+    by itself, so it is never refused."""
+    from capabilities.model_support import binding_on_model
+
+    bound = binding_on_model(actor, data, "web_fetch", WebFetchConfig)
+    if bound is None or bound.config.method != "native" or "web_fetch" in bound.native_tool_kinds():
+        return []
+    return [{"field": f"{format_path(('capabilities', bound.index), data)}.config.method",
+             "message": f"The model of “{bound.label}” ({bound.model.model_name}) cannot fetch web pages itself, so "
+                        "method 'native' would fail every run: choose local or auto, or a model that fetches."}]
 
 
 def _pdf_text(data: bytes, limit: int) -> str:
@@ -213,4 +228,5 @@ CAPABILITY = Capability(
     scopes=("web:fetch",),
     config_model=WebFetchConfig,
     build=build,
+    hooks=RunHooks(publish_problems=model_problems),
 )

@@ -50,6 +50,22 @@ def test_native_search_tool_search_and_reasoning_on_a_model_without_them_are_ref
     assert not AgentVersion.objects.filter(agent=agent).exists()
 
 
+def test_native_web_fetch_on_a_model_that_does_not_fetch_is_refused_and_auto_is_not(org, builder, gpt4o, sonnet,
+                                                                                    api_as):
+    """The same promise for reading pages (spec: native "solo en modelos que lo admiten; Pydantic AI lanza un error
+    en el resto"); auto falls back to this deployment's fetch by itself."""
+    client = api_as(builder, org)
+    native = make_agent(builder, org, profile=gpt4o, capabilities=[{"id": "web_fetch", "config": {"method": "native"}}])
+    message = _problems(_publish(client, native))["capabilities[web_fetch].config.method"]
+    assert "“Everyday” (gpt-4o) cannot fetch web pages itself" in message
+    assert not AgentVersion.objects.filter(agent=native).exists()
+    auto = make_agent(builder, org, profile=gpt4o, capabilities=[{"id": "web_fetch", "config": {"method": "auto"}}])
+    assert _publish(client, auto).status_code == 201
+    fetching = make_agent(builder, org, profile=sonnet,
+                          capabilities=[{"id": "web_fetch", "config": {"method": "native"}}])
+    assert _publish(client, fetching).status_code == 201
+
+
 def test_the_same_bindings_publish_on_a_model_that_has_them(org, builder, sonnet, api_as):
     agent = make_agent(builder, org, profile=sonnet, capabilities=[
         {"id": "web_research", "config": {"method": "native"}},
@@ -118,3 +134,28 @@ def test_another_organizations_step_model_is_a_missing_reference_not_judged(org,
     problems = _problems(_publish(api_as(builder, org), agent))
     field = "capabilities[browser_use].config.step_model_profile_id"
     assert problems[field] == "No such chat model profile in this organization."  # not "is the demo model"
+
+
+def test_a_step_model_that_takes_no_tools_is_refused_as_one_that_cannot_choose_a_step(org, builder, gpt4o, api_as,
+                                                                                      settings):
+    """A step is a tool call: a model pydantic-ai's profile says takes no tools (an image model through OpenRouter)
+    would answer every step with something that is not one, as the demo model does."""
+    settings.BROWSER_CDP_URL = "http://browser:9222"
+    settings.BROWSER_CDP_ALLOWED_HOSTS = ["browser"]
+    painter = factories.model_profile(org, "openrouter", "google/gemini-2.5-flash-image", label="Painter",
+                                      api_key="sk-or-test-000000000000")
+    client = api_as(builder, org)
+    agent = make_agent(builder, org, profile=gpt4o, capabilities=[
+        {"id": "browser_use", "config": {"step_model_profile_id": str(painter.pk), "max_steps": 12}}])
+
+    message = _problems(_publish(client, agent))["capabilities[browser_use].config.step_model_profile_id"]
+
+    assert message.startswith("The step model “Painter” (google/gemini-2.5-flash-image) is a model that takes no tools")
+    assert "all 12 steps" in message
+    assert not AgentVersion.objects.filter(agent=agent).exists()
+    # The same provider's chat model takes tools: published.
+    chat = factories.model_profile(org, "openrouter", "openai/gpt-4o", label="Router chat",
+                                   api_key="sk-or-test-000000000000")
+    fixed = make_agent(builder, org, profile=gpt4o, capabilities=[
+        {"id": "browser_use", "config": {"step_model_profile_id": str(chat.pk)}}])
+    assert _publish(client, fixed).status_code == 201

@@ -111,6 +111,7 @@ def test_a_person_connects_and_their_runs_use_refresh_and_then_lose_the_token(wo
     # The token's lifetime passes (at the server and on the row): the run refreshes before calling.
     auth.expire_access_tokens()
     McpCredential.objects.filter(pk=cred.pk).update(expires_at=timezone.now() - timedelta(minutes=5))
+    sealed_before = bytes(cred.ciphertext)
     again = run_sync(spec(mcp_binding(conn)), [("linear_echo", {"text": "hi"})], org_id=str(org.pk),
                      user_id=member.pk)
     assert again.returns == ["echo: hi"]
@@ -119,6 +120,11 @@ def test_a_person_connects_and_their_runs_use_refresh_and_then_lose_the_token(wo
     assert cred.refreshed_at is not None and cred.expires_at > timezone.now()
     fresh = next(iter(auth.access))
     assert fresh != issued and server.seen_auth[-1] == f"Bearer {fresh}"
+    # The refreshed tokens are sealed again in the row, never stored in the clear.
+    assert bytes(cred.ciphertext) != sealed_before and fresh.encode() not in bytes(cred.ciphertext)
+    from agenticos import vault
+
+    assert fresh in vault.open_sealed(org.pk, cred.key_version, bytes(cred.wrapped_key), bytes(cred.ciphertext))
 
     # Disconnect: the tokens are revoked at the provider and the credential is gone.
     gone = client.post(f"{PAGE}catalog/linear/disconnect")

@@ -96,11 +96,10 @@ def test_a_widget_key_or_unknown_key_has_no_hosted_page(client, widget):
     assert client.get("/e/unknown").status_code == 404
 
 
-@pytest.mark.parametrize("route", ["/api/v1/embed/{key}/config", "/e/{key}"])
-def test_one_address_spending_its_page_loads_does_not_close_the_link_for_anybody(
-    page, agent, settings, ratelimit_clock, route
-):
+def test_one_address_spending_its_page_loads_does_not_close_the_link_for_anybody(page, agent, settings,
+                                                                                  ratelimit_clock):
     settings.RATE_LIMIT_HOSTED_PAGE_PER_MINUTE = 2
+    route = "/e/{key}"
     url = route.format(key=page.public_key)
     stranger = Client(REMOTE_ADDR="10.0.0.1")
     assert [stranger.get(url).status_code for _ in range(12)] == [200, 200] + [429] * 10
@@ -115,9 +114,9 @@ def test_one_address_spending_its_page_loads_does_not_close_the_link_for_anybody
     assert stranger.get(url).status_code == 200  # the next window
 
 
-def test_the_page_config_counts_a_visitor_key_across_addresses_too(page, settings, ratelimit_clock):
+def test_a_page_load_counts_a_visitor_key_across_addresses_too(page, settings, ratelimit_clock):
     settings.RATE_LIMIT_HOSTED_PAGE_PER_MINUTE = 2
-    url = f"/api/v1/embed/{page.public_key}/config"
+    url = f"/e/{page.public_key}"
     # A new visitor key per request does not escape the address's count…
     one_address = Client(REMOTE_ADDR="10.0.1.1")
     assert [one_address.get(url, {"visitor": v * 32}).status_code for v in "abc"] == [200, 200, 429]
@@ -131,14 +130,37 @@ def test_the_page_config_counts_a_visitor_key_across_addresses_too(page, setting
 def test_the_per_page_ceiling_holds_and_only_admitted_loads_spend_it(page, settings, ratelimit_clock):
     settings.RATE_LIMIT_HOSTED_PAGE_PER_MINUTE = 2
     settings.RATE_LIMIT_HOSTED_PAGE_CEILING_PER_MINUTE = 4
-    url = f"/api/v1/embed/{page.public_key}/config"
+    url = f"/e/{page.public_key}"
     stranger = Client(REMOTE_ADDR="10.0.4.1")
     assert [stranger.get(url).status_code for _ in range(20)] == [200, 200] + [429] * 18
     # The stranger's eighteen refusals spent nothing of the page's ceiling: two of four remain.
     assert Client(REMOTE_ADDR="10.0.4.2").get(url).status_code == 200
     assert Client(REMOTE_ADDR="10.0.4.3").get(url).status_code == 200
     ceiling = Client(REMOTE_ADDR="10.0.4.4").get(url)
-    assert ceiling.status_code == 429 and ceiling.json()["error"]["code"] == "rate_limited"
+    assert ceiling.status_code == 429 and ceiling["Retry-After"]
+
+
+def test_the_page_config_is_counted_per_page_not_per_address(page, agent, settings, ratelimit_clock):
+    """Spec: "la config de una página alojada, por página" — a frontend server asks for it on behalf of every
+    visitor, so one server's address is everybody: its requests for a page share that page's count (not its
+    address's across pages), and the visitors' own page loads spend none of it."""
+    settings.RATE_LIMIT_HOSTED_PAGE_PER_MINUTE = 3
+    url = f"/api/v1/embed/{page.public_key}/config"
+    frontend = Client(REMOTE_ADDR="172.18.0.4")  # the frontend server's container
+    assert [frontend.get(url, {"visitor": v * 32}).status_code for v in "ab"] == [200, 200]
+    # Another caller spends the same page's count: it is the page's, whoever asks.
+    assert Client(REMOTE_ADDR="10.0.5.1").get(url).status_code == 200
+    refused = frontend.get(url)
+    assert refused.status_code == 429 and refused.json()["error"]["code"] == "rate_limited"
+    assert 0 < int(refused["Retry-After"]) <= 60
+    # The same server asking for another page has that page's whole count.
+    other = factories.embed(agent, kind="page")
+    other_url = f"/api/v1/embed/{other.public_key}/config"
+    assert [frontend.get(other_url).status_code for _ in range(4)] == [200, 200, 200, 429]
+    # Browsers loading the page itself are counted apart (per address and visitor): still served.
+    assert Client(REMOTE_ADDR="10.0.5.2").get(f"/e/{page.public_key}").status_code == 200
+    ratelimit_clock.advance(60)
+    assert frontend.get(url).status_code == 200  # the next window
 
 
 def test_the_default_page_ceiling_is_far_above_one_addresses_limit():

@@ -114,3 +114,46 @@ def test_weaker_roles_and_outsiders_cannot_disconnect(api_as, org, member, viewe
     assert McpCredential.objects.filter(pk=shared.pk).exists()
     assert not AuditEvent.objects.filter(action="mcp_connection.disconnected").exists()
     assert api_as(member, org).delete("/api/v1/mcp-catalog/nosuch/connection").status_code == 404
+
+
+def _instructions(org, user, *, surface: str) -> str:
+    from tests.capabilities.helpers import Script, agent_for, deps, spec
+
+    run_deps = deps(organization_id=str(org.pk), user_id=user.pk, surface=surface, can_ask_user=surface == "web")
+    script = Script([])
+    agent_for(spec({"id": "follow_ups"}), run_deps, script).run_sync("go", deps=run_deps)
+    return script.requests[0].instructions or ""
+
+
+@pytest.mark.django_db
+def test_web_chat_tells_the_agent_which_services_the_person_has_not_connected(org, member, builder, outsider_org,
+                                                                             settings, django_assert_max_num_queries):
+    """Spec: the agent "offers a connection card whenever a request needs a service the person has not connected"
+    — it is told which those are: the person's own sign-ins and the organization's, never a colleague's or another
+    organization's; a service the deployment cannot connect (GitHub without its OAuth app) is not offered."""
+    settings.MCP_OAUTH_CLIENTS = {}
+    _credential(org, member, "linear")  # the person's own
+    _credential(org, None, "sentry")  # the organization's
+    _credential(org, builder, "notion")  # a colleague's: not the person's
+    _credential(outsider_org, None, "stripe")  # another organization's
+
+    said = _instructions(org, member, surface="web")
+
+    assert "Linear (server_key linear): Issues, projects and cycles. Connected." in said
+    assert "Sentry (server_key sentry): Errors, issues and releases of your projects. Connected." in said
+    assert "Notion (server_key notion): Pages and databases of your workspace. Not connected." in said
+    assert "Stripe (server_key stripe): Customers, payments and invoices of your account. Not connected." in said
+    assert "offer its card with propose_setup (kind connection, its server_key)" in said
+    assert "GitHub" not in said
+    assert "Linear (server_key linear): Issues, projects and cycles. Not connected." in _instructions(
+        org, builder, surface="web")
+    from capabilities.mcp.services import catalog_connected
+
+    with django_assert_max_num_queries(1):
+        assert catalog_connected(org.pk, member.pk) == {"linear", "sentry"}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("surface", ["api", "slack", "embed", "schedule"])
+def test_where_no_card_is_drawn_the_services_are_not_listed(org, member, surface):
+    assert "Services the person can connect" not in _instructions(org, member, surface=surface)
