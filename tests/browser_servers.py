@@ -6,6 +6,7 @@ of each per process."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import subprocess
 import sys
 import time
@@ -169,10 +170,30 @@ class _SessionChromium:
             asyncio._set_running_loop(None)
 
 
+_lenders: list[_SessionChromium] = []  # the session fixture's, while the session lasts
+
+
 @pytest.fixture(scope="session")
 def _session_chromium():
     chromium = _SessionChromium()
+    _lenders.append(chromium)
     try:
         yield chromium
     finally:
+        _lenders.remove(chromium)
         chromium.close()
+
+
+@contextlib.contextmanager
+def lent_chromium() -> Any:
+    """The session's Chromium for a block inside a test, for tests that write their rows before Playwright marks
+    its loop on this thread (the embeds' browser tests); a context manager where the console's `browser` is a
+    fixture. The session fixture must be alive: tests/embeds/conftest.py asks for it."""
+    if not _lenders:
+        raise RuntimeError("no session Chromium: request the _session_chromium fixture")
+    chromium = _lenders[-1]
+    instance = chromium.lend()
+    try:
+        yield instance
+    finally:
+        chromium.give_back()

@@ -33,8 +33,10 @@ def _orm_beside_playwright(monkeypatch):
     monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 
-@pytest.fixture
-def console():
+@pytest.fixture(scope="module")
+def console(django_db_setup):
+    """One daphne for both tests (a start is 10–20 s on a loaded machine): it keeps nothing of a test's but the
+    database rows, which are emptied after each."""
     from tests.fakes.live_daphne import serving_daphne
 
     with serving_daphne("config.asgi:application", "browse-preview") as base:

@@ -23,6 +23,13 @@ SHOP = "https://shop.example.com"
 
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _embeds_chromium(_session_chromium):
+    """The browser tests here borrow the process's Chromium inside a test (`lent_chromium`), not through a
+    fixture: the session fixture is made alive for them (nothing is launched until one borrows it)."""
+    return _session_chromium
+
+
 @pytest.fixture(autouse=True)
 def _embeds_settings(settings):
     settings.ROOT_URLCONF = "tests.embeds.urls"

@@ -13,17 +13,10 @@ from pathlib import Path
 import pytest
 
 from tests import factories
+from tests.browser_servers import lent_chromium
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 
 pytestmark = [
     pytest.mark.browser,
@@ -58,17 +51,12 @@ def customer_site():
 
 @contextmanager
 def chromium():
-    """Started after the test wrote its rows: Playwright's sync API runs an event loop in this thread,
-    and Django refuses database calls from a thread with a running loop."""
-    from playwright.sync_api import sync_playwright
-
+    """Lent after the test wrote its rows: Playwright's sync API marks an event loop running on this thread, and
+    Django refuses database calls from a thread with a running loop. The process's Chromium
+    (tests/browser_servers.py), with no context of an earlier test's; launching one per test was seconds of each."""
     ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as p:
-        instance = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS, timeout=120_000)
-        try:
-            yield instance
-        finally:
-            instance.close()
+    with lent_chromium() as instance:
+        yield instance
 
 
 def customer_page(script_src: str) -> str:

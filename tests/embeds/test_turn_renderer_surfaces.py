@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.browser_servers import lent_chromium
+
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 PASSWORD = "pw-correct-horse-9"
@@ -169,17 +171,33 @@ def play(send, answered, *, started=None, on_tool_result=None, **filters) -> Non
 # ------------------------------------------------------------------ servers and browser
 
 
-@pytest.fixture
-def server(transactional_db, monkeypatch, settings):
+def _media_root(settings) -> str:
+    return str(settings.DATA_DIR / "media-test-embeds")  # what tests/embeds/conftest.py gives every test
+
+
+@pytest.fixture(scope="module")
+def _renderer_daphne(django_db_setup, django_db_blocker):
+    """One daphne for the module's tests (it was one per test, 10–20 s of each test's setup under load). What it
+    keeps between tests is what the embeds' session daphne keeps: the database (emptied after each test), Redis
+    (flushed before each) and its environment, the same for every test here."""
+    from django.conf import settings
     from django.db import connection
 
     from tests.fakes.live_daphne import serving_daphne
 
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # ORM calls beside Playwright's loop
-    # The files this test stores are the ones the server serves.
-    env = {"CONSOLE_LIVE_DATABASE": connection.settings_dict["NAME"], "MEDIA_ROOT": str(settings.MEDIA_ROOT)}
+    with django_db_blocker.unblock():
+        database = connection.settings_dict["NAME"]
+    # The files a test stores are the ones the server serves.
+    env = {"CONSOLE_LIVE_DATABASE": database, "MEDIA_ROOT": _media_root(settings)}
     with serving_daphne(f"{__name__}:application", "renderer", env=env, frontend_is_self=True) as base:
         yield base
+
+
+@pytest.fixture
+def server(_renderer_daphne, transactional_db, monkeypatch, settings):
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # ORM calls beside Playwright's loop
+    assert settings.MEDIA_ROOT == _media_root(settings), "the module's daphne serves another MEDIA_ROOT"
+    return _renderer_daphne
 
 
 @pytest.fixture
@@ -207,15 +225,11 @@ def customer_site():
 
 @contextmanager
 def chromium():
-    from playwright.sync_api import sync_playwright
-
+    """The process's Chromium (tests/browser_servers.py), lent for the block: each test gets it with no context of
+    an earlier test's, as with a browser of its own; launching one per test was seconds of each."""
     ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as p:
-        instance = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox", "--disable-gpu"], timeout=120_000)
-        try:
-            yield instance
-        finally:
-            instance.close()
+    with lent_chromium() as instance:
+        yield instance
 
 
 def watched(page) -> list[str]:

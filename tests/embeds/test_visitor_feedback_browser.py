@@ -13,6 +13,7 @@ from tests.embeds.test_turn_renderer_surfaces import (  # noqa: F401 — fixture
     ARTIFACTS,
     CHROMIUM,
     WIDGET_ROOT,
+    _renderer_daphne,
     chromium,
     customer_site,
     frame,

@@ -22,6 +22,7 @@ from capabilities.visuals import reports
 from tests.embeds.test_turn_renderer_surfaces import (  # noqa: F401 (fixtures)
     PASSWORD,
     TIMEOUT,
+    _renderer_daphne,
     chromium,
     customer_site,
     frame,

@@ -9,7 +9,9 @@ from evals.models import Case, Suite, SuiteRun
 from tests.evals.conftest import make_agent, openai_profile, wait_for
 from tests.fakes.openai_server import Reply
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# Transactional only where a test asks for the worker (celery_worker brings transactional_db): the rest run in a
+# rolled-back transaction, and a suite run they start is never handed to a worker (its on_commit never fires).
+pytestmark = pytest.mark.django_db
 
 CASE = {"name": "greets", "prompt": "[case:greets] hi", "checks": [{"kind": "contains", "value": "hello"}]}
 

@@ -13,7 +13,9 @@ from tests.evals.conftest import make_agent, run_suite, suite_with
 from tests.fakes.openai_server import Reply
 from tests.runner.conftest import actor_of
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# Transactional only where a test asks for the worker (celery_worker brings transactional_db): the rest run in a
+# rolled-back transaction, and a suite run they start is never handed to a worker (its on_commit never fires).
+pytestmark = pytest.mark.django_db
 
 
 def test_prior_turns_and_attachments_reach_the_model(org, owner, scripted_openai, celery_worker):

@@ -20,7 +20,7 @@ def test_a_catastrophic_regex_gives_up_within_its_timeout_and_fails_the_check():
     assert passed is False and f"{REGEX_TIMEOUT_SECONDS:g} s" in reason
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.django_db
 @pytest.mark.parametrize("name", ["../../etc/passwd", ".env", "a/b.txt", ""])
 def test_an_attachment_name_that_is_a_path_is_refused(org, owner, scripted_openai, name):
     agent, _v, _p = make_agent(org, owner, scripted_openai)
@@ -30,7 +30,7 @@ def test_an_attachment_name_that_is_a_path_is_refused(org, owner, scripted_opena
     assert "cases.0.attachments.0.name" in {p["field"] for p in refused.value.details["problems"]}
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.django_db
 def test_a_draft_that_would_not_publish_is_not_evaluated(org, owner, scripted_openai, outsider_org, api_as):
     agent, _v, _p = make_agent(org, owner, scripted_openai)
     suite = suite_with(org, owner, agent, [{"name": "c", "prompt": "hi"}])
@@ -45,7 +45,7 @@ def test_a_draft_that_would_not_publish_is_not_evaluated(org, owner, scripted_op
     assert not AgentVersion.objects.filter(agent=agent, number=0).exists() and not SuiteRun.objects.exists()
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.django_db
 def test_a_suite_run_whose_driver_was_lost_is_swept_to_error(org, owner, scripted_openai, settings):
     from datetime import timedelta
 

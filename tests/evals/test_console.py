@@ -12,7 +12,9 @@ from evals.models import Case, Suite, SuiteRun
 from tests.evals.conftest import make_agent, openai_profile
 from tests.runner.conftest import actor_of
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# Transactional only where a test asks for the worker (celery_worker brings transactional_db): the rest run in a
+# rolled-back transaction, and a suite run they start is never handed to a worker (its on_commit never fires).
+pytestmark = pytest.mark.django_db
 
 
 def _client(user, org) -> Client:

@@ -26,7 +26,9 @@ from tests.evals.conftest import judge_says, make_agent, openai_profile, suite_w
 from tests.fakes.openai_server import Reply
 from tests.runner.conftest import actor_of
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# Transactional only where a test asks for the worker (celery_worker brings transactional_db): the rest run in a
+# rolled-back transaction, and a suite run they start is never handed to a worker (its on_commit never fires).
+pytestmark = pytest.mark.django_db
 
 
 def _recorded_run(org, owner, agent, version, prompt: str = "Say hi.") -> Run:

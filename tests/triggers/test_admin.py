@@ -16,7 +16,7 @@ from tests.triggers.conftest import make_trigger
 from triggers.firing import dispatch_due
 from triggers.models import Trigger, TriggerFiring
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from tests import factories
 from tests.triggers.conftest import make_trigger
 from triggers.models import Trigger, TriggerFiring, TriggerSecret
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db
 
 SCHEDULE = {"name": "Morning digest", "kind": "schedule", "prompt": "Summarize yesterday.", "cron": "30 8 * * 1-5",
             "timezone": "Europe/Madrid"}

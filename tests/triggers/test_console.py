@@ -15,7 +15,7 @@ from agents.models import Run
 from tests.triggers.conftest import make_trigger
 from triggers.models import Trigger
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db
 
 
 def signed_in(user, org) -> Client:

@@ -17,7 +17,7 @@ from triggers import services
 from triggers.firing import dispatch_due
 from triggers.models import Trigger, TriggerFiring
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db
 
 
 def _dispatch_in_threads(now, count=2) -> list[dict]:
@@ -39,6 +39,8 @@ def _dispatch_in_threads(now, count=2) -> list[dict]:
     return results
 
 
+# Two dispatcher threads, each on its own connection, race for the same committed trigger.
+@pytest.mark.django_db(transaction=True)
 def test_a_cron_trigger_fires_at_its_due_minute_exactly_once_with_two_dispatchers(org, owner, agent):
     trigger, _ = make_trigger(owner, org, agent, cron="0 9 * * *", timezone="Europe/Madrid")
     due = trigger.next_run_at
