@@ -372,6 +372,7 @@ def builder_context(actor: Actor, agent: Agent, level: str, *, diff: dict | None
         "mcp_notice": mcp_tool_notice(actor, spec),
         "memory_clear": memory_clear_context(actor, agent, spec, level),
         "voice_card": voice_card(spec),  # the Voice card: what a call can do (calls.service)
+        "realtime_picker": realtime_picker(actor, spec),
         "approval_modes": APPROVAL_MODES,
         "model_profiles": ModelProfile.objects.filter(organization=actor.organization, kind=ModelProfile.Kind.CHAT),
         "budget": "" if budget is None else budget,
@@ -403,6 +404,7 @@ BASICS_ANCHORS: dict[str, tuple[str, Any]] = {
     "max_steps": ("b-max-steps", gettext_lazy("Most steps per answer")),
     "collection_ids": ("cap-knowledge", gettext_lazy("Knowledge: collections it searches")),
     "starter_prompts": ("b-starters", gettext_lazy("Starter prompts")),
+    "realtime_profile_id": ("v-realtime", gettext_lazy("Voice model for calls")),
 }
 
 
@@ -553,6 +555,47 @@ def save_basics(request: HttpRequest, actor: Actor, agent_id: Any) -> HttpRespon
         return _render_invalid(request, actor, agent, exc, typed=spec)
     messages.success(request, _("Draft saved."))
     return _back(agent, "basics")
+
+
+def realtime_picker(actor: Actor, spec: dict[str, Any]) -> dict[str, Any]:
+    """The Voice card's choice of realtime model: only the organization's realtime-kind profiles (a chat or
+    embedding profile cannot carry a call). Unset, a call uses the organization's first realtime profile by label
+    (calls.service.realtime_profile), so the empty choice says which one that is — or that there is none."""
+    profiles = list(ModelProfile.objects.filter(organization=actor.organization, kind=ModelProfile.Kind.REALTIME)
+                    .order_by("label").only("pk", "label", "model"))
+    chosen = str(spec.get("realtime_profile_id") or "")
+    return {
+        "profiles": profiles, "chosen": chosen,
+        "first": profiles[0] if profiles else None,
+        # A draft naming one that is gone (or was never realtime, set through YAML): said, not silently shown as unset.
+        "missing": bool(chosen) and all(str(p.pk) != chosen for p in profiles),
+    }
+
+
+@post_form("console:builder")
+@console_view("agents:view")
+def save_voice(request: HttpRequest, actor: Actor, agent_id: Any) -> HttpResponse:
+    """The Voice card's realtime model, into the draft. Refused at its field unless it is one of this
+    organization's realtime profiles: the publish check would catch it too, but a draft should not take a choice
+    the picker never offered (a chat profile's id posted by hand)."""
+    agent, _level = _agent(actor, agent_id)
+    require_agent_access(actor, agent, EDIT)  # a viewer is refused as such, before the choice is judged
+    wanted = (request.POST.get("realtime_profile_id") or "").strip()
+    if wanted and not (
+        _is_uuid(wanted) and ModelProfile.objects.filter(organization=actor.organization, pk=wanted,
+                                                         kind=ModelProfile.Kind.REALTIME).exists()
+    ):
+        message = _("Choose one of this organization's realtime voice models, or none.")
+        return _render_invalid(request, actor, agent, Invalid(message, details={"problems": [
+            {"field": "spec.realtime_profile_id", "message": message}]}))
+    spec = dict(agent.draft_spec or {})
+    spec["realtime_profile_id"] = wanted or None
+    try:
+        agent_services.update_agent(actor=actor, agent=agent, spec=spec)
+    except Invalid as exc:
+        return _render_invalid(request, actor, agent, exc)
+    messages.success(request, _("Voice model saved in the draft."))
+    return _back(agent, "voice")
 
 
 @post_form("console:builder", keep=("agent_id",))
