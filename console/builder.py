@@ -213,6 +213,31 @@ PEOPLE_LABELS: dict[str, str] = {
 }
 
 
+# Options named for people. A select whose capability gave no labels shows its values ("xai", "png", "auto");
+# these are the names people know them by. A label a capability wrote wins; a model's or region's id stays as is.
+OPTION_LABELS: dict[str, str] = {
+    "openai": "OpenAI", "google": "Google", "elevenlabs": "ElevenLabs", "alibaba": "Alibaba Cloud",
+    "byteplus": "BytePlus", "xai": "xAI", "anthropic": "Anthropic",
+    "low": "Low", "medium": "Medium", "high": "High", "auto": "Automatic",
+    "transparent": "Transparent", "opaque": "Opaque",
+    "png": "PNG", "webp": "WebP", "jpeg": "JPEG", "mp3": "MP3", "wav": "WAV", "opus": "Opus", "aac": "AAC",
+    "flac": "FLAC", "pcm": "PCM", "mp4": "MP4",
+}
+
+
+def readable_options(field: dict[str, Any]) -> None:
+    """A select's options and its "Default:" in words a person uses (OPTION_LABELS), where the capability left
+    the raw value."""
+    if field.get("kind") != "select":
+        return
+    for option in field["options"]:
+        if option["label"] == option["value"] and option["value"] in OPTION_LABELS:
+            option["label"] = OPTION_LABELS[option["value"]]
+    if field.get("has_default"):
+        field["default_text"] = next((o["label"] for o in field["options"] if o["value"] == field["default"]),
+                                     field.get("default_text", ""))
+
+
 def readable_label(name: str, label: str) -> str:
     """The label a person reads: a capability's own title, else ours, else the name in a sentence."""
     machine = name.replace("_", " ")
@@ -240,6 +265,7 @@ def _capability_cards(actor: Actor, spec: dict[str, Any], problems: dict[str, st
                             organization_id=actor.organization.pk)  # pickers of the organization's own objects
         for f in fields:
             f["label"] = readable_label(f["name"], f.get("label") or "")
+            readable_options(f)
         tool_approval = binding.get("tool_approval") or {}
         overrides = binding.get("tool_overrides") or {}
         tools = [
