@@ -312,8 +312,11 @@ def _unknown_tool(cap: Capability, tool_id: str, declared: set[str]) -> str:
 def _check_secret(problem, base, cap, binding, organization, can_view_secret, secret_model) -> None:
     path = f"{base}.secret_id"
     if not binding.secret_id:
-        kind = cap.key.kind if cap.key else "key"
-        problem(path, f"{cap.name} needs a {kind} secret: choose one of this organization's secrets.")
+        from agenticos.models import SecretKind
+
+        # The kind by its name for people ("API key"), never its stored value ("api_key"): the Builder shows this.
+        kind = dict(SecretKind.choices).get(cap.key.kind, cap.key.kind) if cap.key else "key"
+        problem(path, f"{cap.name} needs a key from the vault ({kind}): choose one of this organization's secrets.")
         return
     try:
         secret_pk = uuid.UUID(str(binding.secret_id))

@@ -101,8 +101,9 @@ def reference_problems(
     realtime_id = data.get("realtime_profile_id")
     if realtime_id and not ModelProfile.objects.filter(organization=org, pk__in=uuids([realtime_id]),
                                                        kind=ModelProfile.Kind.REALTIME).exists():
-        problems.append(problem("realtime_profile_id", f"No realtime voice model profile {realtime_id} in this "
-                                                        "organization."))
+        # Said without the id: the Builder shows it at the Voice card's picker, where a person reads names.
+        problems.append(problem("realtime_profile_id", "The voice model for calls is not one of this "
+                                                        "organization's realtime voice models: choose another, or none."))
 
     bindings = list_field(data, "capabilities")
     seen: set[str] = set()

@@ -213,6 +213,31 @@ PEOPLE_LABELS: dict[str, str] = {
 }
 
 
+# Options named for people. A select whose capability gave no labels shows its values ("xai", "png", "auto");
+# these are the names people know them by. A label a capability wrote wins; a model's or region's id stays as is.
+OPTION_LABELS: dict[str, str] = {
+    "openai": "OpenAI", "google": "Google", "elevenlabs": "ElevenLabs", "alibaba": "Alibaba Cloud",
+    "byteplus": "BytePlus", "xai": "xAI", "anthropic": "Anthropic",
+    "low": "Low", "medium": "Medium", "high": "High", "auto": "Automatic",
+    "transparent": "Transparent", "opaque": "Opaque",
+    "png": "PNG", "webp": "WebP", "jpeg": "JPEG", "mp3": "MP3", "wav": "WAV", "opus": "Opus", "aac": "AAC",
+    "flac": "FLAC", "pcm": "PCM", "mp4": "MP4",
+}
+
+
+def readable_options(field: dict[str, Any]) -> None:
+    """A select's options and its "Default:" in words a person uses (OPTION_LABELS), where the capability left
+    the raw value."""
+    if field.get("kind") != "select":
+        return
+    for option in field["options"]:
+        if option["label"] == option["value"] and option["value"] in OPTION_LABELS:
+            option["label"] = OPTION_LABELS[option["value"]]
+    if field.get("has_default"):
+        field["default_text"] = next((o["label"] for o in field["options"] if o["value"] == field["default"]),
+                                     field.get("default_text", ""))
+
+
 def readable_label(name: str, label: str) -> str:
     """The label a person reads: a capability's own title, else ours, else the name in a sentence."""
     machine = name.replace("_", " ")
@@ -243,6 +268,7 @@ def _capability_cards(actor: Actor, spec: dict[str, Any], problems: dict[str, st
                             organization_id=actor.organization.pk)  # pickers of the organization's own objects
         for f in fields:
             f["label"] = readable_label(f["name"], f.get("label") or "")
+            readable_options(f)
         tool_approval = binding.get("tool_approval") or {}
         overrides = binding.get("tool_overrides") or {}
         tools = [
@@ -375,6 +401,7 @@ def builder_context(actor: Actor, agent: Agent, level: str, *, diff: dict | None
         "mcp_notice": mcp_tool_notice(actor, spec),
         "memory_clear": memory_clear_context(actor, agent, spec, level),
         "voice_card": voice_card(spec),  # the Voice card: what a call can do (calls.service)
+        "realtime_picker": realtime_picker(actor, spec),
         "approval_modes": APPROVAL_MODES,
         "model_profiles": ModelProfile.objects.filter(organization=actor.organization, kind=ModelProfile.Kind.CHAT),
         "budget": "" if budget is None else budget,
@@ -406,6 +433,7 @@ BASICS_ANCHORS: dict[str, tuple[str, Any]] = {
     "max_steps": ("b-max-steps", gettext_lazy("Most steps per answer")),
     "collection_ids": ("cap-knowledge", gettext_lazy("Knowledge: collections it searches")),
     "starter_prompts": ("b-starters", gettext_lazy("Starter prompts")),
+    "realtime_profile_id": ("v-realtime", gettext_lazy("Voice model for calls")),
 }
 
 
@@ -556,6 +584,47 @@ def save_basics(request: HttpRequest, actor: Actor, agent_id: Any) -> HttpRespon
         return _render_invalid(request, actor, agent, exc, typed=spec)
     messages.success(request, _("Draft saved."))
     return _back(agent, "basics")
+
+
+def realtime_picker(actor: Actor, spec: dict[str, Any]) -> dict[str, Any]:
+    """The Voice card's choice of realtime model: only the organization's realtime-kind profiles (a chat or
+    embedding profile cannot carry a call). Unset, a call uses the organization's first realtime profile by label
+    (calls.service.realtime_profile), so the empty choice says which one that is — or that there is none."""
+    profiles = list(ModelProfile.objects.filter(organization=actor.organization, kind=ModelProfile.Kind.REALTIME)
+                    .order_by("label").only("pk", "label", "model"))
+    chosen = str(spec.get("realtime_profile_id") or "")
+    return {
+        "profiles": profiles, "chosen": chosen,
+        "first": profiles[0] if profiles else None,
+        # A draft naming one that is gone (or was never realtime, set through YAML): said, not silently shown as unset.
+        "missing": bool(chosen) and all(str(p.pk) != chosen for p in profiles),
+    }
+
+
+@post_form("console:builder")
+@console_view("agents:view")
+def save_voice(request: HttpRequest, actor: Actor, agent_id: Any) -> HttpResponse:
+    """The Voice card's realtime model, into the draft. Refused at its field unless it is one of this
+    organization's realtime profiles: the publish check would catch it too, but a draft should not take a choice
+    the picker never offered (a chat profile's id posted by hand)."""
+    agent, _level = _agent(actor, agent_id)
+    require_agent_access(actor, agent, EDIT)  # a viewer is refused as such, before the choice is judged
+    wanted = (request.POST.get("realtime_profile_id") or "").strip()
+    if wanted and not (
+        _is_uuid(wanted) and ModelProfile.objects.filter(organization=actor.organization, pk=wanted,
+                                                         kind=ModelProfile.Kind.REALTIME).exists()
+    ):
+        message = _("Choose one of this organization's realtime voice models, or none.")
+        return _render_invalid(request, actor, agent, Invalid(message, details={"problems": [
+            {"field": "spec.realtime_profile_id", "message": message}]}))
+    spec = dict(agent.draft_spec or {})
+    spec["realtime_profile_id"] = wanted or None
+    try:
+        agent_services.update_agent(actor=actor, agent=agent, spec=spec)
+    except Invalid as exc:
+        return _render_invalid(request, actor, agent, exc)
+    messages.success(request, _("Voice model saved in the draft."))
+    return _back(agent, "voice")
 
 
 @post_form("console:builder", keep=("agent_id",))

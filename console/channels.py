@@ -249,7 +249,9 @@ def _page_context(actor: Actor, **extra: Any) -> dict[str, Any]:
 
 
 def _stt_choices() -> list[tuple[str, str]]:
-    return [(f"{p}:{m}", f"{p} · {m}") for p, entry in services.STT_CATALOG.items() for m in entry["models"]]
+    """Each voice-note model under its provider's name as people know it ("OpenAI · whisper-1"), not its id."""
+    return [(f"{p}:{m}", f"{entry['label']} · {m}") for p, entry in services.STT_CATALOG.items()
+            for m in entry["models"]]
 
 
 # ------------------------------------------------------------------ forms

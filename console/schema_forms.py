@@ -19,6 +19,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from django.utils.translation import gettext as _
+
 ADVANCED_NAME = re.compile(r"(max|min|limit|threshold|timeout|ttl|cache|prompt|chars|retries|window|memory)", re.I)
 UNSET = ""
 APPROVALS = ("default", "required", "never")
@@ -224,8 +226,21 @@ def fields_for(schema: dict[str, Any], config: dict[str, Any], *, prefix: str, e
             field["value"] = "" if value is None else json.dumps(value, indent=2)
         else:
             field["value"] = "" if value is None else str(value)
+        field["default_text"] = _default_text(field, default)
         fields.append(field)
     return fields
+
+
+def _default_text(field: dict[str, Any], default: Any) -> str:
+    """The default as a person reads it in the help: a select's label (not its value), a checkbox's "on"/"off"
+    (not Python's True/False), else the value itself."""
+    if default is None:
+        return ""
+    if field["kind"] == "checkbox":
+        return str(_("on") if default else _("off"))
+    if field["kind"] == "select":
+        return next((o["label"] for o in field["options"] if o["value"] == str(default)), str(default))
+    return field["default"]
 
 
 def config_from_post(schema: dict[str, Any], post: Any) -> dict[str, Any]:

@@ -75,6 +75,7 @@ urlpatterns = [
     path("agents/<uuid:agent_id>/", builder.builder, name="builder"),
     path("agents/<uuid:agent_id>/basics", builder.save_basics, name="builder-basics"),
     path("agents/<uuid:agent_id>/toolbox/<str:capability_id>", builder.save_capability, name="builder-capability"),
+    path("agents/<uuid:agent_id>/voice", builder.save_voice, name="builder-voice"),
     path("agents/<uuid:agent_id>/memory/clear", builder.clear_memory, name="builder-memory-clear"),
     path("agents/<uuid:agent_id>/publish", builder.publish, name="builder-publish"),
     path("agents/<uuid:agent_id>/promote", builder.promote, name="builder-promote"),

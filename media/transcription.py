@@ -26,13 +26,13 @@ logger = logging.getLogger(__name__)
 
 MAX_AUDIO_BYTES = 25 * 1024 * 1024  # the endpoint's own limit
 
-# The providers with an OpenAI-compatible transcription endpoint, their home and their models.
+# The providers with an OpenAI-compatible transcription endpoint, their name for people, their home and their models.
 STT_CATALOG: dict[str, dict[str, Any]] = {
-    "openai": {"base_url": "https://api.openai.com/v1", "models": ["whisper-1", "gpt-4o-transcribe",
+    "openai": {"label": "OpenAI", "base_url": "https://api.openai.com/v1", "models": ["whisper-1", "gpt-4o-transcribe",
                                                                    "gpt-4o-mini-transcribe"]},
-    "groq": {"base_url": "https://api.groq.com/openai/v1", "models": ["whisper-large-v3",
+    "groq": {"label": "Groq", "base_url": "https://api.groq.com/openai/v1", "models": ["whisper-large-v3",
                                                                       "whisper-large-v3-turbo"]},
-    "mistral": {"base_url": "https://api.mistral.ai/v1", "models": ["voxtral-mini-latest"]},
+    "mistral": {"label": "Mistral AI", "base_url": "https://api.mistral.ai/v1", "models": ["voxtral-mini-latest"]},
 }
 
 

@@ -538,7 +538,8 @@ CAPABILITY = Capability(
     voice="hand_off",
     key=KeyRequirement(kind="api_key", description="The hosted browser's key, or the proxy's username:password",
                        required_when=lambda config: getattr(config, "connection", "") == "hosted",
-                       when="when connection is hosted"),
+                       when="only with a hosted browser service (a proxy may take one too); this deployment's "
+                            "browser needs none"),
     config_model=BrowserConfig,
     publish_check=browser_config.publish_problems,
     organization_check=browser_config.organization_problems,

@@ -25,10 +25,9 @@ class BrowserConfig(BaseModel):
                                                  "http://browser:9222.",
                          json_schema_extra={"x-advanced": True})
     allowed_domains: list[str] | None = Field(
-        default=None, description="Hosts the browser may be on (patterns like *.example.com); null = any public "
-                                  "host. An internal address only for a host the operator lists in "
-                                  "BROWSER_ALLOWED_PRIVATE_HOSTS.")
-    max_steps: int = Field(default=50, ge=1, le=200, description="Steps per browse_web call, each one model request.")
+        default=None, description="Hosts the browser may be on (patterns like *.example.com); empty: any public host. "
+                                  "An internal address only for a host this deployment's operator allows.")
+    max_steps: int = Field(default=50, ge=1, le=200, description="Steps per browse, each one model request.")
     vision: bool = Field(default=False, description="Also send each step's screenshot to the model.")
     candidate_cap: int = Field(default=60, ge=2, le=200, description="How many elements one step may offer.")
     preview: bool = Field(default=True, description="Send the browser's view to the chat while it browses (a small "
@@ -36,7 +35,7 @@ class BrowserConfig(BaseModel):
     preview_width: int = Field(default=1024, ge=320, le=1920,
                                description="The width of the page, in pixels, and so of the view's frames.")
     step_model_profile_id: str | None = Field(
-        default=None, description="A model profile browse_web asks at each step instead of the agent's model.")
+        default=None, description="A model profile asked at each browsing step instead of the agent's model.")
     connection: Literal["built_in", "proxy", "hosted"] = Field(default="built_in", json_schema_extra={
         "x-enum-labels": {"built_in": "This deployment's browser", "proxy": "Through a proxy",
                           "hosted": "A hosted browser"}})
@@ -48,8 +47,8 @@ class BrowserConfig(BaseModel):
     timezone: str = Field(default="", description="An IANA time zone the browser declares.")
     locale: str = Field(default="", description="A language tag like pl-PL (Accept-Language, navigator.language).")
     run_in_background: bool = Field(
-        default=True, description="Let the model leave a browse_web running and read its result when it arrives "
-                                  "(run_in_background), instead of always waiting for it.")
+        default=True, description="Let the model leave a browse running and read its result when it arrives, instead "
+                                  "of always waiting for it.")
 
     @field_validator("allowed_domains")
     @classmethod

@@ -61,8 +61,7 @@ class CodingAgentConfig(BaseModel):
                                                       "token)", "codex": "Codex (an OpenAI key or a ChatGPT "
                                                                                  "sign-in)"}))
     access: Literal["edit", "read_only"] = Field(
-        default="edit", description="edit changes files and runs commands; read_only reads the code and answers "
-                                    "(Claude Code only).",
+        default="edit", description="Read only answers from the code without changing it (Claude Code only).",
         json_schema_extra=enum_labels({"edit": "Edit files and run commands", "read_only": "Read only"}))
     model: str | None = Field(default=None, max_length=100, description="Empty: the harness's own default.")
     base_url: str | None = Field(default=None, max_length=500,
@@ -637,8 +636,8 @@ CAPABILITY = Capability(
     ),
     never_does=(
         "It never runs outside the agent's sandbox, never reaches any network address but its model's API, "
-        "never puts the key on a command line, and never starts a task once a budget is used up; read_only "
-        "never edits a file or runs a command."
+        "never puts the key on a command line, and never starts a task once a budget is used up; with "
+        "“Read only” it never edits a file or runs a command."
     ),
     tools=(TOOL,),
     scopes=("sandbox:execute",),

@@ -32,7 +32,7 @@ class ContextConfig(BaseModel):
     modes: dict[str, Literal["inject", "link"]] = Field(
         default_factory=dict, description="Per bound file id: override the file's own mode for this agent."
     )
-    read_tool_enabled: bool = Field(default=True, description="Offer list_context/read_context for link files.")
+    read_tool_enabled: bool = Field(default=True, description="Offer the tools that list and read the files a link points to.")
 
 
 @dataclass(frozen=True)

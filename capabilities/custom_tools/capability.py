@@ -181,7 +181,7 @@ CAPABILITY = Capability(
     ),
     tools=(READ_TOOL,),
     tools_note=("Its tools are this organization's custom tools assigned to the agent, each named and described "
-                "by its own definition, plus read_tool_result for a response too big to show whole."),
+                "by its own definition, plus one that reads a response too big to show whole."),
     config_model=CustomToolsConfig,
     build=build,
 )

@@ -253,8 +253,9 @@ CAPABILITY = Capability(
         "Get the legal reviewer's opinion on this clause.",
     ),
     never_does=(
-        "It never lends a delegate this agent's capabilities or keys beyond what share_with_delegates names, "
-        "never lets a delegate go deeper than max_depth or more run at once than max_fanout, and never "
+        "It never lends a delegate this agent's capabilities or keys beyond what “Share with delegates” names, "
+        "never lets a delegate go deeper than “Most levels of delegation” or more run at once than “Most "
+        "delegates at once”, and never "
         "keeps a specialist the model wrote beyond the run."
     ),
     tools=TOOLS,

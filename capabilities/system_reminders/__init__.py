@@ -269,7 +269,7 @@ CAPABILITY = Capability(
     ),
     never_does=(
         "It never writes a reminder into the conversation (only its counters are kept), and never calls a "
-        "model except for llm_reminder, metered on the run."
+        "model except when “Let the model write reminders” is on, metered on the run."
     ),
     tools=(),
     tools_note="No tools on purpose: it adds guidance to the end of a model request instead of offering the "

@@ -43,7 +43,7 @@ from pydantic_ai_harness.tool_output_limits import (
 )
 
 from agenticos.tenancy import parse_uuid
-from capabilities.base import BuildContext, Built, Capability, ToolDecl, tool_text
+from capabilities.base import BuildContext, Built, Capability, ToolDecl, enum_labels, tool_text
 from workspaces import store as workspace_store
 
 
@@ -199,12 +199,16 @@ def run_store(deps: Any) -> RunSpillStore:
 class ToolOutputLimitsConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    action: Literal["spill", "truncate", "summarize"] = "spill"
+    action: Literal["spill", "truncate", "summarize"] = Field(default="spill", json_schema_extra=enum_labels({
+        "spill": "Set it aside in a file the agent reads in slices", "truncate": "Cut it short",
+        "summarize": "Summarise it with a model"}))
     threshold: int | None = Field(default=None, ge=1000, le=10_000_000,
-                                  description="Size from which a return is reduced (60000; 15000 with over_tokens).")
+                                  description="Size from which a result is reduced; empty: 60000 characters, or "
+                                              "15000 tokens when sizes are counted in tokens.")
     over_tokens: bool = False
     max_chars: int | None = Field(default=None, ge=100, le=1_000_000)
-    truncation_strategy: Literal["head", "tail", "head_tail"] = "head_tail"
+    truncation_strategy: Literal["head", "tail", "head_tail"] = Field(default="head_tail", json_schema_extra=enum_labels(
+        {"head": "Keep the start", "tail": "Keep the end", "head_tail": "Keep the start and the end"}))
     strip_ansi: bool = False
     summary_prompt: str | None = Field(default=None, max_length=4000)
 
@@ -294,7 +298,8 @@ CAPABILITY = Capability(
     ),
     never_does=(
         "It never keeps a set-aside result beyond its run: it is deleted shortly after the run ends. With a "
-        "workspace it is a file there (tool_output/), which other runs sharing that workspace can see until then."
+        "workspace it is a file in its tool output folder, which other runs sharing that workspace can see "
+        "until then."
     ),
     tools=(READ_TOOL,),
     config_model=ToolOutputLimitsConfig,

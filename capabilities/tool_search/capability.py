@@ -80,8 +80,8 @@ CAPABILITY = Capability(
         " and they keep their names and approval rules."
     ),
     tools=(),
-    tools_note=("No tools, on purpose: its search_tools function appears only while it wraps MCP tools that "
-                "wait to be found; on its own it declares nothing."),
+    tools_note=("No tools, on purpose: its search tool appears only while it wraps MCP tools that wait to "
+                "be found; on its own it declares nothing."),
     config_model=ToolSearchConfig,
     # A call's tools are fixed when it connects, so a call gets its MCP tools directly (spec: "descartada").
     voice="never",

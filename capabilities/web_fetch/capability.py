@@ -46,7 +46,7 @@ class WebFetchConfig(BaseModel):
     method: Literal["local", "native", "auto"] = Field(default="local", json_schema_extra={"x-enum-labels": {
         "local": "This deployment", "native": "Model provider", "auto": "Automatic"}})
     max_content_chars: int = Field(default=50_000, ge=1000, le=200_000)
-    allowed_domains: list[str] | None = Field(default=None, description="Bare host names the agent may read; null = any.")
+    allowed_domains: list[str] | None = Field(default=None, description="Bare host names the agent may read; empty: any.")
     blocked_domains: list[str] | None = Field(default=None, description="Bare host names it may never read.")
 
     @field_validator("allowed_domains")

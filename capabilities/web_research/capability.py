@@ -163,9 +163,10 @@ CAPABILITY = Capability(
     ),
     tools=(ToolDecl.from_function(web_search),),
     scopes=("web:read",),
-    key=KeyRequirement(kind="api_key", description="The search service's API key (Tavily, Brave or Exa).",
+    key=KeyRequirement(kind="api_key", description="The search service's API key",
                        required_when=lambda config: getattr(config, "method", "") in PAID,
-                       when="when method is tavily, brave or exa"),
+                       # Read by people (the Builder's card, the catalog): the service by its name, not the option value.
+                       when="only with Tavily, Brave Search or Exa; DuckDuckGo, the default, needs no key"),
     config_model=WebResearchConfig,
     build=build,
 )

@@ -678,11 +678,11 @@ def test_the_server_field_says_the_operators_choice_about_private_servers(client
     refused, and accepted once listed."""
     settings.CHANNEL_ALLOWED_PRIVATE_HOSTS = []
     owner_page = client_as(owner, org).get("/channels/").content.decode()
-    assert "data-server-help" in owner_page and "a Mattermost behind a VPN" in owner_page
+    assert "data-server-help" in owner_page and "A Mattermost server on a private or local address (behind a VPN" in owner_page
     assert "No private host is allowed now" in owner_page and "CHANNEL_ALLOWED_PRIVATE_HOSTS" in owner_page
     builder_client = client_as(builder, org)
     builder_page = builder_client.get("/channels/").content.decode()
-    assert "a Mattermost behind a VPN" in builder_page and "CHANNEL_ALLOWED_PRIVATE_HOSTS" not in builder_page
+    assert "(behind a VPN" in builder_page and "CHANNEL_ALLOWED_PRIVATE_HOSTS" not in builder_page
 
     token = "mattermost-bot-token-654321"
     refused = add_bot(builder_client, platform="mattermost", token=token, api_base_url="https://10.20.0.5",
