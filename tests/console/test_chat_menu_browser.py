@@ -60,6 +60,7 @@ def test_the_chat_heads_menu_by_keyboard_then_rename_tags_and_pin(live_server_ur
     # The old separate controls are gone from the head: one button holds them.
     assert page.locator(".chat-head").get_by_text("Delete conversation").count() == 0
     assert not menu.is_visible()
+    assert "{#" not in page.locator("main").inner_text()  # a template comment never shows
 
     # Keyboard: Enter opens on the first item; the arrows move and wrap; Home/End; a letter jumps; Escape closes
     # and the focus is back on the button.
