@@ -199,18 +199,18 @@ function setUpConfirm() {
 const LINGER_MS = 6000;
 let seen = false;
 
-function dismiss(toast) {
-  if (!toast.isConnected || toast.classList.contains("leaving")) return;
-  toast.classList.add("leaving");
-  const gone = function () { toast.remove(); };
-  toast.addEventListener("animationend", gone, {once: true});
+function dismiss(note) {
+  if (!note.isConnected || note.classList.contains("leaving")) return;
+  note.classList.add("leaving");
+  const gone = function () { note.remove(); };
+  note.addEventListener("animationend", gone, {once: true});
   setTimeout(gone, 400);  // reduced motion (no animation) or a hidden tab (no animation frame): it goes all the same
 }
 
-function arm(toast, region) {
-  if (!toast.classList.contains("flash-error")) {
-    toast._start = function () { setTimeout(function () { dismiss(toast); }, LINGER_MS); };
-    if (seen) toast._start();
+function arm(note, region) {
+  if (!note.classList.contains("flash-error")) {
+    note._start = function () { setTimeout(function () { dismiss(note); }, LINGER_MS); };
+    if (seen) note._start();
     return;
   }
   const close = document.createElement("button");
@@ -219,18 +219,18 @@ function arm(toast, region) {
   close.setAttribute("data-toast-dismiss", "");
   close.setAttribute("aria-label", region.getAttribute("data-dismiss-label") || "Dismiss");
   close.textContent = "×";
-  close.addEventListener("click", function () { dismiss(toast); });
-  toast.appendChild(close);
+  close.addEventListener("click", function () { dismiss(note); });
+  note.appendChild(close);
 }
 
 function setUpToasts() {
   const region = document.querySelector("[data-toasts]");
   if (!region) return;
-  region.querySelectorAll("[data-toast]").forEach(function (toast) { arm(toast, region); });
+  region.querySelectorAll("[data-toast]").forEach(function (note) { arm(note, region); });
   const first = function () {
     if (seen) return;
     seen = true;
-    region.querySelectorAll("[data-toast]").forEach(function (toast) { if (toast._start) toast._start(); });
+    region.querySelectorAll("[data-toast]").forEach(function (note) { if (note._start) note._start(); });
   };
   ["pointermove", "pointerdown", "keydown", "touchstart", "wheel"].forEach(function (kind) {
     window.addEventListener(kind, first, {once: true, passive: true});
