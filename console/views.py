@@ -126,7 +126,9 @@ def rename_conversation_view(request: HttpRequest, actor: Actor, conversation_id
 @console_view("agents:run")
 def pin_conversation_view(request: HttpRequest, actor: Actor, conversation_id: Any) -> HttpResponse:
     """Pin one's own conversation to the top of the list, or unpin it (`pinned` = "1" / "0")."""
-    pin_conversation(actor=actor, conversation_id=conversation_id, pinned=request.POST.get("pinned") == "1")
+    pinned = request.POST.get("pinned") == "1"
+    pin_conversation(actor=actor, conversation_id=conversation_id, pinned=pinned)
+    messages.success(request, _("Pinned to the top of the list.") if pinned else _("Unpinned."))
     return _back_to_chat(request, conversation_id)
 
 
@@ -149,6 +151,8 @@ def tag_conversation_view(request: HttpRequest, actor: Actor, conversation_id: A
                          tags=request.POST.get("tags", "").split(","))
     except Invalid as exc:
         messages.error(request, exc.message)
+    else:
+        messages.success(request, _("The tags were saved."))
     return _back_to_chat(request, conversation_id)
 
 

@@ -2,7 +2,7 @@
 the composer fixed at the bottom", "dark mode following the system setting", deleting a conversation): with a long
 conversation the composer is in view whatever the scroll, its attach button and Send beside the text; the system's
 dark setting darkens the chat (page, the person's message, the composer); a conversation is deleted from its own
-page with its files. No sideways scroll, no console error."""
+page with its files (the head's menu, then the confirmation dialog). No sideways scroll, no console error."""
 
 from __future__ import annotations
 
@@ -80,8 +80,10 @@ def test_a_person_deletes_a_conversation_from_its_page(live_server_url, browser,
     context, page, errors = chat_at(browser, live_server_url, "deleter@example.com", width, f"/chat/{doomed.pk}/")
     page.wait_for_selector(".turn-assistant")
 
-    press(page.locator(".chat-delete summary"), width)
-    confirm = page.get_by_role("button", name="Delete it, with its files")
+    # Delete is the last item of the head's "…" menu; it asks first, in the page's own dialog.
+    press(page.get_by_role("button", name="Conversation actions"), width)
+    press(page.get_by_role("menuitem", name="Delete…"), width)
+    confirm = page.get_by_role("dialog").get_by_role("button", name="Delete it, with its files")
     box = confirm.bounding_box()
     assert box and box["x"] >= 0 and box["x"] + box["width"] <= width and box["height"] >= 32
     press(confirm, width)

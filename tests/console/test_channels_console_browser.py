@@ -153,8 +153,8 @@ def test_a_telegram_webhook_is_registered_with_a_button_and_viewers_and_outsider
 
         page.get_by_role("button", name="Resume").click()
         page.wait_for_selector('[data-connection="idle"]')
-        page.once("dialog", lambda dialog: dialog.accept())
         page.get_by_role("button", name="Delete").click()
+        page.get_by_role("dialog").get_by_role("button", name="Delete").click()  # the page's confirmation dialog
         page.wait_for_url(f"{live_server_url}/channels/")
         assert not ChannelBot.objects.filter(pk=bot.pk).exists()
         assert errors == []

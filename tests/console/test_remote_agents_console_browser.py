@@ -98,8 +98,8 @@ def test_a_builder_registers_and_deletes_a_remote_agent_a_viewer_reads_it_in_the
     # The builder deletes it.
     page.get_by_role("link", name="Weather Desk").click()
     page.wait_for_url(f"{base}/remote-agents/{row.pk}/")
-    page.once("dialog", lambda dialog: dialog.accept())
     page.get_by_role("button", name="Delete").click()
+    page.get_by_role("dialog").get_by_role("button", name="Delete").click()  # the page's confirmation dialog
     page.wait_for_url(f"{base}/remote-agents/")
     page.get_by_text("No remote agents yet.").wait_for()
     assert not RemoteAgent.objects.filter(pk=row.pk).exists()

@@ -43,7 +43,9 @@ def decided_run(org, owner, admin_user, agent):
 def test_it_shows_who_approved_each_call_when_and_each_steps_duration(client_as, org, owner, admin_user, decided_run):
     page = client_as(owner, org).get(f"/activity/runs/{decided_run.pk}/").content.decode()
     when = (decided_run.created_at + timedelta(seconds=6)).strftime("%Y-%m-%d %H:%M:%S")
-    assert f"approved by {admin_user.label} at {when}" in page and "looks safe" in page
+    # A detail: the date in the person's locale and zone once drawn (data-when="full"); the server's text before.
+    assert f'approved by {admin_user.label} at <time datetime=' in page and f'data-when="full">{when}</time>' in page
+    assert "looks safe" in page
     assert f"rejected by {admin_user.label}" in page and "send_email" in page
     assert "1.50 s" in page and "6.00 s" in page
     assert "Worked 12.00 s" in page and "Waited 2.00 s in the queue" in page

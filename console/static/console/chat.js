@@ -11,6 +11,10 @@ import {loadFiles} from "./chat/files.js";
 import {setUpComposer, sendText} from "./chat/composer.js";
 
 if (S) {
+  // The conversation's skeleton (chat.html) goes before the first drawing: the renderer keys turns by position.
+  root.querySelectorAll("[data-transcript] > [data-skeleton]").forEach(function (el) { el.remove(); });
+  const transcript = root.querySelector("[data-transcript]");
+  if (transcript) transcript.setAttribute("aria-busy", "false");
   setUpRenderer();
   setUpComposer();
   // A reopened conversation opens exactly one past step: the last call of the latest turn that used a tool.

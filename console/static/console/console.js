@@ -1,6 +1,8 @@
 // Small behaviours shared by every console page (no framework): the organization switch, the navigation drawer,
-// Copy buttons, and a question before a form that deletes (data-confirm: no handler in the markup, which the
-// Content-Security-Policy would refuse).
+// Copy buttons; menus, dialogs, the question before a form that deletes (data-confirm), toasts and skeletons are
+// ui.js's. No handler in the markup, which the Content-Security-Policy would refuse.
+import {setUpInterface, toast} from "./ui.js";
+
 function setUpPage() {
   document.documentElement.classList.add("js");
   document.addEventListener("change", function (event) {
@@ -34,10 +36,6 @@ function setUpPage() {
   window.addEventListener("resize", function () {
     if (document.body.classList.contains("nav-open") && window.matchMedia("(min-width: 821px)").matches) setNav(false, false);
   });
-  document.addEventListener("submit", function (event) {
-    const form = event.target;
-    if (form.matches && form.matches("form[data-confirm]") && !window.confirm(form.getAttribute("data-confirm"))) event.preventDefault();
-  });
   document.addEventListener("click", function (event) {
     const button = event.target.closest ? event.target.closest("[data-copy]") : null;
     if (!button) return;
@@ -47,6 +45,8 @@ function setUpPage() {
     if (navigator.clipboard) {
       navigator.clipboard.writeText(text).then(function () {
         button.setAttribute("data-copied", "true");
+        const region = document.querySelector("[data-toasts]");
+        if (region) toast(region.getAttribute("data-copied-label"), "success");
         setTimeout(function () { button.removeAttribute("data-copied"); }, 1500);
       });
     }
@@ -54,3 +54,4 @@ function setUpPage() {
 }
 
 setUpPage();
+setUpInterface();
