@@ -198,7 +198,9 @@ def chat(request: HttpRequest, actor: Actor, conversation_id: str | None = None)
             "socket": "/ws/chat/",
             "chat": reverse("console:chat"),
             "turns": reverse("console:chat-turns", args=["00000000-0000-0000-0000-000000000000"]),
-            "workspace": reverse("conversation-workspace", args=["00000000-0000-0000-0000-000000000000"]),
+            # The files panel reads the workspace API, which asks `agents:run`: a viewer gets no panel (not a 403).
+            "workspace": (reverse("conversation-workspace", args=["00000000-0000-0000-0000-000000000000"])
+                          if actor.has("agents:run") else None),
             "decide": reverse("console:approval-decide", args=["00000000-0000-0000-0000-000000000000"]),
         },
         "strings": chat_strings(),

@@ -16,6 +16,7 @@ POST_ACTION = "a form's POST action (redirects back to its page)"
 NOT_PAGES: dict[str, str] = {
     "console:chat-archive": POST_ACTION,
     "console:chat-tags": POST_ACTION,
+    "console:builder-voice": POST_ACTION,
     "console-triggers:describe": "JSON: the schedule in words",
     "console-triggers:action": POST_ACTION,
     "sandbox-settings-default": POST_ACTION,
