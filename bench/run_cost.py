@@ -65,22 +65,66 @@ def one_round(agent_id: str, n: int, profile: str = "") -> tuple[float, float, d
     loop = runs_loop().loop
     if profiler is not None:
         asyncio.run_coroutine_threadsafe(_call(profiler.enable), loop).result()
+    threads_before, collected_before = thread_cpu(), dict(_COLLECTOR)
     cpu, wall = time.process_time(), time.monotonic()
     futures = [start(run_id) for run_id in ids]
     for future in futures:
         future.result(timeout=600)
     spent, took = (time.process_time() - cpu) * 1000 / n, time.monotonic() - wall
+    threads_after = thread_cpu()
     if profiler is not None:
         asyncio.run_coroutine_threadsafe(_call(profiler.disable), loop).result()
         profiler.dump_stats(profile)
     statuses: dict[str, int] = {}
     for status in Run.objects.filter(pk__in=ids).values_list("status", flat=True):
         statuses[status] = statuses.get(status, 0) + 1
+    statuses["collector CPU ms per run (collections)"] = {  # type: ignore[assignment]
+        generation: (round((_COLLECTOR[generation][1] - collected_before[generation][1]) * 1000 / n, 1),
+                     _COLLECTOR[generation][0] - collected_before[generation][0]) for generation in _COLLECTOR}
+    statuses["CPU ms per run by thread"] = {  # type: ignore[assignment]
+        name: round((threads_after[name] - threads_before.get(name, 0.0)) * 1000 / n, 1) for name in threads_after}
     statuses["channel-layer messages per run"] = round((_GROUP_SENDS[0] - sent_before) / n, 1)  # type: ignore[assignment]
     return spent, took, statuses
 
 
 _GROUP_SENDS = [0]
+
+
+_COLLECTOR: dict[int, tuple[int, float]] = {0: (0, 0.0), 1: (0, 0.0), 2: (0, 0.0)}
+
+
+def time_collections() -> None:
+    """Count the cyclic collector's passes per generation and the CPU they take (on whichever thread runs them)."""
+    import gc
+
+    started = [0.0]
+
+    def timed(phase: str, info: dict) -> None:
+        if phase == "start":
+            started[0] = time.thread_time()
+        else:
+            count, spent = _COLLECTOR[info["generation"]]
+            _COLLECTOR[info["generation"]] = (count + 1, spent + time.thread_time() - started[0])
+
+    gc.callbacks.append(timed)
+
+
+def thread_cpu() -> dict[str, float]:
+    """CPU seconds so far of this process's threads, summed by kind (the runs loop, its ORM threads, the rest):
+    which of them a change moves (Linux /proc)."""
+    import threading
+
+    kinds = {thread.native_id: ("loop" if thread.name == "runs-loop" else "db" if thread.name.startswith("run-db")
+                                else "other") for thread in threading.enumerate()}
+    totals: dict[str, float] = {"loop": 0.0, "db": 0.0, "other": 0.0}
+    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
+        try:
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        kind = kinds.get(int(task.name), "other")
+        totals[kind] += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return totals
 
 
 def count_group_sends() -> None:
@@ -136,8 +180,13 @@ def main() -> None:
         agent_id = setup_agent(port)
         count_group_sends()
         one_round(agent_id, 2)  # warm: imports, the pool's connections, the model's client
+        from agenticos import gc_tuning
+
+        tuned = gc_tuning.tune()  # what a runs worker does once it is ready (config/celery.py)
+        time_collections()
         print(f"machine: {platform.node()} {platform.machine()} {os.cpu_count()} cores, Python "
-              f"{platform.python_version()}; {args.runs} runs at once, in-process runs loop")
+              f"{platform.python_version()}; {args.runs} runs at once, in-process runs loop; "
+              f"collector thresholds {tuned or 'CPython defaults'}")
         figures = []
         for index in range(args.rounds):
             load = os.getloadavg()[0]

@@ -162,3 +162,8 @@ application = ProtocolTypeRouter(
         "websocket": SameOriginSockets(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )
+
+from agenticos import gc_tuning  # noqa: E402
+
+# Everything daphne serves is imported now: the collector no longer re-examines it (agenticos/gc_tuning.py).
+gc_tuning.tune()

@@ -44,11 +44,14 @@ def _start_tracing_beat(**_kwargs) -> None:
 def _warm_up_the_runner(**_kwargs) -> None:
     """A worker's first run must not pay for importing every capability (see agents.runner.warm), nor for
     starting the runs loop."""
+    from agenticos import gc_tuning
     from agents.runner.loop import runs_loop
     from agents.runner.warm import warm_up
 
     warm_up()
     runs_loop()
+    # Once what the worker serves is imported: the collector no longer re-examines it (agenticos/gc_tuning.py).
+    gc_tuning.tune()
     # In a thread of its own: the messages it sends must not go out from inside the consumer's start-up (they
     # stayed unsent there until the beat's redelivery, bench/durability.py measured), and it holds nothing else.
     threading.Thread(target=_hand_back_what_a_dead_predecessor_held, name="hand-back", daemon=True).start()

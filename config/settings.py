@@ -603,6 +603,12 @@ RUN_MAX_RESUMES = _int("RUN_MAX_RESUMES", 3, minimum=0)
 # (Redis flushed, restarted empty, or down when the run was queued) is sent again by the beat's sweep — once per
 # this bound; the runs' claim makes a second message a no-op (agents.runner.finish.requeue_lost_runs).
 RUN_REDELIVER_AFTER = timedelta(seconds=_int("RUN_REDELIVER_SECONDS", 120, minimum=10))
+# Python's cyclic collector in the processes that serve runs (Celery workers, daphne): what they imported is frozen
+# out of its sight and the young generation is collected every this many allocations instead of 700 — with
+# hundreds of runs in flight the default thresholds cost a runs worker ~25 ms of CPU per run (agenticos/gc_tuning.py).
+# Empty keeps CPython's defaults — the default under tests, whose one process imports daphne's application and sends
+# worker_ready itself (tests/ops/test_gc_tuning.py sets it).
+GC_THRESHOLDS = env.str("GC_THRESHOLDS", default="" if TESTING else "50000,20,10")
 # The runs loop logs (and tests assert on) anything that keeps it from turning for this long.
 # The runs loop runs on uvloop (libuv) when it is installed; RUN_LOOP_UVLOOP=false keeps asyncio's own loop.
 RUN_LOOP_UVLOOP = env.bool("RUN_LOOP_UVLOOP", default=True)
