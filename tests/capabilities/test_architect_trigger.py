@@ -132,3 +132,14 @@ def test_a_member_gets_no_card_and_nobody_but_the_builder_accepts_it(org, owner,
     with pytest.raises(Forbidden):
         architect.accept_setup(actor_of(builder, org), run_id=call.run_id, call_id=call.tool_call_id, card=0)
     assert not Trigger.objects.exists() and Agent.objects.filter(organization=org).count() == 1
+
+
+def test_the_triggers_app_registers_the_handler_the_architect_uses():
+    """agents never imports triggers: the handler is registered from TriggersConfig.ready(), and a broken
+    registration fails here instead of a proposal quietly dropping its schedule."""
+    from agents import extensions
+    from triggers import proposed
+
+    handler = extensions.proposed_trigger()
+    assert (handler.problems, handler.describe, handler.create) == (proposed.problems, proposed.describe,
+                                                                    proposed.create)
