@@ -27,6 +27,10 @@ class AcceptedSerializer(serializers.Serializer):
     agent_id = serializers.UUIDField()
     name = serializers.CharField()
     builder_url = serializers.CharField()
+    trigger_id = serializers.UUIDField(allow_null=True, help_text="The schedule the setup carried, created on the "
+                                       "draft; it starts once the agent is published.")
+    trigger_refused = serializers.CharField(allow_blank=True, help_text="Why the draft was created without its "
+                                            "schedule (empty when it has none or it was created).")
 
 
 class ProposalAcceptView(OrgAPIView):
@@ -42,6 +46,8 @@ class ProposalAcceptView(OrgAPIView):
         fields = dict(data.validated_data)
         card = fields.pop("card")
         edits = {k: (str(v) if k == "monthly_budget_usd" and v is not None else v) for k, v in fields.items()}
-        agent = architect.accept(self.actor, run_id=run_id, call_id=call_id, card=card, edits=edits)
-        body = {"agent_id": agent.pk, "name": agent.name, "builder_url": reverse("console:builder", args=[agent.pk])}
+        accepted = architect.accept_setup(self.actor, run_id=run_id, call_id=call_id, card=card, edits=edits)
+        agent = accepted.agent
+        body = {"agent_id": agent.pk, "name": agent.name, "builder_url": reverse("console:builder", args=[agent.pk]),
+                "trigger_id": accepted.trigger_id, "trigger_refused": accepted.trigger_refused}
         return Response(AcceptedSerializer(body).data, status=status.HTTP_201_CREATED)

@@ -16,16 +16,17 @@ a model is there to run it) and records the skip.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
 from pydantic import ValidationError
 
 from agenticos import audit
-from agenticos.errors import Conflict, Invalid, NotFound
+from agenticos.errors import Conflict, Forbidden, Invalid, NotFound
 from agenticos.models import AuditEvent
 from agenticos.tenancy import Actor, parse_uuid
-from agents import services
+from agents import extensions, services
 from agents.models import Agent, ModelProfile, Provider, ToolCall
 
 SLUG = "architect"
@@ -42,12 +43,14 @@ Interview first, briefly — one or two questions at a time, with ask_user_quest
 1. What the agent is for: the job, and an example of a request it should handle.
 2. Who uses it: the person alone, their team, customers.
 3. Where it should answer: web chat, a chat app (Slack, Teams, Telegram, Mattermost), a hosted page or widget, \
-the API, or on a schedule.
+the API, or on a schedule (when, in which time zone, and what it should do each time).
 4. Which data and tools it needs: documents, a database, services such as GitHub or Linear, the web, code.
 
 Then call list_setup_options and design the setup from what it returns — only its model ids, collection ids, \
 capability ids and key ids; a document the organization does not have yet goes in knowledge_to_upload. Keep the \
-monthly budget within the organization's. Write the agent's instructions in the second person ("You are…"), \
+monthly budget within the organization's. When the agent should run by itself, give the setup one `trigger`: a \
+name, the prompt each run receives, exactly one of `cron` (5 fields) or `every_seconds` (at least 60), and an IANA \
+`timezone`; for anything else say in `where` where it answers. Write the agent's instructions in the second person ("You are…"), \
 specific to the job, with what it must never do.
 
 Propose with propose_setup: one card of kind "agent" with the whole setup, and, when the agent needs a service \
@@ -136,12 +139,28 @@ def skip_welcome(actor: Actor) -> None:
 # ------------------------------------------------------------------ accepting a proposal
 
 
+@dataclass(frozen=True)
+class Accepted:
+    agent: Agent
+    # The schedule the setup carried, created on the draft (its id), or why it was not (the draft is kept).
+    trigger_id: str | None = None
+    trigger_refused: str = ""
+
+
 def accept(actor: Actor, *, run_id: Any, call_id: Any, card: int, edits: dict[str, Any] | None = None) -> Agent:
+    return accept_setup(actor, run_id=run_id, call_id=call_id, card=card, edits=edits).agent
+
+
+def accept_setup(actor: Actor, *, run_id: Any, call_id: Any, card: int,
+                 edits: dict[str, Any] | None = None) -> Accepted:
     """Accept one agent card of a propose_setup call in the person's own run: the setup (with the person's edits)
-    is checked again as the person stands now and becomes a draft agent they own. Never publishes.
+    is checked again as the person stands now and becomes a draft agent they own, with the schedule it carries as
+    a trigger of the draft (triggers/proposed.py: it fires only once a version is published), all in one
+    transaction. Never publishes.
 
     Raises NotFound (not their run, no such call or card), Forbidden (may not create agents), Invalid (the setup no
-    longer passes, or an edit breaks it) and Conflict (this card was accepted already)."""
+    longer passes, or an edit breaks it) and Conflict (this card was accepted already). A person who may create
+    the agent but not its trigger gets the draft without it, and `trigger_refused` says why."""
     from capabilities.architect import proposal
 
     actor.require("agents:edit")
@@ -158,13 +177,27 @@ def accept(actor: Actor, *, run_id: Any, call_id: Any, card: int, edits: dict[st
             raise Conflict("This proposal was accepted already.",
                            details={"agent_id": drawn[card]["accepted_agent_id"]}, code="accepted")
         agent = services.create_agent(actor=actor, spec=proposal.spec_of(setup))
+        trigger_id, refused = None, ""
+        if setup.trigger is not None:
+            try:
+                with transaction.atomic():  # a savepoint: a refused trigger leaves the draft standing
+                    trigger_id = extensions.proposed_trigger().create(actor, agent, setup.trigger.model_dump())
+            except (Forbidden, NotFound) as exc:
+                # The triggers service's own access check (edit access on the agent, a person as creator): today
+                # whoever may create the draft owns it and passes, but the check is the triggers app's to make,
+                # and a refusal there costs the schedule, not the draft.
+                refused = f"The draft was created without its schedule: {exc.message}"
         if card < len(drawn):
             drawn[card]["accepted_agent_id"] = str(agent.pk)
+            if trigger_id:
+                drawn[card]["accepted_trigger_id"] = trigger_id
+            if refused:
+                drawn[card]["trigger_refused"] = refused
             ToolCall.objects.filter(pk=call.pk).update(result={**(call.result or {}), "cards": drawn})
         audit.record(actor=actor.user, organization=actor.organization, action=ACCEPTED, target=agent,
-                     details={"run_id": str(call.run_id), "edited": sorted(edits or {})},
+                     details={"run_id": str(call.run_id), "edited": sorted(edits or {}), "trigger_id": trigger_id},
                      ip_address=actor.extra.get("ip"))
-    return agent
+    return Accepted(agent=agent, trigger_id=trigger_id, trigger_refused=refused)
 
 
 def _own_call(actor: Actor, run_id: Any, call_id: Any) -> ToolCall:

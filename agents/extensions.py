@@ -10,7 +10,10 @@ import-linter contract in pyproject.toml), so each registers here from its AppCo
   returns [] without a query for a run it does not concern;
 - a **run-ended hook** hears every run the runner ends (its row and final status), after the ending is written
   (agents.rollouts: a rollout's candidate run re-checks its thresholds). It must be cheap for a run it does not
-  concern (no query) and never raise.
+  concern (no query) and never raise;
+- a **proposed trigger** handler checks, describes and creates the schedule an Architect's proposal carries
+  (triggers: its own validators and service, which the Architect in agents.architect and the proposal check in
+  capabilities.architect sit below and cannot import).
 
 Registration is by name and idempotent (ready() may run twice in tests); a test asserts each is registered, so
 a broken import fails loudly instead of skipping a gate.
@@ -44,6 +47,18 @@ class DeferredAnswerer:
     max_rounds: int
 
 
+@dataclass(frozen=True)
+class ProposedTrigger:
+    # (actor, the proposal's trigger as a dict) → problems as "field: message" sentences ([] when it passes).
+    problems: Callable[[Actor, dict[str, Any]], list[str]]
+    # (the trigger as a dict) → the schedule in a person's words, for the card.
+    describe: Callable[[dict[str, Any]], str]
+    # (actor, the new draft agent, the trigger as a dict) → the trigger's id; raises agenticos.errors.Forbidden
+    # when the person may not create it (the draft is kept without it) or Invalid.
+    create: Callable[[Actor, Agent, dict[str, Any]], str]
+
+
+PROPOSED_TRIGGER: dict[str, ProposedTrigger] = {}
 PUBLISH_GATES: dict[str, PublishGate] = {}
 DEFERRED_ANSWERERS: dict[str, DeferredAnswerer] = {}
 RUN_ENDED_HOOKS: dict[str, RunEndedHook] = {}
@@ -64,6 +79,16 @@ def register_run_ended(name: str, hook: RunEndedHook) -> None:
 
 def register_run_capabilities(name: str, factory: RunCapabilities) -> None:
     RUN_CAPABILITIES[name] = factory
+
+
+def register_proposed_trigger(handler: ProposedTrigger) -> None:
+    PROPOSED_TRIGGER["schedule"] = handler
+
+
+def proposed_trigger() -> ProposedTrigger:
+    """The triggers app's handler; its absence is a broken install, never a proposal quietly accepted without
+    its trigger."""
+    return PROPOSED_TRIGGER["schedule"]
 
 
 def run_capabilities(run: Run, read_only: frozenset[str]) -> list[Any]:

@@ -47,6 +47,7 @@ def chat_strings() -> dict[str, str]:
         "proposal_upload": _("To upload"),
         "proposal_budget": _("Monthly budget"),
         "proposal_where": _("Where it answers"),
+        "proposal_trigger": _("Runs on a schedule"),
         "proposal_accept": _("Create the draft"),
         "proposal_open": _("Open the draft in the Builder"),
         "proposal_created": _("Draft created. Nothing is published until you publish it."),

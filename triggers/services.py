@@ -74,7 +74,7 @@ def signing_secret(trigger: Trigger) -> str:
 # ------------------------------------------------------------------ validation
 
 
-def _check_schedule(trigger: Trigger) -> None:
+def check_schedule(trigger: Trigger) -> None:
     trigger.cron = trigger.cron or ""
     if trigger.kind == Trigger.Kind.EVENT:
         trigger.cron, trigger.every_seconds = "", None
@@ -95,7 +95,7 @@ def _check_schedule(trigger: Trigger) -> None:
         raise Invalid("ends_at must be after starts_at.", details={"field": "ends_at"})
 
 
-def _check_text(trigger: Trigger) -> None:
+def check_text(trigger: Trigger) -> None:
     trigger.name = (trigger.name or "").strip()[:200]
     if not trigger.name:
         raise Invalid("A trigger needs a name.", details={"field": "name"})
@@ -186,8 +186,8 @@ def create_trigger(*, actor: Actor, agent: Agent, data: dict[str, Any]) -> tuple
     trigger.run_as_creator = bool(data.get("run_as_creator", False))  # the actor is the creator here
     if trigger.overlap not in Trigger.Overlap.values:
         raise Invalid(f"overlap must be one of {list(Trigger.Overlap.values)}.", details={"field": "overlap"})
-    _check_text(trigger)
-    _check_schedule(trigger)
+    check_text(trigger)
+    check_schedule(trigger)
     _check_delivery(actor, trigger)
     plaintext = None
     with transaction.atomic():
@@ -214,8 +214,8 @@ def update_trigger(*, actor: Actor, trigger: Trigger, data: dict[str, Any]) -> T
         _check_run_as_creator(actor, trigger, bool(data["run_as_creator"]))
     if trigger.overlap not in Trigger.Overlap.values:
         raise Invalid(f"overlap must be one of {list(Trigger.Overlap.values)}.", details={"field": "overlap"})
-    _check_text(trigger)
-    _check_schedule(trigger)
+    check_text(trigger)
+    check_schedule(trigger)
     _check_delivery(actor, trigger)
     with transaction.atomic():
         trigger.updated_at = timezone.now()

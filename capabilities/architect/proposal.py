@@ -28,6 +28,20 @@ class ProposedCapability(BaseModel):
     secret_id: str | None = None
 
 
+class ProposedSchedule(BaseModel):
+    """A schedule the new agent runs on (triggers.models.Trigger, kind schedule): exactly one of a cron expression
+    or an interval, read in an IANA time zone, and the prompt each firing sends. Checked by the triggers app's own
+    validators (triggers/proposed.py); created with the draft, it starts once the person publishes."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=200)
+    prompt: str = Field(min_length=1, max_length=20_000)
+    cron: str = Field(default="", max_length=120)
+    every_seconds: int | None = Field(default=None, ge=1)
+    timezone: str = Field(default="UTC", max_length=64)
+
+
 class AgentSetup(BaseModel):
     """What the Architect proposes: everything a new agent's draft needs, by reference (ids), never a value."""
 
@@ -44,6 +58,9 @@ class AgentSetup(BaseModel):
     monthly_budget_usd: Decimal | None = Field(default=None, ge=0, allow_inf_nan=False)
     # Where it should answer, in words (web chat, Slack, a hosted page, a schedule): the person sets it up.
     where: str = Field(default="", max_length=300)
+    # At most one schedule, created with the draft when the person accepts (a surface — widget, page, channel —
+    # is still theirs to set up in the Builder: `where` says which).
+    trigger: ProposedSchedule | None = None
 
 
 def spec_of(setup: AgentSetup) -> dict[str, Any]:
@@ -74,6 +91,10 @@ def problems(actor: Actor, setup: AgentSetup) -> list[str]:
     from capabilities.spec_checks import publish_problems
 
     found = [f"{p['field']}: {p['message']}" for p in publish_problems(actor, spec_of(setup))]
+    if setup.trigger is not None:
+        from agents import extensions
+
+        found += extensions.proposed_trigger().problems(actor, setup.trigger.model_dump())
     cap = actor.organization.monthly_budget_usd
     if setup.monthly_budget_usd is not None and cap is not None and setup.monthly_budget_usd > cap:
         found.append(f"monthly_budget_usd: {setup.monthly_budget_usd} is above this organization's monthly budget "
@@ -86,7 +107,7 @@ def refusal(found: list[str]) -> str:
     shown = found[:MAX_PROBLEMS_SHOWN]
     more = f" (and {len(found) - len(shown)} more)" if len(found) > len(shown) else ""
     return ("The agent setup was refused and nothing was drawn: " + "; ".join(shown) + more
-            + ". Use only ids that list_setup_options returned, then call propose_setup again.")
+            + ". Use only ids that list_setup_options returned and a valid schedule, then call propose_setup again.")
 
 
 def display(actor: Actor, setup: AgentSetup) -> dict[str, Any]:
@@ -102,6 +123,11 @@ def display(actor: Actor, setup: AgentSetup) -> dict[str, Any]:
     data["model_label"] = profile.label if profile is not None else ""
     data["capability_names"] = [getattr(registry.find(c.id), "name", c.id) for c in setup.capabilities]
     data["collection_names"] = [names.get(_uuid(i), "") for i in setup.collection_ids]
+    if setup.trigger is not None:
+        from agents import extensions
+
+        data["trigger_words"] = (f"{extensions.proposed_trigger().describe(setup.trigger.model_dump())}: "
+                                 f"{setup.trigger.name}. It starts once you publish the agent.")
     return data
 
 

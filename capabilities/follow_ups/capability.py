@@ -87,7 +87,8 @@ async def propose_setup(ctx: RunContext[RunDeps], cards: list[SetupCard]) -> dic
             connection, the catalog key of the service: github, linear, notion, atlassian, sentry or stripe;
             leave it empty for any other MCP server) and optional setup (for an agent you designed: name,
             description, instructions, model_profile_id, capabilities [{id, config, secret_id}], collection_ids,
-            knowledge_to_upload, monthly_budget_usd, where — ids as list_setup_options gives them).
+            knowledge_to_upload, monthly_budget_usd, where, and optional trigger {name, prompt, cron or
+            every_seconds, timezone} when the agent runs on a schedule — ids as list_setup_options gives them).
 
     Returns:
         {"cards": [...]} as they will be drawn; more than three cards, or a setup naming something this

@@ -2,7 +2,8 @@
 through the real OpenAI client from the local fake OpenAI server: a new organization's owner signs in, the home
 page offers the interview, Start opens the conversation with the Architect, which asks a question, reads the
 organization's options and proposes an agent drawn as a card with the model and collection by name; the person
-renames it and creates the draft, which opens in the Builder unpublished. At 1440 and 390 px; no console error."""
+renames it and creates the draft, which opens in the Builder unpublished, with the weekday schedule the card
+described in words ("it starts once you publish"). At 1440 and 390 px; no console error."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from tests import factories
 from tests.console.browser_steps import PASSWORD, sign_in
 from tests.console.conftest import ARTIFACTS
 from tests.fakes.openai_server import Reply
+from triggers.models import Trigger
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 TIMEOUT = 30_000
@@ -36,7 +38,9 @@ def test_a_new_organizations_owner_is_interviewed_and_accepts_the_proposed_agent
     setup = {"name": "Refunds desk", "instructions": "You answer refund questions from Acme's policies.",
              "model_profile_id": str(profile.pk), "capabilities": [{"id": "knowledge"}],
              "collection_ids": [str(docs.pk)], "knowledge_to_upload": ["The 2026 returns form"],
-             "monthly_budget_usd": "20", "where": "Web chat for the support team"}
+             "monthly_budget_usd": "20", "where": "Web chat for the support team",
+             "trigger": {"name": "Morning digest", "prompt": "Summarize yesterday's refund requests.",
+                         "cron": "0 9 * * 1-5", "timezone": "Europe/Madrid"}}
     fake_openai.queue(
         Reply.text("Who will use this agent, and where should it answer?"),
         Reply.tool_call("list_setup_options", {}),
@@ -64,6 +68,8 @@ def test_a_new_organizations_owner_is_interviewed_and_accepts_the_proposed_agent
     facts = card.locator(".proposal-facts").inner_text()
     assert "Team GPT" in facts and "Refund policies" in facts and "The 2026 returns form" in facts
     assert str(docs.pk) not in facts  # the person sees names, not ids
+    assert "Runs on a schedule" in facts and "Monday through Friday (Europe/Madrid)" in facts
+    assert "It starts once you publish the agent." in facts and "0 9 * * 1-5" not in facts
     assert page.evaluate("() => document.documentElement.scrollWidth") <= width + 1
     page.screenshot(path=str(ARTIFACTS / f"architect-proposal-{width}.png"), full_page=True)
 
@@ -74,6 +80,8 @@ def test_a_new_organizations_owner_is_interviewed_and_accepts_the_proposed_agent
     created = Agent.objects.get(organization=org, name="Refund helper")
     assert opened.get_attribute("href") == f"/agents/{created.pk}/"
     assert created.draft_spec["collection_ids"] == [str(docs.pk)] and not created.versions.exists()
+    (trigger,) = Trigger.objects.filter(agent=created)
+    assert (trigger.cron, trigger.timezone, trigger.creator_id) == ("0 9 * * 1-5", "Europe/Madrid", owner.pk)
 
     # Reopened, the card shows the draft it made instead of offering to make another.
     page.reload()

@@ -1,5 +1,6 @@
 // An agent the Architect proposed (propose_setup's agent card with a setup, capabilities/architect): what it
-// would be — model, capabilities, knowledge, budget, where it answers — with its name and instructions editable,
+// would be — model, capabilities, knowledge, budget, where it answers, the schedule it runs on (created with the
+// draft, starting once it is published) — with its name and instructions editable,
 // and "Create the draft", which asks the server to check the setup again and create a draft (agents/architect.py,
 // POST /api/v1/runs/<run>/proposals/<call>/accept). Nothing is published: the draft opens in the Builder.
 import {h, fill, csrf, post, errorMessage} from "../dom.js";
@@ -24,6 +25,7 @@ export function proposalCard(c) {
     row(T.proposal_upload, (s.knowledge_to_upload || []).join(", ")),
     row(T.proposal_budget, s.monthly_budget_usd ? "$" + s.monthly_budget_usd : ""),
     row(T.proposal_where, s.where),
+    row(T.proposal_trigger, s.trigger_words),
   ]));
   if (c.accepted_agent_id) { box.appendChild(builderLink(c.accepted_agent_id)); return box; }
   const uid = "proposal-" + c._from.call + "-" + c._from.index;
@@ -42,7 +44,8 @@ export function proposalCard(c) {
         return;
       }
       c.accepted_agent_id = r.json.agent_id;  // a redraw of this turn shows the link, not the form
-      status.textContent = T.proposal_created;
+      // A draft kept without its schedule says why (the server's sentence), instead of the plain "created".
+      status.textContent = r.json.trigger_refused || T.proposal_created;
       accept.replaceWith(builderLink(r.json.agent_id));
     });
   });
