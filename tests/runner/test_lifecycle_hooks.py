@@ -138,6 +138,7 @@ def test_the_built_in_hooks_and_the_surfaces_registrations_are_in_place():
         "coding_agent": {"publish_problems", "on_interrupted"},
         "web_research": {"publish_problems"},
         "tool_search": {"publish_problems"},
+        "web_fetch": {"publish_problems"},
         "browser_use": {"publish_problems"},
         "thinking": {"publish_problems"},
     }
