@@ -80,7 +80,8 @@ def _merge(uses: dict[Any, _Use], secret: Any) -> None:
     use = uses.get(key)
     if use is None:
         uses[key] = _Use(secret.organization_id, target_type, str(secret.pk),
-                         str(getattr(secret, "name", "") or secret), str(getattr(secret, "kind", "") or ""),
+                         str(getattr(secret, "name", "") or getattr(secret, "display_name", "") or secret),
+                         str(getattr(secret, "kind", "") or ""),
                          timezone.now())
     else:
         use.count += 1

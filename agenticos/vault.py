@@ -87,8 +87,9 @@ def open_sealed(organization_id: object, key_version: int, wrapped_key: bytes, c
 
 
 def reveal(secret) -> str:
-    """The plaintext of a Secret row. Runtime use only; never put the result in a response or log. Each use is
-    an audit event (`secret.used`, agenticos.secret_access: once per secret and run, no statement of its own)."""
+    """The plaintext of a Secret row, or of a row that keeps its own sealed value (a bot's credential, an SSO
+    connection's client secret, a database connection's DSN, a person's MCP tokens). Runtime use only; never put
+    the result in a response or log. Each use is an audit event (`secret.used`, agenticos.secret_access: once per secret and run, no statement of its own)."""
     # Imported here: the vault stays usable without the app registry (seal/open in management checks, doctor).
     from agenticos import secret_access
 

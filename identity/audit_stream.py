@@ -135,6 +135,8 @@ def deliver(stream_id: int, *, settle_seconds: int = SETTLE_SECONDS) -> int:
         events = _pending(stream, settle_seconds)
         if not events:
             return 0
+        # Not vault.reveal: a `secret.used` event of the stream's own key would itself be streamed, signed with
+        # the key again — an event per delivery, for ever.
         secret = vault.open_sealed(stream.organization_id, stream.key_version, bytes(stream.wrapped_key),
                                    bytes(stream.ciphertext))
         error = (_send_syslog(stream, events, secret) if syslog.is_syslog(stream.url)

@@ -394,8 +394,7 @@ def delete_oidc(*, actor: Actor) -> None:
 
 def client_secret_of(connection: OidcConnection) -> str:
     """Runtime use only (the token request, or the SAML AuthnRequest's signature); never in a response or log."""
-    return vault.open_sealed(connection.organization_id, connection.key_version, bytes(connection.wrapped_key),
-                             bytes(connection.ciphertext))
+    return vault.reveal(connection)  # its own sealed row: the use is a `secret.used` audit event like a Secret's
 
 
 # ------------------------------------------------------------------ at sign-in

@@ -80,8 +80,7 @@ class Sealed:
 
 
 def _open(row: McpCredential) -> Sealed:
-    data = json.loads(vault.open_sealed(row.organization_id, row.key_version, bytes(row.wrapped_key),
-                                        bytes(row.ciphertext)))
+    data = json.loads(vault.reveal(row))  # a use of the person's tokens is a `secret.used` audit event
     return Sealed(client=data.get("client"), tokens=data.get("tokens"))
 
 

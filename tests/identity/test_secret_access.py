@@ -135,3 +135,43 @@ def test_a_use_whose_organization_is_gone_is_logged_not_raised(org, caplog):
     assert secret_access.flush() == 0
     assert "could not record the use" in caplog.text
     assert _uses() == []
+
+
+def test_values_sealed_in_their_own_rows_are_audited_when_opened_and_never_show(org):
+    """Not only Secret rows: a database connection's DSN, an SSO connection's client secret and a person's MCP
+    tokens are opened through the vault too, and each opening is a `secret.used` event naming the row (its own
+    type), never the value."""
+    from capabilities.db_connections.services import dsn_of
+    from capabilities.mcp.models import McpConnection, McpCredential
+    from capabilities.mcp.oauth import _open
+    from capabilities.models import DatabaseConnection
+    from identity.models import OidcConnection
+    from identity.services import client_secret_of
+
+    dsn, client_secret, access = "postgres://shop:pw-0123456789@db/shop", "oidc-client-secret-0123456789", "at-0123456789"
+    sealed = vault.seal(org.pk, dsn)
+    database = DatabaseConnection.objects.create(organization=org, name="shop", key_version=sealed.key_version,
+                                                 wrapped_key=sealed.wrapped_key, ciphertext=sealed.ciphertext)
+    sealed = vault.seal(org.pk, client_secret)
+    sso = OidcConnection.objects.create(organization=org, slug="acme", display_name="Acme SSO",
+                                        issuer_url="https://idp.example.com", client_id="agenticos",
+                                        key_version=sealed.key_version, wrapped_key=sealed.wrapped_key,
+                                        ciphertext=sealed.ciphertext)
+    mcp = McpConnection.objects.create(organization=org, name="linear", url="https://mcp.linear.app/mcp")
+    sealed = vault.seal(org.pk, json.dumps({"client": None, "tokens": {"access_token": access}}))
+    tokens = McpCredential.objects.create(organization=org, connection=mcp, key_version=sealed.key_version,
+                                          wrapped_key=sealed.wrapped_key, ciphertext=sealed.ciphertext)
+
+    assert dsn_of(database) == dsn
+    assert client_secret_of(sso) == client_secret
+    assert _open(tokens).tokens == {"access_token": access}
+
+    events = {e.target_type: e for e in _uses()}
+    assert set(events) == {"databaseconnection", "oidcconnection", "mcpcredential"}
+    assert (events["databaseconnection"].target_id, events["databaseconnection"].target_name) == (str(database.pk),
+                                                                                                 "shop")
+    assert events["oidcconnection"].target_name == "Acme SSO"
+    assert events["mcpcredential"].target_id == str(tokens.pk)
+    assert all(e.organization_id == org.pk and e.details["uses"] == 1 for e in events.values())
+    written = json.dumps([[e.target_name, e.details] for e in events.values()])
+    assert dsn not in written and client_secret not in written and access not in written
