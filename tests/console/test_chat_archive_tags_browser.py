@@ -11,7 +11,14 @@ from agents.models import Conversation
 from tests import factories
 from tests.console.browser_steps import sign_in
 from tests.console.conftest import ARTIFACTS
-from tests.console.test_conversation_actions_browser import TIMEOUT, chat, item_action, listed, person, show_list
+from tests.console.test_conversation_actions_browser import (
+    TIMEOUT,
+    chat,
+    item_action,
+    listed,
+    person,
+    show_list,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -16,7 +16,14 @@ from tests import factories
 from tests.axe import assert_clean
 from tests.console.browser_steps import sign_in
 from tests.console.conftest import ARTIFACTS
-from tests.console.test_conversation_actions_browser import TIMEOUT, chat, item_menu, listed, person, show_list
+from tests.console.test_conversation_actions_browser import (
+    TIMEOUT,
+    chat,
+    item_menu,
+    listed,
+    person,
+    show_list,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
