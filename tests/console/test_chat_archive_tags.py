@@ -33,7 +33,7 @@ def test_the_owner_archives_and_unarchives_from_the_list(client_as, org, member,
     assert items(listing, kept) and not items(listing, mine)
     archived = client.get(reverse("console:chat") + "?archived=1").content.decode()
     assert items(archived, mine) and not items(archived, kept)
-    assert f"Unarchive {mine.title}" in archived
+    assert f'aria-label="Actions for {mine.title}"' in archived and "data-archive>Unarchive</button>" in archived
     client.post(reverse("console:chat-archive", args=[mine.pk]), {"archived": "0"})
     mine.refresh_from_db()
     assert mine.archived_at is None

@@ -1,5 +1,5 @@
 """Archive and tags in the chat list in Debian's chromium against daphne, at 1440 and 390 px (issue 45 §8): from a
-conversation's own actions in the list the person archives it (it leaves the list; the Archived view shows it;
+conversation's own "…" menu in the list the person archives it (it leaves the list; the Archived view shows it;
 Unarchive brings it back) and tags it (the tag shows on it; the tag's chip filters the list, and again clears the
 filter). Nothing overflows the phone's width (the list is a drawer there); no console error."""
 
@@ -11,7 +11,14 @@ from agents.models import Conversation
 from tests import factories
 from tests.console.browser_steps import sign_in
 from tests.console.conftest import ARTIFACTS
-from tests.console.test_conversation_actions_browser import TIMEOUT, chat, listed, person, show_list
+from tests.console.test_conversation_actions_browser import (
+    TIMEOUT,
+    chat,
+    item_action,
+    listed,
+    person,
+    show_list,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -38,7 +45,7 @@ def test_a_person_archives_unarchives_tags_and_filters_their_conversations(live_
     # Archive: it leaves the list.
     show_list(page, width)
     with page.expect_navigation():
-        page.get_by_role("button", name="Archive Alpha notes").click()
+        item_action(page, alpha, "Archive")
     page.get_by_text("The conversation was archived.").wait_for()
     assert listed(page) == ["Gamma ideas", "Beta plans"]
     alpha.refresh_from_db()
@@ -52,7 +59,7 @@ def test_a_person_archives_unarchives_tags_and_filters_their_conversations(live_
     page.screenshot(path=str(ARTIFACTS / f"chat-list-archived-{width}.png"), full_page=True)
     show_list(page, width)
     with page.expect_navigation():
-        page.get_by_role("button", name="Unarchive Alpha notes").click()
+        item_action(page, alpha, "Unarchive")
     page.get_by_text("The conversation is back in the list.").wait_for()
     show_list(page, width)
     page.get_by_text("No archived conversations.").wait_for()
@@ -61,11 +68,11 @@ def test_a_person_archives_unarchives_tags_and_filters_their_conversations(live_
 
     # Tags from the conversation's actions; the tag's chip filters the list, pressed again it shows all.
     show_list(page, width)
-    item = page.locator(f'[data-conversation="{gamma.pk}"]')
-    item.get_by_text("Tags", exact=True).click()
-    item.get_by_label("Tags, separated by commas").fill("Work, ideas")
+    item_action(page, gamma, "Tags…")
+    dialog = page.get_by_role("dialog", name="Tags")
+    dialog.get_by_label("Tags, separated by commas").fill("Work, ideas")
     with page.expect_navigation():
-        item.get_by_role("button", name="Save tags").click()
+        dialog.get_by_role("button", name="Save tags").click()
     gamma.refresh_from_db()
     assert gamma.tags == ["work", "ideas"]
     show_list(page, width)

@@ -1,5 +1,5 @@
 """Renaming, pinning and searching conversations in the chat list, in Debian's chromium against daphne, at 1440
-and 390 px: the forms work as plain forms, the pinned one comes first, the search finds a message's text, a
+and 390 px: each item's "…" menu renames (in a dialog) and pins, the pinned one comes first, the search finds a message's text, a
 colleague's conversation never shows, nothing overflows the phone's width, and no console error."""
 
 from __future__ import annotations
@@ -45,6 +45,19 @@ def show_list(page, width: int) -> None:
     page.locator(".conversations[data-open]").wait_for()
 
 
+def item_menu(page, conversation):
+    """Opens a conversation's "…" menu in the list (console/ui.js) and gives its menu."""
+    page.locator(f'[data-conversation="{conversation.pk}"] [data-conv-menu]').click()
+    menu = page.locator(f"#conv-menu-{conversation.pk}")
+    menu.wait_for()
+    return menu
+
+
+def item_action(page, conversation, name: str) -> None:
+    """Chooses an action from a conversation's "…" menu in the list."""
+    item_menu(page, conversation).get_by_role("menuitem", name=name, exact=True).click()
+
+
 @pytest.mark.parametrize("width", [1440, 390])
 def test_a_person_renames_pins_and_searches_their_conversations(live_server_url, browser, width):
     org = factories.organization(name="Acme")
@@ -67,12 +80,13 @@ def test_a_person_renames_pins_and_searches_their_conversations(live_server_url,
     page.goto(f"{live_server_url}/chat/")
     assert listed(page) == ["Gamma ideas", "Beta plans", "Alpha notes"]
 
-    # Rename: the summary opens a small form in the list.
+    # Rename: the item's menu opens a dialog.
     show_list(page, width)
-    item = page.locator(f'[data-conversation="{alpha.pk}"]')
-    item.get_by_text("Rename").click()
-    item.get_by_label("New title").fill("  Launch plan  ")
-    item.get_by_role("button", name="Save title").click()
+    page.get_by_role("button", name="Actions for Alpha notes").wait_for()
+    item_action(page, alpha, "Rename…")
+    dialog = page.get_by_role("dialog", name="Rename the conversation")
+    dialog.get_by_label("Title").fill("  Launch plan  ")
+    dialog.get_by_role("button", name="Save title").click()
     page.get_by_text("The conversation was renamed.").wait_for()
     alpha.refresh_from_db()
     assert alpha.title == "Launch plan"
@@ -81,9 +95,10 @@ def test_a_person_renames_pins_and_searches_their_conversations(live_server_url,
     page.goto(f"{live_server_url}/chat/")
     show_list(page, width)
     with page.expect_navigation():
-        page.get_by_role("button", name="Pin Launch plan").click()
+        item_action(page, alpha, "Pin to the top")
     show_list(page, width)
-    page.get_by_role("button", name="Unpin Launch plan").wait_for()
+    item_menu(page, alpha).get_by_role("menuitem", name="Unpin").wait_for()
+    page.keyboard.press("Escape")
     assert listed(page)[0] == "Pinned · Launch plan"
     assert listed(page)[1:] == ["Gamma ideas", "Beta plans"]
     alpha.refresh_from_db()
@@ -108,9 +123,11 @@ def test_a_person_renames_pins_and_searches_their_conversations(live_server_url,
 
     # Unpin from a search keeps the search.
     page.goto(f"{live_server_url}/chat/?q=launch")
-    page.get_by_role("button", name="Unpin Launch plan").click()
+    with page.expect_navigation():
+        item_action(page, alpha, "Unpin")
     page.wait_for_url("**/chat/?q=launch")
-    page.get_by_role("button", name="Pin Launch plan").wait_for()
+    show_list(page, width)
+    item_menu(page, alpha).get_by_role("menuitem", name="Pin to the top").wait_for()
     alpha.refresh_from_db()
     assert alpha.pinned_at is None
 

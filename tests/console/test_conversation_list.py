@@ -53,6 +53,11 @@ def test_own_shared_and_confirmed_channel_threads_are_listed_and_others_are_not(
 
     STILL_MEMBER.add(str(thread.pk))
     assert "Slack thread about pricing" in listed(client)
+    # Only the person's own conversation has an actions menu (rename, pin, archive, tags, delete): what they may
+    # only read shows no action, destructive or not.
+    page = listed(client)
+    assert page.count('aria-label="Actions for ') == 1 and 'aria-label="Actions for My own plans"' in page
+    assert f'action="/chat/{shared.pk}/delete"' not in page and f'action="/chat/{thread.pk}/delete"' not in page
 
     # Shared and channel conversations open read-only; the rest are not there at all.
     for readable in (shared, thread):

@@ -19,7 +19,11 @@ if (layout && list && toggle && close) {
   toggle.addEventListener("click", function () { set(!list.hasAttribute("data-open"), true); });
   close.addEventListener("click", function () { set(false, true); });
   document.addEventListener("keydown", function (event) {
-    if (event.key === "Escape" && list.hasAttribute("data-open")) set(false, true);
+    // An item's open "…" menu or one of its dialogs takes Escape first (ui.js): the drawer stays, so the focus
+    // that goes back to the menu's button has somewhere to go.
+    if (event.key !== "Escape" || !list.hasAttribute("data-open") || event.defaultPrevented) return;
+    if ((event.target.closest && event.target.closest("[role=menu]")) || document.querySelector("dialog[open]")) return;
+    set(false, true);
   });
   if (new URLSearchParams(location.search).get("q")) set(true, false);
 }
