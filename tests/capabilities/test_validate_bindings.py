@@ -115,7 +115,7 @@ def test_a_key_requirement_that_applies_needs_a_secret(org):
     assert _check(org, {"id": "probe_search", "config": {"provider": "free"}}) == []
     problems = _check(org, {"id": "probe_search", "config": {"provider": "paid"}})
     assert _fields(problems) == {"capabilities.0.secret_id"}
-    assert "api_key" in problems[0]["message"]
+    assert "(API key)" in problems[0]["message"]  # the kind in words, not its id
 
 
 def test_a_foreign_secret_reads_exactly_like_a_missing_one(org, outsider_org):
