@@ -20,7 +20,7 @@ from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_POST
 
 from agenticos.errors import Conflict, Invalid, NotFound
-from agenticos.tenancy import Actor, org_get
+from agenticos.tenancy import Actor, org_get, org_queryset
 from agents import services as agent_services
 from agents.models import Agent, Environment, ModelProfile
 from calls.service import voice_card
@@ -590,7 +590,7 @@ def realtime_picker(actor: Actor, spec: dict[str, Any]) -> dict[str, Any]:
     """The Voice card's choice of realtime model: only the organization's realtime-kind profiles (a chat or
     embedding profile cannot carry a call). Unset, a call uses the organization's first realtime profile by label
     (calls.service.realtime_profile), so the empty choice says which one that is — or that there is none."""
-    profiles = list(ModelProfile.objects.filter(organization=actor.organization, kind=ModelProfile.Kind.REALTIME)
+    profiles = list(org_queryset(actor, ModelProfile).filter(kind=ModelProfile.Kind.REALTIME)
                     .order_by("label").only("pk", "label", "model"))
     chosen = str(spec.get("realtime_profile_id") or "")
     return {
@@ -611,8 +611,8 @@ def save_voice(request: HttpRequest, actor: Actor, agent_id: Any) -> HttpRespons
     require_agent_access(actor, agent, EDIT)  # a viewer is refused as such, before the choice is judged
     wanted = (request.POST.get("realtime_profile_id") or "").strip()
     if wanted and not (
-        _is_uuid(wanted) and ModelProfile.objects.filter(organization=actor.organization, pk=wanted,
-                                                         kind=ModelProfile.Kind.REALTIME).exists()
+        _is_uuid(wanted) and org_queryset(actor, ModelProfile).filter(pk=wanted, kind=ModelProfile.Kind.REALTIME)
+        .exists()
     ):
         message = _("Choose one of this organization's realtime voice models, or none.")
         return _render_invalid(request, actor, agent, Invalid(message, details={"problems": [
