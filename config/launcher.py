@@ -181,6 +181,10 @@ def browser_command() -> list[str] | None:
         # Chromium will not start its sandbox as root (a dev container); the capability's request guard and the
         # per-browse contexts still hold, but a renderer exploit is not contained: run `make run` as a user.
         command.append("--no-sandbox")
+    # The first tab on about:blank, as docker-compose's browser starts: left to itself it loads the new-tab page,
+    # and a DevTools client connecting while a tab's navigation has not committed waits for it (Playwright's
+    # connect enables every page) — a just-started browser on a loaded machine made a browse time out.
+    command.append("about:blank")
     return command
 
 

@@ -434,7 +434,21 @@ class BrowserSession:
                 await self._error_page_committed(page)
                 raise ActionFailed(f"Refused: the page led to {self.policy.refused[-1]}, and the browser did not "
                                    f"send that request. {self.policy.reasons[-1]}") from None
+            await self._stop_loading(page)
             raise ActionFailed(f"The page did not load ({_short(exc)}).") from None
+
+    async def _stop_loading(self, page: Any) -> None:
+        """Stop a navigation that did not finish. Left going (a server that never answers), it is not only this
+        browse's: the browser is shared, and every browse that connects to it later waits on each page's pending
+        navigation (Playwright's connect enables every page of the browser) until it times out."""
+        try:
+            session = await self.context.new_cdp_session(page)
+            try:
+                await session.send("Page.stopLoading")
+            finally:
+                await session.detach()
+        except Exception:  # the page or browser went away meanwhile
+            logger.debug("browser stop loading", exc_info=True)
 
     async def _error_page_committed(self, page: Any) -> None:
         """Chromium replaces a refused navigation with its error page just after `goto` gives up; read that

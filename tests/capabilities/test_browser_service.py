@@ -7,7 +7,9 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import socket
 import subprocess
+import threading
 from pathlib import Path
 
 import pytest
@@ -60,6 +62,7 @@ def test_make_run_starts_chromium_on_loopback_and_an_agent_browses_through_it(la
                                                                               monkeypatch):
     command, cdp_url = launched_browser
     assert command[0] == "/usr/bin/chromium" and "--headless=new" in command
+    assert command[-1] == "about:blank"  # the first tab loads nothing a connecting client would wait for
     assert "--remote-debugging-address=127.0.0.1" in command
     assert cdp_url.startswith("http://127.0.0.1:")
     launcher.allow_own_browser()
@@ -72,6 +75,60 @@ def test_make_run_starts_chromium_on_loopback_and_an_agent_browses_through_it(la
                               [("browser_open", {"url": f"http://127.0.0.1:{site.port}/form"})]))
     assert "[4] button 'Send'" in outcome.returns[0]
     assert site.paths() == ["/form"]
+
+
+@pytest.fixture
+def silent_server():
+    """A server that takes connections and never answers: a page navigating to it never commits."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    held: list[socket.socket] = []
+
+    def accept() -> None:
+        while True:
+            try:
+                held.append(server.accept()[0])
+            except OSError:  # closed at teardown
+                return
+
+    threading.Thread(target=accept, daemon=True).start()
+    yield server.getsockname()[1]
+    server.close()
+    for connection in held:
+        connection.close()
+
+
+def test_a_page_that_never_loads_does_not_hold_up_the_next_browse_of_the_shared_browser(
+        launched_browser, settings, site, silent_server, monkeypatch):
+    """One browse opens a server that never answers; a browse started after it (another agent's, another
+    organization's: the browser is shared) connects and works, within its connect timeout."""
+    from capabilities.browser import session as browser_session
+    from capabilities.browser.session import ActionFailed, BrowserSession
+
+    _command, cdp_url = launched_browser
+    settings.BROWSER_CDP_ALLOWED_HOSTS = ["127.0.0.1"]
+    settings.BROWSER_ALLOWED_PRIVATE_HOSTS = ["127.0.0.1"]
+    monkeypatch.setattr(browser_session, "NAVIGATION_TIMEOUT_MS", 3000)
+    config = BrowserConfig(cdp_url=cdp_url, allowed_domains=["127.0.0.1"])
+
+    async def browse() -> str:
+        stuck = BrowserSession(config=config)
+        try:
+            with pytest.raises(ActionFailed, match="did not load"):
+                await stuck.open(f"http://127.0.0.1:{silent_server}/never")
+            # The next browse, with a connect timeout the stuck navigation would outlast if it were left going.
+            settings.BROWSER_CONNECT_TIMEOUT_SECONDS = 15
+            other = BrowserSession(config=config)
+            try:
+                await other.open(f"http://127.0.0.1:{site.port}/form")
+                return other.page.url
+            finally:
+                await other.close()
+        finally:
+            await stuck.close()
+
+    assert asyncio.run(browse()).endswith("/form")
 
 
 def test_the_browser_says_the_time_zone_the_operator_gave_it(launch_env, monkeypatch, settings, site):
