@@ -15,7 +15,6 @@ from django.utils import timezone
 from agents.models import Message, Run, RunStatus
 from agents.runner.finish import requeue_lost_runs
 from agents.tasks import execute_run
-from config.celery import app
 from governance.models import SpendEntry
 from tests.fakes.openai_server import Reply
 from tests.runner.test_durable_runs import handed_to
@@ -50,14 +49,13 @@ def test_a_queued_run_whose_message_the_broker_lost_is_delivered_again_and_runs_
     run = start(org, owner, agent, version, prompt="Are you there?")
     worker = worker_process()
     # The run's message is in the broker while its worker does not take it (its consumer cancelled, as if busy).
-    hostname = worker.hostname()
-    assert app.control.cancel_consumer(worker.queue, destination=[hostname], reply=True, timeout=10)
+    worker.control("cancel_consumer")
     execute_run.apply_async(args=[str(run.pk)], queue=worker.queue)
     assert wait_until(lambda: waiting_in(worker.queue) == 1, 10)
 
     flush_the_broker()
     assert waiting_in(worker.queue) == 0
-    assert app.control.add_consumer(worker.queue, destination=[hostname], reply=True, timeout=10)
+    worker.control("add_consumer")
     handed_to(monkeypatch, worker)
 
     # Within the bound, the sweep leaves it: its message may still be on its way.

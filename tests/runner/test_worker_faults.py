@@ -23,6 +23,7 @@ from django.db import connection
 from agents import services
 from agents.models import Message, Run, RunStatus, ToolCall
 from agents.tasks import execute_run, sweep_stale_runs
+from config.celery import app
 from governance.models import SpendEntry
 from tests import factories
 from tests.fakes.openai_server import Reply
@@ -65,6 +66,15 @@ class WorkerProcess:
     def hostname(self) -> str:
         """Its node name, as remote control addresses it."""
         return f"{self.queue}@{socket.gethostname()}"
+
+    def control(self, command: str) -> None:
+        """Remote control of its queue (`cancel_consumer`, `add_consumer`), asked until it answers: the worker logs
+        "ready." before its loop has subscribed to the broadcast channel, and Redis pub/sub keeps nothing for a
+        subscriber not there yet — on a loaded machine a first request went unheard (a fresh clone's run). Both
+        commands answer when repeated."""
+        send = getattr(app.control, command)
+        answered = wait_until(lambda: send(self.queue, destination=[self.hostname()], reply=True, timeout=2), 60)
+        assert answered, f"the worker did not answer {command}:\n{self.output()}"
 
     def take(self, run) -> None:
         execute_run.apply_async(args=[str(run.pk)], queue=self.queue)
