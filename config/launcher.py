@@ -149,7 +149,11 @@ BROWSER_DEFAULT_PORT = 9222
 # What a browser service without internet should not try: update checks, sync, field trials. Without them a fresh
 # profile's first seconds spend DNS lookups that never answer, and a CDP client connecting then can time out.
 BROWSER_QUIET = ["--no-first-run", "--no-default-browser-check", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--metrics-recording-only", "--mute-audio"]
+                 "--disable-component-update", "--disable-sync", "--metrics-recording-only", "--mute-audio",
+                 # Each window (every browse's page is one) preloads the address bar's popup as WebUI pages in
+                 # renderers of their own, which nobody sees here: measured on this 2-core VM, Chromium's CPU per
+                 # browse 0.51 → 0.21 s and at start 1.2 → 0.5 s without them (Puppeteer turns them off too).
+                 "--disable-features=WebUIOmniboxPopup,WebUIOmniboxAimPopup"]
 BROWSER_HARDENING = ["--force-webrtc-ip-handling-policy", "--webrtc-ip-handling-policy=disable_non_proxied_udp",
                      "--disable-blink-features=AutomationControlled"]
 

@@ -48,7 +48,7 @@ def launched_browser(launch_env):
     try:
         cdp_url = launcher.browser_cdp_url(timeout=30)
         assert cdp_url, "chromium did not open its DevTools port"
-        yield command, cdp_url
+        yield command, cdp_url, proc.pid
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         try:
@@ -60,7 +60,7 @@ def launched_browser(launch_env):
 @pytest.mark.django_db
 def test_make_run_starts_chromium_on_loopback_and_an_agent_browses_through_it(launched_browser, settings, site,
                                                                               monkeypatch):
-    command, cdp_url = launched_browser
+    command, cdp_url, session = launched_browser
     assert command[0] == "/usr/bin/chromium" and "--headless=new" in command
     assert command[-1] == "about:blank"  # the first tab loads nothing a connecting client would wait for
     assert "--remote-debugging-address=127.0.0.1" in command
@@ -75,6 +75,21 @@ def test_make_run_starts_chromium_on_loopback_and_an_agent_browses_through_it(la
                               [("browser_open", {"url": f"http://127.0.0.1:{site.port}/form"})]))
     assert "[4] button 'Send'" in outcome.returns[0]
     assert site.paths() == ["/form"]
+    # No window preloaded the address bar's popup (WebUI renderers nobody sees, most of a browse's CPU).
+    renderers = [arguments for arguments in _processes_of(session) if b"--type=renderer" in arguments]
+    assert renderers and not [arguments for arguments in renderers if b"--top-chrome-webui" in arguments]
+
+
+def _processes_of(session: int) -> list[bytes]:
+    """The command lines of the processes in a session (the browser and its children)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and int((entry / "stat").read_text().rsplit(")", 1)[1].split()[3]) == session:
+                found.append((entry / "cmdline").read_bytes())
+        except (OSError, IndexError, ValueError):  # gone meanwhile
+            continue
+    return found
 
 
 @pytest.fixture
@@ -106,7 +121,7 @@ def test_a_page_that_never_loads_does_not_hold_up_the_next_browse_of_the_shared_
     from capabilities.browser import session as browser_session
     from capabilities.browser.session import ActionFailed, BrowserSession
 
-    _command, cdp_url = launched_browser
+    _command, cdp_url, _session = launched_browser
     settings.BROWSER_CDP_ALLOWED_HOSTS = ["127.0.0.1"]
     settings.BROWSER_ALLOWED_PRIVATE_HOSTS = ["127.0.0.1"]
     monkeypatch.setattr(browser_session, "NAVIGATION_TIMEOUT_MS", 3000)
