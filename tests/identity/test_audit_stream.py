@@ -10,6 +10,7 @@ from django.test import Client
 
 from agenticos import audit
 from agenticos.models import AuditEvent
+from config.celery import app
 from identity import audit_stream, tasks
 from identity.models import AuditStream
 from tests import factories
@@ -143,8 +144,11 @@ def test_an_outsider_owner_changes_only_their_own_stream(org, owner, receiver, o
     assert AuditStream.objects.filter(pk=stream.pk).exists()
 
 
-def test_the_beat_task_drains_every_enabled_stream(org, owner, receiver, settings):
-    settings.CELERY_TASK_ALWAYS_EAGER = True
+def test_the_beat_task_drains_every_enabled_stream(org, owner, receiver, monkeypatch):
+    # Eager on Celery's own configuration: CELERY_TASK_ALWAYS_EAGER set in Django's settings did nothing once an
+    # earlier test had read Celery's configuration, and the delivery went to a broker no worker of this test
+    # reads (failed with another test order).
+    monkeypatch.setitem(app.conf, "task_always_eager", True)
     stream = _configured(org, owner, receiver)
     AuditEvent.objects.filter(organization=org).update(created_at=AuditEvent.objects.get(
         action="audit.stream_configured").created_at.replace(year=2020))
