@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import subprocess
 import sys
 import time
@@ -21,6 +22,41 @@ ARTIFACTS = ROOT / "test-artifacts" / "console"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run"]
+
+
+QUIET_FEATURES = ("WebUIOmniboxPopup", "WebUIOmniboxAimPopup")
+
+
+def _disable_features_switch() -> str | None:
+    """The --disable-features switch of a Chromium this process started through Playwright (the browser process:
+    the one without --type), or None if there is none to be found."""
+    own = str(os.getpid())
+    parents: dict[str, str] = {}
+    commands: dict[str, list[str]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            parents[entry.name] = (entry / "stat").read_text().rsplit(")", 1)[1].split()[1]
+            commands[entry.name] = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
+        except (OSError, IndexError):  # gone meanwhile
+            continue
+
+    def ours(pid: str) -> bool:
+        for _ in range(4):  # this process → Playwright's driver → Chromium
+            pid = parents.get(pid, "0")
+            if pid == own:
+                return True
+        return False
+
+    for pid, command in commands.items():
+        # Debian's /usr/bin/chromium is a script that execs /usr/lib/chromium/chromium.
+        browser = command and Path(command[0]).name == "chromium" and not any(a.startswith("--type=") for a in command)
+        if browser and ours(pid):
+            found = [a for a in command if a.startswith("--disable-features=")]
+            if found and not all(feature in found[-1] for feature in QUIET_FEATURES):
+                return found[-1]
+    return None
 
 
 class _LiveServers:
@@ -149,6 +185,17 @@ class _SessionChromium:
         # Playwright's 30 s default was too short for a launch on a loaded 2-core machine: a bound, not a wait.
         self.instance = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS,
                                                    timeout=120_000)
+        # Every test's page is a window of its own, and each window preloaded the address bar's popup as WebUI
+        # pages in renderers nobody sees (~0.3 s of CPU per page; config/launcher.py turns them off for the
+        # browser service). Playwright passes one --disable-features list of its own and Chromium keeps only the
+        # last such switch, so the browser is started again with Playwright's list and these two together —
+        # read from the browser's command line, not copied, so a Playwright upgrade's list is kept whole.
+        defaults = _disable_features_switch()
+        if defaults is not None:
+            self.instance.close()
+            self.instance = playwright.chromium.launch(
+                executable_path=CHROMIUM, headless=True, timeout=120_000, ignore_default_args=[defaults],
+                args=[*CHROMIUM_ARGS, f"{defaults},{','.join(QUIET_FEATURES)}"])
 
     def give_back(self) -> None:
         try:
