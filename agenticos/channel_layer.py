@@ -13,8 +13,10 @@ through one lock that every waiting socket contends for (two new tasks per socke
   nothing and returns the members, and the message goes again for them (a second trip, once per change). A group
   nobody listens to (a REST run started with `?wait=false`) costs that one trip too.
 - a process's inbox (every process-local channel of this layer shares one key) is read by one task, the pump,
-  which takes up to `RECEIVE_BATCH` messages in one scripted `ZPOPMIN` and puts each in its channel's buffer;
-  only an empty inbox costs a blocking `BZPOPMIN`. A socket waiting for its next frame awaits its own buffer.
+  which puts each message in its channel's buffer: a message at a time while they come one by one (a `BZPOPMIN`
+  pipelined with a `ZCARD`: one trip a message, blocking while the inbox is empty), and while they pile up up to
+  `RECEIVE_BATCH` in one scripted `ZPOPMIN` (one trip a batch). A socket waiting for its next frame awaits its own
+  buffer: no lock, no task per waiting socket per message.
 - `group_add` sends its `ZADD` and `EXPIRE` in one pipeline.
 
 What reaches Redis is otherwise the same: the same keys, the same serialized messages (channels-redis' own
@@ -90,10 +92,10 @@ end
 return {expected, over_capacity}
 """
 
-# The pump's read of its inbox. KEYS: the inbox, its in-flight backup. ARGV: at most how many messages to take,
+# The pump's batch read of its inbox. KEYS: the inbox, its in-flight backup. ARGV: at most how many messages to take,
 # whether the last batch was handed over ('1': its backup is dropped) or not ('0': it goes back to the front of the
-# inbox, as channels-redis' own restore does). Returns ZPOPMIN's [message, score, …], each kept in the backup
-# until the next call says it was handed over.
+# inbox, as channels-redis' own restore does), the backup's expiry. Returns {how many are left in the inbox,
+# ZPOPMIN's [message, score, …]}, each message kept in the backup until a later call says it was handed over.
 RECEIVE_LUA = """
 if ARGV[2] == '1' then
     redis.call('DEL', KEYS[2])
@@ -108,7 +110,10 @@ local popped = redis.call('ZPOPMIN', KEYS[1], ARGV[1])
 for i = 1, #popped, 2 do
     redis.call('ZADD', KEYS[2], popped[i + 1], popped[i])
 end
-return popped
+if #popped > 0 then
+    redis.call('EXPIRE', KEYS[2], ARGV[3])
+end
+return {redis.call('ZCARD', KEYS[1]), popped}
 """
 
 # Messages the pump takes in one trip. A batch is handed over without an await, so a large one only delays the
@@ -248,18 +253,26 @@ class RedisChannelLayer(ChannelsRedisLayer):
         key = self.prefix + real_channel
         backup = self._backup_channel_name(key)
         script = self._script("receive", RECEIVE_LUA, index)
+        backlog = True  # the first read is the batch one: it also puts back what an earlier pump left in the backup
         try:
             while self._pump is me and self._waiting:
-                handed_over, self._handed_over = self._handed_over, False
-                popped = await script(keys=[key, backup], args=[RECEIVE_BATCH, "1" if handed_over else "0"],
-                                      client=self.connection(index))
-                if popped:
+                if backlog or not self._handed_over:
+                    handed_over, self._handed_over = self._handed_over, False
+                    left, popped = await script(keys=[key, backup],
+                                                args=[RECEIVE_BATCH, "1" if handed_over else "0", self.expiry],
+                                                client=self.connection(index))
                     contents = popped[0::2]
                 else:
-                    # Nothing waiting: block for the next one. Not backed up: it is handed over with no await
-                    # between its arrival and its buffer, so there is no moment a backup would cover.
-                    result = await self.connection(index).bzpopmin(key, timeout=self.brpop_timeout)
+                    # Nothing was left at the last read: block for the next message, and learn in the same trip
+                    # whether more are behind it (then the next read is the batch one). Not backed up: it is handed
+                    # over with no await between its arrival and its buffer (channels-redis' backup of a BZPOPMIN
+                    # comes a trip later, and covers only that trip).
+                    pipe = self.connection(index).pipeline(transaction=False)
+                    pipe.bzpopmin(key, timeout=self.brpop_timeout)
+                    pipe.zcard(key)
+                    result, left = await pipe.execute()
                     contents = [result[1]] if result else []
+                backlog = left > 0
                 for content in contents:
                     self._hand_over(content)
                 self._handed_over = True

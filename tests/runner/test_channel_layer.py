@@ -238,3 +238,34 @@ def test_a_cancelled_receive_leaves_nothing_behind_and_the_next_one_still_gets_i
                 await layer.close_pools()
 
     assert asyncio.run(scenario()) == "after"
+
+
+def test_messages_that_come_one_by_one_cost_one_trip_each(monkeypatch):
+    async def scenario():
+        sender, listener = _layer(), _layer()
+        group = f"g{uuid.uuid4().hex}"
+        try:
+            channel = await listener.new_channel()
+            await listener.group_add(group, channel)
+            await sender.group_send(group, {"type": "m", "n": -1})
+            await asyncio.wait_for(listener.receive(channel), 2)  # the pump is running, the inbox empty
+            calls = _counting(monkeypatch, listener)
+            got = []
+            for n in range(5):
+                receiving = asyncio.ensure_future(listener.receive(channel))
+                await sender.group_send(group, {"type": "m", "n": n})
+                got.append((await asyncio.wait_for(receiving, 2))["n"])
+            monkeypatch.undo()
+            return got, calls
+        finally:
+            monkeypatch.undo()
+            for layer in (sender, listener):
+                await layer.close_pools()
+
+    got, calls = asyncio.run(scenario())
+    assert got == [0, 1, 2, 3, 4]
+    # (The counting is per client class: the sender's five group_sends are its one EVALSHA each.) The listener: a
+    # blocking pop and the inbox's count in one pipeline per message (channels-redis: four trips a message); the
+    # last one may already be waiting for a sixth.
+    assert _trips(calls).count("EVALSHA") == 5, calls
+    assert set(_trips(calls)) == {"EVALSHA", "PIPELINE"} and calls.count("PIPELINE") <= 6, calls
