@@ -582,7 +582,15 @@ def get_or_create_conversation(embed: Embed, thread: str) -> Conversation:
 
 
 def create_conversation(embed: Embed, thread: str) -> Conversation:
-    return Conversation.objects.create(
+    conversation = new_conversation(embed, thread)
+    conversation.save(force_insert=True)
+    return conversation
+
+
+def new_conversation(embed: Embed, thread: str) -> Conversation:
+    """The thread's conversation, not saved: `agents.runs.start_run` writes it in the statement that writes its
+    first run (no conversation without its first turn, and one statement fewer for a visitor's first message)."""
+    return Conversation(
         organization_id=embed.organization_id,
         agent_id=embed.agent_id,
         owner=embed.created_by,
