@@ -236,7 +236,8 @@ class EmbedConsumer(AsyncWebsocketConsumer):
         self._start(self._prepare(payload), run_id)
 
     def _prepare(self, payload: dict) -> dict:
-        embed = Embed.objects.select_related("agent", "organization", "created_by").filter(pk=self.embed.pk).first()
+        embed = (services.with_publisher_role(Embed.objects.select_related("agent", "organization", "created_by"))
+                 .filter(pk=self.embed.pk).first())
         if embed is None or embed.is_paused:
             raise services.Refused("paused or deleted while connected")
         self.embed = embed
