@@ -45,7 +45,8 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.http.request import split_domain_port, validate_host  # noqa: E402
 
-from agenticos import daphne_close_reason  # noqa: E402, F401  (daphne sends the close reason)
+# daphne sends the close reason; autobahn builds no debug line per frame while debug is off.
+from agenticos import autobahn_lazy_debug, daphne_close_reason  # noqa: E402, F401
 from config.routing import websocket_urlpatterns  # noqa: E402
 
 CLOSE_REFUSED = 4003

@@ -210,35 +210,34 @@ class EmbedConsumer(AsyncWebsocketConsumer):
             return
         await self._drop_turn()
         run_id = uuid.uuid4()
+        group = group_name(run_id)
+        # Join before the run exists, so not a single frame can be published before we listen. Before the checks
+        # too: they and the run's start are one trip to the database thread (one pool checkout, not two); a refused
+        # message leaves the group again.
+        await self.channel_layer.group_add(group, self.channel_name)
         try:
-            prepared = await in_db_thread(self._prepare, payload)
+            await in_db_thread(self._prepare_and_start, payload, run_id)
         except services.Refused:
+            await self.channel_layer.group_discard(group, self.channel_name)
             await self._refuse_and_close()
             return
-        except TurnRefused as exc:
+        except (TurnRefused, DomainError) as exc:
+            await self.channel_layer.group_discard(group, self.channel_name)
             await self.send_error(exc.message, exc.code)
             return
-        group = group_name(run_id)
-        # Join before the run exists, so not a single frame can be published before we listen.
-        await self.channel_layer.group_add(group, self.channel_name)
+        # No frame of the run is relayed before this handler returns (a consumer handles one message at a time).
         now = time.monotonic()
         turn = Turn(run_id=run_id, group=group, filter=TurnFilter(Toggles.of(self.embed), run_id=str(run_id)),
                     started=now, last_frame=now)
         self.turn = turn
-        try:
-            await in_db_thread(self._start, prepared, run_id)
-        except TurnRefused as exc:
-            await self._drop_turn()
-            await self.send_error(exc.message, exc.code)
-            return
-        except DomainError as exc:
-            await self._drop_turn()
-            await self.send_error(exc.message, exc.code)
-            return
         turn.watchdog = asyncio.create_task(self._watch(turn))
 
+    def _prepare_and_start(self, payload: dict, run_id: uuid.UUID) -> None:
+        self._start(self._prepare(payload), run_id)
+
     def _prepare(self, payload: dict) -> dict:
-        embed = Embed.objects.select_related("agent", "organization", "created_by").filter(pk=self.embed.pk).first()
+        embed = (services.with_publisher_role(Embed.objects.select_related("agent", "organization", "created_by"))
+                 .filter(pk=self.embed.pk).first())
         if embed is None or embed.is_paused:
             raise services.Refused("paused or deleted while connected")
         self.embed = embed
@@ -291,7 +290,7 @@ class EmbedConsumer(AsyncWebsocketConsumer):
         with transaction.atomic():
             files = self._claim_files(embed, prepared["file_ids"])
             existing = services.find_conversation(embed, self.thread)
-            conversation = existing or services.create_conversation(embed, self.thread)
+            conversation = existing or services.new_conversation(embed, self.thread)  # written with the run
             instructions, placement = services.turn_instructions(
                 conversation, services.extra_instructions(embed, prepared["variables"]), fresh=existing is None
             )

@@ -26,7 +26,7 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import transaction
-from django.db.models import Sum
+from django.db.models import OuterRef, Subquery, Sum
 from django.utils import timezone
 
 from agenticos import audit, vault
@@ -506,15 +506,29 @@ def clean_visitor_key(value: str | None) -> str | None:
 # ------------------------------------------------------------------ conversations and runs
 
 
+def _publisher_memberships() -> Any:
+    return Membership.objects.filter(is_suspended=False, user__is_active=True)
+
+
+def with_publisher_role(embeds: Any) -> Any:
+    """The embeds with `publisher_role` read in the same statement: the role their publisher holds now (None when
+    they left, are suspended or have no account any more) — what `publisher_authority` would ask in a query of its
+    own, one statement fewer per visitor message."""
+    return embeds.annotate(publisher_role=Subquery(
+        _publisher_memberships().filter(organization_id=OuterRef("organization_id"), user_id=OuterRef("created_by_id"))
+        .values("role")[:1]))
+
+
 def publisher_authority(embed: Embed) -> tuple[Any, str]:
     """(user, role) a run from this embed executes under: the publisher with the role they hold now,
-    or viewer when they left the organization (or have no account any more)."""
+    or viewer when they left the organization (or have no account any more). An embed read `with_publisher_role`
+    has it already."""
     user = embed.created_by
     if user is None:
         return None, "viewer"
-    membership = Membership.objects.filter(
-        organization_id=embed.organization_id, user=user, is_suspended=False, user__is_active=True
-    ).first()
+    if hasattr(embed, "publisher_role"):
+        return user, embed.publisher_role or "viewer"
+    membership = _publisher_memberships().filter(organization_id=embed.organization_id, user=user).first()
     if membership is None:
         return user, "viewer"
     return user, membership.role
@@ -582,7 +596,15 @@ def get_or_create_conversation(embed: Embed, thread: str) -> Conversation:
 
 
 def create_conversation(embed: Embed, thread: str) -> Conversation:
-    return Conversation.objects.create(
+    conversation = new_conversation(embed, thread)
+    conversation.save(force_insert=True)
+    return conversation
+
+
+def new_conversation(embed: Embed, thread: str) -> Conversation:
+    """The thread's conversation, not saved: `agents.runs.start_run` writes it in the statement that writes its
+    first run (no conversation without its first turn, and one statement fewer for a visitor's first message)."""
+    return Conversation(
         organization_id=embed.organization_id,
         agent_id=embed.agent_id,
         owner=embed.created_by,

@@ -76,7 +76,10 @@ class ChannelLayerSink:
         self.layer = get_channel_layer()
         self._queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self._flusher: asyncio.Task | None = None
-        self._ending = asyncio.Event()
+        self._ending = False
+        # What the flusher awaits while a window is open: resolved by the window's timer or by the run's last frame.
+        # (One future and one timer per window; asyncio.wait_for on an Event made a task and a waiter more, per batch.)
+        self._window_open: asyncio.Future | None = None
         self.window: float = settings.RUN_FRAME_FLUSH_SECONDS
         # While nobody listens (a REST run started with `?wait=false`: nobody joined its group) the window
         # widens to RUN_FRAME_IDLE_FLUSH_SECONDS: every batch was a Redis round trip that reached no one, at a
@@ -93,18 +96,23 @@ class ChannelLayerSink:
         if self._flusher is None:
             self._flusher = asyncio.create_task(self._flush_forever())
         if frame["type"] in FINAL_FRAME_TYPES:
-            self._ending.set()
+            self._ending = True
+            _close_window(self._window_open)
             await self.drain()
 
     async def _flush_forever(self) -> None:
         while True:
             batch = [await self._queue.get()]
             window = self.window if self._listened else max(self.window, self.idle_window)
-            if window > 0 and not self._ending.is_set():
+            if window > 0 and not self._ending:
+                loop = asyncio.get_running_loop()
+                self._window_open = loop.create_future()
+                timer = loop.call_later(window, _close_window, self._window_open)
                 try:
-                    await asyncio.wait_for(self._ending.wait(), timeout=window)
-                except TimeoutError:
-                    pass  # the window closed: send what piled up
+                    await self._window_open  # the window closed (or the run ended): send what piled up
+                finally:
+                    timer.cancel()
+                    self._window_open = None
             while not self._queue.empty():
                 batch.append(self._queue.get_nowait())
             frames = coalesce(batch)
@@ -135,6 +143,11 @@ class ChannelLayerSink:
 
 
 FINAL_FRAME_TYPES = {"complete", "error"}
+
+
+def _close_window(waiter: asyncio.Future | None) -> None:
+    if waiter is not None and not waiter.done():
+        waiter.set_result(None)
 # Delta frames whose text field concatenates: two in a row for the same part are one delta.
 DELTA_TEXT_FIELD = {"text_delta": "content", "thinking_delta": "content", "tool_call_delta": "args_delta"}
 

@@ -556,3 +556,17 @@ async def test_a_late_frame_of_an_earlier_turn_is_never_taken_for_the_current_on
     frames = await frames_until_end(comm)
     assert [f["type"] for f in frames] == ["text_delta", "complete"]
     await comm.disconnect()
+
+
+async def test_a_suspended_publisher_runs_as_viewer_and_one_restored_with_their_role(widget, builder, dispatched):
+    # The role is read with the embed in one statement (services.with_publisher_role), at every message.
+    await database_sync_to_async(Membership.objects.filter(user=builder).update)(is_suspended=True)
+    comm = await open_socket(widget)
+    first = await ask(comm, dispatched)
+    assert (await database_sync_to_async(Run.objects.get)(pk=first)).acting_role == "viewer"
+    await comm.disconnect()
+    await database_sync_to_async(Membership.objects.filter(user=builder).update)(is_suspended=False)
+    comm = await open_socket(widget)
+    second = await ask(comm, dispatched)
+    assert (await database_sync_to_async(Run.objects.get)(pk=second)).acting_role == "builder"
+    await comm.disconnect()
