@@ -47,7 +47,11 @@ _ETC_FILES = {
     "group": f"sandbox:x:{SANDBOX_GID}:\nnogroup:x:65534:\n",
     "hosts": f"127.0.0.1 localhost {HOSTNAME}\n::1 localhost\n",
     "nsswitch.conf": "passwd: files\ngroup: files\nhosts: files\n",
-    "resolv.conf": "",
+    # No name server is reachable from a jail (its own network namespace; egress targets are in `hosts`). An
+    # empty file leaves musl programs (Codex's binary) waiting 5 s × 2 for 127.0.0.1:53 on every other name (it
+    # ignores the port's refusal): a ChatGPT-signed-in Codex task spent ~40 s of its ~47 s on lookups. One try of
+    # one second is the least musl takes; glibc programs fail at once as before.
+    "resolv.conf": "options timeout:1 attempts:1\n",
 }
 # Public, read-only host trees a program may need (certificate bundle, the alternatives links of /usr/bin).
 _ETC_TREES = ("alternatives", "ssl", "ca-certificates", "ld.so.cache", "localtime", "mime.types")

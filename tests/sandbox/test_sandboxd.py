@@ -132,3 +132,15 @@ def test_make_run_starts_sandboxd_where_bubblewrap_isolates_on_the_url_it_names(
         assert "sandbox" not in launcher.commands(8000)
     finally:
         launcher.sandboxd_command.cache_clear()
+
+
+def test_a_name_lookup_in_a_jail_gives_up_after_one_short_try(sandboxd_server):
+    """No name server is reachable from a jail; its resolver is told to try once for a second, the least musl
+    takes (an empty file left musl programs such as Codex's binary waiting 10 s on every name)."""
+    assert _call(sandboxd_server, "POST", "/v1/workspaces", json={"id": "names", "runtime": "python"}).status_code in (200, 201)
+    done = _call(sandboxd_server, "POST", "/v1/workspaces/names/exec", json={
+        "command": "cat /etc/resolv.conf; python3 -c \"import socket\ntry:\n socket.getaddrinfo('example.com', 443)\n"
+                   "except OSError as e: print('refused', type(e).__name__)\"", "timeout": 30}).json()
+    assert done["exit_code"] == 0, done
+    assert done["stdout"].splitlines()[0] == "options timeout:1 attempts:1"
+    assert "refused gaierror" in done["stdout"]
