@@ -22,6 +22,14 @@ def _layer(**overrides) -> RedisChannelLayer:
     return RedisChannelLayer(**{**settings.CHANNEL_LAYERS["default"]["CONFIG"], **overrides})
 
 
+async def _closed(*layers: RedisChannelLayer, counting: pytest.MonkeyPatch | None = None) -> None:
+    """A scenario's end: the round-trip counting undone first (closing is not counted), every layer's pools closed."""
+    if counting is not None:
+        counting.undo()
+    for layer in layers:
+        await layer.close_pools()
+
+
 def test_the_configured_layer_is_this_one():
     assert type(channel_layers.make_backend(DEFAULT_CHANNEL_LAYER)) is RedisChannelLayer
 
@@ -156,9 +164,7 @@ def test_a_group_seen_before_costs_one_round_trip_and_a_change_is_followed(monke
                 await asyncio.wait_for(listener.receive(first), 0.3)
             return one_trip, got_first, got_second
         finally:
-            monkeypatch.undo()
-            for layer in (sender, listener):
-                await layer.close_pools()
+            await _closed(sender, listener, counting=monkeypatch)
 
     one_trip, got_first, got_second = asyncio.run(scenario())
     assert _trips(one_trip) == ["EVALSHA"], one_trip
@@ -183,9 +189,7 @@ def test_a_process_inbox_is_read_in_batches_and_every_channel_gets_its_own_in_or
             monkeypatch.undo()
             return got, calls
         finally:
-            monkeypatch.undo()
-            for layer in (sender, listener):
-                await layer.close_pools()
+            await _closed(sender, listener, counting=monkeypatch)
 
     got, calls = asyncio.run(scenario())
     assert all([m["n"] for m in messages] == list(range(10)) for messages in got)
@@ -215,8 +219,7 @@ def test_a_batch_the_pump_did_not_hand_over_goes_back_to_the_inbox():
             listener._handed_over = False
             return [(await asyncio.wait_for(listener.receive(channel), 2))["n"] for _ in range(3)]
         finally:
-            for layer in (sender, listener):
-                await layer.close_pools()
+            await _closed(sender, listener)
 
     assert asyncio.run(scenario()) == [0, 1, 2]
 
@@ -234,8 +237,7 @@ def test_a_cancelled_receive_leaves_nothing_behind_and_the_next_one_still_gets_i
             await sender.group_send(group, {"type": "m", "n": "after"})
             return (await asyncio.wait_for(listener.receive(channel), 7))["n"]  # the pump may sit in a 5 s BZPOPMIN
         finally:
-            for layer in (sender, listener):
-                await layer.close_pools()
+            await _closed(sender, listener)
 
     assert asyncio.run(scenario()) == "after"
 
@@ -258,9 +260,7 @@ def test_messages_that_come_one_by_one_cost_one_trip_each(monkeypatch):
             monkeypatch.undo()
             return got, calls
         finally:
-            monkeypatch.undo()
-            for layer in (sender, listener):
-                await layer.close_pools()
+            await _closed(sender, listener, counting=monkeypatch)
 
     got, calls = asyncio.run(scenario())
     assert got == [0, 1, 2, 3, 4]
