@@ -51,7 +51,10 @@ def test_slack_posts_the_steps_as_buttons_after_the_reply_in_the_same_thread(sla
     # The buttons are their own message, below the reply in the thread (posted after its placeholder; the
     # reply's last edit may land a moment later).
     assert float(reply.ts) < float(post.ts)
-    follow_up = FollowUp.objects.get()
+    # The row says where the buttons went once Slack has answered the post: read it after that, not before
+    # (under a CPU hog the test read it between the post and the write).
+    follow_up = wait_until(lambda: FollowUp.objects.filter(delivered_to__has_key="message_ref").first())
+    assert FollowUp.objects.count() == 1
     assert follow_up.delivered_to["message_ref"] == post.ts and follow_up.status == "ready"
     assert "tools" not in fake_openai.chat_requests[-1].json
 
