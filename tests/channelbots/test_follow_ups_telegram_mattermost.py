@@ -114,7 +114,9 @@ def test_telegram_posts_the_steps_as_an_inline_keyboard_after_the_reply_in_the_s
     reply_id, reply = telegram_answer(fake_telegram, "You said: there")
     assert reply["reply"]["message_id"] == question["message_id"]
     assert reply_id < message_id  # the buttons are their own message, after the reply's
-    follow_up = FollowUp.objects.get()
+    # The message reaches the fake before the row records it (the platform's answer comes first): wait for the row.
+    follow_up = wait_until(lambda: FollowUp.objects.filter(delivered_to__has_key="message_ref").first())
+    assert FollowUp.objects.count() == 1
     assert follow_up.status == "ready" and follow_up.delivered_to["message_ref"] == str(message_id)
     assert follow_up.delivered_to["platform"] == "telegram" and follow_up.delivered_to["chat_id"] == "-100"
     assert "tools" not in fake_openai.chat_requests[-1].json
