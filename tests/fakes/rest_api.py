@@ -8,7 +8,7 @@ Auth families (each checks the credential the way a real provider would):
   /auth/jwt      Authorization: Bearer <HS256 JWT signed with secret, with exp>
 Other endpoints: /echo (method, path, query, headers, json body), /contacts (list with ?page= pagination,
 POST create, GET/PATCH/DELETE /contacts/{id}), /jobs (POST → 202 job id, GET /jobs/{id}), /big?kb=N,
-/status/{code}, /slow?secs=S, /badjson, /redirect?to=URL, /page.html, /doc.md, /data.json, /image.png,
+/status/{code}, /slow?secs=S (&once=1: only the first request of that method and URL waits), /badjson, /redirect?to=URL, /page.html, /doc.md, /data.json, /image.png,
 /blob.bin, /doc.pdf. Every request is recorded in `server.requests`.
 """
 
@@ -47,6 +47,7 @@ class FakeState:
     requests: list[Recorded] = field(default_factory=list)
     contacts: dict[int, dict[str, Any]] = field(default_factory=dict)
     jobs: dict[int, int] = field(default_factory=dict)
+    waited: set[str] = field(default_factory=set)  # /slow?once=1 requests that have waited
     pdf: bytes = b""
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -186,7 +187,12 @@ def _handler(state: FakeState):
                 self._send(code, {"error": f"status {code}"})
                 return
             if path == "/slow":
-                time.sleep(float((query.get("secs") or ["2"])[0]))
+                key = f"{self.command} {self.path}"
+                with state.lock:
+                    wait = not (query.get("once") and key in state.waited)
+                    state.waited.add(key)
+                if wait:
+                    time.sleep(float((query.get("secs") or ["2"])[0]))
                 self._send(200, {"slow": True})
                 return
             if path == "/badjson":

@@ -113,7 +113,7 @@ def test_a_worker_killed_while_a_subagent_works_does_not_repeat_the_parents_fini
             "description": "Find Ada's company.", "subagent_type": "researcher"}}]),
         Reply.text("The delegate never says this.", delay=120),  # the delegate at work when the worker dies
         Reply.text("The contact is added; the research was cut off."))
-    first, second = worker_process(**WORKER_ENV), worker_process(**WORKER_ENV)
+    first, second = worker_process.several(2, **WORKER_ENV)
     handed_to(monkeypatch, second)
     run = start(org, owner, lead, version, prompt="Add Ada and research her company")
     first.take(run)
@@ -176,7 +176,7 @@ def test_a_worker_killed_while_a_remote_agent_works_sends_it_nothing_twice(
         Reply.tool_calls([{"name": "task", "id": "call-task", "arguments": {
             "description": f"Weather in Lisbon? {marker}", "subagent_type": "weather-desk"}}]),
         Reply.text("The contact is added; the forecast did not come back."))
-    first, second = worker_process(**env), worker_process(**env)
+    first, second = worker_process.several(2, **env)
     handed_to(monkeypatch, second)
     run = start(org, owner, lead, version, prompt="Add Ada and get the forecast")
     first.take(run)
@@ -237,7 +237,7 @@ def test_a_worker_killed_during_a_coding_agent_task_starts_no_second_task(
         Reply.tool_calls([{"name": "run_coding_agent", "id": "call-task", "arguments": {
             "task": f"Refactor the app. {marker}"}}]),
         Reply.text("The contact is added; the refactoring was cut off."))
-    first, second = worker_process(**env), worker_process(**env)
+    first, second = worker_process.several(2, **env)
     handed_to(monkeypatch, second)
     run = start(org, owner, lead, version, prompt="Add Ada and refactor the app")
     first.take(run)

@@ -103,7 +103,7 @@ def test_a_side_effecting_tool_in_flight_is_not_called_again_and_exactly_one_of_
                                        text="Creating it."),
                       Reply.text("It may not have been created; please check."))
     # All up before the run starts: the call must still be open when its worker dies.
-    first, second, third = (worker_process(**WORKER_ENV) for _ in range(3))
+    first, second, third = worker_process.several(3, **WORKER_ENV)
     handed_to(monkeypatch, second, third)  # both are sent the run: exactly one takes it
     run = start(org, owner, agent, version, prompt="Create the contact")
     first.take(run)
@@ -137,11 +137,11 @@ def test_a_side_effecting_tool_in_flight_is_not_called_again_and_exactly_one_of_
 def test_a_read_only_tool_in_flight_is_run_again(org, owner, fake_openai, rest_api, worker_process, settings,
                                                   monkeypatch):
     agent, version = rest_agent(org, owner, fake_openai, rest_api, alias="look_up", method="GET",
-                                path="/slow?secs=10")
+                                path="/slow?secs=10&once=1")  # the call asked again answers at once
     gets = counter(rest_api, "/slow", "GET")
     fake_openai.queue(Reply.tool_calls([{"name": "look_up", "arguments": {}, "id": "call-get"}]),
                       Reply.text("Found it."))
-    first, second = worker_process(**WORKER_ENV), worker_process(**WORKER_ENV)
+    first, second = worker_process.several(2, **WORKER_ENV)
     handed_to(monkeypatch, second)
     run = start(org, owner, agent, version, prompt="Look it up")
     first.take(run)
@@ -200,7 +200,7 @@ def test_an_approved_call_lost_in_flight_goes_back_to_a_person_and_is_not_sent_a
     fake_openai.queue(Reply.tool_calls([{"name": "send_invoice", "arguments": {}, "id": "call-inv"}],
                                        text="Sending it."),
                       Reply.text("It was not sent again."))
-    first, second = worker_process(**WORKER_ENV), worker_process(**WORKER_ENV)
+    first, second = worker_process.several(2, **WORKER_ENV)
     handed_to(monkeypatch, first)  # the run the first decision resumes
     run = start(org, owner, agent, version, prompt="Send the invoice")
     first.take(run)
@@ -246,7 +246,7 @@ def test_a_worker_killed_while_its_run_is_parked_loses_nothing_and_the_decision_
     fake_openai.queue(Reply.tool_calls([{"name": "book_room", "arguments": {}, "id": "call-room"}],
                                        text="Booking it."),
                       Reply.text("Booked."))
-    first, second = worker_process(**WORKER_ENV), worker_process(**WORKER_ENV)
+    first, second = worker_process.several(2, **WORKER_ENV)
     run = start(org, owner, agent, version, prompt="Book the room")
     first.take(run)
     assert wait_until(lambda: status(run) == RunStatus.AWAITING_APPROVAL, 60), first.output()

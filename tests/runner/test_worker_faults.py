@@ -58,10 +58,13 @@ class WorkerProcess:
                 [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", self.queue,
                  "-n", f"{self.queue}@%h", "-P", "threads", "-c", "4", "-l", "INFO"],
                 cwd=ROOT, env=environment, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def wait_ready(self) -> WorkerProcess:
         if not wait_until(lambda: b"ready." in self.log.read_bytes() or self.process.poll() is not None, 90):
             self.stop()
             pytest.fail(f"the worker did not start:\n{self.output()}")
         assert self.process.poll() is None, self.output()
+        return self
 
     def hostname(self) -> str:
         """Its node name, as remote control addresses it."""
@@ -91,16 +94,29 @@ class WorkerProcess:
             self.process.wait(10)
 
 
+class _Workers:
+    """`worker_process(**env)` starts one worker and returns it once it is ready; `worker_process.several(n,
+    **env)` starts n at once and waits for them together (a worker takes seconds to import the project, and a
+    test that needs three need not pay that three times over)."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.tmp_path = tmp_path
+        self.started: list[WorkerProcess] = []
+
+    def __call__(self, **env: str) -> WorkerProcess:
+        return self.several(1, **env)[0]
+
+    def several(self, count: int, **env: str) -> list[WorkerProcess]:
+        workers = [WorkerProcess(self.tmp_path, **env) for _ in range(count)]
+        self.started.extend(workers)
+        return [worker.wait_ready() for worker in workers]
+
+
 @pytest.fixture
 def worker_process(tmp_path):
-    started: list[WorkerProcess] = []
-
-    def start_worker(**env: str) -> WorkerProcess:
-        started.append(WorkerProcess(tmp_path, **env))
-        return started[-1]
-
-    yield start_worker
-    for worker in started:  # before the database is flushed
+    workers = _Workers(tmp_path)
+    yield workers
+    for worker in workers.started:  # before the database is flushed
         worker.stop()
 
 
@@ -130,7 +146,7 @@ def test_a_worker_killed_mid_request_has_its_run_found_by_heartbeat_and_sent_aga
         org, owner, fake_openai, worker_process, settings, monkeypatch):
     agent, version = openai_agent(org, owner, fake_openai)
     fake_openai.queue(Reply.text("You will never read this.", delay=120), Reply.text("Here it is."))
-    worker, other = worker_process(), worker_process()
+    worker, other = worker_process.several(2)
     run = start(org, owner, agent, version, prompt="Take your time")
     worker.take(run)
     assert wait_until(lambda: len(fake_openai.chat_requests) == 1), worker.output()
