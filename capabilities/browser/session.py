@@ -317,10 +317,16 @@ class BrowserSession:
     async def _answer_socket_check(self, route: Any) -> None:
         """A page's WebSocket constructor asking whether its address may be reached (page_js.SOCKET_GUARD). Answered
         here, so the question never leaves the browser; "ok" only when the policy lets the socket's address go."""
-        url = (parse_qs(urlsplit(route.request.url).query).get("u") or [""])[0]
-        reason = await self.policy.check(url) if url else "no address"
-        await route.fulfill(status=200, body="ok" if reason is None else "no", content_type="text/plain",
+        allowed = await self._socket_allowed(route.request.url)
+        await route.fulfill(status=200, body="ok" if allowed else "no", content_type="text/plain",
                             headers={"Access-Control-Allow-Origin": "*", "Cache-Control": "no-store"})
+
+    async def _socket_allowed(self, check_url: str) -> bool:
+        """The answer to one socket check (its address in `u`): asked by the route or the worker guard, whichever
+        pauses the question first (workers.py says why both do)."""
+        url = (parse_qs(urlsplit(check_url).query).get("u") or [""])[0]
+        reason = await self.policy.check(url) if url else "no address"
+        return reason is None
 
     async def _guard(self, page: Any) -> None:
         """Every request of this page, every redirect hop included, paused until the policy answers."""
@@ -352,7 +358,9 @@ class BrowserSession:
 
         target = (await session.send("Target.getTargetInfo"))["targetInfo"]
         if self._workers is None:
-            self._workers = WorkerGuard(self._socket_guard(), on_lost=self._guard_lost)
+            self._workers = WorkerGuard(self._socket_guard(), on_lost=self._guard_lost,
+                                        check_path=self._socket_check, answer=self._socket_allowed,
+                                        refusal=self.policy.check)
             await self._workers.start(self._address)
         await self._workers.watch(target["targetId"])
 

@@ -5,8 +5,22 @@ worker is a global scope of its own that no init script reaches: one from a blob
 one in a cross-site frame could open a WebSocket into the deployment unasked. Chromium can hold a new worker
 before its script runs (`Target.setAutoAttach` with `waitForDebuggerOnStart`); this guard then evaluates the
 same wrapper in the worker's scope (`Runtime.evaluate` runs code without enabling the Runtime domain) and lets
-the worker go. Only then: a worker whose guard could not be installed stays held. The worker's requests, the
-socket check included, are paused by the browse's route like its page's.
+the worker go. Only then: a worker whose guard could not be installed stays held.
+
+The requests of the page, its same-site frames and all their workers (a nested one's too) are paused on the
+page's session, by session.py's guard; a cross-site frame's, and its workers', only on that frame's own target.
+Playwright's route is no guard for them: it routes a paused request only once it has matched it to a
+`Network.requestWillBeSent` (its `_onRequestPaused` sends one without a `networkId` on unrouted), which for a
+worker means after Playwright enabled `Network` on the worker's session — and Playwright lets a worker go
+(`runIfWaitingForDebugger`) before it asks to hold the worker's children (`setAutoAttach`), so under load a
+worker's child starts before Playwright holds it, and Playwright attaches to it running (`waitingForDebugger`
+false in its protocol log) and sees its first requests unrouted. (Chromium itself waits for every client holding
+a worker; that is not the gap.) So this guard does not rely on the route for anything:
+- it pauses every request of a cross-site frame (its frame and its workers) on that frame's session, checked by
+  the browse's policy, as session.py's guard does on the page's;
+- it answers the socket check (the wrapper's question) itself, on the page's and each cross-site frame's
+  session, with a pattern that pauses only the check's path. Before, a nested worker's check went to the site
+  (answered 404: the socket refused, the refusal unrecorded; a site answering "ok" opened the socket).
 
 Shared workers are another matter: they belong to no page, and Chromium pauses none of their requests for a
 client (`Fetch` on a shared worker's own session is accepted and never fires; Patchright's route does not see
@@ -16,13 +30,14 @@ removes the constructor from every document, as Chrome on Android never had it.
 Why a DevTools connection of its own instead of Patchright's: holding a worker and speaking to it needs
 flattened child sessions (commands carrying a `sessionId`), which Playwright's CDPSession does not send. So this
 module keeps one WebSocket to the browser per browse and writes the few lines of CDP client it needs (send,
-match the answer by id, dispatch `Target.attachedToTarget`). Watched: the agent's tab, its frames and their
-workers, recursively.
+match the answer by id, dispatch `Target.attachedToTarget` and `Fetch.requestPaused`). Watched: the agent's
+tab, its frames and their workers, recursively.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import itertools
 import json
 import logging
@@ -60,9 +75,17 @@ async def browser_socket_url(address: str) -> str:
 
 
 class WorkerGuard:
-    def __init__(self, script: str, on_lost: Callable[[], Any] | None = None) -> None:
+    def __init__(self, script: str, on_lost: Callable[[], Any] | None = None, *, check_path: str = "",
+                 answer: Callable[[str], Awaitable[bool]] | None = None,
+                 refusal: Callable[[str], Awaitable[str | None]] | None = None) -> None:
         self.script = script
         self.on_lost = on_lost
+        # The socket check's path and who answers it (True: the socket may open), and the policy every request of
+        # a cross-site frame is checked against (None: it may go); the module's docstring says why the guard
+        # does both.
+        self.check_path = check_path
+        self.answer = answer
+        self.refusal = refusal
         # The URLs of the last workers the guard was installed in (tests read it); a page starting workers by the
         # thousand does not grow it.
         self.guarded: deque[str] = deque(maxlen=100)
@@ -89,6 +112,7 @@ class WorkerGuard:
         """Hold every frame and worker the page `target_id` starts from now on, recursively."""
         try:
             attached = await self._send("Target.attachToTarget", {"targetId": target_id, "flatten": True})
+            await self._pause(attached["sessionId"], every_request=False)  # the page's own: session.py's guard
             await self._send("Target.setAutoAttach", _HOLD, attached["sessionId"])
         except Exception as exc:
             raise WorkerGuardError(type(exc).__name__) from None
@@ -137,6 +161,8 @@ class WorkerGuard:
                         future.set_result(message)
                 elif message.get("method") == "Target.attachedToTarget":
                     self._spawn(self._attached(message["params"]))
+                elif message.get("method") == "Fetch.requestPaused":
+                    self._spawn(self._paused(message.get("sessionId", ""), message["params"]))
         except asyncio.CancelledError:
             raise
         except Exception:
@@ -168,8 +194,58 @@ class WorkerGuard:
                     return
                 self.guarded.append(str(info.get("url", "")))
             elif kind == "iframe":
+                await self._pause(session, every_request=True)  # a cross-site frame's requests are its own
                 await self._send("Target.setAutoAttach", _HOLD, session)  # a cross-site frame's workers
             if params.get("waitingForDebugger"):
                 await self._send("Runtime.runIfWaitingForDebugger", {}, session)
         except Exception:  # the target went away meanwhile, or the guard is closing
             logger.debug("worker guard attach", exc_info=True)
+
+    # ------------------------------------------------------------ the requests
+
+    async def _pause(self, session: str, *, every_request: bool) -> None:
+        """Pause the socket check's requests of this page or frame and of its workers (a dedicated worker's
+        requests, a nested one's too, are paused on its frame's session); in a cross-site frame every request,
+        which the page's session never sees."""
+        if every_request and self.refusal is not None:
+            pattern = "*"
+        elif self.check_path and self.answer is not None:
+            pattern = f"*{self.check_path}*"
+        else:
+            return
+        await self._send("Fetch.enable", {"patterns": [{"urlPattern": pattern, "requestStage": "Request"}]}, session)
+
+    async def _paused(self, session: str, params: dict[str, Any]) -> None:
+        request_id = params["requestId"]
+        url = str(params.get("request", {}).get("url", ""))
+        try:
+            if self.answer is not None and urlsplit(url).path == self.check_path:
+                await self._answer_check(session, request_id, url)
+                return
+            try:
+                reason = await self.refusal(url) if self.refusal is not None else None
+            except Exception:  # fails closed
+                logger.warning("worker guard could not check a request", exc_info=True)
+                reason = "unchecked"
+            if reason is None:
+                await self._send("Fetch.continueRequest", {"requestId": request_id}, session)
+            else:
+                await self._send("Fetch.failRequest", {"requestId": request_id, "errorReason": "BlockedByClient"},
+                                 session)
+        except Exception:  # the page or frame went away meanwhile, or the guard is closing
+            logger.debug("worker guard request", exc_info=True)
+
+    async def _answer_check(self, session: str, request_id: str, url: str) -> None:
+        assert self.answer is not None
+        try:
+            allowed = await self.answer(url)
+        except Exception:  # fails closed: a question left paused would hang the worker's synchronous XHR
+            logger.warning("worker guard could not answer a socket check", exc_info=True)
+            allowed = False
+        await self._send("Fetch.fulfillRequest", {
+            "requestId": request_id, "responseCode": 200,
+            "responseHeaders": [{"name": "Content-Type", "value": "text/plain"},
+                                {"name": "Access-Control-Allow-Origin", "value": "*"},
+                                {"name": "Cache-Control", "value": "no-store"}],
+            "body": base64.b64encode(b"ok" if allowed else b"no").decode(),
+        }, session)

@@ -163,7 +163,7 @@ def test_without_the_browser_extra_the_tool_fails_visibly_naming_the_install_lin
 def test_a_pages_websocket_is_asked_about_inside_the_browser_and_refused_into_the_deployment(browser_env, site,
                                                                                               internal, listed):
     """Without Runtime there is no binding for Playwright's socket route: the page's WebSocket constructor asks the
-    browse first (page_js.SOCKET_GUARD), and the question is answered by the browse's route, never by the site."""
+    browse first (page_js.SOCKET_GUARD), and the question is answered by the browse (its route or its worker guard), never by the site."""
     from capabilities.browser.config import BrowserConfig
     from capabilities.browser.session import BrowserSession
 

@@ -6,7 +6,8 @@ POST → `/thanks`), `/flow/1` → `/flow/2` → `/flow/3` (a multi-page flow), 
 (the page's own `fetch()`; its title says what came back), `/socket?to=<ws url>` (the page's own WebSocket), `/socket-around?to=<ws url>&how=` (the ways around its check), `/popup?to=<url>` (a link to a new tab, a window.open button), `/framed?to=<url>` (an iframe), `/worker?to=<url>` (a dedicated worker's `fetch()`; the title says what came back), `/worker-socket?to=<ws url>&kind=`
 (a worker's own WebSocket: dedicated, script, nested or shared — where a browser has no SharedWorker the
 title says 'no shared workers'; see `_worker_socket`; in a frame it tells
-the page around it too, whose title `/framed` then shows). The tests reach it by a name Chromium maps to
+the page around it too, whose title `/framed` then shows), and any `/__socket-check-…` path answered 'ok', as a
+hostile site that knows the browser's socket guard would answer its question (page_js.SOCKET_GUARD). The tests reach it by a name Chromium maps to
 127.0.0.1 (`--host-resolver-rules`) while netguard's resolver is told that name is public, so the page is a
 "site on the internet" and 127.0.0.1 itself stays the deployment's inside — where a second `WebPages`
 (the "internal" server) records whether anything reached it.
@@ -181,6 +182,8 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(200, _page("Cookie", f"<p>Cookie: {cookie}</p>"))
         if parts.path == "/secret":
             return self._send(200, _page("internal", "<p>internal secret 7731</p>"))
+        if parts.path.startswith("/__socket-check-"):  # a socket check that reached the site: it says yes
+            return self._send(200, b"ok", {"Access-Control-Allow-Origin": "*"})
         self._send(404, _page("Not found", "<p>nothing here</p>"))
 
     def do_POST(self) -> None:
