@@ -167,12 +167,12 @@ def test_a_worker_killed_between_steps_never_runs_a_finished_tool_again_and_rese
                                        text="Adding."),
                       Reply.text("You will never read this.", delay=120),
                       Reply.text("Added."))
-    first = worker_process(**WORKER_ENV)
+    first, second = worker_process(**WORKER_ENV), worker_process.spawn(**WORKER_ENV)  # second: its own queue
     run = start(org, owner, agent, version, prompt="Add the contact")
     first.take(run)
     assert wait_until(lambda: len(fake_openai.chat_requests) == 2, 60), first.output()  # the tool ran; step 2 open
     added = calls_to(rest_api, "/contacts", "POST")
-    second = worker_process(**WORKER_ENV)
+    second.wait_ready()
     handed_to(monkeypatch, second)
     lose(first, run, settings)
     done = finished(run, second)

@@ -107,9 +107,14 @@ class _Workers:
         return self.several(1, **env)[0]
 
     def several(self, count: int, **env: str) -> list[WorkerProcess]:
-        workers = [WorkerProcess(self.tmp_path, **env) for _ in range(count)]
-        self.started.extend(workers)
+        workers = [self.spawn(**env) for _ in range(count)]
         return [worker.wait_ready() for worker in workers]
+
+    def spawn(self, **env: str) -> WorkerProcess:
+        """Started, not waited for: a worker the test needs later boots while the test does the rest
+        (`wait_ready()` before using it)."""
+        self.started.append(WorkerProcess(self.tmp_path, **env))
+        return self.started[-1]
 
 
 @pytest.fixture
@@ -181,6 +186,7 @@ def test_sigterm_lets_a_run_finish_within_the_grace_and_hands_back_the_one_that_
         org, owner, fake_openai, runs_queue_to_ourselves, worker_process):
     agent, version = openai_agent(org, owner, fake_openai, capabilities=[{"id": "charts"}])
     worker = worker_process(RUN_SHUTDOWN_GRACE_SECONDS="10")
+    successor = worker_process.spawn()  # for the end; it consumes a queue of its own
     # The long run: a chart (its response recorded in the ledger at once), then an answer that takes minutes.
     fake_openai.queue(Reply.tool_call("create_chart", CHART_ARGS, text="Drawing it."),
                       Reply.text("Too late.", delay=300))
@@ -215,8 +221,7 @@ def test_sigterm_lets_a_run_finish_within_the_grace_and_hands_back_the_one_that_
 
     # The next worker goes on from the checkpoint: the chart is not drawn again, the open request is resent.
     fake_openai.queue(Reply.text("Here is the chart."))
-    successor = worker_process()
-    successor.take(handed)
+    successor.wait_ready().take(handed)
     assert wait_until(lambda: status(long) == RunStatus.COMPLETED, 60), successor.output()
     done = Run.objects.get(pk=long.pk)
     assert ToolCall.objects.filter(run=long).count() == 1
