@@ -36,42 +36,64 @@ def test_database_url() -> str:
 test_database_url.__test__ = False  # type: ignore[attr-defined]  (a helper, not a test pytest should collect)
 
 
+class Daphne:
+    """A daphne started and not yet waited for: start several (and workers beside them), then `wait_ready()`
+    each, so a test pays the project's import time once, not once per process. `stop()` is safe to call twice;
+    `terminate()` then `stop()` stops several at once."""
+
+    def __init__(self, application: str, name: str, *, env: dict[str, str] | None = None,
+                 frontend_is_self: bool = False, slow_reader_seconds: int | None = None) -> None:
+        sock = listening_socket()
+        port = sock.getsockname()[1]
+        self.base = f"http://127.0.0.1:{port}"
+        process_env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings",
+                       "DATABASE_URL": test_database_url(), "PYTHONPATH": str(ROOT), **(env or {})}
+        if frontend_is_self:
+            process_env["FRONTEND_URL"] = self.base
+        self.log_path = ROOT / "test-artifacts" / f"{name}-daphne-{port}.log"
+        self.log_path.parent.mkdir(exist_ok=True)
+        self._log = open(self.log_path, "w")  # noqa: SIM115 — closed after the server stops
+        command = daphne_on_socket(daphne_command(application, port, slow_reader_seconds=slow_reader_seconds), sock)
+        with sock:  # daphne holds its own copy of the socket
+            self.process = subprocess.Popen(command, cwd=ROOT, env=process_env, stdout=self._log,  # noqa: S603
+                                            stderr=subprocess.STDOUT, pass_fds=[sock.fileno()])
+
+    def wait_ready(self, timeout: float = 60) -> str:
+        """The base URL, once /healthz answers."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                if httpx.get(f"{self.base}/healthz", timeout=1).status_code == 200:
+                    return self.base
+            except httpx.HTTPError:
+                pass
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"daphne did not start; see {self.log_path}")
+            time.sleep(0.2)
+
+    def terminate(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+
+    def stop(self) -> None:
+        self.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self._log.close()
+
+
 @contextlib.contextmanager
 def serving_daphne(application: str, name: str, *, env: dict[str, str] | None = None, frontend_is_self: bool = False,
                    slow_reader_seconds: int | None = None) -> Iterator[str]:
     """Yields the server's base URL once /healthz answers. `env` adds to the process environment;
     `frontend_is_self` makes the base URL its FRONTEND_URL (a hosted page is then admitted from it).
     Its output goes to test-artifacts/<name>-daphne-<port>.log."""
-    sock = listening_socket()
-    port = sock.getsockname()[1]
-    base = f"http://127.0.0.1:{port}"
-    process_env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings", "DATABASE_URL": test_database_url(),
-                   "PYTHONPATH": str(ROOT), **(env or {})}
-    if frontend_is_self:
-        process_env["FRONTEND_URL"] = base
-    log_path = ROOT / "test-artifacts" / f"{name}-daphne-{port}.log"
-    log_path.parent.mkdir(exist_ok=True)
-    log = open(log_path, "w")  # noqa: SIM115 — closed after the server stops
-    command = daphne_on_socket(daphne_command(application, port, slow_reader_seconds=slow_reader_seconds), sock)
-    with sock:  # daphne holds its own copy of the socket
-        process = subprocess.Popen(command, cwd=ROOT, env=process_env, stdout=log,  # noqa: S603
-                                   stderr=subprocess.STDOUT, pass_fds=[sock.fileno()])
+    server = Daphne(application, name, env=env, frontend_is_self=frontend_is_self,
+                    slow_reader_seconds=slow_reader_seconds)
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"daphne did not start; see {log_path}")
-            time.sleep(0.2)
-        yield base
+        yield server.wait_ready()
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-        log.close()
+        server.stop()

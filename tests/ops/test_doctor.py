@@ -95,21 +95,39 @@ def subprocess_env(settings) -> dict[str, str]:
     return env
 
 
+class WorkerProcess:
+    """A real Celery worker process on this test's Redis database; `ready()` once it consumes."""
+
+    def __init__(self, env: dict[str, str], log_path: Path) -> None:
+        self.log_path = log_path
+        with open(log_path, "w") as log:
+            self.process = subprocess.Popen(
+                [
+                    sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", "runs,default,cpu", "-P",
+                    "threads", "-c", "2", "--without-mingle", "--without-gossip", "-l", "INFO",
+                    "-n", f"doctor-test-{os.getpid()}@%h",
+                ],
+                cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            )
+
+    def ready(self) -> bool:
+        """Celery logs "ready." once its consumer is up: asking the doctor before would only start another
+        process (seconds of imports) to be told no worker answered yet."""
+        return " ready." in self.log_path.read_text()
+
+    def poll(self) -> int | None:
+        return self.process.poll()
+
+    def output(self) -> str:
+        return self.log_path.read_text()
+
+
 @pytest.fixture
-def celery_worker(subprocess_env):
-    """A real Celery worker process on this test's Redis database; stopped (by its pid) at the end."""
-    proc = subprocess.Popen(
-        [
-            sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", "runs,default,cpu", "-P", "threads",
-            "-c", "2", "--without-mingle", "--without-gossip", "-l", "WARNING", "-n", f"doctor-test-{os.getpid()}@%h",
-        ],
-        cwd=ROOT,
-        env=subprocess_env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
-    yield proc
+def celery_worker(subprocess_env, tmp_path):
+    """Stopped (by its pid) at the end."""
+    worker = WorkerProcess(subprocess_env, tmp_path / "worker.log")
+    proc = worker.process
+    yield worker
     if proc.poll() is None:
         os.killpg(proc.pid, signal.SIGTERM)
         try:
@@ -138,11 +156,14 @@ def test_the_command_exits_1_without_a_worker_and_0_once_a_worker_answers(subpro
 
     worker = request.getfixturevalue("celery_worker")
     deadline = time.monotonic() + 90
+    while not worker.ready() and worker.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert worker.ready(), worker.output()
     result = run_doctor(subprocess_env)
     while result.returncode != 0 and time.monotonic() < deadline and worker.poll() is None:
         time.sleep(1)
         result = run_doctor(subprocess_env)
-    assert result.returncode == 0, result.stdout + result.stderr + (worker.stderr.read().decode() if worker.poll() is not None else "")
+    assert result.returncode == 0, result.stdout + result.stderr + worker.output()
     lines = result.stdout.splitlines()
     assert [line.split(":")[0] for line in lines] == [f"OK {name}" for name in NAMES]
     assert "worker(s) answering: doctor-test-" in result.stdout

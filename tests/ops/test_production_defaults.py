@@ -164,7 +164,10 @@ def test_an_api_error_raised_around_the_api_edge_is_still_the_envelope(anonymous
 @pytest.fixture(scope="module")
 def launched(django_db_setup, django_db_blocker) -> Iterator[str]:
     """daphne with the environment the launcher gives its web process (only the URLs differ: they add a page
-    that raises, tests.ops.failing_settings), on this session's test database."""
+    that raises, tests.ops.failing_settings), on this session's test database.
+
+    Every test that uses it is transactional, though two need no rows: pytest-django runs the transactional tests
+    of a session after the others, so a module fixture shared across both kinds is started once for each."""
     with pytest.MonkeyPatch.context() as patch:
         patch.delenv("DEBUG", raising=False)
         added = {key: value for key, value in launcher.process_env("web").items() if os.environ.get(key) != value}
@@ -174,6 +177,7 @@ def launched(django_db_setup, django_db_blocker) -> Iterator[str]:
         yield base
 
 
+@pytest.mark.django_db(transaction=True)  # run beside the sign-in test: see `launched`
 def test_the_launched_server_answers_unknown_pages_and_errors_with_the_branded_pages(launched):
     for path in ("/metrics/", "/no-such-page/"):
         response = httpx.get(f"{launched}{path}", timeout=30)
@@ -190,6 +194,7 @@ def test_the_launched_server_answers_unknown_pages_and_errors_with_the_branded_p
         assert LEAKED_VALUE not in response.text
 
 
+@pytest.mark.django_db(transaction=True)  # run beside the sign-in test: see `launched`
 def test_the_launched_server_serves_its_static_files_and_only_its_own_names(launched):
     for path, media in (("/static/console/console.css", "text/css"), ("/static/vendor/marked.umd.js", "javascript")):
         response = httpx.get(f"{launched}{path}", timeout=30)

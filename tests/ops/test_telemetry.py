@@ -6,11 +6,12 @@ tool call — whose id is stored on the run and shown on its page; no secret and
 or tool argument is in any attribute. Without an endpoint no tracer, exporter or instrumentation is even imported.
 
 The two processes use a Redis namespace of their own, so the session's in-process worker never takes their runs.
+They start once for the module, together with a second pair that captures content (its own namespace, its own
+receiver), because each process costs seconds of imports and tearing one down costs seconds more.
 """
 
 from __future__ import annotations
 
-import contextlib
 import gzip
 import json
 import os
@@ -18,7 +19,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -162,10 +162,11 @@ class OTLPReceiver:
 # ------------------------------------------------------------------ the processes
 
 
-def stack_env(receiver: OTLPReceiver | None, metrics_dir: Path, **extra: str) -> dict[str, str]:
+def stack_env(receiver: OTLPReceiver | None, metrics_dir: Path, namespace: str = "obs", **extra: str) -> dict[str, str]:
     worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
     env = {
-        "REDIS_NAMESPACE": f"agenticos-{worker}-obs",  # not the session worker's broker, nor its channel layer
+        # Not the session worker's broker, nor its channel layer (nor another stack's of this module).
+        "REDIS_NAMESPACE": f"agenticos-{worker}-{namespace}",
         "MODEL_ALLOWED_PRIVATE_HOSTS": "127.0.0.1",
         "RATE_LIMIT_RUN_PER_MINUTE": "1000",
         "METRICS_TOKEN": METRICS_TOKEN,
@@ -179,36 +180,52 @@ def stack_env(receiver: OTLPReceiver | None, metrics_dir: Path, **extra: str) ->
     return env
 
 
-@contextlib.contextmanager
-def runs_worker(env: dict[str, str], name: str) -> Iterator[None]:
-    """`celery worker -Q runs` as the launcher starts it, on this session's test database."""
-    process_env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings",
-                   "DATABASE_URL": live_daphne.test_database_url(), "PYTHONPATH": str(ROOT), **env}
-    for variable in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_CAPTURE_CONTENT"):
-        if variable not in env:
-            process_env.pop(variable, None)
-    log_path = ROOT / "test-artifacts" / f"{name}-worker.log"
-    log_path.parent.mkdir(exist_ok=True)
-    command = [*run_worker_command(0, concurrency="4"), "-n", f"{name}@%h"]
-    with open(log_path, "w") as log:
-        process = subprocess.Popen(command, cwd=ROOT, env=process_env, stdout=log, stderr=subprocess.STDOUT)
+class RunsWorker:
+    """`celery worker -Q runs` as the launcher starts it, on this session's test database; started here, waited
+    for by `wait_ready()` (so it imports the project while the processes started beside it do)."""
+
+    def __init__(self, env: dict[str, str], name: str) -> None:
+        process_env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings",
+                       "DATABASE_URL": live_daphne.test_database_url(), "PYTHONPATH": str(ROOT), **env}
+        for variable in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_CAPTURE_CONTENT"):
+            if variable not in env:
+                process_env.pop(variable, None)
+        self.log_path = ROOT / "test-artifacts" / f"{name}-worker.log"
+        self.log_path.parent.mkdir(exist_ok=True)
+        command = [*run_worker_command(0, concurrency="4"), "-n", f"{name}@%h"]
+        with open(self.log_path, "w") as log:
+            self.process = subprocess.Popen(command, cwd=ROOT, env=process_env, stdout=log,  # noqa: S603
+                                            stderr=subprocess.STDOUT)
+
+    def wait_ready(self, timeout: float = 120) -> None:
+        deadline = time.monotonic() + timeout
+        while " ready." not in self.log_path.read_text():
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the worker did not start; see {self.log_path}")
+            time.sleep(0.2)
+
+    def terminate(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+
+    def stop(self) -> None:
+        self.terminate()
         try:
-            deadline = time.monotonic() + 120
-            while " ready." not in log_path.read_text():
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"the worker did not start; see {log_path}")
-                time.sleep(0.2)
-            yield
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=45)
-            except subprocess.TimeoutExpired:
-                process.kill()
+            self.process.wait(timeout=45)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
 
 
 @pytest.fixture(scope="module")
 def receiver():
+    with OTLPReceiver() as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def content_receiver():
+    """The content-capturing stack's own: the other tests assert no content reached theirs."""
     with OTLPReceiver() as running:
         yield running
 
@@ -219,10 +236,39 @@ def metrics_dir(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def web(receiver, metrics_dir, django_db_setup, django_db_blocker):
-    with django_db_blocker.unblock(), live_daphne.serving_daphne(
-            "config.asgi:application", "obs", env=stack_env(receiver, metrics_dir)) as base:
-        yield base
+def stacks(receiver, content_receiver, metrics_dir, tmp_path_factory, django_db_setup, django_db_blocker):
+    """Two web processes and two `runs` workers, all started at once and stopped at once: `obs` exports no
+    content (the launcher's default), `obs-content` is the operator's OTEL_CAPTURE_CONTENT=true. Each pair has
+    its own Redis namespace, so a run asked of one web process is taken by that pair's worker only."""
+    plain = stack_env(receiver, metrics_dir)
+    content = stack_env(content_receiver, tmp_path_factory.mktemp("prometheus-content"), "obs-content")
+    processes: list[Any] = []
+    with django_db_blocker.unblock():
+        try:
+            web = live_daphne.Daphne("config.asgi:application", "obs", env=plain)
+            processes.append(web)
+            content_web = live_daphne.Daphne("config.asgi:application", "obs-content", env=content)
+            processes.append(content_web)
+            processes.append(RunsWorker(plain, "obs-traced"))
+            processes.append(RunsWorker({**content, "OTEL_CAPTURE_CONTENT": "true"}, "obs-content"))
+            for process in processes:
+                process.wait_ready()
+            yield {"obs": web.base, "obs-content": content_web.base}
+        finally:
+            for process in processes:
+                process.terminate()
+            for process in processes:
+                process.stop()
+
+
+@pytest.fixture(scope="module")
+def web(stacks):
+    return stacks["obs"]
+
+
+@pytest.fixture(scope="module")
+def content_web(stacks):
+    return stacks["obs-content"]
 
 
 @pytest.fixture
@@ -304,28 +350,53 @@ print(json.dumps({
 """
 
 
-def what_a_process_loaded(**otel: str) -> dict[str, Any]:
-    env = {key: value for key, value in os.environ.items() if not key.startswith("OTEL_")}
-    env.update(DJANGO_SETTINGS_MODULE="config.settings", **otel)
-    result = subprocess.run([sys.executable, "-c", WHAT_A_PROCESS_LOADED], cwd=ROOT, env=env, capture_output=True,
-                            text=True, timeout=180)
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout.strip().splitlines()[-1])
+PROBES = {
+    "off": {},
+    # An endpoint nothing listens at: nothing is exported before the first span.
+    "on": {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9"},
+    "disabled": {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9", "OTEL_SDK_DISABLED": "true"},
+}
 
 
-def test_without_an_endpoint_nothing_is_loaded_nor_set_up():
-    off = what_a_process_loaded()
+@pytest.fixture(scope="module")
+def what_a_process_loaded():
+    """A fresh interpreter per environment of PROBES, all started at once (each imports the whole project)."""
+    running = {}
+    for name, otel in PROBES.items():
+        env = {key: value for key, value in os.environ.items() if not key.startswith("OTEL_")}
+        env.update(DJANGO_SETTINGS_MODULE="config.settings", **otel)
+        running[name] = subprocess.Popen([sys.executable, "-c", WHAT_A_PROCESS_LOADED], cwd=ROOT, env=env,  # noqa: S603
+                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    said: dict[str, dict[str, Any]] = {}
+
+    def loaded(name: str) -> dict[str, Any]:
+        if name not in said:
+            stdout, stderr = running[name].communicate(timeout=180)
+            assert running[name].returncode == 0, stderr
+            said[name] = json.loads(stdout.strip().splitlines()[-1])
+        return said[name]
+
+    try:
+        yield loaded
+    finally:
+        for process in running.values():
+            if process.poll() is None:
+                process.kill()
+            process.communicate()
+
+
+def test_without_an_endpoint_nothing_is_loaded_nor_set_up(what_a_process_loaded):
+    off = what_a_process_loaded("off")
     assert off == {"enabled": False, "loaded": [], "middleware": [], "agents_instrumented": False,
                    "provider": "ProxyTracerProvider"}
-    # The same process with an endpoint (nothing listens there: nothing is exported before the first span).
-    on = what_a_process_loaded(OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:9")
+    # The same process with an endpoint.
+    on = what_a_process_loaded("on")
     assert on["enabled"] and on["agents_instrumented"] and on["provider"] == "TracerProvider"
     assert "opentelemetry.sdk.trace" in on["loaded"] and len(on["middleware"]) == 1
 
 
-def test_otel_sdk_disabled_wins_over_an_endpoint():
-    assert not what_a_process_loaded(OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:9",
-                                     OTEL_SDK_DISABLED="true")["enabled"]
+def test_otel_sdk_disabled_wins_over_an_endpoint(what_a_process_loaded):
+    assert not what_a_process_loaded("disabled")["enabled"]
 
 
 def test_a_run_span_is_nothing_without_tracing():
@@ -338,14 +409,12 @@ def test_a_run_span_is_nothing_without_tracing():
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_completion_is_one_trace_without_content_or_secrets(web, receiver, metrics_dir, org, owner, timekeeper,
-                                                              provider):
+def test_a_completion_is_one_trace_without_content_or_secrets(web, receiver, org, owner, timekeeper, provider):
     _, raw_key = create_api_key(actor=actor_of(owner, org), name="traced client")
-    with runs_worker(stack_env(receiver, metrics_dir), "obs-traced"):
-        completion = ask(web, raw_key, timekeeper)
-        assert ANSWER_MARKER in completion.choices[0].message.content
-        run = Run.objects.get()
-        spans = receiver.wait_for(one_trace_arrived(run.pk))
+    completion = ask(web, raw_key, timekeeper)
+    assert ANSWER_MARKER in completion.choices[0].message.content
+    run = Run.objects.get()
+    spans = receiver.wait_for(one_trace_arrived(run.pk))
 
     assert run.status == RunStatus.COMPLETED
     assert len(run.trace_id) == 32 and int(run.trace_id, 16) != 0
@@ -389,12 +458,11 @@ def test_a_completion_is_one_trace_without_content_or_secrets(web, receiver, met
 
 
 @pytest.mark.django_db(transaction=True)
-def test_content_is_in_the_spans_only_when_asked_for(web, receiver, metrics_dir, org, owner, timekeeper):
+def test_content_is_in_the_spans_only_when_asked_for(content_web, content_receiver, org, owner, timekeeper):
     _, raw_key = create_api_key(actor=actor_of(owner, org), name="traced client")
-    with runs_worker(stack_env(receiver, metrics_dir, OTEL_CAPTURE_CONTENT="true"), "obs-content"):
-        ask(web, raw_key, timekeeper)
-        run = Run.objects.get()
-        spans = receiver.wait_for(one_trace_arrived(run.pk))
+    ask(content_web, raw_key, timekeeper)
+    run = Run.objects.get()
+    spans = content_receiver.wait_for(one_trace_arrived(run.pk))
     said = everything_said(of_trace(spans, run.trace_id))
     for content in (PROMPT_MARKER, ANSWER_MARKER, TOOL_ARG_MARKER, INSTRUCTIONS_MARKER):
         assert content in said, f"{content} is missing from the spans"
@@ -421,7 +489,7 @@ def test_a_credential_in_a_path_or_query_never_reaches_a_span(web, receiver):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_web_process_scrape_counts_what_the_worker_did(web, receiver, metrics_dir, org, owner, timekeeper):
+def test_the_web_process_scrape_counts_what_the_worker_did(web, org, owner, timekeeper):
     """Two processes, one directory: the run was counted in the worker, the scrape is the web process's."""
 
     def scrape() -> dict[tuple[str, tuple], float]:
@@ -437,9 +505,8 @@ def test_the_web_process_scrape_counts_what_the_worker_did(web, receiver, metric
     assert refused.status_code == 401 and "agenticos_" not in refused.text
     before = scrape()
     _, raw_key = create_api_key(actor=actor_of(owner, org), name="counted client")
-    with runs_worker(stack_env(receiver, metrics_dir), "obs-counted"):
-        ask(web, raw_key, timekeeper)
-        after = scrape()
+    ask(web, raw_key, timekeeper)
+    after = scrape()
     assert value(after, "agenticos_runs_started_total", surface="api") - value(
         before, "agenticos_runs_started_total", surface="api") == 1
     assert value(after, "agenticos_runs_finished_total", surface="api", status="completed") - value(
