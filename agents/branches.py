@@ -26,7 +26,7 @@ from django.db.models import Q, Subquery
 
 from agenticos.errors import Conflict, Invalid, NotFound
 from agenticos.tenancy import Actor
-from agents.models import TERMINAL_STATUSES, CompactedHistory, Conversation, Message, Run
+from agents.models import TERMINAL_STATUSES, CompactedHistory, Conversation, Message, NewestFirst, Run
 
 # Conversation.state's key: message id → the child of it that was on screen when it left the branch.
 SHOWN = "shown_versions"
@@ -34,8 +34,9 @@ SHOWN = "shown_versions"
 
 def leaf(conversation_id: Any) -> Subquery:
     """The newest message of the conversation's branch on screen: the parent of the next message written."""
+    # NewestFirst, not "-id": the index message_branch_newest, never a walk back along the primary key.
     return Subquery(Message.objects.filter(conversation_id=conversation_id, on_branch=True)
-                    .order_by("-id").values("id")[:1])
+                    .order_by(NewestFirst("id")).values("id")[:1])
 
 
 def _tree(conversation_id: Any) -> tuple[dict[int, dict[str, Any]], dict[int | None, list[int]]]:

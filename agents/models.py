@@ -404,6 +404,20 @@ class Run(models.Model):
         return f"{label} (draft)" if self.is_draft else label
 
 
+class NewestFirst(models.Func):
+    """`-id`: the key the newest messages of a branch are read by (agents.runner.history, agents.branches.leaf).
+
+    Ordering by `id DESC` let PostgreSQL walk the primary key backwards and filter on the conversation: it assumes
+    a conversation's rows are spread evenly over all ids, while they sit together, so a turn in a long
+    conversation that others wrote after scanned every newer message of every conversation (EXPLAIN ANALYZE: 131k
+    rows removed by the filter, 40 ms for the history, 70 ms for the parent's id). No other index gives this
+    expression's order, so the plan is the index `message_branch_newest` (or a sort of a small conversation)."""
+
+    template = "(-%(expressions)s)"
+    arity = 1
+    output_field = models.BigIntegerField()
+
+
 class Message(models.Model):
     class Role(models.TextChoices):
         USER = "user", "User"
@@ -439,6 +453,9 @@ class Message(models.Model):
         ordering = ["id"]
         indexes = [
             models.Index(fields=["conversation", "-id"], name="message_conv_newest"),
+            # The branch on screen, newest first (NewestFirst says why it is an expression).
+            models.Index(models.F("conversation"), NewestFirst("id"), condition=Q(on_branch=True),
+                         name="message_branch_newest"),
             GinIndex(fields=["search_vector"], name="message_search_gin"),
         ]
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
 
-from agents.models import Conversation, Message
+from agents.models import Conversation, Message, NewestFirst
 
 
 def get_recent_messages(conversation: Conversation | str, limit: int, *, before_id: int | None = None,
@@ -19,8 +19,8 @@ def get_recent_messages(conversation: Conversation | str, limit: int, *, before_
     loads more than id, role, content and created_at; `annotate` reads more beside them in the same statement
     (the compacted history's mark, capabilities/compaction/persisted.py).
 
-    Reads from the newest end (index conversation, -id) so a 10,000-message thread costs what a
-    10-message one does.
+    Reads from the newest end (index message_branch_newest, by NewestFirst: ordering by `-id` let the planner
+    walk the primary key instead) so a 10,000-message thread costs what a 10-message one does.
     """
     conversation_id = conversation.pk if isinstance(conversation, Conversation) else conversation
     # Only the branch on screen (agents.branches): a regenerated or edited-away turn is not history.
@@ -31,7 +31,7 @@ def get_recent_messages(conversation: Conversation | str, limit: int, *, before_
         qs = qs.filter(id__lte=through)
     if annotate:
         qs = qs.annotate(**annotate)
-    newest = list(qs.order_by("-id").only("id", "role", "content", "created_at", *fields)[:limit])
+    newest = list(qs.order_by(NewestFirst("id")).only("id", "role", "content", "created_at", *fields)[:limit])
     newest.reverse()
     return newest
 
