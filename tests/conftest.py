@@ -22,6 +22,7 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix, d
     migrated template (tests/template_db.py), not migrated from nothing by every worker."""
     with django_db_blocker.unblock():
         template_db.use_template()
+    template_db.drop_test_database_in_background()
 
 
 @pytest.fixture(autouse=True, scope="session")
