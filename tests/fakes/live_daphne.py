@@ -36,7 +36,27 @@ def test_database_url() -> str:
 test_database_url.__test__ = False  # type: ignore[attr-defined]  (a helper, not a test pytest should collect)
 
 
-class Daphne:
+class ServerProcess:
+    """A server process a test started: `terminate()` asks it to stop (a stack stops its processes side by side),
+    `stop()` waits for it and kills it after `stop_seconds`."""
+
+    process: subprocess.Popen
+    stop_seconds = 10.0
+
+    def terminate(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+
+    def stop(self) -> None:
+        self.terminate()
+        try:
+            self.process.wait(timeout=self.stop_seconds)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+class Daphne(ServerProcess):
     """A daphne started and not yet waited for: start several (and workers beside them), then `wait_ready()`
     each, so a test pays the project's import time once, not once per process. `stop()` is safe to call twice;
     `terminate()` then `stop()` stops several at once."""
@@ -71,17 +91,8 @@ class Daphne:
                 raise RuntimeError(f"daphne did not start; see {self.log_path}")
             time.sleep(0.2)
 
-    def terminate(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-
     def stop(self) -> None:
-        self.terminate()
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        super().stop()
         self._log.close()
 
 

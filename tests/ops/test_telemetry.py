@@ -180,9 +180,11 @@ def stack_env(receiver: OTLPReceiver | None, metrics_dir: Path, namespace: str =
     return env
 
 
-class RunsWorker:
+class RunsWorker(live_daphne.ServerProcess):
     """`celery worker -Q runs` as the launcher starts it, on this session's test database; started here, waited
     for by `wait_ready()` (so it imports the project while the processes started beside it do)."""
+
+    stop_seconds = 45.0  # a worker finishes its runs first
 
     def __init__(self, env: dict[str, str], name: str) -> None:
         process_env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings",
@@ -204,17 +206,6 @@ class RunsWorker:
                 raise RuntimeError(f"the worker did not start; see {self.log_path}")
             time.sleep(0.2)
 
-    def terminate(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-
-    def stop(self) -> None:
-        self.terminate()
-        try:
-            self.process.wait(timeout=45)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
 
 
 @pytest.fixture(scope="module")
