@@ -378,11 +378,7 @@ def test_a_workers_websocket_into_the_deployment_is_refused(browser_env, site, i
     async def open_socket():
         tab = BrowserSession(config=BrowserConfig(cdp_url=browser_env.cdp_url, allowed_domains=hosts))
         try:
-            if kind == "framed":
-                inner = f"http://{OTHER_SITE}:{site.port}{page}"
-                await tab.open(f"http://{SITE}:{site.port}/framed?{urlencode({'to': inner})}")
-            else:
-                await tab.open(f"http://{SITE}:{site.port}{page}")
+            await _open(tab, site, page, kind == "framed")
             # A cross-site frame's worker tells its frame, which tells the page around it.
             await tab.page.wait_for_function("document.title === 'closed' || document.title === 'open'",
                                              timeout=10000)
@@ -396,6 +392,20 @@ def test_a_workers_websocket_into_the_deployment_is_refused(browser_env, site, i
         assert internal.paths() == ["/ws"] and refused == []
     else:
         assert internal.hits == [] and refused == [target] and title == "closed"
+
+
+async def _continued(route):
+    """A route that lets every request pass unchecked, as Playwright does with one it has not matched."""
+    await route.continue_()
+
+
+async def _open(tab, site, page: str, framed: bool) -> None:
+    """`page` of the site, or the same page in a cross-site frame of it."""
+    if framed:
+        inner = f"http://{OTHER_SITE}:{site.port}{page}"
+        await tab.open(f"http://{SITE}:{site.port}/framed?{urlencode({'to': inner})}")
+    else:
+        await tab.open(f"http://{SITE}:{site.port}{page}")
 
 
 @pytest.mark.parametrize("framed", [False, True])
@@ -413,21 +423,16 @@ def test_a_workers_fetch_into_the_deployment_is_refused_where_the_route_lets_it_
     async def work():
         tab = BrowserSession(config=BrowserConfig(cdp_url=browser_env.cdp_url))
 
-        async def unrouted(route):
-            await route.continue_()
-
-        tab._route = unrouted
+        tab._route = _continued
         try:
+            await _open(tab, site, worker, framed)
             if framed:
-                inner = f"http://{OTHER_SITE}:{site.port}{worker}"
-                await tab.open(f"http://{SITE}:{site.port}/framed?{urlencode({'to': inner})}")
                 for _ in range(100):
                     frame = next((f for f in tab.page.frames if "/worker" in f.url), None)
                     if frame is not None:
                         break
                     await asyncio.sleep(0.1)
             else:
-                await tab.open(f"http://{SITE}:{site.port}{worker}")
                 frame = tab.page.main_frame
             # The worker's fetch has settled (refused, or blocked by CORS after it went out).
             await frame.wait_for_function("document.title !== 'working'", timeout=10000)
@@ -456,16 +461,9 @@ def test_a_workers_socket_check_is_answered_where_the_route_lets_it_pass(browser
     async def open_socket():
         tab = BrowserSession(config=BrowserConfig(cdp_url=browser_env.cdp_url))
 
-        async def unrouted(route):
-            await route.continue_()
-
-        tab._answer_socket_check = unrouted
+        tab._answer_socket_check = _continued
         try:
-            if kind == "framed":
-                inner = f"http://{OTHER_SITE}:{site.port}{page}"
-                await tab.open(f"http://{SITE}:{site.port}/framed?{urlencode({'to': inner})}")
-            else:
-                await tab.open(f"http://{SITE}:{site.port}{page}")
+            await _open(tab, site, page, kind == "framed")
             await tab.page.wait_for_function("document.title === 'closed' || document.title === 'open'",
                                              timeout=10000)
             return await tab.page.title(), tab.policy.refused
