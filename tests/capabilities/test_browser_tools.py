@@ -422,7 +422,6 @@ def test_a_workers_fetch_into_the_deployment_is_refused_where_the_route_lets_it_
 
     async def work():
         tab = BrowserSession(config=BrowserConfig(cdp_url=browser_env.cdp_url))
-
         tab._route = _continued
         try:
             await _open(tab, site, worker, framed)
@@ -460,7 +459,6 @@ def test_a_workers_socket_check_is_answered_where_the_route_lets_it_pass(browser
 
     async def open_socket():
         tab = BrowserSession(config=BrowserConfig(cdp_url=browser_env.cdp_url))
-
         tab._answer_socket_check = _continued
         try:
             await _open(tab, site, page, kind == "framed")
