@@ -5,6 +5,7 @@ fetch), two browses never sharing cookies, and the operator's list of browser se
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from urllib.parse import urlencode
 
 import pytest
@@ -369,22 +370,16 @@ def test_a_workers_websocket_into_the_deployment_is_refused(browser_env, site, i
     a worker starts, one in a cross-site frame) before its first line and installs the socket guard there
     (capabilities/browser/workers.py). The controls list the host, and the worker's handshake then reaches the
     internal server — so the refusal is the guard's, not a worker that never ran."""
-    from capabilities.browser.session import BrowserSession
-
     hosts = [SITE, OTHER_SITE, INTRANET] if listed else None
     target = f"ws://{INTRANET}:{internal.port}/ws"
     page = f"/worker-socket?{urlencode({'to': target, 'kind': 'dedicated' if kind == 'framed' else kind})}"
 
     async def open_socket():
-        tab = BrowserSession(config=BrowserConfig(cdp_url=browser_env.cdp_url, allowed_domains=hosts))
-        try:
-            await _open(tab, site, page, kind == "framed")
+        async with _browse(browser_env, site, page, kind == "framed", hosts=hosts) as tab:
             # A cross-site frame's worker tells its frame, which tells the page around it.
             await tab.page.wait_for_function("document.title === 'closed' || document.title === 'open'",
                                              timeout=10000)
             return await tab.page.title(), tab.policy.refused, list(tab._workers.guarded)
-        finally:
-            await tab.close()
 
     title, refused, guarded = asyncio.run(open_socket())
     assert len(guarded) == (2 if kind == "nested" else 1), guarded
@@ -399,13 +394,24 @@ async def _continued(route):
     await route.continue_()
 
 
-async def _open(tab, site, page: str, framed: bool) -> None:
-    """`page` of the site, or the same page in a cross-site frame of it."""
-    if framed:
-        inner = f"http://{OTHER_SITE}:{site.port}{page}"
-        await tab.open(f"http://{SITE}:{site.port}/framed?{urlencode({'to': inner})}")
-    else:
-        await tab.open(f"http://{SITE}:{site.port}{page}")
+@contextlib.asynccontextmanager
+async def _browse(browser_env, site, page: str, framed: bool, *, passing: str = "", hosts=None):
+    """A browse of `page` of the site, or of the same page in a cross-site frame of it, closed after; its route
+    method `passing`, if named, lets every request through."""
+    from capabilities.browser.session import BrowserSession
+
+    tab = BrowserSession(config=BrowserConfig(cdp_url=browser_env.cdp_url, allowed_domains=hosts))
+    if passing:
+        setattr(tab, passing, _continued)
+    try:
+        if framed:
+            inner = f"http://{OTHER_SITE}:{site.port}{page}"
+            await tab.open(f"http://{SITE}:{site.port}/framed?{urlencode({'to': inner})}")
+        else:
+            await tab.open(f"http://{SITE}:{site.port}{page}")
+        yield tab
+    finally:
+        await tab.close()
 
 
 @pytest.mark.parametrize("framed", [False, True])
@@ -415,16 +421,11 @@ def test_a_workers_fetch_into_the_deployment_is_refused_where_the_route_lets_it_
     lets everything pass. A worker's fetch is still refused: the page's by session.py's guard, a cross-site
     frame's — which the page's session never sees — by the worker guard on the frame's own session. Before the
     latter, the framed worker's fetch reached the internal server."""
-    from capabilities.browser.session import BrowserSession
-
     worker = f"/worker?to=http://{INTRANET}:{internal.port}/secret"
     secret = f"http://{INTRANET}:{internal.port}/secret"
 
     async def work():
-        tab = BrowserSession(config=BrowserConfig(cdp_url=browser_env.cdp_url))
-        tab._route = _continued
-        try:
-            await _open(tab, site, worker, framed)
+        async with _browse(browser_env, site, worker, framed, passing="_route") as tab:
             if framed:
                 for _ in range(100):
                     frame = next((f for f in tab.page.frames if "/worker" in f.url), None)
@@ -436,8 +437,6 @@ def test_a_workers_fetch_into_the_deployment_is_refused_where_the_route_lets_it_
             # The worker's fetch has settled (refused, or blocked by CORS after it went out).
             await frame.wait_for_function("document.title !== 'working'", timeout=10000)
             return tab.policy.refused
-        finally:
-            await tab.close()
 
     assert asyncio.run(work()) == [secret]
     assert internal.hits == []
@@ -452,21 +451,14 @@ def test_a_workers_socket_check_is_answered_where_the_route_lets_it_pass(browser
     did, and the site answers 'ok' as a hostile one would (before the fix, the socket then reached the internal
     server). The worker guard answers the check on the page's session (the
     cross-site frame's for `framed`), so the socket is still refused and the question never reaches the site."""
-    from capabilities.browser.session import BrowserSession
-
     target = f"ws://{INTRANET}:{internal.port}/ws"
     page = f"/worker-socket?{urlencode({'to': target, 'kind': 'dedicated' if kind == 'framed' else kind})}"
 
     async def open_socket():
-        tab = BrowserSession(config=BrowserConfig(cdp_url=browser_env.cdp_url))
-        tab._answer_socket_check = _continued
-        try:
-            await _open(tab, site, page, kind == "framed")
+        async with _browse(browser_env, site, page, kind == "framed", passing="_answer_socket_check") as tab:
             await tab.page.wait_for_function("document.title === 'closed' || document.title === 'open'",
                                              timeout=10000)
             return await tab.page.title(), tab.policy.refused
-        finally:
-            await tab.close()
 
     title, refused = asyncio.run(open_socket())
     assert not [path for path in site.paths() if path.startswith("/__socket-check-")], site.paths()
