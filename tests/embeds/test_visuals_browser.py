@@ -295,3 +295,41 @@ def test_a_mermaid_drawing_redraws_per_complete_line_while_it_streams(server):
         stream("".join(lines) + "ered\n", done=True)
         nodes.nth(3).wait_for(state="attached")
         assert errors == []
+
+
+def test_a_growing_drawing_whose_turn_leaves_the_page_for_a_moment_takes_its_latest_markup_when_back(server):
+    """A turn's rail is drawn again while a drawing grows (web chat redraws a turn whose signature changed): the
+    frame is out of the page for a moment, with no window to post to. The delta that arrives then is not an error;
+    the frame, back in the page, loads afresh and shows the latest markup."""
+    from tests import factories
+
+    owner, agent = owner_and_agent()
+    embed = factories.embed(agent, kind="page", created_by=owner)
+    with chromium() as browser:
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        errors = watched(page)
+        page.goto(f"{server}/e/{embed.public_key}")  # a page that carries the one renderer's visuals.js
+
+        def stream(rects: int) -> None:
+            content = CONTENT.split("<rect x=")[0] + "".join(RECTS[:rects])
+            args = json.dumps({"kind": "svg", "title": "Four steps", "content": content})
+            page.evaluate("""(args) => {
+              let box = window.__box;
+              if (!box) { box = window.__box = document.createElement('div'); box.id = 'm'; document.body.appendChild(box); }
+              window.AgenticVisuals.render({tool_name: 'draw', tool_call_id: 'c1', streaming: true,
+                                            args: args.slice(0, -2), result: {}}, box);
+            }""", args)
+
+        rects = page.frame_locator("#m iframe").locator("rect:not(#h)")
+        stream(1)
+        rects.nth(0).wait_for(state="attached")
+        stream(2)
+        rects.nth(1).wait_for(state="attached")
+        page.evaluate("() => window.__box.remove()")
+        stream(3)  # out of the page: no window to post to
+        page.evaluate("() => document.body.appendChild(window.__box)")
+        rects.nth(2).wait_for(state="attached")
+        stream(4)
+        rects.nth(3).wait_for(state="attached")
+        assert rects.count() == 4
+        assert errors == []

@@ -318,8 +318,8 @@
       var message = liveMessage(v), text = JSON.stringify(message);
       if (entry.liveText === text) return box;
       entry.liveText = text;
-      if (entry.live && entry.ready) { iframe.contentWindow.postMessage(message, "*"); return box; }
-      if (entry.live) return box;  // loading: live_ready sends the latest
+      if (entry.live && entry.ready && post(entry, message)) return box;
+      if (entry.live) return box;  // loading (or out of the page): live_ready sends the latest
       entry.live = true;
       entry.ready = false;
       entry.report = false;
@@ -338,6 +338,15 @@
     sha256(v.kind + "\n" + v.content).then(function (d) { entry.digest = d; flush(entry); });
     load(entry, documentFor(v.kind, v.content, v.images, false));
     return box;
+  }
+
+  // A frame out of the page (its turn being drawn again) has no window: it loads its document afresh once it is back,
+  // and says so (frame_ready, then live_ready for a growing one), so nothing is lost by not posting now.
+  function post(entry, message) {
+    var win = entry.iframe.contentWindow;
+    if (!win) { entry.ready = false; return false; }
+    win.postMessage(message, "*");
+    return true;
   }
 
   // The frame is (re)loaded; its document follows when it says it is ready (frame_ready, below).
@@ -391,6 +400,7 @@
   }
 
   window.addEventListener("message", function (ev) {
+    if (!ev.source) return;  // a frame already gone (a detached frame's window is null too: never match on it)
     var entry = mounted.find(function (m) { return m.iframe.contentWindow === ev.source; });
     var data = ev.data;
     if (!entry || !data || typeof data !== "object") return;
@@ -398,11 +408,11 @@
       entry.iframe.style.height = Math.min(Math.max(data.height, 120), 2000) + "px";
     }
     if (data.agenticos === "frame_ready") {
-      if (entry.doc) entry.iframe.contentWindow.postMessage({agenticos: "document", html: entry.doc}, "*");
+      if (entry.doc) post(entry, {agenticos: "document", html: entry.doc});
     } else if (data.agenticos === "live_ready") {
       if (!entry.live) return;  // a growing frame that was replaced by the finished drawing
       entry.ready = true;
-      if (entry.liveText) entry.iframe.contentWindow.postMessage(JSON.parse(entry.liveText), "*");
+      if (entry.liveText) post(entry, JSON.parse(entry.liveText));
     } else if (data.agenticos === "report") {
       if (entry.live) return;
       entry.pending = Array.isArray(data.errors) ? data.errors.map(String).slice(0, 20) : [];
