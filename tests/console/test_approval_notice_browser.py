@@ -40,8 +40,7 @@ def test_a_decider_is_told_follows_the_bell_to_approvals_and_the_run_says_who_it
     page = browser.new_context(viewport={"width": width, "height": 900}).new_page()
     page.set_default_timeout(TIMEOUT)
     errors = watch(page)
-    sign_in(page, base, admin.email)
-    page.goto(f"{base}/")
+    sign_in(page, base, admin.email, then="/")
     assert page.locator("[data-notifications-bell] [data-unread-count]").inner_text() == "1"
     phone = page.locator("[data-nav-toggle]").is_visible()
     if phone:  # the navigation opens from its button
@@ -74,7 +73,6 @@ def test_a_decider_is_told_follows_the_bell_to_approvals_and_the_run_says_who_it
     page.screenshot(path=str(ARTIFACTS / f"approval-run-waited-{width}.png"), full_page=True)
 
     page.context.clear_cookies()
-    sign_in(page, base, member.email)
-    page.goto(f"{base}/")
+    sign_in(page, base, member.email, then="/")
     assert page.locator("[data-approvals-count]").count() == 0
     assert errors == [] and asker_errors == []

@@ -52,8 +52,7 @@ def test_an_application_reaches_neither_the_network_nor_the_console(live_server_
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     page.set_default_timeout(TIMEOUT)
     fetched = _api_requests(page)
-    sign_in(page, live_server_url, "publisher@example.com")
-    page.goto(f"{live_server_url}/apps/{artifact.pk}/")
+    sign_in(page, live_server_url, "publisher@example.com", then=f"/apps/{artifact.pk}/")
     frame = page.frame_locator("[data-app-frame]")
     frame.locator("#out").filter(has_text="fetch blocked").wait_for()
     text = frame.locator("#out").inner_text()
@@ -92,8 +91,7 @@ def test_a_drawing_that_tries_the_network_and_the_console_is_reported_back_to_dr
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     page.set_default_timeout(TIMEOUT)
     fetched = _api_requests(page)
-    sign_in(page, live_server_url, "watcher@example.com")
-    page.goto(f"{live_server_url}/apps/")
+    sign_in(page, live_server_url, "watcher@example.com", then="/apps/")
     page.add_script_tag(url=f"{live_server_url}/static/console/visuals.js")
 
     args = {"kind": "html", "title": "Interest", "content": DRAWING}
@@ -131,8 +129,7 @@ def test_a_follow_up_from_a_drawing_is_sent_only_on_the_persons_click(live_serve
     _person(org, "clicker@example.com")
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     page.set_default_timeout(TIMEOUT)
-    sign_in(page, live_server_url, "clicker@example.com")
-    page.goto(f"{live_server_url}/apps/")
+    sign_in(page, live_server_url, "clicker@example.com", then="/apps/")
     page.add_script_tag(url=f"{live_server_url}/static/console/visuals.js")
     page.evaluate("() => { window.sent = []; document.addEventListener('agenticos:follow-up', "
                   "e => window.sent.push(e.detail.text)); }")
@@ -171,8 +168,7 @@ def test_a_drawing_loads_the_deployments_library_bundle_inside_the_sandbox(live_
     _person(org, "drawer@example.com")
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     page.set_default_timeout(TIMEOUT)
-    sign_in(page, live_server_url, "drawer@example.com")
-    page.goto(f"{live_server_url}/apps/")
+    sign_in(page, live_server_url, "drawer@example.com", then="/apps/")
     page.add_script_tag(url=f"{live_server_url}/static/console/visuals.js")
     with page.expect_request(lambda r: r.url.endswith("/api/v1/visuals/reports")) as posted:
         _render(page, {"tool_name": "draw", "tool_call_id": "c1", "result": None,

@@ -72,8 +72,7 @@ def test_files_attached_by_button_drop_and_paste_reach_the_model_and_stay_on_the
     page = context.new_page()
     page.set_default_timeout(TIMEOUT)
     errors = console_errors(page)
-    sign_in(page, live_server_url, "attacher@example.com")
-    page.goto(f"{live_server_url}/chat/?agent={agent.pk}")
+    sign_in(page, live_server_url, "attacher@example.com", then=f"/chat/?agent={agent.pk}")
 
     # The attach button opens the file picker; a file whose bytes are not an accepted type is refused on its chip.
     attach = page.get_by_role("button", name="Attach files")
@@ -137,8 +136,7 @@ def test_a_message_of_only_files_says_what_arrived(live_server_url, browser, scr
     page = browser.new_page(viewport={"width": 390, "height": 800})
     page.set_default_timeout(TIMEOUT)
     errors = console_errors(page)
-    sign_in(page, live_server_url, "quiet@example.com")
-    page.goto(f"{live_server_url}/chat/?agent={agent.pk}")
+    sign_in(page, live_server_url, "quiet@example.com", then=f"/chat/?agent={agent.pk}")
     page.locator("[data-attach-input]").set_input_files(
         [{"name": "receipt.png", "mimeType": "image/png", "buffer": PNG}])
     wait_ready(page, 1)

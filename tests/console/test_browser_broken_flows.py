@@ -82,8 +82,7 @@ def test_a_publish_says_which_environment_moved_and_an_unchanged_one_makes_no_ve
     agent = factories.published_agent(org, owner, name="Helper")  # v1: production and dev
     page = browser.new_page(viewport={"width": width, "height": 900})
     page.set_default_timeout(TIMEOUT)
-    sign_in(page, live_server_url, "owner@example.com")
-    page.goto(f"{live_server_url}/agents/{agent.pk}/")
+    sign_in(page, live_server_url, "owner@example.com", then=f"/agents/{agent.pk}/")
 
     page.locator("#b-instructions").fill("You answer in one short sentence.")
     page.locator("form:has(#b-instructions)").get_by_role("button", name="Save the draft").click()
@@ -128,8 +127,7 @@ def test_long_values_wrap_at_phone_and_desktop_widths(live_server_url, browser, 
     factories.secret(org, name="long", description="x" * 300)
     page = browser.new_page(viewport={"width": width, "height": 900})
     page.set_default_timeout(TIMEOUT)
-    sign_in(page, live_server_url, "owner@example.com")
-    page.goto(f"{live_server_url}/settings/secrets/")
+    sign_in(page, live_server_url, "owner@example.com", then="/settings/secrets/")
     page.wait_for_selector("[data-secret]")
     page.screenshot(path=str(ARTIFACTS / f"long-values-{width}.png"), full_page=True)
     assert page.evaluate("() => document.documentElement.scrollWidth") <= width
@@ -190,8 +188,7 @@ def test_send_is_disabled_while_a_turn_runs_and_stop_is_offered(live_server_url,
     agent = factories.published_agent(org, factories.member(org, "builder"), name="Slowpoke")
     page = browser.new_page(viewport={"width": width, "height": 900})
     page.set_default_timeout(TIMEOUT)
-    sign_in(page, live_server_url, "person@example.com")
-    page.goto(f"{live_server_url}/chat/?agent={agent.pk}")
+    sign_in(page, live_server_url, "person@example.com", then=f"/chat/?agent={agent.pk}")
     send_button = page.get_by_role("button", name="Send")
     page.get_by_label("Message").fill("Think slowly about it")
     send_button.click()

@@ -86,7 +86,12 @@ def test_the_main_flow_from_new_agent_to_a_reopened_conversation(live_server_url
     frames: list[dict] = []
     page.on("websocket", lambda ws: ws.on("framereceived", lambda payload: frames.append(json.loads(payload))))
 
-    sign_in(page, live_server_url, "owner@example.com")
+    # The main flow signs in as a person does, on the drawn form (the other browser tests post it: browser_steps).
+    page.goto(f"{live_server_url}/login/")
+    page.get_by_label("Email").fill("owner@example.com")
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(f"{live_server_url}/")
     shot(page, "home-empty")
 
     # New agent from the starter template. Reasoning on the demo model (which does not reason) is saved but said
@@ -217,8 +222,7 @@ def test_a_question_card_returns_on_reopen_and_is_answered_with_the_keyboard(liv
 
     page = browser.new_page(viewport={"width": 375, "height": 812})
     page.set_default_timeout(TIMEOUT)
-    sign_in(page, live_server_url, "asker@example.com")
-    page.goto(f"{live_server_url}/chat/")
+    sign_in(page, live_server_url, "asker@example.com", then="/chat/")
     page.get_by_label("Message").focus()
     page.keyboard.type("Help me choose: tea or coffee?")
     page.keyboard.press("Enter")
@@ -270,8 +274,7 @@ def test_an_approval_returns_with_its_conversation_and_approving_it_there_contin
 
     page = browser.new_page(viewport={"width": 1440, "height": 900})
     page.set_default_timeout(TIMEOUT)
-    sign_in(page, live_server_url, "approver@example.com")
-    page.goto(f"{live_server_url}/chat/")
+    sign_in(page, live_server_url, "approver@example.com", then="/chat/")
     send(page, "Draw a chart please")
     page.wait_for_selector("[data-approval]")
     page.wait_for_function("() => location.pathname !== '/chat/'")

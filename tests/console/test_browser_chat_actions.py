@@ -43,8 +43,7 @@ def chat_page(browser, live_server_url, email, agent, width=1440):
     page = context.new_page()
     page.set_default_timeout(TIMEOUT)
     errors = console_errors(page)
-    sign_in(page, live_server_url, email)
-    page.goto(f"{live_server_url}/chat/?agent={agent.pk}")
+    sign_in(page, live_server_url, email, then=f"/chat/?agent={agent.pk}")
     return page, errors
 
 

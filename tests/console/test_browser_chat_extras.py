@@ -71,8 +71,7 @@ def test_starter_prompts_start_the_chat_and_math_is_drawn_by_katex(live_server_u
     published_agent_on_the_fake(fake_openai, starter_prompts=STARTERS)
     fake_openai.queue(Reply.text(MATH))
     page, problems = watched_page(browser, width)
-    sign_in(page, live_server_url, "owner@example.com")
-    page.goto(f"{live_server_url}/chat/")
+    sign_in(page, live_server_url, "owner@example.com", then="/chat/")
 
     starters = page.locator("[data-starters]")
     starters.wait_for()
@@ -109,8 +108,7 @@ def test_the_dark_theme_is_chosen_with_the_toggle_and_remembered(live_server_url
     published_agent_on_the_fake(fake_openai)
     page, problems = watched_page(browser, width)
     page.emulate_media(color_scheme="light")
-    sign_in(page, live_server_url, "owner@example.com")
-    page.goto(f"{live_server_url}/chat/")
+    sign_in(page, live_server_url, "owner@example.com", then="/chat/")
 
     def background() -> str:
         return page.evaluate("() => getComputedStyle(document.documentElement).backgroundColor")

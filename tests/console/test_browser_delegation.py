@@ -41,8 +41,7 @@ def test_a_delegation_is_a_panel_live_and_the_same_panel_reopened(live_server_ur
 
     page = browser.new_page(viewport={"width": 1440, "height": 900})
     page.set_default_timeout(TIMEOUT)
-    sign_in(page, live_server_url, "lead-owner@example.com")
-    page.goto(f"{live_server_url}/chat/?agent={lead.pk}")
+    sign_in(page, live_server_url, "lead-owner@example.com", then=f"/chat/?agent={lead.pk}")
     send(page, "What is the capital of France?")
 
     page.wait_for_selector("[data-delegation] [data-delegation-status=running]")

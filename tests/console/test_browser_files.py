@@ -23,8 +23,7 @@ def test_the_files_panel_shows_what_the_agent_saved_and_opens_it(live_server_url
 
     page = browser.new_page(viewport={"width": 1440, "height": 900})
     page.set_default_timeout(TIMEOUT)
-    sign_in(page, live_server_url, "files@example.com")
-    page.goto(f"{live_server_url}/chat/?agent={keeper.pk}")
+    sign_in(page, live_server_url, "files@example.com", then=f"/chat/?agent={keeper.pk}")
     assert page.locator("[data-files]").is_hidden()  # no conversation yet: nothing to show
 
     send(page, "Please save: ship on Friday")

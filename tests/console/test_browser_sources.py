@@ -77,8 +77,7 @@ def test_a_knowledge_answer_in_web_chat_shows_its_sources_opening_the_passage(li
                                                                               width):
     agent_over_a_handbook(fake_openai)
     page, problems = watched_page(browser, width)
-    sign_in(page, live_server_url, "owner@example.com")
-    page.goto(f"{live_server_url}/chat/")
+    sign_in(page, live_server_url, "owner@example.com", then="/chat/")
     page.get_by_label("Message").fill("How long do refunds take?")
     page.get_by_role("button", name="Send").click()
     check_sources(page, page.locator("[data-chat]"), width, "chat-sources")
@@ -93,8 +92,7 @@ def test_a_knowledge_answer_in_the_test_chat_shows_its_sources_opening_the_passa
                                                                                    fake_openai, width):
     agent = agent_over_a_handbook(fake_openai)
     page, problems = watched_page(browser, width)
-    sign_in(page, live_server_url, "owner@example.com")
-    page.goto(f"{live_server_url}/agents/{agent.pk}/")
+    sign_in(page, live_server_url, "owner@example.com", then=f"/agents/{agent.pk}/")
     chat = page.locator("[data-test-chat]")
     chat.get_by_label("Message to the draft").fill("How long do refunds take?")
     chat.get_by_role("button", name="Send to the draft").click()

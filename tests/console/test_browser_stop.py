@@ -49,8 +49,7 @@ def test_stop_ends_a_slow_turn_as_stopped_and_the_composer_takes_the_next_messag
     context = browser.new_context(viewport={"width": width, "height": 900}, has_touch=width < 500)
     page = context.new_page()
     page.set_default_timeout(TIMEOUT)
-    sign_in(page, live_server_url, "stopper@example.com")
-    page.goto(f"{live_server_url}/chat/?agent={agent.pk}")
+    sign_in(page, live_server_url, "stopper@example.com", then=f"/chat/?agent={agent.pk}")
     stop = page.get_by_role("button", name="Stop")
     assert stop.is_hidden()
 

@@ -66,8 +66,7 @@ def test_code_is_highlighted_with_a_copy_button_and_a_generated_image_shows_inli
     page = context.new_page()
     page.set_default_timeout(TIMEOUT)
     errors = console_errors(page)
-    sign_in(page, live_server_url, "owner@example.com")
-    page.goto(f"{live_server_url}/chat/{conversation.pk}/")
+    sign_in(page, live_server_url, "owner@example.com", then=f"/chat/{conversation.pk}/")
 
     code = page.locator(".answer pre.code-block code.hljs")
     code.wait_for()

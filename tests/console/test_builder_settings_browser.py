@@ -28,8 +28,7 @@ def test_a_builder_sets_every_setting_and_is_taken_to_what_to_fix(live_server_ur
     page = browser.new_page(viewport={"width": width, "height": 900})
     page.set_default_timeout(TIMEOUT)
     errors = watch(page)
-    sign_in(page, base, builder.email)
-    page.goto(f"{base}/agents/{agent.pk}/")
+    sign_in(page, base, builder.email, then=f"/agents/{agent.pk}/")
 
     # ---- the Toolbox: every row reachable without an inner scroll box
     listing = page.locator("[data-toolbox-list]")

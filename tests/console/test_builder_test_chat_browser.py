@@ -66,8 +66,7 @@ def test_the_draft_answers_in_the_builder_and_the_run_is_a_draft_run(live_server
     fake_openai.queue(Reply.text("Ahoy from draft."))
 
     page, problems = watched_page(browser, width)
-    sign_in(page, live_server_url, "owner@example.com")
-    page.goto(f"{live_server_url}/agents/{agent.pk}/")
+    sign_in(page, live_server_url, "owner@example.com", then=f"/agents/{agent.pk}/")
     chat = page.locator("[data-test-chat]")
     chat.get_by_label("Message to the draft").fill("Hello?")
     chat.get_by_role("button", name="Send to the draft").click()
@@ -101,8 +100,7 @@ def test_a_missing_capability_card_in_the_test_chat_enables_it_on_the_draft(live
     )
 
     page, problems = watched_page(browser, width)
-    sign_in(page, live_server_url, "owner@example.com")
-    page.goto(f"{live_server_url}/agents/{agent.pk}/")
+    sign_in(page, live_server_url, "owner@example.com", then=f"/agents/{agent.pk}/")
     chat = page.locator("[data-test-chat]")
     chat.get_by_label("Message to the draft").fill("Read https://example.com for me")
     chat.get_by_role("button", name="Send to the draft").click()
@@ -140,8 +138,7 @@ def test_an_approval_in_the_test_chat_is_decided_on_its_card_and_the_draft_goes_
     fake_openai.queue(Reply.tool_call("create_chart", CHART_ARGS), Reply.text("Your chart is drawn."))
 
     page, problems = watched_page(browser, width)
-    sign_in(page, live_server_url, "owner@example.com")
-    page.goto(f"{live_server_url}/agents/{agent.pk}/")
+    sign_in(page, live_server_url, "owner@example.com", then=f"/agents/{agent.pk}/")
     chat = page.locator("[data-test-chat]")
     chat.get_by_label("Message to the draft").fill("Chart Q1 and Q2")
     chat.get_by_role("button", name="Send to the draft").click()
@@ -186,8 +183,7 @@ def test_the_test_chat_draws_turns_like_web_chat_a_chart_markdown_and_the_code_t
     )
 
     page, problems = watched_page(browser, width)
-    sign_in(page, live_server_url, "owner@example.com")
-    page.goto(f"{live_server_url}/agents/{agent.pk}/")
+    sign_in(page, live_server_url, "owner@example.com", then=f"/agents/{agent.pk}/")
     chat = page.locator("[data-test-chat]")
     chat.get_by_label("Message to the draft").fill("Chart the sales, then add them up")
     chat.get_by_role("button", name="Send to the draft").click()

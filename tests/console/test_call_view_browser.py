@@ -61,8 +61,7 @@ def test_a_person_calls_an_agent_answers_its_card_mutes_and_hangs_up(fake, live_
     errors: list[str] = []
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: errors.append(str(e)))
-    sign_in(page, live_server_url, "owner@example.com")
-    page.goto(f"{live_server_url}/chat/")
+    sign_in(page, live_server_url, "owner@example.com", then="/chat/")
 
     page.get_by_role("button", name="Start call").click()
     page.get_by_text("On a call with Concierge").wait_for()
@@ -123,8 +122,7 @@ def test_a_tool_that_needs_approval_waits_on_a_card_in_the_call_view_until_the_p
         errors: list[str] = []
         page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
         page.on("pageerror", lambda e: errors.append(str(e)))
-        sign_in(page, live_server_url, "owner@example.com")
-        page.goto(f"{live_server_url}/chat/")
+        sign_in(page, live_server_url, "owner@example.com", then="/chat/")
 
         page.get_by_role("button", name="Start call").click()
         card = page.locator("[data-call-approval]")

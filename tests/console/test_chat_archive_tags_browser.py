@@ -38,8 +38,7 @@ def test_a_person_archives_unarchives_tags_and_filters_their_conversations(live_
     errors: list[str] = []
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: errors.append(str(e)))
-    sign_in(page, live_server_url, "owner@example.com")
-    page.goto(f"{live_server_url}/chat/")
+    sign_in(page, live_server_url, "owner@example.com", then="/chat/")
     assert listed(page) == ["Gamma ideas", "Beta plans", "Alpha notes"]
 
     # Archive: it leaves the list.

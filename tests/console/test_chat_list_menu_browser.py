@@ -50,8 +50,7 @@ def test_an_items_menu_by_keyboard_archives_it_and_delete_asks_first(live_server
     errors: list[str] = []
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: errors.append(str(e)))
-    sign_in(page, live_server_url, "owner@example.com")
-    page.goto(f"{live_server_url}/chat/")
+    sign_in(page, live_server_url, "owner@example.com", then="/chat/")
     assert listed(page) == ["Gamma ideas", "Beta plans", "Alpha notes"]
     show_list(page, width)
 

@@ -64,8 +64,7 @@ def open_chat(instance, base_url: str, email: str, width: int):
     page.set_default_timeout(TIMEOUT)
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
-    sign_in(page, base_url, email)
-    page.goto(f"{base_url}/chat/")
+    sign_in(page, base_url, email, then="/chat/")
     page.locator("[data-composer]").wait_for()
     return context, page, errors
 

@@ -42,8 +42,7 @@ def test_a_builder_adds_an_mcp_server_a_viewer_reads_connections_in_the_browser(
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     page.set_default_timeout(TIMEOUT)
     errors = watch(page)
-    sign_in(page, base, "cn-builder@example.com")
-    page.goto(f"{base}/connections/")
+    sign_in(page, base, "cn-builder@example.com", then="/connections/")
     page.get_by_text("No MCP servers yet.").wait_for()
     assert page.locator('[data-consequence="write"]').first.is_visible()
 

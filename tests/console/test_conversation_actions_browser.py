@@ -152,8 +152,7 @@ def test_on_a_phone_the_list_is_a_drawer_and_on_a_wide_screen_it_is_always_there
     page.set_default_timeout(TIMEOUT)
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
-    sign_in(page, live_server_url, "owner@example.com")
-    page.goto(f"{live_server_url}/chat/{opened.pk}/")
+    sign_in(page, live_server_url, "owner@example.com", then=f"/chat/{opened.pk}/")
     page.locator("[data-composer]").wait_for()
     toggle = page.get_by_role("button", name="Conversations")
     group = page.get_by_role("heading", name="Today")

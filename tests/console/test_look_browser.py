@@ -130,8 +130,7 @@ def test_status_badges_wear_their_colour_in_both_themes(live_server_url, browser
     for scheme in ("light", "dark"):
         page = browser.new_page(viewport={"width": 1440, "height": 900}, color_scheme=scheme)
         page.set_default_timeout(TIMEOUT)
-        sign_in(page, live_server_url, "owner@example.com")
-        page.goto(f"{live_server_url}/activity/")
+        sign_in(page, live_server_url, "owner@example.com", then="/activity/")
         seen = {}
         for status, run in runs.items():
             badge = page.locator(f'[data-run-row="{run.pk}"] .badge[data-status="{status}"]')

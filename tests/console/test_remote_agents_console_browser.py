@@ -44,8 +44,7 @@ def test_a_builder_registers_and_deletes_a_remote_agent_a_viewer_reads_it_in_the
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     page.set_default_timeout(TIMEOUT)
     errors = watch(page)
-    sign_in(page, base, "ra-builder@example.com")
-    page.goto(f"{base}/remote-agents/")
+    sign_in(page, base, "ra-builder@example.com", then="/remote-agents/")
     page.get_by_text("No remote agents yet.").wait_for()
 
     # A password in the address: refused before anything is sent, and not given back.

@@ -123,8 +123,7 @@ def test_the_rollout_panel_in_a_browser(live_server_url, browser, width):
     problems: list[str] = []
     page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: problems.append(str(e)))
-    sign_in(page, live_server_url, "owner@example.com")
-    page.goto(f"{live_server_url}/agents/{agent.pk}/#rollout")
+    sign_in(page, live_server_url, "owner@example.com", then=f"/agents/{agent.pk}/#rollout")
     panel = page.locator("[data-rollout-panel]")
     panel.get_by_label("Share of new conversations (%)").fill("20")
     panel.get_by_label("Then move through (%, comma-separated; 100 promotes)").fill("50, 100")

@@ -101,8 +101,7 @@ def test_a_viewer_sees_the_list_read_only_and_no_save(live_server_url, browser, 
     agent = factories.published_agent(org, owner, name="Helper", capabilities=[{"id": "clock"}])
     page = browser.new_page(viewport={"width": width, "height": 900})
     page.set_default_timeout(TIMEOUT)
-    sign_in(page, live_server_url, "viewer@example.com")
-    page.goto(f"{live_server_url}/agents/{agent.pk}/")
+    sign_in(page, live_server_url, "viewer@example.com", then=f"/agents/{agent.pk}/")
     assert page.get_by_label("Date and time: on").is_disabled()
     assert page.get_by_role("button", name="Save the Toolbox").count() == 0
     assert page.locator("[data-test-chat]").count() == 0
