@@ -131,7 +131,9 @@ def _launched_hosts() -> list[str]:
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["*"] if DEBUG else _launched_hosts() if LAUNCHED else [])
 
 INSTALLED_APPS = [
-    "daphne",
+    # Not "daphne": its app only swaps `runserver` for an ASGI one and imports its server (twisted, autobahn: 0.24 s)
+    # into every process that loads the apps — each Celery worker, each manage.py command. The web process is the
+    # daphne command (config.launcher, docker-compose), which imports it anyway.
     # The web console (the top layer of the code) before django.contrib.admin: its registration/ templates (sign
     # in, password reset) override admin's, as the project's templates/ folder did.
     "console",
