@@ -65,8 +65,9 @@ def test_a_new_organizations_owner_is_interviewed_and_accepts_the_proposed_agent
     page.get_by_role("button", name="Send").click()
     card = page.locator("[data-setup-card=agent] [data-proposal]")
     card.wait_for()
-    # The run's end draws the transcript again: a name typed into the card before that went into a card that is
-    # gone (on a loaded machine the draft was made under the proposed name). Type once the answer is done.
+    # Named while the answer still streams: the run's end draws the transcript again, and the card drawn anew keeps
+    # what the person typed (it once went into a card that was gone, and the draft got the proposed name).
+    card.get_by_label("Name").fill("Refund helper")
     page.get_by_text("Accept the card to get a draft.").wait_for()
     page.wait_for_function("() => document.querySelector('[data-transcript]').getAttribute('aria-busy') === 'false'")
     facts = card.locator(".proposal-facts").inner_text()
@@ -77,7 +78,7 @@ def test_a_new_organizations_owner_is_interviewed_and_accepts_the_proposed_agent
     assert page.evaluate("() => document.documentElement.scrollWidth") <= width + 1
     page.screenshot(path=str(ARTIFACTS / f"architect-proposal-{width}.png"), full_page=True)
 
-    card.get_by_label("Name").fill("Refund helper")
+    assert card.get_by_label("Name").input_value() == "Refund helper"
     card.get_by_role("button", name="Create the draft").click()
     opened = card.locator("[data-proposal-open]")
     opened.wait_for()

@@ -14,8 +14,18 @@ function builderLink(agentId) {
   return h("a", {class: "button", href: "/agents/" + agentId + "/", "data-proposal-open": "", text: T.proposal_open});
 }
 
+// What a person typed into a card, and the draft it made, by card (its run, call and index): a redraw of the turn
+// (the run's end draws the transcript again) builds the card anew and must not drop them.
+const kept = new Map();
+function keptFor(uid) {
+  if (!kept.has(uid)) kept.set(uid, {});
+  return kept.get(uid);
+}
+
 export function proposalCard(c) {
   const s = c.setup;
+  const uid = "proposal-" + c._from.call + "-" + c._from.index;
+  const state = keptFor(c._from.run + "/" + uid);
   const box = h("div", {class: "proposal", "data-proposal": ""});
   const names = (s.collection_names || []).filter(Boolean);
   box.appendChild(h("dl", {class: "proposal-facts"}, [
@@ -27,11 +37,14 @@ export function proposalCard(c) {
     row(T.proposal_where, s.where),
     row(T.proposal_trigger, s.trigger_words),
   ]));
-  if (c.accepted_agent_id) { box.appendChild(builderLink(c.accepted_agent_id)); return box; }
-  const uid = "proposal-" + c._from.call + "-" + c._from.index;
-  const name = h("input", {id: uid + "-name", name: "name", value: s.name, maxlength: "200", "data-proposal-name": ""});
+  const accepted = c.accepted_agent_id || state.agentId;
+  if (accepted) { box.appendChild(builderLink(accepted)); return box; }
+  const name = h("input", {id: uid + "-name", name: "name", value: state.name ?? s.name, maxlength: "200",
+                           "data-proposal-name": ""});
   const instructions = h("textarea", {id: uid + "-instructions", name: "instructions", rows: "5", "data-proposal-instructions": ""});
-  instructions.value = s.instructions;
+  instructions.value = state.instructions ?? s.instructions;
+  name.addEventListener("input", function () { state.name = name.value; });
+  instructions.addEventListener("input", function () { state.instructions = instructions.value; });
   const status = h("p", {class: "muted", role: "status", "data-proposal-status": ""});
   const accept = h("button", {type: "button", class: "button primary", "data-proposal-accept": "", text: T.proposal_accept});
   accept.addEventListener("click", function () {
@@ -43,7 +56,7 @@ export function proposalCard(c) {
         status.textContent = fill(T.proposal_failed, {message: errorMessage(r.json) || r.status});
         return;
       }
-      c.accepted_agent_id = r.json.agent_id;  // a redraw of this turn shows the link, not the form
+      state.agentId = r.json.agent_id;  // a redraw of this turn shows the link, not the form
       // A draft kept without its schedule says why (the server's sentence), instead of the plain "created".
       status.textContent = r.json.trigger_refused || T.proposal_created;
       accept.replaceWith(builderLink(r.json.agent_id));
