@@ -13,8 +13,8 @@ from agenticos.redis_compat import never_send_client_setinfo
 never_send_client_setinfo()
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 # Celery's Django fix-up runs every system check as a worker starts — importing the whole URLconf, the console's
-# and the API's views — and drops what they find: ~0.9 s of CPU of a worker's ~3.4 s start, paid again by every
-# worker started in place of a lost one (its runs wait for it). `migrate` runs the checks where a deployment starts
+# and the API's views — and drops what they find: start to "ready." 5.09 → 4.40 s without them (three pairs), paid
+# again by every worker started in place of a lost one (its runs wait for it). `migrate` runs the checks where a deployment starts
 # (`make run`'s launcher, docker-compose's migrate service), and reports them.
 os.environ.setdefault("CELERY_SKIP_CHECKS", "true")
 
