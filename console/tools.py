@@ -366,10 +366,13 @@ def _transcript(session: ToolBuilderSession) -> tuple[list[Any], bool]:
 
     if session.conversation_id is None:
         return [], False
-    rows = list(Message.objects.filter(conversation_id=session.conversation_id).order_by("created_at")
-                .only("role", "content", "created_at", "author_label"))
+    # Whether a turn runs is read before the messages: a run ends with its answer in the same statement, so a
+    # turn found ended has its answer in the messages read next. Read the other way round, a turn ending
+    # between the two reads drew the page with neither the answer nor a refresh to bring it (seen in fc25).
     busy = Run.objects.filter(conversation_id=session.conversation_id,
                               status__in=(RunStatus.QUEUED, RunStatus.RUNNING)).exists()
+    rows = list(Message.objects.filter(conversation_id=session.conversation_id).order_by("created_at")
+                .only("role", "content", "created_at", "author_label"))
     return rows, busy
 
 

@@ -163,3 +163,35 @@ def test_an_outsider_gets_404_for_the_session_its_kits_and_drafts(client_as, org
     assert client.post(f"{AI}kits/{kit.pk}/finalize").status_code == 404
     assert client.post(f"{AI}drafts/{draft.pk}/test", {"args": "{}"}).status_code == 404
     assert ToolKit.objects.filter(pk=kit.pk, status="open").exists() and not Run.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_turn_ending_while_the_page_is_drawn_leaves_the_answer_or_a_refresh(client_as, org, builder, session):
+    """The runner ends a turn — its answer and its status — in one statement, which can land between the
+    page's reads. Whichever read comes first, the page must show the answer or refresh to fetch it: a page with
+    neither waits for nothing (fc25's failure of the builder's browser test)."""
+    from django.db import connection
+
+    from agents.models import Message
+
+    row, _actor = session
+    factories.model_profile(org)
+    client = client_as(builder, org)
+    assert client.post(f"{page(row)}say", {"prompt": "Tools for our CRM"}).status_code == 302
+    run = Run.objects.get(organization=org)
+    ended = []
+
+    def end_the_turn_after_the_first_read(execute, sql, params, many, context):
+        result = execute(sql, params, many, context)
+        reads_transcript = 'FROM "agents_message"' in sql or ('FROM "agents_run"' in sql and '"status" IN' in sql)
+        if reads_transcript and not ended:
+            ended.append(sql)
+            Message.objects.create(conversation_id=run.conversation_id, run=run, version=run.version,
+                                   role="assistant", content="Which provider do you need?")
+            Run.objects.filter(pk=run.pk).update(status="completed")
+        return result
+
+    with connection.execute_wrapper(end_the_turn_after_the_first_read):
+        html = client.get(page(row)).content.decode()
+    assert ended, "the page read neither the messages nor the runs"
+    assert 'data-busy="true"' in html or "Which provider do you need?" in html
