@@ -69,14 +69,19 @@ class _LiveServers:
     which are the key. A server that died is started again; at most a few stay alive."""
 
     KEEP = 3
-    PER_TEST = frozenset({"PYTEST_CURRENT_TEST"})  # pytest's own, different for every test
+    # Not the server's: pytest's own (different for every test), and the test thread's licence for sync ORM
+    # calls beside Playwright's loop (the `browser` fixture sets it). Passed on, that licence would hide an
+    # async-unsafe call in the product from the server — and split one environment in two by whether a test
+    # asked for `browser` before or after the server: a second daphne started for nothing.
+    NOT_THE_SERVERS = frozenset({"PYTEST_CURRENT_TEST", "DJANGO_ALLOW_ASYNC_UNSAFE"})
 
     def __init__(self, database: str) -> None:
         self.database = database
         self.servers: dict[tuple, tuple[subprocess.Popen, str, Path]] = {}
 
     def url_for(self, environment: dict[str, str]) -> tuple[str, Path]:
-        key = tuple(sorted((k, v) for k, v in environment.items() if k not in self.PER_TEST))
+        environment = {k: v for k, v in environment.items() if k not in self.NOT_THE_SERVERS}
+        key = tuple(sorted(environment.items()))
         server = self.servers.pop(key, None)
         if server is not None and not self._answers(server):
             self._stop(server)
