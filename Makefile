@@ -54,12 +54,13 @@ services-stop: install
 sandbox-token: install
 	$(PY) manage.py sandbox_token --print
 
-# Debian packages the tests need: chromium for the Playwright browser tests (a test tool's own browser
-# download cannot work here), tesseract for OCR of images in knowledge collections, and bubblewrap, the
+# Debian packages the tests need: chromium for the browser service and the Playwright browser tests (a test
+# tool's own browser download cannot work here) — its headless shell for the tests' pages, a third less CPU
+# (tests/browser_servers.py) —, tesseract for OCR of images in knowledge collections, and bubblewrap, the
 # isolation sandboxd runs every command under.
-SYSTEM_PACKAGES := chromium tesseract-ocr tesseract-ocr-eng bubblewrap
+SYSTEM_PACKAGES := chromium chromium-headless-shell tesseract-ocr tesseract-ocr-eng bubblewrap
 browser:
-	@if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/tesseract ] || [ ! -x /usr/bin/bwrap ]; then \
+	@if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromium-headless-shell ] || [ ! -x /usr/bin/tesseract ] || [ ! -x /usr/bin/bwrap ]; then \
 		if [ "$$(id -u)" = "0" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(SYSTEM_PACKAGES) >/dev/null; \
 		else echo "missing: run 'sudo apt-get install $(SYSTEM_PACKAGES)' (browser, OCR and sandbox tests will be skipped)"; fi; \
 	fi

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from agents.models import RunStatus
+from tests import browser_servers  # the person's browser: the tests' headless shell
 from tests.capabilities.test_browser_browse import browsing_agent, step, tool_results
 from tests.fakes.openai_server import Reply, fake_openai  # noqa: F401
 from tests.fakes.web_pages import SITE, browser_env, chromium, site  # noqa: F401
@@ -54,7 +55,7 @@ def test_the_person_sees_the_page_and_taking_control_pauses_the_agent(org, owner
     worker = threading.Thread(target=run_now, args=(run,), daemon=True)
     worker.start()
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox", "--disable-gpu"], timeout=120_000)
+        browser = p.chromium.launch(executable_path=browser_servers.CHROMIUM, args=["--no-sandbox", "--disable-gpu"], timeout=120_000)
         try:
             context = browser.new_context()
             context.add_cookies([{"name": name, "value": value, "url": console}])

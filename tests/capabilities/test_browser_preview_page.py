@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from agents.models import Run, RunStatus
+from tests import browser_servers  # the person's browser: the tests' headless shell
 from tests.capabilities.test_browser_browse import browsing_agent, step, tool_results
 from tests.fakes.openai_server import Reply, fake_openai  # noqa: F401
 from tests.fakes.web_pages import SITE, browser_env, chromium, site  # noqa: F401
@@ -89,7 +90,7 @@ def test_a_running_browse_shows_its_page_small_on_its_step_and_it_follows_the_pa
     browse_needing_a_person(fake_openai, site)
     name, value = session_cookie(owner, org).split("=", 1)
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox", "--disable-gpu"], timeout=120_000)
+        browser = p.chromium.launch(executable_path=browser_servers.CHROMIUM, args=["--no-sandbox", "--disable-gpu"], timeout=120_000)
         try:
             context = browser.new_context(viewport={"width": 1440, "height": 900})
             context.add_cookies([{"name": name, "value": value, "url": console}])
@@ -150,7 +151,7 @@ def test_with_preview_off_the_step_links_to_the_live_view_and_shows_no_picture(o
     browse_needing_a_person(fake_openai, site)
     name, value = session_cookie(owner, org).split("=", 1)
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox", "--disable-gpu"], timeout=120_000)
+        browser = p.chromium.launch(executable_path=browser_servers.CHROMIUM, args=["--no-sandbox", "--disable-gpu"], timeout=120_000)
         try:
             context = browser.new_context(viewport={"width": 1440, "height": 900})
             context.add_cookies([{"name": name, "value": value, "url": console}])
