@@ -14,7 +14,10 @@ WORKDIR /app
 # bubblewrap: the isolation sandboxd runs every command under (the `sandboxd` service of docker-compose.yml).
 # git + Node.js: the sandbox's `workbench` runtime, with the coding agent's CLIs (pinned as in the Makefile's
 # WORKBENCH_CLIS) in /opt/workbench, which sandboxd mounts read-only into a workspace (SANDBOXD_WORKBENCH_DIR).
+# chromium-headless-shell + a font: the worker renders the drawings an agent made to PNGs for chat platforms
+# (channelbots/visuals_out.py); without a browser they go out as their console links.
 RUN apt-get update && apt-get install -y --no-install-recommends bubblewrap git nodejs npm \
+    chromium-headless-shell fonts-liberation \
     && npm install --prefix /opt/workbench --no-audit --no-fund --loglevel=error \
        @anthropic-ai/claude-code@2.1.288 @openai/codex@0.160.0 \
     && npm cache clean --force && rm -rf /var/lib/apt/lists/*

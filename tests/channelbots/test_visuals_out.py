@@ -291,3 +291,11 @@ def test_without_the_files_scope_slack_gets_the_visual_s_title_and_link(celery_w
     assert named.final == f"Order flow — drawn in the conversation: {run_url(run.pk)}"
     assert fake_slack.uploads == []
     assert run.status == "completed"
+
+
+def test_the_renderer_prefers_the_headless_shell_and_an_operator_can_name_another():
+    shell = {visuals_out.HEADLESS_SHELL}
+    assert visuals_out.chromium_path({}, shell.__contains__) == "/usr/bin/chromium-headless-shell"
+    assert visuals_out.chromium_path({}, lambda path: False) == "/usr/bin/chromium"
+    named = {"AGENTICOS_CHROMIUM": "/opt/chrome/chrome"}
+    assert visuals_out.chromium_path(named, shell.__contains__) == "/opt/chrome/chrome"
