@@ -24,9 +24,9 @@ from agenticos.middleware import MAX_JSON_DEPTH
 from agenticos.session_sockets import SessionBoundSocket
 from agenticos.tenancy import SESSION_KEY, resolve_actor
 from agents.chat import Admitted, member_run, regenerate_answer, start_member_run
-from agents.models import Run
+from agents.models import TERMINAL_STATUSES, Run
 from agents.run_handle import group_name
-from agents.runner.frames import frame
+from agents.runner.frames import ending_frames, frame
 from agents.runs import request_stop
 from governance import services as governance
 from governance import signals as governance_signals
@@ -226,6 +226,12 @@ class ChatConsumer(SessionBoundSocket, AsyncJsonWebsocketConsumer):
         # among them the decision on its approval wherever it is made. Only a run this member may read.
         run = await database_sync_to_async(member_run)(self.actor, content.get("run_id"))
         await self._join(str(run.pk))
+        # A run that ended between the page's read and this join sends nothing more: its ending, rebuilt from
+        # its row, ends the view's turn instead (a run that waits for a person has not ended).
+        ending = await database_sync_to_async(ending_frames)(run.pk)
+        if ending and ending[-1]["data"].get("status") in TERMINAL_STATUSES:
+            for payload in ending:
+                await self.send_json(payload)
 
     async def run_frame(self, event):
         await self.send_json(event["frame"])

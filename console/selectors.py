@@ -382,6 +382,16 @@ def conversation_turns(conversation: Conversation, user_id: Any = None) -> list[
     Consecutive assistant messages of one run are one turn (avatar and name once); a message without a run is
     never grouped. Six queries whatever the length.
     """
+    # The runs before the messages: a run ends with its answer in one statement, so a run read as still going
+    # has no answer yet or is followed to its end by the page (chat.js), and one read as ended has its answer
+    # in the messages read next. The other way round, a run ending between the reads showed neither.
+    runs = {
+        str(r["id"]): r
+        for r in Run.objects.filter(conversation=conversation).values(
+            "id", "status", "input_tokens", "output_tokens", "cost_usd", "cost_is_partial", "context_tokens",
+            "context_window",
+        )
+    }
     # A reverse one-to-one in the same query: the follow-up buttons an answer got (capabilities/follow_ups).
     messages = list(conversation.messages.filter(on_branch=True).select_related("follow_up").order_by("id"))
     versions = branches.siblings(messages)
@@ -395,19 +405,14 @@ def conversation_turns(conversation: Conversation, user_id: Any = None) -> list[
         calls[(str(call.run_id), call.tool_call_id)] = call
         if call.message_id:
             calls_by_message.setdefault(call.message_id, []).append(call)
-    runs = {
-        str(r["id"]): r
-        for r in Run.objects.filter(conversation=conversation).values(
-            "id", "status", "input_tokens", "output_tokens", "cost_usd", "cost_is_partial", "context_tokens",
-            "context_window",
-        )
-    }
     turns: list[dict[str, Any]] = []
     for message in messages:
         run_id = str(message.run_id) if message.run_id else None
         if message.role == Message.Role.USER:
+            # `running`: its answer is still being written (a reopened page follows the run live).
             turns.append({"role": "user", "text": message.content, "author": message.author_label,
                           "message_id": message.pk, "run_id": run_id, "versions": versions[message.pk],
+                          "running": runs.get(run_id or "", {}).get("status") in ("queued", "running"),
                           "attachments": public_attachments(message.attachments),
                           "at": message.created_at.isoformat()})
             continue

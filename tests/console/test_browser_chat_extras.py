@@ -154,3 +154,25 @@ def test_the_dark_theme_is_chosen_with_the_toggle_and_remembered(live_server_url
     assert background() == dark
     assert page.get_by_role("button", name="Dark theme").get_attribute("aria-pressed") == "true"
     assert problems == []
+
+
+def test_a_tab_reloaded_while_the_agent_answers_follows_the_answer_to_its_end(live_server_url, browser, fake_openai):
+    """A person reloads mid-answer: the reopened page says the turn is going on and draws the answer when it comes,
+    with no second reload (before, it showed the question alone until the person reloaded again)."""
+    from tests.console.test_browser_chat import send
+
+    published_agent_on_the_fake(fake_openai)
+    fake_openai.queue(Reply.text("The answer after a pause.", delay=8))
+    page, problems = watched_page(browser, 1440)
+    sign_in(page, live_server_url, "owner@example.com", then="/chat/")
+    send(page, "Take your time")
+    page.wait_for_function("() => location.pathname !== '/chat/'")  # the conversation exists
+    assert settled(lambda: len(fake_openai.chat_requests) == 1)  # the run waits on the model
+
+    page.reload()
+    page.wait_for_selector(".turn-user")
+    assert page.locator("[data-transcript]").get_attribute("aria-busy") == "true"
+    page.locator(".answer", has_text="The answer after a pause.").wait_for(timeout=60_000)
+    page.wait_for_function("() => document.querySelector('[data-transcript]').getAttribute('aria-busy') === 'false'")
+    assert page.locator(".answer").count() == 1
+    assert problems == []

@@ -210,6 +210,35 @@ async def test_only_a_member_of_the_runs_organization_follows_it_and_hears_its_d
     await stranger.disconnect()
 
 
+async def test_a_run_that_ended_before_the_watch_sends_its_ending_to_the_watcher():
+    """A page read the run as going on, and it ended before the page's socket joined it: nothing more will be sent
+    on its group, so the watch itself answers with the ending, rebuilt from the run's row."""
+    from channels.db import database_sync_to_async
+
+    from agents.models import Run
+    from tests.runner.test_chat_socket import connect
+
+    def setup():
+        org = factories.organization(name="Acme")
+        owner = member(org, "owner@example.com")
+        agent = factories.published_agent(org, owner, name="Quick")
+        run = Run.objects.create(organization=org, agent=agent, version=agent.environments.get(name="production").version,
+                                 surface="web", prompt="Hello", user=owner, status="completed", output="Hi there.",
+                                 input_tokens=12, output_tokens=3)
+        return org, owner, run
+
+    org, owner, run = await database_sync_to_async(setup)()
+    watcher, connected = await connect(owner, org)
+    assert connected
+    await watcher.send_json_to({"type": "watch", "run_id": str(run.pk)})
+    answer = json.loads(await watcher.receive_from(timeout=5))
+    ending = json.loads(await watcher.receive_from(timeout=5))
+    assert answer == {"type": "final_result", "data": {"output": "Hi there."}}
+    assert ending["type"] == "complete" and ending["data"]["status"] == "completed"
+    assert ending["data"]["usage"]["input_tokens"] == 12
+    await watcher.disconnect()
+
+
 def test_every_english_default_of_the_turn_renderer_is_a_translatable_chat_string():
     """turn.js falls back to its own English for a key web chat does not pass: such a key is never translated."""
     import re

@@ -8,7 +8,7 @@ import {setUpRenderer} from "./chat/turns.js";
 import {renderTranscript} from "./chat/view.js";
 import {connect, socketSend} from "./chat/stream.js";
 import {loadFiles} from "./chat/files.js";
-import {setUpComposer, sendText} from "./chat/composer.js";
+import {setUpComposer, sendText, setBusy} from "./chat/composer.js";
 
 if (S) {
   // The conversation's skeleton (chat.html) goes before the first drawing: the renderer keys turns by position.
@@ -29,6 +29,16 @@ if (S) {
   const waiting = {};
   state.pending.approvals.concat(state.pending.questions).forEach(function (item) { if (item.run_id) waiting[item.run_id] = true; });
   Object.keys(waiting).forEach(function (runId) { socketSend({type: "watch", run_id: runId}); });
+  // A reopened conversation whose last turn is still being answered (a tab reloaded mid-answer): follow that run
+  // live as the busy turn it is; its end reads the transcript back (reconcile), filling what streamed before.
+  const last = state.turns[state.turns.length - 1];
+  const going = last && last.run_id && (last.role === "user" ? last.running :
+    last.usage && ["queued", "running"].indexOf(last.usage.status) >= 0);
+  if (going && !waiting[last.run_id] && !S.read_only) {
+    state.activeRunId = last.run_id;
+    setBusy(true);
+    socketSend({type: "watch", run_id: last.run_id});
+  }
   // The welcome interview (console/architect.py): the person's words from the home page's card, sent once.
   if (S.first_message && !S.conversation_id) sendText(S.first_message);
   loadFiles();
