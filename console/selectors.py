@@ -412,7 +412,7 @@ def conversation_turns(conversation: Conversation, user_id: Any = None) -> list[
             # `running`: its answer is still being written (a reopened page follows the run live).
             turns.append({"role": "user", "text": message.content, "author": message.author_label,
                           "message_id": message.pk, "run_id": run_id, "versions": versions[message.pk],
-                          "running": runs.get(run_id or "", {}).get("status") in ("queued", "running"),
+                          "running": run_id in runs and runs[run_id]["status"] in ("queued", "running"),
                           "attachments": public_attachments(message.attachments),
                           "at": message.created_at.isoformat()})
             continue
