@@ -219,15 +219,27 @@ async def test_a_run_that_ended_before_the_watch_sends_its_ending_to_the_watcher
     from tests.runner.test_chat_socket import connect
 
     def setup():
-        org = factories.organization(name="Acme")
+        org, other = factories.organization(name="Acme"), factories.organization(name="Other")
         owner = member(org, "owner@example.com")
+        colleague = member(org, "colleague@example.com", role="member")  # no runs:view, not the run's author
+        outsider = member(other, "outsider@example.com")
         agent = factories.published_agent(org, owner, name="Quick")
         run = Run.objects.create(organization=org, agent=agent, version=agent.environments.get(name="production").version,
                                  surface="web", prompt="Hello", user=owner, status="completed", output="Hi there.",
                                  input_tokens=12, output_tokens=3)
-        return org, owner, run
+        return org, other, owner, colleague, outsider, run
 
-    org, owner, run = await database_sync_to_async(setup)()
+    org, other, owner, colleague, outsider, run = await database_sync_to_async(setup)()
+    # Nobody who may not read the run gets its ending (its output) by watching it.
+    for user, organization in ((outsider, other), (colleague, org)):
+        stranger, connected = await connect(user, organization)
+        assert connected
+        await stranger.send_json_to({"type": "watch", "run_id": str(run.pk)})
+        refused = json.loads(await stranger.receive_from(timeout=5))
+        assert refused["type"] == "error" and refused["data"]["code"] == "not_found"
+        assert await stranger.receive_nothing(timeout=0.3)
+        await stranger.disconnect()
+
     watcher, connected = await connect(owner, org)
     assert connected
     await watcher.send_json_to({"type": "watch", "run_id": str(run.pk)})
