@@ -62,13 +62,16 @@ class TranscriptionView(BaseOrgView):
     @extend_schema(
         request=AUDIO_SCHEMA,
         responses={200: TranscriptionSerializer, **WRITE_ERRORS,
+                   400: OpenApiResponse(ErrorSerializer, description="No agent_id, no file, or an empty recording; "
+                                                                     "details.field names which."),
                    402: OpenApiResponse(ErrorSerializer, description="A budget (the agent's or the organization's) "
                                                                      "is used up: nothing was sent."),
                    409: OpenApiResponse(ErrorSerializer, description="No speech-to-text model profile is set up "
                                                                      "(or several, and none chosen for the chat)."),
                    413: OpenApiResponse(ErrorSerializer, description="Over 25 MB."),
                    502: OpenApiResponse(ErrorSerializer, description="The transcription service failed or heard "
-                                                                     "nothing; the message says which.")},
+                                                                     "nothing in the recording; the message says "
+                                                                     "which.")},
         summary="Transcribe a recording for my next chat message",
     )
     def post(self, request: Request) -> Response:
@@ -85,6 +88,8 @@ class TranscriptionView(BaseOrgView):
         data = upload.read(limit + 1)
         if len(data) > limit:
             raise UploadTooLarge("The recording is over 25 MB.", details={"limit_bytes": limit})
+        if not data:  # the client's to fix, not the service's failure (a 502 says "try again")
+            raise DomainError("The recording is empty.", details={"field": "file"})
         try:
             text = transcription.transcribe_for_chat(
                 organization_id=self.actor.organization.pk, agent_id=agent.pk, user_id=self.actor.user_id,

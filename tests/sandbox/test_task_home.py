@@ -91,9 +91,11 @@ def test_only_the_task_sees_its_home_and_it_goes_with_the_task_handing_back_what
     assert not home.exists()  # the folder went with the task
     assert not _holds_marker(server.root / "workspaces")  # and the sign-in never touched a workspace
     # After the task: the same workspace's file API reaches only /workspace…
-    for path in ("/home/task/auth.json", "home/task/auth.json", f"../../tasks/{task_id}/home/auth.json"):
+    # (a path is read inside /workspace, a leading slash or not: no such file there; one climbing out is refused)
+    for path, status in (("/home/task/auth.json", 404), ("home/task/auth.json", 404),
+                         (f"../../tasks/{task_id}/home/auth.json", 400)):
         read = _call(server, "GET", "/v1/workspaces/coding/file", mine, params={"path": path})
-        assert read.status_code in (400, 404) and MARKER not in read.text, (path, read.text)
+        assert read.status_code == status and MARKER not in read.text, (path, read.text)
     listed = _call(server, "GET", "/v1/workspaces/coding/files", mine).json()["files"]
     assert all("auth.json" not in f["path"] for f in listed)
     # …and a command there finds nothing either.
