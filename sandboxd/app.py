@@ -26,6 +26,7 @@ import contextlib
 import logging
 import re
 import shutil
+import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -60,6 +61,16 @@ async def _capped_body(request: Request, cap: int) -> bytes:
         if len(data) > cap:
             raise Refused(f"A file written here is at most {cap:,} bytes.")
     return bytes(data)
+
+
+async def _until_hung_up(request: Request, cancel: threading.Event) -> None:
+    """Sets `cancel` when the client hangs up before the answer — an agent's run stopped mid-command, its
+    worker gone — so the command is killed at once instead of running to its timeout holding the workspace
+    (every later command of the workspace waits for its lock). The body was read: the next ASGI message the
+    server has for this request is its disconnect."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+    cancel.set()
 
 
 def _env(body: dict[str, Any]) -> dict[str, str]:
@@ -194,15 +205,23 @@ class Service:
             workspace.note("exec", command=command[:200], timeout=timeout)
             try:
                 before = await asyncio.to_thread(self.registry.manifest, workspace, with_hash=False)
-                outcome = await asyncio.to_thread(jail.run, self.config, workspace.path, runtime, command,
-                                                  timeout=timeout, env=env, uid=workspace.uid)
+                cancel = threading.Event()
+                hung_up = asyncio.create_task(_until_hung_up(request, cancel))
+                try:
+                    outcome = await asyncio.to_thread(jail.run, self.config, workspace.path, runtime, command,
+                                                      timeout=timeout, env=env, uid=workspace.uid, cancel=cancel)
+                except BaseException:
+                    cancel.set()  # this handler cancelled (sandboxd stopping): the command does not outlive it
+                    raise
+                finally:
+                    hung_up.cancel()
                 after = await asyncio.to_thread(self.registry.manifest, workspace, with_hash=False)
             finally:
                 workspace.running -= 1
             workspace.last_max_rss_kb = outcome.max_rss_kb
             changed, deleted = changes(before, after)
             workspace.note("exit", exit_code=outcome.exit_code, timed_out=outcome.timed_out,
-                           disk_full=outcome.disk_full, duration_ms=outcome.duration_ms)
+                           disk_full=outcome.disk_full, cancelled=outcome.cancelled, duration_ms=outcome.duration_ms)
         return JSONResponse({
             "exit_code": outcome.exit_code, "stdout": outcome.stdout, "stderr": outcome.stderr,
             "stdout_truncated": outcome.stdout_truncated, "stderr_truncated": outcome.stderr_truncated,

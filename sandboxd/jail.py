@@ -69,6 +69,7 @@ class Outcome:
     disk_full: bool
     duration_ms: int
     max_rss_kb: int
+    cancelled: bool = False
 
 
 def write_etc(root: Path) -> Path:
@@ -182,9 +183,10 @@ def _kill(process: subprocess.Popen) -> None:
 
 
 def run(config: Config, workspace: Path, runtime: Runtime, command: str, *, timeout: float,
-        env: dict[str, str] | None = None, uid: int | None = None) -> Outcome:
+        env: dict[str, str] | None = None, uid: int | None = None,
+        cancel: threading.Event | None = None) -> Outcome:
     """Run `command` in the workspace under the jail, as host `uid` (the workspace's tenant's, uids.py) when
-    sandboxd is root; blocking (sandboxd calls it on a thread)."""
+    sandboxd is root; blocking (sandboxd calls it on a thread). Setting `cancel` kills it (its caller left)."""
     used = disk_usage(workspace)
     room = max(config.disk_bytes - used, 0)
     # A workspace a killed command left over its cap: the next command may only bring it down (it cannot write,
@@ -200,7 +202,7 @@ def run(config: Config, workspace: Path, runtime: Runtime, command: str, *, time
     started = time.monotonic()
     process = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                start_new_session=True, close_fds=True, env=environment(runtime, env or {}), **demote)
-    flags = {"timed_out": False, "disk_full": False}
+    flags = {"timed_out": False, "disk_full": False, "cancelled": False}
     done = threading.Event()
 
     def watch() -> None:
@@ -208,6 +210,10 @@ def run(config: Config, workspace: Path, runtime: Runtime, command: str, *, time
         while not done.wait(WATCH_SECONDS):
             if time.monotonic() >= deadline:
                 flags["timed_out"] = True
+                _kill(process)
+                return
+            if cancel is not None and cancel.is_set():
+                flags["cancelled"] = True
                 _kill(process)
                 return
             if disk_usage(workspace) > ceiling:
@@ -253,7 +259,8 @@ def run(config: Config, workspace: Path, runtime: Runtime, command: str, *, time
     return Outcome(exit_code=int(code if code is not None else -1), stdout=out.decode("utf-8", "replace"),
                    stderr=err.decode("utf-8", "replace"), stdout_truncated=dropped["out"],
                    stderr_truncated=dropped["err"], timed_out=flags["timed_out"], disk_full=flags["disk_full"],
-                   duration_ms=int((time.monotonic() - started) * 1000), max_rss_kb=int(usage.ru_maxrss))
+                   duration_ms=int((time.monotonic() - started) * 1000), max_rss_kb=int(usage.ru_maxrss),
+                   cancelled=flags["cancelled"])
 
 
 def probe(bwrap: str) -> str | None:

@@ -205,7 +205,8 @@ def write(workspace_id: Any, path: str, data: bytes, *, run_id: str | None, max_
     cap = settings.SANDBOX_STATE_MAX_BYTES if max_bytes is None else max_bytes
     with transaction.atomic():
         # One writer at a time per workspace, so two concurrent writes cannot both slip under the cap.
-        Workspace.objects.select_for_update().filter(pk=workspace_id).values_list("pk").first()
+        if Workspace.objects.select_for_update().filter(pk=workspace_id).values_list("pk").first() is None:
+            raise WorkspaceUnavailableError(f"workspace {workspace_id} no longer exists")  # not a broken row
         used = used_bytes(workspace_id, excluding=path)
         if used + len(data) > cap:
             raise WorkspaceFull(
@@ -271,11 +272,14 @@ def make_dir(workspace_id: Any, path: str) -> None:
     if _file_in_parents(workspace_id, path):
         raise NotADirectoryError(path)
     now = timezone.now()
-    for directory in [path, *_ancestors(path)]:
-        if directory in _FIXED_DIRS:
-            continue
-        WorkspaceFile.objects.get_or_create(workspace_id=workspace_id, path=directory,
-                                            defaults={"is_dir": True, "created_at": now, "updated_at": now})
+    with transaction.atomic():
+        if Workspace.objects.select_for_update().filter(pk=workspace_id).values_list("pk").first() is None:
+            raise WorkspaceUnavailableError(f"workspace {workspace_id} no longer exists")
+        for directory in [path, *_ancestors(path)]:
+            if directory in _FIXED_DIRS:
+                continue
+            WorkspaceFile.objects.get_or_create(workspace_id=workspace_id, path=directory,
+                                                defaults={"is_dir": True, "created_at": now, "updated_at": now})
 
 
 def remove(workspace_id: Any, path: str) -> None:

@@ -144,3 +144,33 @@ def test_a_name_lookup_in_a_jail_gives_up_after_one_short_try(sandboxd_server):
     assert done["exit_code"] == 0, done
     assert done["stdout"].splitlines()[0] == "options timeout:1 attempts:1"
     assert "refused gaierror" in done["stdout"]
+
+
+def test_a_command_whose_caller_hangs_up_is_killed_and_frees_the_workspace(sandboxd_server):
+    """An agent's run stopped mid-command drops its request: the command dies with it, instead of running to its
+    timeout holding the workspace's lock (the next command of that workspace — the person's next message —
+    would wait for it, and see what it went on to do)."""
+    import json
+    import socket
+    import time
+    from urllib.parse import urlsplit
+
+    assert _call(sandboxd_server, "POST", "/v1/workspaces", json={"id": "hangup", "runtime": "python"}).status_code == 201
+    body = json.dumps({"command": "echo go > started; sleep 20; echo late > late", "timeout": 60}).encode()
+    address = urlsplit(sandboxd_server.url)
+    caller = socket.create_connection((address.hostname, address.port), timeout=30)
+    caller.sendall(b"POST /v1/workspaces/hangup/exec HTTP/1.1\r\nHost: sandboxd\r\n"
+                   + f"Authorization: Bearer {sandboxd_server.token}\r\nContent-Type: application/json\r\n".encode()
+                   + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+    # Looked for on the host: the file API waits for the workspace the command holds.
+    started = sandboxd_server.root / "workspaces" / "hangup" / "started"
+    deadline = time.monotonic() + 60
+    while not started.exists():
+        assert time.monotonic() < deadline, "the command never started"
+        time.sleep(0.05)
+    caller.close()  # the caller hangs up while the command sleeps
+
+    # Had the command lived on, this one would wait for the workspace until it ended, and find what it wrote last.
+    after = _call(sandboxd_server, "POST", "/v1/workspaces/hangup/exec",
+                  json={"command": "test -e late && echo lived-on || echo killed", "timeout": 60}).json()
+    assert after["stdout"].strip() == "killed", after
