@@ -270,3 +270,33 @@ def test_a_file_stored_mid_run_by_another_tool_reaches_the_sandbox_before_the_ne
     assert asyncio.run(command("ls output 2>/dev/null; echo done")).strip() == "done"
     store.write(str(workspace.pk), "/workspace/output/speech.mp3", b"ID3 clip", run_id=str(run.pk))
     assert asyncio.run(command("cat output/speech.mp3")) == "ID3 clip"
+
+
+def test_a_person_stopping_the_run_mid_command_kills_the_command_and_the_next_turn_finds_the_workspace_free(
+        org, owner, scripted_model, own_sandboxd):
+    """Stop during a long `execute`: the run ends cancelled and its command dies with it — before, sandboxd ran it
+    on to its timeout holding the workspace, so the person's next message waited for it and saw what it did."""
+    from agents.models import Run
+    from agents.runs import request_stop
+    from tests.runner.test_execute import run_now, start
+    from tests.sandbox.helpers import ToolScript
+
+    agent, version = service(org, owner, session_scope="agent")
+    scripted_model(ToolScript([execute("echo go > started; sleep 25; echo late > late", timeout=60)]).model())
+    run = start(org, owner, agent, version, prompt="work")
+    worker = threading.Thread(target=run_now, args=(run,))
+    worker.start()
+    deadline = time.monotonic() + 60
+    started: list[Path] = []
+    while not started:
+        assert time.monotonic() < deadline and worker.is_alive(), "the command never started"
+        started = list((own_sandboxd.root / "workspaces").glob(f"{org.pk.hex}-*/started"))
+        time.sleep(0.1)
+    request_stop(Run.objects.get(pk=run.pk))
+    worker.join(60)
+    assert not worker.is_alive()
+    run.refresh_from_db()
+    assert run.status == RunStatus.CANCELLED
+
+    later, _ = turn(scripted_model, org, owner, (agent, version), [execute("test -e late && echo lived-on || echo killed")])
+    assert "killed" in later.results[0] and "lived-on" not in later.results[0]
