@@ -20,6 +20,13 @@ def price(response: Any, *, free: bool) -> tuple[Decimal, bool]:
     """(cost, is_partial) of a pydantic-ai ModelResponse."""
     if free:
         return Decimal("0"), False
+    usage = getattr(response, "usage", None)
+    # pydantic-ai prices every response its models return (`fill_response_cost`: the same genai-prices lookup, or
+    # the cost a gateway reported, which it never overwrites) into `usage.cost`; asking `cost()` again priced it
+    # twice — ~2 % of a runs worker's loop (bench/run_cost.py, cProfile). A response built elsewhere has no cost
+    # filled in, and one missing some usage is partial: both take the lookup below.
+    if usage is not None and getattr(usage, "cost", None) is not None and not usage.unmeasured_requests:
+        return Decimal(str(usage.cost)), False
     try:
         return Decimal(str(response.cost().total_price)), False
     except Exception:  # genai-prices does not know this model, or usage is missing
