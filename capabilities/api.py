@@ -6,6 +6,8 @@ from __future__ import annotations
 import posixpath
 
 from django.http import HttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -14,6 +16,11 @@ from agenticos.errors import Forbidden, Invalid, NotFound
 from agents.access import readable_conversation
 from capabilities import registry
 from capabilities.sandbox.capability import is_withheld
+from capabilities.serializers import (
+    CatalogSerializer,
+    ConversationWorkspaceSerializer,
+    WorkspaceFileSerializer,
+)
 from workspaces import store
 from workspaces.models import Workspace
 
@@ -23,6 +30,7 @@ class CapabilityCatalogView(OrgAPIView):
 
     permission_map = {"GET": "agents:view"}
 
+    @extend_schema(responses={200: CatalogSerializer}, summary="The capability catalog")
     def get(self, request: Request) -> Response:
         return Response(registry.catalog_json())
 
@@ -34,6 +42,10 @@ def _conversation_workspace(actor, conversation_id) -> Workspace | None:
     """Through the conversation, deliberately: whoever may read the chat (its owner, people it is shared
     with, channel threads they are in) may read its files — and nobody else, outsiders included."""
     return store.for_conversation(readable_conversation(actor, conversation_id).pk)
+
+
+PATH_PARAMETER = OpenApiParameter("path", OpenApiTypes.STR, required=True,
+                                  description="The file's path, e.g. /workspace/notes.md.")
 
 
 def _workspace_path(request: Request) -> str:
@@ -67,6 +79,7 @@ class ConversationWorkspaceView(OrgAPIView):
 
     permission_map = {"GET": "agents:run"}
 
+    @extend_schema(responses={200: ConversationWorkspaceSerializer}, summary="A conversation's workspace")
     def get(self, request: Request, conversation_id) -> Response:
         workspace = _conversation_workspace(self.actor, conversation_id)
         if workspace is None:
@@ -83,6 +96,8 @@ class ConversationWorkspaceFileView(OrgAPIView):
 
     permission_map = {"GET": "agents:run"}
 
+    @extend_schema(parameters=[PATH_PARAMETER], responses={200: WorkspaceFileSerializer},
+                   summary="One file of a conversation's workspace, as text")
     def get(self, request: Request, conversation_id) -> Response:
         path, data = _requested_file(self.actor, conversation_id, request)
         try:
@@ -98,6 +113,10 @@ class ConversationWorkspaceRawView(OrgAPIView):
 
     permission_map = {"GET": "agents:run"}
 
+    @extend_schema(parameters=[PATH_PARAMETER],
+                   responses={(200, "*/*"): OpenApiResponse(
+                       OpenApiTypes.BINARY, description="The file's bytes, as a download (its own media type).")},
+                   summary="One file of a conversation's workspace, as a download")
     def get(self, request: Request, conversation_id) -> HttpResponse:
         path, data = _requested_file(self.actor, conversation_id, request)
         name = posixpath.basename(path)

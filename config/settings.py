@@ -467,6 +467,17 @@ SPECTACULAR_SETTINGS = {
         "ModelProfileKindEnum": "agents.models.ModelProfile.Kind",
         "RunStatusEnum": "agents.models.RunStatus",
         "ApprovalStatusEnum": "governance.models.Approval.Status",
+        # Fields of the same name with other choices: each set named for what it is, never a hash suffix
+        # (`Status230Enum`) that changes when a choice does and breaks a client generated from the schema.
+        "VisibilityEnum": "agents.models.Visibility",
+        "CollectionVisibilityEnum": "knowledge.models.Collection.Visibility",
+        "ArtifactVisibilityEnum": "capabilities.artifacts.models.Artifact.Visibility",
+        "SurfaceEnum": "agents.models.Surface",
+        "RecordedSurfaceEnum": "evals.replays.RECORDED_SURFACES",
+        "TriggerKindEnum": "triggers.models.Trigger.Kind",
+        "GrantLevelEnum": "governance.grants.LEVELS",
+        "SuiteRunStatusEnum": "evals.models.SuiteRun.Status",
+        "ReplaySetStatusEnum": "evals.models.ReplaySet.Status",
     },
 }
 

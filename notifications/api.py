@@ -51,6 +51,7 @@ class NotificationReadAllView(OrgAPIView):
     serializer_class = UnreadSerializer
 
     @extend_schema(request=None, responses={200: UnreadSerializer, **WRITE_ERRORS},
+                   operation_id="v1_notifications_read_all_create",
                    summary="Mark all my notifications in this organization read")
     def post(self, request: Request) -> Response:
         services.mark_all_read(actor=self.actor)
