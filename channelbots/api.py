@@ -5,16 +5,31 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import status
 from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from agenticos.api import ERRORS, WRITE_ERRORS
 from agenticos.api_base import OrgAPIView
 from agenticos.errors import Forbidden, Invalid, NotFound
+from agenticos.serializers import ErrorSerializer
 from agents.models import Agent
 from channelbots import services
 from channelbots.models import Binding, ChannelBot, ChannelIdentity, Platform, Transport
+from channelbots.serializers import (
+    ChannelBindingCreateSerializer,
+    ChannelBindingListSerializer,
+    ChannelBindingSerializer,
+    ChannelBindingUpdateSerializer,
+    ChannelBotListSerializer,
+    ChannelBotSerializer,
+    ChannelBotWriteSerializer,
+    ChatAccountListSerializer,
+    ChatLinkConfirmedSerializer,
+    ChatLinkSerializer,
+)
 from governance.grants import EDIT, VIEW, require_agent_access
 
 
@@ -89,10 +104,21 @@ def _body(request: Request) -> dict:
     return dict(request.data)
 
 
+# A bot bound to an agent is changed only with edit access to that agent (BotAPIView.changeable_bot).
+BOT_FORBIDDEN = OpenApiResponse(ErrorSerializer, description="Your role is too weak, or the bot answers as an agent "
+                                                             "you cannot edit.")
+BINDING_CONFLICT = OpenApiResponse(ErrorSerializer, description="The bot already answers as another agent "
+                                                                "(details.field is bot_id).")
+LINK_GONE = OpenApiResponse(ErrorSerializer, description="The link is unknown, used, expired, or for another "
+                                                         "organization.")
+
+
 class BotsView(OrgAPIView):
     permission_map = {"*": "bots:manage"}
     parser_classes = [JSONParser]
 
+    @extend_schema(operation_id="v1_bots_list", responses={200: ChannelBotListSerializer, **ERRORS},
+                   summary="List the organization's channel bots")
     def get(self, request: Request) -> Response:
         bots = list(self.org_queryset(ChannelBot).select_related("binding").order_by("name"))
         from channelbots.models import BotCredential
@@ -107,6 +133,8 @@ class BotsView(OrgAPIView):
             results.append(serialize_bot(bot, flags))
         return Response({"results": results})
 
+    @extend_schema(request=ChannelBotWriteSerializer, responses={201: ChannelBotSerializer, **WRITE_ERRORS},
+                   summary="Create a channel bot")
     def post(self, request: Request) -> Response:
         bot = services.create_bot(actor=self.actor, data=_body(request), ip_address=self.client_ip())
         return Response(serialize_bot(bot), status=status.HTTP_201_CREATED)
@@ -134,14 +162,19 @@ class BotAPIView(OrgAPIView):
 
 
 class BotDetailView(BotAPIView):
+    @extend_schema(responses={200: ChannelBotSerializer, **ERRORS}, summary="A channel bot")
     def get(self, request: Request, bot_id: str) -> Response:
         return Response(serialize_bot(self.org_get(ChannelBot, bot_id)))
 
+    @extend_schema(request=ChannelBotWriteSerializer,
+                   responses={200: ChannelBotSerializer, **WRITE_ERRORS, 403: BOT_FORBIDDEN},
+                   summary="Change a channel bot")
     def patch(self, request: Request, bot_id: str) -> Response:
         bot = self.changeable_bot(bot_id)
         bot = services.update_bot(actor=self.actor, bot=bot, data=_body(request), ip_address=self.client_ip())
         return Response(serialize_bot(bot))
 
+    @extend_schema(responses={204: None, **ERRORS, 403: BOT_FORBIDDEN}, summary="Delete a channel bot")
     def delete(self, request: Request, bot_id: str) -> Response:
         services.delete_bot(actor=self.actor, bot=self.changeable_bot(bot_id), ip_address=self.client_ip())
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -150,6 +183,8 @@ class BotDetailView(BotAPIView):
 class BotPauseView(BotAPIView):
     paused = True
 
+    @extend_schema(request=None, responses={200: ChannelBotSerializer, **ERRORS, 403: BOT_FORBIDDEN},
+                   summary="Pause a channel bot (it stops answering)")
     def post(self, request: Request, bot_id: str) -> Response:
         bot = services.set_paused(
             actor=self.actor, bot=self.changeable_bot(bot_id), paused=self.paused, ip_address=self.client_ip()
@@ -157,6 +192,7 @@ class BotPauseView(BotAPIView):
         return Response(serialize_bot(bot))
 
 
+@extend_schema_view(post=extend_schema(summary="Resume a paused channel bot"))
 class BotResumeView(BotPauseView):
     paused = False
 
@@ -165,12 +201,17 @@ class AgentBindingsView(OrgAPIView):
     permission_map = {"GET": "agents:view", "POST": "bots:manage"}
     parser_classes = [JSONParser]
 
+    @extend_schema(operation_id="v1_agents_bindings_list", responses={200: ChannelBindingListSerializer, **ERRORS},
+                   summary="List an agent's channel bindings")
     def get(self, request: Request, agent_id: str) -> Response:
         agent = self.org_get(Agent, agent_id)
         require_agent_access(self.actor, agent, VIEW)
         rows = self.org_queryset(Binding).filter(agent=agent).select_related("bot")
         return Response({"results": [serialize_binding(b) for b in rows]})
 
+    @extend_schema(request=ChannelBindingCreateSerializer,
+                   responses={201: ChannelBindingSerializer, **WRITE_ERRORS, 409: BINDING_CONFLICT},
+                   summary="Expose an agent on a channel bot")
     def post(self, request: Request, agent_id: str) -> Response:
         agent = self.org_get(Agent, agent_id)
         require_agent_access(self.actor, agent, EDIT)  # the service checks too; this refuses before the body
@@ -190,15 +231,19 @@ class BindingDetailView(OrgAPIView):
         rows = self.org_queryset(Binding).filter(agent=agent).select_related("bot", "agent")
         return self.org_get(Binding, binding_id, rows)
 
+    @extend_schema(responses={200: ChannelBindingSerializer, **ERRORS}, summary="A channel binding")
     def get(self, request: Request, agent_id: str, binding_id: str) -> Response:
         return Response(serialize_binding(self._binding(agent_id, binding_id, VIEW)))
 
+    @extend_schema(request=ChannelBindingUpdateSerializer, responses={200: ChannelBindingSerializer, **WRITE_ERRORS},
+                   summary="Change a channel binding")
     def patch(self, request: Request, agent_id: str, binding_id: str) -> Response:
         binding = self._binding(agent_id, binding_id, EDIT)
         binding = services.update_binding(actor=self.actor, binding=binding, data=_body(request),
                                           ip_address=self.client_ip())
         return Response(serialize_binding(binding))
 
+    @extend_schema(responses={204: None, **ERRORS}, summary="Remove a channel binding (the bot stops answering)")
     def delete(self, request: Request, agent_id: str, binding_id: str) -> Response:
         services.delete_binding(actor=self.actor, binding=self._binding(agent_id, binding_id, EDIT),
                                 ip_address=self.client_ip())
@@ -221,6 +266,8 @@ class ChatAccountsView(OrgAPIView):
 
     parser_classes = [JSONParser]
 
+    @extend_schema(operation_id="v1_chat_accounts_list", responses={200: ChatAccountListSerializer, **ERRORS},
+                   summary="List my linked chat accounts")
     def get(self, request: Request) -> Response:
         rows = self.org_queryset(ChannelIdentity).filter(user=self.actor.user)
         return Response({"results": [serialize_identity(i) for i in rows]})
@@ -229,6 +276,7 @@ class ChatAccountsView(OrgAPIView):
 class ChatAccountDetailView(OrgAPIView):
     parser_classes = [JSONParser]
 
+    @extend_schema(responses={204: None, **ERRORS}, summary="Disconnect one of my chat accounts")
     def delete(self, request: Request, identity_id: str) -> Response:
         identity = self.org_get(ChannelIdentity, identity_id, self.org_queryset(ChannelIdentity).filter(
             user=self.actor.user))
@@ -241,6 +289,8 @@ class LinkView(OrgAPIView):
 
     parser_classes = [JSONParser]
 
+    @extend_schema(responses={200: ChatLinkSerializer, **ERRORS, 404: LINK_GONE},
+                   summary="Which chat account a link would link to me")
     def get(self, request: Request, token: str) -> Response:
         link = services.find_link(token)
         if link.organization_id != self.actor.organization.pk:
@@ -248,6 +298,8 @@ class LinkView(OrgAPIView):
         return Response({"chat_account": serialize_identity(link.identity), "bot": link.bot.name,
                          "confirm": "POST this URL to link the chat account to you."})
 
+    @extend_schema(request=None, responses={200: ChatLinkConfirmedSerializer, **ERRORS, 404: LINK_GONE},
+                   summary="Link the chat account to me")
     def post(self, request: Request, token: str) -> Response:
         identity = services.confirm_link(actor=self.actor, token=token, ip_address=self.client_ip())
         return Response({"chat_account": serialize_identity(identity), "linked": True})
