@@ -5,16 +5,19 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
+from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from agenticos.api import ERRORS, WRITE_ERRORS
 from agenticos.api_base import OrgAPIView
 from agenticos.errors import Invalid, NotFound
 from agents.models import Agent
 from embeds import files, services
 from embeds.models import Embed
+from embeds.serializers import EmbedListSerializer, EmbedSerializer, EmbedWriteSerializer
 from governance.grants import EDIT, VIEW, require_agent_access
 
 
@@ -96,11 +99,15 @@ class EmbedAPIView(OrgAPIView):
 
 
 class AgentEmbedsView(EmbedAPIView):
+    @extend_schema(operation_id="v1_agents_embeds_list", responses={200: EmbedListSerializer, **ERRORS},
+                   summary="An agent's embeds")
     def get(self, request: Request, agent_id: str) -> Response:
         agent = self.agent(agent_id, VIEW)
         embeds = self.org_queryset(Embed).filter(agent=agent).order_by("created_at")
         return Response({"results": [serialize(e) for e in embeds]})
 
+    @extend_schema(request=EmbedWriteSerializer, responses={201: EmbedSerializer, **WRITE_ERRORS},
+                   summary="Embed an agent (a website widget, a raw WebSocket or a hosted page)")
     def post(self, request: Request, agent_id: str) -> Response:
         agent = self.agent(agent_id, EDIT)
         embed = services.create_embed(actor=self.actor, agent=agent, data=_body(request), ip_address=self.client_ip())
@@ -108,14 +115,18 @@ class AgentEmbedsView(EmbedAPIView):
 
 
 class EmbedDetailView(EmbedAPIView):
+    @extend_schema(responses={200: EmbedSerializer, **ERRORS}, summary="One embed")
     def get(self, request: Request, embed_id: str) -> Response:
         return Response(serialize(self.embed(embed_id, VIEW)))
 
+    @extend_schema(request=EmbedWriteSerializer, responses={200: EmbedSerializer, **WRITE_ERRORS},
+                   summary="Change an embed (its kind is fixed)")
     def patch(self, request: Request, embed_id: str) -> Response:
         embed = self.embed(embed_id, EDIT)
         embed = services.update_embed(actor=self.actor, embed=embed, data=_body(request), ip_address=self.client_ip())
         return Response(serialize(embed))
 
+    @extend_schema(responses={204: None, **WRITE_ERRORS}, summary="Delete an embed")
     def delete(self, request: Request, embed_id: str) -> Response:
         embed = self.embed(embed_id, EDIT)
         services.delete_embed(actor=self.actor, embed=embed, ip_address=self.client_ip())
@@ -125,6 +136,8 @@ class EmbedDetailView(EmbedAPIView):
 class EmbedPauseView(EmbedAPIView):
     paused = True
 
+    @extend_schema(request=None, responses={200: EmbedSerializer, **WRITE_ERRORS},
+                   summary="Pause an embed")
     def post(self, request: Request, embed_id: str) -> Response:
         embed = self.embed(embed_id, EDIT)
         embed = services.set_paused(actor=self.actor, embed=embed, paused=self.paused, ip_address=self.client_ip())
@@ -134,10 +147,27 @@ class EmbedPauseView(EmbedAPIView):
 class EmbedResumeView(EmbedPauseView):
     paused = False
 
+    # The inherited post, documented as what it does here.
+    @extend_schema(request=None, responses={200: EmbedSerializer, **WRITE_ERRORS}, summary="Resume a paused embed")
+    def post(self, request: Request, embed_id: str) -> Response:
+        return super().post(request, embed_id)
+
+
+LOGO_SCHEMA = {
+    "multipart/form-data": {
+        "type": "object",
+        "properties": {"file": {"type": "string", "format": "binary",
+                                "description": "The image (PNG, JPEG, WebP or GIF), at most 2 MB; 'logo' is also read."}},
+        "required": ["file"],
+    }
+}
+
 
 class EmbedLogoView(EmbedAPIView):
     parser_classes = [MultiPartParser, FormParser]
 
+    @extend_schema(request=LOGO_SCHEMA, responses={200: EmbedSerializer, **WRITE_ERRORS},
+                   summary="Upload a hosted page's logo (an image, at most 2 MB)")
     def post(self, request: Request, embed_id: str) -> Response:
         embed = self.embed(embed_id, EDIT)
         upload = request.FILES.get("file") or request.FILES.get("logo")

@@ -14,15 +14,24 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from agenticos.api import BaseOrgView
+from agenticos.api import ERRORS, WRITE_ERRORS, BaseOrgView
 from agenticos.errors import DomainError, Invalid, NotFound
+from agenticos.serializers import ErrorSerializer
 from workspaces import connections
 from workspaces.client import SandboxdError
 from workspaces.models import SandboxConnection, Workspace
+from workspaces.serializers import (
+    RuntimeListSerializer,
+    SandboxConnectionListSerializer,
+    SandboxConnectionSerializer,
+    SandboxDetailSerializer,
+    SandboxListSerializer,
+)
 
 READ = "agents:view"
 MANAGE = connections.MANAGE
@@ -32,6 +41,10 @@ OBSERVE = "runs:view"
 class Unavailable(DomainError):
     status = 502
     code = "sandbox_unavailable"
+
+
+UNAVAILABLE = {502: OpenApiResponse(ErrorSerializer, description="The sandbox service did not answer "
+                                                                 "(error code sandbox_unavailable).")}
 
 
 def connection_json(connection: SandboxConnection) -> dict[str, Any]:
@@ -76,11 +89,15 @@ def sandbox_json(item: dict[str, Any], workspace: Workspace) -> dict[str, Any]:
 class ConnectionListView(BaseOrgView):
     permission_map = {"GET": READ, "POST": MANAGE}
 
+    @extend_schema(operation_id="v1_sandbox_connections_list", responses={200: SandboxConnectionListSerializer,
+                   **ERRORS}, summary="Sandbox connections (the default first)")
     def get(self, request: Request) -> Response:
         connections.ensure_default(self.actor.organization)
         rows = self.org_queryset(SandboxConnection).order_by("-is_default", "name")
         return Response({"results": [connection_json(c) for c in rows]})
 
+    @extend_schema(request=SandboxConnectionSerializer, responses={201: SandboxConnectionSerializer, **WRITE_ERRORS},
+                   summary="Register a sandbox service (sandboxd or Daytona)")
     def post(self, request: Request) -> Response:
         data = _body(request)
         connection = connections.register(actor=self.actor, name=str(data.get("name") or ""),
@@ -93,9 +110,11 @@ class ConnectionListView(BaseOrgView):
 class ConnectionDetailView(BaseOrgView):
     permission_map = {"GET": READ, "DELETE": MANAGE}
 
+    @extend_schema(responses={200: SandboxConnectionSerializer, **ERRORS}, summary="One sandbox connection")
     def get(self, request: Request, pk: Any) -> Response:
         return Response(connection_json(self.org_get(SandboxConnection, pk)))
 
+    @extend_schema(responses={204: None, **WRITE_ERRORS}, summary="Delete a sandbox connection")
     def delete(self, request: Request, pk: Any) -> Response:
         connections.delete(actor=self.actor, connection=self.org_get(SandboxConnection, pk))
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -104,6 +123,8 @@ class ConnectionDetailView(BaseOrgView):
 class ConnectionDefaultView(BaseOrgView):
     permission_map = {"POST": MANAGE}
 
+    @extend_schema(request=None, responses={200: SandboxConnectionSerializer, **WRITE_ERRORS},
+                   summary="Make a connection the organization's default")
     def post(self, request: Request, pk: Any) -> Response:
         connection = connections.make_default(actor=self.actor, connection=self.org_get(SandboxConnection, pk))
         return Response(connection_json(connection))
@@ -112,6 +133,8 @@ class ConnectionDefaultView(BaseOrgView):
 class ConnectionRuntimesView(BaseOrgView):
     permission_map = {"GET": READ}
 
+    @extend_schema(responses={200: RuntimeListSerializer, **ERRORS, **UNAVAILABLE},
+                   summary="The runtimes the service offers (asked live)")
     def get(self, request: Request, pk: Any) -> Response:
         client = _client(self.org_get(SandboxConnection, pk))
         try:
@@ -125,6 +148,9 @@ class ConnectionRuntimesView(BaseOrgView):
 class SandboxListView(BaseOrgView):
     permission_map = {"GET": OBSERVE}
 
+    @extend_schema(operation_id="v1_sandbox_connections_sandboxes_list",
+                   responses={200: SandboxListSerializer, **ERRORS, **UNAVAILABLE},
+                   summary="This organization's open sandboxes on the service")
     def get(self, request: Request, pk: Any) -> Response:
         connection = self.org_get(SandboxConnection, pk)
         mine = org_workspaces(connection)
@@ -140,6 +166,8 @@ class SandboxListView(BaseOrgView):
 class SandboxDetailView(BaseOrgView):
     permission_map = {"GET": OBSERVE}
 
+    @extend_schema(responses={200: SandboxDetailSerializer, **ERRORS, **UNAVAILABLE},
+                   summary="One open sandbox, with its activity log")
     def get(self, request: Request, pk: Any, workspace_id: Any) -> Response:
         connection = self.org_get(SandboxConnection, pk)
         workspace = org_workspaces(connection).get(str(workspace_id).replace("-", ""))

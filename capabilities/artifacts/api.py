@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_serializer
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -61,6 +61,8 @@ class ArtifactWriteSerializer(serializers.Serializer):
     visibility = serializers.ChoiceField(choices=Artifact.Visibility.choices)
 
 
+# agents.serializers.VersionSerializer is the schema's "Version" (an agent's version): this one is named apart.
+@extend_schema_serializer(component_name="ArtifactVersion")
 class VersionSerializer(serializers.ModelSerializer):
     run_id = serializers.UUIDField(read_only=True, allow_null=True)
 
@@ -93,6 +95,8 @@ class ArtifactListView(_ArtifactMixin, BaseOrgView):
     permission_map = {"GET": "agents:view"}
 
     @extend_schema(responses={200: ArtifactSerializer(many=True), **ERRORS},
+                   parameters=[OpenApiParameter("shared", str, enum=["mine", "with_me"],
+                                                description="Only mine, or only those shared with me (else all).")],
                    summary="Applications the caller can open (?shared=mine|with_me)")
     def get(self, request: Request) -> Response:
         qs = access.visible_artifacts(self.actor)
