@@ -118,6 +118,19 @@ def test_database_connections_answer_as_documented(doc, org, builder, api_as, cu
     assert changed["row_cap"] == 50
 
 
+@pytest.mark.parametrize("changes", [{"row_cap": "many"}, {"statement_timeout_ms": None}, {"row_cap": [1]}])
+def test_a_limit_that_is_not_a_whole_number_is_a_422_naming_it_and_changes_nothing(
+        org, builder, api_as, customer_dsn, settings, changes):  # noqa: F811
+    # Was a 500: the service's int() raised past the edge.
+    settings.TOOL_ALLOWED_PRIVATE_HOSTS = [django_settings.DATABASES["default"]["HOST"], "127.0.0.1"]
+    client = api_as(builder, org)
+    pk = client.post("/api/v1/db-connections", {"name": "shop", "dsn": customer_dsn}, format="json").json()["id"]
+    refused = client.patch(f"/api/v1/db-connections/{pk}", {**changes, "permission": "write"}, format="json")
+    assert refused.status_code == 422
+    assert refused.json()["error"]["details"]["problems"][0]["field"] == next(iter(changes))
+    assert client.get(f"/api/v1/db-connections/{pk}").json()["permission"] == "read"
+
+
 def test_mcp_connections_and_the_catalog_answer_as_documented(doc, org, builder, api_as):
     server = FakeMCPServer(token="mcp-token").start()
     try:
