@@ -35,6 +35,25 @@ def body(request: Request) -> dict[str, Any]:
     return dict(request.data)
 
 
+# The services read `warnings` as a list and `args` as a mapping; a body with another shape there was a 500 (a
+# TypeError inside). Checked at the edge, like the body itself: a 422 naming the field.
+def _problem(field: str, message: str) -> Invalid:
+    return Invalid(message, details={"problems": [{"field": field, "message": message}]})
+
+
+def checked_warnings(data: dict[str, Any]) -> dict[str, Any]:
+    if data.get("warnings") is not None and not isinstance(data["warnings"], list):
+        raise _problem("warnings", "A list of warnings ({level, text}).")
+    return data
+
+
+def checked_args(data: dict[str, Any]) -> dict[str, Any]:
+    args = data.get("args") or {}
+    if not isinstance(args, dict):
+        raise _problem("args", "An object: the arguments by name.")
+    return args
+
+
 def tool_json(tool: CustomTool) -> dict[str, Any]:
     return {
         "id": str(tool.pk), "name": tool.name, "alias": tool.alias, "description": tool.description,
@@ -86,7 +105,7 @@ class ToolListView(BaseOrgView):
     @extend_schema(request=doc.CustomToolWriteSerializer, responses={201: doc.CustomToolSerializer, **WRITE_ERRORS},
                    summary="Create a custom tool")
     def post(self, request: Request) -> Response:
-        data = body(request)
+        data = checked_warnings(body(request))
         definition = {k: v for k, v in data.items() if k in services.DEFINITION_FIELDS}
         tool = services.create_tool(actor=self.actor, definition=definition, credential_id=data.get("credential_id"),
                                     warnings=data.get("warnings"))
@@ -104,7 +123,8 @@ class ToolDetailView(BaseOrgView):
                    summary="Change a custom tool")
     def patch(self, request: Request, pk: Any) -> Response:
         tool = self.org_get(CustomTool, pk)
-        return Response(tool_json(services.update_tool(actor=self.actor, tool=tool, changes=body(request))))
+        changes = checked_warnings(body(request))
+        return Response(tool_json(services.update_tool(actor=self.actor, tool=tool, changes=changes)))
 
     @extend_schema(responses={204: None, **WRITE_ERRORS}, summary="Delete a custom tool")
     def delete(self, request: Request, pk: Any) -> Response:
@@ -120,7 +140,7 @@ class ToolTestView(BaseOrgView):
     def post(self, request: Request, pk: Any) -> Response:
         tool = self.org_get(CustomTool, pk, CustomTool.objects.select_related("credential")
                             .filter(organization=self.actor.organization))
-        args = body(request).get("args") or {}
+        args = checked_args(body(request))
         return Response(services.test_tool(actor=self.actor, tool=tool, args=args))
 
 
@@ -193,7 +213,7 @@ class KitListView(BaseOrgView):
                    summary="Start a kit in a session")
     def post(self, request: Request, pk: Any) -> Response:
         session = self.org_get(ToolBuilderSession, pk)
-        data = body(request)
+        data = checked_warnings(body(request))
         kit = services.create_kit(actor=self.actor, session=session, name=str(data.get("name") or ""),
                                   provider=str(data.get("provider") or ""), credential_id=data.get("credential_id"),
                                   warnings=data.get("warnings"))
@@ -268,7 +288,7 @@ class DraftActionView(BaseOrgView):
         if action == "configure":
             draft = services.configure_draft(actor=self.actor, draft=draft, definition=data.get("definition") or {})
         elif action == "test":
-            draft = services.test_draft(actor=self.actor, draft=draft, args=data.get("args") or {})
+            draft = services.test_draft(actor=self.actor, draft=draft, args=checked_args(data))
         elif action == "warnings":
             draft = services.attach_warning(actor=self.actor, draft=draft, level=str(data.get("level") or "warning"),
                                             text=str(data.get("text") or ""))

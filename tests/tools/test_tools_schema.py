@@ -99,6 +99,33 @@ def test_builder_sessions_kits_and_drafts_answer_as_documented(doc, org, builder
     assert CustomTool.objects.filter(organization=org, alias="create_contact").exists()
 
 
+def test_warnings_that_are_not_a_list_and_args_that_are_not_an_object_are_a_422_naming_them(
+        org, builder, api_as, rest_api):
+    # Were 500s: the services iterated the warnings and read the arguments by name.
+    client = api_as(builder, org)
+    definition = {"name": "Who", "alias": "who", "url": f"{rest_api.base}/auth/bearer"}
+
+    def refused(response, field):
+        assert response.status_code == 422, response.content
+        assert response.json()["error"]["details"]["problems"][0]["field"] == field
+
+    refused(client.post("/api/v1/tools", {**definition, "warnings": 5}, format="json"), "warnings")
+    assert not CustomTool.objects.filter(organization=org).exists()
+    tool = client.post("/api/v1/tools", definition, format="json").json()
+    refused(client.patch(f"/api/v1/tools/{tool['id']}", {"warnings": 5}, format="json"), "warnings")
+    for args in ([1], 5, "x"):
+        refused(client.post(f"/api/v1/tools/{tool['id']}/test", {"args": args}, format="json"), "args")
+    session = client.post("/api/v1/tool-kits/sessions", {}, format="json").json()
+    refused(client.post(f"/api/v1/tool-kits/sessions/{session['id']}/kits", {"name": "k", "warnings": 5},
+                        format="json"), "warnings")
+    kit = client.post(f"/api/v1/tool-kits/sessions/{session['id']}/kits", {"name": "k"}, format="json").json()
+    draft = client.post(f"/api/v1/tool-kits/{kit['id']}/drafts", {"name": "d"}, format="json").json()
+    url = f"/api/v1/tool-kits/drafts/{draft['id']}"
+    assert client.post(f"{url}/configure", {"definition": definition}, format="json").status_code == 200
+    refused(client.post(f"{url}/test", {"args": [1]}, format="json"), "args")
+    assert client.get(url).json()["state"] == "configured"  # nothing was tested
+
+
 def test_a_post_without_an_action_is_refused_and_stays_out_of_the_schema(doc, org, builder, api_as):
     assert "post" not in doc["paths"]["/api/v1/tool-kits/drafts/{id}"]
     assert doc["paths"]["/api/v1/tool-kits/drafts/{id}/{action}"]["post"]["operationId"] == \
