@@ -6,15 +6,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from agenticos.api import BaseOrgView
+from agenticos.api import WRITE_ERRORS, BaseOrgView
 from agenticos.errors import Invalid
 from agents import tool_builder
 from capabilities.api_tools import WRITE, body
 from capabilities.models import ToolBuilderSession
+from capabilities.serializers_tools import ToolBuilderTurnSerializer, ToolBuilderTurnStartedSerializer
 
 
 class SessionMessageView(BaseOrgView):
@@ -22,6 +24,8 @@ class SessionMessageView(BaseOrgView):
 
     permission_map = {"POST": WRITE}
 
+    @extend_schema(request=ToolBuilderTurnSerializer, responses={202: ToolBuilderTurnStartedSerializer, **WRITE_ERRORS},
+                   summary="Say something to the AI tool builder (starts a run)")
     def post(self, request: Request, pk: Any) -> Response:
         self.actor.require("agents:run")
         session = self.org_get(ToolBuilderSession, pk)

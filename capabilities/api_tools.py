@@ -5,12 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from agenticos.api import BaseOrgView
+from agenticos.api import ERRORS, WRITE_ERRORS, BaseOrgView
 from agenticos.errors import Invalid, NotFound
+from agenticos.serializers import ErrorSerializer
+from capabilities import serializers_tools as doc
 from capabilities.custom_tools import services, templates
 from capabilities.models import (
     CustomTool,
@@ -29,6 +33,25 @@ def body(request: Request) -> dict[str, Any]:
     if not isinstance(request.data, dict):
         raise Invalid("The body must be a JSON object.")
     return dict(request.data)
+
+
+# The services read `warnings` as a list and `args` as a mapping; a body with another shape there was a 500 (a
+# TypeError inside). Checked at the edge, like the body itself: a 422 naming the field.
+def _problem(field: str, message: str) -> Invalid:
+    return Invalid(message, details={"problems": [{"field": field, "message": message}]})
+
+
+def checked_warnings(data: dict[str, Any]) -> dict[str, Any]:
+    if data.get("warnings") is not None and not isinstance(data["warnings"], list):
+        raise _problem("warnings", "A list of warnings ({level, text}).")
+    return data
+
+
+def checked_args(data: dict[str, Any]) -> dict[str, Any]:
+    args = data.get("args") or {}
+    if not isinstance(args, dict):
+        raise _problem("args", "An object: the arguments by name.")
+    return args
 
 
 def tool_json(tool: CustomTool) -> dict[str, Any]:
@@ -74,11 +97,15 @@ def session_json(session: ToolBuilderSession, *, kits: bool = True) -> dict[str,
 class ToolListView(BaseOrgView):
     permission_map = {"GET": READ, "POST": WRITE}
 
+    @extend_schema(responses={200: doc.CustomToolListSerializer, **ERRORS}, operation_id="v1_tools_list",
+                   summary="Custom tools")
     def get(self, request: Request) -> Response:
         return Response({"results": [tool_json(t) for t in self.org_queryset(CustomTool).order_by("name")]})
 
+    @extend_schema(request=doc.CustomToolWriteSerializer, responses={201: doc.CustomToolSerializer, **WRITE_ERRORS},
+                   summary="Create a custom tool")
     def post(self, request: Request) -> Response:
-        data = body(request)
+        data = checked_warnings(body(request))
         definition = {k: v for k, v in data.items() if k in services.DEFINITION_FIELDS}
         tool = services.create_tool(actor=self.actor, definition=definition, credential_id=data.get("credential_id"),
                                     warnings=data.get("warnings"))
@@ -88,13 +115,18 @@ class ToolListView(BaseOrgView):
 class ToolDetailView(BaseOrgView):
     permission_map = {"GET": READ, "PATCH": WRITE, "DELETE": WRITE}
 
+    @extend_schema(responses={200: doc.CustomToolSerializer, **ERRORS}, summary="One custom tool")
     def get(self, request: Request, pk: Any) -> Response:
         return Response(tool_json(self.org_get(CustomTool, pk)))
 
+    @extend_schema(request=doc.CustomToolWriteSerializer, responses={200: doc.CustomToolSerializer, **WRITE_ERRORS},
+                   summary="Change a custom tool")
     def patch(self, request: Request, pk: Any) -> Response:
         tool = self.org_get(CustomTool, pk)
-        return Response(tool_json(services.update_tool(actor=self.actor, tool=tool, changes=body(request))))
+        changes = checked_warnings(body(request))
+        return Response(tool_json(services.update_tool(actor=self.actor, tool=tool, changes=changes)))
 
+    @extend_schema(responses={204: None, **WRITE_ERRORS}, summary="Delete a custom tool")
     def delete(self, request: Request, pk: Any) -> Response:
         services.delete_tool(actor=self.actor, tool=self.org_get(CustomTool, pk))
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -103,10 +135,12 @@ class ToolDetailView(BaseOrgView):
 class ToolTestView(BaseOrgView):
     permission_map = {"POST": WRITE}
 
+    @extend_schema(request=doc.ToolTestInputSerializer, responses={200: doc.ToolTestResultSerializer, **WRITE_ERRORS},
+                   summary="Make a real test call with a custom tool")
     def post(self, request: Request, pk: Any) -> Response:
         tool = self.org_get(CustomTool, pk, CustomTool.objects.select_related("credential")
                             .filter(organization=self.actor.organization))
-        args = body(request).get("args") or {}
+        args = checked_args(body(request))
         return Response(services.test_tool(actor=self.actor, tool=tool, args=args))
 
 
@@ -116,6 +150,7 @@ class ToolTestView(BaseOrgView):
 class TemplateListView(BaseOrgView):
     permission_map = {"GET": READ}
 
+    @extend_schema(responses={200: doc.ToolTemplateListSerializer, **ERRORS}, summary="Tool templates")
     def get(self, request: Request) -> Response:
         return Response({"results": templates.catalog()})
 
@@ -123,6 +158,8 @@ class TemplateListView(BaseOrgView):
 class TemplateInstallView(BaseOrgView):
     permission_map = {"POST": WRITE}
 
+    @extend_schema(request=doc.ToolTemplateInstallSerializer, responses={201: doc.CustomToolSerializer, **WRITE_ERRORS},
+                   summary="Install a tool template as a custom tool")
     def post(self, request: Request, key: str) -> Response:
         data = body(request)
         tool = templates.install(actor=self.actor, key=key, alias=data.get("alias"),
@@ -136,9 +173,14 @@ class TemplateInstallView(BaseOrgView):
 class SessionListView(BaseOrgView):
     permission_map = {"GET": READ, "POST": WRITE}
 
+    @extend_schema(responses={200: doc.ToolBuilderSessionListSerializer, **ERRORS},
+                   operation_id="v1_tool_kits_sessions_list", summary="Tool builder sessions")
     def get(self, request: Request) -> Response:
         return Response({"results": [session_json(s, kits=False) for s in self.org_queryset(ToolBuilderSession)]})
 
+    @extend_schema(request=doc.ToolBuilderSessionCreateSerializer,
+                   responses={201: doc.ToolBuilderSessionSerializer, **WRITE_ERRORS},
+                   summary="Start a tool builder session")
     def post(self, request: Request) -> Response:
         session = services.create_session(actor=self.actor, title=str(body(request).get("title") or ""))
         return Response(session_json(session), status=status.HTTP_201_CREATED)
@@ -147,6 +189,8 @@ class SessionListView(BaseOrgView):
 class SessionDetailView(BaseOrgView):
     permission_map = {"GET": READ}
 
+    @extend_schema(responses={200: doc.ToolBuilderSessionSerializer, **ERRORS},
+                   summary="One tool builder session, with its kits and drafts")
     def get(self, request: Request, pk: Any) -> Response:
         return Response(session_json(self.org_get(ToolBuilderSession, pk)))
 
@@ -154,6 +198,8 @@ class SessionDetailView(BaseOrgView):
 class SessionRestartView(BaseOrgView):
     permission_map = {"POST": WRITE}
 
+    @extend_schema(request=None, responses={200: doc.ToolBuilderSessionSerializer, **WRITE_ERRORS},
+                   summary="Start a session over: drop its kits not yet finalized")
     def post(self, request: Request, pk: Any) -> Response:
         session = self.org_get(ToolBuilderSession, pk)
         services.restart_session(actor=self.actor, session=session)
@@ -163,9 +209,11 @@ class SessionRestartView(BaseOrgView):
 class KitListView(BaseOrgView):
     permission_map = {"POST": WRITE}
 
+    @extend_schema(request=doc.ToolKitCreateSerializer, responses={201: doc.ToolKitSerializer, **WRITE_ERRORS},
+                   summary="Start a kit in a session")
     def post(self, request: Request, pk: Any) -> Response:
         session = self.org_get(ToolBuilderSession, pk)
-        data = body(request)
+        data = checked_warnings(body(request))
         kit = services.create_kit(actor=self.actor, session=session, name=str(data.get("name") or ""),
                                   provider=str(data.get("provider") or ""), credential_id=data.get("credential_id"),
                                   warnings=data.get("warnings"))
@@ -175,6 +223,8 @@ class KitListView(BaseOrgView):
 class KitDraftListView(BaseOrgView):
     permission_map = {"POST": WRITE}
 
+    @extend_schema(request=doc.ToolDraftCreateSerializer, responses={201: doc.ToolDraftSerializer, **WRITE_ERRORS},
+                   summary="Add a draft to a kit")
     def post(self, request: Request, pk: Any) -> Response:
         kit = self.org_get(ToolKit, pk)
         draft = services.add_draft(actor=self.actor, kit=kit, name=str(body(request).get("name") or ""))
@@ -184,24 +234,61 @@ class KitDraftListView(BaseOrgView):
 class KitFinalizeView(BaseOrgView):
     permission_map = {"POST": WRITE}
 
+    @extend_schema(request=None, responses={
+        201: doc.ToolKitFinalizedSerializer, **WRITE_ERRORS,
+        409: OpenApiResponse(ErrorSerializer, description="Finalized already, a draft not validated "
+                                                          "(details.not_validated) or an asynchronous one without a "
+                                                          "warning (details.needs_warning), or an alias taken.")},
+        summary="Finalize a kit: create each validated draft as a custom tool")
     def post(self, request: Request, pk: Any) -> Response:
         created = services.finalize_kit(actor=self.actor, kit=self.org_get(ToolKit, pk))
         return Response({"tools": [tool_json(t) for t in created]}, status=status.HTTP_201_CREATED)
 
 
+DRAFT_ACTIONS = ("configure", "test", "warnings", "samples")
+
+
+class DraftActionSchema(AutoSchema):
+    """The one view answers two paths (drafts/{id} and drafts/{id}/{action}): each gets its own operationId
+    (drf-spectacular would name both the same and number them), `action` its four values, and a POST without an
+    action, which is always refused, stays out of the schema."""
+
+    def _with_action(self) -> bool:
+        return "{action}" in self.path
+
+    def is_excluded(self) -> bool:
+        return self.method == "POST" and not self._with_action()
+
+    def get_operation_id(self) -> str:
+        if not self._with_action():
+            return "v1_tool_kits_drafts_retrieve"
+        return "v1_tool_kits_drafts_action_retrieve" if self.method == "GET" else "v1_tool_kits_drafts_action_create"
+
+    def get_override_parameters(self) -> list[Any]:
+        if not self._with_action():
+            return super().get_override_parameters()
+        return [*super().get_override_parameters(),
+                OpenApiParameter("action", str, OpenApiParameter.PATH, enum=list(DRAFT_ACTIONS),
+                                 description="A GET answers the draft whatever the action.")]
+
+
 class DraftActionView(BaseOrgView):
     permission_map = {"GET": READ, "POST": WRITE}
+    schema = DraftActionSchema()
 
+    @extend_schema(responses={200: doc.ToolDraftSerializer, **ERRORS}, summary="One tool draft")
     def get(self, request: Request, pk: Any, action: str = "") -> Response:
         return Response(draft_json(services.get_draft(self.actor, pk)))
 
+    @extend_schema(request=doc.ToolDraftActionSerializer, responses={200: doc.ToolDraftSerializer, **WRITE_ERRORS},
+                   summary="Act on a draft: configure, test (a real call), attach a warning or a sample output")
     def post(self, request: Request, pk: Any, action: str = "") -> Response:
         draft = services.get_draft(self.actor, pk)
         data = body(request)
         if action == "configure":
             draft = services.configure_draft(actor=self.actor, draft=draft, definition=data.get("definition") or {})
         elif action == "test":
-            draft = services.test_draft(actor=self.actor, draft=draft, args=data.get("args") or {})
+            draft = services.test_draft(actor=self.actor, draft=draft, args=checked_args(data))
         elif action == "warnings":
             draft = services.attach_warning(actor=self.actor, draft=draft, level=str(data.get("level") or "warning"),
                                             text=str(data.get("text") or ""))
@@ -225,9 +312,14 @@ def connection_json(conn: DatabaseConnection) -> dict[str, Any]:
 class DbConnectionListView(BaseOrgView):
     permission_map = {"GET": READ, "POST": WRITE}
 
+    @extend_schema(responses={200: doc.DatabaseConnectionListSerializer, **ERRORS},
+                   operation_id="v1_db_connections_list", summary="Database connections")
     def get(self, request: Request) -> Response:
         return Response({"results": [connection_json(c) for c in self.org_queryset(DatabaseConnection)]})
 
+    @extend_schema(request=doc.DatabaseConnectionCreateSerializer,
+                   responses={201: doc.DatabaseConnectionSerializer, **WRITE_ERRORS},
+                   summary="Add a database connection (checked with a real connect)")
     def post(self, request: Request) -> Response:
         from capabilities.db_connections import services as db_services
 
@@ -242,16 +334,31 @@ class DbConnectionListView(BaseOrgView):
 class DbConnectionDetailView(BaseOrgView):
     permission_map = {"GET": READ, "PATCH": WRITE, "DELETE": WRITE}
 
+    @extend_schema(responses={200: doc.DatabaseConnectionSerializer, **ERRORS}, summary="One database connection")
     def get(self, request: Request, pk: Any) -> Response:
         return Response(connection_json(self.org_get(DatabaseConnection, pk)))
 
+    @extend_schema(request=doc.DatabaseConnectionUpdateSerializer,
+                   responses={200: doc.DatabaseConnectionSerializer, **WRITE_ERRORS},
+                   summary="Change a database connection")
     def patch(self, request: Request, pk: Any) -> Response:
         from capabilities.db_connections import services as db_services
 
-        conn = db_services.update_connection(actor=self.actor, connection=self.org_get(DatabaseConnection, pk),
-                                             changes=body(request))
+        connection = self.org_get(DatabaseConnection, pk)
+        changes = body(request)
+        # The service clamps the limits with int(); read them here, as the console does at its edge, so a value
+        # int() cannot read (a word, null, a list) is the client's 422 naming the field, not a server error.
+        for field in ("row_cap", "statement_timeout_ms"):
+            if field in changes:
+                try:
+                    changes[field] = int(changes[field])
+                except (TypeError, ValueError, OverflowError):
+                    raise Invalid("Limits are whole numbers.", details={"problems": [
+                        {"field": field, "message": "A whole number."}]}) from None
+        conn = db_services.update_connection(actor=self.actor, connection=connection, changes=changes)
         return Response(connection_json(conn))
 
+    @extend_schema(responses={204: None, **WRITE_ERRORS}, summary="Delete a database connection")
     def delete(self, request: Request, pk: Any) -> Response:
         from capabilities.db_connections import services as db_services
 
@@ -268,9 +375,13 @@ def mcp_json(conn: McpConnection) -> dict[str, Any]:
 class McpConnectionListView(BaseOrgView):
     permission_map = {"GET": READ, "POST": WRITE}
 
+    @extend_schema(responses={200: doc.McpConnectionListSerializer, **ERRORS},
+                   operation_id="v1_mcp_connections_list", summary="MCP connections")
     def get(self, request: Request) -> Response:
         return Response({"results": [mcp_json(c) for c in self.org_queryset(McpConnection)]})
 
+    @extend_schema(request=doc.McpConnectionCreateSerializer, responses={201: doc.McpConnectionSerializer, **WRITE_ERRORS},
+                   summary="Add an MCP server (its tools are listed at once)")
     def post(self, request: Request) -> Response:
         from capabilities.mcp import services as mcp_services
 
@@ -281,9 +392,11 @@ class McpConnectionListView(BaseOrgView):
 class McpConnectionDetailView(BaseOrgView):
     permission_map = {"GET": READ, "DELETE": WRITE}
 
+    @extend_schema(responses={200: doc.McpConnectionSerializer, **ERRORS}, summary="One MCP connection")
     def get(self, request: Request, pk: Any) -> Response:
         return Response(mcp_json(self.org_get(McpConnection, pk)))
 
+    @extend_schema(responses={204: None, **WRITE_ERRORS}, summary="Delete an MCP connection")
     def delete(self, request: Request, pk: Any) -> Response:
         from capabilities.mcp import services as mcp_services
 
@@ -294,6 +407,8 @@ class McpConnectionDetailView(BaseOrgView):
 class McpConnectionCheckView(BaseOrgView):
     permission_map = {"POST": WRITE}
 
+    @extend_schema(request=None, responses={200: doc.McpConnectionSerializer, **WRITE_ERRORS},
+                   summary="List an MCP server's tools again")
     def post(self, request: Request, pk: Any) -> Response:
         from capabilities.mcp import services as mcp_services
 
@@ -308,6 +423,7 @@ class McpCatalogView(BaseOrgView):
 
     permission_map = {"GET": READ}
 
+    @extend_schema(responses={200: doc.McpCatalogSerializer, **ERRORS}, summary="The MCP catalog")
     def get(self, request: Request) -> Response:
         from capabilities.mcp import services as mcp_services
 
@@ -323,6 +439,7 @@ class McpCatalogConnectionView(BaseOrgView):
 
     permission_map = {"DELETE": "agents:run"}  # the service asks for more on an organization-wide service
 
+    @extend_schema(responses={204: None, **WRITE_ERRORS}, summary="Disconnect a catalog service")
     def delete(self, request: Request, key: str) -> Response:
         from capabilities.mcp import services as mcp_services
 
