@@ -286,7 +286,7 @@ class McpConnectionSerializer(serializers.Serializer):
     id = serializers.UUIDField()
     name = serializers.CharField()
     url = serializers.CharField()
-    transport = serializers.ChoiceField(choices=McpConnection.Transport.values)
+    transport = serializers.ChoiceField(choices=McpConnection.Transport.choices)
     auth_header = serializers.CharField()
     auth_secret_id = serializers.UUIDField(allow_null=True)
     tools = McpToolSerializer(many=True, help_text="What the server listed at the last check.")
@@ -300,7 +300,7 @@ class McpConnectionListSerializer(serializers.Serializer):
 class McpConnectionCreateSerializer(serializers.Serializer):
     name = serializers.RegexField(r"^[a-z][a-z0-9]{0,23}$", help_text="Its tools arrive as <name>_<tool>.")
     url = serializers.CharField(help_text="The server's http(s) URL.")
-    transport = serializers.ChoiceField(choices=McpConnection.Transport.values, required=False,
+    transport = serializers.ChoiceField(choices=McpConnection.Transport.choices, required=False,
                                         default="streamable_http")
     auth_secret_id = serializers.UUIDField(required=False, allow_null=True)
     auth_header = serializers.CharField(required=False, allow_null=True, default="Authorization")

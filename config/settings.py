@@ -478,6 +478,8 @@ SPECTACULAR_SETTINGS = {
         "GrantLevelEnum": "governance.grants.LEVELS",
         "SuiteRunStatusEnum": "evals.models.SuiteRun.Status",
         "ReplaySetStatusEnum": "evals.models.ReplaySet.Status",
+        "ChannelBotTransportEnum": "channelbots.models.Transport",
+        "McpTransportEnum": "capabilities.mcp.models.McpConnection.Transport",
     },
 }
 
