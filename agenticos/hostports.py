@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from agenticos.strings import digits_only
+
 
 class Entry(NamedTuple):
     host: str  # a name, an address or a network, without brackets
@@ -43,7 +45,7 @@ def parse(entry: str) -> Entry:
 
 
 def _port(entry: str, text: str) -> int:
-    if not text.isdigit() or not 0 < int(text) < 65536:
+    if not digits_only(text) or not 0 < int(text) < 65536:
         raise ValueError(f"{entry!r}: the port must be a number from 1 to 65535")
     return int(text)
 

@@ -12,6 +12,7 @@ from rest_framework.response import Response
 
 from agenticos.api import ERRORS, IMAGE_UPLOAD_SCHEMA, WRITE_ERRORS, BaseOrgView, uploaded_image
 from agenticos.errors import NotFound
+from agenticos.strings import digits_only
 from agents import services
 from agents.models import Agent, AgentVersion, Environment, ModelProfile
 from agents.serializers import (
@@ -186,7 +187,7 @@ class AgentVersionDetailView(AgentView):
     def get(self, request: Request, pk, number: str) -> Response:
         agent = self.agent(pk)
         version = None
-        if number.isdigit() and int(number) > 0:  # 0: evaluation snapshots of the draft
+        if digits_only(number) and int(number) > 0:  # 0: evaluation snapshots of the draft
             version = AgentVersion.objects.select_related("published_by").filter(agent=agent, number=int(number)).first()
         if version is None:
             raise NotFound(f"Version {number} not found.")
@@ -240,7 +241,7 @@ class AgentExportView(AgentView):
     def get(self, request: Request, pk) -> HttpResponse:
         agent = self.agent(pk)
         version = request.query_params.get("version")
-        if version is not None and not version.isdigit():
+        if version is not None and not digits_only(version):
             raise NotFound(f"Version {version} not found.")
         text = services.export_agent_yaml(actor=self.actor, agent=agent, version=int(version) if version else None)
         response = HttpResponse(text, content_type="application/yaml; charset=utf-8")
@@ -314,7 +315,7 @@ class AgentGrantDetailView(AgentView):
     @extend_schema(responses={204: OpenApiResponse(description="Revoked"), **ERRORS}, summary="Revoke a grant")
     def delete(self, request: Request, pk, user_id: str) -> Response:
         agent = self.agent(pk, level=grants.EDIT)
-        if not user_id.isdigit():
+        if not digits_only(user_id):
             raise NotFound("Grant not found.")
         grants.revoke_agent_grant(actor=self.actor, agent=agent, user_id=int(user_id))
         return Response(status=status.HTTP_204_NO_CONTENT)

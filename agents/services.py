@@ -26,6 +26,7 @@ from agenticos import audit
 from agenticos.errors import Conflict, Invalid, NotFound
 from agenticos.models import Secret
 from agenticos.queries import Loaded, load_row
+from agenticos.strings import digits_only
 from agenticos.tenancy import org_get, parse_uuid
 from agents import extensions, yaml_io
 from agents.diff import diff_specs
@@ -557,7 +558,7 @@ def _spec_ref(agent: Agent, ref: Any) -> tuple[str, dict]:
     ref = str(ref or "").strip()
     if ref == "draft":
         return "draft", agent.draft_spec
-    if ref.isdigit():
+    if digits_only(ref):
         v = _version(agent, ref)
         return f"v{v.number}", v.spec
     found = environment_version(agent, ref) if ENV_NAME_RE.match(ref) else None

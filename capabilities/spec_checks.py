@@ -18,6 +18,7 @@ from django.db import models
 from pydantic import ValidationError
 
 from agenticos.models import Secret
+from agenticos.strings import digits_only
 from agents.diff import format_path
 from agents.models import Agent, Environment, ModelProfile
 from agents.spec import AgentSpec, dump_spec
@@ -205,7 +206,7 @@ def capability_problems(actor: Actor, spec: AgentSpec) -> list[Problem]:
 
 def _keyed_path(field: str, data: dict) -> str:
     """"capabilities.3.config.x" → "capabilities[clock].config.x" (the registry reports positions)."""
-    parts: list[Any] = [int(p) if p.isdigit() else p for p in re.split(r"\.|\[|\]\.?", field) if p != ""]
+    parts: list[Any] = [int(p) if digits_only(p) else p for p in re.split(r"\.|\[|\]\.?", field) if p != ""]
     return format_path(tuple(parts), data) if parts else field
 
 

@@ -22,6 +22,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from agenticos.strings import digits_only
 from capabilities.follow_ups.models import FollowUp
 
 logger = logging.getLogger(__name__)
@@ -118,9 +119,9 @@ def _delivered(bot: Any, pk: str, index: str, chat_id: str, message_ref: str) ->
     """The follow-up a click names, when it is the bot's own organization's, the step exists, and the button
     sits on the message the steps were posted on by this bot in this chat; None otherwise."""
     follow_up = (FollowUp.objects.filter(pk=int(pk), organization_id=bot.organization_id).first()
-                 if pk.isdigit() else None)
+                 if digits_only(pk) else None)
     sent = (follow_up.delivered_to or {}) if follow_up is not None else {}
-    if (follow_up is None or not index.isdigit() or int(index) >= len(follow_up.steps)
+    if (follow_up is None or not digits_only(index) or int(index) >= len(follow_up.steps)
             or sent.get("bot_id") != str(bot.pk) or sent.get("chat_id") != str(chat_id)
             or not message_ref or sent.get("message_ref") != str(message_ref)):
         logger.info("bot %s: a follow-up click named no follow-up of this message", bot.pk)
@@ -193,7 +194,7 @@ def telegram_click(bot: Any, update: dict[str, Any], client: Any = None) -> str:
     parts = str(query.get("data") or "").split(":")
     client = client or client_for(bot)
     follow_up = None
-    if len(parts) == 4 and sender and not sender.get("is_bot") and parts[1].isdigit() and parts[2].isdigit():
+    if len(parts) == 4 and sender and not sender.get("is_bot") and digits_only(parts[1]) and digits_only(parts[2]):
         pk, index, signature = parts[1], parts[2], parts[3]
         if client.signature_ok(_signed(pk), index, signature, length=TELEGRAM_SIGNATURE):
             follow_up = _delivered(bot, pk, index, str((message.get("chat") or {}).get("id") or ""),

@@ -100,7 +100,7 @@ def _previous_vault_keys() -> dict[int, str]:
     keys: dict[int, str] = {}
     for item in env.list("VAULT_PREVIOUS_KEYS", default=[]):
         version, sep, key = item.partition(":")
-        if not sep or not version.strip().isdigit() or not key:
+        if not sep or not (version.strip().isascii() and version.strip().isdigit()) or not key:
             raise ImproperlyConfigured("VAULT_PREVIOUS_KEYS must look like '1:<old key>,2:<other key>'.")
         keys[int(version)] = key
     return keys
@@ -236,7 +236,7 @@ if TESTING and env.str("PYTEST_XDIST_WORKER", default=""):
     # (so their own pub/sub channels), their own database for counters — flushed before each test — and
     # another for the Celery broker, so that flush never deletes queued tasks or kombu's bindings.
     _worker = env.str("PYTEST_XDIST_WORKER")
-    _slot = int(_worker[2:]) if _worker.startswith("gw") and _worker[2:].isdigit() else _TEST_WORKER_SLOTS
+    _slot = int(_worker[2:]) if _worker.startswith("gw") and _worker[2:].isascii() and _worker[2:].isdigit() else _TEST_WORKER_SLOTS
     if _slot >= _TEST_WORKER_SLOTS:
         raise ImproperlyConfigured(
             f"PYTEST_XDIST_WORKER={_worker!r}: the test Redis has room for gw0…gw{_TEST_WORKER_SLOTS - 1} "

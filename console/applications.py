@@ -20,6 +20,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from agenticos.errors import Invalid
 from agenticos.models import Membership
+from agenticos.strings import digits_only
 from agenticos.tenancy import Actor, org_get
 from capabilities.artifacts import access, sandbox, services
 from capabilities.artifacts.models import Artifact
@@ -62,7 +63,7 @@ def app_detail(request: HttpRequest, actor: Actor, artifact_id: Any) -> HttpResp
 
 def _version_number(request: HttpRequest, artifact: Artifact) -> int:
     raw = request.GET.get("version", "")
-    return int(raw) if raw.isdigit() and 0 < int(raw) <= artifact.current_version else artifact.current_version
+    return int(raw) if digits_only(raw) and 0 < int(raw) <= artifact.current_version else artifact.current_version
 
 
 @xframe_options_sameorigin
@@ -136,13 +137,13 @@ def app_share(request: HttpRequest, actor: Actor, artifact_id: Any) -> HttpRespo
         messages.success(request, _("Who can open it was changed."))
     elif action == "grant":
         user_id = request.POST.get("user_id", "")
-        if not user_id.isdigit():
+        if not digits_only(user_id):
             raise Invalid(_("Choose a member."), details={"field": "user_id"})
         services.share(actor=actor, artifact=artifact, user_id=int(user_id), level=request.POST.get("level", ""))
         messages.success(request, _("Shared."))
     elif action == "revoke":
         user_id = request.POST.get("user_id", "")
-        services.revoke(actor=actor, artifact=artifact, user_id=int(user_id) if user_id.isdigit() else 0)
+        services.revoke(actor=actor, artifact=artifact, user_id=int(user_id) if digits_only(user_id) else 0)
         messages.success(request, _("Access removed."))
     else:
         raise Invalid(_("Unknown action."))

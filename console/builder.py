@@ -20,6 +20,7 @@ from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_POST
 
 from agenticos.errors import Conflict, Invalid, NotFound
+from agenticos.strings import digits_only
 from agenticos.tenancy import Actor, org_get, org_queryset
 from agents import services as agent_services
 from agents.models import Agent, Environment, ModelProfile
@@ -800,7 +801,7 @@ def promote(request: HttpRequest, actor: Actor, agent_id: Any) -> HttpResponse:
     environment = request.POST.get("environment", "production")
     version = request.POST.get("version", "")
     env = agent_services.promote_environment(actor=actor, agent=agent, environment=environment,
-                                             version=int(version) if version.isdigit() else -1)
+                                             version=int(version) if digits_only(version) else -1)
     messages.success(request, _("%(env)s now runs version %(n)s.") % {"env": env.name, "n": env.version.number})
     return _back(agent, "versions")
 
@@ -818,7 +819,7 @@ def export_yaml(request: HttpRequest, actor: Actor, agent_id: Any) -> HttpRespon
     agent, _level = _agent(actor, agent_id)
     version = request.GET.get("version")
     text = agent_services.export_agent_yaml(actor=actor, agent=agent,
-                                            version=int(version) if version and version.isdigit() else None)
+                                            version=int(version) if version and digits_only(version) else None)
     response = HttpResponse(text, content_type="application/yaml; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{agent.slug}.yaml"'
     return response

@@ -21,6 +21,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from agenticos.errors import Conflict, Forbidden, Invalid, NotFound
+from agenticos.strings import digits_only
 from agenticos.tenancy import Actor, org_get, org_queryset, sees_deployment_settings
 from agents.models import Agent, Environment
 from channelbots import services
@@ -275,7 +276,7 @@ def _stt(post: Any) -> dict[str, str | None]:
 
 def _policy(post: Any) -> dict[str, Any]:
     raw_rpm = (post.get("rate_limit_rpm") or "").strip()
-    if raw_rpm and not raw_rpm.isdigit():
+    if raw_rpm and not digits_only(raw_rpm):
         raise Invalid(_("The rate limit is a whole number of messages per minute."),
                       details={"field": "access_policy.rate_limit_rpm"})
     return {
@@ -469,7 +470,7 @@ def _binding(actor: Actor, agent_id: Any, binding_id: Any, level: str) -> tuple[
 def _binding_data(post: Any) -> dict[str, Any]:
     def number(field: str) -> int:
         raw = (post.get(field) or "").strip()
-        if not raw.isdigit():
+        if not digits_only(raw):
             raise Invalid(_("Enter a whole number."), details={"field": field})
         return int(raw)
 

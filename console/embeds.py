@@ -25,6 +25,7 @@ from django.views.decorators.clickjacking import xframe_options_sameorigin
 from django.views.decorators.http import require_GET, require_POST
 
 from agenticos.errors import Conflict, Invalid, NotFound
+from agenticos.strings import digits_only
 from agenticos.tenancy import Actor, org_get, org_queryset
 from agents.models import Agent, Environment
 from console.base import console_view, problems_by_field, screen
@@ -91,7 +92,7 @@ def _data(post: Any, embed: Embed) -> dict[str, Any]:
         **{field: post[field] for field in services.APPEARANCE_FIELDS if field in post},
     }
     raw_rate = post.get("rate_limit_per_minute", "").strip()
-    if not raw_rate.isdigit():
+    if not digits_only(raw_rate):
         raise Invalid(_("Enter a whole number of messages per minute."), details={"field": "rate_limit_per_minute"})
     data["rate_limit_per_minute"] = int(raw_rate)
     raw_budget = post.get("monthly_budget_usd", "").strip()

@@ -21,6 +21,7 @@ from django.views.decorators.http import require_POST
 
 from agenticos.errors import Conflict, DomainError, Forbidden, Invalid, NotFound
 from agenticos.models import Membership
+from agenticos.strings import digits_only
 from agenticos.tenancy import Actor, org_get, org_queryset
 from agents.models import ModelProfile
 from console.base import console_view, post_form, screen
@@ -261,7 +262,7 @@ def collection_share(request: HttpRequest, actor: Actor, pk: Any) -> HttpRespons
     collection, _level = _collection(actor, pk, grants.EDIT)
     user_id, level = request.POST.get("user_id", ""), request.POST.get("level", "")
     errors: dict[str, str] = {}
-    if not user_id.isdigit():
+    if not digits_only(user_id):
         errors["user_id"] = _("Choose a member.")
     if level not in grants.LEVELS:
         errors["level"] = _("Choose what they may do.")

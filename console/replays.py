@@ -18,6 +18,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from agenticos.errors import Invalid, NotFound
+from agenticos.strings import digits_only
 from agenticos.tenancy import Actor, org_get
 from agents.models import Agent, AgentVersion, Environment, ModelProfile
 from console.base import console_view, screen
@@ -37,7 +38,7 @@ def _whole(raw: str, field: str) -> int | None:
     text = (raw or "").strip()
     if not text:
         return None
-    if not text.isdigit():
+    if not digits_only(text):
         raise Invalid(_("Write a whole number."), details={"problems": [{"field": field, "message": _("A number.")}]})
     return int(text)
 

@@ -15,6 +15,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from agenticos.errors import Invalid, NotFound
+from agenticos.strings import digits_only
 from agenticos.tenancy import Actor, org_get
 from agents import rollouts
 from agents.models import Agent, Environment, Rollout
@@ -72,7 +73,7 @@ def _number(raw: str, field: str) -> int | None:
     raw = (raw or "").strip()
     if not raw:
         return None
-    if not raw.isdigit():
+    if not digits_only(raw):
         raise Invalid(_("Write a whole number."), details={"field": field})
     return int(raw)
 
@@ -80,7 +81,7 @@ def _number(raw: str, field: str) -> int | None:
 def _steps(raw: str) -> list[int]:
     """"25, 50, 100" → [25, 50, 100] (the rules are the service's)."""
     parts = [part.strip().rstrip("%").strip() for part in (raw or "").replace(";", ",").split(",")]
-    if any(part and not part.isdigit() for part in parts):
+    if any(part and not digits_only(part) for part in parts):
         raise Invalid(_("Steps are percentages separated by commas, e.g. 25, 50, 100."), details={"field": "steps"})
     return [int(part) for part in parts if part]
 

@@ -22,6 +22,7 @@ from agenticos import services as kernel
 from agenticos.errors import Conflict, Invalid
 from agenticos.models import ApiKey, Invitation, Membership, Organization, Secret, SecretKind
 from agenticos.permissions import KeyScope, Role
+from agenticos.strings import digits_only
 from agenticos.tenancy import Actor, org_get, org_queryset, sees_deployment_settings
 from agents import services as agent_services
 from agents.models import ModelProfile, Provider
@@ -126,7 +127,7 @@ def _key_expiry(lifetime: str) -> datetime | None:
     """The moment a key made now with `lifetime` days expires (None: never); an unknown choice is a 422."""
     if lifetime in ("", "0"):
         return None
-    if not lifetime.isdigit() or int(lifetime) not in KEY_LIFETIMES:
+    if not digits_only(lifetime) or int(lifetime) not in KEY_LIFETIMES:
         raise Invalid(_("Choose one of the offered expiries."), details={"field": "lifetime"})
     return timezone.now() + timedelta(days=int(lifetime))
 
@@ -236,7 +237,7 @@ def edit_model_profile(request: HttpRequest, actor: Actor, profile_id: Any) -> H
         changes["secret_id"] = form["secret_id"] or None
         window = form["context_window"]
         # A typed non-number goes to the service as is, so its message names the field.
-        changes["context_window"] = int(window) if window.isdigit() else (window or None)
+        changes["context_window"] = int(window) if digits_only(window) else (window or None)
         try:
             with transaction.atomic():
                 changes["secret_id"] = _typed_key(actor, request, form["label"]) or changes["secret_id"]

@@ -26,6 +26,7 @@ from django.views.decorators.http import require_POST
 from agenticos.errors import Conflict, Invalid
 from agenticos.models import Membership, User
 from agenticos.permissions import PERMISSIONS, Role
+from agenticos.strings import digits_only
 from agenticos.tenancy import Actor, org_get, org_queryset
 from console.base import console_view, problems_by_field, screen
 from console.settings_views import _page
@@ -250,7 +251,7 @@ def two_factor(request: HttpRequest, actor: Actor) -> HttpResponse:
         elif action == "remove_passkey":
             raw = request.POST.get("passkey", "")
             try:
-                mfa.remove_passkey(user, int(raw) if raw.isdigit() else 0)
+                mfa.remove_passkey(user, int(raw) if digits_only(raw) else 0)
                 messages.success(request, _("Passkey removed."))
             except Conflict as exc:
                 messages.error(request, exc.message)
@@ -494,7 +495,7 @@ def end_sessions(request: HttpRequest, actor: Actor) -> HttpResponse:
     actor.extra["ip"] = request.META.get("REMOTE_ADDR")
     session_id = request.POST.get("session")
     if session_id:
-        sessions.sign_out_session(actor=actor, session_id=int(session_id) if session_id.isdigit() else 0)
+        sessions.sign_out_session(actor=actor, session_id=int(session_id) if digits_only(session_id) else 0)
         messages.success(request, _("That session was signed out."))
     else:
         ended = sessions.sign_out_others(actor=actor, current_key=request.session.session_key)
@@ -528,7 +529,7 @@ def provisioning_settings(request: HttpRequest, actor: Actor) -> HttpResponse:
                 new_token = provisioning.create_token(actor=actor, name=request.POST.get("name", ""))[1]
             elif action == "revoke":
                 raw_id = request.POST.get("token", "")
-                provisioning.revoke_token(actor=actor, token=org_get(actor, ScimToken, raw_id if raw_id.isdigit()
+                provisioning.revoke_token(actor=actor, token=org_get(actor, ScimToken, raw_id if digits_only(raw_id)
                                                                       else 0))
                 messages.success(request, _("Token revoked."))
                 return redirect("signin:provisioning")

@@ -19,6 +19,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from agenticos.errors import Invalid
+from agenticos.strings import digits_only
 from agenticos.tenancy import Actor, org_get
 from agents.models import Agent
 from console.base import console_view, screen
@@ -42,7 +43,7 @@ def _form_data(request: HttpRequest, *, creating: bool) -> dict[str, Any]:
         data["kind"] = post.get("kind", "schedule")
     if "every_seconds" in post:
         raw = post.get("every_seconds", "").strip()
-        if raw and not raw.isdigit():
+        if raw and not digits_only(raw):
             raise Invalid(_("Every … seconds must be a whole number."), details={"field": "every_seconds"})
         data["every_seconds"] = int(raw) if raw else None
     for field in ("starts_at", "ends_at"):

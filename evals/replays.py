@@ -28,6 +28,7 @@ from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, UserProm
 
 from agenticos import audit
 from agenticos.errors import Conflict, Invalid, NotFound
+from agenticos.strings import digits_only
 from agenticos.tenancy import Actor, parse_uuid
 from agents.models import Agent, AgentVersion, Feedback, ModelProfile, Run, RunStatus, Surface, ToolCall
 from agents.runner.gate import call_key
@@ -175,7 +176,7 @@ def select_runs(actor: Actor, agent: Agent, selection: dict[str, Any]) -> tuple[
     version = selection.get("version")
     if version not in (None, ""):
         digits = str(version).removeprefix("v")
-        if not digits.isdigit():
+        if not digits_only(digits):
             problems.append(_problem("version", "A version number."))
         else:
             runs = runs.filter(version__number=int(digits))

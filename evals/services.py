@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from agenticos import audit
 from agenticos.errors import Conflict, Invalid, NotFound
+from agenticos.strings import digits_only
 from agenticos.tenancy import Actor, parse_uuid
 from agents.models import Agent, AgentVersion, Environment, ModelProfile, RunStatus
 from agents.runs import check_prompt
@@ -349,7 +350,7 @@ def resolve_target(actor: Actor, agent: Agent, target: Any) -> tuple[str, AgentV
     if raw == "draft":
         return "draft", _draft_snapshot(actor, agent)
     digits = raw[1:] if raw[:1] == "v" else raw
-    if digits.isdigit() and int(digits) > 0:
+    if digits_only(digits) and int(digits) > 0:
         version = AgentVersion.objects.filter(agent=agent, number=int(digits)).first()
         if version is None:
             raise NotFound(f"Version {digits} not found.")

@@ -19,6 +19,7 @@ from django.utils.dateparse import parse_datetime
 
 from agenticos.errors import Invalid
 from agenticos.models import AuditEvent
+from agenticos.strings import digits_only
 from agenticos.tenancy import Actor
 
 EXPORT_COLUMNS = ["id", "created_at", "action", "actor_id", "actor", "target_type", "target_id", "target_name",
@@ -43,7 +44,7 @@ def events(actor: Actor, params: Any) -> QuerySet[AuditEvent]:
     qs = AuditEvent.objects.filter(organization=actor.organization)
     who = (params.get("actor") or "").strip()
     if who:
-        qs = qs.filter(actor_id=int(who)) if who.isdigit() and len(who) < 18 else qs.filter(
+        qs = qs.filter(actor_id=int(who)) if digits_only(who) and len(who) < 18 else qs.filter(
             Q(actor__email__iexact=who) | Q(actor_label__iexact=who))
     action = (params.get("action") or "").strip()
     if action:

@@ -26,6 +26,7 @@ from django.http import HttpRequest
 
 from agenticos import audit, vault
 from agenticos.models import Membership
+from agenticos.strings import digits_only
 from identity.models import SignInPolicy
 
 if TYPE_CHECKING:
@@ -99,7 +100,7 @@ def check_code(user: User, code: str, *, enrol_secret: str | None) -> str | None
             _record(user, "mfa.enabled")
         return "totp"
     totp = Authenticator.objects.filter(user=user, type=Authenticator.Type.TOTP).first()
-    if totp is not None and code.isdigit() and TOTP(totp).validate_code(code):
+    if totp is not None and digits_only(code) and TOTP(totp).validate_code(code):
         return "totp"
     codes = Authenticator.objects.filter(user=user, type=Authenticator.Type.RECOVERY_CODES).first()
     if codes is not None and RecoveryCodes(codes).validate_code(code):

@@ -22,6 +22,7 @@ from agenticos import services as kernel
 from agenticos.errors import Conflict, DomainError, Invalid
 from agenticos.models import ApiKey, Membership, Organization, User
 from agenticos.permissions import Role, permissions_of, role_exists
+from agenticos.strings import digits_only
 from identity import sessions
 from identity.models import ScimDirectory, ScimGroup, ScimToken, ScimUser
 from identity.services import domain_of, verified_domains
@@ -286,7 +287,7 @@ def member_set(caller: Caller, ids: list[str]) -> list[Membership]:
     """The organization's memberships named by SCIM ids; an id of another organization's member, or none at all,
     refuses the request (nothing is written)."""
     found = {str(m.pk): m for m in Membership.objects.filter(
-        organization=caller.organization, pk__in=[int(i) for i in ids if str(i).isdigit()]).select_related("user")}
+        organization=caller.organization, pk__in=[int(i) for i in ids if digits_only(str(i))]).select_related("user")}
     missing = [i for i in ids if str(i) not in found]
     if missing:
         raise ScimProblem(f"No member with id {missing[0][:40]!r}.", scim_type="invalidValue")

@@ -13,6 +13,7 @@ from agenticos import audit
 from agenticos.errors import Conflict, Invalid, NotFound
 from agenticos.models import Invitation, Membership
 from agenticos.permissions import CUSTOM_PREFIX, OWNER_ONLY, PERMISSIONS, ROLE_PERMISSIONS, Role
+from agenticos.strings import digits_only
 from identity.models import CustomRole
 
 if TYPE_CHECKING:
@@ -24,7 +25,7 @@ COMPOSABLE = [p for p in PERMISSIONS if p not in OWNER_ONLY]
 
 def _pk(role: str) -> int | None:
     raw = role[len(CUSTOM_PREFIX):] if role.startswith(CUSTOM_PREFIX) else ""
-    return int(raw) if raw.isdigit() and len(raw) < 19 else None
+    return int(raw) if digits_only(raw) and len(raw) < 19 else None
 
 
 class DatabaseRoles:

@@ -23,6 +23,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from agenticos import ratelimit
 from agenticos.models import Membership
+from agenticos.strings import digits_only
 from identity import provisioning
 from identity.models import ScimGroup, ScimToken
 from identity.provisioning import Caller, ScimProblem, UserFields
@@ -180,7 +181,7 @@ def _filter(request: HttpRequest, fields: dict[str, str]) -> Q:
     value = match.group(2).replace('\\"', '"').replace("\\\\", "\\")
     column = fields[match.group(1).lower()]
     if column == "pk":
-        return Q(pk=int(value)) if value.isdigit() else Q(pk__in=[])
+        return Q(pk=int(value)) if digits_only(value) else Q(pk__in=[])
     return Q(**{f"{column}__iexact" if column.endswith("email") else column: value})
 
 
@@ -222,7 +223,7 @@ def _members(caller: Caller) -> QuerySet[Membership]:
 
 
 def _member(caller: Caller, pk: str) -> Membership:
-    found = _members(caller).filter(pk=int(pk)).first() if str(pk).isdigit() and len(str(pk)) < 18 else None
+    found = _members(caller).filter(pk=int(pk)).first() if digits_only(str(pk)) and len(str(pk)) < 18 else None
     if found is None:  # another organization's member is as missing as one that never was
         raise ScimProblem("User not found.", status=404, scim_type="")
     return found
@@ -330,7 +331,7 @@ def _groups(caller: Caller) -> QuerySet[ScimGroup]:
 
 
 def _group(caller: Caller, pk: str) -> ScimGroup:
-    found = _groups(caller).filter(pk=int(pk)).first() if str(pk).isdigit() and len(str(pk)) < 18 else None
+    found = _groups(caller).filter(pk=int(pk)).first() if digits_only(str(pk)) and len(str(pk)) < 18 else None
     if found is None:
         raise ScimProblem("Group not found.", status=404, scim_type="")
     return found

@@ -271,8 +271,9 @@ class Service:
     async def stop_task(self, request: Request) -> Response:
         task = self._task(request)
         await self.tasks.stop(task)
-        return JSONResponse(task.status(int(request.query_params.get("offset") or 0)
-                                        if (request.query_params.get("offset") or "").isdigit() else 0))
+        offset = request.query_params.get("offset") or ""
+        # ASCII digits only: isdigit() alone is true of '³', which int() refuses (a 500).
+        return JSONResponse(task.status(int(offset) if offset.isascii() and offset.isdigit() else 0))
 
     async def files(self, request: Request) -> Response:
         workspace = self._workspace(request)

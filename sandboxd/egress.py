@@ -48,7 +48,7 @@ def local_port(port: int) -> int:
 def parse(value: str) -> tuple[str, int]:
     """'host:port' (a hostname, or an IPv4 address) → (host, port)."""
     host, sep, port = value.strip().rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+    if not sep or not host or not (port.isascii() and port.isdigit()) or not 0 < int(port) < 65536:
         raise EgressRefused(f"An upstream is host:port, not {value[:100]!r}.")
     return host.lower(), int(port)
 

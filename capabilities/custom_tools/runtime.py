@@ -20,6 +20,7 @@ import httpx2
 import jwt
 
 from agenticos import netguard
+from agenticos.strings import digits_only
 from capabilities.custom_tools.schema import Definition, Param, arg_name
 
 MAX_RESPONSE_BYTES = 5 * 1024 * 1024
@@ -61,7 +62,7 @@ def _set_nested(target: dict[str, Any], dotted: str, value: Any) -> None:
 
 
 def _coerce(param: Param, value: Any) -> Any:
-    if param.type == "integer" and isinstance(value, str) and value.lstrip("-").isdigit():
+    if param.type == "integer" and isinstance(value, str) and digits_only(value.lstrip("-")):
         return int(value)
     if param.type == "number" and isinstance(value, str):
         try:

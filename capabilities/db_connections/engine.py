@@ -19,6 +19,7 @@ import psycopg
 from psycopg import conninfo as pg_conninfo
 
 from agenticos import netguard
+from agenticos.strings import digits_only
 
 QUERY_TAGS = {"SELECT", "SHOW", "EXPLAIN", "VALUES", "TABLE", "FETCH", "WITH"}
 DML_TAGS = {"INSERT", "UPDATE", "DELETE", "MERGE"}
@@ -71,7 +72,7 @@ def check_dsn(dsn: str) -> dict[str, Any]:
         raise ValueError("Give one port, or one port for each host.")
     addresses = []
     for host, port in zip(hosts, ports, strict=True):
-        if not port.strip().isdigit() or not 0 < int(port) < 65536:
+        if not digits_only(port.strip()) or not 0 < int(port) < 65536:
             raise ValueError(f"The port {port[:20]!r} is not a port number.")
         addresses.append(_check_host(host.strip()))
     built = {k: v for k, v in params.items() if k not in {"host", "hostaddr", "port"}}

@@ -10,6 +10,8 @@ from typing import Any
 from django import template
 from django.utils.translation import gettext as _
 
+from agenticos.strings import digits_only
+
 register = template.Library()
 
 
@@ -84,5 +86,5 @@ def yaml_place(path: str) -> str:
     if path in ("all", "", "yaml"):
         return ""
     dotted = re.sub(r"\[(\d+)\]", r".\1", str(path).removeprefix("spec."))  # "capabilities[0].id" too
-    parts = [_("item %(n)s") % {"n": int(p) + 1} if p.isdigit() else p for p in dotted.split(".") if p]
+    parts = [_("item %(n)s") % {"n": int(p) + 1} if digits_only(p) else p for p in dotted.split(".") if p]
     return ", ".join(parts)
