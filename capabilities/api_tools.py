@@ -344,18 +344,8 @@ class DbConnectionDetailView(BaseOrgView):
     def patch(self, request: Request, pk: Any) -> Response:
         from capabilities.db_connections import services as db_services
 
-        connection = self.org_get(DatabaseConnection, pk)
-        changes = body(request)
-        # The service clamps the limits with int(); read them here, as the console does at its edge, so a value
-        # int() cannot read (a word, null, a list) is the client's 422 naming the field, not a server error.
-        for field in ("row_cap", "statement_timeout_ms"):
-            if field in changes:
-                try:
-                    changes[field] = int(changes[field])
-                except (TypeError, ValueError, OverflowError):
-                    raise Invalid("Limits are whole numbers.", details={"problems": [
-                        {"field": field, "message": "A whole number."}]}) from None
-        conn = db_services.update_connection(actor=self.actor, connection=connection, changes=changes)
+        conn = db_services.update_connection(actor=self.actor, connection=self.org_get(DatabaseConnection, pk),
+                                             changes=body(request))  # the service reads the limits (422 on junk)
         return Response(connection_json(conn))
 
     @extend_schema(responses={204: None, **WRITE_ERRORS}, summary="Delete a database connection")

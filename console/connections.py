@@ -163,12 +163,7 @@ def db_update(request: HttpRequest, actor: Actor, pk: Any) -> HttpResponse:
         if value:
             changes[key] = value
     try:
-        for key in ("row_cap", "statement_timeout_ms"):
-            if key in changes:
-                changes[key] = int(changes[key])
         db_services.update_connection(actor=with_ip(actor, request), connection=conn, changes=changes)
-    except ValueError:
-        return _page(request, actor, status=422, errors={f"database {conn.name}": _("Limits are whole numbers.")})
     except (Invalid, Conflict) as exc:
         return _page(request, actor, status=_status(exc), errors={f"database {conn.name}": exc.message})
     messages.success(request, _("The database connection %(name)s was saved.") % {"name": conn.name})

@@ -23,6 +23,18 @@ def _problem(field: str, message: str) -> Invalid:
     return Invalid(message, details={"problems": [{"field": field, "message": message}]})
 
 
+def _whole(changes: dict[str, Any], field: str) -> int:
+    """A limit as a whole number, from JSON (an int) or a form ("25"); anything else — a word, null, a list, true,
+    2.5 — is the caller's 422 naming the field (the REST view and the console both pass values through)."""
+    value = changes[field]
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise _problem(field, "Limits are whole numbers.")
+    try:
+        return int(value)
+    except ValueError:
+        raise _problem(field, "Limits are whole numbers.") from None
+
+
 def dsn_of(connection: DatabaseConnection) -> str:
     return vault.reveal(connection)  # its own sealed row: the use is a `secret.used` audit event like a Secret's
 
@@ -76,9 +88,9 @@ def update_connection(*, actor: Actor, connection: DatabaseConnection, changes: 
             details["permission"] = [conn.permission, permission]
             conn.permission = permission
         if "row_cap" in changes:
-            conn.row_cap = max(1, min(int(changes["row_cap"]), 5000))
+            conn.row_cap = max(1, min(_whole(changes, "row_cap"), 5000))
         if "statement_timeout_ms" in changes:
-            conn.statement_timeout_ms = max(100, min(int(changes["statement_timeout_ms"]), 60_000))
+            conn.statement_timeout_ms = max(100, min(_whole(changes, "statement_timeout_ms"), 60_000))
         if "dsn" in changes:
             _verify(str(changes["dsn"]))
             sealed = vault.seal(conn.organization_id, str(changes["dsn"]))

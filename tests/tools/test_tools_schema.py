@@ -145,7 +145,8 @@ def test_database_connections_answer_as_documented(doc, org, builder, api_as, cu
     assert changed["row_cap"] == 50
 
 
-@pytest.mark.parametrize("changes", [{"row_cap": "many"}, {"statement_timeout_ms": None}, {"row_cap": [1]}])
+@pytest.mark.parametrize("changes", [{"row_cap": "many"}, {"statement_timeout_ms": None}, {"row_cap": [1]},
+                                     {"row_cap": True}, {"statement_timeout_ms": 2.5}, {"row_cap": "³"}])
 def test_a_limit_that_is_not_a_whole_number_is_a_422_naming_it_and_changes_nothing(
         org, builder, api_as, customer_dsn, settings, changes):  # noqa: F811
     # Was a 500: the service's int() raised past the edge.
