@@ -162,11 +162,25 @@ class RunLoop:
         self.live.pop(str(execution.run.pk), None)
 
     def close(self) -> None:
-        """Stop the loop and its threads (tests that build a loop of their own)."""
+        """Stop the loop and its threads (tests that build a loop of their own). What is left on the loop is
+        cancelled first and given a moment to end, as asyncio.run does: a task that owns something outside the
+        process (a capability's shared browser connection and its driver process) ends it in its `finally`."""
         self._closed.set()
+        if self._thread.is_alive() and not self.loop.is_closed():
+            try:
+                asyncio.run_coroutine_threadsafe(self._cancel_rest(), self.loop).result(timeout=15)
+            except Exception:  # the loop is stuck or gone: stop it anyway
+                logger.warning("the runs loop's tasks did not end when it closed", exc_info=True)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(10)
         self._watchdog.join(10)
+
+    async def _cancel_rest(self) -> None:
+        this = asyncio.current_task()
+        rest = [task for task in asyncio.all_tasks() if task is not this]
+        for task in rest:
+            task.cancel()
+        await asyncio.wait(rest, timeout=10) if rest else None
 
     def _serve(self) -> None:
         asyncio.set_event_loop(self.loop)

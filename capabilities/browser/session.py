@@ -38,6 +38,8 @@ import asyncio
 import ipaddress
 import logging
 import secrets
+import threading
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
@@ -197,12 +199,17 @@ class BrowserSession:
         if refusal is not None:
             raise BrowserUnavailable(refusal)
         address = self._address = await endpoint(self.config, self.secret)
-        manager = _playwright()()
-        self._pw = await manager.start()
         try:
-            self._browser = await self._pw.chromium.connect_over_cdp(
-                address, timeout=settings.BROWSER_CONNECT_TIMEOUT_SECONDS * 1000)
-            user_agent = await self._desktop_user_agent()
+            if self.config.connection == "hosted":
+                # The hosted browser's address carries the binding's key: a connection of this browse's own,
+                # never one another binding (another organization's) would reuse.
+                self._pw = await _playwright()().start()
+                self._browser = await self._pw.chromium.connect_over_cdp(
+                    address, timeout=settings.BROWSER_CONNECT_TIMEOUT_SECONDS * 1000)
+                user_agent = await _desktop_user_agent(self._browser)
+            else:
+                shared = await _shared_connection(address)
+                self._browser, user_agent = shared.browser, shared.user_agent
             options: dict[str, Any] = {
                 "service_workers": "block",  # a service worker's requests would bypass the page's guard
                 "viewport": {"width": self.config.preview_width, "height": 768},
@@ -238,15 +245,6 @@ class BrowserSession:
                 "The browser service is not responding; an operator of this deployment can check it "
                 f"({type(exc).__name__}).") from None
 
-    async def _desktop_user_agent(self) -> str:
-        """The browser's own user agent, without the headless shell's `HeadlessChrome` marker."""
-        session = await self._browser.new_browser_cdp_session()
-        try:
-            version = await session.send("Browser.getVersion")
-        finally:
-            await session.detach()
-        return str(version.get("userAgent", "")).replace("HeadlessChrome", "Chrome")
-
     def _socket_guard(self) -> str:
         return page_js.SOCKET_GUARD.replace("__CHECK__", self._socket_check)
 
@@ -257,7 +255,10 @@ class BrowserSession:
         if self._workers is not None:
             workers, self._workers = self._workers, None
             await workers.close()
-        for closer in (self.context, self._browser):
+        # The browse's own context (its pages close with it). The browser connection is closed only when it is
+        # this browse's own (a hosted browser's); the operator's service's is shared (`_shared_connection`).
+        closers = (self.context, self._browser) if self._pw is not None else (self.context,)
+        for closer in closers:
             if closer is not None:
                 try:
                     await closer.close()
@@ -447,8 +448,9 @@ class BrowserSession:
 
     async def _stop_loading(self, page: Any) -> None:
         """Stop a navigation that did not finish. Left going (a server that never answers), it is not only this
-        browse's: the browser is shared, and every browse that connects to it later waits on each page's pending
-        navigation (Playwright's connect enables every page of the browser) until it times out."""
+        browse's: the browser is shared, and a new connection to it (a hosted browser's, or the shared one after
+        a restart) waits on each page's pending navigation (Playwright's connect enables every page of the
+        browser, `_shared_connection` says more) until it times out."""
         try:
             session = await self.context.new_cdp_session(page)
             try:
@@ -519,6 +521,127 @@ class BrowserSession:
             await page.wait_for_load_state("domcontentloaded", timeout=5000)
         except Exception:
             logger.debug("page still loading after an action", exc_info=True)
+
+
+async def _desktop_user_agent(browser: Any) -> str:
+    """The browser's own user agent, without the headless shell's `HeadlessChrome` marker."""
+    session = await browser.new_browser_cdp_session()
+    try:
+        version = await session.send("Browser.getVersion")
+    finally:
+        await session.detach()
+    return str(version.get("userAgent", "")).replace("HeadlessChrome", "Chrome")
+
+
+# ------------------------------------------------------------ one connection per loop and browser service
+#
+# Why hand-written: Playwright's `connect_over_cdp` attaches to every page the browser has, in every context, and
+# waits until each one answered its setup (`CRBrowser.connect` → `_waitForAllPagesToBeInitialized`); no option
+# of connect_over_cdp limits it to some contexts or skips the wait (microsoft/playwright #41093, #42730). A
+# connection per browse on a browser every organization shares let one page whose renderer does not answer (a
+# page of organization A's browse running `for(;;){}`) make every other organization's browse time out while
+# A's kept it open. So a browse on the operator's service does not connect: every browse on a loop uses the one
+# connection to that address, opened once (the first browse's connect, which the ones starting meanwhile
+# await), and makes only its own context and page on it — `new_context`/`new_page` wait on their own page only.
+# A connection that drops (the service restarted) is forgotten and the next browse connects again; it is closed
+# with its loop (`_Connection.keep`: asyncio.run, asgiref and the runs loop cancel what is left on a loop before
+# it ends). Not for a hosted browser: its address carries a binding's key (`endpoint`), so each browse keeps a
+# connection of its own there.
+
+class _Connection:
+    """One Playwright driver and its connection to one browser service, shared by the browses of one loop."""
+
+    def __init__(self, address: str, pw: Any, browser: Any, user_agent: str) -> None:
+        self.address = address
+        self.pw = pw
+        self.browser = browser
+        self.user_agent = user_agent
+        self.gone = asyncio.Event()
+        self.stopped = False  # the driver stopped (the connection is closed for good)
+        browser.on("disconnected", lambda *_: self.gone.set())
+        self.keeper = asyncio.ensure_future(self.keep())
+
+    def usable(self) -> bool:
+        return not self.gone.is_set() and self.browser.is_connected()
+
+    async def keep(self) -> None:
+        """Until the connection drops or the loop's remaining tasks are cancelled; then the driver stops."""
+        try:
+            await self.gone.wait()
+        finally:
+            _forget(asyncio.get_running_loop(), self)
+            # Stopping the driver drops the connection (the service and its contexts stay); `Browser.close()`
+            # is not called, it would wait on the browser's pages. Bounded: the loop's end waits on it.
+            try:
+                await asyncio.wait_for(self.pw.stop(), 30)
+                self.stopped = True
+            except Exception:
+                logger.debug("shared playwright stop", exc_info=True)
+
+
+_connections_lock = threading.Lock()  # the maps are read from every loop's thread
+_connections: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, _Connection]] = (
+    weakref.WeakKeyDictionary())
+_connecting: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Future[_Connection]]] = (
+    weakref.WeakKeyDictionary())
+
+
+def _forget(loop: asyncio.AbstractEventLoop, connection: _Connection) -> None:
+    with _connections_lock:
+        per_loop = _connections.get(loop, {})
+        if per_loop.get(connection.address) is connection:
+            del per_loop[connection.address]
+
+
+async def _shared_connection(address: str) -> _Connection:
+    """This loop's connection to `address`, connected on first use; browses starting meanwhile await that one
+    connect (its failure is theirs too)."""
+    loop = asyncio.get_running_loop()
+    with _connections_lock:
+        for closed in [other for other in _connections if other.is_closed()]:  # a loop ended without its keeper
+            del _connections[closed]
+        connection = _connections.setdefault(loop, {}).get(address)
+        if connection is not None and connection.usable():
+            return connection
+        if connection is not None:
+            del _connections[loop][address]
+            connection.gone.set()  # its keeper stops its driver
+        pending = _connecting.setdefault(loop, {}).get(address)
+        if pending is None:
+            pending = loop.create_future()
+            _connecting[loop][address] = pending
+            mine = True
+        else:
+            mine = False
+    if not mine:
+        return await asyncio.shield(pending)
+    try:
+        connection = await _connect(address)
+    except BaseException as exc:
+        # A cancelled first browse fails the ones waiting on its connect as a refused connect would.
+        pending.set_exception(exc if isinstance(exc, Exception) else RuntimeError("connect cancelled"))
+        pending.exception()  # retrieved: no "never retrieved" warning when no other browse waited
+        raise
+    finally:
+        with _connections_lock:
+            _connecting.get(loop, {}).pop(address, None)
+    with _connections_lock:
+        _connections.setdefault(loop, {})[address] = connection
+    pending.set_result(connection)
+    return connection
+
+
+async def _connect(address: str) -> _Connection:
+    pw = await _playwright()().start()
+    try:
+        browser = await pw.chromium.connect_over_cdp(address, timeout=settings.BROWSER_CONNECT_TIMEOUT_SECONDS * 1000)
+        return _Connection(address, pw, browser, await _desktop_user_agent(browser))
+    except BaseException:
+        try:
+            await pw.stop()
+        except Exception:
+            logger.debug("playwright stop", exc_info=True)
+        raise
 
 
 def _page_of(request: Any) -> Any:

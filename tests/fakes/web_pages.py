@@ -3,7 +3,7 @@
 `WebPages`: real HTTP on 127.0.0.1 (a thread), every request recorded. Pages: `/form` (name, email, plan,
 POST → `/thanks`), `/flow/1` → `/flow/2` → `/flow/3` (a multi-page flow), `/login` (POST user+password →
 `/account` with a session cookie), `/cookie/set` and `/cookie/show`, `/redirect?to=<url>` (302), `/fetcher?to=<url>`
-(the page's own `fetch()`; its title says what came back), `/socket?to=<ws url>` (the page's own WebSocket), `/socket-around?to=<ws url>&how=` (the ways around its check), `/popup?to=<url>` (a link to a new tab, a window.open button), `/framed?to=<url>` (an iframe), `/worker?to=<url>` (a dedicated worker's `fetch()`; the title says what came back), `/worker-socket?to=<ws url>&kind=`
+(the page's own `fetch()`; its title says what came back), `/socket?to=<ws url>` (the page's own WebSocket), `/wedge` (a page whose script loops for ever once loaded), `/socket-around?to=<ws url>&how=` (the ways around its check), `/popup?to=<url>` (a link to a new tab, a window.open button), `/framed?to=<url>` (an iframe), `/worker?to=<url>` (a dedicated worker's `fetch()`; the title says what came back), `/worker-socket?to=<ws url>&kind=`
 (a worker's own WebSocket: dedicated, script, nested or shared — where a browser has no SharedWorker the
 title says 'no shared workers'; see `_worker_socket`; in a frame it tells
 the page around it too, whose title `/framed` then shows), and any `/__socket-check-…` path answered 'ok', as a
@@ -180,6 +180,9 @@ class _Handler(BaseHTTPRequestHandler):
         if parts.path == "/cookie/show":
             cookie = html.escape(self.headers.get("Cookie", "") or "no cookie")
             return self._send(200, _page("Cookie", f"<p>Cookie: {cookie}</p>"))
+        if parts.path == "/wedge":  # loads, then its renderer never answers again (a page that loops for ever)
+            return self._send(200, _page("wedge", "<p>about to loop</p>"
+                                                  "<script>setTimeout(() => { for (;;) {} }, 300)</script>"))
         if parts.path == "/secret":
             return self._send(200, _page("internal", "<p>internal secret 7731</p>"))
         if parts.path.startswith("/__socket-check-"):  # a socket check that reached the site: it says yes
@@ -233,18 +236,19 @@ STARTUP_SECONDS = 120
 class Chromium:
     """Debian's Chromium as a browser service. `host_rules` maps test names to 127.0.0.1."""
 
-    def __init__(self, host_rules: str = "", hardened: bool = True) -> None:
+    def __init__(self, host_rules: str = "", hardened: bool = True, port: int = 0) -> None:
         self.profile = Path(tempfile.mkdtemp(prefix="agenticos-chromium-"))
         self.host_rules = host_rules
         self.hardened = hardened
         self.proc: subprocess.Popen | None = None
-        self.port = 0
+        self.port = port  # 0: one Chromium picks; a given one: a restarted service at the address it had
 
     def start(self) -> Chromium:
         from config.launcher import BROWSER_HARDENING, BROWSER_QUIET
 
-        args = [CHROMIUM, "--headless=new", "--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0",
-                f"--user-data-dir={self.profile}", "--disable-gpu", "--disable-dev-shm-usage", *BROWSER_QUIET]
+        args = [CHROMIUM, "--headless=new", "--remote-debugging-address=127.0.0.1",
+                f"--remote-debugging-port={self.port}", f"--user-data-dir={self.profile}", "--disable-gpu",
+                "--disable-dev-shm-usage", *BROWSER_QUIET]
         if os.geteuid() == 0:
             args.append("--no-sandbox")  # Chromium refuses to run as root with its sandbox (this test machine)
         if self.host_rules:
