@@ -574,9 +574,20 @@ class _Connection:
             # is not called, it would wait on the browser's pages. Bounded: the loop's end waits on it.
             try:
                 await asyncio.wait_for(self.pw.stop(), 30)
+                await self._driver_exited()
                 self.stopped = True
             except Exception:
                 logger.debug("shared playwright stop", exc_info=True)
+
+    async def _driver_exited(self) -> None:
+        """Wait until the driver process is reaped. At a loop's end asyncio cancels the driver's reader task
+        (Playwright's, which would reap it) beside this one, and a process reaped after its loop closed is an
+        'Event loop is closed' error from the subprocess transport. Playwright has no public handle on the
+        process, hence its private one, read defensively."""
+        transport = getattr(getattr(getattr(self.pw, "_impl_obj", None), "_connection", None), "_transport", None)
+        process = getattr(transport, "_proc", None)
+        if process is not None and process.returncode is None:
+            await asyncio.wait_for(process.wait(), 10)
 
 
 _connections_lock = threading.Lock()  # the maps are read from every loop's thread
