@@ -47,7 +47,13 @@ def parse_definition(data: dict[str, Any], prefix: str = "") -> Definition:
         raise Invalid("The tool definition is invalid.", details={"problems": _problems(exc, prefix)}) from None
 
 
+def _field_problem(field: str, message: str) -> Invalid:
+    return Invalid(message, details={"problems": [{"field": field, "message": message}]})
+
+
 def parse_warnings(items: Any) -> list[dict[str, Any]]:
+    if items is not None and not isinstance(items, list):  # a number or an object is not iterated into a 500
+        raise _field_problem("warnings", "A list of warnings ({level, text}).")
     try:
         return [ToolWarning.model_validate(i).model_dump() for i in (items or [])]
     except ValidationError as exc:
@@ -151,8 +157,16 @@ def _summary(outcome: runtime.Outcome) -> dict[str, Any]:
             "full": shown if isinstance(shown, str) else json.dumps(shown, ensure_ascii=False, default=str)}
 
 
-def test_tool(*, actor: Actor, tool: CustomTool, args: dict[str, Any]) -> dict[str, Any]:
-    outcome = run_test_call(definition_of(tool), tool.credential, args)
+def _test_args(args: Any) -> dict[str, Any]:
+    """A test call's arguments: an object by name (none: no arguments); anything else is the caller's 422."""
+    args = args or {}
+    if not isinstance(args, dict):
+        raise _field_problem("args", "An object: the arguments by name.")
+    return args
+
+
+def test_tool(*, actor: Actor, tool: CustomTool, args: Any) -> dict[str, Any]:
+    outcome = run_test_call(definition_of(tool), tool.credential, _test_args(args))
     result = _summary(outcome)
     with transaction.atomic():
         audit.record(actor=actor.user, organization=actor.organization, action="custom_tool.tested", target=tool,
@@ -230,14 +244,15 @@ def configure_draft(*, actor: Actor, draft: ToolDraft, definition: dict[str, Any
     return draft
 
 
-def test_draft(*, actor: Actor, draft: ToolDraft, args: dict[str, Any] | None = None) -> ToolDraft:
+def test_draft(*, actor: Actor, draft: ToolDraft, args: Any = None) -> ToolDraft:
     """A real call; passed → validated (preview beside the draft, full response apart); failed → configured."""
+    args = _test_args(args)
     if draft.state in (ToolDraft.State.DRAFT, ToolDraft.State.CREATED):
         raise Conflict(f"A {draft.state} draft cannot be tested: configure it first." if draft.state == "draft"
                        else "This tool was already created.")
     _open_kit(draft.kit)
     definition = Definition.model_validate(draft.definition)
-    outcome = run_test_call(definition, draft.kit.credential, args or {})
+    outcome = run_test_call(definition, draft.kit.credential, args)
     result = _summary(outcome)
     with transaction.atomic():
         draft = _locked(draft)
