@@ -74,6 +74,10 @@ browser:
 test: install browser
 	AGENTICOS_DATA_DIR=$(TEST_DATA_DIR) AGENTICOS_TESTING=true $(PY) -m config.devservices start >/dev/null
 	rm -f test-artifacts/runs-diagnosis.txt
+	# The migrated template the test databases are copied from (tests/template_db.py), built in the background
+	# while the migrations are checked and pytest starts and collects; the workers wait for it (a lock) if they
+	# ask before it is done. Nothing to build where it exists already.
+	AGENTICOS_DATA_DIR=$(TEST_DATA_DIR) AGENTICOS_TESTING=true $(PY) -m tests.template_db >/dev/null &
 	# A model change without its migration fails here, before the suite (which would build it into its databases).
 	AGENTICOS_DATA_DIR=$(TEST_DATA_DIR) AGENTICOS_TESTING=true $(PY) manage.py makemigrations --check --dry-run >/dev/null
 	# --durations: the slowest tests, printed on every run, so a slow one is seen where it is added.

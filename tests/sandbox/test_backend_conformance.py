@@ -111,6 +111,22 @@ class TestSandboxServiceWorkspace(WorkspaceBackendSuite):
         after = await backend.run(["sh", "-c", "test -e late && echo lived-on || echo killed"], timeout=60)
         assert after.stdout.strip() == "killed"
 
+    async def test_background_child_does_not_hold_up_completed_command(self, backend):
+        """The library's rule: a background child holding stdout open does not keep a finished command from
+        returning. Its clean-up then releases the child through the file API and waits up to 30 s for the child's
+        file — here a command's children end with it (the jail's PID namespace dies with the command), so that
+        wait ran its full 30 s for nothing. The command is checked as the rule does; then that the child did not
+        live on: released from inside the sandbox, it never writes its file."""
+        import anyio
+
+        child = 'while [ ! -f release ]; do sleep 0.1; done; printf finished > finished'
+        with anyio.fail_after(60):  # a hang guard, as the library's
+            result = await backend.run(["sh", "-c", f"({child}) & printf done"])
+        assert (result.exit_code, result.stdout) == (0, "done")
+        after = await backend.run(["sh", "-c", "touch release; sleep 1; test -e finished && echo lived-on || echo ended"],
+                                  timeout=60)
+        assert after.stdout.strip() == "ended"
+
     async def test_destroying_environment_during_command_raises_unavailable(self, destructive_backend,
                                                                            destroy_environment, sandboxd_server):
         """The library's rule, its wait for the command looked for on the host (as above): the workspace deleted
