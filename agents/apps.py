@@ -10,10 +10,12 @@ class AgentsConfig(AppConfig):
         # worker or a bot process (which never import the ASGI routing) must broadcast it too.
         import agents.consumers  # noqa: F401
         from agents import extensions, rollouts, run_handle, runs, titles
+        from agents.providers import sdk_params
         from agents.runner import assembly, stream_locks
 
         # The agent libraries' per-event and per-request work this project does not need (each module says why).
         stream_locks.install()
+        sdk_params.install()
         # The module itself, so a test's monkeypatch of assembly.build_model reaches a delegate's model too.
         run_handle.register_model_source(assembly)
         run_handle.register_run_delivery(runs.deliver_after_commit)
