@@ -49,7 +49,12 @@ def ready_to_send(data: Any) -> Any:
 
 async def chat_params_or_sdk(data: object, expected_type: object) -> Any:
     if expected_type in CHAT_PARAMS:
-        return ready_to_send(data)
+        try:
+            return ready_to_send(data)
+        except RecursionError:
+            # A tool schema nested hundreds deep (an MCP server's, say): the SDK's walk does not descend into a
+            # schema's values, so it still sends what this walk cannot.
+            pass
     return await _sdk_transform(data, expected_type)
 
 

@@ -133,3 +133,19 @@ def test_the_requests_pydantic_ai_builds_are_sent_as_the_sdk_would_send_them(fak
     last = fake_openai.requests[-1].json
     assert last["temperature"] == 0.1 and [m["role"] for m in last["messages"]] == ["system", "user", "assistant",
                                                                                       "tool"]
+
+
+def test_a_tool_schema_nested_past_the_plain_walks_depth_is_sent_as_the_sdk_sends_it():
+    """A hostile or generated schema (an MCP server's tool) nested 700 deep: the plain walk runs out of recursion,
+    the SDK's own walk (which never descends into a schema's values) sends it — the request is not lost."""
+    schema = level = {"type": "object"}
+    for _ in range(700):
+        level["properties"] = {"a": {"type": "object"}}
+        level = level["properties"]["a"]
+    body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}], "n": NOT_GIVEN,
+            "tools": [{"type": "function", "function": {"name": "deep", "parameters": schema}}]}
+    with pytest.raises(RecursionError):
+        sdk_params.ready_to_send(body)
+    sent = asyncio.run(sdk_params.chat_params_or_sdk(body, sdk_params.CHAT_PARAMS[0]))
+    assert sent == asyncio.run(async_maybe_transform(body, sdk_params.CHAT_PARAMS[0]))
+    assert "n" not in sent and sent["tools"][0]["function"]["parameters"] == schema
